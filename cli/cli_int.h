@@ -1,0 +1,101 @@
+/*
+ * cli_int.h: the podplan command line, private to cli/.
+ *
+ * Each subcommand is a table of options plus a run function.  The option
+ * parser is ours rather than getopt_long so that every error names the
+ * option and the bad value, suggests the nearest option on a typo, and
+ * --help is generated from the same table that parses.
+ */
+#ifndef PODPLAN_CLI_INT_H
+#define PODPLAN_CLI_INT_H
+
+#include "podplan/common.h"
+#include "podplan/models.h"
+
+#include <jansson.h>
+
+#define PP_CLI_MAX_OPTS 32
+
+typedef struct pp_cli_opt {
+    const char *name;  /* long name without "--" */
+    char short_name;   /* or 0 */
+    const char *arg;   /* metavar, or NULL for a flag */
+    const char *help;  /* one line; "(default: x)" where there is one */
+    bool repeat;       /* may be given more than once (--set) */
+} pp_cli_opt;
+
+typedef struct pp_cli_cmd {
+    const char *name;
+    const char *summary; /* one line for `podplan help` */
+    const char *usage;   /* synopsis after "podplan " */
+    const char *details; /* paragraphs after the options, or NULL */
+    const pp_cli_opt *opts; /* terminated by {NULL} */
+    int (*run)(const struct pp_cli_cmd *cmd, int argc, char **argv);
+} pp_cli_cmd;
+
+typedef struct pp_args {
+    const pp_cli_cmd *cmd;
+    const char *value[PP_CLI_MAX_OPTS]; /* last value given, or NULL */
+    int count[PP_CLI_MAX_OPTS];
+    char *positional[16];               /* borrowed from argv */
+    int n_positional;
+    /* every value of repeatable options, in order */
+    struct { int opt; const char *value; } multi[64];
+    int n_multi;
+} pp_args;
+
+/* Parses argv (argv[0] is the subcommand).  Returns 0, 1 when --help was
+ * printed (the caller exits 0), or PP_EUSAGE with e filled. */
+int pp_cli_parse(const pp_cli_cmd *cmd, int argc, char **argv, pp_args *a,
+                 pp_error *e);
+void pp_cli_help(const pp_cli_cmd *cmd, FILE *fp);
+
+/* Accessors by option name.  `get` returns NULL when absent. */
+const char *pp_args_get(const pp_args *a, const char *name);
+bool pp_args_flag(const pp_args *a, const char *name);
+/* All values of a repeatable option, in command-line order; returns the
+ * count (at most max). */
+size_t pp_args_all(const pp_args *a, const char *name, const char **out,
+                   size_t max);
+/* Required option: fills e with "--name is required" when absent. */
+int pp_args_need(const pp_args *a, const char *name, const char **out,
+                 pp_error *e);
+/* Typed options; absent leaves *out unchanged and returns 0.  Errors read
+ * "--gpus: expected a positive integer, got "x"". */
+int pp_args_int(const pp_args *a, const char *name, int64_t min, int64_t max,
+                int64_t *out, pp_error *e);
+int pp_args_quantity(const pp_args *a, const char *name, pp_qkind kind,
+                     const char *default_unit, double *out, pp_error *e);
+int pp_args_enum(const pp_args *a, const char *name,
+                 const char *const *names, int *out, pp_error *e);
+
+/* --format table|json and -o FILE, shared by every command. */
+enum { PP_FMT_TABLE, PP_FMT_JSON };
+extern const char *const pp_format_names[];
+
+/* Writes a JSON value (borrowed) with stable formatting: two-space indent,
+ * keys in insertion order, 12 significant digits, trailing newline. */
+int pp_json_write(FILE *fp, json_t *v, pp_error *e);
+/* json_real that maps non-finite values to null (JSON has no inf/nan). */
+json_t *pp_json_num(double v);
+
+/* Prints the error, "podplan <cmd>: <message>", and returns the exit code
+ * for it. */
+int pp_cli_fail(const char *cmd, const pp_error *e);
+
+/* Formats with the unit a person would choose (wrapper over
+ * pp_unit_format with 4 digits); returns a static rotating buffer so a
+ * printf can hold several. */
+const char *pp_fmtq(double v, pp_qkind kind);
+
+/* Writes a command's result to -o FILE (atomically) or stdout: the JSON
+ * when fmt is PP_FMT_JSON, else what table(fp, ctx) prints.  Takes
+ * ownership of json.  Returns the process exit code. */
+int pp_cli_emit(const pp_args *a, int fmt, json_t *json,
+                void (*table)(FILE *fp, const void *ctx), const void *ctx);
+
+/* Subcommands. */
+extern const pp_cli_cmd pp_cmd_flops, pp_cmd_estimate, pp_cmd_memory,
+    pp_cmd_topo;
+
+#endif

@@ -1,0 +1,115 @@
+/*
+ * cmd_memory.c: `podplan memory`, memory per GPU of a parallel layout.
+ */
+#include "cli_int.h"
+
+static const pp_cli_opt opts[] = {
+    {"model", 'm', "M", "model: YAML file, zoo name or inline spec (required)", false},
+    {"parallel", 'p', "SPEC", "tp=8,pp=8,dp=16,mbs=1,gbs=1536[,vp=,sp=,recompute=,zero=] (required)", false},
+    {"optimizer", 0, "OPT", "adam-mixed (16 B/param: 2+2+4+4+4) | adam-fp32 (4+4+8) (default: adam-mixed)", false},
+    {"gpu-memory", 0, "SIZE", "HBM per GPU to check the fit against, e.g. 80GB", false},
+    {"format", 0, "FMT", "table|json (default: table)", false},
+    {"output", 'o', "FILE", "write to FILE atomically (default: stdout)", false},
+    {NULL, 0, NULL, NULL, false},
+};
+
+static const char *const optimizer_names[] = {"adam-mixed", "adam-fp32", NULL};
+
+typedef struct result {
+    pp_model m;
+    pp_parallel p;
+    int optimizer;
+    pp_memory mem;
+    double hbm; /* 0 when not given */
+} result;
+
+static void print_table(FILE *fp, const void *ctx) {
+    const result *r = ctx;
+    const pp_memory *x = &r->mem;
+    char spec[256];
+    fprintf(fp, "model        %s (%s parameters)\n", r->m.name,
+            pp_fmtq(pp_model_params(&r->m), PP_Q_COUNT));
+    fprintf(fp, "parallel     %s\n", pp_parallel_format(&r->p, spec, sizeof spec));
+    fprintf(fp, "optimizer    %s\n\n", optimizer_names[r->optimizer]);
+    fprintf(fp, "per GPU (first pipeline stage)\n");
+    fprintf(fp, "  %-26s %12s\n", "parameters held", pp_fmtq(x->params_per_gpu, PP_Q_COUNT));
+    fprintf(fp, "  %-26s %12s\n", "weights", pp_fmtq(x->weights, PP_Q_BYTES));
+    fprintf(fp, "  %-26s %12s\n", "gradients", pp_fmtq(x->grads, PP_Q_BYTES));
+    fprintf(fp, "  %-26s %12s\n", "optimizer states", pp_fmtq(x->optimizer, PP_Q_BYTES));
+    fprintf(fp, "  %-26s %12s\n", "model states", pp_fmtq(x->model_states, PP_Q_BYTES));
+    fprintf(fp, "  %-26s %12s  (%g micro-batches in flight)\n", "activations",
+            pp_fmtq(x->activations, PP_Q_BYTES), x->inflight);
+    fprintf(fp, "  %-26s %12s\n", "buffers", pp_fmtq(x->buffers, PP_Q_BYTES));
+    fprintf(fp, "  %-26s %12s\n", "total", pp_fmtq(x->total, PP_Q_BYTES));
+    if (r->hbm > 0) {
+        if (x->total <= r->hbm)
+            fprintf(fp, "\nfits in %s with %s to spare\n",
+                    pp_fmtq(r->hbm, PP_Q_BYTES),
+                    pp_fmtq(r->hbm - x->total, PP_Q_BYTES));
+        else
+            fprintf(fp, "\ndoes NOT fit in %s: %s short\n",
+                    pp_fmtq(r->hbm, PP_Q_BYTES),
+                    pp_fmtq(x->total - r->hbm, PP_Q_BYTES));
+    }
+}
+
+static json_t *to_json(const result *r) {
+    const pp_memory *x = &r->mem;
+    char spec[256];
+    json_t *o = json_object(), *b = json_object();
+    json_object_set_new(o, "model", json_string(r->m.name));
+    json_object_set_new(o, "parallel", json_string(pp_parallel_format(&r->p, spec, sizeof spec)));
+    json_object_set_new(o, "optimizer", json_string(optimizer_names[r->optimizer]));
+    json_object_set_new(o, "memory_per_gpu_bytes", pp_json_num(x->total));
+    json_object_set_new(o, "params_per_gpu", pp_json_num(x->params_per_gpu));
+    json_object_set_new(b, "weights_bytes", pp_json_num(x->weights));
+    json_object_set_new(b, "gradients_bytes", pp_json_num(x->grads));
+    json_object_set_new(b, "optimizer_bytes", pp_json_num(x->optimizer));
+    json_object_set_new(b, "model_states_bytes", pp_json_num(x->model_states));
+    json_object_set_new(b, "activations_bytes", pp_json_num(x->activations));
+    json_object_set_new(b, "buffers_bytes", pp_json_num(x->buffers));
+    json_object_set_new(o, "memory", b);
+    json_object_set_new(o, "microbatches_in_flight", pp_json_num(x->inflight));
+    if (r->hbm > 0) {
+        json_object_set_new(o, "gpu_memory_bytes", pp_json_num(r->hbm));
+        json_object_set_new(o, "fits", json_boolean(x->total <= r->hbm));
+        json_object_set_new(o, "headroom_bytes", pp_json_num(r->hbm - x->total));
+    }
+    return o;
+}
+
+static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
+    pp_error e = PP_ERROR_INIT;
+    pp_args a;
+    result r = {0};
+    const char *spec, *pspec;
+    int fmt = PP_FMT_TABLE;
+
+    pp_parallel_init(&r.p);
+    int rc = pp_cli_parse(cmd, argc, argv, &a, &e);
+    if (rc == 1) return 0;
+    if (rc || pp_args_need(&a, "model", &spec, &e)
+        || pp_args_need(&a, "parallel", &pspec, &e)
+        || pp_args_enum(&a, "optimizer", optimizer_names, &r.optimizer, &e)
+        || pp_args_quantity(&a, "gpu-memory", PP_Q_BYTES, NULL, &r.hbm, &e)
+        || pp_args_enum(&a, "format", pp_format_names, &fmt, &e)
+        || pp_parallel_parse(pspec, &r.p, &e)
+        || pp_model_load(spec, &r.m, &e)
+        || pp_parallel_validate(&r.p, &r.m, &e)
+        || pp_memory_per_gpu(&r.m, &r.p, (pp_optimizer)r.optimizer, &r.mem, &e))
+        return pp_cli_fail(cmd->name, &e);
+    return pp_cli_emit(&a, fmt, to_json(&r), print_table, &r);
+}
+
+const pp_cli_cmd pp_cmd_memory = {
+    "memory",
+    "memory per GPU of a parallel layout: model states, activations, buffers",
+    "memory --model M --parallel SPEC [--optimizer adam-mixed|adam-fp32] "
+    "[--gpu-memory SIZE] [--format table|json] [-o FILE]",
+    "Model states (weights, gradients, optimizer) are sharded by ZeRO over dp;\n"
+    "activations follow Korthikanti et al. 2022 (TP, sequence parallelism,\n"
+    "selective/full recomputation) for the micro-batches in flight on the\n"
+    "first pipeline stage under 1F1B (and interleaving).",
+    opts,
+    run,
+};

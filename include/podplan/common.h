@@ -1,0 +1,273 @@
+/*
+ * podplan/common.h: errors, units and the YAML document tree.
+ *
+ * This is the bottom layer: every other layer reports through pp_error and
+ * reads its input through pp_doc, so that any message about a bad input can
+ * name the file, line, column and dotted field path of the offending value.
+ */
+#ifndef PODPLAN_COMMON_H
+#define PODPLAN_COMMON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PODPLAN_VERSION "0.1.0"
+
+/* ------------------------------------------------------------------------
+ * Status codes.  One list generates the enum and the strings (libuv's
+ * UV_ERRNO_MAP).  Every fallible function returns 0 or a negative PP_E*.
+ * The third column is the process exit code the CLI uses for that status:
+ * 2 for "the input or the usage is wrong", 1 for "the work failed".
+ * ---------------------------------------------------------------------- */
+#define PP_ERRNO_MAP(XX)                                                   \
+    XX(EINVAL, -1, 2, "invalid argument")                                  \
+    XX(EINPUT, -2, 2, "bad input")                                         \
+    XX(EUSAGE, -3, 2, "bad usage")                                         \
+    XX(ENOENT, -4, 2, "not found")                                         \
+    XX(EIO, -5, 1, "input/output error")                                   \
+    XX(ENOMEM, -6, 1, "out of memory")                                     \
+    XX(ERANGE, -7, 2, "value out of range")                                \
+    XX(EINFEASIBLE, -8, 1, "infeasible")                                   \
+    XX(ENOSYS, -9, 1, "not supported in this build")                       \
+    XX(EFAIL, -10, 1, "operation failed")                                  \
+    XX(EINTERNAL, -11, 1, "internal error")
+
+typedef enum {
+    PP_OK = 0,
+#define PP__XX(name, val, exitc, str) PP_##name = (val),
+    PP_ERRNO_MAP(PP__XX)
+#undef PP__XX
+} pp_status;
+
+/* Returns a static string describing a status code. */
+const char *pp_strerror(int code);
+/* Returns the process exit code for a status: 0, 1 or 2. */
+int pp_exit_code(int code);
+
+/* An error: a code and a message.  The caller allocates it (usually on the
+ * stack) and initialises it with PP_ERROR_INIT or pp_error_clear(). */
+#define PP_ERROR_MSG_MAX 1024
+typedef struct pp_error {
+    int code;                    /* public, read-only: 0 when no error */
+    char msg[PP_ERROR_MSG_MAX];  /* public, read-only: "" when no error */
+} pp_error;
+
+#define PP_ERROR_INIT {0, {0}}
+
+void pp_error_clear(pp_error *e);
+
+/* Records an error unless one is already recorded (the first error is the
+ * one worth reporting).  Returns code, so a caller can write
+ * `return pp_error_set(e, PP_EINPUT, "...")`.  e may be NULL. */
+int pp_error_set(pp_error *e, int code, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/* Prepends context to a recorded error while unwinding:
+ * "while loading node 3: <old message>".  No-op when e is NULL or clear. */
+void pp_error_prefix(pp_error *e, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* Aborts with a message.  For allocation failure of small, fixed-size
+ * objects only (redis' zmalloc): allocations sized by user input are checked
+ * and reported instead. */
+void pp_oom(void) __attribute__((noreturn));
+void *pp_xmalloc(size_t n);
+void *pp_xcalloc(size_t n, size_t size);
+void *pp_xrealloc(void *p, size_t n);
+char *pp_xstrdup(const char *s);
+
+/* ------------------------------------------------------------------------
+ * Units.  Inside the code every quantity is an SI double: seconds, bytes,
+ * bytes per second, FLOP, FLOP/s.  Text carries a unit and the parser never
+ * guesses: "Gb" (bits) and "GB" (bytes) differ, as do "GB" and "GiB".
+ * ---------------------------------------------------------------------- */
+typedef enum {
+    PP_Q_COUNT,     /* plain number, optional SI suffix: 300e9, 300G, 1.5k   */
+    PP_Q_BYTES,     /* B kB MB GB TB PB (decimal), KiB MiB GiB TiB PiB       */
+    PP_Q_BANDWIDTH, /* bps Kbps Mbps Gbps Tbps, Gb/s; B/s kB/s MB/s GB/s
+                       TB/s GiB/s...  stored in bytes per second            */
+    PP_Q_FLOPS,     /* FLOP kFLOP ... EFLOP ZFLOP (count)                    */
+    PP_Q_FLOPRATE,  /* FLOPS, TFLOPS, PFLOP/s, TFLOP/s ...                   */
+    PP_Q_TIME,      /* ns us ms s min h d                                    */
+    PP_Q_RATIO,     /* "2:1" gives 2.0, "1:1" gives 1.0                      */
+    PP_Q__COUNT
+} pp_qkind;
+
+/* Parses text as a quantity of the given kind into SI units.
+ * default_unit, when not NULL, is the unit a bare number is taken in (a
+ * field's documented default, e.g. "B" or "s"); when NULL a bare number is
+ * an error for every kind but PP_Q_COUNT and PP_Q_RATIO.
+ * On error returns PP_EINPUT, leaves *out untouched and, when why is not
+ * NULL, writes a short reason ("expected a bandwidth such as 200Gbps or
+ * 25GB/s") into why. */
+int pp_unit_parse(const char *text, pp_qkind kind, const char *default_unit,
+                  double *out, char *why, size_t why_len);
+
+/* Formats an SI value with the unit a person would choose (bandwidth in
+ * Gbps, bytes in GB, ...) with up to `digits` significant digits.  The text
+ * parses back to the same value to that precision.  Returns buf. */
+char *pp_unit_format(double value, pp_qkind kind, int digits, char *buf,
+                     size_t len);
+
+/* Returns "a byte size", "a bandwidth", ... for messages. */
+const char *pp_qkind_name(pp_qkind kind);
+
+/* ------------------------------------------------------------------------
+ * The YAML document tree.  libyaml's events are turned into a small tree in
+ * which every node keeps the file, line and column (counted from 1) where it
+ * starts, so that errors found late (an unknown GPU name, a dangling link)
+ * still point at the line.  Aliases are expanded (they share the node).
+ * Duplicate keys are an error at load time.
+ * ---------------------------------------------------------------------- */
+typedef enum { PP_NODE_SCALAR, PP_NODE_SEQ, PP_NODE_MAP } pp_node_kind;
+
+typedef struct pp_node pp_node;
+struct pp_node {
+    pp_node_kind kind;    /* public, read-only */
+    const char *file;     /* public, read-only: owned by the document */
+    int line, col;        /* public, read-only: 1-based */
+    char *scalar;         /* PP_NODE_SCALAR: the text, NUL-terminated */
+    bool quoted;          /* PP_NODE_SCALAR: written in quotes */
+    size_t n;             /* SEQ/MAP: number of items or pairs */
+    pp_node **items;      /* SEQ: items; MAP: values */
+    pp_node **keys;       /* MAP: keys (scalar nodes) */
+    /* private: which keys a reader asked for, for unknown-key detection */
+    unsigned char *asked; /* MAP: per key, 1 once read */
+    char **wanted;        /* MAP: every key name any getter asked for */
+    size_t n_wanted, cap_wanted;
+};
+
+typedef struct pp_doc pp_doc;
+
+/* Loads a YAML file.  On success *out owns the tree; free it with
+ * pp_doc_free().  On failure returns PP_EINPUT (syntax error, duplicate
+ * key, empty document) or PP_ENOENT/PP_EIO, fills e with
+ * "file:line:col: what", and leaves *out untouched. */
+int pp_doc_load_file(const char *path, pp_doc **out, pp_error *e);
+
+/* The same from memory; name is used in messages as the file name. */
+int pp_doc_load_string(const char *name, const char *text, size_t len,
+                       pp_doc **out, pp_error *e);
+
+void pp_doc_free(pp_doc *doc);                 /* NULL is a no-op */
+
+/* Applies an override "dotted.path=value" (list items as "links[3]") to
+ * the tree before a loader reads it; missing keys are created.  The new
+ * value's mark is file "--set", line `which` (the override's ordinal,
+ * from 1), column of the value, so a bad value reads
+ * "--set:1:17: node.nics.count: expected a positive integer, got "x"".
+ * Returns PP_EUSAGE for a malformed assignment or a path through a
+ * scalar. */
+int pp_doc_set(pp_doc *doc, const char *assignment, int which, pp_error *e);
+pp_node *pp_doc_root(const pp_doc *doc);       /* borrowed */
+
+/* Records a located error: "file:line:col: path: message".  n may be NULL
+ * (then no location is printed), path may be NULL or "".  Returns code. */
+int pp_error_at(pp_error *e, int code, const pp_node *n, const char *path,
+                const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 5, 6)))
+#endif
+    ;
+
+/* Joins a dotted path: pp_path(buf, len, "fabric.leaf", "radix") gives
+ * "fabric.leaf.radix"; an index gives "links[3]" via pp_path_index. */
+const char *pp_path(char *buf, size_t len, const char *prefix,
+                    const char *key);
+const char *pp_path_index(char *buf, size_t len, const char *prefix,
+                          size_t i);
+
+/* --- Reading a mapping -------------------------------------------------
+ * The getters take the map node, the dotted path of the map (for
+ * messages) and the key.  Each returns:
+ *   0           the key was present and *out was set;
+ *   1           the key is absent and PP_OPTIONAL was given (*out untouched);
+ *   PP_EINPUT   the key is absent and required, or its value has the wrong
+ *               type or unit (e filled, *out untouched).
+ * Every key asked for is remembered, so pp_map_done() can report keys
+ * nobody asked for, with "did you mean" when one edit away from a wanted
+ * key. */
+enum { PP_REQUIRED = 0, PP_OPTIONAL = 1 };
+
+pp_node *pp_map_get(pp_node *map, const char *key);   /* marks it asked */
+int pp_map_node(pp_node *map, const char *path, const char *key, int flags,
+                pp_node_kind kind, pp_node **out, pp_error *e);
+int pp_map_int(pp_node *map, const char *path, const char *key, int flags,
+               int64_t min, int64_t max, int64_t *out, pp_error *e);
+int pp_map_number(pp_node *map, const char *path, const char *key, int flags,
+                  double min, double max, double *out, pp_error *e);
+/* A quantity with a unit; the value must be > 0 unless allow_zero. */
+int pp_map_quantity(pp_node *map, const char *path, const char *key,
+                    int flags, pp_qkind kind, const char *default_unit,
+                    bool allow_zero, double *out, pp_error *e);
+int pp_map_string(pp_node *map, const char *path, const char *key, int flags,
+                  const char **out, pp_error *e);
+int pp_map_bool(pp_node *map, const char *path, const char *key, int flags,
+                bool *out, pp_error *e);
+/* names is a NULL-terminated list; *out is the index of the match. */
+int pp_map_enum(pp_node *map, const char *path, const char *key, int flags,
+                const char *const *names, int *out, pp_error *e);
+
+/* Fails with "file:line:col: path.key: unknown key (did you mean "x"?)" for
+ * the first key of map that no getter asked for. */
+int pp_map_done(pp_node *map, const char *path, pp_error *e);
+
+/* The same typed conversions on a bare node (a list item, say). */
+int pp_node_int(const pp_node *n, const char *path, int64_t min, int64_t max,
+                int64_t *out, pp_error *e);
+int pp_node_number(const pp_node *n, const char *path, double min, double max,
+                   double *out, pp_error *e);
+int pp_node_quantity(const pp_node *n, const char *path, pp_qkind kind,
+                     const char *default_unit, bool allow_zero, double *out,
+                     pp_error *e);
+int pp_node_string(const pp_node *n, const char *path, const char **out,
+                   pp_error *e);
+int pp_node_expect(const pp_node *n, const char *path, pp_node_kind kind,
+                   pp_error *e);
+
+/* Levenshtein distance, capped: returns cap+1 when larger.  For "did you
+ * mean" suggestions everywhere (options, names in catalogues). */
+int pp_edit_distance(const char *a, const char *b, int cap);
+
+/* ------------------------------------------------------------------------
+ * Files.  Output is written to "<path>.tmp.<pid>" and renamed into place,
+ * so an interrupted or failed run never leaves a half-written file.
+ * ---------------------------------------------------------------------- */
+typedef struct pp_outfile {
+    FILE *fp;        /* public: write here */
+    char *path;      /* private */
+    char *tmp;       /* private */
+} pp_outfile;
+
+/* Opens path for atomic writing; "-" or NULL means stdout. */
+int pp_outfile_open(pp_outfile *of, const char *path, pp_error *e);
+/* Flushes, closes and renames into place.  On error the temporary file is
+ * removed and the destination is untouched. */
+int pp_outfile_commit(pp_outfile *of, pp_error *e);
+/* Removes the temporary file; the destination is untouched. */
+void pp_outfile_abort(pp_outfile *of);
+
+/* Finds a shipped data file: if `name` is a readable path it is used as is;
+ * otherwise "<dir>/<name>.yaml" is tried under $PODPLAN_DATA_DIR, then the
+ * source tree's data directory compiled in (PODPLAN_SOURCE_DIR), then the
+ * installed one.  subdir is e.g. "models/zoo" or "topologies".  Writes the
+ * path into buf.  Returns 0, or PP_ENOENT with the names tried in e. */
+int pp_data_find(const char *subdir, const char *name, char *buf, size_t len,
+                 pp_error *e);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* PODPLAN_COMMON_H */

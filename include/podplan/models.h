@@ -1,0 +1,171 @@
+/*
+ * podplan/models.h: model descriptions and the closed-form models.
+ *
+ * Pure functions of a model shape and a parallel layout: FLOPs per
+ * iteration (F_iter), time to train (T_train), parameter count, memory per
+ * GPU and communication volume per iteration.  Every formula cites its
+ * source in the .c files of models/.  Depends on common only.
+ */
+#ifndef PODPLAN_MODELS_H
+#define PODPLAN_MODELS_H
+
+#include "podplan/common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------------
+ * Model description (plain data).
+ * ---------------------------------------------------------------------- */
+typedef enum { PP_ARCH_TRANSFORMER, PP_ARCH_GENERIC } pp_arch;
+typedef enum { PP_FFN_GELU, PP_FFN_SWIGLU } pp_ffn;
+
+#define PP_NAME_MAX 64
+
+typedef struct pp_model {
+    char name[PP_NAME_MAX];
+    pp_arch arch;
+    /* transformer (decoder-only GPT family) */
+    int64_t layers;      /* l */
+    int64_t hidden;      /* h */
+    int64_t heads;       /* a */
+    int64_t kv_heads;    /* GQA: heads sharing K/V; == heads for MHA */
+    int64_t seq;         /* s */
+    int64_t vocab;       /* V */
+    int64_t ffn_hidden;  /* default 4h */
+    pp_ffn ffn;
+    bool tied_embeddings; /* input embedding == output projection */
+    /* generic: a model known only by its size and cost (ResNet-50, ViT) */
+    double params;           /* generic: parameter count */
+    double flops_per_sample; /* generic: forward FLOPs per sample */
+} pp_model;
+
+/* Loads a model from `spec`: a YAML file path, a name in models/zoo/
+ * ("gpt3-175b"), or inline "layers=96,hidden=12288,heads=96,seq=2048,
+ * vocab=51200".  On failure returns PP_EINPUT/PP_ENOENT with a located
+ * message and leaves *out untouched. */
+int pp_model_load(const char *spec, pp_model *out, pp_error *e);
+/* Reads a model from an already loaded YAML mapping (used by study files).
+ * path is the dotted path of the mapping for messages. */
+int pp_model_from_node(pp_node *map, const char *path, pp_model *out,
+                       pp_error *e);
+/* Checks a model's internal consistency (heads divide hidden, kv_heads
+ * divide heads, ...).  Returns PP_EINPUT with a message on failure. */
+int pp_model_validate(const pp_model *m, pp_error *e);
+
+/* Parameter count from the shape.  For GPT (tied embeddings, learned
+ * positions) this is 12 l h^2 (1 + 13/(12h) + (V+s)/(12lh)). */
+double pp_model_params(const pp_model *m);
+
+/* ------------------------------------------------------------------------
+ * Parallel layout: tp=8,pp=8,dp=16,mbs=1,gbs=1536[,vp=2][,sp=on]
+ * [,recompute=full|selective|none][,zero=0..3]
+ * ---------------------------------------------------------------------- */
+typedef enum {
+    PP_RECOMPUTE_NONE,
+    PP_RECOMPUTE_SELECTIVE,
+    PP_RECOMPUTE_FULL
+} pp_recompute;
+
+typedef struct pp_parallel {
+    int64_t tp, pp, dp; /* tensor, pipeline, data parallel degrees */
+    int64_t mbs;        /* micro-batch size (sequences) */
+    int64_t gbs;        /* global batch size (sequences) */
+    int64_t vp;         /* interleaved model chunks per GPU; 1 = plain 1F1B */
+    bool sp;            /* sequence parallelism (needs tp > 1 to matter) */
+    pp_recompute recompute;
+    int zero;           /* ZeRO stage 0..3, sharded over dp */
+} pp_parallel;
+
+/* Defaults: everything 1, gbs = mbs * dp, no sp, full recompute, zero 0. */
+void pp_parallel_init(pp_parallel *p);
+/* Parses a SPEC string (keys in any order; missing keys keep their value in
+ * *p, so call pp_parallel_init first).  Errors name the key and the text:
+ * "--parallel: tp: expected a positive integer, got "x"".  Returns
+ * PP_EINPUT and leaves *p untouched on failure. */
+int pp_parallel_parse(const char *spec, pp_parallel *p, pp_error *e);
+/* Writes the canonical SPEC string (keys in a fixed order). */
+char *pp_parallel_format(const pp_parallel *p, char *buf, size_t len);
+/* Checks divisibility rules against a model (Megatron-LM's): tp | heads,
+ * pp | layers, (pp*vp) | layers, mbs*dp | gbs, ...  Returns PP_EINPUT. */
+int pp_parallel_validate(const pp_parallel *p, const pp_model *m,
+                         pp_error *e);
+const char *pp_recompute_name(pp_recompute r);
+
+/* ------------------------------------------------------------------------
+ * FLOPs.
+ * ---------------------------------------------------------------------- */
+typedef struct pp_flops {
+    double total;   /* FLOPs per iteration (hardware FLOPs: with recompute) */
+    double dense;   /* the "1" term: the GEMMs of the layers */
+    double attn;    /* the s/(6h) term: attention scores and values */
+    double logit;   /* the V/(16lh) term: the output projection */
+    double model;   /* model FLOPs: the same without recomputation (for MFU) */
+} pp_flops;
+
+/* F_iter by the closed form of Narayanan et al. 2021 (domain.md sec. 4):
+ *   full:      96 B s l h^2 (1 + s/(6h) + V/(16 l h))
+ *   none:      72 B s l h^2 (1 + s/(6h) + V/(12 l h))
+ *   selective: none + the attention-score recompute, 4 B s^2 l h... (see
+ *              models/flops.c)
+ * Only for transformer models with ffn_hidden = 4h, MHA, GeLU; returns
+ * PP_EINVAL otherwise (use pp_flops_count). */
+int pp_flops_closed(const pp_model *m, int64_t batch, pp_recompute r,
+                    pp_flops *out, pp_error *e);
+/* FLOPs counted matrix by matrix (GQA, SwiGLU, any ffn_hidden, untied
+ * embeddings); equals pp_flops_closed for a GPT model.  For generic models:
+ * 3 x forward FLOPs per sample x batch (x 4/3 with full recompute). */
+int pp_flops_count(const pp_model *m, int64_t batch, pp_recompute r,
+                   pp_flops *out, pp_error *e);
+
+/* T_train = 8 T P / (n X) seconds with recomputation, 6 T P / (n X)
+ * without (domain.md sec. 4).  tokens T, params P, gpus n, X FLOP/s. */
+double pp_train_time_s(double tokens, double params, double gpus,
+                       double flops_per_gpu, bool recompute);
+
+/* ------------------------------------------------------------------------
+ * Memory per GPU (bytes), on the most loaded GPU (the first pipeline stage,
+ * which holds the embedding and the most micro-batches in flight).
+ * ---------------------------------------------------------------------- */
+typedef enum {
+    PP_OPT_ADAM_MIXED, /* bf16/fp16 weights 2 + grads 2, fp32 master 4 + m 4
+                          + v 4: 16 bytes per parameter */
+    PP_OPT_ADAM_FP32   /* fp32 weights 4 + grads 4 + m 4 + v 4 = 16 */
+} pp_optimizer;
+
+typedef struct pp_memory {
+    double params_per_gpu;  /* parameters held by this GPU */
+    double weights;         /* bytes */
+    double grads;
+    double optimizer;
+    double model_states;    /* weights + grads + optimizer */
+    double activations;     /* stored activations, all micro-batches */
+    double activations_per_layer; /* one layer, one micro-batch */
+    double inflight;        /* micro-batches in flight on stage 0 */
+    double buffers;         /* embedding/logit/loss buffers */
+    double total;
+} pp_memory;
+
+int pp_memory_per_gpu(const pp_model *m, const pp_parallel *p,
+                      pp_optimizer opt, pp_memory *out, pp_error *e);
+
+/* ------------------------------------------------------------------------
+ * Communication volume per iteration, bytes sent per GPU.
+ * ---------------------------------------------------------------------- */
+typedef struct pp_comm_volume {
+    double tp_bytes;   /* TP AllReduce (or RS+AG with sp) per GPU */
+    double tp_ops;     /* number of TP collectives per GPU */
+    double pp_bytes;   /* activations sent to the next stage per GPU */
+    double pp_msgs;
+    double dp_bytes;   /* gradient AllReduce / ZeRO RS+AG per GPU */
+    double dp_grad_bytes; /* the gradient buffer S synchronised over dp */
+} pp_comm_volume;
+
+int pp_comm_per_iter(const pp_model *m, const pp_parallel *p,
+                     pp_comm_volume *out, pp_error *e);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* PODPLAN_MODELS_H */

@@ -1,0 +1,311 @@
+/*
+ * podplan/sim.h: the hardware catalogue, clusters and their analysis.
+ *
+ * A cluster is loaded from YAML (a generator such as leaf-spine or
+ * fat-tree, or an explicit list of switches and links), expanded into a
+ * device graph (GPUs, NVSwitches, PCIe switches, CPU sockets, HCAs,
+ * leaf/spine/core switches; one directed link per direction with its
+ * bandwidth and latency), and exported as compact arrays that the
+ * simulator walks in its hot loop.  igraph holds the same graph for the
+ * analyses (connectivity, max-flow bisection, paths) and for GraphML
+ * export; it stays private to sim/.  Depends on models and common.
+ */
+#ifndef PODPLAN_SIM_H
+#define PODPLAN_SIM_H
+
+#include "podplan/common.h"
+#include "podplan/models.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------------
+ * The hardware catalogue (topologies/hardware.yaml): plain read-only data.
+ * ---------------------------------------------------------------------- */
+typedef enum {
+    PP_DTYPE_FP64,
+    PP_DTYPE_FP64_TC,
+    PP_DTYPE_FP32,
+    PP_DTYPE_TF32,
+    PP_DTYPE_BF16, /* also fp16 */
+    PP_DTYPE_FP8,
+    PP_DTYPE_INT8,
+    PP_DTYPE__COUNT
+} pp_dtype;
+
+typedef struct pp_gpu_spec {
+    char name[PP_NAME_MAX];          /* "a100-sxm4-80gb" */
+    double peak_flops[PP_DTYPE__COUNT]; /* dense FLOP/s; 0 = unsupported */
+    double hbm_bytes, hbm_Bps;
+    int nvlink_gen;                  /* 0 = none */
+    double nvlink_Bps;               /* per GPU, per direction */
+    int pcie_gen, pcie_lanes;        /* host interface */
+    int sms;                         /* streaming multiprocessors */
+    double tdp_w;
+    double price_usd;                /* estimate; price_year says when */
+    int price_year;
+} pp_gpu_spec;
+
+typedef enum {
+    PP_LCLASS_PCIE,
+    PP_LCLASS_NVLINK,
+    PP_LCLASS_INFINIBAND,
+    PP_LCLASS_ETHERNET,
+    PP_LCLASS_CPU /* socket-to-socket (UPI, xGMI) */
+} pp_link_class;
+
+typedef struct pp_link_spec {
+    char name[PP_NAME_MAX];   /* "hdr", "pcie4-x16", "100gbe", "nvlink3" */
+    pp_link_class cls;
+    double bw_Bps;            /* per direction */
+    double lat_s;             /* default per-hop latency */
+    double cable_price_usd;   /* network links: a cable/transceiver pair */
+    double hca_price_usd;     /* network links: one adapter */
+    double hca_power_w;
+    int price_year;
+} pp_link_spec;
+
+typedef struct pp_switch_spec {
+    char name[PP_NAME_MAX];   /* "qm8700" */
+    int radix;                /* ports */
+    char port[PP_NAME_MAX];   /* link spec name of its ports */
+    double lat_s;             /* port-to-port latency */
+    double price_usd, power_w;
+    int price_year;
+} pp_switch_spec;
+
+typedef struct pp_server_spec {
+    char name[PP_NAME_MAX];   /* "dgx-a100" */
+    double price_usd, power_w;/* without GPUs and HCAs where marked */
+    int price_year;
+} pp_server_spec;
+
+typedef struct pp_catalog pp_catalog;
+
+/* Loads a catalogue; path NULL means the shipped topologies/hardware.yaml.
+ * Errors are located (file:line:col: gpus.a100.hbm: ...). */
+int pp_catalog_load(const char *path, pp_catalog **out, pp_error *e);
+void pp_catalog_free(pp_catalog *c);
+/* Lookups by name; NULL when absent.  pp_catalog_suggest gives the
+ * nearest name of that kind for "did you mean". */
+const pp_gpu_spec *pp_catalog_gpu(const pp_catalog *c, const char *name);
+const pp_link_spec *pp_catalog_link(const pp_catalog *c, const char *name);
+const pp_switch_spec *pp_catalog_switch(const pp_catalog *c, const char *name);
+const pp_server_spec *pp_catalog_server(const pp_catalog *c, const char *name);
+typedef enum { PP_CAT_GPU, PP_CAT_LINK, PP_CAT_SWITCH, PP_CAT_SERVER } pp_cat_kind;
+const char *pp_catalog_suggest(const pp_catalog *c, pp_cat_kind kind,
+                               const char *name);
+
+/* ------------------------------------------------------------------------
+ * The device graph (read-only views; the cluster owns everything).
+ * ---------------------------------------------------------------------- */
+typedef enum {
+    PP_DEV_GPU,
+    PP_DEV_NVSWITCH,
+    PP_DEV_PCIE_SWITCH,
+    PP_DEV_CPU,
+    PP_DEV_HCA,
+    PP_DEV_LEAF,
+    PP_DEV_SPINE,
+    PP_DEV_CORE,
+    PP_DEV__COUNT
+} pp_dev_kind;
+
+typedef enum {
+    PP_LINK_NVLINK,  /* GPU <-> NVSwitch, or GPU <-> GPU in a mesh */
+    PP_LINK_PCIE,    /* GPU/HCA <-> PCIe switch <-> CPU */
+    PP_LINK_SOCKET,  /* CPU <-> CPU */
+    PP_LINK_HOST,    /* HCA <-> leaf (or ToR) */
+    PP_LINK_FABRIC,  /* switch <-> switch */
+    PP_LINK__COUNT
+} pp_link_kind;
+
+typedef struct pp_device {
+    pp_dev_kind kind;
+    int32_t node;    /* server index; -1 for fabric switches */
+    int32_t local;   /* index within its server or its level */
+    int32_t pod;     /* fat-tree pod; -1 when none */
+    int32_t rail;    /* HCA: rail (= local index); leaf: rail it serves
+                        under rail-optimised wiring; -1 otherwise */
+    const char *name;/* "n3.gpu5", "n3.hca5", "n3.pcie1", "n3.cpu0",
+                        "n3.nvs0", "leaf4", "spine1", "core0" */
+} pp_device;
+
+typedef struct pp_link {
+    int32_t src, dst;   /* device ids */
+    int32_t reverse;    /* the link of the opposite direction */
+    pp_link_kind kind;
+    double bw_Bps;      /* capacity of this direction */
+    double lat_s;       /* latency of this hop */
+    int32_t lanes;      /* PCIe: negotiated width (x16, x8); 0 otherwise */
+} pp_link;
+
+/* Summary of a cluster (plain data, read-only). */
+typedef struct pp_cluster_info {
+    char name[PP_NAME_MAX];
+    int32_t nodes, gpus_per_node, hcas_per_node;
+    int32_t gpus, hcas;                 /* totals */
+    const pp_gpu_spec *gpu;             /* the GPU type */
+    const pp_link_spec *nic;            /* the HCA type (NULL if none) */
+    double nic_Bps;                     /* per HCA, per direction */
+    double host_memory_bytes;           /* per node */
+    int32_t switches[PP_DEV__COUNT];    /* count per kind */
+    double stated_oversubscription;     /* from the YAML (1 = 1:1) */
+} pp_cluster_info;
+
+typedef struct pp_cluster pp_cluster;
+
+/* Loads a cluster from `spec` (a YAML path or a name in topologies/),
+ * applying overrides `sets` ("node.nics.count=4", the dotted paths a study
+ * file uses) before reading, and builds its graph.  cat may be NULL (the
+ * shipped catalogue is loaded and owned by the cluster).  Errors: PP_EINPUT
+ * with file:line:col (an override's errors name "--set"), PP_ENOENT. */
+int pp_cluster_load(const char *spec, const char *const *sets, size_t n_sets,
+                    const pp_catalog *cat, pp_cluster **out, pp_error *e);
+void pp_cluster_free(pp_cluster *c);
+
+const pp_cluster_info *pp_cluster_info_get(const pp_cluster *c);
+const pp_catalog *pp_cluster_catalog(const pp_cluster *c);
+/* Devices and links, as arrays indexed by id. */
+const pp_device *pp_cluster_devices(const pp_cluster *c, size_t *n);
+const pp_link *pp_cluster_links(const pp_cluster *c, size_t *n);
+/* Outgoing links of a device (CSR): ids into the links array. */
+const int32_t *pp_cluster_out(const pp_cluster *c, int32_t dev, size_t *n);
+/* Device id of GPU `local` of server `node`, of an HCA; -1 when absent. */
+int32_t pp_cluster_gpu(const pp_cluster *c, int32_t node, int32_t local);
+int32_t pp_cluster_hca(const pp_cluster *c, int32_t node, int32_t local);
+/* The HCA nearest a GPU (same PCIe switch, else same socket); -1 none. */
+int32_t pp_cluster_gpu_hca(const pp_cluster *c, int32_t gpu_dev);
+/* Device id by name, -1 when absent (for traffic files). */
+int32_t pp_cluster_find(const pp_cluster *c, const char *name);
+const char *pp_dev_kind_name(pp_dev_kind k);
+const char *pp_link_kind_name(pp_link_kind k);
+
+/* ------------------------------------------------------------------------
+ * Analysis (`podplan topo`).
+ * ---------------------------------------------------------------------- */
+typedef enum { PP_SEV_INFO, PP_SEV_WARNING, PP_SEV_ERROR } pp_severity;
+
+typedef struct pp_problem {
+    pp_severity severity;
+    char where[128];   /* a device, link or YAML field */
+    char message[512];
+} pp_problem;
+
+/* Checks the built cluster: disconnected GPUs, switches with more links
+ * than ports, rails without a leaf, PCIe lane budgets, PCIe switches whose
+ * uplink is narrower than what hangs off them, GPU-HCA pairs across
+ * sockets.  *out is a malloc'ed array the caller frees. */
+int pp_topo_check(const pp_cluster *c, pp_problem **out, size_t *n,
+                  pp_error *e);
+
+typedef struct pp_topo_stats {
+    int32_t nodes, gpus, hcas;
+    int32_t switches[PP_DEV__COUNT]; /* leaf, spine, core (others 0) */
+    int32_t switches_total;
+    int32_t cables[PP_LINK__COUNT];  /* physical (bidirectional) links */
+    int32_t cables_total;            /* network cables: HOST + FABRIC */
+    int32_t ports_used[PP_DEV__COUNT];
+    double injection_Bps;            /* per GPU: its share of the HCAs */
+    double bisection_Bps;            /* min max-flow over adversarial halves */
+    char bisection_split[64];        /* which split gave the minimum */
+    double oversubscription[PP_DEV__COUNT]; /* leaf, spine: down / up */
+    bool non_blocking;
+} pp_topo_stats;
+
+int pp_topo_stats(const pp_cluster *c, pp_topo_stats *out, pp_error *e);
+
+/* Graphviz DOT of the fabric; hosts collapsed unless expand. */
+int pp_topo_dot(const pp_cluster *c, bool expand, FILE *fp, pp_error *e);
+/* The full device graph as GraphML (igraph's writer) or JSON. */
+typedef enum { PP_EXPORT_GRAPHML, PP_EXPORT_JSON } pp_export_format;
+int pp_topo_export(const pp_cluster *c, pp_export_format fmt, FILE *fp,
+                   pp_error *e);
+
+
+/* ------------------------------------------------------------------------
+ * The event engine (sim/engine.c).  Simulated time is a double in
+ * seconds: transfer times are ratios of bytes to rates, and integer
+ * nanoseconds would round a 1 us hop by up to 0.1%, more than the 1e-9 at
+ * which the flow and analytic fidelities must agree.  Events at equal
+ * times run in the order they were scheduled (a sequence number breaks
+ * ties), so a run is deterministic.
+ * ---------------------------------------------------------------------- */
+typedef struct pp_engine pp_engine;
+typedef uint64_t pp_timer; /* 0 is never a valid timer */
+typedef void (*pp_event_fn)(pp_engine *eng, void *ctx, uint64_t arg);
+
+pp_engine *pp_engine_new(void);
+void pp_engine_free(pp_engine *eng);            /* NULL is a no-op */
+double pp_engine_now(const pp_engine *eng);
+/* Schedules fn(eng, ctx, arg) at absolute time t (>= now) or after a
+ * delay.  Returns a handle for pp_engine_cancel. */
+pp_timer pp_engine_at(pp_engine *eng, double t, pp_event_fn fn, void *ctx,
+                      uint64_t arg);
+pp_timer pp_engine_after(pp_engine *eng, double delay, pp_event_fn fn,
+                         void *ctx, uint64_t arg);
+/* Cancels a pending event; false when it already ran or was cancelled. */
+bool pp_engine_cancel(pp_engine *eng, pp_timer t);
+/* Runs events until none is left or the next is later than `until`
+ * (INFINITY for all).  Returns the number of events run. */
+uint64_t pp_engine_run(pp_engine *eng, double until);
+uint64_t pp_engine_events(const pp_engine *eng); /* run so far */
+size_t pp_engine_pending(const pp_engine *eng);
+
+/* ------------------------------------------------------------------------
+ * The flow network (sim/flow.c): transfers as flows on paths of directed
+ * links, sharing each link's capacity by max-min fairness (progressive
+ * filling).  When a flow starts or ends only the flows coupled to it
+ * through shared links (its connected component in the flow-link graph)
+ * are re-solved; bytes left are kept lazily (bytes at the last update and
+ * the rate since), completions sit in a heap whose top is the one engine
+ * event the network keeps armed.  SimGrid's LMM solver and its lazy update
+ * are the reference design.
+ * ---------------------------------------------------------------------- */
+typedef struct pp_flownet pp_flownet;
+typedef int32_t pp_flow_id;
+/* Called when a flow's last byte arrives (t = now). */
+typedef void (*pp_flow_done_fn)(pp_flownet *net, pp_flow_id id, void *ctx,
+                                uint64_t arg);
+
+/* capacity_Bps[i] is link i's capacity; copied.  The engine is borrowed
+ * and must outlive the network. */
+pp_flownet *pp_flownet_new(pp_engine *eng, const double *capacity_Bps,
+                           size_t n_links);
+void pp_flownet_free(pp_flownet *net);
+/* Starts a flow of `bytes` over `path` (link ids, copied) after `lat_s`
+ * of latency; done(net, id, ctx, arg) runs on completion.  A flow of zero
+ * bytes or an empty path completes after the latency alone.  Returns the
+ * flow id (>= 0) or PP_EINVAL (a link id out of range, negative bytes). */
+pp_flow_id pp_flow_start(pp_flownet *net, const int32_t *path, size_t n,
+                         double bytes, double lat_s, pp_flow_done_fn done,
+                         void *ctx, uint64_t arg);
+/* The current rate of an active flow (bytes/s); 0 while it waits for its
+ * latency, -1 once finished. */
+double pp_flow_rate(const pp_flownet *net, pp_flow_id id);
+/* Bytes carried by each link so far (for utilisation); n_links long. */
+const double *pp_flownet_link_bytes(pp_flownet *net);
+
+typedef struct pp_flownet_stats {
+    uint64_t flows_started, flows_done;
+    uint64_t updates;        /* re-solves (one per start/end batch) */
+    uint64_t full_solves;    /* updates that fell back to every flow */
+    uint64_t flows_touched;  /* sum over updates of flows re-solved */
+    uint64_t active_sum;     /* sum over updates of flows active then */
+    size_t max_active;
+} pp_flownet_stats;
+void pp_flownet_stats_get(const pp_flownet *net, pp_flownet_stats *out);
+
+/* The reference solver: max-min fair rates by progressive filling for
+ * flows given as paths in CSR form (flow f uses links
+ * links[off[f]] .. links[off[f+1]-1]).  rates is n_flows long.  Used by
+ * the tests against the incremental solver, and by analyses. */
+int pp_maxmin_solve(size_t n_links, const double *capacity_Bps,
+                    size_t n_flows, const int32_t *off, const int32_t *links,
+                    double *rates, pp_error *e);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* PODPLAN_SIM_H */

@@ -1,0 +1,164 @@
+/*
+ * models/flops.c: FLOPs per iteration (F_iter) and time to train (T_train).
+ *
+ * Sources: Narayanan et al. 2021, "Efficient Large-Scale Language Model
+ * Training on GPU Clusters Using Megatron-LM", sec. 5.1 and appendix;
+ * Korthikanti et al. 2022, "Reducing Activation Recomputation in Large
+ * Transformer Models", sec. 5 and 6; domain.md sec. 4.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "models_int.h"
+
+/* ------------------------------------------------------------------------
+ * Closed forms.
+ *
+ * One forward pass of one layer is 24 B s h^2 (1 + s/(6h)) FLOPs: the four
+ * GEMMs (QKV 6h^2, output projection 2h^2, MLP 16h^2 per token) and the
+ * attention core (QK^T and scores x V, 4 s h per token).  The backward pass
+ * is twice the forward, so one iteration without recomputation is
+ * 3 x 24 = 72 B s l h^2 (1 + s/(6h)) for the layers.
+ *
+ * The logit layer (h x V output projection) costs 2 B s h V forward, 6 B s h
+ * V with its backward.  Written against 72 B s l h^2 that is the term
+ * V/(12 l h).  With full recomputation the layers run one more forward
+ * (4 x 24 = 96), but the logit layer is never recomputed (it is outside the
+ * checkpointed transformer blocks), so its 6 B s h V stays the same and,
+ * written against the larger leading 96, its denominator becomes 16:
+ *   6 B s h V = 96 B s l h^2 * V/(16 l h) = 72 B s l h^2 * V/(12 l h).
+ * That is why Narayanan's full-recompute formula has 16 and Korthikanti's
+ * model-FLOPs formula has 12: the same logit FLOPs, a different prefactor.
+ *
+ * Selective recomputation (Korthikanti et al. 2022, sec. 4.2) recomputes
+ * only the attention core: one more forward of QK^T and scores x V,
+ * 4 B s^2 l h FLOPs, on top of the 'none' total.
+ * ---------------------------------------------------------------------- */
+int pp_flops_closed(const pp_model *m, int64_t batch, pp_recompute r,
+                    pp_flops *out, pp_error *e)
+{
+    if (batch < 1)
+        return pp_error_set(e, PP_EINVAL,
+                            "flops: batch must be a positive integer, got "
+                            "%lld",
+                            (long long)batch);
+    if (m->arch != PP_ARCH_TRANSFORMER || m->ffn != PP_FFN_GELU ||
+        m->ffn_hidden != 4 * m->hidden || m->kv_heads != m->heads)
+        return pp_error_set(e, PP_EINVAL,
+                            "flops: the closed form of F_iter holds only for "
+                            "GPT-style models (GeLU, ffn_hidden = 4h, no "
+                            "GQA); model %s is not one: count its FLOPs "
+                            "matrix by matrix",
+                            m->name);
+    double B = (double)batch, s = (double)m->seq, l = (double)m->layers;
+    double h = (double)m->hidden, V = (double)m->vocab;
+    double base72 = 72.0 * B * s * l * h * h;
+    pp_flops f;
+
+    /* The 'none' terms: model FLOPs, the work the model needs. */
+    double dense = base72;
+    double attn = base72 * s / (6.0 * h);
+    double logit = base72 * V / (12.0 * l * h);
+    f.model = dense + attn + logit;
+
+    switch (r) {
+    case PP_RECOMPUTE_NONE:
+        break;
+    case PP_RECOMPUTE_SELECTIVE:
+        attn += 4.0 * B * s * s * l * h;
+        break;
+    case PP_RECOMPUTE_FULL: {
+        double base96 = 96.0 * B * s * l * h * h;
+        dense = base96;
+        attn = base96 * s / (6.0 * h);
+        logit = base96 * V / (16.0 * l * h);
+        break;
+    }
+    }
+    f.dense = dense;
+    f.attn = attn;
+    f.logit = logit;
+    f.total = dense + attn + logit;
+    *out = f;
+    return 0;
+}
+
+/* ------------------------------------------------------------------------
+ * Counted matrix by matrix, per token, forward (2 FLOPs per multiply-add):
+ *   QKV          2 h (h + 2 kv)       kv = kv_heads * h/heads (GQA)
+ *   scores       2 s h                QK^T, every head, no causal saving
+ *   over values  2 s h                scores x V
+ *   out-proj     2 h^2
+ *   MLP          2 * 2 h f (GeLU: up, down) or 3 * 2 h f (SwiGLU: gate, up,
+ *                down; Shazeer 2020)
+ *   logits       2 h V                once, after the last layer
+ * Backward is twice the forward (gradients of the input and of the
+ * weights).  Full recompute adds one forward of the layers, selective the
+ * attention core only; the logits are never recomputed.  Element-wise work
+ * (norms, softmax, activations) is ignored, as in the closed form.
+ * ---------------------------------------------------------------------- */
+int pp_flops_count(const pp_model *m, int64_t batch, pp_recompute r,
+                   pp_flops *out, pp_error *e)
+{
+    if (batch < 1)
+        return pp_error_set(e, PP_EINVAL,
+                            "flops: batch must be a positive integer, got "
+                            "%lld",
+                            (long long)batch);
+    double B = (double)batch;
+    pp_flops f;
+
+    if (m->arch == PP_ARCH_GENERIC) {
+        /* forward + backward (2x) = 3 forwards; full recompute adds one. */
+        double fwd = m->flops_per_sample * B;
+        f.model = 3.0 * fwd;
+        f.dense = r == PP_RECOMPUTE_FULL ? 4.0 * fwd : 3.0 * fwd;
+        f.attn = 0.0;
+        f.logit = 0.0;
+        f.total = f.dense;
+        *out = f;
+        return 0;
+    }
+
+    double s = (double)m->seq, l = (double)m->layers, h = (double)m->hidden;
+    double V = (double)m->vocab, ff = (double)m->ffn_hidden;
+    double kv = (double)m->kv_heads * (double)(m->hidden / m->heads);
+    double mlp_mats = m->ffn == PP_FFN_SWIGLU ? 3.0 : 2.0;
+    double tokens = B * s;
+
+    /* per token, per layer, forward */
+    double gemm = 2.0 * h * (h + 2.0 * kv) + 2.0 * h * h +
+                  mlp_mats * 2.0 * h * ff;
+    double core = 2.0 * s * h + 2.0 * s * h;
+    double logits = 2.0 * h * V; /* per token, forward */
+
+    double dense = 3.0 * tokens * l * gemm;
+    double attn = 3.0 * tokens * l * core;
+    double logit = 3.0 * tokens * logits;
+    f.model = dense + attn + logit;
+    if (r == PP_RECOMPUTE_FULL) {
+        dense += tokens * l * gemm;
+        attn += tokens * l * core;
+    } else if (r == PP_RECOMPUTE_SELECTIVE) {
+        attn += tokens * l * core;
+    }
+    f.dense = dense;
+    f.attn = attn;
+    f.logit = logit;
+    f.total = dense + attn + logit;
+    *out = f;
+    return 0;
+}
+
+/* T_train = 8 T P / (n X) with full recomputation, 6 T P / (n X) without
+ * (Narayanan et al. 2021, eq. 4; domain.md sec. 4): 2 FLOPs per parameter
+ * per token forward, 4 backward, 2 more for the recompute forward.  It
+ * drops the attention and logit terms (a few % for GPT-3). */
+double pp_train_time_s(double tokens, double params, double gpus,
+                       double flops_per_gpu, bool recompute)
+{
+    double k = recompute ? 8.0 : 6.0;
+    if (!(gpus > 0) || !(flops_per_gpu > 0))
+        return INFINITY;
+    return k * tokens * params / (gpus * flops_per_gpu);
+}

@@ -1,0 +1,157 @@
+/*
+ * models/memory.c: memory per GPU on the most loaded GPU, the first
+ * pipeline stage (it holds the input embedding and, under 1F1B, the most
+ * micro-batches in flight).
+ *
+ * Sources: Rajbhandari et al. 2020, "ZeRO: Memory Optimizations Toward
+ * Training Trillion Parameter Models" (model states, sec. 3.1 and 5);
+ * Korthikanti et al. 2022, "Reducing Activation Recomputation in Large
+ * Transformer Models" (activations, sec. 4, Table 2); Narayanan et al.
+ * 2021 (1F1B and interleaved schedules, sec. 2.2); domain.md sec. 4.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "models_int.h"
+
+double pp__microbatches(const pp_parallel *p)
+{
+    double n = floor((double)p->gbs / ((double)p->mbs * (double)p->dp));
+    return n < 1.0 ? 1.0 : n;
+}
+
+double pp__stage_params(const pp_model *m, const pp_parallel *p)
+{
+    if (m->arch == PP_ARCH_GENERIC)
+        return m->params;
+    double tp = (double)p->tp;
+    if (p->pp <= 1)
+        return pp_model_params(m) / tp;
+    /* ceil: with layers not divisible by pp (only when the caller skipped
+     * pp_parallel_validate) the first stage takes the extra layer. */
+    double layers = ceil((double)m->layers / (double)p->pp);
+    /* Megatron splits the word embedding over tp (vocab-parallel) and the
+     * layers' matrices too; the position table, norms and some biases are
+     * replicated, which we ignore (< 0.1% of a layer for h >= 1024). */
+    return (layers * pp__layer_params(m) + pp__embedding_params(m)) / tp;
+}
+
+/* Activations of one layer, one micro-batch, in bytes, with 2-byte
+ * (fp16/bf16) activations: Korthikanti et al. 2022, Table 2, with
+ * b = mbs, t = tp, a = heads.  Derived for GPT layers (MHA, 4h GeLU MLP):
+ * per layer 34 s b h (attention 11, MLP 19, norms 4) + 5 a s^2 b (softmax
+ * output 2, its dropout mask 1, dropout output 2).  For GQA and SwiGLU
+ * layers it is an approximation. */
+static double act_layer(const pp_model *m, const pp_parallel *p,
+                        pp_recompute r)
+{
+    double s = (double)m->seq, b = (double)p->mbs, h = (double)m->hidden;
+    double t = (double)p->tp, a = (double)m->heads;
+    double sbh = s * b * h;
+    /* Sequence parallelism splits the 10 s b h that plain TP replicates
+     * (norms, dropouts, layer inputs) over t too (sec. 4.2.2).  With t = 1
+     * both forms are the same. */
+    bool sp = p->sp && p->tp > 1;
+
+    switch (r) {
+    case PP_RECOMPUTE_NONE:
+        return sp ? sbh / t * (34.0 + 5.0 * a * s / h)
+                  : sbh * (10.0 + 24.0 / t + 5.0 * a * s / (h * t));
+    case PP_RECOMPUTE_SELECTIVE:
+        /* The attention core (the 5 a s^2 b term) is recomputed, not kept
+         * (sec. 4.2.3). */
+        return sp ? sbh * 34.0 / t : sbh * (10.0 + 24.0 / t);
+    case PP_RECOMPUTE_FULL:
+        /* Only the layer's input is kept, 2 s b h bytes (sec. 4.1), split
+         * over t with sequence parallelism. */
+        return sp ? 2.0 * sbh / t : 2.0 * sbh;
+    }
+    return 0.0;
+}
+
+int pp_memory_per_gpu(const pp_model *m, const pp_parallel *p,
+                      pp_optimizer opt, pp_memory *out, pp_error *e)
+{
+    pp_memory r;
+    int rc;
+
+    if ((rc = pp_parallel_validate(p, m, e)) < 0)
+        return rc;
+    memset(&r, 0, sizeof r);
+
+    /* Model states (ZeRO sec. 3.1): mixed-precision Adam keeps fp16/bf16
+     * weights (2) and grads (2) and fp32 master weights, momentum and
+     * variance (4 + 4 + 4); plain fp32 Adam keeps weights (4), grads (4),
+     * momentum and variance (4 + 4).  16 bytes per parameter either way
+     * (domain.md sec. 4: 175B x 16 = 2.8 TB). */
+    double wb, gb, ob;
+    if (opt == PP_OPT_ADAM_FP32) {
+        wb = 4.0;
+        gb = 4.0;
+        ob = 8.0;
+    } else {
+        wb = 2.0;
+        gb = 2.0;
+        ob = 12.0;
+    }
+    /* ZeRO sharding over dp (sec. 5): stage 1 the optimizer states (P_os),
+     * stage 2 also the gradients (P_os+g), stage 3 also the weights
+     * (P_os+g+p).  With dp == 1 it divides by 1: no effect. */
+    double dp = (double)p->dp;
+    double osh = p->zero >= 1 ? dp : 1.0;
+    double gsh = p->zero >= 2 ? dp : 1.0;
+    double wsh = p->zero >= 3 ? dp : 1.0;
+
+    r.params_per_gpu = pp__stage_params(m, p);
+    r.weights = r.params_per_gpu * wb / wsh;
+    r.grads = r.params_per_gpu * gb / gsh;
+    r.optimizer = r.params_per_gpu * ob / osh;
+    r.model_states = r.weights + r.grads + r.optimizer;
+
+    double nmb = pp__microbatches(p);
+    if (m->arch == PP_ARCH_GENERIC) {
+        /* No layer shape, so no activation formula: a generic model is
+         * sized by its model states only (its activations are left to the
+         * calibrated profile).  One micro-batch in flight: no pipeline. */
+        r.inflight = 1.0;
+        r.total = r.model_states;
+        *out = r;
+        return 0;
+    }
+
+    double s = (double)m->seq, b = (double)p->mbs, h = (double)m->hidden;
+    double t = (double)p->tp, ppd = (double)p->pp, vp = (double)p->vp;
+    bool sp = p->sp && p->tp > 1;
+
+    r.activations_per_layer = act_layer(m, p, p->recompute);
+    /* 1F1B (Narayanan et al. 2021, sec. 2.2.1): the first stage runs pp
+     * forwards before its first backward, so it keeps pp micro-batches of
+     * its l/pp layers, i.e. l layers' worth (Korthikanti sec. 4.2.3);
+     * fewer when the iteration has fewer micro-batches. */
+    r.inflight = fmin(ppd, nmb);
+    double layers = ceil((double)m->layers / ppd);
+    r.activations = r.activations_per_layer * layers * r.inflight;
+    /* Interleaving (vp chunks per GPU) makes the first stage warm up with
+     * more micro-batches: a factor 1 + (pp-1)/(pp*vp) (Korthikanti sec.
+     * 4.2.3, citing Narayanan sec. 2.2.2). */
+    if (p->vp > 1)
+        r.activations *= 1.0 + (ppd - 1.0) / (ppd * vp);
+    /* Full recompute re-runs one layer's forward during its backward and
+     * holds that layer's complete activations meanwhile (Korthikanti sec.
+     * 4.1). */
+    if (p->recompute == PP_RECOMPUTE_FULL)
+        r.activations += act_layer(m, p, PP_RECOMPUTE_NONE);
+
+    /* Buffers outside the layers (Korthikanti sec. 4.3): the dropout mask
+     * of the input embedding, 1 byte per element, s b h per micro-batch in
+     * flight (/t with sp); and, on the last stage, the fp32 logits of the
+     * softmax cross-entropy, 4 s b V / t (vocab-parallel).  The last stage
+     * is this GPU only when pp == 1. */
+    r.buffers = s * b * h * r.inflight / (sp ? t : 1.0);
+    if (p->pp == 1)
+        r.buffers += 4.0 * s * b * (double)m->vocab / t;
+
+    r.total = r.model_states + r.activations + r.buffers;
+    *out = r;
+    return 0;
+}

@@ -1,0 +1,461 @@
+/*
+ * models/model.c: model descriptions (YAML files in models/zoo/, inline
+ * specs) and the parameter count.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "models_int.h"
+
+/* Sizes above this are surely typos; bounding them keeps every product of
+ * two of them (h*h, s*h, V*h) exact in a double. */
+#define PP_MODEL_DIM_MAX 1000000000LL
+
+static const char *const arch_names[] = {"transformer", "generic", NULL};
+static const char *const ffn_names[] = {"gelu", "swiglu", NULL};
+
+/* ------------------------------------------------------------------------
+ * Small helpers shared with parallel.c (declared in models_int.h).
+ * ---------------------------------------------------------------------- */
+const char *pp__closest(const char *key, const char *const *names)
+{
+    const char *best = NULL;
+    int best_d = 3;
+    for (size_t i = 0; names[i]; i++) {
+        int d = pp_edit_distance(key, names[i], 2);
+        if (d < best_d) {
+            best_d = d;
+            best = names[i];
+        }
+    }
+    return best;
+}
+
+/* ------------------------------------------------------------------------
+ * Parameter count.
+ *
+ * GPT (Radford et al. 2019; Brown et al. 2020) and Megatron-LM: every
+ * linear layer has a bias, LayerNorm has a gain and a bias (2h), positions
+ * are a learned s x h table.  Per layer: QKV h(h + 2 kv) + (h + 2 kv),
+ * output projection h^2 + h, MLP 2 h f + f + h, two LayerNorms 4h.  With
+ * kv = h and f = 4h that is 12 h^2 + 13 h, and the whole model is
+ * 12 l h^2 (1 + 13/(12h) + (V+s)/(12lh)) + 2h (the final LayerNorm), the
+ * formula of Narayanan et al. 2021, sec. 5.1.
+ *
+ * SwiGLU models follow LLaMA (Touvron et al. 2023, sec. 2.2): no biases,
+ * RMSNorm with a gain only (h per norm), rotary positions (no table), and
+ * three MLP matrices (gate, up, down).  This reproduces the published
+ * counts exactly: LLaMA-2 7B 6,738,415,616, LLaMA-2 70B 68,976,648,192.
+ * ---------------------------------------------------------------------- */
+double pp__layer_params(const pp_model *m)
+{
+    double h = (double)m->hidden;
+    double f = (double)m->ffn_hidden;
+    double kv = (double)m->kv_heads * (double)(m->hidden / m->heads);
+    bool llama = m->ffn == PP_FFN_SWIGLU;
+
+    double attn = h * (h + 2.0 * kv) + h * h;
+    double mlp = llama ? 3.0 * h * f : 2.0 * h * f + f + h;
+    double norms = llama ? 2.0 * h : 4.0 * h;
+    if (!llama)
+        attn += (h + 2.0 * kv) + h; /* QKV and output-projection biases */
+    return attn + mlp + norms;
+}
+
+double pp__embedding_params(const pp_model *m)
+{
+    double p = (double)m->vocab * (double)m->hidden;
+    if (m->ffn != PP_FFN_SWIGLU)
+        p += (double)m->seq * (double)m->hidden; /* learned positions */
+    return p;
+}
+
+double pp_model_params(const pp_model *m)
+{
+    if (m->arch == PP_ARCH_GENERIC)
+        return m->params;
+    double h = (double)m->hidden;
+    double p = (double)m->layers * pp__layer_params(m);
+    p += pp__embedding_params(m);
+    p += m->ffn == PP_FFN_SWIGLU ? h : 2.0 * h; /* final norm */
+    if (!m->tied_embeddings)
+        p += (double)m->vocab * h; /* separate output projection */
+    return p;
+}
+
+/* ------------------------------------------------------------------------
+ * Validation.  One function serves the three callers: a YAML map (located
+ * messages naming the key's node), an inline spec (prefix "--model: ") and
+ * pp_model_validate (no prefix).
+ * ---------------------------------------------------------------------- */
+typedef struct {
+    pp_node *map;       /* NULL when not from YAML */
+    const char *path;   /* dotted path of map */
+    const char *prefix; /* for unlocated messages */
+} pp_where;
+
+static int model_bad(const pp_where *w, pp_error *e, const char *key,
+                     const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+
+static int model_bad(const pp_where *w, pp_error *e, const char *key,
+                     const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (w->map) {
+        char kp[256];
+        pp_node *n = pp_map_get(w->map, key);
+        return pp_error_at(e, PP_EINPUT, n ? n : w->map,
+                           pp_path(kp, sizeof kp, w->path, key), "%s", msg);
+    }
+    return pp_error_set(e, PP_EINPUT, "%s%s: %s", w->prefix, key, msg);
+}
+
+static int model_check(const pp_model *m, const pp_where *w, pp_error *e)
+{
+    if (m->arch == PP_ARCH_GENERIC) {
+        if (!(m->params > 0))
+            return model_bad(w, e, "params", "expected a positive count");
+        if (!(m->flops_per_sample > 0))
+            return model_bad(w, e, "flops_per_sample",
+                             "expected a positive FLOP count");
+        return 0;
+    }
+    struct {
+        const char *key;
+        int64_t v;
+    } dims[] = {{"layers", m->layers}, {"hidden", m->hidden},
+                {"heads", m->heads},   {"kv_heads", m->kv_heads},
+                {"seq", m->seq},       {"vocab", m->vocab},
+                {"ffn_hidden", m->ffn_hidden}};
+    for (size_t i = 0; i < sizeof dims / sizeof dims[0]; i++)
+        if (dims[i].v < 1 || dims[i].v > PP_MODEL_DIM_MAX)
+            return model_bad(w, e, dims[i].key,
+                             "expected a positive integer at most %lld, "
+                             "got %lld",
+                             PP_MODEL_DIM_MAX, (long long)dims[i].v);
+    /* Attention splits h into a heads of h/a each (Vaswani et al. 2017). */
+    if (m->hidden % m->heads != 0)
+        return model_bad(w, e, "hidden",
+                         "%lld is not divisible by heads (%lld)",
+                         (long long)m->hidden, (long long)m->heads);
+    /* GQA: each K/V head serves heads/kv_heads query heads (Ainslie et al.
+     * 2023), so kv_heads must divide heads. */
+    if (m->heads % m->kv_heads != 0)
+        return model_bad(w, e, "kv_heads",
+                         "%lld does not divide heads (%lld)",
+                         (long long)m->kv_heads, (long long)m->heads);
+    return 0;
+}
+
+int pp_model_validate(const pp_model *m, pp_error *e)
+{
+    pp_where w = {NULL, NULL, ""};
+    return model_check(m, &w, e);
+}
+
+/* ------------------------------------------------------------------------
+ * Defaults and names.
+ * ---------------------------------------------------------------------- */
+static void model_defaults(pp_model *m)
+{
+    memset(m, 0, sizeof *m);
+    m->arch = PP_ARCH_TRANSFORMER;
+    m->ffn = PP_FFN_GELU;
+    m->tied_embeddings = true;
+}
+
+/* Fills the defaults that depend on other fields (kv_heads = heads,
+ * ffn_hidden = 4h), for fields still 0. */
+static void model_derive(pp_model *m)
+{
+    if (m->kv_heads == 0)
+        m->kv_heads = m->heads;
+    if (m->ffn_hidden == 0)
+        m->ffn_hidden = 4 * m->hidden;
+}
+
+/* name defaults to the file's basename without .yaml / .yml. */
+static void name_from_file(char *dst, const char *file)
+{
+    const char *b = file ? strrchr(file, '/') : NULL;
+    b = b ? b + 1 : (file ? file : "model");
+    size_t n = strlen(b);
+    if (n > 5 && strcmp(b + n - 5, ".yaml") == 0)
+        n -= 5;
+    else if (n > 4 && strcmp(b + n - 4, ".yml") == 0)
+        n -= 4;
+    if (n >= PP_NAME_MAX)
+        n = PP_NAME_MAX - 1;
+    memcpy(dst, b, n);
+    dst[n] = '\0';
+}
+
+/* ------------------------------------------------------------------------
+ * YAML.
+ * ---------------------------------------------------------------------- */
+int pp_model_from_node(pp_node *map, const char *path, pp_model *out,
+                       pp_error *e)
+{
+    pp_model m;
+    const char *name = NULL;
+    int arch = PP_ARCH_TRANSFORMER, ffn = PP_FFN_GELU;
+    int rc;
+
+    if (!path)
+        path = "";
+    if ((rc = pp_node_expect(map, path, PP_NODE_MAP, e)) < 0)
+        return rc;
+    model_defaults(&m);
+    if ((rc = pp_map_string(map, path, "name", PP_OPTIONAL, &name, e)) < 0)
+        return rc;
+    if ((rc = pp_map_enum(map, path, "arch", PP_OPTIONAL, arch_names, &arch,
+                          e)) < 0)
+        return rc;
+    m.arch = (pp_arch)arch;
+
+    if (m.arch == PP_ARCH_GENERIC) {
+        /* A model known by its size and cost only (ResNet-50, ViT). */
+        if ((rc = pp_map_quantity(map, path, "params", PP_REQUIRED,
+                                  PP_Q_COUNT, NULL, false, &m.params, e)) < 0)
+            return rc;
+        if ((rc = pp_map_quantity(map, path, "flops_per_sample", PP_REQUIRED,
+                                  PP_Q_FLOPS, "FLOP", false,
+                                  &m.flops_per_sample, e)) < 0)
+            return rc;
+    } else {
+        struct {
+            const char *key;
+            int flags;
+            int64_t *dst;
+        } ints[] = {{"layers", PP_REQUIRED, &m.layers},
+                    {"hidden", PP_REQUIRED, &m.hidden},
+                    {"heads", PP_REQUIRED, &m.heads},
+                    {"kv_heads", PP_OPTIONAL, &m.kv_heads},
+                    {"seq", PP_REQUIRED, &m.seq},
+                    {"vocab", PP_REQUIRED, &m.vocab},
+                    {"ffn_hidden", PP_OPTIONAL, &m.ffn_hidden}};
+        for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
+            if ((rc = pp_map_int(map, path, ints[i].key, ints[i].flags, 1,
+                                 PP_MODEL_DIM_MAX, ints[i].dst, e)) < 0)
+                return rc;
+        if ((rc = pp_map_enum(map, path, "ffn", PP_OPTIONAL, ffn_names, &ffn,
+                              e)) < 0)
+            return rc;
+        m.ffn = (pp_ffn)ffn;
+        if ((rc = pp_map_bool(map, path, "tied_embeddings", PP_OPTIONAL,
+                              &m.tied_embeddings, e)) < 0)
+            return rc;
+    }
+    if ((rc = pp_map_done(map, path, e)) < 0)
+        return rc;
+
+    pp_where w = {map, path, ""};
+    /* Blame the key the user wrote, not the default derived from it. */
+    if (m.arch == PP_ARCH_TRANSFORMER && m.ffn_hidden == 0 &&
+        m.hidden > PP_MODEL_DIM_MAX / 4)
+        return model_bad(&w, e, "hidden",
+                         "%lld is too large: the default ffn_hidden "
+                         "(4 * hidden = %lld) exceeds %lld",
+                         (long long)m.hidden, 4 * (long long)m.hidden,
+                         PP_MODEL_DIM_MAX);
+    model_derive(&m);
+    if (name) {
+        if (name[0] == '\0' || strlen(name) >= PP_NAME_MAX)
+            return model_bad(&w, e, "name",
+                             "expected a name of 1 to %d characters, "
+                             "got %zu characters",
+                             PP_NAME_MAX - 1, strlen(name));
+        strcpy(m.name, name);
+    } else {
+        name_from_file(m.name, map->file);
+    }
+    if ((rc = model_check(&m, &w, e)) < 0)
+        return rc;
+    *out = m;
+    return 0;
+}
+
+/* ------------------------------------------------------------------------
+ * Inline: "layers=96,hidden=12288,heads=96,seq=2048,vocab=51200[,...]".
+ * ---------------------------------------------------------------------- */
+static const char *const inline_keys[] = {
+    "layers", "hidden",     "heads", "seq",  "vocab", "kv_heads",
+    "ffn_hidden", "ffn", "tied_embeddings", "name", NULL};
+
+/* Parses a whole decimal integer in [min, max].  Returns 0 or -1. */
+int pp__parse_i64(const char *text, int64_t min, int64_t max, int64_t *out)
+{
+    char *end;
+    long long v;
+    /* strtoll skips leading blanks; a SPEC value must not have any. */
+    if (!text || text[0] == '\0' || isspace((unsigned char)text[0]))
+        return -1;
+    errno = 0;
+    v = strtoll(text, &end, 10);
+    if (errno != 0 || *end != '\0' || end == text || v < min || v > max)
+        return -1;
+    *out = (int64_t)v;
+    return 0;
+}
+
+static int inline_value(pp_model *m, const char *key, const char *val,
+                        pp_error *e)
+{
+    const char *pre = "--model: ";
+    int64_t *dst = NULL;
+    if (strcmp(key, "layers") == 0)
+        dst = &m->layers;
+    else if (strcmp(key, "hidden") == 0)
+        dst = &m->hidden;
+    else if (strcmp(key, "heads") == 0)
+        dst = &m->heads;
+    else if (strcmp(key, "kv_heads") == 0)
+        dst = &m->kv_heads;
+    else if (strcmp(key, "seq") == 0)
+        dst = &m->seq;
+    else if (strcmp(key, "vocab") == 0)
+        dst = &m->vocab;
+    else if (strcmp(key, "ffn_hidden") == 0)
+        dst = &m->ffn_hidden;
+    if (dst) {
+        if (pp__parse_i64(val, 1, PP_MODEL_DIM_MAX, dst) < 0)
+            return pp_error_set(e, PP_EINPUT,
+                                "%s%s: expected a positive integer, got "
+                                "\"%.100s\"",
+                                pre, key, val);
+        return 0;
+    }
+    if (strcmp(key, "ffn") == 0) {
+        if (strcmp(val, "gelu") == 0)
+            m->ffn = PP_FFN_GELU;
+        else if (strcmp(val, "swiglu") == 0)
+            m->ffn = PP_FFN_SWIGLU;
+        else
+            return pp_error_set(e, PP_EINPUT,
+                                "%sffn: expected gelu or swiglu, got "
+                                "\"%.100s\"",
+                                pre, val);
+        return 0;
+    }
+    if (strcmp(key, "tied_embeddings") == 0) {
+        if (strcmp(val, "true") == 0)
+            m->tied_embeddings = true;
+        else if (strcmp(val, "false") == 0)
+            m->tied_embeddings = false;
+        else
+            return pp_error_set(e, PP_EINPUT,
+                                "%stied_embeddings: expected true or false, "
+                                "got \"%.100s\"",
+                                pre, val);
+        return 0;
+    }
+    /* name */
+    if (val[0] == '\0' || strlen(val) >= PP_NAME_MAX)
+        return pp_error_set(e, PP_EINPUT,
+                            "%sname: expected a name of 1 to %d characters",
+                            pre, PP_NAME_MAX - 1);
+    strcpy(m->name, val);
+    return 0;
+}
+
+static int model_parse_inline(const char *spec, pp_model *out, pp_error *e)
+{
+    const char *pre = "--model: ";
+    pp_model m;
+    unsigned seen = 0; /* bit i: inline_keys[i] given */
+    char *buf = pp_xstrdup(spec), *save = NULL, *item;
+    int rc = 0;
+
+    model_defaults(&m);
+    for (item = strtok_r(buf, ",", &save); item;
+         item = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(item, '=');
+        if (!eq) {
+            rc = pp_error_set(e, PP_EINPUT,
+                              "%sexpected key=value, got \"%.100s\"", pre,
+                              item);
+            goto out;
+        }
+        *eq = '\0';
+        size_t k;
+        for (k = 0; inline_keys[k]; k++)
+            if (strcmp(item, inline_keys[k]) == 0)
+                break;
+        if (!inline_keys[k]) {
+            const char *near = pp__closest(item, inline_keys);
+            if (near)
+                rc = pp_error_set(e, PP_EINPUT,
+                                  "%sunknown key \"%.100s\" (did you mean "
+                                  "\"%s\"?)",
+                                  pre, item, near);
+            else
+                rc = pp_error_set(e, PP_EINPUT, "%sunknown key \"%.100s\"",
+                                  pre, item);
+            goto out;
+        }
+        if (seen & (1u << k)) {
+            rc = pp_error_set(e, PP_EINPUT, "%s%s: given twice", pre, item);
+            goto out;
+        }
+        seen |= 1u << k;
+        if ((rc = inline_value(&m, item, eq + 1, e)) < 0)
+            goto out;
+    }
+    /* The first five keys are required. */
+    for (size_t k = 0; k < 5; k++)
+        if (!(seen & (1u << k))) {
+            rc = pp_error_set(e, PP_EINPUT,
+                              "%s%s: missing (an inline model needs layers, "
+                              "hidden, heads, seq and vocab)",
+                              pre, inline_keys[k]);
+            goto out;
+        }
+    model_derive(&m);
+    if (m.name[0] == '\0')
+        snprintf(m.name, sizeof m.name, "custom-%lldL-%lldh",
+                 (long long)m.layers, (long long)m.hidden);
+    {
+        pp_where w = {NULL, NULL, pre};
+        if ((rc = model_check(&m, &w, e)) < 0)
+            goto out;
+    }
+    *out = m;
+out:
+    free(buf);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------
+ * Loading.
+ * ---------------------------------------------------------------------- */
+int pp_model_load(const char *spec, pp_model *out, pp_error *e)
+{
+    char path[4096];
+    pp_doc *doc = NULL;
+    int rc;
+
+    if (!spec || spec[0] == '\0')
+        return pp_error_set(e, PP_EINPUT, "--model: empty model name");
+    if (strchr(spec, '=') && !strchr(spec, '/'))
+        return model_parse_inline(spec, out, e);
+    if ((rc = pp_data_find("models/zoo", spec, path, sizeof path, e)) < 0)
+        return rc;
+    if ((rc = pp_doc_load_file(path, &doc, e)) < 0)
+        return rc;
+    rc = pp_model_from_node(pp_doc_root(doc), "", out, e);
+    pp_doc_free(doc);
+    return rc;
+}

@@ -1,0 +1,36 @@
+/*
+ * models/models_int.h: helpers shared by the files of the models layer.
+ * Private: other layers use include/podplan/models.h only.
+ */
+#ifndef PODPLAN_MODELS_INT_H
+#define PODPLAN_MODELS_INT_H
+
+#include "podplan/models.h"
+
+/* Parameters of one transformer layer (attention, MLP, norms, biases).
+ * The counting conventions are in model.c, next to pp_model_params. */
+double pp__layer_params(const pp_model *m);
+
+/* Parameters of the input embedding: the word table V*h, plus the learned
+ * position table s*h for GPT-style (GeLU) models; LLaMA-style (SwiGLU)
+ * models use rotary positions and have no table. */
+double pp__embedding_params(const pp_model *m);
+
+/* Parameters held by one GPU of the first pipeline stage: l/pp layers and
+ * the input embedding, split over tp.  With pp == 1 the stage is also the
+ * last one and holds the final norm and an untied output projection, so
+ * this is pp_model_params / tp.  Generic models cannot be split: params. */
+double pp__stage_params(const pp_model *m, const pp_parallel *p);
+
+/* Micro-batches per iteration per pipeline: gbs / (mbs * dp), at least 1. */
+double pp__microbatches(const pp_parallel *p);
+
+/* Keys of the inline and SPEC grammars, for "did you mean". Returns the
+ * closest of the NULL-terminated names within edit distance 2, or NULL. */
+const char *pp__closest(const char *key, const char *const *names);
+
+/* Parses a whole decimal integer in [min, max] (no blanks, no suffix).
+ * Returns 0, or -1 leaving *out untouched. */
+int pp__parse_i64(const char *text, int64_t min, int64_t max, int64_t *out);
+
+#endif /* PODPLAN_MODELS_INT_H */

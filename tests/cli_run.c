@@ -1,0 +1,93 @@
+/*
+ * cli_run.c: spawns the podplan binary with stdout and stderr sent to
+ * temporary files (no pipes, so no deadlock on large output).
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cli_run.h"
+
+extern char **environ;
+
+static char *slurp(const char *path) {
+    FILE *fp = fopen(path, "rb");
+    assert_non_null(fp);
+    fseek(fp, 0, SEEK_END);
+    long n = ftell(fp);
+    fseek(fp, 0, SEEK_SET);
+    char *buf = malloc((size_t)n + 1);
+    assert_non_null(buf);
+    size_t got = fread(buf, 1, (size_t)n, fp);
+    buf[got] = '\0';
+    fclose(fp);
+    return buf;
+}
+
+void cli_run(cli_result *r, const char *const *argv) {
+    char out_path[] = "/tmp/podplan-out-XXXXXX", err_path[] = "/tmp/podplan-err-XXXXXX";
+    int ofd = mkstemp(out_path), efd = mkstemp(err_path);
+    assert_true(ofd >= 0 && efd >= 0);
+    const char *args[64];
+    int n = 0;
+    args[n++] = PODPLAN_BIN;
+    for (int i = 0; argv[i] && n < 63; i++) args[n++] = argv[i];
+    args[n] = NULL;
+
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, ofd, 1);
+    posix_spawn_file_actions_adddup2(&fa, efd, 2);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    pid_t pid;
+    int rc = posix_spawn(&pid, PODPLAN_BIN, &fa, NULL, (char *const *)args, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    assert_int_equal(rc, 0);
+    int st;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    r->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    close(ofd);
+    close(efd);
+    r->out = slurp(out_path);
+    r->err = slurp(err_path);
+    unlink(out_path);
+    unlink(err_path);
+}
+
+void cli_runf(cli_result *r, const char *fmt, ...) {
+    char line[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    const char *argv[64];
+    int n = 0;
+    for (char *tok = strtok(line, " "); tok && n < 63; tok = strtok(NULL, " "))
+        argv[n++] = tok;
+    argv[n] = NULL;
+    cli_run(r, argv);
+}
+
+void cli_result_free(cli_result *r) {
+    free(r->out);
+    free(r->err);
+    r->out = r->err = NULL;
+}
+
+json_t *cli_json(const cli_result *r) {
+    json_error_t je;
+    json_t *j = json_loads(r->out, 0, &je);
+    if (!j) fprintf(stderr, "not JSON (%s): %s\nstderr: %s\n", je.text, r->out, r->err);
+    assert_non_null(j);
+    return j;
+}
