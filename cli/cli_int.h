@@ -96,6 +96,6 @@ int pp_cli_emit(const pp_args *a, int fmt, json_t *json,
 
 /* Subcommands. */
 extern const pp_cli_cmd pp_cmd_flops, pp_cmd_estimate, pp_cmd_memory,
-    pp_cmd_topo;
+    pp_cmd_topo, pp_cmd_collective, pp_cmd_flows;
 
 #endif

@@ -10,6 +10,8 @@ static const pp_cli_cmd *const commands[] = {
     &pp_cmd_estimate,
     &pp_cmd_memory,
     &pp_cmd_topo,
+    &pp_cmd_collective,
+    &pp_cmd_flows,
     NULL,
 };
 

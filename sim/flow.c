@@ -1,1 +1,746 @@
-/* being written */
+/*
+ * flow.c: the flow-level network.  Transfers are flows on paths of directed
+ * links; concurrent flows share each link's capacity by max-min fairness.
+ *
+ * The design follows SimGrid's LMM solver (src/kernel/lmm/maxmin.cpp) and
+ * the lazy update of its network model (src/kernel/resource/Model.cpp),
+ * simplified to what a flow network needs: unit weights, one constraint
+ * per directed link, no bounds.
+ *
+ * Max-min by progressive filling (maxmin_core).  Every link keeps its
+ * remaining capacity and the number of its flows not yet frozen; the link
+ * with the smallest fair share (remaining / count) is the next bottleneck:
+ * its flows are frozen at that share, which is subtracted from every other
+ * link they cross.  Shares only grow as flows freeze, so an indexed heap of
+ * links keyed by share finds the bottlenecks in order, and a component of
+ * F flows, L links and P hops costs O((P + L) log L).  A flow alone on its
+ * path gets exactly min(capacity): no arithmetic touches the capacity,
+ * which is what makes flow and analytic fidelities agree to the last bit.
+ *
+ * Selective update.  Max-min rates of one connected component of the
+ * bipartite flow-link graph do not depend on any other component, so when
+ * flows start or end only the component reached from their links is
+ * re-solved, and the result is exact (SimGrid's "selective update" walks
+ * the modified constraints the same way).  Every link keeps an array of the
+ * flows crossing it (swap-remove; each flow remembers its slot in each of
+ * its links' arrays), so the walk costs the component's size.  When the
+ * walk has gathered more than half of the active flows it stops walking and
+ * takes every active flow (a full solve, counted in stats.full_solves).
+ * All starts and ends at one simulated instant are batched into a single
+ * update: the first change schedules a "resolve" event at now, and every
+ * event at that instant scheduled before it has run by then.
+ *
+ * Lazy bytes.  A flow keeps `left` (bytes left at t_last) and its rate
+ * since t_last; only a rate change writes them.  Completion times sit in an
+ * indexed min-heap and the network keeps one engine event armed for the
+ * heap top, re-armed when the top changes (SimGrid's action heap).  A flow
+ * is done when its completion event time is reached, or when what is left
+ * is under 1e-9 of its size: flows whose ends differ only by rounding then
+ * end in one update instead of one update each.  Link byte counters are
+ * lazy too: each link keeps the sum of its flows' rates since its last
+ * settle, and is settled whenever that sum changes.
+ */
+#include "flow_int.h"
+
+#include <assert.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DONE_REL_TOL 1e-9   /* a flow is done when left <= this * bytes */
+#define FULL_FRACTION 0.5   /* coupled share of active flows: full solve */
+
+/* ---- the progressive-filling core ------------------------------------ */
+
+typedef struct mm_scratch {
+    double *rc;     /* remaining capacity per link */
+    int32_t *cnt;   /* unfrozen flows per link */
+    int32_t *pos;   /* heap position per link */
+    bool *dirty;    /* rc or cnt changed since the link's key was set */
+    size_t cap;
+    iheap h;
+} mm_scratch;
+
+static void mm_scratch_fini(mm_scratch *s) {
+    free(s->rc);
+    free(s->cnt);
+    free(s->pos);
+    free(s->dirty);
+    free(s->h.a);
+}
+
+/* Max-min rates for nf flows over nl links, both as CSR: link l carries
+ * flows lf[lf_off[l] .. lf_off[l+1]-1] and flow f crosses links
+ * fl[f_off[f] .. f_off[f+1]-1] (a link crossed twice counts twice).  A flow
+ * that crosses no link is unconstrained: INFINITY.
+ *
+ * Keys are refreshed lazily.  Freezing flows at the current level s only
+ * raises the other links' shares ((rc - s) / (cnt - 1) >= rc / cnt when
+ * s <= rc / cnt), so a stale key is a lower bound: a link is only marked
+ * dirty when a flow of it freezes, and its share is recomputed when it
+ * reaches the top.  The top is a true minimum once it is clean.  This
+ * makes a hop O(1) instead of a heap update, and a link whose many flows
+ * freeze at once is re-keyed once. */
+static void maxmin_core(int32_t nl, const double *cap, const int32_t *lf_off,
+                        const int32_t *lf, int32_t nf, const int32_t *f_off,
+                        const int32_t *fl, double *rate, mm_scratch *s) {
+    if ((size_t)nl > s->cap) {
+        s->cap = (size_t)nl > 2 * s->cap ? (size_t)nl : 2 * s->cap;
+        s->rc = pp_xrealloc(s->rc, s->cap * sizeof *s->rc);
+        s->cnt = pp_xrealloc(s->cnt, s->cap * sizeof *s->cnt);
+        s->pos = pp_xrealloc(s->pos, s->cap * sizeof *s->pos);
+        s->dirty = pp_xrealloc(s->dirty, s->cap * sizeof *s->dirty);
+    }
+    for (int32_t f = 0; f < nf; f++)
+        rate[f] = -1.0; /* unfrozen */
+    s->h.n = 0;
+    for (int32_t l = 0; l < nl; l++) {
+        s->rc[l] = cap[l];
+        s->cnt[l] = lf_off[l + 1] - lf_off[l];
+        s->pos[l] = -1;
+        s->dirty[l] = false;
+        if (s->cnt[l] > 0)
+            ih_push(&s->h, s->pos, l, l, cap[l] / s->cnt[l]);
+    }
+    while (s->h.n > 0) {
+        int32_t l = s->h.a[0].item;
+        if (s->cnt[l] == 0) { /* every flow of it froze elsewhere */
+            ih_remove(&s->h, s->pos, l);
+            continue;
+        }
+        if (s->dirty[l]) {
+            s->dirty[l] = false;
+            s->h.a[0].k = s->rc[l] / s->cnt[l];
+            ih_down(&s->h, s->pos, 0);
+            continue;
+        }
+        double share = s->h.a[0].k;
+        ih_remove(&s->h, s->pos, l);
+        if (share < 0)
+            share = 0; /* rounding left a hair below zero */
+        for (int32_t i = lf_off[l]; i < lf_off[l + 1]; i++) {
+            int32_t f = lf[i];
+            if (rate[f] >= 0)
+                continue;
+            rate[f] = share;
+            for (int32_t j = f_off[f]; j < f_off[f + 1]; j++) {
+                int32_t m = fl[j];
+                s->rc[m] -= share;
+                s->cnt[m]--;
+                s->dirty[m] = true;
+            }
+        }
+    }
+    for (int32_t f = 0; f < nf; f++)
+        if (rate[f] < 0)
+            rate[f] = INFINITY;
+}
+
+int pp_maxmin_solve(size_t n_links, const double *capacity_Bps,
+                    size_t n_flows, const int32_t *off, const int32_t *links,
+                    double *rates, pp_error *e) {
+    if (n_links > INT32_MAX || n_flows > INT32_MAX)
+        return pp_error_set(e, PP_EINVAL, "maxmin: too many links or flows");
+    if (off[0] != 0)
+        return pp_error_set(e, PP_EINVAL, "maxmin: off[0] must be 0");
+    for (size_t f = 0; f < n_flows; f++)
+        if (off[f + 1] < off[f])
+            return pp_error_set(e, PP_EINVAL,
+                                "maxmin: off[] decreases at flow %zu", f);
+    for (size_t l = 0; l < n_links; l++)
+        if (!(capacity_Bps[l] >= 0))
+            return pp_error_set(e, PP_EINVAL,
+                                "maxmin: link %zu: capacity %g is negative",
+                                l, capacity_Bps[l]);
+    size_t n_hops = (size_t)off[n_flows];
+    for (size_t j = 0; j < n_hops; j++)
+        if (links[j] < 0 || (size_t)links[j] >= n_links)
+            return pp_error_set(e, PP_EINVAL,
+                                "maxmin: hop %zu: link %d out of range", j,
+                                (int)links[j]);
+
+    /* Transpose the paths into per-link flow lists (counting sort). */
+    int32_t *lf_off = pp_xcalloc(n_links + 1, sizeof *lf_off);
+    int32_t *lf = pp_xmalloc((n_hops ? n_hops : 1) * sizeof *lf);
+    for (size_t j = 0; j < n_hops; j++)
+        lf_off[links[j] + 1]++;
+    for (size_t l = 0; l < n_links; l++)
+        lf_off[l + 1] += lf_off[l];
+    int32_t *fill = pp_xmalloc((n_links ? n_links : 1) * sizeof *fill);
+    memcpy(fill, lf_off, n_links * sizeof *fill);
+    for (size_t f = 0; f < n_flows; f++)
+        for (int32_t j = off[f]; j < off[f + 1]; j++)
+            lf[fill[links[j]]++] = (int32_t)f;
+
+    mm_scratch s = {0};
+    maxmin_core((int32_t)n_links, capacity_Bps, lf_off, lf, (int32_t)n_flows,
+                off, links, rates, &s);
+    mm_scratch_fini(&s);
+    free(fill);
+    free(lf);
+    free(lf_off);
+    return 0;
+}
+
+/* ---- the network ------------------------------------------------------ */
+
+typedef struct lentry {
+    int32_t slot; /* flow slot */
+    int32_t hop;  /* which hop of that flow's path this link is */
+} lentry;
+
+typedef struct link {
+    lentry *fl;     /* the joined flows crossing this link */
+    size_t n, cap;
+    double cap_Bps;
+    double rate;    /* sum of its flows' rates since t */
+    double t;       /* link_bytes is exact up to t */
+    uint32_t mark;  /* walk epoch */
+    int32_t bpos;   /* index in net->busy while it carries flows, else -1 */
+    bool seed;      /* changed since the last update */
+} link;
+
+enum { F_FREE, F_WAIT, F_JOINED, F_ACTIVE };
+
+typedef struct flow {
+    double bytes;
+    double left;     /* bytes left at t_last */
+    double rate;     /* since t_last */
+    double t_last;
+    double t_end;    /* completion time at this rate (the heap key) */
+    int32_t *path;   /* n link ids, then n positions in those links' lists */
+    int32_t n, path_cap;
+    pp_flow_id id;
+    int32_t state;
+    int32_t apos;    /* index in net->active, or -1 */
+    pp_timer timer;  /* the latency event while F_WAIT */
+    pp_flow_done_fn done;
+    void *ctx;
+    uint64_t arg;
+} flow;
+
+struct pp_flownet {
+    pp_engine *eng;
+    link *links;
+    size_t n_links;
+    double *link_bytes;
+
+    flow *fl;           /* slots, recycled */
+    int32_t *hpos;      /* completion-heap position per slot */
+    int32_t *f_local;   /* per slot: index in the component being solved */
+    uint32_t *f_mark;   /* per slot: walk epoch (kept apart from flow for
+                           the walk's cache footprint) */
+    size_t n_fl, cap_fl;
+    int32_t *free_fl;
+    size_t n_free;
+
+    int32_t *slot_of;   /* flow id -> slot, -1 once finished */
+    size_t n_ids, cap_ids;
+
+    int32_t *active;    /* joined flows (slots) */
+    size_t n_active, cap_active;
+    int32_t *busy;      /* links that carry flows (for full solves) */
+    size_t n_busy;
+    int32_t *l_local;   /* per link: index in the component being solved */
+
+    iheap done_heap;    /* ACTIVE flows by t_end */
+    pp_timer armed;     /* the completion event, 0 if none */
+    double armed_t;
+    pp_timer resolve;   /* the batched update at now, 0 if none */
+
+    int32_t *seeds;     /* links changed since the last update */
+    size_t n_seeds, cap_seeds;
+    int32_t *fin;       /* slots finishing in one completion event */
+    size_t n_fin, cap_fin;
+
+    /* One update's component and its CSR form (reused). */
+    uint32_t epoch;
+    int32_t *c_links, *c_flows;
+    size_t cap_c_links, cap_c_flows;
+    double *c_cap, *c_rate;
+    size_t cap_c_cap, cap_c_rate;
+    int32_t *lf_off, *lf, *f_off, *f_links;
+    size_t cap_lf_off, cap_lf, cap_f_off, cap_f_links;
+    mm_scratch mm;
+
+    pp_flownet_stats st;
+};
+
+pp_flownet *pp_flownet_new(pp_engine *eng, const double *capacity_Bps,
+                           size_t n_links) {
+    assert(n_links <= INT32_MAX);
+    pp_flownet *net = pp_xcalloc(1, sizeof *net);
+    net->eng = eng;
+    net->n_links = n_links;
+    net->links = pp_xcalloc(n_links ? n_links : 1, sizeof *net->links);
+    net->link_bytes = pp_xcalloc(n_links ? n_links : 1,
+                                 sizeof *net->link_bytes);
+    net->busy = pp_xmalloc((n_links ? n_links : 1) * sizeof *net->busy);
+    net->l_local = pp_xmalloc((n_links ? n_links : 1) * sizeof *net->l_local);
+    double now = pp_engine_now(eng);
+    for (size_t l = 0; l < n_links; l++) {
+        double c = capacity_Bps[l];
+        assert(c >= 0 && "link capacity must be >= 0");
+        net->links[l].cap_Bps = c >= 0 ? c : 0; /* NaN too */
+        net->links[l].t = now;
+        net->links[l].bpos = -1;
+    }
+    return net;
+}
+
+void pp_flownet_free(pp_flownet *net) {
+    if (!net)
+        return;
+    if (net->armed)
+        pp_engine_cancel(net->eng, net->armed);
+    if (net->resolve)
+        pp_engine_cancel(net->eng, net->resolve);
+    for (size_t s = 0; s < net->n_fl; s++) {
+        if (net->fl[s].state == F_WAIT)
+            pp_engine_cancel(net->eng, net->fl[s].timer);
+        free(net->fl[s].path);
+    }
+    for (size_t l = 0; l < net->n_links; l++)
+        free(net->links[l].fl);
+    free(net->links);
+    free(net->link_bytes);
+    free(net->fl);
+    free(net->hpos);
+    free(net->f_local);
+    free(net->f_mark);
+    free(net->free_fl);
+    free(net->slot_of);
+    free(net->active);
+    free(net->busy);
+    free(net->l_local);
+    free(net->done_heap.a);
+    free(net->seeds);
+    free(net->fin);
+    free(net->c_links);
+    free(net->c_flows);
+    free(net->c_cap);
+    free(net->c_rate);
+    free(net->lf_off);
+    free(net->lf);
+    free(net->f_off);
+    free(net->f_links);
+    mm_scratch_fini(&net->mm);
+    free(net);
+}
+
+static void on_complete(pp_engine *eng, void *ctx, uint64_t arg);
+static void on_resolve(pp_engine *eng, void *ctx, uint64_t arg);
+static void on_latency(pp_engine *eng, void *ctx, uint64_t arg);
+
+static void settle_link(pp_flownet *net, link *lk, size_t l, double now) {
+    net->link_bytes[l] += lk->rate * (now - lk->t);
+    lk->t = now;
+}
+
+static void seed_link(pp_flownet *net, int32_t l) {
+    if (net->links[l].seed)
+        return;
+    net->links[l].seed = true;
+    GROW(net->seeds, net->cap_seeds, net->n_seeds + 1);
+    net->seeds[net->n_seeds++] = l;
+}
+
+/* Asks for one update at this instant, however many changes it brings. */
+static void want_resolve(pp_flownet *net) {
+    if (!net->resolve)
+        net->resolve = pp_engine_at(net->eng, pp_engine_now(net->eng),
+                                    on_resolve, net, 0);
+}
+
+/* Keeps exactly one completion event armed, at the heap top's time. */
+static void rearm(pp_flownet *net) {
+    double t = INFINITY;
+    if (net->done_heap.n > 0)
+        t = net->done_heap.a[0].k;
+    if (net->armed && net->armed_t == t)
+        return;
+    if (net->armed)
+        pp_engine_cancel(net->eng, net->armed);
+    net->armed = 0;
+    if (isfinite(t)) {
+        net->armed = pp_engine_at(net->eng, t, on_complete, net, 0);
+        net->armed_t = t;
+    }
+}
+
+static int32_t slot_new(pp_flownet *net) {
+    if (net->n_free > 0)
+        return net->free_fl[--net->n_free];
+    if (net->n_fl == net->cap_fl) {
+        size_t c = net->cap_fl ? 2 * net->cap_fl : 64;
+        net->fl = pp_xrealloc(net->fl, c * sizeof *net->fl);
+        net->hpos = pp_xrealloc(net->hpos, c * sizeof *net->hpos);
+        net->f_local = pp_xrealloc(net->f_local, c * sizeof *net->f_local);
+        net->f_mark = pp_xrealloc(net->f_mark, c * sizeof *net->f_mark);
+        net->free_fl = pp_xrealloc(net->free_fl, c * sizeof *net->free_fl);
+        net->cap_fl = c;
+    }
+    int32_t s = (int32_t)net->n_fl++;
+    memset(&net->fl[s], 0, sizeof net->fl[s]);
+    net->hpos[s] = -1;
+    return s;
+}
+
+static void slot_release(pp_flownet *net, int32_t s) {
+    net->fl[s].state = F_FREE; /* the path buffer is kept for reuse */
+    net->free_fl[net->n_free++] = s;
+}
+
+pp_flow_id pp_flow_start(pp_flownet *net, const int32_t *path, size_t n,
+                         double bytes, double lat_s, pp_flow_done_fn done,
+                         void *ctx, uint64_t arg) {
+    if (!(bytes >= 0) || !isfinite(bytes) || !(lat_s >= 0) ||
+        !isfinite(lat_s) || n > INT32_MAX / 2)
+        return PP_EINVAL;
+    for (size_t i = 0; i < n; i++)
+        if (path[i] < 0 || (size_t)path[i] >= net->n_links)
+            return PP_EINVAL;
+    if (net->n_ids >= INT32_MAX)
+        return PP_ERANGE;
+
+    int32_t s = slot_new(net);
+    flow *f = &net->fl[s];
+    if ((size_t)f->path_cap < n) {
+        free(f->path);
+        f->path = pp_xmalloc(2 * n * sizeof *f->path);
+        f->path_cap = (int32_t)n;
+    }
+    if (n)
+        memcpy(f->path, path, n * sizeof *path);
+    f->n = (int32_t)n;
+    f->bytes = bytes;
+    f->left = bytes;
+    f->rate = 0;
+    f->t_last = f->t_end = INFINITY;
+    f->apos = -1;
+    net->f_mark[s] = 0;
+    f->done = done;
+    f->ctx = ctx;
+    f->arg = arg;
+    f->state = F_WAIT;
+    f->timer = 0;
+
+    GROW(net->slot_of, net->cap_ids, net->n_ids + 1);
+    f->id = (pp_flow_id)net->n_ids++;
+    net->slot_of[f->id] = s;
+    net->st.flows_started++;
+
+    /* A flow that carries bytes joins at once when it has no latency; any
+     * other waits for an event, so that `done` never runs inside this call. */
+    if (lat_s == 0 && bytes > 0 && n > 0)
+        on_latency(net->eng, net, (uint64_t)f->id);
+    else
+        f->timer = pp_engine_after(net->eng, lat_s, on_latency, net,
+                                   (uint64_t)f->id);
+    return f->id;
+}
+
+double pp_flow_rate(const pp_flownet *net, pp_flow_id id) {
+    if (id < 0 || (size_t)id >= net->n_ids || net->slot_of[id] < 0)
+        return -1.0;
+    const flow *f = &net->fl[net->slot_of[id]];
+    return f->state == F_ACTIVE ? f->rate : 0.0;
+}
+
+/* Ends a flow that never joined the network (no bytes, or no links). */
+static void finish_unjoined(pp_flownet *net, int32_t s) {
+    flow *f = &net->fl[s];
+    pp_flow_id id = f->id;
+    pp_flow_done_fn done = f->done;
+    void *ctx = f->ctx;
+    uint64_t arg = f->arg;
+    net->slot_of[id] = -1;
+    net->st.flows_done++;
+    slot_release(net, s);
+    if (done)
+        done(net, id, ctx, arg);
+}
+
+static void on_latency(pp_engine *eng, void *ctx, uint64_t arg) {
+    (void)eng;
+    pp_flownet *net = ctx;
+    int32_t s = net->slot_of[arg];
+    flow *f = &net->fl[s];
+    f->timer = 0;
+    if (f->bytes == 0 || f->n == 0) {
+        finish_unjoined(net, s);
+        return;
+    }
+    /* Join: into every link's list, at rate 0 until the update. */
+    f->state = F_JOINED;
+    int32_t *pos = f->path + f->n;
+    for (int32_t h = 0; h < f->n; h++) {
+        link *lk = &net->links[f->path[h]];
+        GROW(lk->fl, lk->cap, lk->n + 1);
+        if (lk->n == 0) {
+            lk->bpos = (int32_t)net->n_busy;
+            net->busy[net->n_busy++] = f->path[h];
+        }
+        pos[h] = (int32_t)lk->n;
+        lk->fl[lk->n++] = (lentry){s, h};
+        seed_link(net, f->path[h]);
+    }
+    GROW(net->active, net->cap_active, net->n_active + 1);
+    f->apos = (int32_t)net->n_active;
+    net->active[net->n_active++] = s;
+    if (net->n_active > net->st.max_active)
+        net->st.max_active = net->n_active;
+    want_resolve(net);
+}
+
+/* Takes a finished flow out of its links and the active list. */
+static void leave(pp_flownet *net, int32_t s) {
+    flow *f = &net->fl[s];
+    int32_t *pos = f->path + f->n;
+    for (int32_t h = 0; h < f->n; h++) {
+        link *lk = &net->links[f->path[h]];
+        size_t p = (size_t)pos[h];
+        lentry last = lk->fl[--lk->n];
+        if (p != lk->n) {
+            lk->fl[p] = last;
+            net->fl[last.slot].path[net->fl[last.slot].n + last.hop] =
+                (int32_t)p;
+        }
+        if (lk->n == 0 && lk->bpos >= 0) { /* a path may cross it twice */
+            int32_t moved = net->busy[--net->n_busy];
+            net->busy[lk->bpos] = moved;
+            net->links[moved].bpos = lk->bpos;
+            lk->bpos = -1;
+        }
+        seed_link(net, f->path[h]);
+    }
+    int32_t a = f->apos;
+    int32_t moved = net->active[--net->n_active];
+    if ((size_t)a != net->n_active) {
+        net->active[a] = moved;
+        net->fl[moved].apos = a;
+    }
+    f->apos = -1;
+}
+
+static void on_complete(pp_engine *eng, void *ctx, uint64_t arg) {
+    (void)arg;
+    pp_flownet *net = ctx;
+    double now = pp_engine_now(eng);
+    net->armed = 0;
+    net->n_fin = 0;
+    while (net->done_heap.n > 0) {
+        int32_t s = net->done_heap.a[0].item;
+        flow *f = &net->fl[s];
+        if (!(f->t_end <= now) &&
+            f->left - f->rate * (now - f->t_last) > DONE_REL_TOL * f->bytes)
+            break;
+        ih_remove(&net->done_heap, net->hpos, s);
+        leave(net, s);
+        net->slot_of[f->id] = -1;
+        net->st.flows_done++;
+        GROW(net->fin, net->cap_fin, net->n_fin + 1);
+        net->fin[net->n_fin++] = s;
+    }
+    if (net->n_fin > 0)
+        want_resolve(net);
+    else
+        rearm(net);
+    /* Callbacks last: they may start flows (reusing slots, growing arrays),
+     * so nothing above holds a flow pointer across them. */
+    size_t n_fin = net->n_fin;
+    for (size_t i = 0; i < n_fin; i++) {
+        int32_t s = net->fin[i];
+        flow *f = &net->fl[s];
+        pp_flow_id id = f->id;
+        pp_flow_done_fn done = f->done;
+        void *dctx = f->ctx;
+        uint64_t darg = f->arg;
+        slot_release(net, s);
+        if (done)
+            done(net, id, dctx, darg);
+    }
+}
+
+/* Adds flow slot s to the component, and its unvisited links. */
+static void take_flow(pp_flownet *net, int32_t s, size_t *nf, size_t *nl) {
+    flow *f = &net->fl[s];
+    net->f_mark[s] = net->epoch;
+    GROW(net->c_flows, net->cap_c_flows, *nf + 1);
+    net->c_flows[(*nf)++] = s;
+    for (int32_t h = 0; h < f->n; h++) {
+        link *lk = &net->links[f->path[h]];
+        if (lk->mark == net->epoch)
+            continue;
+        lk->mark = net->epoch;
+        GROW(net->c_links, net->cap_c_links, *nl + 1);
+        net->c_links[(*nl)++] = f->path[h];
+    }
+}
+
+static void next_epoch(pp_flownet *net) {
+    if (++net->epoch == 0) { /* wrapped: clear every mark once */
+        for (size_t l = 0; l < net->n_links; l++)
+            net->links[l].mark = 0;
+        for (size_t s = 0; s < net->n_fl; s++)
+            net->f_mark[s] = 0;
+        net->epoch = 1;
+    }
+}
+
+/* Finds the flows coupled to the changed links by walking the flow-link
+ * graph from them; past the threshold, takes every active flow and every
+ * busy link instead.  Returns true for a full solve. */
+static bool gather(pp_flownet *net, size_t *nf_out, size_t *nl_out) {
+    size_t ns = net->n_seeds, nf = 0, nl = 0;
+    next_epoch(net);
+    GROW(net->c_links, net->cap_c_links, ns);
+    for (size_t i = 0; i < ns; i++) {
+        link *lk = &net->links[net->seeds[i]];
+        lk->seed = false;
+        lk->mark = net->epoch;
+        net->c_links[nl++] = net->seeds[i];
+    }
+    net->n_seeds = 0;
+    size_t limit = (size_t)(FULL_FRACTION * (double)net->n_active);
+    bool full = false;
+    for (size_t i = 0; i < nl && !full; i++) {
+        link *lk = &net->links[net->c_links[i]];
+        for (size_t k = 0; k < lk->n; k++) {
+            int32_t s = lk->fl[k].slot;
+            if (net->f_mark[s] == net->epoch)
+                continue;
+            take_flow(net, s, &nf, &nl); /* links[] never moves */
+            if (nf > limit) {
+                full = true;
+                break;
+            }
+        }
+    }
+    if (full) { /* the seeds (some may be idle now), then every busy link */
+        next_epoch(net);
+        for (size_t i = 0; i < ns; i++)
+            net->links[net->c_links[i]].mark = net->epoch;
+        nl = ns;
+        GROW(net->c_links, net->cap_c_links, ns + net->n_busy);
+        for (size_t b = 0; b < net->n_busy; b++)
+            if (net->links[net->busy[b]].mark != net->epoch)
+                net->c_links[nl++] = net->busy[b];
+        nf = net->n_active;
+        GROW(net->c_flows, net->cap_c_flows, nf);
+        memcpy(net->c_flows, net->active, nf * sizeof *net->c_flows);
+    }
+    *nf_out = nf;
+    *nl_out = nl;
+    return full;
+}
+
+static void on_resolve(pp_engine *eng, void *ctx, uint64_t arg) {
+    (void)arg;
+    pp_flownet *net = ctx;
+    double now = pp_engine_now(eng);
+    net->resolve = 0;
+    size_t nf, nl;
+    bool full = gather(net, &nf, &nl);
+
+    /* The component in CSR form, with local indices. */
+    GROW(net->c_cap, net->cap_c_cap, nl + 1);
+    GROW(net->lf_off, net->cap_lf_off, nl + 1);
+    GROW(net->f_off, net->cap_f_off, nf + 1);
+    GROW(net->c_rate, net->cap_c_rate, nf + 1);
+    for (size_t j = 0; j < nf; j++)
+        net->f_local[net->c_flows[j]] = (int32_t)j;
+    size_t hops = 0;
+    for (size_t i = 0; i < nl; i++) {
+        link *lk = &net->links[net->c_links[i]];
+        settle_link(net, lk, (size_t)net->c_links[i], now);
+        net->l_local[net->c_links[i]] = (int32_t)i;
+        net->c_cap[i] = lk->cap_Bps;
+        net->lf_off[i] = (int32_t)hops;
+        hops += lk->n;
+    }
+    net->lf_off[nl] = (int32_t)hops;
+    GROW(net->lf, net->cap_lf, hops + 1);
+    GROW(net->f_links, net->cap_f_links, hops + 1);
+    for (size_t i = 0; i < nl; i++) {
+        link *lk = &net->links[net->c_links[i]];
+        int32_t *out = net->lf + net->lf_off[i];
+        for (size_t k = 0; k < lk->n; k++)
+            out[k] = net->f_local[lk->fl[k].slot];
+    }
+    size_t fh = 0;
+    for (size_t j = 0; j < nf; j++) {
+        const flow *f = &net->fl[net->c_flows[j]];
+        net->f_off[j] = (int32_t)fh;
+        for (int32_t h = 0; h < f->n; h++)
+            net->f_links[fh++] = net->l_local[f->path[h]];
+    }
+    net->f_off[nf] = (int32_t)fh;
+    assert(fh == hops);
+
+    maxmin_core((int32_t)nl, net->c_cap, net->lf_off, net->lf, (int32_t)nf,
+                net->f_off, net->f_links, net->c_rate, &net->mm);
+
+    /* New rates; flows whose rate did not change keep their lazy state.
+     * When the component is a large part of the heap, keys are written in
+     * place and the heap rebuilt once (O(n)) rather than sifted one by one
+     * (O(nf log n)); the pop order is fixed by (t_end, id) either way. */
+    iheap *dh = &net->done_heap;
+    bool bulk = nf > 64 && 4 * nf > dh->n;
+    for (size_t j = 0; j < nf; j++) {
+        int32_t s = net->c_flows[j];
+        flow *f = &net->fl[s];
+        double r = net->c_rate[j];
+        if (f->state == F_JOINED) {
+            f->state = F_ACTIVE;
+            f->left = f->bytes;
+        } else if (r == f->rate) {
+            continue;
+        } else {
+            f->left -= f->rate * (now - f->t_last);
+            if (f->left < 0)
+                f->left = 0;
+        }
+        f->t_last = now;
+        f->rate = r;
+        f->t_end = r > 0 ? now + f->left / r : INFINITY;
+        if (bulk && net->hpos[s] < 0) {
+            GROW(dh->a, dh->cap, dh->n + 1);
+            net->hpos[s] = (int32_t)dh->n;
+            dh->a[dh->n++] = (ikey){f->t_end, s, f->id};
+        } else if (bulk) {
+            dh->a[net->hpos[s]].k = f->t_end;
+        } else if (net->hpos[s] < 0) {
+            ih_push(dh, net->hpos, s, f->id, f->t_end);
+        } else {
+            ih_update(dh, net->hpos, s, f->t_end);
+        }
+    }
+    if (bulk)
+        ih_heapify(dh, net->hpos);
+    /* Link rate sums from scratch (no drift from adding and subtracting),
+     * read off the component's CSR: every flow of a component link is in
+     * the component, and c_rate holds its rate now. */
+    for (size_t i = 0; i < nl; i++) {
+        double sum = 0;
+        for (int32_t k = net->lf_off[i]; k < net->lf_off[i + 1]; k++)
+            sum += net->c_rate[net->lf[k]];
+        net->links[net->c_links[i]].rate = sum;
+    }
+    net->st.updates++;
+    net->st.full_solves += full;
+    net->st.flows_touched += nf;
+    net->st.active_sum += net->n_active;
+    rearm(net);
+}
+
+const double *pp_flownet_link_bytes(pp_flownet *net) {
+    double now = pp_engine_now(net->eng);
+    for (size_t l = 0; l < net->n_links; l++)
+        settle_link(net, &net->links[l], l, now);
+    return net->link_bytes;
+}
+
+void pp_flownet_stats_get(const pp_flownet *net, pp_flownet_stats *out) {
+    *out = net->st;
+}

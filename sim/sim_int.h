@@ -61,6 +61,15 @@ struct pp_cluster {
 
     igraph_t graph;          /* vertex i = device i, edge j = link j */
     bool has_graph;
+
+    /* Added by the loader (cluster.c, graph.c); private to them. */
+    struct pp__name_block *name_blocks; /* arena that holds names[] */
+    int32_t *name_slots;     /* open-addressing hash: device id + 1, 0 empty */
+    size_t name_cap;         /* slots in name_slots, a power of two */
+    const pp_server_spec *server; /* node.server (prices); NULL if none */
+    int32_t pods;            /* fat-tree pods; 0 for other fabrics */
+    int32_t leaves_per_rail; /* rail wiring: leaves serving one rail (per
+                                pod in a fat-tree); 0 otherwise */
 };
 
 /* Adds a device or a pair of links (both directions); return ids. */
@@ -69,6 +78,27 @@ int32_t pp__cluster_add_device(pp_cluster *c, pp_dev_kind kind, int32_t node,
 int32_t pp__cluster_add_link(pp_cluster *c, int32_t a, int32_t b,
                              pp_link_kind kind, double bw_Bps, double lat_s,
                              int32_t lanes);
+/* Reads the `node:` section and adds every server's devices and links
+ * (node.c); reads the `fabric:` section (NULL when absent) and adds the
+ * network (fabric.c).  Errors are located; the cluster is left partly
+ * built and the caller frees it. */
+int pp__node_build(pp_cluster *c, pp_node *node, pp_error *e);
+int pp__fabric_build(pp_cluster *c, pp_node *fabric, pp_error *e);
+/* Reads map[key] as a catalogue name of `kind` and looks it up; an unknown
+ * name is a located error with "did you mean".  Returns 0, 1 when absent
+ * and PP_OPTIONAL, or PP_EINPUT.  *out is a pp_gpu_spec, pp_link_spec,
+ * pp_switch_spec or pp_server_spec; *where (may be NULL) the name's node. */
+int pp__cat_lookup(const pp_cluster *c, pp_cat_kind kind, pp_node *map,
+                   const char *path, const char *key, int flags,
+                   const void **out, pp_node **where, pp_error *e);
+
+/* Asks for every key of `keys` (NULL-terminated) and then reports the
+ * first key of map that is none of them, with "did you mean": called
+ * before reading a section, so a misspelt required key reads "unknown key
+ * (did you mean ...)" rather than "missing". */
+int pp__map_keys(pp_node *map, const char *path, const char *const *keys,
+                 pp_error *e);
+
 /* Builds out_off/out_ids and the igraph copy once all links are added. */
 int pp__cluster_finish(pp_cluster *c, pp_error *e);
 

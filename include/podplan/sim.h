@@ -79,6 +79,8 @@ typedef struct pp_server_spec {
     char name[PP_NAME_MAX];   /* "dgx-a100" */
     double price_usd, power_w;/* without GPUs and HCAs where marked */
     int price_year;
+    bool includes_gpus;       /* price and power include the GPUs */
+    bool includes_hcas;       /* ... and the network adapters */
 } pp_server_spec;
 
 typedef struct pp_catalog pp_catalog;
@@ -214,7 +216,8 @@ typedef struct pp_topo_stats {
     bool non_blocking;
 } pp_topo_stats;
 
-int pp_topo_stats(const pp_cluster *c, pp_topo_stats *out, pp_error *e);
+int pp_topo_stats_compute(const pp_cluster *c, pp_topo_stats *out,
+                          pp_error *e);
 
 /* Graphviz DOT of the fabric; hosts collapsed unless expand. */
 int pp_topo_dot(const pp_cluster *c, bool expand, FILE *fp, pp_error *e);
@@ -304,6 +307,123 @@ void pp_flownet_stats_get(const pp_flownet *net, pp_flownet_stats *out);
 int pp_maxmin_solve(size_t n_links, const double *capacity_Bps,
                     size_t n_flows, const int32_t *off, const int32_t *links,
                     double *rates, pp_error *e);
+
+/* ------------------------------------------------------------------------
+ * Routing (sim/route.c): paths between devices of a cluster as link ids.
+ * Inside a server over NVLink/NVSwitch (or PCIe and the socket link when
+ * there is no NVLink); GPU -> PCIe -> HCA for GPUDirect RDMA; across
+ * servers HCA -> leaf -> (spine -> (core -> spine ->)) leaf -> HCA with
+ * ECMP over equal-cost uplinks chosen by a seedable hash of the flow.
+ * Paths are cached.
+ * ---------------------------------------------------------------------- */
+typedef struct pp_router pp_router;
+
+int pp_router_new(const pp_cluster *c, uint64_t seed, pp_router **out,
+                  pp_error *e);
+void pp_router_free(pp_router *r);
+/* The path from src to dst (device ids): link ids in *path (borrowed,
+ * valid until the router is freed), its total latency, and its narrowest
+ * link's capacity.  flow_key selects among equal-cost paths (same key,
+ * same path).  For GPU endpoints on different servers the HCA nearest
+ * each GPU is used.  PP_EINVAL when there is no path. */
+int pp_route(pp_router *r, int32_t src, int32_t dst, uint64_t flow_key,
+             const int32_t **path, size_t *n, double *lat_s,
+             double *bottleneck_Bps, pp_error *e);
+
+/* ------------------------------------------------------------------------
+ * A simulation (sim/sim.c): a cluster, an engine, a router and, at flow
+ * fidelity, a flow network.  Transfers are routed and either share links
+ * by max-min (flow) or take latency + bytes / bottleneck each, with no
+ * contention (analytic).  Both agree exactly where nothing contends.
+ * ---------------------------------------------------------------------- */
+typedef enum { PP_FIDELITY_ANALYTIC, PP_FIDELITY_FLOW } pp_fidelity;
+
+typedef struct pp_sim pp_sim;
+typedef void (*pp_sim_done_fn)(pp_sim *s, void *ctx, uint64_t arg);
+
+int pp_sim_new(const pp_cluster *c, pp_fidelity f, uint64_t seed,
+               pp_sim **out, pp_error *e);
+void pp_sim_free(pp_sim *s);
+pp_engine *pp_sim_engine(pp_sim *s);
+pp_flownet *pp_sim_net(pp_sim *s);      /* NULL at analytic fidelity */
+const pp_cluster *pp_sim_cluster(const pp_sim *s);
+double pp_sim_now(const pp_sim *s);
+/* Starts a transfer of `bytes` from device src to dst now; done runs at
+ * its completion.  A transfer to itself completes at once (next event). */
+int pp_sim_send(pp_sim *s, int32_t src, int32_t dst, double bytes,
+                pp_sim_done_fn done, void *ctx, uint64_t arg, pp_error *e);
+/* Bytes carried per link so far (flow fidelity; analytic counts too). */
+const double *pp_sim_link_bytes(pp_sim *s, size_t *n);
+/* Writes a Chrome/Perfetto trace of everything simulated from now on:
+ * one track per GPU and per link.  The sim keeps fp until pp_sim_free,
+ * which writes the closing bracket. */
+int pp_sim_trace(pp_sim *s, FILE *fp, pp_error *e);
+
+/* ------------------------------------------------------------------------
+ * Collectives (sim/collective.c), generating the transfers a real
+ * implementation would.  busbw uses nccl-tests' factors: 2(n-1)/n for
+ * AllReduce, (n-1)/n for AllGather, ReduceScatter and AlltoAll, 1 for
+ * Broadcast and SendRecv.
+ * ---------------------------------------------------------------------- */
+typedef enum {
+    PP_COLL_ALLREDUCE,
+    PP_COLL_ALLGATHER,
+    PP_COLL_REDUCESCATTER,
+    PP_COLL_BROADCAST,
+    PP_COLL_ALLTOALL,
+    PP_COLL_SENDRECV,
+    PP_COLL__COUNT
+} pp_coll_op;
+
+typedef enum {
+    PP_ALGO_RING,   /* NCCL-style rings, `channels` of them over the NICs */
+    PP_ALGO_TREE,   /* double binary tree */
+    PP_ALGO_HIER,   /* intra-node RS, inter-node ring per rail, intra AG */
+    PP_ALGO_NAIVE,  /* gather to a root, reduce, broadcast */
+    PP_ALGO_PS,     /* parameter server: push to and pull from a server */
+    PP_ALGO_SHARP,  /* in-network reduction at the switches */
+    PP_ALGO__COUNT
+} pp_coll_algo;
+
+typedef enum {
+    PP_GRAN_AUTO,   /* step for small groups, stream above a threshold */
+    PP_GRAN_STEP,   /* every ring step its own set of flows: exact */
+    PP_GRAN_STREAM  /* NCCL's pipelined steady state */
+} pp_granularity;
+
+typedef struct pp_coll_spec {
+    pp_coll_op op;
+    pp_coll_algo algo;
+    double bytes;          /* S: the buffer size per GPU (nccl-tests) */
+    const int32_t *gpus;   /* device ids of the group, in rank order */
+    size_t n_gpus;
+    int32_t root;          /* rank of the root (broadcast, naive) */
+    int32_t server;        /* PS: device id of the server's endpoint */
+    int channels;          /* ring channels; 0 = one per NIC of a node */
+    pp_granularity gran;
+    double reduce_Bps;     /* summing rate; 0 = the GPU's HBM bandwidth/3 */
+} pp_coll_spec;
+
+typedef struct pp_coll_result {
+    double time_s;
+    double algbw_Bps;      /* S / time */
+    double busbw_Bps;      /* algbw x the nccl-tests factor */
+    uint64_t transfers;    /* point-to-point transfers generated */
+    uint64_t events;       /* engine events run */
+    int32_t busiest_link;  /* the link that carried the most bytes */
+    double busiest_bytes;
+} pp_coll_result;
+
+const char *pp_coll_op_name(pp_coll_op op);
+const char *pp_coll_algo_name(pp_coll_algo a);
+double pp_coll_busbw_factor(pp_coll_op op, size_t n);
+/* Starts a collective now; done runs when the last rank finishes. */
+int pp_sim_collective_start(pp_sim *s, const pp_coll_spec *spec,
+                            pp_sim_done_fn done, void *ctx, uint64_t arg,
+                            pp_error *e);
+/* Runs one collective to completion from now and reports it. */
+int pp_sim_collective(pp_sim *s, const pp_coll_spec *spec,
+                      pp_coll_result *out, pp_error *e);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,242 @@
+/*
+ * trace.c: a Chrome trace-event JSON file (chrome://tracing, Perfetto's
+ * ui.perfetto.dev) of a simulation, written while it runs.
+ *
+ *   {"traceEvents":[
+ *   {"name":"process_name","ph":"M","pid":1,"tid":0,"args":{"name":"GPUs"}},
+ *   ...
+ *   {"name":"send n1.gpu0","ph":"X","pid":1,"tid":2,"ts":0.000,
+ *    "dur":40.002,"args":{"bytes":1000000000,"dst":"n1.gpu0"}},
+ *   ...],
+ *   "displayTimeUnit":"ns"}
+ *
+ * Only complete events ("ph":"X", ts and dur in microseconds) and
+ * metadata events ("ph":"M": process and thread names, and a sort index
+ * so tracks appear in device and link order).  Process 1 "GPUs" has, per
+ * device, a track for spans the collectives and the training step add
+ * (pp__sim_trace_span) and "send" tracks for its transfers; process 2
+ * "links" has a track per link that carried bytes.
+ *
+ * One track must not hold overlapping slices that do not nest: the
+ * viewers mis-draw or drop them.  So a device's transfers go on lanes (a
+ * transfer takes the lowest lane free when it starts), and a link's track
+ * shows busy periods instead of single transfers: from the moment the
+ * first transfer on it starts until the moment the last one ends, with
+ * the bytes and transfers of the period and its utilisation (bytes over
+ * capacity x duration; the latency part of each transfer counts as busy).
+ *
+ * Deterministic: events are written as they complete, in the simulation's
+ * (deterministic) order, thread ids are handed out in order of first use,
+ * and every time is printed with %.3f (nanoseconds).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim_int.h"
+#include "sim_run.h"
+
+enum { PID_GPUS = 1, PID_LINKS = 2 };
+
+typedef struct lane {
+    int32_t tid;  /* 0 until first used */
+    bool busy;
+} lane;
+
+typedef struct devtrack {
+    int32_t span_tid; /* pp__sim_trace_span's track; 0 until used */
+    int32_t n_lanes;
+    lane *lanes;
+} devtrack;
+
+typedef struct linktrack {
+    int32_t tid;      /* 0 until used */
+    int32_t active;   /* transfers holding it now */
+    double t0;        /* start of the busy period */
+    double bytes;     /* carried in the busy period so far */
+    int64_t transfers;
+} linktrack;
+
+struct pp__trace {
+    const pp_cluster *c;
+    FILE *fp;
+    devtrack *dev;    /* n_devs */
+    linktrack *link;  /* n_links */
+    int32_t next_tid[3];
+};
+
+/* A JSON string body: quotes, backslashes and control characters escaped. */
+static void put_str(FILE *fp, const char *s) {
+    fputc('"', fp);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            fprintf(fp, "\\%c", *p);
+        else if (*p < 0x20)
+            fprintf(fp, "\\u%04x", *p);
+        else
+            fputc(*p, fp);
+    }
+    fputc('"', fp);
+}
+
+/* Every event after the opening metadata starts with ",\n". */
+static void meta(pp__trace *t, int pid, int32_t tid, const char *what,
+                 const char *name, int64_t sort) {
+    fprintf(t->fp, ",\n{\"name\":\"%s\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,"
+                   "\"args\":{",
+            what, pid, (int)tid);
+    if (name) {
+        fputs("\"name\":", t->fp);
+        put_str(t->fp, name);
+    } else {
+        fprintf(t->fp, "\"sort_index\":%lld", (long long)sort);
+    }
+    fputs("}}", t->fp);
+}
+
+/* A new track: its name and its place among its process's tracks. */
+static int32_t new_thread(pp__trace *t, int pid, const char *name,
+                          int64_t sort) {
+    int32_t tid = ++t->next_tid[pid];
+    meta(t, pid, tid, "thread_name", name, 0);
+    meta(t, pid, tid, "thread_sort_index", NULL, sort);
+    return tid;
+}
+
+static void event(pp__trace *t, int pid, int32_t tid, const char *name,
+                  double t0, double t1) {
+    double ts = t0 * 1e6, dur = (t1 - t0) * 1e6;
+    fputs(",\n{\"name\":", t->fp);
+    put_str(t->fp, name);
+    /* %.3f of -0.0 would print "-0.000": keep it out of the file. */
+    fprintf(t->fp, ",\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,"
+                   "\"dur\":%.3f",
+            pid, (int)tid, ts == 0 ? 0.0 : ts, dur > 0 ? dur : 0.0);
+}
+
+pp__trace *pp__trace_new(const pp_cluster *c, FILE *fp) {
+    pp__trace *t = pp_xcalloc(1, sizeof *t);
+    t->c = c;
+    t->fp = fp;
+    t->dev = pp_xcalloc(c->n_devs ? c->n_devs : 1, sizeof *t->dev);
+    t->link = pp_xcalloc(c->n_links ? c->n_links : 1, sizeof *t->link);
+    fputs("{\"traceEvents\":[\n{\"name\":\"process_name\",\"ph\":\"M\","
+          "\"pid\":1,\"tid\":0,\"args\":{\"name\":\"GPUs\"}}",
+          fp);
+    fputs(",\n{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":2,\"tid\":0,"
+          "\"args\":{\"name\":\"links\"}}",
+          fp);
+    fputs(",\n{\"name\":\"process_sort_index\",\"ph\":\"M\",\"pid\":1,"
+          "\"tid\":0,\"args\":{\"sort_index\":1}}",
+          fp);
+    fputs(",\n{\"name\":\"process_sort_index\",\"ph\":\"M\",\"pid\":2,"
+          "\"tid\":0,\"args\":{\"sort_index\":2}}",
+          fp);
+    return t;
+}
+
+void pp__trace_free(pp__trace *t) {
+    if (!t)
+        return;
+    fputs("\n],\n\"displayTimeUnit\":\"ns\"}\n", t->fp);
+    for (size_t d = 0; d < t->c->n_devs; d++)
+        free(t->dev[d].lanes);
+    free(t->dev);
+    free(t->link);
+    free(t);
+}
+
+/* Tracks of device d sort as d * 1024 + slot: its own spans first, then
+ * its send lanes. */
+static int64_t dev_sort(int32_t d, int32_t slot) {
+    return (int64_t)d * 1024 + (slot < 1023 ? slot : 1023);
+}
+
+int32_t pp__trace_send_begin(pp__trace *t, int32_t src, double now) {
+    (void)now;
+    devtrack *d = &t->dev[src];
+    int32_t k = 0;
+    while (k < d->n_lanes && d->lanes[k].busy)
+        k++;
+    if (k == d->n_lanes) {
+        d->lanes = pp_xrealloc(d->lanes, (size_t)(k + 1) * sizeof *d->lanes);
+        d->lanes[k] = (lane){0, false};
+        d->n_lanes++;
+    }
+    d->lanes[k].busy = true;
+    return k;
+}
+
+void pp__trace_send_end(pp__trace *t, int32_t src, int32_t k, int32_t dst,
+                        double bytes, double t0, double t1) {
+    devtrack *d = &t->dev[src];
+    if (k < 0 || k >= d->n_lanes)
+        return;
+    lane *ln = &d->lanes[k];
+    ln->busy = false;
+    if (!ln->tid) {
+        char name[160];
+        if (k == 0)
+            snprintf(name, sizeof name, "%s send", t->c->devs[src].name);
+        else
+            snprintf(name, sizeof name, "%s send %d", t->c->devs[src].name,
+                     (int)k + 1);
+        ln->tid = new_thread(t, PID_GPUS, name, dev_sort(src, k + 1));
+    }
+    char name[160];
+    snprintf(name, sizeof name, "send %s", t->c->devs[dst].name);
+    event(t, PID_GPUS, ln->tid, name, t0, t1);
+    fprintf(t->fp, ",\"args\":{\"bytes\":%.17g,\"dst\":", bytes);
+    put_str(t->fp, t->c->devs[dst].name);
+    fputs("}}", t->fp);
+}
+
+void pp__trace_links_begin(pp__trace *t, const int32_t *path, size_t n,
+                           double now) {
+    for (size_t h = 0; h < n; h++) {
+        linktrack *l = &t->link[path[h]];
+        if (l->active++ == 0) {
+            l->t0 = now;
+            l->bytes = 0;
+            l->transfers = 0;
+        }
+    }
+}
+
+void pp__trace_links_end(pp__trace *t, const int32_t *path, size_t n,
+                         double bytes, double now) {
+    for (size_t h = 0; h < n; h++) {
+        int32_t id = path[h];
+        linktrack *l = &t->link[id];
+        if (l->active <= 0)
+            continue;
+        l->bytes += bytes;
+        l->transfers++;
+        if (--l->active > 0)
+            continue;
+        const pp_link *lk = &t->c->links[id];
+        if (!l->tid) {
+            char name[160];
+            snprintf(name, sizeof name, "%s -> %s", t->c->devs[lk->src].name,
+                     t->c->devs[lk->dst].name);
+            l->tid = new_thread(t, PID_LINKS, name, id);
+        }
+        double dur = now - l->t0;
+        event(t, PID_LINKS, l->tid, "busy", l->t0, now);
+        fprintf(t->fp, ",\"args\":{\"bytes\":%.17g,\"transfers\":%lld,"
+                       "\"utilisation\":%.6f}}",
+                l->bytes, (long long)l->transfers,
+                dur > 0 && lk->bw_Bps > 0 ? l->bytes / (lk->bw_Bps * dur)
+                                          : 0.0);
+    }
+}
+
+void pp__trace_span(pp__trace *t, int32_t dev, const char *name, double t0,
+                    double t1) {
+    devtrack *d = &t->dev[dev];
+    if (!d->span_tid)
+        d->span_tid = new_thread(t, PID_GPUS, t->c->devs[dev].name,
+                                 dev_sort(dev, 0));
+    event(t, PID_GPUS, d->span_tid, name ? name : "", t0, t1);
+    fputs("}", t->fp);
+}
