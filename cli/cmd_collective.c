@@ -359,6 +359,9 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
     pp_cluster_free(c);
     return rc;
 out:
+    /* The library's messages name the module; ours already says it. */
+    if (strncmp(e.msg, "collective: ", 12) == 0)
+        memmove(e.msg, e.msg + 12, strlen(e.msg + 12) + 1);
     pp_sim_free(s);
     if (tracing) pp_outfile_abort(&tf);
     free(gpus);

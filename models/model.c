@@ -20,23 +20,6 @@ static const char *const arch_names[] = {"transformer", "generic", NULL};
 static const char *const ffn_names[] = {"gelu", "swiglu", NULL};
 
 /* ------------------------------------------------------------------------
- * Small helpers shared with parallel.c (declared in models_int.h).
- * ---------------------------------------------------------------------- */
-const char *pp__closest(const char *key, const char *const *names)
-{
-    const char *best = NULL;
-    int best_d = 3;
-    for (size_t i = 0; names[i]; i++) {
-        int d = pp_edit_distance(key, names[i], 2);
-        if (d < best_d) {
-            best_d = d;
-            best = names[i];
-        }
-    }
-    return best;
-}
-
-/* ------------------------------------------------------------------------
  * Parameter count.
  *
  * GPT (Radford et al. 2019; Brown et al. 2020) and Megatron-LM: every
@@ -187,22 +170,6 @@ static void model_derive(pp_model *m)
         m->ffn_hidden = 4 * m->hidden;
 }
 
-/* name defaults to the file's basename without .yaml / .yml. */
-static void name_from_file(char *dst, const char *file)
-{
-    const char *b = file ? strrchr(file, '/') : NULL;
-    b = b ? b + 1 : (file ? file : "model");
-    size_t n = strlen(b);
-    if (n > 5 && strcmp(b + n - 5, ".yaml") == 0)
-        n -= 5;
-    else if (n > 4 && strcmp(b + n - 4, ".yml") == 0)
-        n -= 4;
-    if (n >= PP_NAME_MAX)
-        n = PP_NAME_MAX - 1;
-    memcpy(dst, b, n);
-    dst[n] = '\0';
-}
-
 /* ------------------------------------------------------------------------
  * YAML.
  * ---------------------------------------------------------------------- */
@@ -280,7 +247,7 @@ int pp_model_from_node(pp_node *map, const char *path, pp_model *out,
                              PP_NAME_MAX - 1, strlen(name));
         strcpy(m.name, name);
     } else {
-        name_from_file(m.name, map->file);
+        pp_file_stem(map->file, m.name, sizeof m.name);
     }
     if ((rc = model_check(&m, &w, e)) < 0)
         return rc;
@@ -295,62 +262,34 @@ static const char *const inline_keys[] = {
     "layers", "hidden",     "heads", "seq",  "vocab", "kv_heads",
     "ffn_hidden", "ffn", "tied_embeddings", "name", NULL};
 
-/* Parses a whole decimal integer in [min, max].  Returns 0 or -1. */
-int pp__parse_i64(const char *text, int64_t min, int64_t max, int64_t *out)
-{
-    char *end;
-    long long v;
-    /* strtoll skips leading blanks; a SPEC value must not have any. */
-    if (!text || text[0] == '\0' || isspace((unsigned char)text[0]))
-        return -1;
-    errno = 0;
-    v = strtoll(text, &end, 10);
-    if (errno != 0 || *end != '\0' || end == text || v < min || v > max)
-        return -1;
-    *out = (int64_t)v;
-    return 0;
-}
+enum { I_LAYERS, I_HIDDEN, I_HEADS, I_SEQ, I_VOCAB, I_KV_HEADS,
+       I_FFN_HIDDEN, I_FFN, I_TIED, I_NAME };
 
-static int inline_value(pp_model *m, const char *key, const char *val,
-                        pp_error *e)
+static int inline_value(void *ctx, int k, const char *val, pp_error *e)
 {
+    pp_model *m = ctx;
     const char *pre = "--model: ";
-    int64_t *dst = NULL;
-    if (strcmp(key, "layers") == 0)
-        dst = &m->layers;
-    else if (strcmp(key, "hidden") == 0)
-        dst = &m->hidden;
-    else if (strcmp(key, "heads") == 0)
-        dst = &m->heads;
-    else if (strcmp(key, "kv_heads") == 0)
-        dst = &m->kv_heads;
-    else if (strcmp(key, "seq") == 0)
-        dst = &m->seq;
-    else if (strcmp(key, "vocab") == 0)
-        dst = &m->vocab;
-    else if (strcmp(key, "ffn_hidden") == 0)
-        dst = &m->ffn_hidden;
-    if (dst) {
-        if (pp__parse_i64(val, 1, PP_MODEL_DIM_MAX, dst) < 0)
+    int64_t *dims[] = {&m->layers, &m->hidden,   &m->heads,     &m->seq,
+                       &m->vocab,  &m->kv_heads, &m->ffn_hidden};
+    if (k <= I_FFN_HIDDEN) {
+        if (pp_parse_i64(val, 1, PP_MODEL_DIM_MAX, dims[k]) < 0)
             return pp_error_set(e, PP_EINPUT,
                                 "%s%s: expected a positive integer, got "
                                 "\"%.100s\"",
-                                pre, key, val);
+                                pre, inline_keys[k], val);
         return 0;
     }
-    if (strcmp(key, "ffn") == 0) {
-        if (strcmp(val, "gelu") == 0)
-            m->ffn = PP_FFN_GELU;
-        else if (strcmp(val, "swiglu") == 0)
-            m->ffn = PP_FFN_SWIGLU;
-        else
-            return pp_error_set(e, PP_EINPUT,
-                                "%sffn: expected gelu or swiglu, got "
-                                "\"%.100s\"",
-                                pre, val);
-        return 0;
+    if (k == I_FFN) {
+        for (int i = 0; ffn_names[i]; i++)
+            if (strcmp(val, ffn_names[i]) == 0) {
+                m->ffn = (pp_ffn)i;
+                return 0;
+            }
+        return pp_error_set(e, PP_EINPUT,
+                            "%sffn: expected gelu or swiglu, got \"%.100s\"",
+                            pre, val);
     }
-    if (strcmp(key, "tied_embeddings") == 0) {
+    if (k == I_TIED) {
         if (strcmp(val, "true") == 0)
             m->tied_embeddings = true;
         else if (strcmp(val, "false") == 0)
@@ -362,7 +301,6 @@ static int inline_value(pp_model *m, const char *key, const char *val,
                                 pre, val);
         return 0;
     }
-    /* name */
     if (val[0] == '\0' || strlen(val) >= PP_NAME_MAX)
         return pp_error_set(e, PP_EINPUT,
                             "%sname: expected a name of 1 to %d characters",
@@ -375,67 +313,29 @@ static int model_parse_inline(const char *spec, pp_model *out, pp_error *e)
 {
     const char *pre = "--model: ";
     pp_model m;
-    unsigned seen = 0; /* bit i: inline_keys[i] given */
-    char *buf = pp_xstrdup(spec), *save = NULL, *item;
-    int rc = 0;
+    uint64_t seen = 0; /* bit i: inline_keys[i] given */
 
     model_defaults(&m);
-    for (item = strtok_r(buf, ",", &save); item;
-         item = strtok_r(NULL, ",", &save)) {
-        char *eq = strchr(item, '=');
-        if (!eq) {
-            rc = pp_error_set(e, PP_EINPUT,
-                              "%sexpected key=value, got \"%.100s\"", pre,
-                              item);
-            goto out;
-        }
-        *eq = '\0';
-        size_t k;
-        for (k = 0; inline_keys[k]; k++)
-            if (strcmp(item, inline_keys[k]) == 0)
-                break;
-        if (!inline_keys[k]) {
-            const char *near = pp__closest(item, inline_keys);
-            if (near)
-                rc = pp_error_set(e, PP_EINPUT,
-                                  "%sunknown key \"%.100s\" (did you mean "
-                                  "\"%s\"?)",
-                                  pre, item, near);
-            else
-                rc = pp_error_set(e, PP_EINPUT, "%sunknown key \"%.100s\"",
-                                  pre, item);
-            goto out;
-        }
-        if (seen & (1u << k)) {
-            rc = pp_error_set(e, PP_EINPUT, "%s%s: given twice", pre, item);
-            goto out;
-        }
-        seen |= 1u << k;
-        if ((rc = inline_value(&m, item, eq + 1, e)) < 0)
-            goto out;
-    }
+    int rc = pp_kv_parse(spec, "--model", inline_keys, inline_value, &m,
+                         &seen, e);
+    if (rc < 0)
+        return rc;
     /* The first five keys are required. */
-    for (size_t k = 0; k < 5; k++)
-        if (!(seen & (1u << k))) {
-            rc = pp_error_set(e, PP_EINPUT,
-                              "%s%s: missing (an inline model needs layers, "
-                              "hidden, heads, seq and vocab)",
-                              pre, inline_keys[k]);
-            goto out;
-        }
+    for (int k = I_LAYERS; k <= I_VOCAB; k++)
+        if (!(seen & (UINT64_C(1) << k)))
+            return pp_error_set(e, PP_EINPUT,
+                                "%s%s: missing (an inline model needs "
+                                "layers, hidden, heads, seq and vocab)",
+                                pre, inline_keys[k]);
     model_derive(&m);
     if (m.name[0] == '\0')
         snprintf(m.name, sizeof m.name, "custom-%lldL-%lldh",
                  (long long)m.layers, (long long)m.hidden);
-    {
-        pp_where w = {NULL, NULL, pre};
-        if ((rc = model_check(&m, &w, e)) < 0)
-            goto out;
-    }
+    pp_where w = {NULL, NULL, pre};
+    if ((rc = model_check(&m, &w, e)) < 0)
+        return rc;
     *out = m;
-out:
-    free(buf);
-    return rc;
+    return 0;
 }
 
 /* ------------------------------------------------------------------------

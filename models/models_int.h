@@ -25,12 +25,4 @@ double pp__stage_params(const pp_model *m, const pp_parallel *p);
 /* Micro-batches per iteration per pipeline: gbs / (mbs * dp), at least 1. */
 double pp__microbatches(const pp_parallel *p);
 
-/* Keys of the inline and SPEC grammars, for "did you mean". Returns the
- * closest of the NULL-terminated names within edit distance 2, or NULL. */
-const char *pp__closest(const char *key, const char *const *names);
-
-/* Parses a whole decimal integer in [min, max] (no blanks, no suffix).
- * Returns 0, or -1 leaving *out untouched. */
-int pp__parse_i64(const char *text, int64_t min, int64_t max, int64_t *out);
-
 #endif /* PODPLAN_MODELS_INT_H */

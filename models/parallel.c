@@ -45,8 +45,9 @@ const char *pp_recompute_name(pp_recompute r)
     return "?";
 }
 
-static int spec_value(pp_parallel *p, int k, const char *val, pp_error *e)
+static int spec_value(void *ctx, int k, const char *val, pp_error *e)
 {
+    pp_parallel *p = ctx;
     const char *pre = "--parallel: ";
     int64_t *dst = NULL;
     switch (k) {
@@ -59,7 +60,7 @@ static int spec_value(pp_parallel *p, int k, const char *val, pp_error *e)
     default: break;
     }
     if (dst) {
-        if (pp__parse_i64(val, 1, PP_PARALLEL_MAX, dst) < 0)
+        if (pp_parse_i64(val, 1, PP_PARALLEL_MAX, dst) < 0)
             return pp_error_set(e, PP_EINPUT,
                                 "%s%s: expected a positive integer, got "
                                 "\"%.100s\"",
@@ -91,7 +92,7 @@ static int spec_value(pp_parallel *p, int k, const char *val, pp_error *e)
     }
     /* K_ZERO */
     int64_t z;
-    if (pp__parse_i64(val, 0, 3, &z) < 0)
+    if (pp_parse_i64(val, 0, 3, &z) < 0)
         return pp_error_set(e, PP_EINPUT,
                             "%szero: expected 0..3, got \"%.100s\"", pre,
                             val);
@@ -101,67 +102,23 @@ static int spec_value(pp_parallel *p, int k, const char *val, pp_error *e)
 
 int pp_parallel_parse(const char *spec, pp_parallel *p, pp_error *e)
 {
-    const char *pre = "--parallel: ";
     pp_parallel q = *p;
-    unsigned seen = 0;
-    char *buf, *item, *save = NULL;
-    int rc = 0;
+    uint64_t seen = 0;
 
     if (!spec || spec[0] == '\0')
         return pp_error_set(e, PP_EINPUT,
-                            "%sempty specification (expected e.g. "
-                            "tp=8,pp=8,dp=16,mbs=1,gbs=1536)",
-                            pre);
-    buf = pp_xstrdup(spec);
-    /* strtok_r would merge ",,": walk the items by hand so that an empty
-     * item is reported rather than skipped. */
-    for (item = buf; item; item = save) {
-        char *comma = strchr(item, ',');
-        save = comma ? comma + 1 : NULL;
-        if (comma)
-            *comma = '\0';
-        char *eq = strchr(item, '=');
-        if (!eq) {
-            rc = pp_error_set(e, PP_EINPUT,
-                              "%sexpected key=value, got \"%.100s\"", pre,
-                              item);
-            goto out;
-        }
-        *eq = '\0';
-        int k;
-        for (k = 0; spec_keys[k]; k++)
-            if (strcmp(item, spec_keys[k]) == 0)
-                break;
-        if (!spec_keys[k]) {
-            const char *near = pp__closest(item, spec_keys);
-            if (near)
-                rc = pp_error_set(e, PP_EINPUT,
-                                  "%sunknown key \"%.100s\" (did you mean "
-                                  "\"%s\"?)",
-                                  pre, item, near);
-            else
-                rc = pp_error_set(e, PP_EINPUT,
-                                  "%sunknown key \"%.100s\" (keys: tp, pp, "
-                                  "dp, mbs, gbs, vp, sp, recompute, zero)",
-                                  pre, item);
-            goto out;
-        }
-        if (seen & (1u << k)) {
-            rc = pp_error_set(e, PP_EINPUT, "%s%s: given twice", pre, item);
-            goto out;
-        }
-        seen |= 1u << k;
-        if ((rc = spec_value(&q, k, eq + 1, e)) < 0)
-            goto out;
-    }
+                            "--parallel: empty specification (expected e.g. "
+                            "tp=8,pp=8,dp=16,mbs=1,gbs=1536)");
+    int rc = pp_kv_parse(spec, "--parallel", spec_keys, spec_value, &q, &seen,
+                         e);
+    if (rc < 0)
+        return rc;
     /* gbs follows mbs * dp while it has its default value and the SPEC
      * does not set it ("tp=8,dp=4" means one micro-batch per replica). */
-    if (!(seen & (1u << K_GBS)) && p->gbs == p->mbs * p->dp)
+    if (!(seen & (UINT64_C(1) << K_GBS)) && p->gbs == p->mbs * p->dp)
         q.gbs = q.mbs * q.dp;
     *p = q;
-out:
-    free(buf);
-    return rc;
+    return 0;
 }
 
 char *pp_parallel_format(const pp_parallel *p, char *buf, size_t len)

@@ -197,21 +197,6 @@ int pp__map_keys(pp_node *map, const char *path, const char *const *keys,
 }
 
 
-/* The cluster's name defaults to the file's basename without .yaml. */
-static void name_from_file(char *dst, const char *file)
-{
-    const char *b = strrchr(file, '/');
-    b = b ? b + 1 : file;
-    size_t n = strlen(b);
-    if (n > 5 && strcmp(b + n - 5, ".yaml") == 0)
-        n -= 5;
-    else if (n > 4 && strcmp(b + n - 4, ".yml") == 0)
-        n -= 4;
-    if (n >= PP_NAME_MAX)
-        n = PP_NAME_MAX - 1;
-    memcpy(dst, b, n);
-    dst[n] = '\0';
-}
 
 static int read_cluster(pp_cluster *c, pp_node *root, pp_error *e)
 {
@@ -233,7 +218,7 @@ static int read_cluster(pp_cluster *c, pp_node *root, pp_error *e)
                                PP_NAME_MAX - 1);
         strcpy(c->info.name, name);
     } else {
-        name_from_file(c->info.name, c->source);
+        pp_file_stem(c->source, c->info.name, sizeof c->info.name);
     }
     /* A free-text description is allowed so shipped files can say what
      * they model in a field a tool can show, besides the comments. */

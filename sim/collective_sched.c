@@ -38,9 +38,13 @@
  * same mirrored, for an even number of servers, or shifted by one for an
  * odd number, so a server that is a leaf in one is inner in the other),
  * and a chain through the GPUs inside each server ending at the GPU that
- * talks to the other servers.  max(channels, 2) tree instances each carry
- * S/instances; instance i is tree i mod 2 and leaves every server through
- * NIC-order position i.  `stream`: all edges move their bytes up and down
+ * talks to the other servers.  Every channel runs both trees (NCCL
+ * duplicates its tree channels the same way), so 2 x channels instances
+ * each carry S/instances; instance i is tree i mod 2 and leaves every
+ * server through NIC-order position i/2.  A NIC then carries the inner
+ * node's three edges of one tree and the leaf's one edge of the other:
+ * 2 S/channels each way, as much as a ring.  `stream`: all edges move
+ * their bytes up and down
  * at once (the pipeline); the instance then waits the time for the first
  * byte to climb the deepest path and come back down (the tail), and the
  * busiest GPU's reductions are charged at the end.  `step`: the unpipelined
@@ -283,7 +287,7 @@ static int32_t dtree_parent(int t, int32_t r, int32_t m) {
 static void build_trees(pp__coll *k) {
     size_t n = k->n;
     int32_t m = k->m;
-    k->inst = k->C > 2 ? k->C : 2;
+    k->inst = 2 * k->C;
     size_t tot = (size_t)k->inst * n;
     k->parent = pp_xmalloc(tot * sizeof *k->parent);
     k->depth = pp_xmalloc(tot * sizeof *k->depth);
@@ -297,12 +301,12 @@ static void build_trees(pp__coll *k) {
         int32_t *dep = k->depth + (size_t)i * n;
         int32_t *hgt = k->height + (size_t)i * n;
         for (int32_t g = 0; g < m; g++) {
-            int32_t s = gsize(k, g), pi = i % s, port = gmem(k, g, pi);
+            int32_t s = gsize(k, g), pi = (i / 2) % s, port = gmem(k, g, pi);
             for (int32_t j = 1; j < s; j++)
                 par[gmem(k, g, pi + j)] =
                     j < s - 1 ? gmem(k, g, pi + j + 1) : port;
             int32_t pg = dtree_parent(i % 2, g, m);
-            par[port] = pg < 0 ? -1 : gmem(k, pg, i);
+            par[port] = pg < 0 ? -1 : gmem(k, pg, i / 2);
         }
         /* Depths by walking up to a known one. */
         for (size_t v = 0; v < n; v++) dep[v] = -1;

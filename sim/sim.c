@@ -51,7 +51,6 @@ struct pp_sim {
     pp_flownet *net;     /* flow fidelity only */
     double *link_bytes;  /* analytic fidelity only */
     size_t n_links;
-    uint64_t sent;       /* transfers started: pp_sim_send's flow key */
 
     xfer *pool;
     size_t n_pool, cap_pool;
@@ -250,7 +249,6 @@ int pp__sim_send_key(pp_sim *s, int32_t src, int32_t dst, double bytes,
     xfer *x = &s->pool[i];
     *x = (xfer){done, ctx, arg, flow_key, now, bytes, src, dst, ways, ways,
                 -1, -1};
-    s->sent++;
     if (s->trace)
         x->lane = pp__trace_send_begin(s->trace, src, now);
     if (src == dst) {
@@ -286,5 +284,6 @@ int pp__sim_send_key(pp_sim *s, int32_t src, int32_t dst, double bytes,
 
 int pp_sim_send(pp_sim *s, int32_t src, int32_t dst, double bytes,
                 pp_sim_done_fn done, void *ctx, uint64_t arg, pp_error *e) {
-    return pp__sim_send_key(s, src, dst, bytes, s->sent, done, ctx, arg, e);
+    /* Key 0: one path per pair (sim_run.h says why). */
+    return pp__sim_send_key(s, src, dst, bytes, 0, done, ctx, arg, e);
 }

@@ -13,11 +13,14 @@
  * For collective.c and step.c.
  * ---------------------------------------------------------------------- */
 
-/* pp_sim_send with an explicit ECMP key: transfers with equal keys (mod
- * PP__ROUTE_CLASSES) between the same pair take the same fabric path, as
- * one NCCL channel's queue pair does; pp_sim_send itself uses a fresh key
- * per transfer (the sim's transfer count), which spreads repeated
- * transfers of one pair over the equal-cost paths. */
+/* pp_sim_send with an explicit ECMP key.  pp_sim_send uses key 0, so all
+ * transfers between one pair of devices take one fabric path (pairs still
+ * spread: the hash includes the endpoints), as InfiniBand's static routing
+ * by destination does and as one RoCE queue pair does; the router then
+ * caches one path per pair.  A collective that opens several connections
+ * per pair (NCCL channels, several QPs) passes the channel as the key so
+ * they spread over the equal-cost paths like distinct flows.  Keys equal
+ * mod PP__ROUTE_CLASSES share a path. */
 int pp__sim_send_key(pp_sim *s, int32_t src, int32_t dst, double bytes,
                      uint64_t flow_key, pp_sim_done_fn done, void *ctx,
                      uint64_t arg, pp_error *e);

@@ -190,6 +190,44 @@ static void test_outfile_atomic(void **state) {
     remove(path);
 }
 
+/* --set overrides: replace, create, index lists, and locate bad values. */
+static void test_doc_set(void **state) {
+    (void)state;
+    pp_doc *d = load_ok("node:\n  nics: {count: 8, type: hdr}\n"
+                        "links: [{a: x}, {a: y}]\n");
+    pp_error e = PP_ERROR_INIT;
+    assert_int_equal(pp_doc_set(d, "node.nics.count=4", 1, &e), 0);
+    assert_int_equal(pp_doc_set(d, "fabric.oversubscription=2:1", 2, &e), 0);
+    assert_int_equal(pp_doc_set(d, "links[1].a=z", 3, &e), 0);
+    assert_int_equal(pp_doc_set(d, "node.nics.count=four", 4, &e), 0);
+    pp_node *root = pp_doc_root(d);
+    pp_node *nics = pp_map_get(pp_map_get(root, "node"), "nics");
+    int64_t count = 0;
+    assert_int_equal(pp_map_int(nics, "node.nics", "count", PP_REQUIRED, 1,
+                                INT64_MAX, &count, &e), PP_EINPUT);
+    /* The bad value is located on the command line: 4th --set, column 17. */
+    assert_string_equal(e.msg, "--set:4:17: node.nics.count: expected a positive integer, got \"four\"");
+    pp_node *fabric = pp_map_get(root, "fabric");
+    assert_non_null(fabric);
+    assert_string_equal(pp_map_get(fabric, "oversubscription")->scalar, "2:1");
+    pp_node *links = pp_map_get(root, "links");
+    assert_string_equal(pp_map_get(links->items[1], "a")->scalar, "z");
+
+    pp_error_clear(&e);
+    assert_int_equal(pp_doc_set(d, "node.nics=4", 5, &e), PP_EUSAGE);
+    assert_non_null(strstr(e.msg, "node.nics is a mapping; set one of its keys"));
+    pp_error_clear(&e);
+    assert_int_equal(pp_doc_set(d, "node.nics.count.x=4", 6, &e), PP_EUSAGE);
+    assert_non_null(strstr(e.msg, "is not a mapping"));
+    pp_error_clear(&e);
+    assert_int_equal(pp_doc_set(d, "links[7].a=4", 7, &e), PP_EUSAGE);
+    assert_non_null(strstr(e.msg, "has no item 7"));
+    pp_error_clear(&e);
+    assert_int_equal(pp_doc_set(d, "nothing", 8, &e), PP_EUSAGE);
+    assert_non_null(strstr(e.msg, "expected path=value"));
+    pp_doc_free(d);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_marks),
@@ -201,6 +239,7 @@ int main(void) {
         cmocka_unit_test(test_edit_distance),
         cmocka_unit_test(test_load_file_missing),
         cmocka_unit_test(test_outfile_atomic),
+        cmocka_unit_test(test_doc_set),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -242,6 +242,22 @@ int pp_node_expect(const pp_node *n, const char *path, pp_node_kind kind,
 int pp_edit_distance(const char *a, const char *b, int cap);
 
 /* ------------------------------------------------------------------------
+ * Command-line specifications "key=value,key=value" (the inline model,
+ * --parallel).  pp_kv_parse checks each key against `keys` (NULL-
+ * terminated, at most 64; an unknown key gets a "did you mean"), rejects
+ * empty items and repeated keys, and calls fn(ctx, key index, value, e)
+ * for each.  Messages start with `what` ("--parallel: tp: ...").  *seen
+ * (may be NULL) gets bit k set for each keys[k] given.
+ * ---------------------------------------------------------------------- */
+typedef int (*pp_kv_fn)(void *ctx, int key, const char *value, pp_error *e);
+int pp_kv_parse(const char *spec, const char *what, const char *const *keys,
+                pp_kv_fn fn, void *ctx, uint64_t *seen, pp_error *e);
+/* The nearest of names within two edits, or NULL. */
+const char *pp_closest(const char *word, const char *const *names);
+/* A whole decimal integer in [min, max], no blanks: 0, or -1. */
+int pp_parse_i64(const char *text, int64_t min, int64_t max, int64_t *out);
+
+/* ------------------------------------------------------------------------
  * Files.  Output is written to "<path>.tmp.<pid>" and renamed into place,
  * so an interrupted or failed run never leaves a half-written file.
  * ---------------------------------------------------------------------- */
@@ -258,6 +274,10 @@ int pp_outfile_open(pp_outfile *of, const char *path, pp_error *e);
 int pp_outfile_commit(pp_outfile *of, pp_error *e);
 /* Removes the temporary file; the destination is untouched. */
 void pp_outfile_abort(pp_outfile *of);
+
+/* The file name without folders and without .yaml/.yml, for default
+ * names ("topologies/titan.yaml" gives "titan"); cut to len - 1. */
+void pp_file_stem(const char *path, char *dst, size_t len);
 
 /* Finds a shipped data file: if `name` is a readable path it is used as is;
  * otherwise "<dir>/<name>.yaml" is tried under $PODPLAN_DATA_DIR, then the

@@ -425,6 +425,165 @@ int pp_sim_collective_start(pp_sim *s, const pp_coll_spec *spec,
 int pp_sim_collective(pp_sim *s, const pp_coll_spec *spec,
                       pp_coll_result *out, pp_error *e);
 
+
+/* ------------------------------------------------------------------------
+ * Training iteration (sim/compute.c, sim/step.c, sim/schedule.c): one
+ * iteration of a model under TP x PP x DP on a cluster, as a task graph on
+ * the event engine.  Compute is a roofline per operation, timed with a GPU
+ * profile; communication is real: TP collectives inside each TP group,
+ * pipeline sends and DP gradient synchronisation, all on the simulation
+ * (flows that share links contend at `flow` fidelity).
+ * ---------------------------------------------------------------------- */
+
+/* A GPU profile (topologies/profiles/<gpu>.yaml, documented there): what
+ * turns an operation's FLOPs and bytes into time.  Plain data. */
+#define PP_PROFILE_TILES 8
+
+typedef struct pp_gemm_tile {
+    int32_t m, n;        /* output tile of one thread block (CTA) */
+    double efficiency;   /* relative to the best tile, 0 < x <= 1 */
+} pp_gemm_tile;
+
+typedef struct pp_gpu_profile {
+    char name[PP_NAME_MAX];  /* the profile's name ("a100") */
+    char source[256];        /* the file it came from, or "builtin" */
+    double peak_flops;       /* dense bf16/fp16 tensor FLOP/s */
+    double hbm_Bps;          /* device memory bandwidth */
+    int32_t sms;             /* streaming multiprocessors (waves) */
+    double gemm_efficiency;  /* a large GEMM's best rate / peak, the
+                                asymptote of the curve below */
+    double gemm_k_half;      /* k at which the main loop's efficiency
+                                halves: k / (k + k_half) */
+    pp_gemm_tile tiles[PP_PROFILE_TILES];
+    size_t n_tiles;
+    double mem_efficiency;   /* memory-bound kernels: achieved / HBM peak */
+    double launch_s;         /* per kernel, added to every operation */
+    double grad_accum_bytes; /* per parameter per micro-batch: adding a
+                                weight gradient into the fp32 main_grad
+                                buffer (0 when fused into the GEMM) */
+} pp_gpu_profile;
+
+/* Loads a profile.  `spec` is a YAML path or a name in
+ * topologies/profiles/; NULL means the profile shipped for `gpu` (the
+ * file named after the GPU, else after its family, "a100-sxm4-80gb" ->
+ * "a100"), falling back to builtin defaults when none is shipped.  gpu
+ * (may be NULL with a spec) fills what the file leaves out: peak, HBM
+ * bandwidth, SMs.  Errors are located (file:line:col: gemm.tiles[2].m:
+ * ...).  On failure *out is untouched. */
+int pp_profile_load(const char *spec, const pp_gpu_spec *gpu,
+                    pp_gpu_profile *out, pp_error *e);
+
+/* Roofline times of single operations (seconds), launch overhead
+ * included.  A (batched) GEMM C[m x n] = A[m x k] B[k x n], `batch`
+ * independent ones, 2-byte elements. */
+double pp_gemm_efficiency(const pp_gpu_profile *g, double batch, double m,
+                          double n, double k);
+double pp_gemm_time_s(const pp_gpu_profile *g, double batch, double m,
+                      double n, double k);
+/* A memory-bound kernel moving `bytes` to and from HBM. */
+double pp_memop_time_s(const pp_gpu_profile *g, double bytes);
+
+/* One transformer layer on one GPU for one micro-batch, after the TP
+ * split (sequence parallelism, GQA, SwiGLU as the layout and model say):
+ * the time and FLOPs of each pass, and the TP collectives each holds. */
+typedef struct pp_layer_cost {
+    double fwd_s, bwd_s, recompute_s;     /* compute only, no comm */
+    double fwd_flops, bwd_flops, recompute_flops;
+    double gemm_s;                        /* of fwd_s: GEMMs and bmms */
+    int32_t fwd_colls, bwd_colls, recompute_colls;
+    double coll_bytes;                    /* each collective's buffer */
+    double params;                        /* parameters on this GPU */
+} pp_layer_cost;
+
+int pp_layer_cost_get(const pp_gpu_profile *g, const pp_model *m,
+                      const pp_parallel *p, pp_layer_cost *out, pp_error *e);
+
+typedef enum {
+    PP_SCHED_GPIPE,       /* all forwards, then all backwards */
+    PP_SCHED_1F1B,        /* PipeDream-Flush (Narayanan et al. 2021) */
+    PP_SCHED_INTERLEAVED, /* 1F1B over vp model chunks per GPU */
+    PP_SCHED__COUNT
+} pp_schedule;
+
+const char *pp_schedule_name(pp_schedule s);
+
+/* Rank placement: the order in which the three degrees are laid over the
+ * cluster's GPUs (numbered node by node), innermost first.  Megatron-LM's
+ * layout per the brief is "tp,pp,dp": TP inside a node, then PP, then
+ * DP.  Parses "tp,pp,dp" (any permutation) into order[0..2] = 't', 'p',
+ * 'd'. */
+int pp_placement_parse(const char *text, char order[3], pp_error *e);
+/* The GPU (cluster rank, node-major) of TP rank t, stage p, replica d. */
+int64_t pp_placement_rank(const pp_parallel *par, const char order[3],
+                          int64_t t, int64_t p, int64_t d);
+
+typedef struct pp_step_config {
+    const pp_model *model;        /* borrowed */
+    const pp_parallel *par;       /* borrowed */
+    const pp_cluster *cluster;    /* borrowed */
+    const pp_gpu_profile *profile;/* borrowed; NULL: the shipped one */
+    pp_fidelity fidelity;         /* default flow */
+    pp_schedule schedule;         /* default: interleaved when vp > 1,
+                                     else 1F1B */
+    bool schedule_set;            /* false: choose as above */
+    char placement[3];            /* default 't','p','d' */
+    bool dp_overlap;              /* DP buckets during the last backward
+                                     (default false: Megatron-LM 2021
+                                     reduces after the pipeline flush) */
+    double bucket_bytes;          /* DP bucket size (default 40 MB with
+                                     overlap; one bucket without) */
+    double compute_time_s;        /* generic models: compute per
+                                     iteration per GPU; 0 = derived from
+                                     flops_per_sample */
+    pp_optimizer optimizer;       /* default adam-mixed */
+    bool check_memory;            /* default true */
+    pp_coll_algo dp_algo, tp_algo;/* default ring */
+    FILE *trace;                  /* Perfetto trace to write, or NULL */
+    uint64_t seed;                /* ECMP hashing */
+} pp_step_config;
+
+void pp_step_config_init(pp_step_config *c);
+
+/* Where a stage's time went; the six parts add up to the iteration time
+ * (for one stage of one replica: all replicas are alike). */
+typedef struct pp_breakdown {
+    double compute_s;          /* running kernels */
+    double tp_comm_s;          /* blocked in TP collectives */
+    double pp_comm_s;          /* waiting for a pipeline transfer in flight */
+    double dp_comm_exposed_s;  /* DP synchronisation not hidden */
+    double bubble_s;           /* waiting for a stage that is still busy */
+    double other_s;            /* optimizer step, embedding grad sync */
+} pp_breakdown;
+
+typedef struct pp_step_result {
+    double iteration_time_s;
+    double flops_iter;         /* F_iter with recomputation (hardware) */
+    double model_flops_iter;   /* without recomputation (MFU) */
+    double tflops_per_gpu;     /* F_iter / (n x iteration_time), in
+                                  TFLOP/s as the Megatron-LM table */
+    double mfu;                /* model FLOPs / (n x time x peak) */
+    int64_t gpus;
+    pp_memory memory;          /* per GPU, the first stage */
+    double gpu_memory_bytes;   /* HBM of the cluster's GPU */
+    pp_schedule schedule;
+    pp_breakdown total;        /* the mean over stages */
+    pp_breakdown *stages;      /* pp of them; owned (pp_step_result_fini) */
+    size_t n_stages;
+    /* Work done by the simulator. */
+    uint64_t events, transfers, collectives;
+    pp_flownet_stats net;      /* zero at analytic fidelity */
+} pp_step_result;
+
+/* Simulates one iteration.  Checks the layout against the model and the
+ * cluster (n = tp pp dp GPUs must exist; PP_EINPUT otherwise) and, with
+ * check_memory, the memory per GPU against the GPU's HBM: a layout that
+ * does not fit fails with PP_EINFEASIBLE and a message giving the
+ * shortfall, with out->memory filled.  On success *out holds the result;
+ * free it with pp_step_result_fini. */
+int pp_step_simulate(const pp_step_config *cfg, pp_step_result *out,
+                     pp_error *e);
+void pp_step_result_fini(pp_step_result *r);
+
 #ifdef __cplusplus
 }
 #endif
