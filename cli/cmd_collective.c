@@ -31,7 +31,7 @@ static const pp_cli_opt opts[] = {
     {"step-time", 0, "T", "ps: training step time, for the server bandwidth it needs, e.g. 200ms", false},
     {"seed", 0, "N", "seed of the ECMP hash (default: 0)", false},
     {"trace", 0, "FILE", "write a Chrome/Perfetto trace (one track per GPU and per link)", false},
-    {"links", 0, NULL, "list the 10 busiest links with bytes and utilisation", false},
+    {"links", 0, NULL, "list the 10 most utilised links: bytes, capacity, utilisation", false},
     {"format", 0, "FMT", "table|json (default: table)", false},
     {"output", 'o', "FILE", "write to FILE atomically (default: stdout)", false},
     {NULL, 0, NULL, NULL, false},
@@ -105,7 +105,7 @@ static void print_table(FILE *fp, const void *ctx) {
     if (x->spec.channels)
         fprintf(fp, "%d channels\n", x->spec.channels);
     else
-        fprintf(fp, "channels one per NIC\n");
+        fprintf(fp, "channels: one per NIC when leaving a server\n");
     fprintf(fp, "size         %s per GPU\n", pp_fmtq(x->spec.bytes, PP_Q_BYTES));
     fprintf(fp, "time         %s\n", pp_fmtq(r->time_s, PP_Q_TIME));
     fprintf(fp, "algbw        %s/s (%s)\n", pp_fmtq(r->algbw_Bps, PP_Q_BYTES),
@@ -195,23 +195,31 @@ static json_t *to_json(const result *x) {
     return o;
 }
 
-/* The busiest links: bytes, then id, so ties print in a fixed order. */
+/* The busiest links: highest utilisation (bytes / (capacity x time)),
+ * which finds the bottleneck rather than the fattest pipe; then bytes,
+ * then id, so ties print in a fixed order. */
+static bool busier(const link_row *x, const link_row *y) {
+    if (x->util != y->util) return x->util > y->util;
+    if (x->bytes != y->bytes) return x->bytes > y->bytes;
+    return x->id < y->id;
+}
+
 static void busiest(result *x, const double *lb, size_t nl) {
     x->n_top = 0;
+    double t = x->r.time_s;
     for (size_t l = 0; l < nl; l++) {
         if (!(lb[l] > 0)) continue;
+        double cap = x->links[l].bw_Bps;
+        link_row row = {(int32_t)l, lb[l],
+                        t > 0 && cap > 0 ? lb[l] / (cap * t) : 0};
         int pos = x->n_top;
-        while (pos > 0 && lb[l] > x->top[pos - 1].bytes) pos--;
+        while (pos > 0 && busier(&row, &x->top[pos - 1])) pos--;
         if (pos >= TOP_LINKS) continue;
         int last = x->n_top < TOP_LINKS ? x->n_top : TOP_LINKS - 1;
-        memmove(&x->top[pos + 1], &x->top[pos], (size_t)(last - pos) * sizeof x->top[0]);
-        x->top[pos] = (link_row){(int32_t)l, lb[l], 0};
+        memmove(&x->top[pos + 1], &x->top[pos],
+                (size_t)(last - pos) * sizeof x->top[0]);
+        x->top[pos] = row;
         if (x->n_top < TOP_LINKS) x->n_top++;
-    }
-    for (int i = 0; i < x->n_top; i++) {
-        double cap = x->links[x->top[i].id].bw_Bps;
-        x->top[i].util = x->r.time_s > 0 && cap > 0
-                             ? x->top[i].bytes / (cap * x->r.time_s) : 0;
     }
 }
 

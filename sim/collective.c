@@ -111,9 +111,16 @@ static void coll_free(pp__coll *k) {
 
 static void finish(pp__coll *k) {
     double now = pp_sim_now(k->s);
-    if (pp__sim_tracing(k->s))
-        for (size_t i = 0; i < k->n; i++)
-            pp__sim_trace_span(k->s, k->dev[i], k->name, k->t0, k->end[i]);
+    if (pp__sim_tracing(k->s)) {
+        /* Each rank is busy until its last transfer or reduction; a
+         * parameter server until the end. */
+        size_t nd;
+        const pp_device *devs = pp_cluster_devices(k->c, &nd);
+        for (size_t i = 0; i < k->n_dev; i++)
+            if (i < k->n || devs[k->dev[i]].kind == PP_DEV_GPU)
+                pp__sim_trace_span(k->s, k->dev[i], k->name, k->t0,
+                                   i < k->n ? k->end[i] : now);
+    }
     if (k->sink) {
         k->sink->finished = true;
         k->sink->t_end = now;

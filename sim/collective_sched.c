@@ -50,6 +50,21 @@
  * busiest GPU's reductions are charged at the end.  `step`: the unpipelined
  * tree, one phase per level up (with the level's reductions) and one per
  * level down.  The default is stream, what NCCL runs.
+ *
+ * The others.  Broadcast: each channel's ring cut open at the root, a
+ * pipeline; stream sends S/channels down every hop at once, the hop j
+ * transfer waiting the latency of the j hops before it; step moves
+ * 8 (n-1) chunks through the chain, one hop per phase (the pipeline's fill
+ * and a latency per chunk included).  AlltoAll: every ordered pair moves
+ * S/n; stream starts all n(n-1) at once (NCCL's grouped sends), step is
+ * the shifted exchange (phase k: rank i sends to i+k).  SendRecv: rank 0
+ * to rank 1.  Hier, naive, ps and sharp are described where they are
+ * built.
+ *
+ * PP_GRAN_AUTO is step up to 64 GPUs and stream above for the ring family
+ * (AllReduce, AllGather, ReduceScatter) and hier, where the two agree
+ * uncontended and step shows contention step by step; it is stream for
+ * broadcast, tree and all-to-all, which NCCL pipelines or issues at once.
  */
 #include "collective_int.h"
 
@@ -64,8 +79,9 @@
 /* Broadcast in step mode pipelines this many chunks per hop of the chain;
  * the pipeline's fill then costs 1/8 of the transfer. */
 #define BCAST_CHUNKS_PER_HOP 8
-/* Transfers one phase may start at once. */
-#define MAX_PHASE_XFERS ((size_t)1 << 26)
+/* Transfers one phase may start at once (an all-to-all of 2,048 GPUs):
+ * beyond that the phase alone holds gigabytes of transfers and flows. */
+#define MAX_PHASE_XFERS ((size_t)1 << 22)
 
 /* ------------------------------------------------------------------------
  * The group by server.
@@ -512,15 +528,17 @@ static int gen_ps(pp__coll *k, int64_t phase, pp_error *e) {
 }
 
 /* ------------------------------------------------------------------------
- * SHARP (NCCL's CollNet): the switches reduce.  Each GPU streams S up to
- * its leaf (the switch behind its nearest HCA) and receives the S bytes
- * of the result; each leaf streams its partial sum to the aggregation
- * root (one switch above them all) and receives the result.  All at once:
- * the switches reduce as the data passes (the aggregation tree is a
- * pipeline), so each GPU's injection link carries S each way once and the
- * algorithm bandwidth approaches the link rate, twice what a ring reaches.
- * Down transfers wait the latency of the way up and down (the tail).  No
- * GPU sums anything.  k->parent[e] is endpoint e's upstream endpoint.
+ * SHARP (NCCL's CollNet): the switches reduce.  The aggregation tree
+ * follows the fabric: each GPU's parent is the leaf behind its nearest
+ * HCA, each switch's parent the switch its first uplink reaches, up to one
+ * switch at the top (SHARP's aggregation manager builds such trees).  Every
+ * endpoint streams S to its parent and receives the S bytes of the result,
+ * all at once: the switches reduce as the data passes, so each GPU's
+ * injection link, and every link of the tree, carries S each way once and
+ * the algorithm bandwidth approaches the link rate, twice what a ring
+ * reaches.  Transfers wait, as their tail, for the first byte to climb
+ * the deepest path and come back down.  No GPU sums anything.
+ * k->parent[e] is endpoint e's parent endpoint, -1 at the top.
  * ---------------------------------------------------------------------- */
 static int32_t host_leaf(const pp_cluster *c, int32_t hca) {
     size_t no, nl;
@@ -544,90 +562,95 @@ static int32_t upper_switch(const pp_cluster *c, int32_t sw) {
     return -1;
 }
 
+typedef struct sharp_build {
+    int32_t *ep; /* device -> endpoint, -1 */
+    size_t cap;
+} sharp_build;
+
+static int32_t sharp_endpoint(pp__coll *k, sharp_build *b, int32_t dev) {
+    if (b->ep[dev] >= 0) return b->ep[dev];
+    if (k->n_dev == b->cap) {
+        b->cap *= 2;
+        k->dev = pp_xrealloc(k->dev, b->cap * sizeof *k->dev);
+        k->parent = pp_xrealloc(k->parent, b->cap * sizeof *k->parent);
+    }
+    b->ep[dev] = (int32_t)k->n_dev;
+    k->parent[k->n_dev] = -2; /* not climbed yet */
+    k->dev[k->n_dev++] = dev;
+    return b->ep[dev];
+}
+
 static int plan_sharp(pp__coll *k, pp_error *e) {
     size_t nd;
     const pp_device *devs = pp_cluster_devices(k->c, &nd);
-    int32_t *ep = pp_xmalloc(nd * sizeof *ep); /* device -> endpoint */
-    for (size_t d = 0; d < nd; d++) ep[d] = -1;
-    size_t cap = k->n + 8;
-    k->dev = pp_xrealloc(k->dev, cap * sizeof *k->dev);
-    k->parent = pp_xmalloc(cap * sizeof *k->parent);
+    sharp_build b = {pp_xmalloc(nd * sizeof *b.ep), k->n + 8};
+    for (size_t d = 0; d < nd; d++) b.ep[d] = -1;
+    k->dev = pp_xrealloc(k->dev, b.cap * sizeof *k->dev);
+    k->parent = pp_xmalloc(b.cap * sizeof *k->parent);
     int rc = 0;
     for (size_t i = 0; i < k->n && !rc; i++) {
         int32_t h = pp_cluster_gpu_hca(k->c, k->dev[i]);
         int32_t leaf = h >= 0 ? host_leaf(k->c, h) : -1;
-        if (leaf < 0) {
+        if (leaf < 0)
             rc = pp_error_set(e, PP_EINVAL,
                               "sharp: %s has no HCA on a switch to reduce "
                               "in", devs[k->dev[i]].name);
-            break;
+        else {
+            int32_t ep = sharp_endpoint(k, &b, leaf); /* may move parent */
+            k->parent[i] = ep;
         }
-        if (ep[leaf] < 0) {
-            if (k->n_dev == cap) {
-                cap *= 2;
-                k->dev = pp_xrealloc(k->dev, cap * sizeof *k->dev);
-                k->parent = pp_xrealloc(k->parent, cap * sizeof *k->parent);
-            }
-            ep[leaf] = (int32_t)k->n_dev;
-            k->dev[k->n_dev++] = leaf;
-        }
-        k->parent[i] = ep[leaf];
     }
-    if (!rc) {
-        size_t leaves = k->n_dev - k->n;
-        int32_t root = -1;
-        if (leaves == 1) {
-            root = (int32_t)k->n;
-        } else {
-            /* Climb from the first leaf to the top of the fabric: one
-             * switch there is above every leaf (a spine of a leaf-spine,
-             * a core of a fat-tree). */
-            int32_t sw = k->dev[k->n], up;
-            while ((up = upper_switch(k->c, sw)) >= 0) sw = up;
-            if (k->n_dev == cap) {
-                cap++;
-                k->dev = pp_xrealloc(k->dev, cap * sizeof *k->dev);
-                k->parent = pp_xrealloc(k->parent, cap * sizeof *k->parent);
-            }
-            root = (int32_t)k->n_dev;
-            k->dev[k->n_dev++] = sw;
-        }
-        for (size_t l = k->n; l < k->n_dev; l++)
-            k->parent[l] = (int32_t)l == root ? -1 : root;
+    /* Climb; endpoints appended while climbing are climbed in turn. */
+    int32_t root = -1;
+    for (size_t v = k->n; v < k->n_dev && !rc; v++) {
+        int32_t up = upper_switch(k->c, k->dev[v]);
+        int32_t ep = up >= 0 ? sharp_endpoint(k, &b, up) : -1;
+        k->parent[v] = ep;
     }
-    free(ep);
+    /* A fabric whose first uplinks do not meet at one top: hang the other
+     * tops under the first (their traffic is routed there). */
+    for (size_t v = k->n; v < k->n_dev && !rc; v++) {
+        if (k->parent[v] != -1) continue;
+        if (root < 0) root = (int32_t)v;
+        else k->parent[v] = root;
+    }
+    free(b.ep);
     return rc;
+}
+
+/* Latency from endpoint v up to the top (dir 0) or down from it (dir 1). */
+static int sharp_path_lat(pp__coll *k, int32_t v, int dir, double *out,
+                          pp_error *e) {
+    double sum = 0, lat;
+    for (int32_t p; (p = k->parent[v]) >= 0; v = p) {
+        int rc = dir == 0 ? pp__coll_lat(k, v, p, &lat, e)
+                          : pp__coll_lat(k, p, v, &lat, e);
+        if (rc) return rc;
+        sum += lat;
+    }
+    *out = sum;
+    return 0;
 }
 
 static int gen_sharp(pp__coll *k, int64_t phase, pp_error *e) {
     (void)phase;
-    size_t ne = k->n_dev;
-    double *up = pp_xcalloc(ne, sizeof *up), *dn = pp_xcalloc(ne, sizeof *dn);
-    double mu = 0, md = 0;
+    double mu = 0, md = 0, up, dn;
     int rc = 0;
-    /* Path latencies: endpoint -> root and back (two levels at most). */
-    for (size_t v = 0; v < ne && !rc; v++) {
-        int32_t p = k->parent[v];
-        if (p < 0) continue;
-        rc = pp__coll_lat(k, (int32_t)v, p, &up[v], e);
-        if (!rc) rc = pp__coll_lat(k, p, (int32_t)v, &dn[v], e);
+    for (size_t v = 0; v < k->n && !rc; v++) { /* GPUs are the deepest */
+        rc = sharp_path_lat(k, (int32_t)v, 0, &up, e);
+        if (!rc) rc = sharp_path_lat(k, (int32_t)v, 1, &dn, e);
+        if (up > mu) mu = up;
+        if (dn > md) md = dn;
     }
-    for (size_t v = 0; v < ne && !rc; v++) {
+    for (size_t v = 0; v < k->n_dev && !rc; v++) {
         int32_t p = k->parent[v];
         if (p < 0) continue;
-        double pu = up[v] + (k->parent[p] >= 0 ? up[p] : 0);
-        double pd = dn[v] + (k->parent[p] >= 0 ? dn[p] : 0);
-        if (pu > mu) mu = pu;
-        if (pd > md) md = pd;
-    }
-    for (size_t v = 0; v < ne && !rc; v++) {
-        int32_t p = k->parent[v];
-        if (p < 0) continue;
+        rc = pp__coll_lat(k, (int32_t)v, p, &up, e);
+        if (!rc) rc = pp__coll_lat(k, p, (int32_t)v, &dn, e);
+        if (rc) break;
         pp__coll_add(k, (int32_t)v, p, k->S, 0);
-        pp__coll_add(k, p, (int32_t)v, k->S, mu + md - up[v] - dn[v]);
+        pp__coll_add(k, p, (int32_t)v, k->S, mu + md - dn);
     }
-    free(up);
-    free(dn);
     return rc;
 }
 
