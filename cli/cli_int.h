@@ -95,7 +95,8 @@ int pp_cli_emit(const pp_args *a, int fmt, json_t *json,
                 void (*table)(FILE *fp, const void *ctx), const void *ctx);
 
 /* Subcommands. */
-extern const pp_cli_cmd pp_cmd_flops, pp_cmd_estimate, pp_cmd_memory,
+extern const pp_cli_cmd pp_cmd_plan, pp_cmd_flops, pp_cmd_estimate, pp_cmd_memory,
     pp_cmd_topo, pp_cmd_collective, pp_cmd_flows;
+extern const pp_cli_cmd pp_cmd_simulate;
 
 #endif

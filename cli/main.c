@@ -6,12 +6,14 @@
 #include <string.h>
 
 static const pp_cli_cmd *const commands[] = {
+    &pp_cmd_plan,
     &pp_cmd_flops,
     &pp_cmd_estimate,
     &pp_cmd_memory,
     &pp_cmd_topo,
     &pp_cmd_collective,
     &pp_cmd_flows,
+    &pp_cmd_simulate,
     NULL,
 };
 

@@ -427,7 +427,8 @@ int pp_sim_collective(pp_sim *s, const pp_coll_spec *spec,
 
 
 /* ------------------------------------------------------------------------
- * Training iteration (sim/compute.c, sim/step.c, sim/schedule.c): one
+ * Training iteration (sim/compute.c, sim/schedule.c, sim/step.c,
+ * sim/step_build.c): one
  * iteration of a model under TP x PP x DP on a cluster, as a task graph on
  * the event engine.  Compute is a roofline per operation, timed with a GPU
  * profile; communication is real: TP collectives inside each TP group,
@@ -459,8 +460,12 @@ typedef struct pp_gpu_profile {
     double mem_efficiency;   /* memory-bound kernels: achieved / HBM peak */
     double launch_s;         /* per kernel, added to every operation */
     double grad_accum_bytes; /* per parameter per micro-batch: adding a
-                                weight gradient into the fp32 main_grad
-                                buffer (0 when fused into the GEMM) */
+                                weight gradient into the main_grad buffer
+                                (0 when fused into the GEMM) */
+    double framework_efficiency; /* the fraction of the kernels' roofline
+                                speed a real training loop sustains
+                                (clocks under load, launch and sync gaps);
+                                1 = none lost */
 } pp_gpu_profile;
 
 /* Loads a profile.  `spec` is a YAML path or a name in
@@ -495,6 +500,10 @@ typedef struct pp_layer_cost {
     double params;                        /* parameters on this GPU */
 } pp_layer_cost;
 
+/* Fills *out for model m (a transformer; PP_EINVAL for a generic model)
+ * under layout p with profile g.  recompute_* is what p->recompute adds
+ * to the backward pass (the whole forward for full, the attention core
+ * for selective).  On failure *out is untouched. */
 int pp_layer_cost_get(const pp_gpu_profile *g, const pp_model *m,
                       const pp_parallel *p, pp_layer_cost *out, pp_error *e);
 
@@ -535,9 +544,22 @@ typedef struct pp_step_config {
     double compute_time_s;        /* generic models: compute per
                                      iteration per GPU; 0 = derived from
                                      flops_per_sample */
+    double grad_bytes;            /* bytes per gradient in the DP
+                                     synchronisation: 2 (fp16/bf16,
+                                     default) or 4 (fp32: Megatron-LM
+                                     with bf16 reduces in fp32) */
     pp_optimizer optimizer;       /* default adam-mixed */
     bool check_memory;            /* default true */
+    bool p2p_sync;                /* a stage waits for its own pipeline
+                                     sends to arrive (default true:
+                                     Megatron-LM 2021 synchronises after
+                                     batch_isend_irecv) */
     pp_coll_algo dp_algo, tp_algo;/* default ring */
+    pp_granularity gran;          /* of every collective (default
+                                     stream: NCCL's pipelined steady
+                                     state, a few flows per collective) */
+    int dp_channels;              /* rings of a DP collective; 0 = the
+                                     collective's default (one per NIC) */
     FILE *trace;                  /* Perfetto trace to write, or NULL */
     uint64_t seed;                /* ECMP hashing */
 } pp_step_config;
@@ -577,9 +599,10 @@ typedef struct pp_step_result {
 /* Simulates one iteration.  Checks the layout against the model and the
  * cluster (n = tp pp dp GPUs must exist; PP_EINPUT otherwise) and, with
  * check_memory, the memory per GPU against the GPU's HBM: a layout that
- * does not fit fails with PP_EINFEASIBLE and a message giving the
- * shortfall, with out->memory filled.  On success *out holds the result;
- * free it with pp_step_result_fini. */
+ * does not fit fails with PP_EINFEASIBLE and a message that gives the
+ * memory needed, the HBM and the shortfall.  On success *out holds the
+ * result; free it with pp_step_result_fini.  On failure *out is
+ * untouched. */
 int pp_step_simulate(const pp_step_config *cfg, pp_step_result *out,
                      pp_error *e);
 void pp_step_result_fini(pp_step_result *r);

@@ -1,0 +1,113 @@
+/*
+ * bench_step.c: the cost of simulating one training iteration at flow
+ * fidelity (DESIGN.md's performance targets: GPT-3 175B on 1,024 GPUs in
+ * under 2 s; on 16,384 GPUs of a three-level fat-tree in under 30 s and
+ * 4 GiB, one core).
+ *
+ * Cases (GPT-3 175B, full recomputation, mbs 1):
+ *   1024a  selene-like, tp 8, pp 16, dp 8, batch 1536 (Megatron-LM's recipe)
+ *   1024b  selene-like, tp 8, pp 8, dp 16, vp 2, batch 1536 (interleaved)
+ *   16k    fat-tree-16k (H100, NDR), tp 8, pp 16, dp 128, batch 4096
+ *   16k-ov the same with the DP buckets overlapping the backward
+ *
+ * Prints the wall time of pp_step_simulate alone (the cluster is loaded
+ * first), the process's peak resident memory so far, engine events,
+ * transfers and collectives started, flows, max-min updates and the flows
+ * they re-solved.  Figures, not assertions.
+ *
+ * Usage: bench_step [case...]   (default: all)
+ */
+#include "podplan/sim.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+typedef struct bcase {
+    const char *name, *cluster, *spec;
+    bool overlap;
+} bcase;
+
+static const bcase cases[] = {
+    {"1024a", "selene-like", "tp=8,pp=16,dp=8,mbs=1,gbs=1536", false},
+    {"1024b", "selene-like", "tp=8,pp=8,dp=16,mbs=1,gbs=1536,vp=2", false},
+    {"16k", "fat-tree-16k", "tp=8,pp=16,dp=128,mbs=1,gbs=4096", false},
+    {"16k-ov", "fat-tree-16k", "tp=8,pp=16,dp=128,mbs=1,gbs=4096", true},
+};
+
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static double peak_rss_mib(void) {
+    struct rusage u;
+    getrusage(RUSAGE_SELF, &u);
+    return (double)u.ru_maxrss / 1024.0; /* Linux: kilobytes */
+}
+
+static int run(const bcase *b) {
+    pp_error e = PP_ERROR_INIT;
+    pp_cluster *c = NULL;
+    pp_model m;
+    pp_parallel p;
+    pp_parallel_init(&p);
+    double t0 = now();
+    if (pp_cluster_load(b->cluster, NULL, 0, NULL, &c, &e)
+        || pp_model_load("gpt3-175b", &m, &e)
+        || pp_parallel_parse(b->spec, &p, &e)) {
+        fprintf(stderr, "bench_step: %s\n", e.msg);
+        pp_cluster_free(c);
+        return 1;
+    }
+    double t_load = now() - t0;
+    pp_step_config cfg;
+    pp_step_config_init(&cfg);
+    cfg.model = &m;
+    cfg.par = &p;
+    cfg.cluster = c;
+    cfg.dp_overlap = b->overlap;
+    pp_step_result r;
+    t0 = now();
+    int rc = pp_step_simulate(&cfg, &r, &e);
+    double t_sim = now() - t0;
+    if (rc) {
+        fprintf(stderr, "bench_step: %s\n", e.msg);
+        pp_cluster_free(c);
+        return 1;
+    }
+    printf("%-7s %-13s %-36s gpus %6lld  load %6.2f s  simulate %6.2f s  "
+           "peak %7.1f MiB\n", b->name, b->cluster, b->spec,
+           (long long)r.gpus, t_load, t_sim, peak_rss_mib());
+    printf("        iteration %.3f s, %.1f TFLOP/s per GPU; events %llu "
+           "(%.2f M/s), transfers %llu, collectives %llu\n",
+           r.iteration_time_s, r.tflops_per_gpu,
+           (unsigned long long)r.events, (double)r.events / t_sim / 1e6,
+           (unsigned long long)r.transfers,
+           (unsigned long long)r.collectives);
+    printf("        flows %llu, max active %zu, updates %llu (full %llu), "
+           "flows re-solved %llu (%.1f per update)\n",
+           (unsigned long long)r.net.flows_started, r.net.max_active,
+           (unsigned long long)r.net.updates,
+           (unsigned long long)r.net.full_solves,
+           (unsigned long long)r.net.flows_touched,
+           r.net.updates ? (double)r.net.flows_touched
+                               / (double)r.net.updates : 0.0);
+    pp_step_result_fini(&r);
+    pp_cluster_free(c);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    int rc = 0;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        bool want = argc < 2;
+        for (int k = 1; k < argc; k++)
+            if (strcmp(argv[k], cases[i].name) == 0) want = true;
+        if (want) rc |= run(&cases[i]);
+    }
+    return rc;
+}

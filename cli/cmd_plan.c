@@ -1,0 +1,191 @@
+/*
+ * cmd_plan.c: `podplan plan`, the best parallel layouts of a model on a
+ * cluster (planner.h does the work).
+ */
+#include "cli_int.h"
+
+#include "podplan/planner.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const pp_cli_opt opts[] = {
+    {"model", 'm', "M", "model: YAML file, zoo name or inline spec (required)", false},
+    {"cluster", 'c', "C", "cluster: YAML file or a name in topologies/ (required)", false},
+    {"set", 0, "PATH=VALUE", "override a cluster field, e.g. node.nics.count=4 (repeatable)", true},
+    {"gpus", 'n', "N", "GPUs to use (default: every count up to the cluster's that suits the batch)", false},
+    {"global-batch", 'b', "B", "global batch in sequences (default: the GPU count)", false},
+    {"top", 'k', "K", "simulate the best K by the estimate; 0 ranks by the estimate alone (default: 10)", false},
+    {"show", 0, "N", "candidates listed in full (default: max(K, 10))", false},
+    {"fix", 0, "KEY=V", "pin a dimension: tp pp dp mbs gbs vp sp recompute zero overlap (repeatable, or a comma list)", true},
+    {"exclude", 0, "KEY=V", "drop a value of a dimension, e.g. recompute=none (repeatable)", true},
+    {"allow-cross-node-tp", 0, NULL, "let TP groups span servers", false},
+    {"memory-reserve", 0, "F", "HBM kept free, e.g. 10% or 0.1 (default: 10%)", false},
+    {"objective", 0, "O", "time (iteration) | train (time to train, needs --tokens) | cost (default: time)", false},
+    {"tokens", 0, "T", "training tokens, e.g. 300e9: adds days (and cost per trained model)", false},
+    {"fidelity", 0, "F", "analytic|flow for the simulations (default: flow)", false},
+    {"optimizer", 0, "OPT", "adam-mixed | adam-fp32 (default: adam-mixed)", false},
+    {"profile", 0, "P", "GPU profile: YAML file or a name in topologies/profiles/ (default: the GPU's)", false},
+    {"amortization", 0, "YEARS", "capital cost spread over (default: 4)", false},
+    {"usd-per-kwh", 0, "X", "electricity price (default: 0.10)", false},
+    {"pue", 0, "X", "power usage effectiveness (default: 1.3)", false},
+    {"seed", 0, "N", "seed of the ECMP hash in the simulations (default: 0)", false},
+    {"no-timing", 0, NULL, "leave wall-clock figures out, for byte-identical output", false},
+    {"format", 0, "FMT", "table|json|yaml|megatron|nemo|deepspeed (default: table)", false},
+    {"output", 'o', "FILE", "write to FILE atomically (default: stdout)", false},
+    {NULL, 0, NULL, NULL, false},
+};
+
+static const char *const objective_names[] = {"time", "train", "cost", NULL};
+static const char *const fid_names[] = {"analytic", "flow", NULL};
+static const char *const optimizer_names[] = {"adam-mixed", "adam-fp32", NULL};
+
+/* "10%" or "0.1". */
+static int parse_fraction(const char *name, const char *v, double *out,
+                          pp_error *e) {
+    char *end;
+    double x = strtod(v, &end);
+    if (end != v && *end == '%' && end[1] == '\0') x /= 100.0;
+    else if (end == v || *end != '\0') x = NAN;
+    if (!(x >= 0 && x < 1))
+        return pp_error_set(e, PP_EUSAGE,
+                            "--%s: expected a fraction such as 10%% or 0.1, "
+                            "got \"%s\"", name, v);
+    *out = x;
+    return 0;
+}
+
+static int parse_number(const char *name, const char *v, double min,
+                        double *out, pp_error *e) {
+    char *end;
+    double x = v ? strtod(v, &end) : 0;
+    if (!v) return 0;
+    if (end == v || *end != '\0' || !(x >= min) || !isfinite(x))
+        return pp_error_set(e, PP_EUSAGE,
+                            "--%s: expected a number of at least %g, got "
+                            "\"%s\"", name, min, v);
+    *out = x;
+    return 0;
+}
+
+static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
+    pp_error e = PP_ERROR_INIT;
+    pp_args a;
+    pp_model m;
+    pp_cluster *c = NULL;
+    pp_plan *plan = NULL;
+    pp_plan_options o;
+    pp_plan_prices prices;
+    pp_gpu_profile prof;
+    const char *mspec, *cspec, *sets[64], *fixes[64];
+    int fmt = PP_PLAN_FMT_TABLE, obj = PP_PLAN_OBJ_TIME, fid = 1, optz = 0;
+    int64_t top = 10, show = -1, seed = 0;
+    double amort = 4, kwh = 0.10, pue = 1.3;
+    int rc;
+
+    pp_plan_options_init(&o);
+    rc = pp_cli_parse(cmd, argc, argv, &a, &e);
+    if (rc == 1) return 0;
+    if (rc || pp_args_need(&a, "model", &mspec, &e)
+        || pp_args_need(&a, "cluster", &cspec, &e)
+        || pp_args_int(&a, "gpus", 1, INT64_MAX, &o.gpus, &e)
+        || pp_args_int(&a, "global-batch", 1, INT64_MAX, &o.gbs, &e)
+        || pp_args_int(&a, "top", 0, 100000, &top, &e)
+        || pp_args_int(&a, "show", 1, 1000000, &show, &e)
+        || pp_args_int(&a, "seed", 0, INT64_MAX, &seed, &e)
+        || pp_args_enum(&a, "objective", objective_names, &obj, &e)
+        || pp_args_enum(&a, "fidelity", fid_names, &fid, &e)
+        || pp_args_enum(&a, "optimizer", optimizer_names, &optz, &e)
+        || pp_args_enum(&a, "format", pp_plan_format_names, &fmt, &e)
+        || parse_number("amortization", pp_args_get(&a, "amortization"),
+                        1e-9, &amort, &e)
+        || parse_number("usd-per-kwh", pp_args_get(&a, "usd-per-kwh"), 0,
+                        &kwh, &e)
+        || parse_number("pue", pp_args_get(&a, "pue"), 1, &pue, &e))
+        return pp_cli_fail(cmd->name, &e);
+    if (pp_args_get(&a, "memory-reserve")
+        && parse_fraction("memory-reserve", pp_args_get(&a, "memory-reserve"),
+                          &o.memory_reserve, &e))
+        return pp_cli_fail(cmd->name, &e);
+    if (pp_args_get(&a, "tokens")) {
+        if (pp_args_quantity(&a, "tokens", PP_Q_COUNT, NULL, &o.tokens, &e))
+            return pp_cli_fail(cmd->name, &e);
+    }
+    size_t n_fix = pp_args_all(&a, "fix", fixes, 64);
+    for (size_t i = 0; i < n_fix; i++)
+        if (pp_plan_filter_add(&o.filter, fixes[i], false, "--fix", &e))
+            return pp_cli_fail(cmd->name, &e);
+    n_fix = pp_args_all(&a, "exclude", fixes, 64);
+    for (size_t i = 0; i < n_fix; i++)
+        if (pp_plan_filter_add(&o.filter, fixes[i], true, "--exclude", &e))
+            return pp_cli_fail(cmd->name, &e);
+    o.top = (int)top;
+    o.show = (int)show;
+    o.seed = (uint64_t)seed;
+    o.objective = (pp_plan_objective)obj;
+    o.fidelity = fid == 0 ? PP_FIDELITY_ANALYTIC : PP_FIDELITY_FLOW;
+    o.optimizer = (pp_optimizer)optz;
+    o.allow_cross_node_tp = pp_args_flag(&a, "allow-cross-node-tp");
+    /* A launch format limits the search to what it can express. */
+    o.target = fmt == PP_PLAN_FMT_MEGATRON ? PP_PLAN_TARGET_MEGATRON
+               : fmt == PP_PLAN_FMT_NEMO   ? PP_PLAN_TARGET_NEMO
+               : fmt == PP_PLAN_FMT_DEEPSPEED ? PP_PLAN_TARGET_DEEPSPEED
+                                              : PP_PLAN_TARGET_ANY;
+
+    size_t n_sets = pp_args_all(&a, "set", sets, 64);
+    if ((rc = pp_model_load(mspec, &m, &e)) < 0
+        || (rc = pp_cluster_load(cspec, sets, n_sets, NULL, &c, &e)) < 0)
+        goto out;
+    const pp_cluster_info *info = pp_cluster_info_get(c);
+    if (pp_args_get(&a, "profile")) {
+        if ((rc = pp_profile_load(pp_args_get(&a, "profile"), info->gpu,
+                                  &prof, &e)) < 0)
+            goto out;
+        o.profile = &prof;
+    }
+    if ((rc = pp_plan_prices_get(cspec, sets, n_sets, c, amort, kwh, pue,
+                                 &prices, &e)) < 0)
+        goto out;
+    o.prices = &prices;
+    if ((rc = pp_plan_search(&m, c, &o, &plan, &e)) < 0) goto out;
+
+    pp_outfile of;
+    if ((rc = pp_outfile_open(&of, pp_args_get(&a, "output"), &e)) < 0)
+        goto out;
+    if ((rc = pp_plan_write(plan, (pp_plan_format)fmt,
+                            !pp_args_flag(&a, "no-timing"), of.fp, &e)) < 0)
+        pp_outfile_abort(&of);
+    else
+        rc = pp_outfile_commit(&of, &e);
+out:
+    pp_plan_free(plan);
+    pp_cluster_free(c);
+    return rc < 0 ? pp_cli_fail(cmd->name, &e) : 0;
+}
+
+const pp_cli_cmd pp_cmd_plan = {
+    "plan",
+    "search every parallel layout, rank by simulation, emit launch configs",
+    "plan --model M --cluster C [--gpus N] [--global-batch B] [--top K] "
+    "[--fix KEY=V]... [--exclude KEY=V]... [--objective time|train|cost] "
+    "[--tokens T] [--format table|json|yaml|megatron|nemo|deepspeed] "
+    "[-o FILE]",
+    "Every layout Megatron-LM could launch is enumerated: TP (dividing the\n"
+    "heads and K/V heads, inside a server unless --allow-cross-node-tp), PP\n"
+    "(dividing the layers), DP = GPUs / (TP x PP) (dividing the batch), the\n"
+    "micro-batch, interleaving vp (layers divisible by PP x vp, micro-batches\n"
+    "by PP, PP > 2), sequence parallelism (TP > 1), recomputation, ZeRO 0-3\n"
+    "and DP overlap (DP > 1).  Layouts that do not fit in HBM less the\n"
+    "reserve are counted and dropped; the rest are scored in closed form and\n"
+    "the best K simulated (podplan simulate) and ranked by the simulation.\n"
+    "The launch formats restrict ZeRO to what they can express (Megatron-LM\n"
+    "and NeMo: stage 0 or 1; DeepSpeed: 2 and 3 only without pipelining).\n"
+    "Cost: the cluster's catalogue prices amortised over --amortization\n"
+    "years plus power at --usd-per-kwh x --pue, per GPU-hour, times the\n"
+    "GPUs a layout uses and its time (per iteration, or per trained model\n"
+    "with --tokens).  Exit 1 when nothing fits: the message names the\n"
+    "closest layout, its shortfall and what would make it fit.",
+    opts,
+    run,
+};

@@ -1,0 +1,269 @@
+/*
+ * cmd_simulate.c: `podplan simulate`, one training iteration of a model
+ * under a TP x PP x DP layout on a cluster (sim/step.c).
+ */
+#include "cli_int.h"
+#include "podplan/sim.h"
+
+#include <math.h>
+#include <string.h>
+
+static const pp_cli_opt opts[] = {
+    {"model", 'm', "M", "model: YAML file, zoo name or inline spec (required)", false},
+    {"cluster", 'c', "C", "cluster: YAML file or name in topologies/ (required)", false},
+    {"parallel", 'p', "SPEC", "tp=8,pp=8,dp=16,mbs=1,gbs=1536[,vp=,sp=,recompute=,zero=] (required)", false},
+    {"fidelity", 0, "F", "analytic|flow (default: flow)", false},
+    {"schedule", 0, "S", "gpipe|1f1b|interleaved (default: interleaved when vp > 1, else 1f1b)", false},
+    {"placement", 0, "ORDER", "rank order, innermost first (default: tp,pp,dp)", false},
+    {"dp-overlap", 0, "on|off", "start DP buckets during the last backward (default: off)", false},
+    {"bucket", 0, "SIZE", "DP bucket size with --dp-overlap on (default: 40MB)", false},
+    {"grad-dtype", 0, "T", "bf16|fp16|fp32: gradients in the DP sync (default: bf16; Megatron-LM reduces in fp32 when training in bf16)", false},
+    {"p2p", 0, "sync|async", "a stage waits for its pipeline sends (sync, Megatron-LM 2021) or not (default: sync)", false},
+    {"profile", 0, "FILE", "GPU profile (default: topologies/profiles/ for the cluster's GPU)", false},
+    {"compute-time", 0, "TIME", "generic models: compute per iteration per GPU, e.g. 0.4s (default: from flops_per_sample)", false},
+    {"tokens", 0, "T", "training tokens, e.g. 300e9: adds training_days", false},
+    {"set", 0, "PATH=VALUE", "override a cluster field, e.g. node.nics.count=4 (repeatable)", true},
+    {"seed", 0, "N", "seed of ECMP path hashing (default: 0)", false},
+    {"trace", 0, "FILE", "write a Perfetto/Chrome trace of the iteration", false},
+    {"format", 0, "FMT", "table|json (default: table)", false},
+    {"output", 'o', "FILE", "write to FILE atomically (default: stdout)", false},
+    {NULL, 0, NULL, NULL, false},
+};
+
+static const char *const fid_names[] = {"analytic", "flow", NULL};
+static const char *const sched_names[] = {"gpipe", "1f1b", "interleaved", NULL};
+static const char *const onoff[] = {"off", "on", NULL};
+static const char *const p2p_names[] = {"async", "sync", NULL};
+static const char *const gdt_names[] = {"bf16", "fp16", "fp32", NULL};
+
+typedef struct result {
+    pp_model m;
+    pp_parallel p;
+    const pp_cluster_info *info;
+    pp_step_config cfg;
+    pp_gpu_profile prof;
+    pp_step_result r;
+    double tokens;      /* 0 when not given */
+    double days;
+    char placement[16];
+} result;
+
+static void row(FILE *fp, const char *name, const pp_breakdown *b) {
+    fprintf(fp, "  %-6s %9.4f %9.4f %9.4f %10.4f %9.4f %9.4f\n", name,
+            b->compute_s, b->tp_comm_s, b->pp_comm_s, b->dp_comm_exposed_s,
+            b->bubble_s, b->other_s);
+}
+
+static void print_table(FILE *fp, const void *ctx) {
+    const result *x = ctx;
+    const pp_step_result *r = &x->r;
+    char spec[256];
+    fprintf(fp, "model        %s (%s parameters)\n", x->m.name,
+            pp_fmtq(pp_model_params(&x->m), PP_Q_COUNT));
+    fprintf(fp, "cluster      %s: %lld of %d x %s\n", x->info->name,
+            (long long)r->gpus, (int)x->info->gpus,
+            x->info->gpu ? x->info->gpu->name : "?");
+    fprintf(fp, "parallel     %s\n", pp_parallel_format(&x->p, spec, sizeof spec));
+    fprintf(fp, "schedule     %s, placement %s, dp overlap %s, p2p %s, %s fidelity\n",
+            pp_schedule_name(r->schedule), x->placement,
+            x->cfg.dp_overlap ? "on" : "off", x->cfg.p2p_sync ? "sync" : "async",
+            fid_names[x->cfg.fidelity]);
+    fprintf(fp, "profile      %s (%s)\n\n", x->prof.name, x->prof.source);
+    fprintf(fp, "iteration    %.4f s\n", r->iteration_time_s);
+    fprintf(fp, "throughput   %.1f TFLOP/s per GPU (F_iter %s per iteration, "
+            "with recomputation); MFU %.1f%%\n",
+            r->tflops_per_gpu, pp_fmtq(r->flops_iter, PP_Q_FLOPS), 100 * r->mfu);
+    fprintf(fp, "memory       %s per GPU of %s\n",
+            pp_fmtq(r->memory.total, PP_Q_BYTES),
+            pp_fmtq(r->gpu_memory_bytes, PP_Q_BYTES));
+    if (x->tokens > 0)
+        fprintf(fp, "training     %.1f days for %s tokens\n", x->days,
+                pp_fmtq(x->tokens, PP_Q_COUNT));
+    fprintf(fp, "\nbreakdown per pipeline stage, seconds (each row adds up to "
+            "the iteration time)\n");
+    fprintf(fp, "  %-6s %9s %9s %9s %10s %9s %9s\n", "stage", "compute",
+            "tp comm", "pp comm", "dp exposed", "bubble", "other");
+    for (size_t i = 0; i < r->n_stages; i++) {
+        char nm[24];
+        snprintf(nm, sizeof nm, "%zu", i);
+        row(fp, nm, &r->stages[i]);
+    }
+    row(fp, "mean", &r->total);
+}
+
+static json_t *bd_json(const pp_breakdown *b) {
+    json_t *o = json_object();
+    json_object_set_new(o, "compute_s", pp_json_num(b->compute_s));
+    json_object_set_new(o, "tp_comm_s", pp_json_num(b->tp_comm_s));
+    json_object_set_new(o, "pp_comm_s", pp_json_num(b->pp_comm_s));
+    json_object_set_new(o, "dp_comm_exposed_s", pp_json_num(b->dp_comm_exposed_s));
+    json_object_set_new(o, "bubble_s", pp_json_num(b->bubble_s));
+    json_object_set_new(o, "other_s", pp_json_num(b->other_s));
+    return o;
+}
+
+static json_t *to_json(const result *x) {
+    const pp_step_result *r = &x->r;
+    char spec[256];
+    json_t *o = json_object();
+    json_object_set_new(o, "model", json_string(x->m.name));
+    json_object_set_new(o, "cluster", json_string(x->info->name));
+    json_object_set_new(o, "parallel", json_string(pp_parallel_format(&x->p, spec, sizeof spec)));
+    json_object_set_new(o, "gpus", json_integer((json_int_t)r->gpus));
+    json_object_set_new(o, "schedule", json_string(pp_schedule_name(r->schedule)));
+    json_object_set_new(o, "placement", json_string(x->placement));
+    json_object_set_new(o, "fidelity", json_string(fid_names[x->cfg.fidelity]));
+    json_object_set_new(o, "dp_overlap", json_boolean(x->cfg.dp_overlap));
+    json_object_set_new(o, "profile", json_string(x->prof.name));
+    json_object_set_new(o, "iteration_time_s", pp_json_num(r->iteration_time_s));
+    json_object_set_new(o, "tflops_per_gpu", pp_json_num(r->tflops_per_gpu));
+    json_object_set_new(o, "mfu", pp_json_num(r->mfu));
+    json_object_set_new(o, "flops_per_iteration", pp_json_num(r->flops_iter));
+    json_object_set_new(o, "model_flops_per_iteration", pp_json_num(r->model_flops_iter));
+    json_object_set_new(o, "memory_per_gpu_bytes", pp_json_num(r->memory.total));
+    json_object_set_new(o, "gpu_memory_bytes", pp_json_num(r->gpu_memory_bytes));
+    if (x->tokens > 0) {
+        json_object_set_new(o, "tokens", pp_json_num(x->tokens));
+        json_object_set_new(o, "training_days", pp_json_num(x->days));
+    }
+    json_object_set_new(o, "breakdown", bd_json(&r->total));
+    json_t *st = json_array();
+    for (size_t i = 0; i < r->n_stages; i++)
+        json_array_append_new(st, bd_json(&r->stages[i]));
+    json_object_set_new(o, "stages", st);
+    json_t *sim = json_object();
+    json_object_set_new(sim, "events", json_integer((json_int_t)r->events));
+    json_object_set_new(sim, "transfers", json_integer((json_int_t)r->transfers));
+    json_object_set_new(sim, "collectives", json_integer((json_int_t)r->collectives));
+    json_object_set_new(sim, "flows", json_integer((json_int_t)r->net.flows_started));
+    json_object_set_new(sim, "solver_updates", json_integer((json_int_t)r->net.updates));
+    json_object_set_new(sim, "flows_touched", json_integer((json_int_t)r->net.flows_touched));
+    json_object_set_new(o, "simulator", sim);
+    return o;
+}
+
+static int get_enum(const pp_args *a, const char *name,
+                    const char *const *names, int *out, pp_error *e) {
+    return pp_args_enum(a, name, names, out, e) ? PP_EUSAGE : 0;
+}
+
+static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
+    pp_error e = PP_ERROR_INIT;
+    pp_args a;
+    static result x;
+    memset(&x, 0, sizeof x);
+    const char *mspec = NULL, *cspec = NULL, *pspec = NULL, *sets[64];
+    int fmt = PP_FMT_TABLE, fid = PP_FIDELITY_FLOW, sched = -1, ov = 0;
+    int p2p = 1, gdt = 0;
+    int64_t seed = 0;
+    double ctime = 0, bucket = 0;
+    pp_cluster *c = NULL;
+    pp_outfile tf = {0};
+    bool tracing = false;
+
+    pp_parallel_init(&x.p);
+    pp_step_config_init(&x.cfg);
+    int rc = pp_cli_parse(cmd, argc, argv, &a, &e);
+    if (rc == 1) return 0;
+    if (rc || pp_args_need(&a, "model", &mspec, &e)
+        || pp_args_need(&a, "cluster", &cspec, &e)
+        || pp_args_need(&a, "parallel", &pspec, &e)
+        || get_enum(&a, "fidelity", fid_names, &fid, &e)
+        || get_enum(&a, "schedule", sched_names, &sched, &e)
+        || get_enum(&a, "dp-overlap", onoff, &ov, &e)
+        || get_enum(&a, "p2p", p2p_names, &p2p, &e)
+        || get_enum(&a, "grad-dtype", gdt_names, &gdt, &e)
+        || get_enum(&a, "format", pp_format_names, &fmt, &e)
+        || pp_args_int(&a, "seed", 0, INT64_MAX, &seed, &e)
+        || pp_args_quantity(&a, "compute-time", PP_Q_TIME, NULL, &ctime, &e)
+        || pp_args_quantity(&a, "bucket", PP_Q_BYTES, NULL, &bucket, &e)
+        || pp_args_quantity(&a, "tokens", PP_Q_COUNT, NULL, &x.tokens, &e))
+        return pp_cli_fail(cmd->name, &e);
+    const char *pl = pp_args_get(&a, "placement");
+    if (pl && pp_placement_parse(pl, x.cfg.placement, &e))
+        return pp_cli_fail(cmd->name, &e);
+    snprintf(x.placement, sizeof x.placement, "%cp,%cp,%cp",
+             x.cfg.placement[0], x.cfg.placement[1], x.cfg.placement[2]);
+    if (sched >= 0) {
+        x.cfg.schedule = (pp_schedule)sched;
+        x.cfg.schedule_set = true;
+    }
+    x.cfg.fidelity = (pp_fidelity)fid;
+    x.cfg.dp_overlap = ov == 1;
+    x.cfg.p2p_sync = p2p == 1;
+    x.cfg.bucket_bytes = bucket;
+    x.cfg.grad_bytes = gdt == 2 ? 4.0 : 2.0;
+    x.cfg.seed = (uint64_t)seed;
+    size_t n_sets = pp_args_all(&a, "set", sets, 64);
+
+    if ((rc = pp_parallel_parse(pspec, &x.p, &e))
+        || (rc = pp_model_load(mspec, &x.m, &e)))
+        goto out;
+    if (ctime > 0 && x.m.arch != PP_ARCH_GENERIC) {
+        rc = pp_error_set(&e, PP_EUSAGE,
+                          "--compute-time applies to generic models only; "
+                          "%s is a transformer, timed kernel by kernel",
+                          x.m.name);
+        goto out;
+    }
+    x.cfg.compute_time_s = ctime;
+    if ((rc = pp_cluster_load(cspec, sets, n_sets, NULL, &c, &e))) goto out;
+    x.info = pp_cluster_info_get(c);
+    if ((rc = pp_profile_load(pp_args_get(&a, "profile"), x.info->gpu,
+                              &x.prof, &e)))
+        goto out;
+    x.cfg.model = &x.m;
+    x.cfg.par = &x.p;
+    x.cfg.cluster = c;
+    x.cfg.profile = &x.prof;
+    const char *tpath = pp_args_get(&a, "trace");
+    if (tpath) {
+        if ((rc = pp_outfile_open(&tf, tpath, &e))) goto out;
+        tracing = true;
+        x.cfg.trace = tf.fp;
+    }
+    if ((rc = pp_step_simulate(&x.cfg, &x.r, &e))) goto out;
+    if (tracing) {
+        tracing = false;
+        if ((rc = pp_outfile_commit(&tf, &e))) goto out;
+    }
+    if (x.tokens > 0) {
+        /* Iterations to see T tokens, each gbs sequences of seq tokens
+         * (a generic model's "tokens" are samples). */
+        double per = (double)x.p.gbs
+                     * (x.m.arch == PP_ARCH_TRANSFORMER ? (double)x.m.seq : 1);
+        x.days = x.tokens / per * x.r.iteration_time_s / 86400.0;
+    }
+    rc = pp_cli_emit(&a, fmt, to_json(&x), print_table, &x);
+    pp_step_result_fini(&x.r);
+    pp_cluster_free(c);
+    return rc;
+out:
+    if (strncmp(e.msg, "simulate: ", 10) == 0)
+        memmove(e.msg, e.msg + 10, strlen(e.msg + 10) + 1);
+    if (tracing) pp_outfile_abort(&tf);
+    pp_cluster_free(c);
+    return pp_cli_fail(cmd->name, &e);
+}
+
+const pp_cli_cmd pp_cmd_simulate = {
+    "simulate",
+    "simulate one training iteration under TP x PP x DP: time, TFLOP/s, breakdown",
+    "simulate --model M --cluster C --parallel SPEC [--fidelity analytic|flow] "
+    "[--schedule gpipe|1f1b|interleaved] [--placement tp,pp,dp] "
+    "[--dp-overlap on|off] [--profile FILE] [--compute-time TIME] [--tokens T] "
+    "[--set PATH=VALUE]... [--trace FILE] [--format table|json] [-o FILE]",
+    "Every kernel of every layer is timed by a roofline with the GPU profile\n"
+    "(topologies/profiles/); TP collectives, pipeline sends and the DP gradient\n"
+    "synchronisation run as transfers on the cluster's network (contending at\n"
+    "flow fidelity).  tflops_per_gpu counts F_iter with recomputation (as the\n"
+    "Megatron-LM tables do); mfu counts model FLOPs without it.  A layout that\n"
+    "does not fit in the GPU's memory fails with exit status 1 and the\n"
+    "shortfall.  Ranks are laid out TP innermost, then PP, then DP, unless\n"
+    "--placement says otherwise (Megatron-LM's initialize_model_parallel uses\n"
+    "tp,dp,pp).  Only one data-parallel replica's compute is simulated (all\n"
+    "are alike); every transfer of the others that can share a link with it\n"
+    "is simulated too.",
+    opts,
+    run,
+};

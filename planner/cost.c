@@ -1,0 +1,145 @@
+/*
+ * planner/cost.c: what a cluster costs per GPU-hour, from the catalogue's
+ * prices (topologies/hardware.yaml; every price there is an estimate from
+ * public list prices, for relative comparisons).
+ *
+ *   capex = nodes x (server + gpus_per_node x GPU  [unless the server's
+ *                    price includes its GPUs] + hcas_per_node x HCA
+ *                    [unless it includes its adapters])
+ *           + switches x switch + network cables x cable
+ *   power = the same sum in watts (server, GPU TDP, HCA, switch)
+ *   $/GPU-hour = (capex / (amortization_years x 8,760 h)
+ *                 + power / 1000 x PUE x $/kWh) / GPUs of the cluster
+ *
+ * so a layout on n GPUs for T seconds costs n x T / 3600 x $/GPU-hour: the
+ * share of the cluster it occupies, as a cloud would bill it.  Cables are
+ * the cluster's host and fabric links; every switch is taken to be the
+ * fabric's switch type (exact for the generated fabrics, an approximation
+ * for explicit ones that mix types).
+ *
+ * The server and switch type names are not part of the cluster's public
+ * summary (pp_cluster_info), so the cluster file is read again for them,
+ * with the same overrides.
+ */
+#include "planner_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static void note_missing(pp_plan_prices *p, const char *what) {
+    p->complete = false;
+    size_t u = strlen(p->missing);
+    snprintf(p->missing + u, sizeof p->missing - u, "%s%s", u ? ", " : "",
+             what);
+}
+
+static const char *scalar_at(pp_node *root, const char *sect,
+                             const char *key) {
+    pp_node *s = root ? pp_map_get(root, sect) : NULL;
+    if (!s || s->kind != PP_NODE_MAP) return NULL;
+    pp_node *v = pp_map_get(s, key);
+    return v && v->kind == PP_NODE_SCALAR ? v->scalar : NULL;
+}
+
+int pp_plan_prices_get(const char *cluster_spec, const char *const *sets,
+                       size_t n_sets, const pp_cluster *c,
+                       double amortization_years, double usd_per_kwh,
+                       double pue, pp_plan_prices *out, pp_error *e) {
+    const pp_cluster_info *info = pp_cluster_info_get(c);
+    const pp_catalog *cat = pp_cluster_catalog(c);
+    char path[4096];
+    pp_doc *doc = NULL;
+    int rc;
+
+    if (!(amortization_years > 0))
+        return pp_error_set(e, PP_EUSAGE, "--amortization: expected a "
+                            "positive number of years, got %g",
+                            amortization_years);
+    if (!(usd_per_kwh >= 0))
+        return pp_error_set(e, PP_EUSAGE, "--usd-per-kwh: expected 0 or "
+                            "more, got %g", usd_per_kwh);
+    if (!(pue >= 1))
+        return pp_error_set(e, PP_EUSAGE, "--pue: expected 1 or more, got %g",
+                            pue);
+    if ((rc = pp_data_find("topologies", cluster_spec, path, sizeof path, e))
+            < 0
+        || (rc = pp_doc_load_file(path, &doc, e)) < 0)
+        return rc;
+    for (size_t i = 0; i < n_sets; i++)
+        if ((rc = pp_doc_set(doc, sets[i], (int)i + 1, e)) < 0) {
+            pp_doc_free(doc);
+            return rc;
+        }
+    pp_node *root = pp_doc_root(doc);
+    if (root && root->kind != PP_NODE_MAP) root = NULL;
+
+    pp_plan_prices p;
+    memset(&p, 0, sizeof p);
+    p.complete = true;
+    p.amortization_years = amortization_years;
+    p.usd_per_kwh = usd_per_kwh;
+    p.pue = pue;
+
+    double nodes = info->nodes, gpn = info->gpus_per_node;
+    double hpn = info->hcas_per_node;
+    const char *sname = scalar_at(root, "node", "server");
+    const pp_server_spec *srv = sname ? pp_catalog_server(cat, sname) : NULL;
+    const pp_gpu_spec *gpu = info->gpu;
+    const pp_link_spec *nic = info->nic;
+
+    double per_node = 0, per_node_w = 0;
+    if (srv) {
+        per_node += srv->price_usd;
+        per_node_w += srv->power_w;
+    } else {
+        note_missing(&p, "server");
+    }
+    if (!srv || !srv->includes_gpus) {
+        if (gpu->price_usd <= 0) note_missing(&p, "GPU");
+        per_node += gpn * gpu->price_usd;
+        per_node_w += gpn * gpu->tdp_w;
+    }
+    if (hpn > 0 && (!srv || !srv->includes_hcas)) {
+        if (!nic || nic->hca_price_usd <= 0) note_missing(&p, "HCA");
+        if (nic) {
+            per_node += hpn * nic->hca_price_usd;
+            per_node_w += hpn * nic->hca_power_w;
+        }
+    }
+    p.capex_usd = nodes * per_node;
+    p.power_w = nodes * per_node_w;
+
+    double switches = info->switches[PP_DEV_LEAF] + info->switches[PP_DEV_SPINE]
+                      + info->switches[PP_DEV_CORE];
+    if (switches > 0) {
+        const char *swname = scalar_at(root, "fabric", "switch");
+        const pp_switch_spec *sw =
+            swname ? pp_catalog_switch(cat, swname) : NULL;
+        if (sw && sw->price_usd > 0) {
+            p.capex_usd += switches * sw->price_usd;
+            p.power_w += switches * sw->power_w;
+        } else {
+            note_missing(&p, "switch");
+        }
+    }
+    size_t n_links;
+    const pp_link *links = pp_cluster_links(c, &n_links);
+    double cables = 0;
+    for (size_t i = 0; i < n_links; i++)
+        if (links[i].kind == PP_LINK_HOST || links[i].kind == PP_LINK_FABRIC)
+            cables += 0.5; /* one physical cable is two directed links */
+    if (cables > 0) {
+        const char *lname = scalar_at(root, "fabric", "link");
+        const pp_link_spec *cl = lname ? pp_catalog_link(cat, lname) : nic;
+        if (cl && cl->cable_price_usd > 0)
+            p.capex_usd += cables * cl->cable_price_usd;
+        else
+            note_missing(&p, "cable");
+    }
+    double per_hour = p.capex_usd / (amortization_years * 8760.0)
+                      + p.power_w / 1000.0 * pue * usd_per_kwh;
+    p.usd_per_gpu_hour = info->gpus > 0 ? per_hour / info->gpus : 0;
+    pp_doc_free(doc);
+    *out = p;
+    return 0;
+}

@@ -1,0 +1,474 @@
+/*
+ * planner/estimate.c: one training iteration in closed form.
+ *
+ * The estimator ranks tens of thousands of layouts, so it must cost
+ * microseconds, and it must order layouts the way the simulator does, so
+ * that the simulator's best is among the estimator's best K.  It follows
+ * the simulator's models term by term, without the event engine:
+ *
+ *   compute   the layer's kernels as sim/compute.c times them
+ *             (pp_layer_cost_get: roofline per GEMM and memory-bound
+ *             kernel with the GPU profile), cached per (tp, mbs, sp,
+ *             recompute) because it does not depend on pp or dp; the
+ *             embedding and the logits/loss mirror sim/compute.c's lists
+ *             with the public pp_gemm_time_s / pp_memop_time_s.
+ *   TP comm   the ring of sim/collective_sched.c with nothing contending:
+ *             steps x (hop latency + chunk / bandwidth) + the serial
+ *             reductions, chunk / (HBM bandwidth / 3); over NVLink when
+ *             the TP group is inside a server.  Blocking, as in Megatron.
+ *   pipeline  1F1B: the slowest stage paces the micro-batches and the
+ *             fill and drain cost the other stages' work once, divided by
+ *             vp with interleaving: m w_max + (sum_s w_s - w_max) / vp,
+ *             i.e. the bubble (pp - 1) / (m vp) for even stages.
+ *   PP p2p    every micro-batch crosses each boundary forward and back,
+ *             1/t of the activation per GPU (Megatron's scatter/gather),
+ *             then without sp an all-gather over NVLink; the sender waits
+ *             for arrival (Megatron-LM 2021), so it is stage work:
+ *             2 vp (V - 1) / V transfers per micro-batch, V = pp vp.
+ *   DP        the first stage's bf16 gradients over dp, at the GPU's share
+ *             of its server's NICs (a DP group with k members per server
+ *             shares the server's NICs with gpus_per_node / k - 1 other
+ *             groups): a ring AllReduce, or ZeRO's reduce-scatter and
+ *             (stages 1, 2) the all-gather of the updated parameters after
+ *             the optimizer.  Exposed whole without overlap; with overlap
+ *             all but the last bucket is hidden under the chunks' last
+ *             backwards, at the price of slower pipeline sends meanwhile.
+ *             ZeRO-3 all-gathers each chunk's weights before each pass,
+ *             exposed (the simulator does not prefetch).
+ *   other     the optimizer step (38 bytes per local parameter, memory-
+ *             bound: sim/compute.c's figure) and, with pp > 1 and tied
+ *             embeddings, the embedding-gradient AllReduce between the
+ *             first and last stages.
+ *
+ * Three constants are fitted to the simulator at flow fidelity (GPT-3 175B
+ * on titan, 1,024 GPUs, 25 layouts spread over the ranking: mean error
+ * -0.4%, mean absolute 0.8%): the bandwidth share a pipeline send gets
+ * rail-aligned and across rails, and the overlap's cost to the sends.
+ * Where the simulator sees contention (flow fidelity) the estimate is
+ * optimistic; that is what the top-K simulation is for.
+ */
+#include "planner_int.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Calibration against the simulator at flow fidelity (see the comments
+ * where they are used): the share of a GPU's NIC bandwidth a pipeline
+ * send gets, rail-aligned or crossing rails, and how much of a DP
+ * reduction hidden under the backward comes back as slower pipeline
+ * sends. */
+#define P2P_SHARE_RAIL 0.7
+#define P2P_SHARE_CROSS_RAIL 0.35
+#define OVERLAP_P2P_PENALTY 0.3
+
+/* One cache entry: the costs that depend on (tp, mbs, sp, recompute). */
+typedef struct cost_entry {
+    int64_t tp, mbs;
+    int sp, rec;
+    bool used;
+    pp_layer_cost lc;
+    double t_coll;              /* one TP collective of the layer */
+    double layer_w;             /* fwd + bwd (+ recompute) + TP comm */
+    double layer_compute, layer_tp;
+    double embed_c, embed_tp;   /* fwd + bwd of the embedding */
+    double head_c, head_tp;     /* fwd + bwd of the logits and the loss */
+    double embed_params, head_params;
+} cost_entry;
+
+struct pp_plan_estimator {
+    const pp_model *m;
+    const pp_cluster *c;
+    pp_gpu_profile prof;
+    int64_t gpn, hcas, nodes;
+    double nvl_Bps, nvl_lat;    /* GPU to GPU inside a server */
+    double net_Bps, net_lat;    /* GPU to GPU on the next server */
+    double nic_gpu_Bps;         /* a GPU's share of its server's NICs */
+    double reduce_Bps;          /* summing rate: HBM / 3 (as the sim) */
+    bool spines;                /* the fabric has more than one level */
+    cost_entry *cache;
+    size_t cap, used;
+};
+
+/* ------------------------------------------------------------------------
+ * Set-up.
+ * ---------------------------------------------------------------------- */
+static int route_pair(pp_router *r, int32_t a, int32_t b, double *bw,
+                      double *lat, pp_error *e) {
+    const int32_t *path;
+    size_t n;
+    return pp_route(r, a, b, 0, &path, &n, lat, bw, e);
+}
+
+int pp_plan_estimator_new(const pp_model *m, const pp_cluster *c,
+                          const pp_gpu_profile *profile,
+                          pp_plan_estimator **out, pp_error *e) {
+    const pp_cluster_info *info = pp_cluster_info_get(c);
+    pp_plan_estimator *x = pp_xcalloc(1, sizeof *x);
+    pp_router *r = NULL;
+    int rc;
+
+    x->m = m;
+    x->c = c;
+    if (profile)
+        x->prof = *profile;
+    else if ((rc = pp_profile_load(NULL, info->gpu, &x->prof, e)) < 0)
+        goto fail;
+    x->gpn = info->gpus_per_node;
+    x->hcas = info->hcas_per_node;
+    x->nodes = info->nodes;
+    x->spines = info->switches[PP_DEV_SPINE] + info->switches[PP_DEV_CORE] > 0;
+    x->reduce_Bps = x->prof.hbm_Bps > 0 ? x->prof.hbm_Bps / 3.0 : INFINITY;
+    if ((rc = pp_router_new(c, 0, &r, e)) < 0) goto fail;
+    x->nvl_Bps = INFINITY, x->nvl_lat = 0;
+    if (x->gpn > 1
+        && (rc = route_pair(r, pp_cluster_gpu(c, 0, 0), pp_cluster_gpu(c, 0, 1),
+                            &x->nvl_Bps, &x->nvl_lat, e)) < 0)
+        goto fail;
+    x->net_Bps = x->nvl_Bps, x->net_lat = x->nvl_lat;
+    x->nic_gpu_Bps = x->nvl_Bps;
+    if (x->nodes > 1) {
+        if ((rc = route_pair(r, pp_cluster_gpu(c, 0, 0),
+                             pp_cluster_gpu(c, 1, 0), &x->net_Bps,
+                             &x->net_lat, e)) < 0)
+            goto fail;
+        double share = info->nic_Bps * (double)x->hcas / (double)x->gpn;
+        x->nic_gpu_Bps = share > 0 ? fmin(share, x->net_Bps) : x->net_Bps;
+    }
+    pp_router_free(r);
+    x->cap = 256;
+    x->cache = pp_xcalloc(x->cap, sizeof *x->cache);
+    *out = x;
+    return 0;
+fail:
+    pp_error_prefix(e, "estimator: ");
+    pp_router_free(r);
+    free(x);
+    return rc;
+}
+
+void pp_plan_estimator_free(pp_plan_estimator *x) {
+    if (!x) return;
+    free(x->cache);
+    free(x);
+}
+
+/* ------------------------------------------------------------------------
+ * Collectives in closed form (sim/collective_sched.c's ring, no
+ * contention).  S is nccl-tests' buffer size; B the bandwidth a member
+ * gets on its slowest hop.
+ * ---------------------------------------------------------------------- */
+static double ring_s(const pp_plan_estimator *x, pp_coll_op op, double n,
+                     double S, double B, double lat) {
+    if (n <= 1 || S <= 0) return 0;
+    double chunk = S / n, steps, rs;
+    switch (op) {
+    case PP_COLL_ALLREDUCE: steps = 2 * (n - 1), rs = n - 1; break;
+    case PP_COLL_REDUCESCATTER: steps = n - 1, rs = n - 1; break;
+    default: steps = n - 1, rs = 0; break; /* all-gather */
+    }
+    return steps * (lat + chunk / B) + rs * chunk / x->reduce_Bps;
+}
+
+/* The bandwidth and latency of the ring of a group whose members sit
+ * `stride` ranks apart (node-major numbering), n of them. */
+static void group_link(const pp_plan_estimator *x, int64_t stride, int64_t n,
+                       double *B, double *lat) {
+    if (stride * n <= x->gpn && x->gpn % (stride * n) == 0) {
+        *B = x->nvl_Bps, *lat = x->nvl_lat;
+        return;
+    }
+    /* k members per server share its NICs with the other groups there. */
+    double k = stride < x->gpn ? (double)(x->gpn / stride) : 1.0;
+    if (k > (double)n) k = (double)n;
+    double b = x->nic_gpu_Bps * k;
+    *B = fmin(b, x->net_Bps * k), *lat = x->net_lat;
+}
+
+/* ------------------------------------------------------------------------
+ * Per (tp, mbs, sp, recompute) costs.
+ * ---------------------------------------------------------------------- */
+static double mem(const pp_plan_estimator *x, double bytes) {
+    return pp_memop_time_s(&x->prof, bytes);
+}
+
+static double gemm(const pp_plan_estimator *x, double m, double n, double k) {
+    return pp_gemm_time_s(&x->prof, 1, m, n, k);
+}
+
+static int fill_entry(pp_plan_estimator *x, const pp_parallel *par,
+                      cost_entry *ce, pp_error *e) {
+    const pp_model *m = x->m;
+    int rc = pp_layer_cost_get(&x->prof, m, par, &ce->lc, e);
+    if (rc < 0) return rc;
+    double t = (double)par->tp, b = (double)par->mbs, s = (double)m->seq;
+    double h = (double)m->hidden, V = (double)m->vocab;
+    bool sp = par->sp && par->tp > 1, tpc = par->tp > 1;
+    double tok = s * b, tn = sp ? tok / t : tok, E = tok * V / t;
+    double B, lat;
+    group_link(x, 1, par->tp, &B, &lat);
+    double S = 2.0 * tok * h;
+    /* With sp a layer's collectives are all-gathers and reduce-scatters
+     * in equal numbers; without, AllReduces. */
+    double t_ar = ring_s(x, PP_COLL_ALLREDUCE, t, S, B, lat);
+    double t_rs = ring_s(x, PP_COLL_REDUCESCATTER, t, S, B, lat);
+    double t_ag = ring_s(x, PP_COLL_ALLGATHER, t, S, B, lat);
+    ce->t_coll = sp ? 0.5 * (t_rs + t_ag) : t_ar;
+    double exit_c = sp ? t_rs : tpc ? t_ar : 0, enter_c = sp ? t_ag : 0;
+
+    const pp_layer_cost *lc = &ce->lc;
+    ce->layer_compute = lc->fwd_s + lc->bwd_s + lc->recompute_s;
+    ce->layer_tp = (double)(lc->fwd_colls + lc->bwd_colls
+                            + lc->recompute_colls) * ce->t_coll;
+    ce->layer_w = ce->layer_compute + ce->layer_tp;
+
+    /* The embedding and the head, as sim/compute.c lists them. */
+    bool gelu = m->ffn != PP_FFN_SWIGLU;
+    ce->embed_c = mem(x, 4 * tok * h) + (gelu ? mem(x, 6 * tn * h) : 0)
+                  + mem(x, 5 * tn * h)                        /* forward */
+                  + mem(x, 5 * tn * h) + mem(x, 2 * V / t * h + 6 * tok * h);
+    ce->embed_tp = exit_c + enter_c;
+    ce->embed_params = V * h / t + (gelu ? s * h : 0);
+    ce->head_params = 2 * h + (m->tied_embeddings ? 0 : V * h / t);
+    ce->head_c = mem(x, 4 * tn * h) + gemm(x, tok, V / t, h) + mem(x, 38 * E)
+                 + mem(x, 14 * E) + gemm(x, tok, h, V / t)
+                 + gemm(x, h, V / t, tok) + mem(x, 8 * tn * h);
+    if (x->prof.grad_accum_bytes > 0)
+        ce->head_c += mem(x, x->prof.grad_accum_bytes
+                                 * (ce->head_params + V / t * h));
+    ce->head_tp = enter_c + exit_c
+                  + (tpc ? 3 * ring_s(x, PP_COLL_ALLREDUCE, t, 4 * tok, B, lat)
+                         : 0);
+    return 0;
+}
+
+static uint64_t key_hash(int64_t tp, int64_t mbs, int sp, int rec) {
+    uint64_t k = (uint64_t)tp * 0x9E3779B97F4A7C15ULL;
+    k ^= (uint64_t)mbs * 0xC2B2AE3D27D4EB4FULL;
+    k ^= (uint64_t)(sp * 3 + rec + 1) * 0x165667B19E3779F9ULL;
+    return k ^ (k >> 29);
+}
+
+static int lookup(pp_plan_estimator *x, const pp_parallel *par,
+                  cost_entry **out, pp_error *e) {
+    int sp = par->sp && par->tp > 1, rec = (int)par->recompute;
+    if (2 * (x->used + 1) > x->cap) { /* grow: keep the load under 1/2 */
+        size_t ncap = 2 * x->cap;
+        cost_entry *n = pp_xcalloc(ncap, sizeof *n);
+        for (size_t i = 0; i < x->cap; i++) {
+            cost_entry *o = &x->cache[i];
+            if (!o->used) continue;
+            size_t j = key_hash(o->tp, o->mbs, o->sp, o->rec) & (ncap - 1);
+            while (n[j].used) j = (j + 1) & (ncap - 1);
+            n[j] = *o;
+        }
+        free(x->cache);
+        x->cache = n;
+        x->cap = ncap;
+    }
+    size_t j = key_hash(par->tp, par->mbs, sp, rec) & (x->cap - 1);
+    while (x->cache[j].used) {
+        cost_entry *c = &x->cache[j];
+        if (c->tp == par->tp && c->mbs == par->mbs && c->sp == sp
+            && c->rec == rec) {
+            *out = c;
+            return 0;
+        }
+        j = (j + 1) & (x->cap - 1);
+    }
+    cost_entry ce;
+    memset(&ce, 0, sizeof ce);
+    int rc = fill_entry(x, par, &ce, e);
+    if (rc < 0) return rc;
+    ce.tp = par->tp, ce.mbs = par->mbs, ce.sp = sp, ce.rec = rec;
+    ce.used = true;
+    x->cache[j] = ce;
+    x->used++;
+    *out = &x->cache[j];
+    return 0;
+}
+
+/* ------------------------------------------------------------------------
+ * The iteration.
+ * ---------------------------------------------------------------------- */
+static double dp_time(const pp_plan_estimator *x, const pp_parallel *p,
+                      double grad_bytes) {
+    if (p->dp <= 1) return 0;
+    double B, lat, n = (double)p->dp;
+    group_link(x, p->tp * p->pp, p->dp, &B, &lat);
+    /* ZeRO's reduce-scatter and all-gather cost the AllReduce's two
+     * halves (the simulator, like Megatron-LM's distributed optimizer,
+     * gathers the parameters once, after the step, for every stage). */
+    return ring_s(x, PP_COLL_ALLREDUCE, n, grad_bytes, B, lat);
+}
+
+/* Whether stage boundary p -> p+1 of replica 0 crosses a server. */
+static bool crosses(const pp_plan_estimator *x, const pp_parallel *p) {
+    for (int64_t s = 0; s + 1 < p->pp; s++)
+        if ((s * p->tp) / x->gpn != ((s + 1) * p->tp) / x->gpn) return true;
+    return false;
+}
+
+static int estimate_generic(pp_plan_estimator *x, const pp_parallel *p,
+                            bool overlap, double *time_s, pp_breakdown *out) {
+    const pp_model *m = x->m;
+    double local = (double)(p->gbs / p->dp);
+    double f = 3.0 * m->flops_per_sample * local;
+    if (p->recompute == PP_RECOMPUTE_FULL) f *= 4.0 / 3.0;
+    double rate = x->prof.peak_flops * x->prof.gemm_efficiency;
+    pp_breakdown b;
+    memset(&b, 0, sizeof b);
+    b.compute_s = rate > 0 ? f / rate : 0;
+    double shard = p->zero >= 1 ? (double)p->dp : 1.0;
+    double dp = dp_time(x, p, 2.0 * m->params);
+    b.dp_comm_exposed_s = overlap ? fmax(dp - 0.5 * b.compute_s, 0.0) : dp;
+    b.other_s = mem(x, 38.0 * m->params / shard);
+    *out = b;
+    *time_s = b.compute_s + b.dp_comm_exposed_s + b.other_s;
+    return 0;
+}
+
+int pp_plan_estimate(pp_plan_estimator *x, const pp_parallel *p,
+                     bool overlap, double *time_s, pp_breakdown *out,
+                     pp_error *e) {
+    const pp_model *m = x->m;
+    if (m->arch != PP_ARCH_TRANSFORMER)
+        return estimate_generic(x, p, overlap, time_s, out);
+    cost_entry *ce;
+    int rc = lookup(x, p, &ce, e);
+    if (rc < 0) return rc;
+
+    double pp = (double)p->pp, vp = (double)p->vp;
+    double nmb = floor((double)p->gbs / ((double)p->mbs * (double)p->dp));
+    if (nmb < 1) nmb = 1;
+    double Ls = (double)(m->layers / p->pp);
+
+    /* Pipeline transfers: each of the tp GPUs of a stage sends 1/tp of
+     * the activation and waits for it to arrive (Megatron-LM 2021
+     * synchronises after batch_isend_irecv); without sp the receiver
+     * all-gathers the pieces over its TP group.  A GPU stage owns vp
+     * virtual stages, so per micro-batch it sends and receives about 2 vp
+     * tensors ((V - 1) / V of that on average: the ends send one way). */
+    double t_hop = 0;
+    if (p->pp > 1) {
+        double act = 2.0 * (double)m->seq * (double)p->mbs
+                     * (double)m->hidden;
+        bool net = crosses(x, p);
+        /* Measured against the simulator at flow fidelity (GPT-3 175B on
+         * titan): a stage's sends meet the neighbours' sends and, when a
+         * stage is smaller than a server, leave on one rail and arrive on
+         * another, through spines whose static (ECMP) hashing collides. */
+        bool cross_rail = p->tp % x->gpn != 0 && x->spines;
+        double share = cross_rail ? P2P_SHARE_CROSS_RAIL : P2P_SHARE_RAIL;
+        double B = net ? x->nic_gpu_Bps * share : x->nvl_Bps;
+        double lat = net ? x->net_lat : x->nvl_lat;
+        t_hop = lat + act / (double)p->tp / B;
+        if (p->tp > 1 && !(p->sp))
+            t_hop += ring_s(x, PP_COLL_ALLGATHER, (double)p->tp, act,
+                            x->nvl_Bps, x->nvl_lat);
+    }
+    double V = pp * vp;
+    double c_pp = p->pp > 1 ? 2.0 * vp * t_hop * (V - 1.0) / V : 0;
+
+    /* ZeRO-3 keeps 1/dp of the weights: before every pass of every chunk
+     * they are all-gathered over DP, exposed (the simulator does not
+     * prefetch): two gathers of the stage's weights per micro-batch, in
+     * vp pieces. */
+    double z3_mid = 0, z3_first = 0, z3_last = 0;
+    if (p->zero >= 3 && p->dp > 1) {
+        double B, lat, n = (double)p->dp;
+        group_link(x, p->tp * p->pp, p->dp, &B, &lat);
+        double lay = 2.0 * Ls * ce->lc.params;
+        double steps = 2.0 * (vp - 1.0) * (n - 1.0) * lat;
+        z3_mid = 2.0 * ring_s(x, PP_COLL_ALLGATHER, n, lay, B, lat) + steps;
+        z3_first = z3_mid + 2.0 * ring_s(x, PP_COLL_ALLGATHER, n,
+                                         2.0 * ce->embed_params, B, lat);
+        z3_last = z3_mid + 2.0 * ring_s(x, PP_COLL_ALLGATHER, n,
+                                        2.0 * ce->head_params, B, lat);
+    }
+
+    /* Work per micro-batch of each kind of stage. */
+    double lw = Ls * ce->layer_w + c_pp, lc = Ls * ce->layer_compute;
+    double ltp = Ls * ce->layer_tp;
+    double w_first, w_last, w_mid = lw + z3_mid, sum_w, sum_c, sum_tp, w_max;
+    double sum_z3;
+    if (p->pp == 1) {
+        w_first = w_last = lw + ce->embed_c + ce->embed_tp + ce->head_c
+                           + ce->head_tp + z3_first + z3_last - z3_mid;
+        sum_w = w_first;
+        sum_c = lc + ce->embed_c + ce->head_c;
+        sum_tp = ltp + ce->embed_tp + ce->head_tp;
+        sum_z3 = z3_first + z3_last - z3_mid;
+    } else {
+        w_first = lw + ce->embed_c + ce->embed_tp + z3_first;
+        w_last = lw + ce->head_c + ce->head_tp + z3_last;
+        sum_w = w_first + w_last + (pp - 2) * w_mid;
+        sum_c = pp * lc + ce->embed_c + ce->head_c;
+        sum_tp = pp * ltp + ce->embed_tp + ce->head_tp;
+        sum_z3 = z3_first + z3_last + (pp - 2) * z3_mid;
+    }
+    w_max = fmax(w_first, fmax(w_last, w_mid));
+    double t_pipe = nmb * w_max + (sum_w - w_max) / vp;
+
+    pp_breakdown b;
+    b.compute_s = nmb * sum_c / pp;
+    b.tp_comm_s = nmb * sum_tp / pp;
+    b.pp_comm_s = nmb * c_pp;
+    b.bubble_s = t_pipe - nmb * sum_w / pp;
+
+    /* Data parallelism, on the first stage (it finishes last and holds
+     * the embedding): an AllReduce of the gradients, or with ZeRO a
+     * reduce-scatter and, after the optimizer, an all-gather of the
+     * updated parameters, exposed whole.  With overlap, buckets go out
+     * during each chunk's last backward: what the backward does not cover
+     * is exposed, and at least the last bucket (the embedding's gradient
+     * and up to one 40 MB bucket). */
+    double params0 = Ls * ce->lc.params + ce->embed_params
+                     + (p->pp == 1 ? ce->head_params : 0);
+    double S = 2.0 * params0, t_sync = 0, t_gather = 0;
+    if (p->dp > 1) {
+        double B, lat, n = (double)p->dp;
+        group_link(x, p->tp * p->pp, p->dp, &B, &lat);
+        if (p->zero >= 1) {
+            t_sync = ring_s(x, PP_COLL_REDUCESCATTER, n, S, B, lat);
+            /* ZeRO-3 has gathered its weights before each pass already. */
+            if (p->zero < 3)
+                t_gather = ring_s(x, PP_COLL_ALLGATHER, n, S, B, lat);
+        } else {
+            t_sync = ring_s(x, PP_COLL_ALLREDUCE, n, S, B, lat);
+        }
+    }
+    if (overlap && p->dp > 1) {
+        double window = Ls * (ce->lc.bwd_s + ce->lc.recompute_s
+                              + (double)(ce->lc.bwd_colls
+                                         + ce->lc.recompute_colls)
+                                    * ce->t_coll);
+        double last = fmin(S, 2.0 * ce->embed_params + 40e6);
+        b.dp_comm_exposed_s = fmax(t_sync - window, t_sync * last / S);
+        /* The hidden part shares the NICs with the pipeline's sends,
+         * which slow down meanwhile. */
+        if (p->pp > 1 && crosses(x, p))
+            b.pp_comm_s += OVERLAP_P2P_PENALTY
+                           * (t_sync - b.dp_comm_exposed_s);
+    } else {
+        b.dp_comm_exposed_s = t_sync;
+    }
+    b.dp_comm_exposed_s += t_gather + nmb * sum_z3 / pp;
+
+    /* The optimizer and the tied embedding's gradient. */
+    double shard = p->zero >= 1 ? (double)p->dp : 1.0;
+    b.other_s = mem(x, 38.0 * params0 / shard);
+    if (p->pp > 1 && m->tied_embeddings) {
+        double B, lat;
+        if (p->tp * p->pp <= x->gpn && x->gpn % (p->tp * p->pp) == 0)
+            B = x->nvl_Bps, lat = x->nvl_lat;
+        else
+            B = x->nic_gpu_Bps, lat = x->net_lat;
+        b.other_s += ring_s(x, PP_COLL_ALLREDUCE, 2,
+                            2.0 * ce->embed_params, B, lat);
+    }
+    *out = b;
+    *time_s = b.compute_s + b.tp_comm_s + b.bubble_s + b.pp_comm_s
+              + b.dp_comm_exposed_s + b.other_s;
+    return 0;
+}

@@ -1,0 +1,87 @@
+/*
+ * planner/planner_int.h: private to planner/.
+ *
+ * space.c walks the search space and applies the rules; estimate.c scores
+ * a layout in closed form; search.c drives both, simulates the best and
+ * ranks; cost.c prices the cluster; emit.c and launch.c write the result.
+ */
+#ifndef PODPLAN_PLANNER_INT_H
+#define PODPLAN_PLANNER_INT_H
+
+#include "podplan/planner.h"
+
+#include <jansson.h>
+
+/* ------------------------------------------------------------------------
+ * The plan (opaque in planner.h).
+ * ---------------------------------------------------------------------- */
+struct pp_plan {
+    pp_model model;
+    char cluster_name[PP_NAME_MAX];
+    pp_gpu_spec gpu;            /* copied from the cluster's catalogue */
+    int32_t gpus_per_node, cluster_gpus;
+    pp_plan_options opt;        /* copied; profile and prices point into
+                                   the plan's own copies below */
+    pp_gpu_profile profile;
+    pp_plan_prices prices;
+    bool has_prices;
+    double peak_flops;          /* bf16 dense, for MFU */
+    pp_plan_candidate *cand;    /* ranked */
+    size_t n, cap;
+    pp_plan_stats st;
+};
+
+/* ------------------------------------------------------------------------
+ * space.c: the walk over every layout.
+ * ---------------------------------------------------------------------- */
+typedef struct pp__space {
+    const pp_model *m;
+    int64_t gpus_per_node;
+    int64_t cluster_gpus;
+    int64_t gpus;               /* 0: every count up to cluster_gpus */
+    int64_t gbs;
+    bool cross_node_tp;
+    pp_plan_target target;
+    const pp_plan_filter *filter;
+    uint64_t *rejected;         /* PP_PLAN_REJECT__COUNT counters, or NULL */
+} pp__space;
+
+/* Called for every layout that passes the rules (not yet the memory
+ * check).  Returns 0 to go on, 1 to stop the walk, or a negative PP_E*. */
+typedef int (*pp__space_fn)(void *ctx, const pp_parallel *p, bool overlap,
+                            pp_error *e);
+
+/* Walks the space in a fixed order (tp, pp, dp, mbs, vp, sp, recompute,
+ * zero, overlap, each ascending).  Returns 0, 1 when fn stopped it, or
+ * fn's error. */
+int pp__space_walk(const pp__space *s, pp__space_fn fn, void *ctx,
+                   pp_error *e);
+
+/* Checks pins against rules that no layout could meet (a pinned tp that
+ * does not divide the heads, ...): PP_EUSAGE naming "--fix". */
+int pp__space_check_pins(const pp__space *s, pp_error *e);
+
+/* Positive divisors of n in ascending order into out (at most max);
+ * returns the count. */
+size_t pp__divisors(int64_t n, int64_t *out, size_t max);
+
+/* ------------------------------------------------------------------------
+ * search.c helpers used by emit.c.
+ * ---------------------------------------------------------------------- */
+/* The objective's name and unit ("iteration time", "s"). */
+const char *pp__objective_name(pp_plan_objective o);
+
+/* ------------------------------------------------------------------------
+ * emit.c: the JSON tree every structured format is written from.
+ * ---------------------------------------------------------------------- */
+json_t *pp__plan_json(const pp_plan *p, bool timing);
+/* A short reason candidate i loses to candidate 0 ("bubble +1.2 s, TP
+ * comm +0.3 s"), into buf. */
+const char *pp__plan_why(const pp_plan *p, size_t i, char *buf, size_t len);
+
+/* launch.c: the launch formats. */
+int pp__write_megatron(const pp_plan *p, FILE *fp, pp_error *e);
+int pp__write_nemo(const pp_plan *p, FILE *fp, pp_error *e);
+int pp__write_deepspeed(const pp_plan *p, FILE *fp, pp_error *e);
+
+#endif

@@ -1,0 +1,458 @@
+/*
+ * planner/space.c: the search space and its rules.
+ *
+ * The rules are Megatron-LM's (megatron/training/arguments.py,
+ * validate_args, and Narayanan et al. 2021): TP splits the attention heads
+ * (and the K/V heads of GQA), PP splits the layers evenly, DP = GPUs /
+ * (TP x PP) replicas each take gbs / dp sequences in micro-batches of
+ * mbs, interleaving needs layers divisible by PP x vp, a number of
+ * micro-batches divisible by PP and (Megatron-LM 2021, "pipeline-model-
+ * parallel size should be greater than 2 with interleaved schedule") PP >
+ * 2.  Sequence parallelism only means something with TP > 1, ZeRO and DP
+ * overlap only with DP > 1: those combinations are not generated at all
+ * (they would be the same layout twice), so they are not rejections.
+ */
+#include "planner_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------------
+ * Pins and exclusions.
+ * ---------------------------------------------------------------------- */
+static const char *const dim_names[PP_PLAN_DIM__COUNT + 1] = {
+    "tp", "pp", "dp", "mbs", "gbs", "vp", "sp", "recompute", "zero",
+    "overlap", NULL};
+
+const char *pp_plan_dim_name(pp_plan_dim d) {
+    return (unsigned)d < PP_PLAN_DIM__COUNT ? dim_names[d] : "?";
+}
+
+void pp_plan_filter_init(pp_plan_filter *f) { memset(f, 0, sizeof *f); }
+
+bool pp_plan_filter_allows(const pp_plan_filter *f, pp_plan_dim d,
+                           int64_t v) {
+    if (!f) return true;
+    if (f->fixed[d] && f->value[d] != v) return false;
+    for (int i = 0; i < f->n_exclude[d]; i++)
+        if (f->exclude[d][i] == v) return false;
+    return true;
+}
+
+typedef struct filter_ctx {
+    pp_plan_filter *f;
+    bool exclude;
+    const char *what;
+} filter_ctx;
+
+static int on_off(const char *v, int64_t *out) {
+    if (strcmp(v, "on") == 0 || strcmp(v, "true") == 0) *out = 1;
+    else if (strcmp(v, "off") == 0 || strcmp(v, "false") == 0) *out = 0;
+    else return -1;
+    return 0;
+}
+
+static int filter_value(void *ctx, int k, const char *val, pp_error *e) {
+    filter_ctx *c = ctx;
+    pp_plan_dim d = (pp_plan_dim)k;
+    int64_t v;
+    switch (d) {
+    case PP_PLAN_DIM_SP:
+    case PP_PLAN_DIM_OVERLAP:
+        if (on_off(val, &v))
+            return pp_error_set(e, PP_EUSAGE,
+                                "%s: %s: expected on or off, got \"%.100s\"",
+                                c->what, dim_names[d], val);
+        break;
+    case PP_PLAN_DIM_RECOMPUTE:
+        v = -1;
+        for (int r = PP_RECOMPUTE_NONE; r <= PP_RECOMPUTE_FULL; r++)
+            if (strcmp(val, pp_recompute_name((pp_recompute)r)) == 0) v = r;
+        if (v < 0)
+            return pp_error_set(e, PP_EUSAGE,
+                                "%s: recompute: expected none, selective or "
+                                "full, got \"%.100s\"",
+                                c->what, val);
+        break;
+    case PP_PLAN_DIM_ZERO:
+        if (pp_parse_i64(val, 0, 3, &v))
+            return pp_error_set(e, PP_EUSAGE,
+                                "%s: zero: expected 0..3, got \"%.100s\"",
+                                c->what, val);
+        break;
+    default:
+        if (pp_parse_i64(val, 1, 1000000000, &v))
+            return pp_error_set(e, PP_EUSAGE,
+                                "%s: %s: expected a positive integer, got "
+                                "\"%.100s\"",
+                                c->what, dim_names[d], val);
+        break;
+    }
+    pp_plan_filter *f = c->f;
+    if (c->exclude) {
+        if (f->n_exclude[d] == PP_PLAN_MAX_EXCLUDE)
+            return pp_error_set(e, PP_EUSAGE, "%s: %s: too many exclusions",
+                                c->what, dim_names[d]);
+        f->exclude[d][f->n_exclude[d]++] = v;
+    } else {
+        if (f->fixed[d] && f->value[d] != v)
+            return pp_error_set(e, PP_EUSAGE,
+                                "%s: %s is pinned twice, to different "
+                                "values",
+                                c->what, dim_names[d]);
+        f->fixed[d] = true;
+        f->value[d] = v;
+    }
+    return 0;
+}
+
+int pp_plan_filter_add(pp_plan_filter *f, const char *spec, bool exclude,
+                       const char *what, pp_error *e) {
+    pp_plan_filter copy = *f;
+    filter_ctx c = {&copy, exclude, what};
+    if (!spec || !*spec)
+        return pp_error_set(e, PP_EUSAGE,
+                            "%s: expected key=value, e.g. tp=8 (keys: tp, "
+                            "pp, dp, mbs, gbs, vp, sp, recompute, zero, "
+                            "overlap)",
+                            what);
+    int rc = pp_kv_parse(spec, what, dim_names, filter_value, &c, NULL, e);
+    if (rc < 0) {
+        /* pp_kv_parse reports syntax as PP_EINPUT: on the command line it
+         * is a usage error (exit 2 either way). */
+        if (e) e->code = PP_EUSAGE;
+        return PP_EUSAGE;
+    }
+    *f = copy;
+    return 0;
+}
+
+/* ------------------------------------------------------------------------
+ * Divisors.
+ * ---------------------------------------------------------------------- */
+static int cmp_i64(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+size_t pp__divisors(int64_t n, int64_t *out, size_t max) {
+    size_t k = 0;
+    if (n < 1) return 0;
+    for (int64_t d = 1; d * d <= n; d++) {
+        if (n % d) continue;
+        if (k < max) out[k++] = d;
+        if (d != n / d && k < max) out[k++] = n / d;
+    }
+    qsort(out, k, sizeof *out, cmp_i64);
+    return k;
+}
+
+/* ------------------------------------------------------------------------
+ * The walk.
+ * ---------------------------------------------------------------------- */
+#define MAXDIV 2048
+
+static inline void reject(const pp__space *s, pp_plan_reject r) {
+    if (s->rejected) s->rejected[r]++;
+}
+
+/* Checks a value against the pins and exclusions; counts a rejection. */
+static bool allowed(const pp__space *s, pp_plan_dim d, int64_t v) {
+    const pp_plan_filter *f = s->filter;
+    if (!f) return true;
+    if (f->fixed[d] && f->value[d] != v) {
+        reject(s, PP_PLAN_REJECT_PINNED);
+        return false;
+    }
+    for (int i = 0; i < f->n_exclude[d]; i++)
+        if (f->exclude[d][i] == v) {
+            reject(s, PP_PLAN_REJECT_EXCLUDED);
+            return false;
+        }
+    return true;
+}
+
+static bool target_allows(pp_plan_target t, const pp_parallel *p) {
+    switch (t) {
+    case PP_PLAN_TARGET_MEGATRON:
+    case PP_PLAN_TARGET_NEMO:
+        /* Megatron-LM's --use-distributed-optimizer shards the optimizer
+         * states over DP: ZeRO-1.  Stages 2 and 3 have no flag. */
+        return p->zero <= 1;
+    case PP_PLAN_TARGET_DEEPSPEED:
+        /* DeepSpeed's pipeline engine supports ZeRO stage 0 and 1 only. */
+        return p->pp == 1 || p->zero <= 1;
+    default:
+        return true;
+    }
+}
+
+/* The innermost dimensions: sp, recompute, zero, overlap. */
+static int walk_inner(const pp__space *s, pp_parallel *p, pp__space_fn fn,
+                      void *ctx, pp_error *e) {
+    int rc;
+    for (int sp = 0; sp <= (p->tp > 1 ? 1 : 0); sp++) {
+        if (!allowed(s, PP_PLAN_DIM_SP, sp)) continue;
+        p->sp = sp;
+        for (int r = PP_RECOMPUTE_NONE; r <= PP_RECOMPUTE_FULL; r++) {
+            if (!allowed(s, PP_PLAN_DIM_RECOMPUTE, r)) continue;
+            p->recompute = (pp_recompute)r;
+            for (int z = 0; z <= (p->dp > 1 ? 3 : 0); z++) {
+                if (!allowed(s, PP_PLAN_DIM_ZERO, z)) continue;
+                p->zero = z;
+                if (!target_allows(s->target, p)) {
+                    reject(s, PP_PLAN_REJECT_TARGET);
+                    continue;
+                }
+                for (int ov = 0; ov <= (p->dp > 1 ? 1 : 0); ov++) {
+                    if (!allowed(s, PP_PLAN_DIM_OVERLAP, ov)) continue;
+                    if ((rc = fn(ctx, p, ov != 0, e)) != 0) return rc;
+                }
+            }
+        }
+    }
+    return 0;
+}
+
+/* mbs and vp for a given (tp, pp, dp). */
+static int walk_batch(const pp__space *s, pp_parallel *p, pp__space_fn fn,
+                      void *ctx, pp_error *e) {
+    /* 1344 is the most divisors any number below 1e9 has. */
+    int64_t mbs_list[MAXDIV], vp_list[MAXDIV];
+    int64_t local = s->gbs / p->dp;
+    size_t n_mbs = pp__divisors(local, mbs_list, MAXDIV);
+    size_t n_vp = 1;
+    vp_list[0] = 1;
+    if (p->pp > 1 && s->m->arch == PP_ARCH_TRANSFORMER)
+        n_vp = pp__divisors(s->m->layers / p->pp, vp_list, MAXDIV);
+    int rc;
+    for (size_t i = 0; i < n_mbs; i++) {
+        int64_t mbs = mbs_list[i];
+        if (!allowed(s, PP_PLAN_DIM_MBS, mbs)) continue;
+        p->mbs = mbs;
+        int64_t nmb = local / mbs;
+        for (size_t j = 0; j < n_vp; j++) {
+            int64_t vp = vp_list[j];
+            if (!allowed(s, PP_PLAN_DIM_VP, vp)) continue;
+            if (vp > 1 && p->pp <= 2) {
+                reject(s, PP_PLAN_REJECT_VP_PP);
+                continue;
+            }
+            if (vp > 1 && nmb % p->pp != 0) {
+                reject(s, PP_PLAN_REJECT_VP_MICROBATCHES);
+                continue;
+            }
+            p->vp = vp;
+            if ((rc = walk_inner(s, p, fn, ctx, e)) != 0) return rc;
+        }
+    }
+    return 0;
+}
+
+int pp__space_walk(const pp__space *s, pp__space_fn fn, void *ctx,
+                   pp_error *e) {
+    const pp_model *m = s->m;
+    bool generic = m->arch != PP_ARCH_TRANSFORMER;
+    int64_t limit = s->gpus > 0 ? s->gpus : s->cluster_gpus;
+    int64_t *tps = pp_xmalloc(3 * MAXDIV * sizeof *tps);
+    int64_t *pps = tps + MAXDIV, *dps = tps + 2 * MAXDIV;
+    size_t n_tp = 1, n_pp = 1, n_dp;
+    int rc = 0;
+
+    tps[0] = pps[0] = 1;
+    if (!generic) {
+        n_tp = pp__divisors(m->heads, tps, MAXDIV);
+        n_pp = pp__divisors(m->layers, pps, MAXDIV);
+    }
+    n_dp = pp__divisors(s->gbs, dps, MAXDIV);
+
+    for (size_t i = 0; i < n_tp && rc == 0; i++) {
+        int64_t tp = tps[i];
+        if (tp > limit) break; /* no layout of this count has it */
+        if (!allowed(s, PP_PLAN_DIM_TP, tp)) continue;
+        if (!generic && m->kv_heads % tp != 0) {
+            reject(s, PP_PLAN_REJECT_TP_KV_HEADS);
+            continue;
+        }
+        if (!s->cross_node_tp
+            && (tp > s->gpus_per_node || s->gpus_per_node % tp != 0)) {
+            reject(s, PP_PLAN_REJECT_TP_CROSS_NODE);
+            continue;
+        }
+        for (size_t j = 0; j < n_pp && rc == 0; j++) {
+            int64_t pp = pps[j];
+            if (!allowed(s, PP_PLAN_DIM_PP, pp)) continue;
+            int64_t tpp = tp * pp;
+            if (s->gpus > 0) {
+                if (s->gpus % tpp != 0) {
+                    reject(s, PP_PLAN_REJECT_GPUS);
+                    continue;
+                }
+                int64_t dp = s->gpus / tpp;
+                if (!allowed(s, PP_PLAN_DIM_DP, dp)) continue;
+                if (s->gbs % dp != 0) {
+                    reject(s, PP_PLAN_REJECT_BATCH);
+                    continue;
+                }
+                pp_parallel p;
+                pp_parallel_init(&p);
+                p.tp = tp, p.pp = pp, p.dp = dp, p.gbs = s->gbs;
+                rc = walk_batch(s, &p, fn, ctx, e);
+                continue;
+            }
+            if (tpp > s->cluster_gpus) {
+                reject(s, PP_PLAN_REJECT_CLUSTER);
+                continue;
+            }
+            /* Every GPU count the batch suits: dp divides gbs. */
+            for (size_t k = 0; k < n_dp && rc == 0; k++) {
+                int64_t dp = dps[k];
+                if (tpp * dp > s->cluster_gpus) {
+                    reject(s, PP_PLAN_REJECT_CLUSTER);
+                    break;
+                }
+                if (!allowed(s, PP_PLAN_DIM_DP, dp)) continue;
+                pp_parallel p;
+                pp_parallel_init(&p);
+                p.tp = tp, p.pp = pp, p.dp = dp, p.gbs = s->gbs;
+                rc = walk_batch(s, &p, fn, ctx, e);
+            }
+        }
+    }
+    free(tps);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------
+ * Pins no layout can meet: usage errors, caught before the search.
+ * ---------------------------------------------------------------------- */
+int pp__space_check_pins(const pp__space *s, pp_error *e) {
+    const pp_plan_filter *f = s->filter;
+    const pp_model *m = s->m;
+    bool generic = m->arch != PP_ARCH_TRANSFORMER;
+    int64_t limit = s->gpus > 0 ? s->gpus : s->cluster_gpus;
+    if (!f) return 0;
+    const bool *x = f->fixed;
+    const int64_t *v = f->value;
+
+    if (x[PP_PLAN_DIM_TP]) {
+        int64_t tp = v[PP_PLAN_DIM_TP];
+        if (generic && tp > 1)
+            return pp_error_set(e, PP_EUSAGE,
+                                "--fix tp=%lld: model %s is generic (no layer "
+                                "shape): data parallelism only",
+                                (long long)tp, m->name);
+        if (!generic && m->heads % tp != 0)
+            return pp_error_set(e, PP_EUSAGE,
+                                "--fix tp=%lld: does not divide the %lld "
+                                "attention heads of %s",
+                                (long long)tp, (long long)m->heads, m->name);
+        if (!generic && m->kv_heads % tp != 0)
+            return pp_error_set(e, PP_EUSAGE,
+                                "--fix tp=%lld: does not divide the %lld K/V "
+                                "heads of %s",
+                                (long long)tp, (long long)m->kv_heads,
+                                m->name);
+        if (!s->cross_node_tp
+            && (tp > s->gpus_per_node || s->gpus_per_node % tp != 0))
+            return pp_error_set(e, PP_EUSAGE,
+                                "--fix tp=%lld: a TP group would span servers "
+                                "of %lld GPUs; add --allow-cross-node-tp",
+                                (long long)tp, (long long)s->gpus_per_node);
+        if (tp > limit)
+            return pp_error_set(e, PP_EUSAGE,
+                                "--fix tp=%lld: more than the %lld GPUs "
+                                "available",
+                                (long long)tp, (long long)limit);
+    }
+    if (x[PP_PLAN_DIM_PP]) {
+        int64_t pp = v[PP_PLAN_DIM_PP];
+        if (generic && pp > 1)
+            return pp_error_set(e, PP_EUSAGE,
+                                "--fix pp=%lld: model %s is generic (no layer "
+                                "shape): data parallelism only",
+                                (long long)pp, m->name);
+        if (!generic && m->layers % pp != 0)
+            return pp_error_set(e, PP_EUSAGE,
+                                "--fix pp=%lld: does not divide the %lld "
+                                "layers of %s",
+                                (long long)pp, (long long)m->layers, m->name);
+        if (pp > limit)
+            return pp_error_set(e, PP_EUSAGE,
+                                "--fix pp=%lld: more than the %lld GPUs "
+                                "available",
+                                (long long)pp, (long long)limit);
+    }
+    if (x[PP_PLAN_DIM_VP] && v[PP_PLAN_DIM_VP] > 1) {
+        int64_t vp = v[PP_PLAN_DIM_VP];
+        if (generic || m->layers % vp != 0)
+            return pp_error_set(e, PP_EUSAGE,
+                                "--fix vp=%lld: the layers of %s cannot be "
+                                "split into %lld chunks per GPU",
+                                (long long)vp, m->name, (long long)vp);
+        if (x[PP_PLAN_DIM_PP]) {
+            int64_t pp = v[PP_PLAN_DIM_PP];
+            if (pp <= 2)
+                return pp_error_set(e, PP_EUSAGE,
+                                    "--fix vp=%lld: interleaving needs pp > 2 "
+                                    "(pinned pp=%lld)",
+                                    (long long)vp, (long long)pp);
+            if (m->layers % (pp * vp) != 0)
+                return pp_error_set(e, PP_EUSAGE,
+                                    "--fix vp=%lld: the %lld layers of %s are "
+                                    "not divisible by pp x vp = %lld",
+                                    (long long)vp, (long long)m->layers,
+                                    m->name, (long long)(pp * vp));
+        }
+    }
+    if (x[PP_PLAN_DIM_DP]) {
+        int64_t dp = v[PP_PLAN_DIM_DP];
+        if (s->gbs % dp != 0)
+            return pp_error_set(e, PP_EUSAGE,
+                                "--fix dp=%lld: does not divide the global "
+                                "batch %lld",
+                                (long long)dp, (long long)s->gbs);
+        if (dp > limit || (s->gpus > 0 && s->gpus % dp != 0))
+            return pp_error_set(e, PP_EUSAGE,
+                                "--fix dp=%lld: does not divide the %lld "
+                                "GPUs",
+                                (long long)dp, (long long)limit);
+    }
+    if (x[PP_PLAN_DIM_MBS] && s->gbs % v[PP_PLAN_DIM_MBS] != 0)
+        return pp_error_set(e, PP_EUSAGE,
+                            "--fix mbs=%lld: does not divide the global batch "
+                            "%lld",
+                            (long long)v[PP_PLAN_DIM_MBS], (long long)s->gbs);
+    if (x[PP_PLAN_DIM_SP] && v[PP_PLAN_DIM_SP]
+        && ((x[PP_PLAN_DIM_TP] && v[PP_PLAN_DIM_TP] == 1) || generic))
+        return pp_error_set(e, PP_EUSAGE,
+                            "--fix sp=on: sequence parallelism needs tp > 1");
+    if (x[PP_PLAN_DIM_ZERO] && v[PP_PLAN_DIM_ZERO] > 1
+        && (s->target == PP_PLAN_TARGET_MEGATRON
+            || s->target == PP_PLAN_TARGET_NEMO))
+        return pp_error_set(e, PP_EUSAGE,
+                            "--fix zero=%lld: Megatron-LM and NeMo shard the "
+                            "optimizer only (ZeRO-1); use --format deepspeed "
+                            "or json",
+                            (long long)v[PP_PLAN_DIM_ZERO]);
+    if (x[PP_PLAN_DIM_DP] && v[PP_PLAN_DIM_DP] == 1) {
+        if (x[PP_PLAN_DIM_ZERO] && v[PP_PLAN_DIM_ZERO] > 0)
+            return pp_error_set(e, PP_EUSAGE,
+                                "--fix zero=%lld: ZeRO needs dp > 1",
+                                (long long)v[PP_PLAN_DIM_ZERO]);
+        if (x[PP_PLAN_DIM_OVERLAP] && v[PP_PLAN_DIM_OVERLAP])
+            return pp_error_set(e, PP_EUSAGE,
+                                "--fix overlap=on: DP overlap needs dp > 1");
+    }
+    if (x[PP_PLAN_DIM_TP] && x[PP_PLAN_DIM_PP] && x[PP_PLAN_DIM_DP]
+        && s->gpus > 0
+        && v[PP_PLAN_DIM_TP] * v[PP_PLAN_DIM_PP] * v[PP_PLAN_DIM_DP]
+               != s->gpus)
+        return pp_error_set(e, PP_EUSAGE,
+                            "--fix: tp x pp x dp = %lld, not the %lld GPUs of "
+                            "--gpus",
+                            (long long)(v[PP_PLAN_DIM_TP] * v[PP_PLAN_DIM_PP]
+                                        * v[PP_PLAN_DIM_DP]),
+                            (long long)s->gpus);
+    return 0;
+}
