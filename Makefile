@@ -20,14 +20,11 @@ build: deps $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS)
 
 demo: build
+	@echo '$$ podplan plan --model gpt3-175b --cluster titan --gpus 1024 --global-batch 1536'
+	@$(PODPLAN) plan --model gpt3-175b --cluster titan --gpus 1024 --global-batch 1536
+	@echo
 	@echo '$$ podplan flops --model gpt3-175b --global-batch 1024'
 	@$(PODPLAN) flops --model gpt3-175b --global-batch 1024
-	@echo
-	@echo '$$ podplan memory --model gpt3-175b --parallel tp=8,pp=16,dp=8,mbs=1,gbs=1536 --gpu-memory 80GB'
-	@$(PODPLAN) memory --model gpt3-175b --parallel tp=8,pp=16,dp=8,mbs=1,gbs=1536 --gpu-memory 80GB
-	@echo
-	@echo '$$ podplan estimate --model gpt3-175b --tokens 300e9 --gpus 1040 --tflops 140'
-	@$(PODPLAN) estimate --model gpt3-175b --tokens 300e9 --gpus 1040 --tflops 140
 
 # The whole suite twice: the release build, then ASan + UBSan.
 test: test-release test-asan
@@ -36,7 +33,7 @@ test-release: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
 test-asan: deps
-	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DPODPLAN_SANITIZE=ON
+	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPODPLAN_SANITIZE=ON
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \

@@ -31,6 +31,7 @@ static const pp_cli_opt opts[] = {
     {"usd-per-kwh", 0, "X", "electricity price (default: 0.10)", false},
     {"pue", 0, "X", "power usage effectiveness (default: 1.3)", false},
     {"seed", 0, "N", "seed of the ECMP hash in the simulations (default: 0)", false},
+    {"jobs", 'j', "N", "simulations run at once (default: one per CPU; the result is the same)", false},
     {"no-timing", 0, NULL, "leave wall-clock figures out, for byte-identical output", false},
     {"format", 0, "FMT", "table|json|yaml|megatron|nemo|deepspeed (default: table)", false},
     {"output", 'o', "FILE", "write to FILE atomically (default: stdout)", false},
@@ -80,7 +81,7 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
     pp_gpu_profile prof;
     const char *mspec, *cspec, *sets[64], *fixes[64];
     int fmt = PP_PLAN_FMT_TABLE, obj = PP_PLAN_OBJ_TIME, fid = 1, optz = 0;
-    int64_t top = 10, show = -1, seed = 0;
+    int64_t top = 10, show = -1, seed = 0, jobs = 0;
     double amort = 4, kwh = 0.10, pue = 1.3;
     int rc;
 
@@ -94,6 +95,7 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
         || pp_args_int(&a, "top", 0, 100000, &top, &e)
         || pp_args_int(&a, "show", 1, 1000000, &show, &e)
         || pp_args_int(&a, "seed", 0, INT64_MAX, &seed, &e)
+        || pp_args_int(&a, "jobs", 1, 1024, &jobs, &e)
         || pp_args_enum(&a, "objective", objective_names, &obj, &e)
         || pp_args_enum(&a, "fidelity", fid_names, &fid, &e)
         || pp_args_enum(&a, "optimizer", optimizer_names, &optz, &e)
@@ -123,6 +125,7 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
     o.top = (int)top;
     o.show = (int)show;
     o.seed = (uint64_t)seed;
+    o.jobs = (int)jobs;
     o.objective = (pp_plan_objective)obj;
     o.fidelity = fid == 0 ? PP_FIDELITY_ANALYTIC : PP_FIDELITY_FLOW;
     o.optimizer = (pp_optimizer)optz;

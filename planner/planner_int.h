@@ -66,6 +66,17 @@ int pp__space_check_pins(const pp__space *s, pp_error *e);
 size_t pp__divisors(int64_t n, int64_t *out, size_t max);
 
 /* ------------------------------------------------------------------------
+ * simulate.c: the best `top` of plan->cand (ranked by the estimate)
+ * simulated on pp__plan_jobs(jobs) threads; fills their sim fields, drops
+ * those the simulator finds too large (counted), records the first other
+ * failure in plan->st.sim_error.  Metrics are the caller's.
+ * ---------------------------------------------------------------------- */
+void pp__plan_simulate(pp_plan *plan, const pp_model *m, const pp_cluster *c,
+                       int top, int jobs);
+/* jobs, or the number of online CPUs when jobs <= 0. */
+int pp__plan_jobs(int jobs);
+
+/* ------------------------------------------------------------------------
  * search.c helpers used by emit.c.
  * ---------------------------------------------------------------------- */
 /* The objective's name and unit ("iteration time", "s"). */

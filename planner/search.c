@@ -178,26 +178,6 @@ static int cmp_est(const void *pa, const void *pb) {
     return cmp_layout(a, b);
 }
 
-/* Layouts that differ only in the ZeRO stage and have the same estimate
- * (stages 1, 2 and 3 move the same bytes; they differ in memory) would
- * spend simulations on one figure: the first of them is simulated, the
- * others keep their estimate and rank after the simulated ones. */
-static bool twin_of_simulated(const pp_plan *plan, size_t i) {
-    const pp_plan_candidate *c = &plan->cand[i];
-    for (size_t j = 0; j < i; j++) {
-        const pp_plan_candidate *d = &plan->cand[j];
-        if (!d->simulated || d->est_time_s != c->est_time_s
-            || d->dp_overlap != c->dp_overlap)
-            continue;
-        const pp_parallel *a = &c->par, *b = &d->par;
-        if (a->tp == b->tp && a->pp == b->pp && a->dp == b->dp
-            && a->mbs == b->mbs && a->gbs == b->gbs && a->vp == b->vp
-            && a->sp == b->sp && a->recompute == b->recompute)
-            return true;
-    }
-    return false;
-}
-
 /* ------------------------------------------------------------------------
  * No feasible layout: what came closest and what would make it fit.
  * ---------------------------------------------------------------------- */
@@ -258,9 +238,11 @@ static int infeasible(pp_plan *plan, visit *v, const pp__space *sp,
     }
     if (!v->have_closest)
         return pp_error_set(e, PP_EINFEASIBLE,
-                            "no layout satisfies the rules for %s on %lld "
+                            "no layout satisfies the rules for %s on %s%lld "
                             "GPUs with global batch %lld (rejected: %s)",
-                            plan->model.name, (long long)sp->gpus,
+                            plan->model.name, sp->gpus ? "" : "up to ",
+                            (long long)(sp->gpus ? sp->gpus
+                                                 : sp->cluster_gpus),
                             (long long)sp->gbs, counts[0] ? counts : "none");
     char spec[256], need[48], have[48], short_[48], hbm[48], fix[256];
     pp_parallel_format(&v->closest, spec, sizeof spec);
@@ -449,54 +431,14 @@ int pp_plan_search(const pp_model *m, const pp_cluster *c,
     qsort(plan->cand, plan->n, sizeof *plan->cand, cmp_est);
     plan->st.search_s = now_s() - t0;
 
-    /* Simulate the best K by the estimate.  A layout the simulator finds
-     * too large is dropped and the next one takes its place; any other
-     * failure leaves the layout ranked by its estimate and is reported. */
+    /* Simulate the best K by the estimate (simulate.c).  A layout the
+     * simulator finds too large is dropped and the next one takes its
+     * place; any other failure leaves the layout ranked by its estimate
+     * and is reported. */
     t0 = now_s();
-    size_t done = 0, i = 0;
-    while (done < (size_t)o->top && i < plan->n) {
-        pp_plan_candidate *cd = &plan->cand[i];
-        if (twin_of_simulated(plan, i)) {
-            i++;
-            continue;
-        }
-        pp_step_config cfg;
-        pp_step_result r;
-        pp_error se = PP_ERROR_INIT;
-        pp_step_config_init(&cfg);
-        cfg.model = m;
-        cfg.par = &cd->par;
-        cfg.cluster = c;
-        cfg.profile = &plan->profile;
-        cfg.fidelity = o->fidelity;
-        cfg.dp_overlap = cd->dp_overlap;
-        cfg.optimizer = o->optimizer;
-        cfg.seed = o->seed;
-        memset(&r, 0, sizeof r);
-        int src = pp_step_simulate(&cfg, &r, &se);
-        if (src == PP_EINFEASIBLE) {
-            plan->st.rejected[PP_PLAN_REJECT_SIMULATION]++;
-            plan->st.feasible--;
-            memmove(cd, cd + 1, (plan->n - i - 1) * sizeof *cd);
-            plan->n--;
-            pp_step_result_fini(&r);
-            continue;
-        }
-        if (src < 0) {
-            if (!plan->st.sim_error[0])
-                snprintf(plan->st.sim_error, sizeof plan->st.sim_error,
-                         "%.200s", se.msg[0] ? se.msg : pp_strerror(src));
-        } else {
-            cd->simulated = true;
-            cd->sim_time_s = r.iteration_time_s;
-            cd->sim = r.total;
-            metrics(plan, &fc, cd);
-            plan->st.simulated++;
-        }
-        pp_step_result_fini(&r);
-        done++;
-        i++;
-    }
+    pp__plan_simulate(plan, m, c, o->top, o->jobs);
+    for (size_t k = 0; k < plan->n; k++)
+        if (plan->cand[k].simulated) metrics(plan, &fc, &plan->cand[k]);
     plan->st.simulate_s = now_s() - t0;
     qsort(plan->cand, plan->n, sizeof *plan->cand, cmp_rank);
     if (plan->n == 0) { /* every one the simulator tried was too large */

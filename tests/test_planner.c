@@ -546,6 +546,15 @@ static void test_infeasible_cli(void **state) {
     assert_non_null(strstr(r.err, "short"));
     assert_int_equal(access(out, F_OK), -1); /* no file left behind */
     cli_result_free(&r);
+
+    /* No layout at all: 1,000 = 8 x 125 GPUs, and 125 divides no layer
+     * count of GPT-3 with a DP that divides 1536. */
+    cli_runf(&r, "plan --model gpt3-175b --cluster titan --gpus 1000 "
+                 "--global-batch 1536 --top 0");
+    assert_int_equal(r.status, 1);
+    assert_non_null(strstr(r.err, "no layout satisfies the rules"));
+    assert_non_null(strstr(r.err, "gpus"));
+    cli_result_free(&r);
 }
 
 static void test_determinism_and_formats(void **state) {
@@ -569,6 +578,22 @@ static void test_determinism_and_formats(void **state) {
         cli_result_free(&a);
         cli_result_free(&b);
     }
+    /* The same with the simulations one at a time or four at once. */
+    char *one = NULL;
+    for (int jobs = 1; jobs <= 4; jobs += 3) {
+        cli_result a;
+        cli_runf(&a, "plan --model megatron-3.6b --cluster selene-like "
+                     "--gpus 64 --global-batch 512 --top 4 --no-timing "
+                     "--format json --jobs %d", jobs);
+        assert_int_equal(a.status, 0);
+        if (jobs == 1)
+            one = strdup(a.out);
+        else
+            assert_string_equal(a.out, one);
+        cli_result_free(&a);
+    }
+    free(one);
+
     /* -o writes the same bytes. */
     char out[] = "/tmp/podplan-plan-XXXXXX";
     int fd = mkstemp(out);

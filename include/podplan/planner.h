@@ -119,6 +119,9 @@ typedef struct pp_plan_options {
     const pp_plan_prices *prices;  /* borrowed; NULL: no cost figures
                                       (then OBJ_COST is PP_EUSAGE) */
     uint64_t seed;             /* ECMP hashing of the simulations */
+    int jobs;                  /* simulations run at once (threads); 0:
+                                  one per online CPU.  The result does not
+                                  depend on it. */
 } pp_plan_options;
 
 void pp_plan_options_init(pp_plan_options *o);

@@ -1,0 +1,162 @@
+/*
+ * planner/simulate.c: the best K layouts by the estimate, simulated.
+ *
+ * The simulations are independent (each builds its own simulation, router
+ * and flow network over the read-only cluster, and the simulator keeps no
+ * mutable global state), so they run on `jobs` threads at once: the
+ * simulator is the planner's bottleneck (a 3,072-GPU iteration at flow
+ * fidelity takes seconds) and K of them are embarrassingly parallel.  The
+ * results land in fixed slots and are taken in rank order, so the plan is
+ * the same whatever the number of threads.
+ */
+#include "planner_int.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef struct job {
+    pp_step_config cfg;
+    size_t idx;              /* into plan->cand */
+    int rc;
+    pp_error err;
+    pp_step_result res;
+} job;
+
+typedef struct pool {
+    job *jobs;
+    size_t n, next;
+    pthread_mutex_t mu;
+} pool;
+
+static void run_job(job *j) {
+    memset(&j->res, 0, sizeof j->res);
+    pp_error_clear(&j->err);
+    j->rc = pp_step_simulate(&j->cfg, &j->res, &j->err);
+}
+
+static void *worker(void *arg) {
+    pool *P = arg;
+    for (;;) {
+        pthread_mutex_lock(&P->mu);
+        size_t k = P->next++;
+        pthread_mutex_unlock(&P->mu);
+        if (k >= P->n) break;
+        run_job(&P->jobs[k]);
+    }
+    return NULL;
+}
+
+/* Runs the jobs on up to `threads` threads; falls back to this thread
+ * when threads cannot be made. */
+static void run_all(job *jobs, size_t n, int threads) {
+    pool P = {jobs, n, 0, PTHREAD_MUTEX_INITIALIZER};
+    size_t nt = (size_t)(threads > 0 ? threads : 1);
+    if (nt > n) nt = n;
+    pthread_t *t = nt > 1 ? malloc(nt * sizeof *t) : NULL;
+    size_t started = 0;
+    if (t)
+        for (; started < nt; started++)
+            if (pthread_create(&t[started], NULL, worker, &P) != 0) break;
+    worker(&P); /* this thread works too (and alone when none started) */
+    for (size_t i = 0; i < started; i++) pthread_join(t[i], NULL);
+    free(t);
+}
+
+/* Layouts that differ only in the ZeRO stage and have the same estimate
+ * (stages 1 and 2 move the same bytes; they differ in memory) would
+ * spend simulations on one figure: the first is simulated, the others
+ * keep their estimate and rank after the simulated ones. */
+static bool twins(const pp_plan_candidate *c, const pp_plan_candidate *d) {
+    const pp_parallel *a = &c->par, *b = &d->par;
+    return d->est_time_s == c->est_time_s && d->dp_overlap == c->dp_overlap
+           && a->tp == b->tp && a->pp == b->pp && a->dp == b->dp
+           && a->mbs == b->mbs && a->gbs == b->gbs && a->vp == b->vp
+           && a->sp == b->sp && a->recompute == b->recompute;
+}
+
+int pp__plan_jobs(int jobs) {
+    if (jobs > 0) return jobs;
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+}
+
+void pp__plan_simulate(pp_plan *plan, const pp_model *m, const pp_cluster *c,
+                       int top, int jobs) {
+    const pp_plan_options *o = &plan->opt;
+    /* tried[i]: candidate i was simulated or its simulation failed (not
+     * for memory: those are dropped). */
+    bool *tried = pp_xcalloc(plan->n ? plan->n : 1, sizeof *tried);
+    job *batch = pp_xcalloc((size_t)(top > 0 ? top : 1), sizeof *batch);
+    size_t done = 0;
+    int threads = pp__plan_jobs(jobs);
+
+    while (done < (size_t)top) {
+        /* The next layouts by the estimate, twins left out. */
+        size_t nb = 0;
+        for (size_t i = 0; i < plan->n && done + nb < (size_t)top; i++) {
+            if (tried[i]) continue;
+            bool twin = false;
+            for (size_t j = 0; j < i && !twin; j++)
+                if (tried[j]) twin = twins(&plan->cand[i], &plan->cand[j]);
+            for (size_t k = 0; k < nb && !twin; k++)
+                twin = twins(&plan->cand[i], &plan->cand[batch[k].idx]);
+            if (twin) continue;
+            job *jb = &batch[nb++];
+            memset(jb, 0, sizeof *jb);
+            jb->idx = i;
+            pp_step_config_init(&jb->cfg);
+            jb->cfg.model = m;
+            jb->cfg.par = &plan->cand[i].par;
+            jb->cfg.cluster = c;
+            jb->cfg.profile = &plan->profile;
+            jb->cfg.fidelity = o->fidelity;
+            jb->cfg.dp_overlap = plan->cand[i].dp_overlap;
+            jb->cfg.optimizer = o->optimizer;
+            jb->cfg.seed = o->seed;
+        }
+        if (nb == 0) break;
+        run_all(batch, nb, threads);
+
+        /* Take the results in rank order; drop what did not fit. */
+        bool dropped = false;
+        for (size_t k = 0; k < nb; k++) {
+            job *jb = &batch[k];
+            pp_plan_candidate *cd = &plan->cand[jb->idx];
+            if (jb->rc == PP_EINFEASIBLE) {
+                plan->st.rejected[PP_PLAN_REJECT_SIMULATION]++;
+                plan->st.feasible--;
+                cd->gpus = -1; /* marks it for removal below */
+                dropped = true;
+            } else if (jb->rc < 0) {
+                if (!plan->st.sim_error[0])
+                    snprintf(plan->st.sim_error, sizeof plan->st.sim_error,
+                             "%.200s",
+                             jb->err.msg[0] ? jb->err.msg
+                                            : pp_strerror(jb->rc));
+                tried[jb->idx] = true;
+                done++;
+            } else {
+                cd->simulated = true;
+                cd->sim_time_s = jb->res.iteration_time_s;
+                cd->sim = jb->res.total;
+                tried[jb->idx] = true;
+                plan->st.simulated++;
+                done++;
+            }
+            pp_step_result_fini(&jb->res);
+        }
+        if (dropped) {
+            size_t w = 0;
+            for (size_t i = 0; i < plan->n; i++) {
+                if (plan->cand[i].gpus < 0) continue;
+                plan->cand[w] = plan->cand[i];
+                tried[w++] = tried[i];
+            }
+            plan->n = w;
+        }
+    }
+    free(batch);
+    free(tried);
+}
