@@ -19,17 +19,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sim_int.h"
+#include "fabric_int.h"
 
 enum { FAB_SINGLE, FAB_LEAF_SPINE, FAB_FAT_TREE, FAB_EXPLICIT };
 static const char *const kind_names[] = {"single-switch", "leaf-spine",
                                          "fat-tree", "explicit", NULL};
 enum { WIRE_RAIL, WIRE_TOR };
 static const char *const wiring_names[] = {"rail", "tor", NULL};
-static const char *const level_names[] = {"leaf", "spine", "core", NULL};
+const char *const pp__fabric_levels[] = {"leaf", "spine", "core", NULL};
 
 #define MAX_RADIX 100000
-#define MAX_SWITCHES 1000000
 
 /* Which fabric kinds read which key (bit per kind), so a key that the
  * chosen kind ignores is reported as such rather than silently unused. */
@@ -50,17 +49,6 @@ static const struct {
     {"links", K_E},
 };
 
-typedef struct fab {
-    pp_node *map;
-    int kind, wiring;
-    const pp_switch_spec *sw;
-    pp_node *sw_node, *radix_node;
-    const pp_link_spec *link;
-    int64_t radix;
-    double ratio, spine_ratio;
-    double bw, lat, sw_lat; /* cable bandwidth, cable and switch latency */
-    int32_t n_leaves, n_spines, n_cores;
-} fab;
 
 /* ------------------------------------------------------------------------
  * Small helpers.
@@ -122,28 +110,8 @@ static int32_t add_switch(pp_cluster *c, pp_dev_kind kind, int32_t local,
     return id;
 }
 
-static bool is_switch(pp_dev_kind k)
-{
-    return k == PP_DEV_LEAF || k == PP_DEV_SPINE || k == PP_DEV_CORE;
-}
 
-/* One cable: two directed links.  A hop into a fabric switch also pays
- * the switch's port-to-port latency, so a path's latency is the sum of
- * its links' (cable + switching), each switch counted once. */
-static void cable(pp_cluster *c, int32_t a, int32_t b, pp_link_kind kind,
-                  double bw, double lat, double lat_a, double lat_b)
-{
-    int32_t id = pp__cluster_add_link(c, a, b, kind, bw, lat, 0);
-    c->links[id].lat_s += lat_b;
-    c->links[id + 1].lat_s += lat_a;
-}
 
-/* The port speed of a switch type, when the catalogue names it. */
-static double port_Bps(const pp_cluster *c, const pp_switch_spec *s)
-{
-    const pp_link_spec *p = s ? pp_catalog_link(c->cat, s->port) : NULL;
-    return p && p->bw_Bps > 0 ? p->bw_Bps : INFINITY;
-}
 
 /* ------------------------------------------------------------------------
  * Leaves: cable nodes [n0, n1) to new leaves.  down[] receives each new
@@ -170,7 +138,7 @@ static int32_t place_leaves(pp_cluster *c, fab *f, int32_t n0, int32_t n1,
             int32_t k = (int32_t)((int64_t)i * groups / Np);
             for (int32_t h = 0; h < H; h++) {
                 int32_t leaf = base + k * H + h;
-                cable(c, pp_cluster_hca(c, n0 + i, h), leaf, PP_LINK_HOST,
+                pp__fabric_cable(c, pp_cluster_hca(c, n0 + i, h), leaf, PP_LINK_HOST,
                       host_bw, f->lat, 0, f->sw_lat);
                 down[k * H + h]++;
             }
@@ -186,7 +154,7 @@ static int32_t place_leaves(pp_cluster *c, fab *f, int32_t n0, int32_t n1,
             int32_t k = (int32_t)((int64_t)i * L / Np);
             int32_t leaf = base + k;
             for (int32_t h = 0; h < H; h++)
-                cable(c, pp_cluster_hca(c, n0 + i, h), leaf, PP_LINK_HOST,
+                pp__fabric_cable(c, pp_cluster_hca(c, n0 + i, h), leaf, PP_LINK_HOST,
                       host_bw, f->lat, 0, f->sw_lat);
             down[k] += H;
         }
@@ -227,7 +195,7 @@ static int64_t connect_up(pp_cluster *c, fab *f, int32_t low0,
             fewest = u;
         for (int64_t k = 0; k < u; k++) {
             int32_t s = (int32_t)((start[l] + k) % n_up);
-            cable(c, low0 + l, up0 + s, PP_LINK_FABRIC, f->bw, f->lat,
+            pp__fabric_cable(c, low0 + l, up0 + s, PP_LINK_FABRIC, f->bw, f->lat,
                   f->sw_lat, f->sw_lat);
             up_down[s]++;
         }
@@ -261,7 +229,7 @@ static int gen_single(pp_cluster *c, fab *f, pp_error *e)
     double bw = fmin(f->bw, c->info.nic_Bps);
     for (int32_t n = 0; n < c->info.nodes; n++)
         for (int32_t h = 0; h < c->info.hcas_per_node; h++)
-            cable(c, pp_cluster_hca(c, n, h), leaf, PP_LINK_HOST, bw, f->lat,
+            pp__fabric_cable(c, pp_cluster_hca(c, n, h), leaf, PP_LINK_HOST, bw, f->lat,
                   0, f->sw_lat);
     return 0;
 }
@@ -536,219 +504,27 @@ out:
     return rc;
 }
 
-/* ------------------------------------------------------------------------
- * Explicit: a list of switches and a list of cables, for fabrics no
- * generator describes.  Endpoints are device names ("n0.hca3", "leaf2").
- * ---------------------------------------------------------------------- */
-static int read_switch_item(pp_cluster *c, fab *f, pp_node *it,
-                            const char *path, int32_t *per_level,
-                            const pp_switch_spec **spec_out, pp_error *e)
+/* One cable: two directed links.  A hop into a fabric switch also pays
+ * the switch's port-to-port latency, so a path's latency is the sum of
+ * its links' (cable + switching), each switch counted once. */
+void pp__fabric_cable(pp_cluster *c, int32_t a, int32_t b, pp_link_kind kind,
+                  double bw, double lat, double lat_a, double lat_b)
 {
-    const char *name;
-    int level = 0;
-    int64_t pod = -1, rail = -1;
-    const void *spec = NULL;
-    pp_node *nn;
-    char p[256];
-    int rc;
-
-    static const char *const keys[] = {"name", "level", "type", "pod",
-                                       "rail", NULL};
-    if ((rc = pp_node_expect(it, path, PP_NODE_MAP, e)) < 0
-        || (rc = pp__map_keys(it, path, keys, e)) < 0
-        || (rc = pp_map_string(it, path, "name", PP_REQUIRED, &name, e)) < 0
-        || (rc = pp_map_enum(it, path, "level", PP_REQUIRED, level_names,
-                             &level, e)) < 0)
-        return rc;
-    rc = pp__cat_lookup(c, PP_CAT_SWITCH, it, path, "type",
-                        f->sw ? PP_OPTIONAL : PP_REQUIRED, &spec, NULL, e);
-    if (rc < 0)
-        return rc;
-    if (rc == 1)
-        spec = f->sw;
-    if ((rc = pp_map_int(it, path, "pod", PP_OPTIONAL, 0, MAX_SWITCHES, &pod,
-                         e)) < 0
-        || (rc = pp_map_int(it, path, "rail", PP_OPTIONAL, 0, 1 << 20, &rail,
-                            e)) < 0
-        || (rc = pp_map_done(it, path, e)) < 0)
-        return rc;
-    nn = pp_map_get(it, "name");
-    pp_path(p, sizeof p, path, "name");
-    /* Node devices are "nN.xxx": a switch name with a dot could shadow
-     * one, and names longer than our buffers help nobody. */
-    if (strchr(name, '.') || strlen(name) >= PP_NAME_MAX
-        || strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                        "0123456789_-") != strlen(name))
-        return pp_error_at(e, PP_EINPUT, nn, p,
-                           "expected a name of letters, digits, '-' and '_' "
-                           "(at most %d), got \"%s\"",
-                           PP_NAME_MAX - 1, name);
-    int32_t other = pp_cluster_find(c, name);
-    if (other >= 0)
-        return pp_error_at(e, PP_EINPUT, nn, p, "\"%s\" is already a %s",
-                           name, c->devs[other].node >= 0
-                                     ? "device of a node"
-                                     : "switch (names must be unique)");
-    pp_dev_kind kind = (pp_dev_kind)(PP_DEV_LEAF + level);
-    int32_t id = pp__cluster_add_device(c, kind, -1, per_level[level]++,
-                                        name);
-    c->devs[id].pod = (int32_t)pod;
-    c->devs[id].rail = (int32_t)rail;
-    const pp_switch_spec *s = spec;
-    if (c->switch_radix[kind] == 0)
-        c->switch_radix[kind] = s->radix;
-    *spec_out = s;
-    return 0;
+    int32_t id = pp__cluster_add_link(c, a, b, kind, bw, lat, 0);
+    c->links[id].lat_s += lat_b;
+    c->links[id + 1].lat_s += lat_a;
 }
 
-
-static int resolve_end(pp_cluster *c, pp_node *it, const char *path,
-                       const char *key, pp_node *switches, int32_t *out,
-                       pp_error *e)
+/* The port speed of a switch type, when the catalogue names it. */
+double pp__fabric_port_Bps(const pp_cluster *c, const pp_switch_spec *s)
 {
-    const char *name;
-    char p[256];
-    int rc = pp_map_string(it, path, key, PP_REQUIRED, &name, e);
-    if (rc)
-        return rc;
-    pp_node *n = pp_map_get(it, key);
-    pp_path(p, sizeof p, path, key);
-    int32_t id = pp_cluster_find(c, name);
-    if (id < 0) {
-        /* Suggest the nearest switch name (node devices follow a pattern
-         * the message spells out instead). */
-        const char *near = NULL;
-        int best = 3;
-        for (size_t i = 0; i < switches->n; i++) {
-            pp_node *sn = pp_map_get(switches->items[i], "name");
-            if (!sn || sn->kind != PP_NODE_SCALAR)
-                continue;
-            int d = pp_edit_distance(name, sn->scalar, 2);
-            if (d < best) {
-                best = d;
-                near = sn->scalar;
-            }
-        }
-        if (near)
-            return pp_error_at(e, PP_EINPUT, n, p,
-                               "unknown endpoint \"%s\" (did you mean "
-                               "\"%s\"?)",
-                               name, near);
-        return pp_error_at(e, PP_EINPUT, n, p,
-                           "unknown endpoint \"%s\" (expected a switch of "
-                           "fabric.switches or an HCA nN.hcaK with N < %d "
-                           "and K < %d)",
-                           name, c->info.nodes, c->info.hcas_per_node);
-    }
-    pp_dev_kind k = c->devs[id].kind;
-    if (k != PP_DEV_HCA && !is_switch(k))
-        return pp_error_at(e, PP_EINPUT, n, p,
-                           "\"%s\" is a %s; cables join HCAs and fabric "
-                           "switches",
-                           name, pp_dev_kind_name(k));
-    *out = id;
-    return 0;
+    const pp_link_spec *p = s ? pp_catalog_link(c->cat, s->port) : NULL;
+    return p && p->bw_Bps > 0 ? p->bw_Bps : INFINITY;
 }
 
-static int read_link_item(pp_cluster *c, fab *f, pp_node *it,
-                          const char *path, pp_node *switches,
-                          const pp_switch_spec *const *swi, int32_t sw_base,
-                          pp_error *e)
+bool pp__fabric_is_switch(pp_dev_kind k)
 {
-    int32_t a, b;
-    int64_t count = 1;
-    const void *spec = NULL;
-    double bw = 0, lat = 0;
-    int rc, has_bw, has_lat;
-
-    static const char *const keys[] = {"a", "b", "link", "count",
-                                       "bandwidth", "latency", NULL};
-    if ((rc = pp_node_expect(it, path, PP_NODE_MAP, e)) < 0
-        || (rc = pp__map_keys(it, path, keys, e)) < 0
-        || (rc = resolve_end(c, it, path, "a", switches, &a, e)) < 0
-        || (rc = resolve_end(c, it, path, "b", switches, &b, e)) < 0)
-        return rc;
-    rc = pp__cat_lookup(c, PP_CAT_LINK, it, path, "link", PP_OPTIONAL, &spec,
-                        NULL, e);
-    if (rc < 0)
-        return rc;
-    const pp_link_spec *ls = rc == 0 ? spec : f->link;
-    if ((rc = pp_map_int(it, path, "count", PP_OPTIONAL, 1, 1024, &count,
-                         e)) < 0)
-        return rc;
-    if ((has_bw = pp_map_quantity(it, path, "bandwidth", PP_OPTIONAL,
-                                  PP_Q_BANDWIDTH, NULL, false, &bw, e)) < 0)
-        return has_bw;
-    if ((has_lat = pp_map_quantity(it, path, "latency", PP_OPTIONAL,
-                                   PP_Q_TIME, NULL, true, &lat, e)) < 0)
-        return has_lat;
-    if ((rc = pp_map_done(it, path, e)) < 0)
-        return rc;
-
-    pp_dev_kind ka = c->devs[a].kind, kb = c->devs[b].kind;
-    if (a == b || (ka == PP_DEV_HCA && kb == PP_DEV_HCA))
-        return pp_error_at(e, PP_EINPUT, pp_map_get(it, "b"), path,
-                           a == b ? "a cable needs two different ends"
-                                  : "a cable needs a switch at one end");
-    /* A cable runs at the slowest of its type, the HCA and the switch
-     * ports at its ends, unless given a bandwidth. */
-    const pp_switch_spec *sa = is_switch(ka) ? swi[a - sw_base] : NULL;
-    const pp_switch_spec *sb = is_switch(kb) ? swi[b - sw_base] : NULL;
-    if (has_bw != 0) {
-        bw = ls->bw_Bps;
-        if (ka == PP_DEV_HCA || kb == PP_DEV_HCA)
-            bw = fmin(bw, c->info.nic_Bps);
-        bw = fmin(bw, fmin(port_Bps(c, sa), port_Bps(c, sb)));
-    }
-    if (has_lat != 0)
-        lat = ls->lat_s;
-    pp_link_kind kind = ka == PP_DEV_HCA || kb == PP_DEV_HCA ? PP_LINK_HOST
-                                                             : PP_LINK_FABRIC;
-    for (int64_t i = 0; i < count; i++)
-        cable(c, a, b, kind, bw, lat, sa ? sa->lat_s : 0, sb ? sb->lat_s : 0);
-    return 0;
-}
-
-static int gen_explicit(pp_cluster *c, fab *f, pp_error *e)
-{
-    pp_node *sws, *links;
-    int32_t per_level[3] = {0, 0, 0};
-    char ip[256];
-    const pp_switch_spec **swi = NULL; /* type of each, pp_device has none */
-    int rc;
-
-    if ((rc = pp_map_node(f->map, "fabric", "switches", PP_REQUIRED,
-                          PP_NODE_SEQ, &sws, e)) < 0
-        || (rc = pp_map_node(f->map, "fabric", "links", PP_REQUIRED,
-                             PP_NODE_SEQ, &links, e)) < 0)
-        return rc;
-    if (sws->n == 0)
-        return pp_error_at(e, PP_EINPUT, sws, "fabric.switches",
-                           "expected at least one switch");
-    if (sws->n > MAX_SWITCHES)
-        return pp_error_at(e, PP_EINPUT, sws, "fabric.switches",
-                           "more than %d switches", MAX_SWITCHES);
-    int32_t sw_base = (int32_t)c->n_devs;
-    swi = pp_xcalloc(sws->n, sizeof *swi);
-    for (size_t i = 0; i < sws->n; i++) {
-        pp_path_index(ip, sizeof ip, "fabric.switches", i);
-        if ((rc = read_switch_item(c, f, sws->items[i], ip, per_level,
-                                   &swi[i], e)) < 0)
-            goto out;
-    }
-    for (size_t i = 0; i < links->n; i++) {
-        pp_path_index(ip, sizeof ip, "fabric.links", i);
-        if ((rc = read_link_item(c, f, links->items[i], ip, sws, swi, sw_base,
-                                 e)) < 0)
-            goto out;
-    }
-    f->n_leaves = per_level[0];
-    f->n_spines = per_level[1];
-    f->n_cores = per_level[2];
-    rc = 0;
-out:
-    free(swi);
-    return rc;
+    return k == PP_DEV_LEAF || k == PP_DEV_SPINE || k == PP_DEV_CORE;
 }
 
 /* ------------------------------------------------------------------------
@@ -842,7 +618,7 @@ int pp__fabric_build(pp_cluster *c, pp_node *map, pp_error *e)
                                "switch \"%s\" has no radix in the catalogue",
                                f.sw->name);
         f.sw_lat = f.sw->lat_s;
-        f.bw = fmin(f.link->bw_Bps, port_Bps(c, f.sw));
+        f.bw = fmin(f.link->bw_Bps, pp__fabric_port_Bps(c, f.sw));
     }
     f.lat = f.link->lat_s;
     if (f.kind == FAB_LEAF_SPINE || f.kind == FAB_FAT_TREE) {
@@ -866,7 +642,7 @@ int pp__fabric_build(pp_cluster *c, pp_node *map, pp_error *e)
     case FAB_SINGLE: rc = gen_single(c, &f, e); break;
     case FAB_LEAF_SPINE: rc = gen_leaf_spine(c, &f, e); break;
     case FAB_FAT_TREE: rc = gen_fat_tree(c, &f, e); break;
-    default: rc = gen_explicit(c, &f, e); break;
+    default: rc = pp__fabric_explicit(c, &f, e); break;
     }
     if (rc < 0)
         return rc;
