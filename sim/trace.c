@@ -105,7 +105,11 @@ static int32_t new_thread(pp__trace *t, int pid, const char *name,
 
 static void event(pp__trace *t, int pid, int32_t tid, const char *name,
                   double t0, double t1) {
-    double ts = t0 * 1e6, dur = (t1 - t0) * 1e6;
+    /* Round both ends to the printed nanosecond and take the difference,
+     * so back-to-back spans on a track neither overlap nor leave a gap
+     * (rounding ts and dur separately made 1 ns overlaps). */
+    double ts = round(t0 * 1e9) / 1e3;
+    double dur = round(t1 * 1e9) / 1e3 - ts;
     fputs(",\n{\"name\":", t->fp);
     put_str(t->fp, name);
     /* %.3f of -0.0 would print "-0.000": keep it out of the file. */
