@@ -6,22 +6,25 @@
 #include <string.h>
 
 static const pp_cli_cmd *const commands[] = {
+    /* The three questions first: plan, what if (simulate), then the
+     * building blocks and the closed forms. */
     &pp_cmd_plan,
+    &pp_cmd_simulate,
+    &pp_cmd_collective,
+    &pp_cmd_flows,
+    &pp_cmd_topo,
     &pp_cmd_flops,
     &pp_cmd_estimate,
     &pp_cmd_memory,
-    &pp_cmd_topo,
-    &pp_cmd_collective,
-    &pp_cmd_flows,
-    &pp_cmd_simulate,
     NULL,
 };
 
 static void usage(FILE *fp) {
     fprintf(fp,
             "usage: podplan <command> [options]\n\n"
-            "podplan plans large-model training on GPU clusters: FLOPs,\n"
-            "time to train and memory per GPU from closed-form models.\n\n"
+            "podplan plans large-model training on GPU clusters: which\n"
+            "parallel layout to launch, how long an iteration and the whole\n"
+            "training take on a simulated network, what fits in memory.\n\n"
             "commands:\n");
     for (int i = 0; commands[i]; i++)
         fprintf(fp, "  %-12s %s\n", commands[i]->name, commands[i]->summary);
