@@ -267,6 +267,16 @@ static void on_post(pp_engine *eng, void *ctx, uint64_t arg) {
  * Starting one.
  * ---------------------------------------------------------------------- */
 
+/* Groups up to this size are checked for duplicates pairwise. */
+#define SMALL_GROUP 64
+
+/* Whether device d is among the first n ranks of g. */
+static bool in_group(const int32_t *g, size_t n, int32_t d) {
+    for (size_t j = 0; j < n; j++)
+        if (g[j] == d) return true;
+    return false;
+}
+
 /* Checks the spec against the cluster and builds the endpoint table. */
 static int coll_new(pp_sim *s, const pp_coll_spec *spec, pp__coll **out,
                     pp_error *e) {
@@ -299,7 +309,11 @@ static int coll_new(pp_sim *s, const pp_coll_spec *spec, pp__coll **out,
     const pp_cluster *c = pp_sim_cluster(s);
     size_t n_devs;
     const pp_device *devs = pp_cluster_devices(c, &n_devs);
-    unsigned char *seen = pp_xcalloc(n_devs ? n_devs : 1, 1);
+    /* Duplicates: a small group (a TP group, most DP groups) compares
+     * with the ranks before it; only a large one pays for a table of every
+     * device (zeroing it per collective cost more than the check). */
+    bool small = spec->n_gpus <= SMALL_GROUP;
+    unsigned char *seen = small ? NULL : pp_xcalloc(n_devs ? n_devs : 1, 1);
     int rc = 0;
     for (size_t i = 0; i < spec->n_gpus && !rc; i++) {
         int32_t d = spec->gpus[i];
@@ -307,7 +321,7 @@ static int coll_new(pp_sim *s, const pp_coll_spec *spec, pp__coll **out,
             rc = pp_error_set(e, PP_EINVAL,
                               "collective: rank %zu: device %d is not a GPU "
                               "of %s", i, (int)d, pp_cluster_info_get(c)->name);
-        else if (seen[d]++)
+        else if (small ? in_group(spec->gpus, i, d) : seen[d]++)
             rc = pp_error_set(e, PP_EINVAL,
                               "collective: %s appears twice in the group",
                               devs[d].name);
@@ -318,7 +332,7 @@ static int coll_new(pp_sim *s, const pp_coll_spec *spec, pp__coll **out,
             rc = pp_error_set(e, PP_EINVAL,
                               "collective: ps: server device %d does not "
                               "exist", (int)d);
-        else if (seen[d])
+        else if (small ? in_group(spec->gpus, spec->n_gpus, d) : seen[d])
             rc = pp_error_set(e, PP_EINVAL,
                               "collective: ps: the server %s is also a "
                               "worker", devs[d].name);

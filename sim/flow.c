@@ -55,7 +55,6 @@
 typedef struct mm_scratch {
     double *rc;     /* remaining capacity per link */
     int32_t *cnt;   /* unfrozen flows per link */
-    int32_t *pos;   /* heap position per link */
     bool *dirty;    /* rc or cnt changed since the link's key was set */
     size_t cap;
     iheap h;
@@ -64,9 +63,47 @@ typedef struct mm_scratch {
 static void mm_scratch_fini(mm_scratch *s) {
     free(s->rc);
     free(s->cnt);
-    free(s->pos);
     free(s->dirty);
     free(s->h.a);
+}
+
+/* The solve only ever pushes, re-keys the top and pops the top, so its
+ * heap needs no position index: these are ih_up / ih_down / ih_remove
+ * without the pos[] writes, which were most of a solve's stores.  Same
+ * comparisons, same moves, so the same pop order. */
+static inline void mm_up(iheap *h, size_t i) {
+    ikey x = h->a[i];
+    while (i > 0) {
+        size_t p = (i - 1) / 2;
+        if (!ik_less(&x, &h->a[p]))
+            break;
+        h->a[i] = h->a[p];
+        i = p;
+    }
+    h->a[i] = x;
+}
+
+static inline void mm_down(iheap *h, size_t i) {
+    ikey x = h->a[i];
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= h->n)
+            break;
+        if (c + 1 < h->n && ik_less(&h->a[c + 1], &h->a[c]))
+            c++;
+        if (!ik_less(&h->a[c], &x))
+            break;
+        h->a[i] = h->a[c];
+        i = c;
+    }
+    h->a[i] = x;
+}
+
+static inline void mm_pop(iheap *h) {
+    if (--h->n == 0)
+        return;
+    h->a[0] = h->a[h->n];
+    mm_down(h, 0);
 }
 
 /* Max-min rates for nf flows over nl links, both as CSR: link l carries
@@ -88,34 +125,63 @@ static void maxmin_core(int32_t nl, const double *cap, const int32_t *lf_off,
         s->cap = (size_t)nl > 2 * s->cap ? (size_t)nl : 2 * s->cap;
         s->rc = pp_xrealloc(s->rc, s->cap * sizeof *s->rc);
         s->cnt = pp_xrealloc(s->cnt, s->cap * sizeof *s->cnt);
-        s->pos = pp_xrealloc(s->pos, s->cap * sizeof *s->pos);
         s->dirty = pp_xrealloc(s->dirty, s->cap * sizeof *s->dirty);
     }
-    for (int32_t f = 0; f < nf; f++)
-        rate[f] = -1.0; /* unfrozen */
-    s->h.n = 0;
+    if ((size_t)nl > s->h.cap) { /* at most one key per link */
+        s->h.cap = s->cap;
+        s->h.a = pp_xrealloc(s->h.a, s->h.cap * sizeof *s->h.a);
+    }
     for (int32_t l = 0; l < nl; l++) {
         s->rc[l] = cap[l];
         s->cnt[l] = lf_off[l + 1] - lf_off[l];
-        s->pos[l] = -1;
         s->dirty[l] = false;
-        if (s->cnt[l] > 0)
-            ih_push(&s->h, s->pos, l, l, cap[l] / s->cnt[l]);
+    }
+    /* A flow alone on every link of its path (once each) shares nothing:
+     * the filling would freeze it at the first of its links to reach the
+     * top, min over them of cap / 1 == cap, and touch nothing else.  So it
+     * is settled here and its links stay out of the heap (cnt 0); the
+     * other flows' links, disjoint from these, pop in the same order as
+     * before.  Updates are mostly such flows (an NVSwitch ring, a lone
+     * pipeline send). */
+    for (int32_t f = 0; f < nf; f++) {
+        double r = INFINITY;
+        int32_t j = f_off[f];
+        for (; j < f_off[f + 1]; j++) {
+            int32_t m = fl[j];
+            if (s->cnt[m] != 1)
+                break;
+            if (cap[m] < r)
+                r = cap[m];
+        }
+        if (j < f_off[f + 1]) {
+            rate[f] = -1.0; /* unfrozen */
+            continue;
+        }
+        rate[f] = r;
+        for (j = f_off[f]; j < f_off[f + 1]; j++)
+            s->cnt[fl[j]] = 0;
+    }
+    s->h.n = 0;
+    for (int32_t l = 0; l < nl; l++) {
+        if (s->cnt[l] > 0) {
+            s->h.a[s->h.n] = (ikey){cap[l] / s->cnt[l], l, l};
+            mm_up(&s->h, s->h.n++);
+        }
     }
     while (s->h.n > 0) {
         int32_t l = s->h.a[0].item;
         if (s->cnt[l] == 0) { /* every flow of it froze elsewhere */
-            ih_remove(&s->h, s->pos, l);
+            mm_pop(&s->h);
             continue;
         }
         if (s->dirty[l]) {
             s->dirty[l] = false;
             s->h.a[0].k = s->rc[l] / s->cnt[l];
-            ih_down(&s->h, s->pos, 0);
+            mm_down(&s->h, 0);
             continue;
         }
         double share = s->h.a[0].k;
-        ih_remove(&s->h, s->pos, l);
+        mm_pop(&s->h);
         if (share < 0)
             share = 0; /* rounding left a hair below zero */
         for (int32_t i = lf_off[l]; i < lf_off[l + 1]; i++) {
@@ -189,16 +255,25 @@ typedef struct lentry {
     int32_t hop;  /* which hop of that flow's path this link is */
 } lentry;
 
+/* One cache line per link (the array is 64-byte aligned): a join, a
+ * leave and an update touch a handful of random links each, so keeping
+ * everything they read and write about a link in one line (the byte
+ * counter and the local index included, rather than in arrays of their
+ * own) is what bounds their cost. */
 typedef struct link {
     lentry *fl;     /* the joined flows crossing this link */
-    size_t n, cap;
+    uint32_t n, cap;
     double cap_Bps;
     double rate;    /* sum of its flows' rates since t */
-    double t;       /* link_bytes is exact up to t */
+    double t;       /* bytes is exact up to t */
+    double bytes;   /* carried so far (copied out by link_bytes) */
     uint32_t mark;  /* walk epoch */
     int32_t bpos;   /* index in net->busy while it carries flows, else -1 */
+    int32_t local;  /* index in the component being solved */
     bool seed;      /* changed since the last update */
 } link;
+
+_Static_assert(sizeof(link) <= 64, "a link should fit one cache line");
 
 enum { F_FREE, F_WAIT, F_JOINED, F_ACTIVE };
 
@@ -241,7 +316,6 @@ struct pp_flownet {
     size_t n_active, cap_active;
     int32_t *busy;      /* links that carry flows (for full solves) */
     size_t n_busy;
-    int32_t *l_local;   /* per link: index in the component being solved */
 
     iheap done_heap;    /* ACTIVE flows by t_end */
     pp_timer armed;     /* the completion event, 0 if none */
@@ -272,11 +346,15 @@ pp_flownet *pp_flownet_new(pp_engine *eng, const double *capacity_Bps,
     pp_flownet *net = pp_xcalloc(1, sizeof *net);
     net->eng = eng;
     net->n_links = n_links;
-    net->links = pp_xcalloc(n_links ? n_links : 1, sizeof *net->links);
+    size_t lsz = (n_links ? n_links : 1) * sizeof *net->links;
+    lsz = (lsz + 63) / 64 * 64; /* aligned_alloc wants a multiple */
+    net->links = aligned_alloc(64, lsz);
+    if (!net->links)
+        pp_oom();
+    memset(net->links, 0, lsz);
     net->link_bytes = pp_xcalloc(n_links ? n_links : 1,
                                  sizeof *net->link_bytes);
     net->busy = pp_xmalloc((n_links ? n_links : 1) * sizeof *net->busy);
-    net->l_local = pp_xmalloc((n_links ? n_links : 1) * sizeof *net->l_local);
     double now = pp_engine_now(eng);
     for (size_t l = 0; l < n_links; l++) {
         double c = capacity_Bps[l];
@@ -312,7 +390,6 @@ void pp_flownet_free(pp_flownet *net) {
     free(net->slot_of);
     free(net->active);
     free(net->busy);
-    free(net->l_local);
     free(net->done_heap.a);
     free(net->seeds);
     free(net->fin);
@@ -332,9 +409,24 @@ static void on_complete(pp_engine *eng, void *ctx, uint64_t arg);
 static void on_resolve(pp_engine *eng, void *ctx, uint64_t arg);
 static void on_latency(pp_engine *eng, void *ctx, uint64_t arg);
 
-static void settle_link(pp_flownet *net, link *lk, size_t l, double now) {
-    net->link_bytes[l] += lk->rate * (now - lk->t);
+static void settle_link(link *lk, double now) {
+    lk->bytes += lk->rate * (now - lk->t);
     lk->t = now;
+}
+
+/* Asks for the links of a path ahead of the loop that walks them: each is
+ * a likely cache miss, and issued together they overlap instead of
+ * queueing one behind the other.  A hint only: no effect on results. */
+static inline void prefetch_links(const pp_flownet *net, const int32_t *path,
+                                  int32_t n) {
+#if defined(__GNUC__)
+    for (int32_t h = 0; h < n; h++)
+        __builtin_prefetch(&net->links[path[h]], 1);
+#else
+    (void)net;
+    (void)path;
+    (void)n;
+#endif
 }
 
 static void seed_link(pp_flownet *net, int32_t l) {
@@ -474,6 +566,7 @@ static void on_latency(pp_engine *eng, void *ctx, uint64_t arg) {
     /* Join: into every link's list, at rate 0 until the update. */
     f->state = F_JOINED;
     int32_t *pos = f->path + f->n;
+    prefetch_links(net, f->path, f->n);
     for (int32_t h = 0; h < f->n; h++) {
         link *lk = &net->links[f->path[h]];
         GROW(lk->fl, lk->cap, lk->n + 1);
@@ -497,6 +590,7 @@ static void on_latency(pp_engine *eng, void *ctx, uint64_t arg) {
 static void leave(pp_flownet *net, int32_t s) {
     flow *f = &net->fl[s];
     int32_t *pos = f->path + f->n;
+    prefetch_links(net, f->path, f->n);
     for (int32_t h = 0; h < f->n; h++) {
         link *lk = &net->links[f->path[h]];
         size_t p = (size_t)pos[h];
@@ -643,6 +737,22 @@ static void on_resolve(pp_engine *eng, void *ctx, uint64_t arg) {
     size_t nf, nl;
     bool full = gather(net, &nf, &nl);
 
+    /* Only flows left, and nothing else crossed their links (about half
+     * of all updates): the links are idle from now on.  What the general
+     * path below would do, without building an empty problem. */
+    if (nf == 0) {
+        for (size_t i = 0; i < nl; i++) {
+            link *lk = &net->links[net->c_links[i]];
+            settle_link(lk, now);
+            lk->rate = 0;
+        }
+        net->st.updates++;
+        net->st.full_solves += full;
+        net->st.active_sum += net->n_active;
+        rearm(net);
+        return;
+    }
+
     /* The component in CSR form, with local indices. */
     GROW(net->c_cap, net->cap_c_cap, nl + 1);
     GROW(net->lf_off, net->cap_lf_off, nl + 1);
@@ -653,8 +763,8 @@ static void on_resolve(pp_engine *eng, void *ctx, uint64_t arg) {
     size_t hops = 0;
     for (size_t i = 0; i < nl; i++) {
         link *lk = &net->links[net->c_links[i]];
-        settle_link(net, lk, (size_t)net->c_links[i], now);
-        net->l_local[net->c_links[i]] = (int32_t)i;
+        settle_link(lk, now);
+        lk->local = (int32_t)i;
         net->c_cap[i] = lk->cap_Bps;
         net->lf_off[i] = (int32_t)hops;
         hops += lk->n;
@@ -673,7 +783,7 @@ static void on_resolve(pp_engine *eng, void *ctx, uint64_t arg) {
         const flow *f = &net->fl[net->c_flows[j]];
         net->f_off[j] = (int32_t)fh;
         for (int32_t h = 0; h < f->n; h++)
-            net->f_links[fh++] = net->l_local[f->path[h]];
+            net->f_links[fh++] = net->links[f->path[h]].local;
     }
     net->f_off[nf] = (int32_t)fh;
     assert(fh == hops);
@@ -736,8 +846,10 @@ static void on_resolve(pp_engine *eng, void *ctx, uint64_t arg) {
 
 const double *pp_flownet_link_bytes(pp_flownet *net) {
     double now = pp_engine_now(net->eng);
-    for (size_t l = 0; l < net->n_links; l++)
-        settle_link(net, &net->links[l], l, now);
+    for (size_t l = 0; l < net->n_links; l++) {
+        settle_link(&net->links[l], now);
+        net->link_bytes[l] = net->links[l].bytes;
+    }
     return net->link_bytes;
 }
 
