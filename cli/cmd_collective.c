@@ -100,12 +100,12 @@ static void print_table(FILE *fp, const void *ctx) {
     fprintf(fp, "collective   %s, %s, %zu %s of %s\n",
             op_names[x->spec.op], algo_names[x->spec.algo], x->spec.n_gpus,
             x->spec.algo == PP_ALGO_PS ? "workers" : "GPUs", x->cluster);
-    fprintf(fp, "simulated    %s fidelity, granularity %s, ", fid_names[x->fid],
-            gran_names[x->spec.gran]);
-    if (x->spec.channels)
-        fprintf(fp, "%d channels\n", x->spec.channels);
-    else
-        fprintf(fp, "channels: one per NIC when leaving a server\n");
+    /* What ran, with what was asked for when the choice was automatic. */
+    fprintf(fp, "simulated    %s fidelity, granularity %s%s, %d channel%s%s\n",
+            fid_names[x->fid], gran_names[r->gran],
+            x->spec.gran == PP_GRAN_AUTO ? " (auto)" : "", r->channels,
+            r->channels == 1 ? "" : "s",
+            x->spec.channels ? "" : " (one per NIC when leaving a server)");
     fprintf(fp, "size         %s per GPU\n", pp_fmtq(x->spec.bytes, PP_Q_BYTES));
     fprintf(fp, "time         %s\n", pp_fmtq(r->time_s, PP_Q_TIME));
     fprintf(fp, "algbw        %s/s (%s)\n", pp_fmtq(r->algbw_Bps, PP_Q_BYTES),
@@ -155,8 +155,9 @@ static json_t *to_json(const result *x) {
     json_object_set_new(o, "bytes", pp_json_num(x->spec.bytes));
     json_object_set_new(o, "gpus", json_integer((json_int_t)x->spec.n_gpus));
     json_object_set_new(o, "fidelity", json_string(fid_names[x->fid]));
-    json_object_set_new(o, "granularity", json_string(gran_names[x->spec.gran]));
-    json_object_set_new(o, "channels", json_integer(x->spec.channels));
+    /* The resolved values: what the simulation actually ran. */
+    json_object_set_new(o, "granularity", json_string(gran_names[r->gran]));
+    json_object_set_new(o, "channels", json_integer(r->channels));
     json_object_set_new(o, "time_s", pp_json_num(r->time_s));
     json_object_set_new(o, "algbw_GBps", pp_json_num(r->algbw_Bps / 1e9));
     json_object_set_new(o, "busbw_GBps", pp_json_num(r->busbw_Bps / 1e9));

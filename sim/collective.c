@@ -125,6 +125,8 @@ static void finish(pp__coll *k) {
         k->sink->finished = true;
         k->sink->t_end = now;
         k->sink->transfers = k->transfers;
+        k->sink->gran = k->gran;
+        k->sink->channels = k->C > 0 ? k->C : 1;
     }
     /* A collective that failed while starting was reported to its caller
      * then; it only drained its transfers since and does not call back. */
@@ -441,6 +443,8 @@ int pp_sim_collective(pp_sim *s, const pp_coll_spec *spec,
     r.busbw_Bps = r.algbw_Bps * pp_coll_busbw_factor(spec->op, spec->n_gpus);
     if (spec->bytes == 0) r.algbw_Bps = r.busbw_Bps = 0;
     r.transfers = sink.transfers;
+    r.gran = sink.gran;
+    r.channels = sink.channels;
     r.events = pp_engine_events(eng) - ev0;
     r.busiest_link = -1;
     lb = pp_sim_link_bytes(s, &nl);

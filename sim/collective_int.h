@@ -35,6 +35,8 @@ typedef struct pp__coll_sink {
     bool finished;
     double t_end;
     uint64_t transfers;
+    pp_granularity gran;   /* as resolved by the plan */
+    int channels;
     int rc;
     pp_error err;
 } pp__coll_sink;

@@ -412,6 +412,8 @@ typedef struct pp_coll_result {
     uint64_t events;       /* engine events run */
     int32_t busiest_link;  /* the link that carried the most bytes */
     double busiest_bytes;
+    pp_granularity gran;   /* what ran: PP_GRAN_STEP or PP_GRAN_STREAM */
+    int channels;          /* channels that ran (ring family; else 1) */
 } pp_coll_result;
 
 const char *pp_coll_op_name(pp_coll_op op);
