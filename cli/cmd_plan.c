@@ -147,7 +147,7 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
             goto out;
         o.profile = &prof;
     }
-    if ((rc = pp_plan_prices_get(cspec, sets, n_sets, c, amort, kwh, pue,
+    if ((rc = pp_plan_prices_get(c, amort, kwh, pue,
                                  &prices, &e)) < 0)
         goto out;
     o.prices = &prices;

@@ -33,23 +33,11 @@ static void note_missing(pp_plan_prices *p, const char *what) {
              what);
 }
 
-static const char *scalar_at(pp_node *root, const char *sect,
-                             const char *key) {
-    pp_node *s = root ? pp_map_get(root, sect) : NULL;
-    if (!s || s->kind != PP_NODE_MAP) return NULL;
-    pp_node *v = pp_map_get(s, key);
-    return v && v->kind == PP_NODE_SCALAR ? v->scalar : NULL;
-}
 
-int pp_plan_prices_get(const char *cluster_spec, const char *const *sets,
-                       size_t n_sets, const pp_cluster *c,
+int pp_plan_prices_get(const pp_cluster *c,
                        double amortization_years, double usd_per_kwh,
                        double pue, pp_plan_prices *out, pp_error *e) {
     const pp_cluster_info *info = pp_cluster_info_get(c);
-    const pp_catalog *cat = pp_cluster_catalog(c);
-    char path[4096];
-    pp_doc *doc = NULL;
-    int rc;
 
     if (!(amortization_years > 0))
         return pp_error_set(e, PP_EUSAGE, "--amortization: expected a "
@@ -61,18 +49,6 @@ int pp_plan_prices_get(const char *cluster_spec, const char *const *sets,
     if (!(pue >= 1))
         return pp_error_set(e, PP_EUSAGE, "--pue: expected 1 or more, got %g",
                             pue);
-    if ((rc = pp_data_find("topologies", cluster_spec, path, sizeof path, e))
-            < 0
-        || (rc = pp_doc_load_file(path, &doc, e)) < 0)
-        return rc;
-    for (size_t i = 0; i < n_sets; i++)
-        if ((rc = pp_doc_set(doc, sets[i], (int)i + 1, e)) < 0) {
-            pp_doc_free(doc);
-            return rc;
-        }
-    pp_node *root = pp_doc_root(doc);
-    if (root && root->kind != PP_NODE_MAP) root = NULL;
-
     pp_plan_prices p;
     memset(&p, 0, sizeof p);
     p.complete = true;
@@ -82,8 +58,7 @@ int pp_plan_prices_get(const char *cluster_spec, const char *const *sets,
 
     double nodes = info->nodes, gpn = info->gpus_per_node;
     double hpn = info->hcas_per_node;
-    const char *sname = scalar_at(root, "node", "server");
-    const pp_server_spec *srv = sname ? pp_catalog_server(cat, sname) : NULL;
+    const pp_server_spec *srv = info->server;
     const pp_gpu_spec *gpu = info->gpu;
     const pp_link_spec *nic = info->nic;
 
@@ -112,9 +87,7 @@ int pp_plan_prices_get(const char *cluster_spec, const char *const *sets,
     double switches = info->switches[PP_DEV_LEAF] + info->switches[PP_DEV_SPINE]
                       + info->switches[PP_DEV_CORE];
     if (switches > 0) {
-        const char *swname = scalar_at(root, "fabric", "switch");
-        const pp_switch_spec *sw =
-            swname ? pp_catalog_switch(cat, swname) : NULL;
+        const pp_switch_spec *sw = info->fabric_switch;
         if (sw && sw->price_usd > 0) {
             p.capex_usd += switches * sw->price_usd;
             p.power_w += switches * sw->power_w;
@@ -129,8 +102,7 @@ int pp_plan_prices_get(const char *cluster_spec, const char *const *sets,
         if (links[i].kind == PP_LINK_HOST || links[i].kind == PP_LINK_FABRIC)
             cables += 0.5; /* one physical cable is two directed links */
     if (cables > 0) {
-        const char *lname = scalar_at(root, "fabric", "link");
-        const pp_link_spec *cl = lname ? pp_catalog_link(cat, lname) : nic;
+        const pp_link_spec *cl = info->fabric_link ? info->fabric_link : nic;
         if (cl && cl->cable_price_usd > 0)
             p.capex_usd += cables * cl->cable_price_usd;
         else
@@ -139,7 +111,6 @@ int pp_plan_prices_get(const char *cluster_spec, const char *const *sets,
     double per_hour = p.capex_usd / (amortization_years * 8760.0)
                       + p.power_w / 1000.0 * pue * usd_per_kwh;
     p.usd_per_gpu_hour = info->gpus > 0 ? per_hour / info->gpus : 0;
-    pp_doc_free(doc);
     *out = p;
     return 0;
 }

@@ -621,6 +621,8 @@ int pp__fabric_build(pp_cluster *c, pp_node *map, pp_error *e)
         f.bw = fmin(f.link->bw_Bps, pp__fabric_port_Bps(c, f.sw));
     }
     f.lat = f.link->lat_s;
+    c->info.fabric_switch = f.sw;
+    c->info.fabric_link = f.link;
     if (f.kind == FAB_LEAF_SPINE || f.kind == FAB_FAT_TREE) {
         if ((rc = pp_map_quantity(map, "fabric", "oversubscription",
                                   PP_OPTIONAL, PP_Q_RATIO, NULL, false,

@@ -620,7 +620,7 @@ int pp__node_build(pp_cluster *c, pp_node *node, pp_error *e)
     if ((rc = pp__cat_lookup(c, PP_CAT_SERVER, node, "node", "server",
                              PP_OPTIONAL, &spec, NULL, e)) < 0)
         goto out;
-    c->server = rc == 0 ? spec : NULL;
+    c->info.server = rc == 0 ? spec : NULL;
     if ((rc = read_gpus(c, &t, e)) < 0 || (rc = read_intra(c, &t, e)) < 0
         || (rc = read_nics(c, &t, e)) < 0)
         goto out;

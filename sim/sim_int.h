@@ -66,7 +66,6 @@ struct pp_cluster {
     struct pp__name_block *name_blocks; /* arena that holds names[] */
     int32_t *name_slots;     /* open-addressing hash: device id + 1, 0 empty */
     size_t name_cap;         /* slots in name_slots, a power of two */
-    const pp_server_spec *server; /* node.server (prices); NULL if none */
     int32_t pods;            /* fat-tree pods; 0 for other fabrics */
     int32_t leaves_per_rail; /* rail wiring: leaves serving one rail (per
                                 pod in a fat-tree); 0 otherwise */

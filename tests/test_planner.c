@@ -315,7 +315,7 @@ static void test_cost(void **state) {
     pp_cluster *c = load_cluster("titan");
     pp_plan_prices pr;
     pp_error e = PP_ERROR_INIT;
-    if (pp_plan_prices_get("titan", NULL, 0, c, 4, 0.10, 1.3, &pr, &e))
+    if (pp_plan_prices_get(c, 4, 0.10, 1.3, &pr, &e))
         fail_msg("%s", e.msg);
     assert_true(pr.complete);
     /* 130 servers at $70,000 + 8 GPUs + 8 HCAs, 82 switches, 2,080 cables. */

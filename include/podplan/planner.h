@@ -244,9 +244,8 @@ int pp_plan_estimate(pp_plan_estimator *x, const pp_parallel *par,
  * Prices (cost.c).
  * ---------------------------------------------------------------------- */
 
-/* Prices a cluster from its catalogue entries: `cluster_spec` and `sets`
- * as given to pp_cluster_load (read again for the names of the server and
- * switch types, which the cluster does not expose).
+/* Prices a cluster from the catalogue entries it was built from
+ * (pp_cluster_info: GPU, NIC, server, fabric switch and cable types).
  *
  *   capex = nodes (server + gpus_per_node gpu [unless the server price
  *           includes them] + hcas_per_node hca [likewise])
@@ -256,8 +255,7 @@ int pp_plan_estimate(pp_plan_estimator *x, const pp_parallel *par,
  *                       + power / 1000 x pue x usd_per_kwh) / gpus
  *
  * A price the catalogue lacks counts as 0 and is named in `missing`. */
-int pp_plan_prices_get(const char *cluster_spec, const char *const *sets,
-                       size_t n_sets, const pp_cluster *c,
+int pp_plan_prices_get(const pp_cluster *c,
                        double amortization_years, double usd_per_kwh,
                        double pue, pp_plan_prices *out, pp_error *e);
 

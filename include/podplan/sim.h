@@ -154,6 +154,11 @@ typedef struct pp_cluster_info {
     double host_memory_bytes;           /* per node */
     int32_t switches[PP_DEV__COUNT];    /* count per kind */
     double stated_oversubscription;     /* from the YAML (1 = 1:1) */
+    /* Catalogue entries the file named, for prices; NULL when it named
+     * none (an explicit fabric may name no default switch). */
+    const pp_server_spec *server;       /* node.server */
+    const pp_switch_spec *fabric_switch;/* fabric.switch */
+    const pp_link_spec *fabric_link;    /* fabric.link, else the NIC's */
 } pp_cluster_info;
 
 typedef struct pp_cluster pp_cluster;
