@@ -5,7 +5,7 @@
 
 static const pp_cli_opt opts[] = {
     {"model", 'm', "M", "model: YAML file, zoo name or inline spec (required)", false},
-    {"parallel", 'p', "SPEC", "tp=8,pp=8,dp=16,mbs=1,gbs=1536[,vp=,sp=,recompute=,zero=] (required)", false},
+    {"parallel", 'p', "SPEC", "tp=8,pp=8,dp=16,mbs=1,gbs=1536[,vp=,sp=,recompute=,zero=,first=,last=] (required)", false},
     {"optimizer", 0, "OPT", "adam-mixed (16 B/param: 2+2+4+4+4) | adam-fp32 (4+4+8) (default: adam-mixed)", false},
     {"gpu-memory", 0, "SIZE", "HBM per GPU to check the fit against, e.g. 80GB", false},
     {"format", 0, "FMT", "table|json (default: table)", false},
@@ -31,7 +31,11 @@ static void print_table(FILE *fp, const void *ctx) {
             pp_fmtq(pp_model_params(&r->m), PP_Q_COUNT));
     fprintf(fp, "parallel     %s\n", pp_parallel_format(&r->p, spec, sizeof spec));
     fprintf(fp, "optimizer    %s\n\n", optimizer_names[r->optimizer]);
-    fprintf(fp, "per GPU (first pipeline stage)\n");
+    if (r->p.pp > 1)
+        fprintf(fp, "per GPU (pipeline stage %lld of %lld, the most loaded)\n",
+                (long long)x->stage, (long long)r->p.pp);
+    else
+        fprintf(fp, "per GPU\n");
     fprintf(fp, "  %-26s %12s\n", "parameters held", pp_fmtq(x->params_per_gpu, PP_Q_COUNT));
     fprintf(fp, "  %-26s %12s\n", "weights", pp_fmtq(x->weights, PP_Q_BYTES));
     fprintf(fp, "  %-26s %12s\n", "gradients", pp_fmtq(x->grads, PP_Q_BYTES));
@@ -70,6 +74,7 @@ static json_t *to_json(const result *r) {
     json_object_set_new(b, "buffers_bytes", pp_json_num(x->buffers));
     json_object_set_new(o, "memory", b);
     json_object_set_new(o, "microbatches_in_flight", pp_json_num(x->inflight));
+    json_object_set_new(o, "pipeline_stage", json_integer(x->stage));
     if (r->hbm > 0) {
         json_object_set_new(o, "gpu_memory_bytes", pp_json_num(r->hbm));
         json_object_set_new(o, "fits", json_boolean(x->total <= r->hbm));
@@ -108,8 +113,11 @@ const pp_cli_cmd pp_cmd_memory = {
     "[--gpu-memory SIZE] [--format table|json] [-o FILE]",
     "Model states (weights, gradients, optimizer) are sharded by ZeRO over dp;\n"
     "activations follow Korthikanti et al. 2022 (TP, sequence parallelism,\n"
-    "selective/full recomputation) for the micro-batches in flight on the\n"
-    "first pipeline stage under 1F1B (and interleaving).",
+    "selective/full recomputation) for the micro-batches in flight under\n"
+    "1F1B (and interleaving).  The figures are those of the most loaded\n"
+    "pipeline stage (counted from 0): usually the first, but the last holds\n"
+    "the logits and, with an uneven split (first=, last=), a stage between\n"
+    "may hold the most layers.",
     opts,
     run,
 };

@@ -18,9 +18,10 @@ static const pp_cli_opt opts[] = {
     {"global-batch", 'b', "B", "global batch in sequences (default: the GPU count)", false},
     {"top", 'k', "K", "simulate the best K by the estimate; 0 ranks by the estimate alone (default: 10)", false},
     {"show", 0, "N", "candidates listed in full (default: max(K, 10))", false},
-    {"fix", 0, "KEY=V", "pin a dimension: tp pp dp mbs gbs vp sp recompute zero overlap (repeatable, or a comma list)", true},
+    {"fix", 0, "KEY=V", "pin a dimension: tp pp dp mbs gbs vp sp recompute zero overlap first last (repeatable, or a comma list)", true},
     {"exclude", 0, "KEY=V", "drop a value of a dimension, e.g. recompute=none (repeatable)", true},
     {"allow-cross-node-tp", 0, NULL, "let TP groups span servers", false},
+    {"uneven", 0, NULL, "also try uneven pipeline splits (fewer or more layers on the first and last stages)", false},
     {"memory-reserve", 0, "F", "HBM kept free, e.g. 10% or 0.1 (default: 10%)", false},
     {"objective", 0, "O", "time (iteration) | train (time to train, needs --tokens) | cost (default: time)", false},
     {"tokens", 0, "T", "training tokens, e.g. 300e9: adds days (and cost per trained model)", false},
@@ -130,6 +131,7 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
     o.fidelity = fid == 0 ? PP_FIDELITY_ANALYTIC : PP_FIDELITY_FLOW;
     o.optimizer = (pp_optimizer)optz;
     o.allow_cross_node_tp = pp_args_flag(&a, "allow-cross-node-tp");
+    o.uneven = pp_args_flag(&a, "uneven");
     /* A launch format limits the search to what it can express. */
     o.target = fmt == PP_PLAN_FMT_MEGATRON ? PP_PLAN_TARGET_MEGATRON
                : fmt == PP_PLAN_FMT_NEMO   ? PP_PLAN_TARGET_NEMO
@@ -179,7 +181,10 @@ const pp_cli_cmd pp_cmd_plan = {
     "(dividing the layers), DP = GPUs / (TP x PP) (dividing the batch), the\n"
     "micro-batch, interleaving vp (layers divisible by PP x vp, micro-batches\n"
     "by PP, PP > 2), sequence parallelism (TP > 1), recomputation, ZeRO 0-3\n"
-    "and DP overlap (DP > 1).  Layouts that do not fit in HBM less the\n"
+    "and DP overlap (DP > 1); with --uneven also pipeline splits whose first\n"
+    "and last stages hold one or two chunks of layers fewer or more (first=,\n"
+    "last= in the SPEC; Megatron-LM's --decoder-first/last-pipeline-num-\n"
+    "layers), which balance the embedding and the logits those stages add.  Layouts that do not fit in HBM less the\n"
     "reserve are counted and dropped; the rest are scored in closed form and\n"
     "the best K simulated (podplan simulate) and ranked by the simulation.\n"
     "The launch formats restrict ZeRO to what they can express (Megatron-LM\n"

@@ -11,7 +11,7 @@
 static const pp_cli_opt opts[] = {
     {"model", 'm', "M", "model: YAML file, zoo name or inline spec (required)", false},
     {"cluster", 'c', "C", "cluster: YAML file or name in topologies/ (required)", false},
-    {"parallel", 'p', "SPEC", "tp=8,pp=8,dp=16,mbs=1,gbs=1536[,vp=,sp=,recompute=,zero=] (required)", false},
+    {"parallel", 'p', "SPEC", "tp=8,pp=8,dp=16,mbs=1,gbs=1536[,vp=,sp=,recompute=,zero=,first=,last=] (required)", false},
     {"fidelity", 0, "F", "analytic|flow (default: flow)", false},
     {"schedule", 0, "S", "gpipe|1f1b|interleaved (default: interleaved when vp > 1, else 1f1b)", false},
     {"placement", 0, "ORDER", "rank order, innermost first (default: tp,pp,dp)", false},

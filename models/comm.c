@@ -50,7 +50,10 @@ int pp_comm_per_iter(const pp_model *m, const pp_parallel *p,
     double s = (double)m->seq, b = (double)p->mbs, h = (double)m->hidden;
     double t = (double)p->tp;
     double act = 2.0 * s * b * h; /* one activation tensor, 2-byte */
-    double layers = ceil((double)m->layers / (double)p->pp);
+    /* The first stage's layers. */
+    double layers = p->first || p->last
+                        ? (double)pp_parallel_stage_layers(p, m, 0)
+                        : ceil((double)m->layers / (double)p->pp);
 
     if (p->tp > 1) {
         /* Per layer per micro-batch: 2 AllReduces forward (after attention

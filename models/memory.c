@@ -1,7 +1,8 @@
 /*
- * models/memory.c: memory per GPU on the most loaded GPU, the first
- * pipeline stage (it holds the input embedding and, under 1F1B, the most
- * micro-batches in flight).
+ * models/memory.c: memory per GPU on the most loaded GPU: usually the
+ * first pipeline stage (it holds the input embedding and, under 1F1B, the
+ * most micro-batches in flight), but the last holds the logits and, with
+ * an uneven split, a stage between may hold the most layers.
  *
  * Sources: Rajbhandari et al. 2020, "ZeRO: Memory Optimizations Toward
  * Training Trillion Parameter Models" (model states, sec. 3.1 and 5);
@@ -22,6 +23,21 @@ double pp__microbatches(const pp_parallel *p)
 
 double pp__stage_params(const pp_model *m, const pp_parallel *p)
 {
+    double best = 0;
+    for (int64_t st = 0; st < (p->pp > 1 ? p->pp : 1); st++) {
+        double x = pp__stage_params_of(m, p, st);
+        if (x > best)
+            best = x;
+        /* The stages between the ends are alike. */
+        if (st == 1 && p->pp > 2)
+            st = p->pp - 2;
+    }
+    return best;
+}
+
+double pp__stage_params_of(const pp_model *m, const pp_parallel *p,
+                           int64_t stage)
+{
     if (m->arch == PP_ARCH_GENERIC)
         return m->params;
     double tp = (double)p->tp;
@@ -29,11 +45,17 @@ double pp__stage_params(const pp_model *m, const pp_parallel *p)
         return pp_model_params(m) / tp;
     /* ceil: with layers not divisible by pp (only when the caller skipped
      * pp_parallel_validate) the first stage takes the extra layer. */
-    double layers = ceil((double)m->layers / (double)p->pp);
+    double layers = p->first || p->last
+                        ? (double)pp_parallel_stage_layers(p, m, stage)
+                        : ceil((double)m->layers / (double)p->pp);
     /* Megatron splits the word embedding over tp (vocab-parallel) and the
      * layers' matrices too; the position table, norms and some biases are
-     * replicated, which we ignore (< 0.1% of a layer for h >= 1024). */
-    return (layers * pp__layer_params(m) + pp__embedding_params(m)) / tp;
+     * replicated, which we ignore (< 0.1% of a layer for h >= 1024).  The
+     * first stage holds the embedding and the last the output layer (with
+     * tied embeddings a copy of it): V x h either way. */
+    double ends = (stage == 0 || stage == p->pp - 1)
+                      ? pp__embedding_params(m) : 0.0;
+    return (layers * pp__layer_params(m) + ends) / tp;
 }
 
 /* Activations of one layer, one micro-batch, in bytes, with 2-byte
@@ -69,15 +91,13 @@ static double act_layer(const pp_model *m, const pp_parallel *p,
     return 0.0;
 }
 
-int pp_memory_per_gpu(const pp_model *m, const pp_parallel *p,
-                      pp_optimizer opt, pp_memory *out, pp_error *e)
+/* Stage `st`'s memory; model states in r->weights..model_states. */
+static void stage_memory(const pp_model *m, const pp_parallel *p,
+                         pp_optimizer opt, int64_t st, pp_memory *out)
 {
     pp_memory r;
-    int rc;
-
-    if ((rc = pp_parallel_validate(p, m, e)) < 0)
-        return rc;
     memset(&r, 0, sizeof r);
+    r.stage = st;
 
     /* Model states (ZeRO sec. 3.1): mixed-precision Adam keeps fp16/bf16
      * weights (2) and grads (2) and fp32 master weights, momentum and
@@ -102,7 +122,7 @@ int pp_memory_per_gpu(const pp_model *m, const pp_parallel *p,
     double gsh = p->zero >= 2 ? dp : 1.0;
     double wsh = p->zero >= 3 ? dp : 1.0;
 
-    r.params_per_gpu = pp__stage_params(m, p);
+    r.params_per_gpu = pp__stage_params_of(m, p, st);
     r.weights = r.params_per_gpu * wb / wsh;
     r.grads = r.params_per_gpu * gb / gsh;
     r.optimizer = r.params_per_gpu * ob / osh;
@@ -116,42 +136,75 @@ int pp_memory_per_gpu(const pp_model *m, const pp_parallel *p,
         r.inflight = 1.0;
         r.total = r.model_states;
         *out = r;
-        return 0;
+        return;
     }
 
     double s = (double)m->seq, b = (double)p->mbs, h = (double)m->hidden;
     double t = (double)p->tp, ppd = (double)p->pp, vp = (double)p->vp;
+    double layers = p->first || p->last
+                        ? (double)pp_parallel_stage_layers(p, m, st)
+                        : ceil((double)m->layers / ppd);
     bool sp = p->sp && p->tp > 1;
 
     r.activations_per_layer = act_layer(m, p, p->recompute);
-    /* 1F1B (Narayanan et al. 2021, sec. 2.2.1): the first stage runs pp
-     * forwards before its first backward, so it keeps pp micro-batches of
-     * its l/pp layers, i.e. l layers' worth (Korthikanti sec. 4.2.3);
-     * fewer when the iteration has fewer micro-batches. */
-    r.inflight = fmin(ppd, nmb);
-    double layers = ceil((double)m->layers / ppd);
+    if (p->vp > 1) {
+        /* Interleaved 1F1B (Megatron-LM's schedules.py): stage st warms up
+         * with 2 (pp - st - 1) + (vp - 1) pp chunk forwards before its first
+         * backward, each chunk a vp-th of its layers, so it keeps one more
+         * chunk than that.  For the first stage that is l/pp x (pp + (pp -
+         * 1)/vp) layers' worth, Korthikanti's 1 + (pp-1)/(pp vp) factor
+         * (sec. 4.2.3, citing Narayanan sec. 2.2.2). */
+        double chunks = fmin(2.0 * (ppd - (double)st - 1.0)
+                                 + (vp - 1.0) * ppd + 1.0,
+                             nmb * vp);
+        r.inflight = chunks / vp;
+    } else {
+        /* 1F1B (Narayanan et al. 2021, sec. 2.2.1): stage st runs pp - st
+         * forwards before its first backward; the first stage keeps pp
+         * micro-batches of its l/pp layers, i.e. l layers' worth
+         * (Korthikanti sec. 4.2.3); fewer when the iteration has fewer
+         * micro-batches. */
+        r.inflight = fmin(ppd - (double)st, nmb);
+    }
     r.activations = r.activations_per_layer * layers * r.inflight;
-    /* Interleaving (vp chunks per GPU) makes the first stage warm up with
-     * more micro-batches: a factor 1 + (pp-1)/(pp*vp) (Korthikanti sec.
-     * 4.2.3, citing Narayanan sec. 2.2.2). */
-    if (p->vp > 1)
-        r.activations *= 1.0 + (ppd - 1.0) / (ppd * vp);
     /* Full recompute re-runs one layer's forward during its backward and
      * holds that layer's complete activations meanwhile (Korthikanti sec.
      * 4.1). */
     if (p->recompute == PP_RECOMPUTE_FULL)
         r.activations += act_layer(m, p, PP_RECOMPUTE_NONE);
 
-    /* Buffers outside the layers (Korthikanti sec. 4.3): the dropout mask
-     * of the input embedding, 1 byte per element, s b h per micro-batch in
-     * flight (/t with sp); and, on the last stage, the fp32 logits of the
-     * softmax cross-entropy, 4 s b V / t (vocab-parallel).  The last stage
-     * is this GPU only when pp == 1. */
-    r.buffers = s * b * h * r.inflight / (sp ? t : 1.0);
-    if (p->pp == 1)
+    /* Buffers outside the layers (Korthikanti sec. 4.3): on the first
+     * stage the dropout mask of the input embedding, 1 byte per element,
+     * s b h per micro-batch in flight (/t with sp); on the last the fp32
+     * logits of the softmax cross-entropy, 4 s b V / t (vocab-parallel). */
+    if (st == 0)
+        r.buffers = s * b * h * r.inflight / (sp ? t : 1.0);
+    if (st == p->pp - 1)
         r.buffers += 4.0 * s * b * (double)m->vocab / t;
 
     r.total = r.model_states + r.activations + r.buffers;
     *out = r;
+}
+
+int pp_memory_per_gpu(const pp_model *m, const pp_parallel *p,
+                      pp_optimizer opt, pp_memory *out, pp_error *e)
+{
+    int rc;
+    if ((rc = pp_parallel_validate(p, m, e)) < 0)
+        return rc;
+    /* The most loaded of the three kinds of stage: the first, one between
+     * (the one with the most in flight, stage 1) and the last.  On a tie
+     * the earlier stage is reported. */
+    int64_t kinds[3] = {0, 1, p->pp - 1};
+    int n = p->pp <= 1 ? 1 : p->pp == 2 ? 2 : 3;
+    if (p->pp == 2)
+        kinds[1] = 1;
+    stage_memory(m, p, opt, 0, out);
+    for (int i = 1; i < n; i++) {
+        pp_memory r;
+        stage_memory(m, p, opt, kinds[i], &r);
+        if (r.total > out->total)
+            *out = r;
+    }
     return 0;
 }

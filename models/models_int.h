@@ -16,11 +16,14 @@ double pp__layer_params(const pp_model *m);
  * models use rotary positions and have no table. */
 double pp__embedding_params(const pp_model *m);
 
-/* Parameters held by one GPU of the first pipeline stage: l/pp layers and
- * the input embedding, split over tp.  With pp == 1 the stage is also the
- * last one and holds the final norm and an untied output projection, so
- * this is pp_model_params / tp.  Generic models cannot be split: params. */
+/* Parameters held by one GPU of a pipeline stage: its layers and, on the
+ * first and last stage, the embedding (or output layer), split over tp;
+ * pp__stage_params is the most any stage holds.  With pp == 1 the stage
+ * holds everything: pp_model_params / tp.  Generic models cannot be
+ * split: params. */
 double pp__stage_params(const pp_model *m, const pp_parallel *p);
+double pp__stage_params_of(const pp_model *m, const pp_parallel *p,
+                           int64_t stage);
 
 /* Micro-batches per iteration per pipeline: gbs / (mbs * dp), at least 1. */
 double pp__microbatches(const pp_parallel *p);

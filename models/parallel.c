@@ -15,8 +15,11 @@
 
 static const char *const spec_keys[] = {"tp", "pp", "dp", "mbs", "gbs",
                                         "vp", "sp", "recompute", "zero",
-                                        NULL};
-enum { K_TP, K_PP, K_DP, K_MBS, K_GBS, K_VP, K_SP, K_RECOMPUTE, K_ZERO };
+                                        "first", "last", NULL};
+enum {
+    K_TP, K_PP, K_DP, K_MBS, K_GBS, K_VP, K_SP, K_RECOMPUTE, K_ZERO,
+    K_FIRST, K_LAST
+};
 
 void pp_parallel_init(pp_parallel *p)
 {
@@ -57,6 +60,16 @@ static int spec_value(void *ctx, int k, const char *val, pp_error *e)
     case K_MBS: dst = &p->mbs; break;
     case K_GBS: dst = &p->gbs; break;
     case K_VP: dst = &p->vp; break;
+    case K_FIRST:
+    case K_LAST:
+        /* 0 is allowed: an even share, as if the key were absent. */
+        if (pp_parse_i64(val, 0, PP_PARALLEL_MAX,
+                         k == K_FIRST ? &p->first : &p->last) < 0)
+            return pp_error_set(e, PP_EINPUT,
+                                "%s%s: expected a number of layers (0 for an "
+                                "even share), got \"%.100s\"",
+                                pre, spec_keys[k], val);
+        return 0;
     default: break;
     }
     if (dst) {
@@ -123,13 +136,84 @@ int pp_parallel_parse(const char *spec, pp_parallel *p, pp_error *e)
 
 char *pp_parallel_format(const pp_parallel *p, char *buf, size_t len)
 {
-    snprintf(buf, len,
-             "tp=%lld,pp=%lld,dp=%lld,mbs=%lld,gbs=%lld,vp=%lld,sp=%s,"
-             "recompute=%s,zero=%d",
-             (long long)p->tp, (long long)p->pp, (long long)p->dp,
-             (long long)p->mbs, (long long)p->gbs, (long long)p->vp,
-             p->sp ? "on" : "off", pp_recompute_name(p->recompute), p->zero);
+    int n = snprintf(buf, len,
+                     "tp=%lld,pp=%lld,dp=%lld,mbs=%lld,gbs=%lld,vp=%lld,"
+                     "sp=%s,recompute=%s,zero=%d",
+                     (long long)p->tp, (long long)p->pp, (long long)p->dp,
+                     (long long)p->mbs, (long long)p->gbs, (long long)p->vp,
+                     p->sp ? "on" : "off", pp_recompute_name(p->recompute),
+                     p->zero);
+    /* The split only when uneven: even layouts keep the SPEC they always
+     * had, which scripts and pinned outputs compare. */
+    if (n >= 0 && (size_t)n < len && (p->first || p->last))
+        snprintf(buf + n, len - (size_t)n, ",first=%lld,last=%lld",
+                 (long long)p->first, (long long)p->last);
     return buf;
+}
+
+/* Stages that take an even share of what first/last leave. */
+static int64_t middle_stages(const pp_parallel *p)
+{
+    return p->pp - (p->first > 0) - (p->last > 0);
+}
+
+int64_t pp_parallel_stage_layers(const pp_parallel *p, const pp_model *m,
+                                 int64_t stage)
+{
+    if (p->pp <= 1)
+        return m->layers;
+    if (stage == 0 && p->first > 0)
+        return p->first;
+    if (stage == p->pp - 1 && p->last > 0)
+        return p->last;
+    int64_t mid = middle_stages(p);
+    return mid > 0 ? (m->layers - p->first - p->last) / mid : 0;
+}
+
+/* Megatron-core's rules for --decoder-first/last-pipeline-num-layers
+ * (transformer_config.py, get_num_layers_to_build): the ends take what
+ * they are given, every other stage an equal share of the rest, and with
+ * vp chunks each stage's layers split evenly over its chunks. */
+static int validate_split(const pp_parallel *p, const pp_model *m,
+                          const char *pre, pp_error *e)
+{
+    if (p->pp < 2)
+        return pp_error_set(e, PP_EINPUT,
+                            "%s%s: an uneven pipeline split needs pp > 1, "
+                            "got pp=%lld",
+                            pre, p->first ? "first" : "last",
+                            (long long)p->pp);
+    if (p->first + p->last > m->layers)
+        return pp_error_set(e, PP_EINPUT,
+                            "%sfirst, last: %lld + %lld layers exceed the "
+                            "%lld of model %s",
+                            pre, (long long)p->first, (long long)p->last,
+                            (long long)m->layers, m->name);
+    int64_t mid = middle_stages(p), rest = m->layers - p->first - p->last;
+    if (mid == 0 && rest != 0)
+        return pp_error_set(e, PP_EINPUT,
+                            "%sfirst, last: with pp=2 they must add up to "
+                            "the %lld layers of model %s, got %lld + %lld",
+                            pre, (long long)m->layers, m->name,
+                            (long long)p->first, (long long)p->last);
+    if (mid > 0 && (rest < mid || rest % mid != 0))
+        return pp_error_set(e, PP_EINPUT,
+                            "%sfirst, last: the %lld layers left are not "
+                            "an equal share for each of the other %lld "
+                            "stages",
+                            pre, (long long)rest, (long long)mid);
+    const char *key[3] = {"first", "last", "vp"};
+    int64_t n[3] = {p->first, p->last, mid > 0 ? rest / mid : 0};
+    for (int i = 0; i < 3; i++)
+        if (n[i] % p->vp != 0)
+            return pp_error_set(e, PP_EINPUT,
+                                "%s%s: %lld layers on %s stage are not "
+                                "divisible by vp (%lld)",
+                                pre, key[i], (long long)n[i],
+                                i == 0 ? "the first" : i == 1 ? "the last"
+                                                              : "each middle",
+                                (long long)p->vp);
+    return 0;
 }
 
 int pp_parallel_validate(const pp_parallel *p, const pp_model *m,
@@ -148,6 +232,16 @@ int pp_parallel_validate(const pp_parallel *p, const pp_model *m,
                                 "%lld, got %lld",
                                 pre, deg[i].key, PP_PARALLEL_MAX,
                                 (long long)deg[i].v);
+    if (p->first < 0 || p->last < 0 || p->first > PP_PARALLEL_MAX
+        || p->last > PP_PARALLEL_MAX)
+        return pp_error_set(e, PP_EINPUT,
+                            "%s%s: expected a number of layers (0 for an "
+                            "even share), got %lld",
+                            pre, p->first < 0 || p->first > PP_PARALLEL_MAX
+                                     ? "first" : "last",
+                            (long long)(p->first < 0
+                                                || p->first > PP_PARALLEL_MAX
+                                            ? p->first : p->last));
     if (p->zero < 0 || p->zero > 3)
         return pp_error_set(e, PP_EINPUT, "%szero: expected 0..3, got %d",
                             pre, p->zero);
@@ -164,12 +258,17 @@ int pp_parallel_validate(const pp_parallel *p, const pp_model *m,
 
     if (m->arch == PP_ARCH_GENERIC) {
         /* A generic model has no layer shape to split: data parallel only. */
-        if (p->tp > 1 || p->pp > 1 || p->vp > 1)
+        if (p->tp > 1 || p->pp > 1 || p->vp > 1 || p->first || p->last)
             return pp_error_set(e, PP_EINPUT,
                                 "%s%s: model %s is generic (no layer shape): "
                                 "only data parallelism applies, tp, pp and "
                                 "vp must be 1",
-                                pre, p->tp > 1 ? "tp" : p->pp > 1 ? "pp" : "vp",
+                                pre,
+                                p->tp > 1   ? "tp"
+                                : p->pp > 1 ? "pp"
+                                : p->vp > 1 ? "vp"
+                                : p->first  ? "first"
+                                            : "last",
                                 m->name);
         return 0;
     }
@@ -189,8 +288,14 @@ int pp_parallel_validate(const pp_parallel *p, const pp_model *m,
                             "model %s",
                             pre, (long long)p->tp, (long long)m->kv_heads,
                             m->name);
-    /* Every stage holds the same number of layers. */
-    if (m->layers % p->pp != 0)
+    bool uneven = p->first > 0 || p->last > 0;
+    if (uneven) {
+        int rc = validate_split(p, m, pre, e);
+        if (rc < 0)
+            return rc;
+    }
+    /* Otherwise every stage holds the same number of layers. */
+    if (!uneven && m->layers % p->pp != 0)
         return pp_error_set(e, PP_EINPUT,
                             "%spp: %lld does not divide layers (%lld) of "
                             "model %s",
@@ -205,7 +310,7 @@ int pp_parallel_validate(const pp_parallel *p, const pp_model *m,
                                 "%svp: %lld needs pipeline parallelism (pp > "
                                 "1), got pp=%lld",
                                 pre, (long long)p->vp, (long long)p->pp);
-        if (m->layers % (p->pp * p->vp) != 0)
+        if (!uneven && m->layers % (p->pp * p->vp) != 0)
             return pp_error_set(e, PP_EINPUT,
                                 "%svp: layers (%lld) of model %s are not "
                                 "divisible by pp * vp (%lld * %lld)",

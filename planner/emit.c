@@ -295,13 +295,31 @@ static void yaml_value(FILE *fp, json_t *v, int indent) {
 /* ------------------------------------------------------------------------
  * The table.
  * ---------------------------------------------------------------------- */
-static void short_layout(const pp_plan_candidate *c, char *b, size_t len) {
+static void short_layout(const pp_plan *p, const pp_plan_candidate *c,
+                         char *b, size_t len) {
     static const char *const rc[] = {"none", "sel", "full"};
-    snprintf(b, len, "tp%lld pp%lld dp%lld mb%lld vp%lld %s %s z%d %s",
-             (long long)c->par.tp, (long long)c->par.pp, (long long)c->par.dp,
-             (long long)c->par.mbs, (long long)c->par.vp,
-             c->par.sp ? "sp" : "--", rc[c->par.recompute], c->par.zero,
-             c->dp_overlap ? "ov" : "--");
+    int n = snprintf(b, len, "tp%lld pp%lld dp%lld mb%lld vp%lld %s %s z%d %s",
+                     (long long)c->par.tp, (long long)c->par.pp,
+                     (long long)c->par.dp, (long long)c->par.mbs,
+                     (long long)c->par.vp, c->par.sp ? "sp" : "--",
+                     rc[c->par.recompute], c->par.zero,
+                     c->dp_overlap ? "ov" : "--");
+    /* An uneven split as layers on the first/a middle/the last stage. */
+    if ((c->par.first || c->par.last) && n >= 0 && (size_t)n < len) {
+        const pp_parallel *q = &c->par;
+        int64_t mid = q->pp > 2 ? pp_parallel_stage_layers(q, &p->model, 1)
+                                : -1;
+        if (mid >= 0)
+            snprintf(b + n, len - (size_t)n, " %lld/%lld/%lld",
+                     (long long)pp_parallel_stage_layers(q, &p->model, 0),
+                     (long long)mid,
+                     (long long)pp_parallel_stage_layers(q, &p->model,
+                                                         q->pp - 1));
+        else
+            snprintf(b + n, len - (size_t)n, " %lld/%lld",
+                     (long long)pp_parallel_stage_layers(q, &p->model, 0),
+                     (long long)pp_parallel_stage_layers(q, &p->model, 1));
+    }
 }
 
 static void write_table(const pp_plan *p, bool timing, FILE *fp) {
@@ -356,21 +374,27 @@ static void write_table(const pp_plan *p, bool timing, FILE *fp) {
     }
 
     bool days = o->tokens > 0, cost = p->has_prices;
-    fprintf(fp, "\n %3s  %-36s %9s %8s %7s %6s %9s %8s %7s %7s %7s %7s %7s",
-            "#", "layout", "iter s", "est s", "TFLOP/s", "MFU", "memory",
+    size_t show = (size_t)(o->show > 0 ? o->show : 10);
+    int w = 36; /* wider only when an uneven split is listed */
+    for (size_t i = 0; i < p->n && i < show; i++) {
+        char lay[96];
+        short_layout(p, &p->cand[i], lay, sizeof lay);
+        if ((int)strlen(lay) > w) w = (int)strlen(lay);
+    }
+    fprintf(fp, "\n %3s  %-*s %9s %8s %7s %6s %9s %8s %7s %7s %7s %7s %7s",
+            "#", w, "layout", "iter s", "est s", "TFLOP/s", "MFU", "memory",
             "compute", "TP", "PP", "DP exp", "bubble", "other");
     if (days) fprintf(fp, " %8s", "days");
     if (cost) fprintf(fp, " %10s", "cost $");
     fputc('\n', fp);
-    size_t show = (size_t)(o->show > 0 ? o->show : 10);
     for (size_t i = 0; i < p->n && i < show; i++) {
         const pp_plan_candidate *c = &p->cand[i];
         const pp_breakdown *b = &c->breakdown;
         char lay[96], mem[48];
-        short_layout(c, lay, sizeof lay);
-        fprintf(fp, " %3zu  %-36s %8.4g%s %8.4g %7.1f %5.1f%% %9s %8.3g "
+        short_layout(p, c, lay, sizeof lay);
+        fprintf(fp, " %3zu  %-*s %8.4g%s %8.4g %7.1f %5.1f%% %9s %8.3g "
                 "%7.3g %7.3g %7.3g %7.3g %7.3g",
-                i + 1, lay, c->iteration_time_s, c->simulated ? " " : "*",
+                i + 1, w, lay, c->iteration_time_s, c->simulated ? " " : "*",
                 c->est_time_s, c->tflops_per_gpu, 100 * c->mfu,
                 pp_unit_format(c->memory.total, PP_Q_BYTES, 3, mem,
                                sizeof mem),
@@ -382,7 +406,8 @@ static void write_table(const pp_plan *p, bool timing, FILE *fp) {
     }
     fprintf(fp, "\n(* estimated, not simulated; times in seconds per "
             "iteration; layout: tp pp dp, micro-batch, interleaving, "
-            "sp, recompute, ZeRO stage, DP overlap)\n");
+            "sp, recompute, ZeRO stage, DP overlap[, layers on the first/"
+            "a middle/the last stage when uneven])\n");
     if (p->n > 1) {
         fprintf(fp, "\nwhy each loses to #1:\n");
         for (size_t i = 1; i < p->n && i < show; i++) {

@@ -341,7 +341,10 @@ int pp_plan_estimate(pp_plan_estimator *x, const pp_parallel *p,
     double pp = (double)p->pp, vp = (double)p->vp;
     double nmb = floor((double)p->gbs / ((double)p->mbs * (double)p->dp));
     if (nmb < 1) nmb = 1;
-    double Ls = (double)(m->layers / p->pp);
+    /* Layers of the first, a middle and the last stage. */
+    double Lf = (double)pp_parallel_stage_layers(p, m, 0);
+    double Ll = (double)pp_parallel_stage_layers(p, m, p->pp - 1);
+    double Lm = p->pp > 2 ? (double)pp_parallel_stage_layers(p, m, 1) : Lf;
 
     /* Pipeline transfers: each of the tp GPUs of a stage sends 1/tp of
      * the activation and waits for it to arrive (Megatron-LM 2021
@@ -378,35 +381,37 @@ int pp_plan_estimate(pp_plan_estimator *x, const pp_parallel *p,
     if (p->zero >= 3 && p->dp > 1) {
         double B, lat, n = (double)p->dp;
         group_link(x, p->tp * p->pp, p->dp, &B, &lat);
-        double lay = 2.0 * Ls * ce->lc.params;
         double steps = 2.0 * (vp - 1.0) * (n - 1.0) * lat;
-        z3_mid = 2.0 * ring_s(x, PP_COLL_ALLGATHER, n, lay, B, lat) + steps;
-        z3_first = z3_mid + 2.0 * ring_s(x, PP_COLL_ALLGATHER, n,
-                                         2.0 * ce->embed_params, B, lat);
-        z3_last = z3_mid + 2.0 * ring_s(x, PP_COLL_ALLGATHER, n,
-                                        2.0 * ce->head_params, B, lat);
+        double Ls[3] = {Lf, Lm, Ll}, z[3];
+        for (int k = 0; k < 3; k++)
+            z[k] = 2.0 * ring_s(x, PP_COLL_ALLGATHER, n,
+                                2.0 * Ls[k] * ce->lc.params, B, lat)
+                   + steps;
+        z3_mid = z[1];
+        z3_first = z[0] + 2.0 * ring_s(x, PP_COLL_ALLGATHER, n,
+                                       2.0 * ce->embed_params, B, lat);
+        z3_last = z[2] + 2.0 * ring_s(x, PP_COLL_ALLGATHER, n,
+                                      2.0 * ce->head_params, B, lat);
     }
 
     /* Work per micro-batch of each kind of stage. */
-    double lw = Ls * ce->layer_w + c_pp, lc = Ls * ce->layer_compute;
-    double ltp = Ls * ce->layer_tp;
-    double w_first, w_last, w_mid = lw + z3_mid, sum_w, sum_c, sum_tp, w_max;
-    double sum_z3;
+    double lw = ce->layer_w, lc = ce->layer_compute, ltp = ce->layer_tp;
+    double w_first, w_last, w_mid = Lm * lw + c_pp + z3_mid, sum_w, sum_c;
+    double sum_tp, w_max, sum_z3;
+    double L = (double)m->layers;
     if (p->pp == 1) {
-        w_first = w_last = lw + ce->embed_c + ce->embed_tp + ce->head_c
+        w_first = w_last = L * lw + ce->embed_c + ce->embed_tp + ce->head_c
                            + ce->head_tp + z3_first + z3_last - z3_mid;
         sum_w = w_first;
-        sum_c = lc + ce->embed_c + ce->head_c;
-        sum_tp = ltp + ce->embed_tp + ce->head_tp;
         sum_z3 = z3_first + z3_last - z3_mid;
     } else {
-        w_first = lw + ce->embed_c + ce->embed_tp + z3_first;
-        w_last = lw + ce->head_c + ce->head_tp + z3_last;
+        w_first = Lf * lw + c_pp + ce->embed_c + ce->embed_tp + z3_first;
+        w_last = Ll * lw + c_pp + ce->head_c + ce->head_tp + z3_last;
         sum_w = w_first + w_last + (pp - 2) * w_mid;
-        sum_c = pp * lc + ce->embed_c + ce->head_c;
-        sum_tp = pp * ltp + ce->embed_tp + ce->head_tp;
         sum_z3 = z3_first + z3_last + (pp - 2) * z3_mid;
     }
+    sum_c = L * lc + ce->embed_c + ce->head_c;
+    sum_tp = L * ltp + ce->embed_tp + ce->head_tp;
     w_max = fmax(w_first, fmax(w_last, w_mid));
     double t_pipe = nmb * w_max + (sum_w - w_max) / vp;
 
@@ -423,7 +428,7 @@ int pp_plan_estimate(pp_plan_estimator *x, const pp_parallel *p,
      * during each chunk's last backward: what the backward does not cover
      * is exposed, and at least the last bucket (the embedding's gradient
      * and up to one 40 MB bucket). */
-    double params0 = Ls * ce->lc.params + ce->embed_params
+    double params0 = Lf * ce->lc.params + ce->embed_params
                      + (p->pp == 1 ? ce->head_params : 0);
     double S = 2.0 * params0, t_sync = 0, t_gather = 0;
     if (p->dp > 1) {
@@ -439,7 +444,7 @@ int pp_plan_estimate(pp_plan_estimator *x, const pp_parallel *p,
         }
     }
     if (overlap && p->dp > 1) {
-        double window = Ls * (ce->lc.bwd_s + ce->lc.recompute_s
+        double window = Lf * (ce->lc.bwd_s + ce->lc.recompute_s
                               + (double)(ce->lc.bwd_colls
                                          + ce->lc.recompute_colls)
                                     * ce->t_coll);

@@ -88,9 +88,21 @@ int pp__write_megatron(const pp_plan *p, FILE *fp, pp_error *e) {
                       fputs(" \\\n", fp); } while (0)
     ARG("--tensor-model-parallel-size %lld", (long long)q->tp);
     ARG("--pipeline-model-parallel-size %lld", (long long)q->pp);
-    if (q->vp > 1)
+    if (q->first || q->last) {
+        /* Megatron-core's uneven split; with it the chunks are given by
+         * their count per rank, not their size (a stage size varies). */
+        if (q->first)
+            ARG("--decoder-first-pipeline-num-layers %lld",
+                (long long)q->first);
+        if (q->last)
+            ARG("--decoder-last-pipeline-num-layers %lld", (long long)q->last);
+        if (q->vp > 1)
+            ARG("--num-virtual-stages-per-pipeline-rank %lld",
+                (long long)q->vp);
+    } else if (q->vp > 1) {
         ARG("--num-layers-per-virtual-pipeline-stage %lld",
             (long long)(m->layers / (q->pp * q->vp)));
+    }
     ARG("--micro-batch-size %lld", (long long)q->mbs);
     ARG("--global-batch-size %lld", (long long)q->gbs);
     if (q->sp && q->tp > 1) ARG("--sequence-parallel");
@@ -162,6 +174,13 @@ int pp__write_nemo(const pp_plan *p, FILE *fp, pp_error *e) {
                 (long long)q->vp);
     else
         fprintf(fp, "  virtual_pipeline_model_parallel_size: null\n");
+    /* Megatron-core TransformerConfig's names for the uneven split. */
+    if (q->first)
+        fprintf(fp, "  num_layers_in_first_pipeline_stage: %lld\n",
+                (long long)q->first);
+    if (q->last)
+        fprintf(fp, "  num_layers_in_last_pipeline_stage: %lld\n",
+                (long long)q->last);
     fprintf(fp, "  sequence_parallel: %s\n",
             q->sp && q->tp > 1 ? "true" : "false");
     fprintf(fp, "  encoder_seq_length: %lld\n", (long long)m->seq);

@@ -41,6 +41,7 @@ typedef struct pp__space {
     int64_t gpus;               /* 0: every count up to cluster_gpus */
     int64_t gbs;
     bool cross_node_tp;
+    bool uneven;
     pp_plan_target target;
     const pp_plan_filter *filter;
     uint64_t *rejected;         /* PP_PLAN_REJECT__COUNT counters, or NULL */
@@ -51,8 +52,8 @@ typedef struct pp__space {
 typedef int (*pp__space_fn)(void *ctx, const pp_parallel *p, bool overlap,
                             pp_error *e);
 
-/* Walks the space in a fixed order (tp, pp, dp, mbs, vp, sp, recompute,
- * zero, overlap, each ascending).  Returns 0, 1 when fn stopped it, or
+/* Walks the space in a fixed order (tp, pp, dp, mbs, vp, first, last, sp,
+ * recompute, zero, overlap, each ascending).  Returns 0, 1 when fn stopped it, or
  * fn's error. */
 int pp__space_walk(const pp__space *s, pp__space_fn fn, void *ctx,
                    pp_error *e);

@@ -159,7 +159,7 @@ static int cmp_layout(const pp_plan_candidate *a, const pp_plan_candidate *b) {
     const pp_parallel *x = &a->par, *y = &b->par;
 #define CMP(f) if (x->f != y->f) return x->f < y->f ? -1 : 1
     CMP(tp); CMP(pp); CMP(dp); CMP(mbs); CMP(vp); CMP(sp); CMP(recompute);
-    CMP(zero);
+    CMP(zero); CMP(first); CMP(last);
 #undef CMP
     return (int)a->dp_overlap - (int)b->dp_overlap;
 }
@@ -397,6 +397,7 @@ int pp_plan_search(const pp_model *m, const pp_cluster *c,
         .gpus = o->gpus,
         .gbs = gbs,
         .cross_node_tp = o->allow_cross_node_tp,
+        .uneven = o->uneven,
         .target = o->target,
         .filter = &plan->opt.filter,
         .rejected = plan->st.rejected,
@@ -491,7 +492,8 @@ long pp_plan_find(const pp_plan *p, const pp_parallel *par, bool overlap) {
         if (q->tp == par->tp && q->pp == par->pp && q->dp == par->dp
             && q->mbs == par->mbs && q->gbs == par->gbs && q->vp == par->vp
             && q->sp == par->sp && q->recompute == par->recompute
-            && q->zero == par->zero && p->cand[i].dp_overlap == overlap)
+            && q->zero == par->zero && q->first == par->first
+            && q->last == par->last && p->cand[i].dp_overlap == overlap)
             return (long)i;
     }
     return -1;

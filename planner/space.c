@@ -22,7 +22,7 @@
  * ---------------------------------------------------------------------- */
 static const char *const dim_names[PP_PLAN_DIM__COUNT + 1] = {
     "tp", "pp", "dp", "mbs", "gbs", "vp", "sp", "recompute", "zero",
-    "overlap", NULL};
+    "overlap", "first", "last", NULL};
 
 const char *pp_plan_dim_name(pp_plan_dim d) {
     return (unsigned)d < PP_PLAN_DIM__COUNT ? dim_names[d] : "?";
@@ -74,6 +74,14 @@ static int filter_value(void *ctx, int k, const char *val, pp_error *e) {
                                 "full, got \"%.100s\"",
                                 c->what, val);
         break;
+    case PP_PLAN_DIM_FIRST:
+    case PP_PLAN_DIM_LAST:
+        if (pp_parse_i64(val, 0, 1000000000, &v))
+            return pp_error_set(e, PP_EUSAGE,
+                                "%s: %s: expected a number of layers (0 for "
+                                "an even share), got \"%.100s\"",
+                                c->what, dim_names[d], val);
+        break;
     case PP_PLAN_DIM_ZERO:
         if (pp_parse_i64(val, 0, 3, &v))
             return pp_error_set(e, PP_EUSAGE,
@@ -114,7 +122,7 @@ int pp_plan_filter_add(pp_plan_filter *f, const char *spec, bool exclude,
         return pp_error_set(e, PP_EUSAGE,
                             "%s: expected key=value, e.g. tp=8 (keys: tp, "
                             "pp, dp, mbs, gbs, vp, sp, recompute, zero, "
-                            "overlap)",
+                            "overlap, first, last)",
                             what);
     int rc = pp_kv_parse(spec, what, dim_names, filter_value, &c, NULL, e);
     if (rc < 0) {
@@ -180,8 +188,10 @@ static bool target_allows(pp_plan_target t, const pp_parallel *p) {
          * states over DP: ZeRO-1.  Stages 2 and 3 have no flag. */
         return p->zero <= 1;
     case PP_PLAN_TARGET_DEEPSPEED:
-        /* DeepSpeed's pipeline engine supports ZeRO stage 0 and 1 only. */
-        return p->pp == 1 || p->zero <= 1;
+        /* DeepSpeed's pipeline engine supports ZeRO stage 0 and 1 only;
+         * its stage split lives in the model code (PipelineModule's
+         * partition_method), not in ds_config. */
+        return (p->pp == 1 || p->zero <= 1) && !p->first && !p->last;
     default:
         return true;
     }
@@ -214,6 +224,50 @@ static int walk_inner(const pp__space *s, pp_parallel *p, pp__space_fn fn,
     return 0;
 }
 
+/* The pipeline split for a given (tp, pp, dp, mbs, vp): the even one, and
+ * with --uneven the first and last stages one or two chunks (vp layers
+ * each) lighter or heavier, where the stages between can share the rest
+ * evenly (Megatron-core's rule).  Pins of first= or last= are tried
+ * whatever --uneven says. */
+static int walk_split(const pp__space *s, pp_parallel *p, pp__space_fn fn,
+                      void *ctx, pp_error *e) {
+    const pp_plan_filter *f = s->filter;
+    int64_t vals[2][5];
+    int n[2];
+    const pp_plan_dim dim[2] = {PP_PLAN_DIM_FIRST, PP_PLAN_DIM_LAST};
+    bool split = p->pp > 1 && s->m->arch == PP_ARCH_TRANSFORMER;
+    for (int k = 0; k < 2; k++) {
+        n[k] = 1;
+        vals[k][0] = 0;
+        if (f && f->fixed[dim[k]]) {
+            vals[k][0] = f->value[dim[k]];
+        } else if (split && s->uneven) {
+            int64_t even = s->m->layers / p->pp;
+            const int64_t d[4] = {-2, -1, 1, 2};
+            for (int i = 0; i < 4; i++)
+                if (even + d[i] * p->vp > 0)
+                    vals[k][n[k]++] = even + d[i] * p->vp;
+        }
+    }
+    int rc;
+    for (int i = 0; i < n[0]; i++) {
+        for (int j = 0; j < n[1]; j++) {
+            int64_t first = vals[0][i], last = vals[1][j];
+            if (!allowed(s, PP_PLAN_DIM_FIRST, first)) continue;
+            if (!allowed(s, PP_PLAN_DIM_LAST, last)) continue;
+            p->first = first;
+            p->last = last;
+            if ((first || last) && pp_parallel_validate(p, s->m, NULL)) {
+                reject(s, PP_PLAN_REJECT_SPLIT);
+                continue;
+            }
+            if ((rc = walk_inner(s, p, fn, ctx, e)) != 0) return rc;
+        }
+    }
+    p->first = p->last = 0;
+    return 0;
+}
+
 /* mbs and vp for a given (tp, pp, dp). */
 static int walk_batch(const pp__space *s, pp_parallel *p, pp__space_fn fn,
                       void *ctx, pp_error *e) {
@@ -243,7 +297,7 @@ static int walk_batch(const pp__space *s, pp_parallel *p, pp__space_fn fn,
                 continue;
             }
             p->vp = vp;
-            if ((rc = walk_inner(s, p, fn, ctx, e)) != 0) return rc;
+            if ((rc = walk_split(s, p, fn, ctx, e)) != 0) return rc;
         }
     }
     return 0;

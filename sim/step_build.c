@@ -82,10 +82,15 @@ void pp__step_build(step *S) {
         }
     } else {
         pp__shape sh = {S->m, S->par, &S->prof};
-        int64_t Lv = S->m->layers / S->V;
         pp__oplist l = {0};
+        int64_t first_layer = 0; /* of chunk v, in model order */
         for (int32_t v = 0; v < S->V; v++) {
             program *f = &S->fwd[v], *b = &S->bwd[v];
+            /* Chunk v belongs to stage v mod pp, which splits its layers
+             * evenly over its vp chunks (Megatron-core's rule, uneven ends
+             * included). */
+            int64_t Lv = pp_parallel_stage_layers(S->par, S->m, v % S->pp)
+                         / S->vp;
             l.n = 0;
             if (v == 0) {
                 pp__ops_embed_fwd(&sh, &l);
@@ -96,7 +101,7 @@ void pp__step_build(step *S) {
                 size_t from = l.n;
                 pp__ops_layer_fwd(&sh, &l);
                 emit(f, &l, from, S->n_labels);
-                label(S, "layer %ld %s", (long)(v * Lv + i), "fwd");
+                label(S, "layer %ld %s", (long)(first_layer + i), "fwd");
             }
             if (v == S->V - 1) {
                 size_t from = l.n;
@@ -114,7 +119,7 @@ void pp__step_build(step *S) {
                 size_t from = l.n;
                 pp__ops_layer_bwd(&sh, &l);
                 emit(b, &l, from, S->n_labels);
-                label(S, "layer %ld %s", (long)(v * Lv + i), "bwd");
+                label(S, "layer %ld %s", (long)(first_layer + i), "bwd");
             }
             if (v == 0) {
                 size_t from = l.n;
@@ -122,6 +127,7 @@ void pp__step_build(step *S) {
                 emit(b, &l, from, S->n_labels);
                 label(S, "embedding bwd", 0, "");
             }
+            first_layer += Lv;
         }
         pp__oplist_fini(&l);
     }

@@ -409,6 +409,92 @@ static void test_parallel_validate(void **state)
     expect_invalid(&l70, "tp=16", "tp: 16 does not divide kv_heads (8)");
 }
 
+/* Uneven pipeline splits (Megatron-core's --decoder-first/last-pipeline-
+ * num-layers): the stages between share what the ends leave, evenly. */
+static void test_parallel_uneven(void **state)
+{
+    (void)state;
+    pp_model m = load("gpt3-175b"); /* 96 layers */
+    pp_error e = PP_ERROR_INIT;
+    char buf[256];
+    pp_parallel p = layout("tp=8,pp=8,dp=16,gbs=1536,first=11,last=13");
+    assert_int_equal(pp_parallel_validate(&p, &m, &e), 0);
+    assert_string_equal(pp_parallel_format(&p, buf, sizeof buf),
+                        "tp=8,pp=8,dp=16,mbs=1,gbs=1536,vp=1,sp=off,"
+                        "recompute=full,zero=0,first=11,last=13");
+    int64_t sum = 0;
+    for (int64_t s = 0; s < 8; s++) {
+        int64_t n = pp_parallel_stage_layers(&p, &m, s);
+        assert_int_equal(n, s == 0 ? 11 : s == 7 ? 13 : 12);
+        sum += n;
+    }
+    assert_int_equal(sum, 96);
+    /* An even layout formats as it always did; first=0 means even. */
+    p = layout("tp=8,pp=8,dp=16,gbs=1536,first=0");
+    assert_string_equal(pp_parallel_format(&p, buf, sizeof buf),
+                        "tp=8,pp=8,dp=16,mbs=1,gbs=1536,vp=1,sp=off,"
+                        "recompute=full,zero=0");
+    assert_int_equal(pp_parallel_stage_layers(&p, &m, 3), 12);
+    /* Only the last stage given: the other three share 75. */
+    p = layout("pp=4,last=21");
+    assert_int_equal(pp_parallel_validate(&p, &m, &e), 0);
+    assert_int_equal(pp_parallel_stage_layers(&p, &m, 0), 25);
+    assert_int_equal(pp_parallel_stage_layers(&p, &m, 3), 21);
+    /* With vp chunks every stage's layers split over them. */
+    p = layout("pp=4,vp=2,dp=2,gbs=16,first=22,last=22");
+    assert_int_equal(pp_parallel_validate(&p, &m, &e), 0);
+
+    expect_invalid(&m, "pp=8,first=11,last=12",
+                   "the 73 layers left are not an equal share for each of "
+                   "the other 6 stages");
+    expect_invalid(&m, "first=3", "first: an uneven pipeline split needs "
+                                  "pp > 1");
+    expect_invalid(&m, "pp=2,first=40,last=40",
+                   "with pp=2 they must add up to the 96 layers");
+    expect_invalid(&m, "pp=4,vp=2,dp=2,gbs=16,first=21,last=21",
+                   "first: 21 layers on the first stage are not divisible "
+                   "by vp (2)");
+    expect_invalid(&m, "pp=4,first=90,last=10", "exceed the 96");
+    expect_parallel_error("pp=4,first=-1", "--parallel: first: expected a "
+                                           "number of layers");
+    pp_model g = load("resnet50");
+    expect_invalid(&g, "last=2", "last: model resnet50 is generic");
+
+    /* Memory is that of the most loaded stage.  Even: the first (the
+     * embedding, pp micro-batches in flight). */
+    pp_memory even, mid, ends;
+    p = layout("tp=8,pp=4,dp=32,gbs=1536,recompute=selective");
+    assert_int_equal(pp_memory_per_gpu(&m, &p, PP_OPT_ADAM_MIXED, &even, &e),
+                     0);
+    assert_int_equal(even.stage, 0);
+    /* Light ends push 30 layers onto stages 1 and 2: stage 1 (3 in
+     * flight) now holds the most, and more than any stage did before. */
+    p = layout("tp=8,pp=4,dp=32,gbs=1536,recompute=selective,first=18,"
+               "last=18");
+    assert_int_equal(pp_memory_per_gpu(&m, &p, PP_OPT_ADAM_MIXED, &mid, &e),
+                     0);
+    assert_int_equal(mid.stage, 1);
+    assert_int_equal(mid.inflight, 3);
+    assert_true(mid.total > even.total);
+    double want = 30.0 * (12.0 * 12288.0 * 12288.0 + 13.0 * 12288.0) / 8.0;
+    assert_true(fabs(mid.params_per_gpu / want - 1.0) < 1e-6);
+    /* Heavy ends: the first stage again, with more than the even split. */
+    p = layout("tp=8,pp=4,dp=32,gbs=1536,recompute=selective,first=30,"
+               "last=30");
+    assert_int_equal(pp_memory_per_gpu(&m, &p, PP_OPT_ADAM_MIXED, &ends, &e),
+                     0);
+    assert_int_equal(ends.stage, 0);
+    assert_true(ends.total > even.total);
+    /* The last stage's fp32 logits can make it the most loaded: a small
+     * model, full recomputation (only layer inputs kept), pp = 2. */
+    pp_model s = load("megatron-1.7b");
+    p = layout("pp=2,dp=16,mbs=8,gbs=512");
+    assert_int_equal(pp_memory_per_gpu(&s, &p, PP_OPT_ADAM_MIXED, &ends, &e),
+                     0);
+    assert_int_equal(ends.stage, 1);
+    assert_true(ends.buffers >= 4.0 * 2048 * 8 * 51200);
+}
+
 /* ------------------------------------------------------------------------
  * FLOPs and training time.
  * ---------------------------------------------------------------------- */
@@ -691,6 +777,7 @@ int main(void)
         cmocka_unit_test(test_parallel_parse_format),
         cmocka_unit_test(test_parallel_parse_errors),
         cmocka_unit_test(test_parallel_validate),
+        cmocka_unit_test(test_parallel_uneven),
         cmocka_unit_test(test_flops_gpt3),
         cmocka_unit_test(test_flops_count_equals_closed),
         cmocka_unit_test(test_flops_swiglu_gqa),

@@ -377,6 +377,7 @@ static const char *const megatron_args[] = {
     "--sequence-parallel", "--tensor-model-parallel-size",
     "--pipeline-model-parallel-size", "--num-layers-per-virtual-pipeline-stage",
     "--num-virtual-stages-per-pipeline-rank", "--use-distributed-optimizer",
+    "--decoder-first-pipeline-num-layers", "--decoder-last-pipeline-num-layers",
     "--overlap-grad-reduce", "--overlap-param-gather", "--ddp-bucket-size",
     "--context-parallel-size", "--distributed-backend", "--bf16", "--fp16",
     "--disable-bias-linear", "--use-flash-attn", "--optimizer", "--lr",
@@ -706,6 +707,83 @@ static void test_targets(void **state) {
     cli_result_free(&r);
 }
 
+/* Uneven pipeline splits.  A LLaMA-3-8B-like shape (128,256-entry
+ * vocabulary, h 4096): its logit layer costs about 2.4 layers, so at
+ * pp = 4 the last stage is the slowest of an even split, and --uneven must
+ * find a lighter one; the launch formats must say so in Megatron-LM's and
+ * NeMo's words, and DeepSpeed (whose split lives in the model code) must
+ * not be offered one. */
+#define BIG_VOCAB "layers=32,hidden=4096,heads=32,seq=4096,vocab=128256"
+static void test_uneven(void **state) {
+    (void)state;
+    cli_result r;
+    char v[64];
+    const char *base = "plan --model " BIG_VOCAB " --cluster selene-like "
+                       "--gpus 64 --global-batch 256 --fix tp=2,pp=4,vp=1 "
+                       "--top 0";
+    cli_runf(&r, "%s --format json --no-timing", base);
+    if (r.status) fail_msg("exit %d: %s", r.status, r.err);
+    json_t *d = cli_json(&r);
+    json_t *c0 = json_array_get(json_object_get(d, "candidates"), 0);
+    const char *even = json_string_value(json_object_get(c0, "parallel"));
+    assert_null(strstr(even, "first="));
+    double t_even = num(c0, "iteration_time_s");
+    cli_result u;
+    cli_runf(&u, "%s --uneven --format json --no-timing", base);
+    if (u.status) fail_msg("exit %d: %s", u.status, u.err);
+    json_t *du = cli_json(&u);
+    json_t *u0 = json_array_get(json_object_get(du, "candidates"), 0);
+    const char *best = json_string_value(json_object_get(u0, "parallel"));
+    assert_non_null(strstr(best, ",last="));
+    assert_true(num(u0, "iteration_time_s") < 0.97 * t_even);
+    /* Splits the stages cannot share evenly are counted, not offered. */
+    assert_true(num(json_object_get(du, "rejected"), "split") > 0);
+    json_decref(du);
+    json_decref(d);
+    cli_result_free(&u);
+    cli_result_free(&r);
+
+    /* Pinned without --uneven: honoured, and in the launch line. */
+    cli_runf(&r, "%s --fix first=7,last=7 --format megatron", base);
+    if (r.status) fail_msg("exit %d: %s", r.status, r.err);
+    assert_string_equal(megatron_value(r.out,
+                                       "--decoder-first-pipeline-num-layers",
+                                       v, sizeof v), "7");
+    assert_string_equal(megatron_value(r.out,
+                                       "--decoder-last-pipeline-num-layers",
+                                       v, sizeof v), "7");
+    cli_result_free(&r);
+    /* With interleaving the chunks are given per rank. */
+    cli_runf(&r, "plan --model " BIG_VOCAB " --cluster selene-like --gpus 64 "
+                 "--global-batch 256 --fix tp=2,pp=4,vp=2,first=6,last=6 "
+                 "--top 0 --format megatron");
+    if (r.status) fail_msg("exit %d: %s", r.status, r.err);
+    assert_string_equal(megatron_value(r.out,
+                                       "--num-virtual-stages-per-pipeline-rank",
+                                       v, sizeof v), "2");
+    assert_null(megatron_value(r.out, "--num-layers-per-virtual-pipeline-stage",
+                               v, sizeof v));
+    cli_result_free(&r);
+    cli_runf(&r, "%s --fix first=7,last=7 --format nemo", base);
+    if (r.status) fail_msg("exit %d: %s", r.status, r.err);
+    assert_non_null(strstr(r.out, "num_layers_in_first_pipeline_stage: 7\n"));
+    assert_non_null(strstr(r.out, "num_layers_in_last_pipeline_stage: 7\n"));
+    cli_result_free(&r);
+    /* DeepSpeed cannot express it: nothing is left to offer. */
+    cli_runf(&r, "%s --fix first=7,last=7 --format deepspeed", base);
+    assert_int_equal(r.status, 1);
+    cli_result_free(&r);
+    /* A pinned split the stages cannot share: nothing feasible, and bad
+     * values are usage errors. */
+    cli_runf(&r, "%s --fix first=7,last=8", base);
+    assert_int_equal(r.status, 1);
+    cli_result_free(&r);
+    cli_runf(&r, "%s --fix first=x", base);
+    assert_int_equal(r.status, 2);
+    assert_non_null(strstr(r.err, "first: expected a number of layers"));
+    cli_result_free(&r);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_space_complete),
@@ -719,6 +797,7 @@ int main(void) {
         cmocka_unit_test(test_infeasible_cli),
         cmocka_unit_test(test_determinism_and_formats),
         cmocka_unit_test(test_targets),
+        cmocka_unit_test(test_uneven),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

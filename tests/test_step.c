@@ -415,6 +415,37 @@ static void test_variants(void **state) {
         }
 }
 
+/* An uneven split moves work between stages and nothing else: the same
+ * FLOPs, the stage with more layers computes longer, and per stage the
+ * breakdown still sums to the iteration. */
+static void test_uneven(void **state) {
+    (void)state;
+    run a, b;
+    run_init(&a, "selene-like", "megatron-39.1b",
+             "tp=8,pp=4,dp=2,mbs=1,gbs=16");
+    run_init(&b, "selene-like", "megatron-39.1b",
+             "tp=8,pp=4,dp=2,mbs=1,gbs=16,first=10,last=10");
+    pp_error e = PP_ERROR_INIT;
+    pp_step_result ra, rb;
+    if (pp_step_simulate(&a.cfg, &ra, &e) || pp_step_simulate(&b.cfg, &rb, &e))
+        fail_msg("%s", e.msg);
+    check_sums(&ra);
+    check_sums(&rb);
+    assert_true(ra.flops_iter == rb.flops_iter);
+    /* 12/12/12/12 against 10/14/14/10 layers. */
+    assert_rel(ra.stages[1].compute_s, ra.stages[2].compute_s, 1e-9);
+    assert_rel(rb.stages[1].compute_s / ra.stages[1].compute_s, 14.0 / 12.0,
+               0.01);
+    assert_true(rb.stages[0].compute_s < ra.stages[0].compute_s);
+    assert_true(rb.stages[3].compute_s < ra.stages[3].compute_s);
+    /* The middle holds more: its memory is what is reported. */
+    assert_int_equal(rb.memory.stage, 1);
+    pp_step_result_fini(&ra);
+    pp_step_result_fini(&rb);
+    pp_cluster_free(a.c);
+    pp_cluster_free(b.c);
+}
+
 static void test_infeasible(void **state) {
     (void)state;
     run x;
@@ -446,6 +477,7 @@ int main(void) {
         cmocka_unit_test(test_iteration_invariants),
         cmocka_unit_test(test_fidelities_agree),
         cmocka_unit_test(test_variants),
+        cmocka_unit_test(test_uneven),
         cmocka_unit_test(test_infeasible),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

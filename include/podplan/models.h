@@ -76,6 +76,11 @@ typedef struct pp_parallel {
     bool sp;            /* sequence parallelism (needs tp > 1 to matter) */
     pp_recompute recompute;
     int zero;           /* ZeRO stage 0..3, sharded over dp */
+    /* Uneven pipeline split (Megatron-LM --decoder-first/last-pipeline-
+     * num-layers): layers on the first and on the last stage, 0 = an even
+     * share; the stages between split the rest evenly.  Lightening the
+     * end stages balances the embedding and the logit layer they carry. */
+    int64_t first, last;
 } pp_parallel;
 
 /* Defaults: everything 1, gbs = mbs * dp, no sp, full recompute, zero 0. */
@@ -91,6 +96,10 @@ char *pp_parallel_format(const pp_parallel *p, char *buf, size_t len);
  * pp | layers, (pp*vp) | layers, mbs*dp | gbs, ...  Returns PP_EINPUT. */
 int pp_parallel_validate(const pp_parallel *p, const pp_model *m,
                          pp_error *e);
+/* Transformer layers on pipeline stage `stage` (0..pp-1) of a validated
+ * layout: first/last where set, an even share of the rest elsewhere. */
+int64_t pp_parallel_stage_layers(const pp_parallel *p, const pp_model *m,
+                                 int64_t stage);
 const char *pp_recompute_name(pp_recompute r);
 
 /* ------------------------------------------------------------------------
@@ -125,8 +134,9 @@ double pp_train_time_s(double tokens, double params, double gpus,
                        double flops_per_gpu, bool recompute);
 
 /* ------------------------------------------------------------------------
- * Memory per GPU (bytes), on the most loaded GPU (the first pipeline stage,
- * which holds the embedding and the most micro-batches in flight).
+ * Memory per GPU (bytes), on the most loaded GPU: usually the first
+ * pipeline stage (the embedding and the most micro-batches in flight); the
+ * last (the logits) or, with an uneven split, a middle one can exceed it.
  * ---------------------------------------------------------------------- */
 typedef enum {
     PP_OPT_ADAM_MIXED, /* bf16/fp16 weights 2 + grads 2, fp32 master 4 + m 4
@@ -142,7 +152,8 @@ typedef struct pp_memory {
     double model_states;    /* weights + grads + optimizer */
     double activations;     /* stored activations, all micro-batches */
     double activations_per_layer; /* one layer, one micro-batch */
-    double inflight;        /* micro-batches in flight on stage 0 */
+    double inflight;        /* micro-batches in flight on that stage */
+    int64_t stage;          /* which pipeline stage that is */
     double buffers;         /* embedding/logit/loss buffers */
     double total;
 } pp_memory;

@@ -40,6 +40,8 @@ typedef enum {
     PP_PLAN_DIM_RECOMPUTE, /* a pp_recompute */
     PP_PLAN_DIM_ZERO,      /* 0..3 */
     PP_PLAN_DIM_OVERLAP,   /* 0 off, 1 on */
+    PP_PLAN_DIM_FIRST,     /* layers on the first stage, 0 an even share */
+    PP_PLAN_DIM_LAST,      /* layers on the last stage, 0 an even share */
     PP_PLAN_DIM__COUNT
 } pp_plan_dim;
 
@@ -110,6 +112,10 @@ typedef struct pp_plan_options {
     pp_fidelity fidelity;      /* of the simulations (default flow) */
     double memory_reserve;     /* fraction of HBM kept free (default 0.1) */
     bool allow_cross_node_tp;  /* TP groups may span servers */
+    bool uneven;               /* also try uneven pipeline splits: one or
+                                  two chunks of layers more or fewer on the
+                                  first and last stages (pins of first= or
+                                  last= are tried without it) */
     pp_plan_objective objective;
     double tokens;             /* training tokens; 0: unknown */
     pp_optimizer optimizer;    /* default adam-mixed */
@@ -142,6 +148,7 @@ void pp_plan_options_init(pp_plan_options *o);
     XX(VP_PP, "vp-pp", "interleaving needs PP > 2")                        \
     XX(VP_MICROBATCHES, "vp-microbatches",                                 \
        "interleaving needs the micro-batches to be a multiple of PP")      \
+    XX(SPLIT, "split", "uneven pipeline split the stages cannot share")   \
     XX(TARGET, "target", "the launch format cannot express it")           \
     XX(PINNED, "pinned", "differs from a --fix value")                    \
     XX(EXCLUDED, "excluded", "an --exclude value")                        \

@@ -592,7 +592,7 @@ typedef struct pp_step_result {
                                   TFLOP/s as the Megatron-LM table */
     double mfu;                /* model FLOPs / (n x time x peak) */
     int64_t gpus;
-    pp_memory memory;          /* per GPU, the first stage */
+    pp_memory memory;          /* per GPU, the most loaded stage */
     double gpu_memory_bytes;   /* HBM of the cluster's GPU */
     pp_schedule schedule;
     pp_breakdown total;        /* the mean over stages */
