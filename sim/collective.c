@@ -118,7 +118,7 @@ static void finish(pp__coll *k) {
         const pp_device *devs = pp_cluster_devices(k->c, &nd);
         for (size_t i = 0; i < k->n_dev; i++)
             if (i < k->n || devs[k->dev[i]].kind == PP_DEV_GPU)
-                pp__sim_trace_span(k->s, k->dev[i], k->name, k->t0,
+                pp__sim_trace_comm(k->s, k->dev[i], k->name, k->t0,
                                    i < k->n ? k->end[i] : now);
     }
     if (k->sink) {

@@ -131,6 +131,12 @@ void pp__sim_trace_span(pp_sim *s, int32_t gpu_dev, const char *name,
         pp__trace_span(s->trace, gpu_dev, name, t0, t1);
 }
 
+void pp__sim_trace_comm(pp_sim *s, int32_t gpu_dev, const char *name,
+                        double t0, double t1) {
+    if (s->trace && gpu_dev >= 0 && (size_t)gpu_dev < s->c->n_devs)
+        pp__trace_comm(s->trace, gpu_dev, name, t0, t1);
+}
+
 /* ---- the pool ----------------------------------------------------------- */
 
 static int32_t xfer_new(pp_sim *s) {

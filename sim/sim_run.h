@@ -30,12 +30,18 @@ int pp__sim_send_key(pp_sim *s, int32_t src, int32_t dst, double bytes,
 pp_router *pp__sim_router(pp_sim *s);
 
 /* Adds a span [t0, t1] (seconds) named `name` (copied) to device dev's own
- * track of the trace: compute, a collective, a pipeline stage.  The
+ * track of the trace: compute, the optimizer, a pipeline stage.  The
  * caller keeps the spans of one device nested or disjoint (Chrome and
  * Perfetto draw overlapping slices of one track wrongly); transfers go on
  * separate "send" tracks, so they never clash with these.  No-op when the
  * sim is not tracing. */
 void pp__sim_trace_span(pp_sim *s, int32_t gpu_dev, const char *name,
+                        double t0, double t1);
+/* The same for communication (a collective on this device): on the
+ * device's "comm" tracks, as many as spans overlap (a DP bucket under the
+ * backward's TP collectives), so the compute track shows what the device
+ * computes and the gaps are its waits. */
+void pp__sim_trace_comm(pp_sim *s, int32_t gpu_dev, const char *name,
                         double t0, double t1);
 bool pp__sim_tracing(const pp_sim *s);
 
@@ -88,6 +94,8 @@ void pp__trace_links_begin(pp__trace *t, const int32_t *path, size_t n,
 void pp__trace_links_end(pp__trace *t, const int32_t *path, size_t n,
                          double bytes, double now);
 void pp__trace_span(pp__trace *t, int32_t dev, const char *name, double t0,
+                    double t1);
+void pp__trace_comm(pp__trace *t, int32_t dev, const char *name, double t0,
                     double t1);
 
 #endif

@@ -43,10 +43,19 @@ typedef struct lane {
     bool busy;
 } lane;
 
+/* A communication track: the end of its last span (spans arrive in the
+ * order they end, so a span fits a track if it starts after that). */
+typedef struct clane {
+    int32_t tid;
+    double end;
+} clane;
+
 typedef struct devtrack {
     int32_t span_tid; /* pp__sim_trace_span's track; 0 until used */
     int32_t n_lanes;
     lane *lanes;
+    int32_t n_comm;   /* pp__sim_trace_comm's tracks */
+    clane *comm;
 } devtrack;
 
 typedef struct linktrack {
@@ -143,8 +152,10 @@ void pp__trace_free(pp__trace *t) {
     if (!t)
         return;
     fputs("\n],\n\"displayTimeUnit\":\"ns\"}\n", t->fp);
-    for (size_t d = 0; d < t->c->n_devs; d++)
+    for (size_t d = 0; d < t->c->n_devs; d++) {
         free(t->dev[d].lanes);
+        free(t->dev[d].comm);
+    }
     free(t->dev);
     free(t->link);
     free(t);
@@ -152,6 +163,10 @@ void pp__trace_free(pp__trace *t) {
 
 /* Tracks of device d sort as d * 1024 + slot: its own spans first, then
  * its send lanes. */
+/* A device's tracks in order: its spans (slot 0), its communication
+ * (1..COMM_SLOTS-1), its sends. */
+#define COMM_SLOTS 64
+
 static int64_t dev_sort(int32_t d, int32_t slot) {
     return (int64_t)d * 1024 + (slot < 1023 ? slot : 1023);
 }
@@ -185,7 +200,7 @@ void pp__trace_send_end(pp__trace *t, int32_t src, int32_t k, int32_t dst,
         else
             snprintf(name, sizeof name, "%s send %d", t->c->devs[src].name,
                      (int)k + 1);
-        ln->tid = new_thread(t, PID_GPUS, name, dev_sort(src, k + 1));
+        ln->tid = new_thread(t, PID_GPUS, name, dev_sort(src, COMM_SLOTS + k));
     }
     char name[160];
     snprintf(name, sizeof name, "send %s", t->c->devs[dst].name);
@@ -242,5 +257,31 @@ void pp__trace_span(pp__trace *t, int32_t dev, const char *name, double t0,
         d->span_tid = new_thread(t, PID_GPUS, t->c->devs[dev].name,
                                  dev_sort(dev, 0));
     event(t, PID_GPUS, d->span_tid, name ? name : "", t0, t1);
+    fputs("}", t->fp);
+}
+
+void pp__trace_comm(pp__trace *t, int32_t dev, const char *name, double t0,
+                    double t1) {
+    devtrack *d = &t->dev[dev];
+    int32_t k = 0;
+    while (k < d->n_comm && d->comm[k].end > t0)
+        k++;
+    if (k == d->n_comm) {
+        d->comm = pp_xrealloc(d->comm, (size_t)(k + 1) * sizeof *d->comm);
+        char tname[160];
+        if (k == 0)
+            snprintf(tname, sizeof tname, "%s comm", t->c->devs[dev].name);
+        else
+            snprintf(tname, sizeof tname, "%s comm %d", t->c->devs[dev].name,
+                     (int)k + 1);
+        int32_t slot = 1 + (k < COMM_SLOTS - 2 ? k : COMM_SLOTS - 2);
+        d->comm[k] = (clane){new_thread(t, PID_GPUS, tname,
+                                        dev_sort(dev, slot)),
+                             t1};
+        d->n_comm++;
+    }
+    if (t1 > d->comm[k].end)
+        d->comm[k].end = t1;
+    event(t, PID_GPUS, d->comm[k].tid, name ? name : "", t0, t1);
     fputs("}", t->fp);
 }

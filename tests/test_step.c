@@ -19,6 +19,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "podplan/sim.h"
 
 static void assert_rel(double got, double want, double tol) {
@@ -446,6 +448,83 @@ static void test_uneven(void **state) {
     pp_cluster_free(b.c);
 }
 
+/* The trace with DP buckets overlapping the backward: every track's
+ * slices nest or are disjoint (Perfetto draws others wrongly), and the
+ * communication has tracks of its own, apart from the compute. */
+typedef struct slice {
+    int pid, tid;
+    double t0, t1;
+} slice;
+
+static int cmp_slice(const void *pa, const void *pb) {
+    const slice *a = pa, *b = pb;
+    if (a->pid != b->pid) return a->pid - b->pid;
+    if (a->tid != b->tid) return a->tid - b->tid;
+    if (a->t0 != b->t0) return a->t0 < b->t0 ? -1 : 1;
+    return a->t1 > b->t1 ? -1 : a->t1 < b->t1; /* outer first */
+}
+
+static void test_trace_tracks(void **state) {
+    (void)state;
+    run x;
+    run_init(&x, "selene-like", "megatron-1.7b",
+             "tp=2,pp=2,dp=4,mbs=1,gbs=16,vp=1");
+    x.cfg.dp_overlap = true;
+    x.cfg.bucket_bytes = 10e6;
+    char path[] = "/tmp/podplan-trace-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    FILE *fp = fdopen(fd, "w");
+    x.cfg.trace = fp;
+    pp_error e = PP_ERROR_INIT;
+    pp_step_result r;
+    if (pp_step_simulate(&x.cfg, &r, &e)) fail_msg("%s", e.msg);
+    fclose(fp);
+    json_error_t err;
+    json_t *j = json_load_file(path, 0, &err);
+    unlink(path);
+    if (!j) fail_msg("trace is not JSON: %s", err.text);
+    json_t *ev = json_object_get(j, "traceEvents"), *v;
+    size_t n = json_array_size(ev), ns = 0, i, comm_tracks = 0;
+    slice *s = calloc(n, sizeof *s);
+    json_array_foreach(ev, i, v) {
+        const char *ph = json_string_value(json_object_get(v, "ph"));
+        const char *name = json_string_value(json_object_get(v, "name"));
+        if (strcmp(ph, "M") == 0) {
+            json_t *a = json_object_get(json_object_get(v, "args"), "name");
+            if (strcmp(name, "thread_name") == 0 && json_is_string(a)
+                && strstr(json_string_value(a), " comm"))
+                comm_tracks++;
+            continue;
+        }
+        double ts = json_number_value(json_object_get(v, "ts"));
+        double dur = json_number_value(json_object_get(v, "dur"));
+        s[ns++] = (slice){(int)json_integer_value(json_object_get(v, "pid")),
+                          (int)json_integer_value(json_object_get(v, "tid")),
+                          ts, ts + dur};
+    }
+    assert_true(comm_tracks >= 1);
+    qsort(s, ns, sizeof *s, cmp_slice);
+    /* A stack of open slices per track. */
+    double *open = calloc(ns, sizeof *open);
+    size_t depth = 0;
+    for (size_t k = 0; k < ns; k++) {
+        if (k == 0 || s[k].pid != s[k - 1].pid || s[k].tid != s[k - 1].tid)
+            depth = 0;
+        while (depth > 0 && open[depth - 1] <= s[k].t0 + 1e-9) depth--;
+        if (depth > 0 && s[k].t1 > open[depth - 1] + 1e-6)
+            fail_msg("track %d/%d: [%.3f, %.3f] crosses a slice ending at "
+                     "%.3f", s[k].pid, s[k].tid, s[k].t0, s[k].t1,
+                     open[depth - 1]);
+        open[depth++] = s[k].t1;
+    }
+    free(open);
+    free(s);
+    json_decref(j);
+    pp_step_result_fini(&r);
+    pp_cluster_free(x.c);
+}
+
 static void test_infeasible(void **state) {
     (void)state;
     run x;
@@ -478,6 +557,7 @@ int main(void) {
         cmocka_unit_test(test_fidelities_agree),
         cmocka_unit_test(test_variants),
         cmocka_unit_test(test_uneven),
+        cmocka_unit_test(test_trace_tracks),
         cmocka_unit_test(test_infeasible),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
