@@ -168,10 +168,29 @@ static void maxmin_core(int32_t nl, const double *cap, const int32_t *lf_off,
             mm_up(&s->h, s->h.n++);
         }
     }
+    size_t dead = 0; /* entries in the heap whose link's cnt is 0 */
     while (s->h.n > 0) {
+        if (dead > 32 && 2 * dead > s->h.n) {
+            /* Most of the heap is links every flow of which froze
+             * elsewhere: they would only be popped and skipped, one
+             * O(log n) sift each.  Drop them at once and rebuild (O(n)).
+             * They never influence a live entry's turn, and the keys are
+             * totally ordered by (key, link), so every live link reaches
+             * the top in the same order, with the same key, as before. */
+            size_t k = 0;
+            for (size_t i = 0; i < s->h.n; i++)
+                if (s->cnt[s->h.a[i].item] > 0)
+                    s->h.a[k++] = s->h.a[i];
+            s->h.n = k;
+            for (size_t i = k / 2; i-- > 0;)
+                mm_down(&s->h, i);
+            dead = 0;
+            continue;
+        }
         int32_t l = s->h.a[0].item;
         if (s->cnt[l] == 0) { /* every flow of it froze elsewhere */
             mm_pop(&s->h);
+            dead--;
             continue;
         }
         if (s->dirty[l]) {
@@ -192,7 +211,8 @@ static void maxmin_core(int32_t nl, const double *cap, const int32_t *lf_off,
             for (int32_t j = f_off[f]; j < f_off[f + 1]; j++) {
                 int32_t m = fl[j];
                 s->rc[m] -= share;
-                s->cnt[m]--;
+                if (--s->cnt[m] == 0 && m != l)
+                    dead++; /* l itself is out of the heap already */
                 s->dirty[m] = true;
             }
         }
