@@ -778,9 +778,7 @@ static void on_resolve(pp_engine *eng, void *ctx, uint64_t arg) {
     GROW(net->lf_off, net->cap_lf_off, nl + 1);
     GROW(net->f_off, net->cap_f_off, nf + 1);
     GROW(net->c_rate, net->cap_c_rate, nf + 1);
-    for (size_t j = 0; j < nf; j++)
-        net->f_local[net->c_flows[j]] = (int32_t)j;
-    size_t hops = 0;
+    size_t hops = 0, max_n = 0;
     for (size_t i = 0; i < nl; i++) {
         link *lk = &net->links[net->c_links[i]];
         settle_link(lk, now);
@@ -788,28 +786,61 @@ static void on_resolve(pp_engine *eng, void *ctx, uint64_t arg) {
         net->c_cap[i] = lk->cap_Bps;
         net->lf_off[i] = (int32_t)hops;
         hops += lk->n;
+        if (lk->n > max_n)
+            max_n = lk->n;
     }
     net->lf_off[nl] = (int32_t)hops;
-    GROW(net->lf, net->cap_lf, hops + 1);
-    GROW(net->f_links, net->cap_f_links, hops + 1);
-    for (size_t i = 0; i < nl; i++) {
-        link *lk = &net->links[net->c_links[i]];
-        int32_t *out = net->lf + net->lf_off[i];
-        for (size_t k = 0; k < lk->n; k++)
-            out[k] = net->f_local[lk->fl[k].slot];
-    }
-    size_t fh = 0;
-    for (size_t j = 0; j < nf; j++) {
-        const flow *f = &net->fl[net->c_flows[j]];
-        net->f_off[j] = (int32_t)fh;
-        for (int32_t h = 0; h < f->n; h++)
-            net->f_links[fh++] = net->links[f->path[h]].local;
-    }
-    net->f_off[nf] = (int32_t)fh;
-    assert(fh == hops);
+    /* No link carries two hops (most updates): every flow is alone on
+     * its path, and maxmin_core would settle each at the narrowest
+     * capacity of its path in its first loop and do nothing else.  So do
+     * just that, without the CSR; a link's rate sum is then its one
+     * flow's rate (0 + r, as the sum below would add it), or 0. */
+    bool alone = max_n <= 1;
+    if (alone) {
+        for (size_t j = 0; j < nf; j++) {
+            const flow *f = &net->fl[net->c_flows[j]];
+            double r = INFINITY;
+            for (int32_t h = 0; h < f->n; h++) {
+                double c = net->links[f->path[h]].cap_Bps;
+                if (c < r)
+                    r = c;
+            }
+            double sum = 0;
+            sum += r;
+            for (int32_t h = 0; h < f->n; h++)
+                net->links[f->path[h]].rate = sum;
+            net->c_rate[j] = r;
+        }
+        for (size_t i = 0; i < nl; i++) {
+            link *lk = &net->links[net->c_links[i]];
+            if (lk->n == 0)
+                lk->rate = 0;
+        }
+    } else {
+        for (size_t j = 0; j < nf; j++)
+            net->f_local[net->c_flows[j]] = (int32_t)j;
+        GROW(net->lf, net->cap_lf, hops + 1);
+        GROW(net->f_links, net->cap_f_links, hops + 1);
+        for (size_t i = 0; i < nl; i++) {
+            link *lk = &net->links[net->c_links[i]];
+            int32_t *out = net->lf + net->lf_off[i];
+            for (size_t k = 0; k < lk->n; k++)
+                out[k] = net->f_local[lk->fl[k].slot];
+        }
+        size_t fh = 0;
+        for (size_t j = 0; j < nf; j++) {
+            const flow *f = &net->fl[net->c_flows[j]];
+            net->f_off[j] = (int32_t)fh;
+            for (int32_t h = 0; h < f->n; h++)
+                net->f_links[fh++] = net->links[f->path[h]].local;
+        }
+        net->f_off[nf] = (int32_t)fh;
+        assert(fh == hops);
 
-    maxmin_core((int32_t)nl, net->c_cap, net->lf_off, net->lf, (int32_t)nf,
-                net->f_off, net->f_links, net->c_rate, &net->mm);
+        maxmin_core((int32_t)nl, net->c_cap, net->lf_off, net->lf,
+                    (int32_t)nf, net->f_off, net->f_links, net->c_rate,
+                    &net->mm);
+    }
 
     /* New rates; flows whose rate did not change keep their lazy state.
      * When the component is a large part of the heap, keys are written in
@@ -851,7 +882,7 @@ static void on_resolve(pp_engine *eng, void *ctx, uint64_t arg) {
     /* Link rate sums from scratch (no drift from adding and subtracting),
      * read off the component's CSR: every flow of a component link is in
      * the component, and c_rate holds its rate now. */
-    for (size_t i = 0; i < nl; i++) {
+    for (size_t i = 0; i < nl && !alone; i++) {
         double sum = 0;
         for (int32_t k = net->lf_off[i]; k < net->lf_off[i + 1]; k++)
             sum += net->c_rate[net->lf[k]];
