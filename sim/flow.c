@@ -278,8 +278,8 @@ typedef struct lentry {
 /* One cache line per link (the array is 64-byte aligned): a join, a
  * leave and an update touch a handful of random links each, so keeping
  * everything they read and write about a link in one line (the byte
- * counter and the local index included, rather than in arrays of their
- * own) is what bounds their cost. */
+ * counter included, rather than in an array of its own) is what bounds
+ * their cost. */
 typedef struct link {
     lentry *fl;     /* the joined flows crossing this link */
     uint32_t n, cap;
@@ -289,7 +289,6 @@ typedef struct link {
     double bytes;   /* carried so far (copied out by link_bytes) */
     uint32_t mark;  /* walk epoch */
     int32_t bpos;   /* index in net->busy while it carries flows, else -1 */
-    int32_t local;  /* index in the component being solved */
     bool seed;      /* changed since the last update */
 } link;
 
@@ -323,6 +322,7 @@ struct pp_flownet {
     flow *fl;           /* slots, recycled */
     int32_t *hpos;      /* completion-heap position per slot */
     int32_t *f_local;   /* per slot: index in the component being solved */
+    int32_t *f_n;       /* per slot: hops of its path (flow.n, dense) */
     uint32_t *f_mark;   /* per slot: walk epoch (kept apart from flow for
                            the walk's cache footprint) */
     size_t n_fl, cap_fl;
@@ -405,6 +405,7 @@ void pp_flownet_free(pp_flownet *net) {
     free(net->fl);
     free(net->hpos);
     free(net->f_local);
+    free(net->f_n);
     free(net->f_mark);
     free(net->free_fl);
     free(net->slot_of);
@@ -488,6 +489,7 @@ static int32_t slot_new(pp_flownet *net) {
         net->fl = pp_xrealloc(net->fl, c * sizeof *net->fl);
         net->hpos = pp_xrealloc(net->hpos, c * sizeof *net->hpos);
         net->f_local = pp_xrealloc(net->f_local, c * sizeof *net->f_local);
+        net->f_n = pp_xrealloc(net->f_n, c * sizeof *net->f_n);
         net->f_mark = pp_xrealloc(net->f_mark, c * sizeof *net->f_mark);
         net->free_fl = pp_xrealloc(net->free_fl, c * sizeof *net->free_fl);
         net->cap_fl = c;
@@ -525,6 +527,7 @@ pp_flow_id pp_flow_start(pp_flownet *net, const int32_t *path, size_t n,
     if (n)
         memcpy(f->path, path, n * sizeof *path);
     f->n = (int32_t)n;
+    net->f_n[s] = (int32_t)n;
     f->bytes = bytes;
     f->left = bytes;
     f->rate = 0;
@@ -809,7 +812,6 @@ static void on_resolve(pp_engine *eng, void *ctx, uint64_t arg) {
     for (size_t i = 0; i < nl; i++) {
         link *lk = &net->links[net->c_links[i]];
         settle_link(lk, now);
-        lk->local = (int32_t)i;
         net->c_cap[i] = lk->cap_Bps;
         net->lf_off[i] = (int32_t)hops;
         hops += lk->n;
@@ -844,25 +846,31 @@ static void on_resolve(pp_engine *eng, void *ctx, uint64_t arg) {
                 lk->rate = 0;
         }
     } else {
-        for (size_t j = 0; j < nf; j++)
-            net->f_local[net->c_flows[j]] = (int32_t)j;
+        size_t fh = 0;
+        for (size_t j = 0; j < nf; j++) {
+            int32_t s = net->c_flows[j];
+            net->f_local[s] = (int32_t)j;
+            net->f_off[j] = (int32_t)fh;
+            fh += (size_t)net->f_n[s];
+        }
+        net->f_off[nf] = (int32_t)fh;
+        assert(fh == hops);
+        /* Both directions from the links' lists: the entry of flow j's
+         * hop h on link i puts j in i's list and i at h in j's path, which
+         * is path[h]'s index in the component; no flow line or path is
+         * read. */
         GROW(net->lf, net->cap_lf, hops + 1);
         GROW(net->f_links, net->cap_f_links, hops + 1);
         for (size_t i = 0; i < nl; i++) {
             link *lk = &net->links[net->c_links[i]];
             int32_t *out = net->lf + net->lf_off[i];
-            for (size_t k = 0; k < lk->n; k++)
-                out[k] = net->f_local[lk->fl[k].slot];
+            for (size_t k = 0; k < lk->n; k++) {
+                lentry x = lk->fl[k];
+                int32_t j = net->f_local[x.slot];
+                out[k] = j;
+                net->f_links[net->f_off[j] + x.hop] = (int32_t)i;
+            }
         }
-        size_t fh = 0;
-        for (size_t j = 0; j < nf; j++) {
-            const flow *f = &net->fl[net->c_flows[j]];
-            net->f_off[j] = (int32_t)fh;
-            for (int32_t h = 0; h < f->n; h++)
-                net->f_links[fh++] = net->links[f->path[h]].local;
-        }
-        net->f_off[nf] = (int32_t)fh;
-        assert(fh == hops);
 
         maxmin_core((int32_t)nl, net->c_cap, net->lf_off, net->lf,
                     (int32_t)nf, net->f_off, net->f_links, net->c_rate,
