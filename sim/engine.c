@@ -10,12 +10,17 @@
  * heap outgrows L1 (LaMarca & Ladner, "The influence of caches on the
  * performance of heaps").
  *
- * Cancellation is exact, not lazy: every event owns a slot in a slot table
- * and the slot knows the event's heap position, so pp_engine_cancel removes
- * it in O(log n) and pp_engine_pending() is the true number of events that
- * will run.  A pp_timer is (generation << 32 | slot); the slot's generation
- * is bumped whenever the slot is released, so a stale handle (the event ran
- * or was cancelled, and the slot was reused) is recognised and refused.
+ * Cancellation is lazy: every event owns a slot in a slot table, and a
+ * heap entry carries its slot and the slot's generation when scheduled.  A
+ * pp_timer is (generation << 32 | slot); the slot's generation is bumped
+ * whenever the slot is released (the event ran or was cancelled), so a
+ * stale handle is recognised and refused, and a cancelled event's heap
+ * entry, whose generation no longer matches, is dropped when it reaches
+ * the top.  The heap's moves then touch nothing but the heap (no position
+ * to keep in the slot), which is most of an event's cost; the order of
+ * the events that run is the same, (time, sequence) being a total order.
+ * pp_engine_pending() counts the dead entries out, and the heap is
+ * compacted when they are over half of it.
  *
  * Time is a double in seconds (sim.h says why).  Scheduling in the past is
  * clamped to now; a debug build asserts that "the past" is no more than
@@ -34,6 +39,7 @@ typedef struct hent {
     double t;
     uint64_t seq;
     uint32_t slot;
+    uint32_t gen;  /* the slot's generation when scheduled */
 } hent;
 
 typedef struct eslot {
@@ -41,7 +47,6 @@ typedef struct eslot {
     void *ctx;
     uint64_t arg;
     uint32_t gen;  /* generation: part of the handle, bumped on release */
-    int32_t hpos;  /* heap index, or -1 when the slot is free */
 } eslot;
 
 struct pp_engine {
@@ -52,6 +57,7 @@ struct pp_engine {
 
     hent *heap;
     size_t n, cap;
+    size_t n_dead;       /* entries of cancelled events still in the heap */
 
     eslot *slots;
     uint32_t n_slots, cap_slots;
@@ -75,17 +81,14 @@ void pp_engine_free(pp_engine *eng) {
 
 double pp_engine_now(const pp_engine *eng) { return eng->now; }
 uint64_t pp_engine_events(const pp_engine *eng) { return eng->events; }
-size_t pp_engine_pending(const pp_engine *eng) { return eng->n; }
+size_t pp_engine_pending(const pp_engine *eng) {
+    return eng->n - eng->n_dead;
+}
 
 /* ---- the heap ---------------------------------------------------------- */
 
 static inline bool before(const hent *a, const hent *b) {
     return a->t < b->t || (a->t == b->t && a->seq < b->seq);
-}
-
-static inline void place(pp_engine *eng, size_t i, hent h) {
-    eng->heap[i] = h;
-    eng->slots[h.slot].hpos = (int32_t)i;
 }
 
 static void sift_up(pp_engine *eng, size_t i) {
@@ -94,10 +97,10 @@ static void sift_up(pp_engine *eng, size_t i) {
         size_t p = (i - 1) / ARITY;
         if (!before(&h, &eng->heap[p]))
             break;
-        place(eng, i, eng->heap[p]);
+        eng->heap[i] = eng->heap[p];
         i = p;
     }
-    place(eng, i, h);
+    eng->heap[i] = h;
 }
 
 static void sift_down(pp_engine *eng, size_t i) {
@@ -114,23 +117,36 @@ static void sift_down(pp_engine *eng, size_t i) {
                 best = k;
         if (!before(&eng->heap[best], &h))
             break;
-        place(eng, i, eng->heap[best]);
+        eng->heap[i] = eng->heap[best];
         i = best;
     }
-    place(eng, i, h);
+    eng->heap[i] = h;
 }
 
-/* Removes heap entry i (the slot is not released here). */
-static void heap_remove(pp_engine *eng, size_t i) {
+/* Removes the top entry (the slot is not released here). */
+static void heap_pop(pp_engine *eng) {
     size_t last = --eng->n;
-    if (i == last)
+    if (last == 0)
         return;
-    hent moved = eng->heap[last];
-    place(eng, i, moved);
-    if (i > 0 && before(&moved, &eng->heap[(i - 1) / ARITY]))
-        sift_up(eng, i);
-    else
-        sift_down(eng, i);
+    eng->heap[0] = eng->heap[last];
+    sift_down(eng, 0);
+}
+
+static inline bool live(const pp_engine *eng, const hent *h) {
+    return eng->slots[h->slot].gen == h->gen;
+}
+
+/* Drops every dead entry and rebuilds the heap (O(n)). */
+static void compact(pp_engine *eng) {
+    size_t k = 0;
+    for (size_t i = 0; i < eng->n; i++)
+        if (live(eng, &eng->heap[i]))
+            eng->heap[k++] = eng->heap[i];
+    eng->n = k;
+    eng->n_dead = 0;
+    for (size_t i = k / ARITY + 1; i-- > 0;)
+        if (i < k)
+            sift_down(eng, i);
 }
 
 /* ---- slots ------------------------------------------------------------- */
@@ -149,13 +165,11 @@ static uint32_t slot_take(pp_engine *eng) {
     }
     uint32_t s = eng->n_slots++;
     eng->slots[s].gen = 1;
-    eng->slots[s].hpos = -1;
     return s;
 }
 
 static void slot_release(pp_engine *eng, uint32_t s) {
     eslot *sl = &eng->slots[s];
-    sl->hpos = -1;
     sl->gen = sl->gen == UINT32_MAX ? 1 : sl->gen + 1; /* never 0 */
     eng->free_slots[eng->n_free++] = s;
 }
@@ -183,8 +197,7 @@ pp_timer pp_engine_at(pp_engine *eng, double t, pp_event_fn fn, void *ctx,
         eng->cap = cap;
     }
     size_t i = eng->n++;
-    eng->heap[i] = (hent){t, eng->seq++, s};
-    sl->hpos = (int32_t)i;
+    eng->heap[i] = (hent){t, eng->seq++, s, sl->gen};
     sift_up(eng, i);
     return ((uint64_t)sl->gen << 32) | s;
 }
@@ -199,11 +212,13 @@ bool pp_engine_cancel(pp_engine *eng, pp_timer t) {
     uint32_t gen = (uint32_t)(t >> 32);
     if (gen == 0 || s >= eng->n_slots)
         return false;
-    eslot *sl = &eng->slots[s];
-    if (sl->gen != gen || sl->hpos < 0)
+    /* A free slot's generation was bumped when it was released, so it
+     * matches no handle: equal means pending. */
+    if (eng->slots[s].gen != gen)
         return false;
-    heap_remove(eng, (size_t)sl->hpos);
     slot_release(eng, s);
+    if (++eng->n_dead > 64 && 2 * eng->n_dead > eng->n)
+        compact(eng);
     return true;
 }
 
@@ -216,13 +231,20 @@ uint64_t pp_engine_run(pp_engine *eng, double until) {
     assert(!eng->running && "pp_engine_run is not reentrant");
     eng->running = true;
     uint64_t ran = 0;
-    while (eng->n > 0 && eng->heap[0].t <= until) {
+    while (eng->n > 0) {
         hent top = eng->heap[0];
         eslot *sl = &eng->slots[top.slot];
+        if (sl->gen != top.gen) { /* cancelled */
+            heap_pop(eng);
+            eng->n_dead--;
+            continue;
+        }
+        if (!(top.t <= until))
+            break;
         pp_event_fn fn = sl->fn;
         void *ctx = sl->ctx;
         uint64_t arg = sl->arg;
-        heap_remove(eng, 0);
+        heap_pop(eng);
         slot_release(eng, top.slot);
         eng->now = top.t;
         eng->events++;

@@ -168,10 +168,29 @@ static void maxmin_core(int32_t nl, const double *cap, const int32_t *lf_off,
             mm_up(&s->h, s->h.n++);
         }
     }
+    size_t dead = 0; /* entries in the heap whose link's cnt is 0 */
     while (s->h.n > 0) {
+        if (dead > 32 && 2 * dead > s->h.n) {
+            /* Most of the heap is links every flow of which froze
+             * elsewhere: they would only be popped and skipped, one
+             * O(log n) sift each.  Drop them at once and rebuild (O(n)).
+             * They never influence a live entry's turn, and the keys are
+             * totally ordered by (key, link), so every live link reaches
+             * the top in the same order, with the same key, as before. */
+            size_t k = 0;
+            for (size_t i = 0; i < s->h.n; i++)
+                if (s->cnt[s->h.a[i].item] > 0)
+                    s->h.a[k++] = s->h.a[i];
+            s->h.n = k;
+            for (size_t i = k / 2; i-- > 0;)
+                mm_down(&s->h, i);
+            dead = 0;
+            continue;
+        }
         int32_t l = s->h.a[0].item;
         if (s->cnt[l] == 0) { /* every flow of it froze elsewhere */
             mm_pop(&s->h);
+            dead--;
             continue;
         }
         if (s->dirty[l]) {
@@ -192,7 +211,8 @@ static void maxmin_core(int32_t nl, const double *cap, const int32_t *lf_off,
             for (int32_t j = f_off[f]; j < f_off[f + 1]; j++) {
                 int32_t m = fl[j];
                 s->rc[m] -= share;
-                s->cnt[m]--;
+                if (--s->cnt[m] == 0 && m != l)
+                    dead++; /* l itself is out of the heap already */
                 s->dirty[m] = true;
             }
         }
@@ -258,8 +278,8 @@ typedef struct lentry {
 /* One cache line per link (the array is 64-byte aligned): a join, a
  * leave and an update touch a handful of random links each, so keeping
  * everything they read and write about a link in one line (the byte
- * counter and the local index included, rather than in arrays of their
- * own) is what bounds their cost. */
+ * counter included, rather than in an array of its own) is what bounds
+ * their cost. */
 typedef struct link {
     lentry *fl;     /* the joined flows crossing this link */
     uint32_t n, cap;
@@ -269,7 +289,6 @@ typedef struct link {
     double bytes;   /* carried so far (copied out by link_bytes) */
     uint32_t mark;  /* walk epoch */
     int32_t bpos;   /* index in net->busy while it carries flows, else -1 */
-    int32_t local;  /* index in the component being solved */
     bool seed;      /* changed since the last update */
 } link;
 
@@ -303,6 +322,7 @@ struct pp_flownet {
     flow *fl;           /* slots, recycled */
     int32_t *hpos;      /* completion-heap position per slot */
     int32_t *f_local;   /* per slot: index in the component being solved */
+    int32_t *f_n;       /* per slot: hops of its path (flow.n, dense) */
     uint32_t *f_mark;   /* per slot: walk epoch (kept apart from flow for
                            the walk's cache footprint) */
     size_t n_fl, cap_fl;
@@ -385,6 +405,7 @@ void pp_flownet_free(pp_flownet *net) {
     free(net->fl);
     free(net->hpos);
     free(net->f_local);
+    free(net->f_n);
     free(net->f_mark);
     free(net->free_fl);
     free(net->slot_of);
@@ -468,6 +489,7 @@ static int32_t slot_new(pp_flownet *net) {
         net->fl = pp_xrealloc(net->fl, c * sizeof *net->fl);
         net->hpos = pp_xrealloc(net->hpos, c * sizeof *net->hpos);
         net->f_local = pp_xrealloc(net->f_local, c * sizeof *net->f_local);
+        net->f_n = pp_xrealloc(net->f_n, c * sizeof *net->f_n);
         net->f_mark = pp_xrealloc(net->f_mark, c * sizeof *net->f_mark);
         net->free_fl = pp_xrealloc(net->free_fl, c * sizeof *net->free_fl);
         net->cap_fl = c;
@@ -505,6 +527,7 @@ pp_flow_id pp_flow_start(pp_flownet *net, const int32_t *path, size_t n,
     if (n)
         memcpy(f->path, path, n * sizeof *path);
     f->n = (int32_t)n;
+    net->f_n[s] = (int32_t)n;
     f->bytes = bytes;
     f->left = bytes;
     f->rate = 0;
@@ -656,12 +679,23 @@ static void on_complete(pp_engine *eng, void *ctx, uint64_t arg) {
     }
 }
 
-/* Adds flow slot s to the component, and its unvisited links. */
-static void take_flow(pp_flownet *net, int32_t s, size_t *nf, size_t *nl) {
-    flow *f = &net->fl[s];
-    net->f_mark[s] = net->epoch;
-    GROW(net->c_flows, net->cap_c_flows, *nf + 1);
-    net->c_flows[(*nf)++] = s;
+/* A hint: no effect on results. */
+static inline void prefetch(const void *p) {
+#if defined(__GNUC__)
+    __builtin_prefetch(p);
+#else
+    (void)p;
+#endif
+}
+
+/* How far ahead the passes over the component's links and flows ask for
+ * the lines they will need: their targets are scattered, and asked for
+ * together the misses overlap instead of queueing. */
+#define AHEAD 8
+
+/* Adds the unvisited links of flow slot s (taken) to the component. */
+static void take_links(pp_flownet *net, int32_t s, size_t *nl) {
+    const flow *f = &net->fl[s];
     for (int32_t h = 0; h < f->n; h++) {
         link *lk = &net->links[f->path[h]];
         if (lk->mark == net->epoch)
@@ -698,18 +732,34 @@ static bool gather(pp_flownet *net, size_t *nf_out, size_t *nl_out) {
     net->n_seeds = 0;
     size_t limit = (size_t)(FULL_FRACTION * (double)net->n_active);
     bool full = false;
+    /* Breadth first.  A link's new flows are all taken (marked, queued)
+     * before their links are: the same order of flows and links as taking
+     * each in turn, with their lines asked for together.  Whether the
+     * component passes the limit does not depend on when it is tested. */
     for (size_t i = 0; i < nl && !full; i++) {
-        link *lk = &net->links[net->c_links[i]];
+        if (i + AHEAD < nl)
+            prefetch(&net->links[net->c_links[i + AHEAD]]);
+        if (i + AHEAD / 2 < nl)
+            prefetch(net->links[net->c_links[i + AHEAD / 2]].fl);
+        const link *lk = &net->links[net->c_links[i]];
+        size_t first = nf;
+        GROW(net->c_flows, net->cap_c_flows, nf + lk->n);
         for (size_t k = 0; k < lk->n; k++) {
             int32_t s = lk->fl[k].slot;
             if (net->f_mark[s] == net->epoch)
                 continue;
-            take_flow(net, s, &nf, &nl); /* links[] never moves */
-            if (nf > limit) {
-                full = true;
-                break;
-            }
+            net->f_mark[s] = net->epoch;
+            net->c_flows[nf++] = s;
+            prefetch(&net->fl[s]);
         }
+        if (nf > limit) {
+            full = true;
+            break;
+        }
+        for (size_t j = first; j < nf; j++)
+            prefetch(net->fl[net->c_flows[j]].path);
+        for (size_t j = first; j < nf; j++)
+            take_links(net, net->c_flows[j], &nl); /* links[] never moves */
     }
     if (full) { /* the seeds (some may be idle now), then every busy link */
         next_epoch(net);
@@ -758,38 +808,74 @@ static void on_resolve(pp_engine *eng, void *ctx, uint64_t arg) {
     GROW(net->lf_off, net->cap_lf_off, nl + 1);
     GROW(net->f_off, net->cap_f_off, nf + 1);
     GROW(net->c_rate, net->cap_c_rate, nf + 1);
-    for (size_t j = 0; j < nf; j++)
-        net->f_local[net->c_flows[j]] = (int32_t)j;
-    size_t hops = 0;
+    size_t hops = 0, max_n = 0;
     for (size_t i = 0; i < nl; i++) {
         link *lk = &net->links[net->c_links[i]];
         settle_link(lk, now);
-        lk->local = (int32_t)i;
         net->c_cap[i] = lk->cap_Bps;
         net->lf_off[i] = (int32_t)hops;
         hops += lk->n;
+        if (lk->n > max_n)
+            max_n = lk->n;
     }
     net->lf_off[nl] = (int32_t)hops;
-    GROW(net->lf, net->cap_lf, hops + 1);
-    GROW(net->f_links, net->cap_f_links, hops + 1);
-    for (size_t i = 0; i < nl; i++) {
-        link *lk = &net->links[net->c_links[i]];
-        int32_t *out = net->lf + net->lf_off[i];
-        for (size_t k = 0; k < lk->n; k++)
-            out[k] = net->f_local[lk->fl[k].slot];
-    }
-    size_t fh = 0;
-    for (size_t j = 0; j < nf; j++) {
-        const flow *f = &net->fl[net->c_flows[j]];
-        net->f_off[j] = (int32_t)fh;
-        for (int32_t h = 0; h < f->n; h++)
-            net->f_links[fh++] = net->links[f->path[h]].local;
-    }
-    net->f_off[nf] = (int32_t)fh;
-    assert(fh == hops);
+    /* No link carries two hops (most updates): every flow is alone on
+     * its path, and maxmin_core would settle each at the narrowest
+     * capacity of its path in its first loop and do nothing else.  So do
+     * just that, without the CSR; a link's rate sum is then its one
+     * flow's rate (0 + r, as the sum below would add it), or 0. */
+    bool alone = max_n <= 1;
+    if (alone) {
+        for (size_t j = 0; j < nf; j++) {
+            const flow *f = &net->fl[net->c_flows[j]];
+            double r = INFINITY;
+            for (int32_t h = 0; h < f->n; h++) {
+                double c = net->links[f->path[h]].cap_Bps;
+                if (c < r)
+                    r = c;
+            }
+            double sum = 0;
+            sum += r;
+            for (int32_t h = 0; h < f->n; h++)
+                net->links[f->path[h]].rate = sum;
+            net->c_rate[j] = r;
+        }
+        for (size_t i = 0; i < nl; i++) {
+            link *lk = &net->links[net->c_links[i]];
+            if (lk->n == 0)
+                lk->rate = 0;
+        }
+    } else {
+        size_t fh = 0;
+        for (size_t j = 0; j < nf; j++) {
+            int32_t s = net->c_flows[j];
+            net->f_local[s] = (int32_t)j;
+            net->f_off[j] = (int32_t)fh;
+            fh += (size_t)net->f_n[s];
+        }
+        net->f_off[nf] = (int32_t)fh;
+        assert(fh == hops);
+        /* Both directions from the links' lists: the entry of flow j's
+         * hop h on link i puts j in i's list and i at h in j's path, which
+         * is path[h]'s index in the component; no flow line or path is
+         * read. */
+        GROW(net->lf, net->cap_lf, hops + 1);
+        GROW(net->f_links, net->cap_f_links, hops + 1);
+        for (size_t i = 0; i < nl; i++) {
+            link *lk = &net->links[net->c_links[i]];
+            int32_t *out = net->lf + net->lf_off[i];
+            for (size_t k = 0; k < lk->n; k++) {
+                lentry x = lk->fl[k];
+                int32_t j = net->f_local[x.slot];
+                out[k] = j;
+                net->f_links[net->f_off[j] + x.hop] = (int32_t)i;
+            }
+        }
 
-    maxmin_core((int32_t)nl, net->c_cap, net->lf_off, net->lf, (int32_t)nf,
-                net->f_off, net->f_links, net->c_rate, &net->mm);
+        maxmin_core((int32_t)nl, net->c_cap, net->lf_off, net->lf,
+                    (int32_t)nf, net->f_off, net->f_links, net->c_rate,
+                    &net->mm);
+    }
 
     /* New rates; flows whose rate did not change keep their lazy state.
      * When the component is a large part of the heap, keys are written in
@@ -831,7 +917,7 @@ static void on_resolve(pp_engine *eng, void *ctx, uint64_t arg) {
     /* Link rate sums from scratch (no drift from adding and subtracting),
      * read off the component's CSR: every flow of a component link is in
      * the component, and c_rate holds its rate now. */
-    for (size_t i = 0; i < nl; i++) {
+    for (size_t i = 0; i < nl && !alone; i++) {
         double sum = 0;
         for (int32_t k = net->lf_off[i]; k < net->lf_off[i + 1]; k++)
             sum += net->c_rate[net->lf[k]];

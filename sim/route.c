@@ -38,6 +38,8 @@
 #include "sim_run.h"
 
 #define WAY_CLASS 0x80000000u /* cache class of NVSwitch way k: | k */
+#define ANY_CLASS 0x7fffffffu /* cache class of a pair with no ECMP choice */
+#define CHOOSES UINT32_MAX    /* n of an ANY_CLASS entry: the pair has one */
 #define ARENA_BLOCK 65536     /* link ids per arena block */
 #define FAR UINT16_MAX        /* unreachable in a distance table */
 #define FRONT 16384           /* entries of the cache's direct-mapped front */
@@ -87,6 +89,9 @@ struct pp_router {
     int32_t *tmp;
     size_t n_tmp, cap_tmp;
 
+    /* Set by pick() when it had more than one next hop to choose from. */
+    bool chose;
+
     /* [device] -> its NVLinks to NVSwitches, or -1 until first asked:
      * pp__route_ways runs on every transfer and would otherwise scan both
      * endpoints' links each time. */
@@ -101,10 +106,11 @@ static uint64_t mix(uint64_t x) {
 }
 
 /* The ECMP choice among n equal next hops at hop `hop`. */
-static uint32_t pick(const pp_router *r, uint32_t cls, int32_t src,
+static uint32_t pick(pp_router *r, uint32_t cls, int32_t src,
                      int32_t dst, uint32_t hop, uint32_t n) {
     if (n <= 1)
         return 0;
+    r->chose = true;
     uint64_t ends = ((uint64_t)(uint32_t)src << 32) | (uint32_t)dst;
     uint64_t h = mix(mix(mix(r->seed) ^ ends) ^ ((uint64_t)cls << 16 | hop));
     return (uint32_t)(h % n);
@@ -261,6 +267,18 @@ static centry *insert(pp_router *r, int32_t src, int32_t dst, uint32_t cls) {
             x->bw_Bps = l->bw_Bps;
     }
     return x;
+}
+
+/* Caches under (src, dst, ANY_CLASS) that the pair's paths depend on
+ * the class. */
+static void insert_chooses(pp_router *r, int32_t src, int32_t dst) {
+    if (2 * (r->count + 1) > r->cap)
+        grow_table(r);
+    size_t i = slot_of(r, src, dst, ANY_CLASS);
+    while (r->tab[i].src >= 0)
+        i = (i + 1) & (r->cap - 1);
+    r->count++;
+    r->tab[i] = (centry){src, dst, ANY_CLASS, CHOOSES, NULL, 0, 0};
 }
 
 static void tmp_push(pp_router *r, int32_t link) {
@@ -583,13 +601,34 @@ int pp_route(pp_router *r, int32_t src, int32_t dst, uint64_t flow_key,
         *bottleneck_Bps = INFINITY;
         return 0;
     }
+    /* Most pairs have no choice to make on the way (a rail-optimised
+     * fabric, a server's PCIe tree): pick() then returns 0 whatever the
+     * class, so the walk, and the path, is the same for every class.
+     * Such a pair is cached once, under ANY_CLASS, rather than once per
+     * class: one probe finds it, and the cache's working set shrinks
+     * accordingly.  A pair that had a choice caches a CHOOSES marker
+     * there, and its paths per class as before. */
     uint32_t cls = (uint32_t)(flow_key % PP__ROUTE_CLASSES);
-    const centry *x = lookup(r, src, dst, cls);
+    const centry *x = lookup(r, src, dst, ANY_CLASS);
     if (!x) {
+        r->chose = false;
         int rc = compute(r, src, dst, cls, e);
         if (rc)
             return rc;
-        x = insert(r, src, dst, cls);
+        if (r->chose) {
+            insert_chooses(r, src, dst);
+            x = insert(r, src, dst, cls);
+        } else {
+            x = insert(r, src, dst, ANY_CLASS);
+        }
+    } else if (x->n == CHOOSES) {
+        x = lookup(r, src, dst, cls);
+        if (!x) {
+            int rc = compute(r, src, dst, cls, e);
+            if (rc)
+                return rc;
+            x = insert(r, src, dst, cls);
+        }
     }
     *path = x->path;
     *n = x->n;
