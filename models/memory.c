@@ -21,16 +21,25 @@ double pp__microbatches(const pp_parallel *p)
     return n < 1.0 ? 1.0 : n;
 }
 
+/* The stages that can differ: the first, one between the ends (stage 1:
+ * the one with the most in flight) and the last.  Returns how many. */
+static int stage_kinds(const pp_parallel *p, int64_t kinds[3])
+{
+    kinds[0] = 0;
+    kinds[1] = 1;
+    kinds[2] = p->pp - 1;
+    return p->pp <= 1 ? 1 : p->pp == 2 ? 2 : 3;
+}
+
 double pp__stage_params(const pp_model *m, const pp_parallel *p)
 {
+    int64_t kinds[3];
+    int n = stage_kinds(p, kinds);
     double best = 0;
-    for (int64_t st = 0; st < (p->pp > 1 ? p->pp : 1); st++) {
-        double x = pp__stage_params_of(m, p, st);
+    for (int i = 0; i < n; i++) {
+        double x = pp__stage_params_of(m, p, kinds[i]);
         if (x > best)
             best = x;
-        /* The stages between the ends are alike. */
-        if (st == 1 && p->pp > 2)
-            st = p->pp - 2;
     }
     return best;
 }
@@ -192,13 +201,9 @@ int pp_memory_per_gpu(const pp_model *m, const pp_parallel *p,
     int rc;
     if ((rc = pp_parallel_validate(p, m, e)) < 0)
         return rc;
-    /* The most loaded of the three kinds of stage: the first, one between
-     * (the one with the most in flight, stage 1) and the last.  On a tie
-     * the earlier stage is reported. */
-    int64_t kinds[3] = {0, 1, p->pp - 1};
-    int n = p->pp <= 1 ? 1 : p->pp == 2 ? 2 : 3;
-    if (p->pp == 2)
-        kinds[1] = 1;
+    /* The most loaded kind of stage; on a tie the earlier is reported. */
+    int64_t kinds[3];
+    int n = stage_kinds(p, kinds);
     stage_memory(m, p, opt, 0, out);
     for (int i = 1; i < n; i++) {
         pp_memory r;

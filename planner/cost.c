@@ -33,7 +33,6 @@ static void note_missing(pp_plan_prices *p, const char *what) {
              what);
 }
 
-
 int pp_plan_prices_get(const pp_cluster *c,
                        double amortization_years, double usd_per_kwh,
                        double pue, pp_plan_prices *out, pp_error *e) {

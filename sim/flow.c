@@ -435,19 +435,22 @@ static void settle_link(link *lk, double now) {
     lk->t = now;
 }
 
+/* A hint: no effect on results. */
+static inline void prefetch(const void *p) {
+#if defined(__GNUC__)
+    __builtin_prefetch(p);
+#else
+    (void)p;
+#endif
+}
+
 /* Asks for the links of a path ahead of the loop that walks them: each is
  * a likely cache miss, and issued together they overlap instead of
- * queueing one behind the other.  A hint only: no effect on results. */
+ * queueing one behind the other. */
 static inline void prefetch_links(const pp_flownet *net, const int32_t *path,
                                   int32_t n) {
-#if defined(__GNUC__)
     for (int32_t h = 0; h < n; h++)
-        __builtin_prefetch(&net->links[path[h]], 1);
-#else
-    (void)net;
-    (void)path;
-    (void)n;
-#endif
+        prefetch(&net->links[path[h]]);
 }
 
 static void seed_link(pp_flownet *net, int32_t l) {
@@ -679,14 +682,6 @@ static void on_complete(pp_engine *eng, void *ctx, uint64_t arg) {
     }
 }
 
-/* A hint: no effect on results. */
-static inline void prefetch(const void *p) {
-#if defined(__GNUC__)
-    __builtin_prefetch(p);
-#else
-    (void)p;
-#endif
-}
 
 /* How far ahead the passes over the component's links and flows ask for
  * the lines they will need: their targets are scattered, and asked for
@@ -823,7 +818,7 @@ static void on_resolve(pp_engine *eng, void *ctx, uint64_t arg) {
      * its path, and maxmin_core would settle each at the narrowest
      * capacity of its path in its first loop and do nothing else.  So do
      * just that, without the CSR; a link's rate sum is then its one
-     * flow's rate (0 + r, as the sum below would add it), or 0. */
+     * flow's rate (0 + r == r exactly: r >= 0), or 0. */
     bool alone = max_n <= 1;
     if (alone) {
         for (size_t j = 0; j < nf; j++) {
@@ -834,10 +829,8 @@ static void on_resolve(pp_engine *eng, void *ctx, uint64_t arg) {
                 if (c < r)
                     r = c;
             }
-            double sum = 0;
-            sum += r;
             for (int32_t h = 0; h < f->n; h++)
-                net->links[f->path[h]].rate = sum;
+                net->links[f->path[h]].rate = r;
             net->c_rate[j] = r;
         }
         for (size_t i = 0; i < nl; i++) {

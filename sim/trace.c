@@ -13,8 +13,9 @@
  * Only complete events ("ph":"X", ts and dur in microseconds) and
  * metadata events ("ph":"M": process and thread names, and a sort index
  * so tracks appear in device and link order).  Process 1 "GPUs" has, per
- * device, a track for spans the collectives and the training step add
- * (pp__sim_trace_span) and "send" tracks for its transfers; process 2
+ * device, a track for the spans the training step adds (compute, the
+ * optimizer: pp__sim_trace_span), "comm" tracks for its collectives
+ * (pp__sim_trace_comm) and "send" tracks for its transfers; process 2
  * "links" has a track per link that carried bytes.
  *
  * One track must not hold overlapping slices that do not nest: the
@@ -43,8 +44,8 @@ typedef struct lane {
     bool busy;
 } lane;
 
-/* A communication track: the end of its last span (spans arrive in the
- * order they end, so a span fits a track if it starts after that). */
+/* A communication track and the end of its last span: a span goes on the
+ * first track whose last span ended by the time it starts. */
 typedef struct clane {
     int32_t tid;
     double end;
@@ -161,14 +162,25 @@ void pp__trace_free(pp__trace *t) {
     free(t);
 }
 
-/* Tracks of device d sort as d * 1024 + slot: its own spans first, then
- * its send lanes. */
-/* A device's tracks in order: its spans (slot 0), its communication
- * (1..COMM_SLOTS-1), its sends. */
+/* Tracks of device d sort as d * 1024 + slot: its spans (slot 0), its
+ * communication (1..COMM_SLOTS-1), its sends. */
 #define COMM_SLOTS 64
 
 static int64_t dev_sort(int32_t d, int32_t slot) {
     return (int64_t)d * 1024 + (slot < 1023 ? slot : 1023);
+}
+
+/* A new track of device dev for its k-th lane of `what` ("send", "comm"):
+ * "n0.gpu0 send", "n0.gpu0 send 2", ... */
+static int32_t lane_thread(pp__trace *t, int32_t dev, const char *what,
+                           int32_t k, int32_t slot) {
+    char name[160];
+    if (k == 0)
+        snprintf(name, sizeof name, "%s %s", t->c->devs[dev].name, what);
+    else
+        snprintf(name, sizeof name, "%s %s %d", t->c->devs[dev].name, what,
+                 (int)k + 1);
+    return new_thread(t, PID_GPUS, name, dev_sort(dev, slot));
 }
 
 int32_t pp__trace_send_begin(pp__trace *t, int32_t src, double now) {
@@ -193,15 +205,8 @@ void pp__trace_send_end(pp__trace *t, int32_t src, int32_t k, int32_t dst,
         return;
     lane *ln = &d->lanes[k];
     ln->busy = false;
-    if (!ln->tid) {
-        char name[160];
-        if (k == 0)
-            snprintf(name, sizeof name, "%s send", t->c->devs[src].name);
-        else
-            snprintf(name, sizeof name, "%s send %d", t->c->devs[src].name,
-                     (int)k + 1);
-        ln->tid = new_thread(t, PID_GPUS, name, dev_sort(src, COMM_SLOTS + k));
-    }
+    if (!ln->tid)
+        ln->tid = lane_thread(t, src, "send", k, COMM_SLOTS + k);
     char name[160];
     snprintf(name, sizeof name, "send %s", t->c->devs[dst].name);
     event(t, PID_GPUS, ln->tid, name, t0, t1);
@@ -268,20 +273,11 @@ void pp__trace_comm(pp__trace *t, int32_t dev, const char *name, double t0,
         k++;
     if (k == d->n_comm) {
         d->comm = pp_xrealloc(d->comm, (size_t)(k + 1) * sizeof *d->comm);
-        char tname[160];
-        if (k == 0)
-            snprintf(tname, sizeof tname, "%s comm", t->c->devs[dev].name);
-        else
-            snprintf(tname, sizeof tname, "%s comm %d", t->c->devs[dev].name,
-                     (int)k + 1);
         int32_t slot = 1 + (k < COMM_SLOTS - 2 ? k : COMM_SLOTS - 2);
-        d->comm[k] = (clane){new_thread(t, PID_GPUS, tname,
-                                        dev_sort(dev, slot)),
-                             t1};
+        d->comm[k].tid = lane_thread(t, dev, "comm", k, slot);
         d->n_comm++;
     }
-    if (t1 > d->comm[k].end)
-        d->comm[k].end = t1;
+    d->comm[k].end = t1; /* t1 >= t0 >= the lane's end: it only grows */
     event(t, PID_GPUS, d->comm[k].tid, name ? name : "", t0, t1);
     fputs("}", t->fp);
 }
