@@ -19,6 +19,7 @@ static const pp_cli_opt opts[] = {
     {"bucket", 0, "SIZE", "DP bucket size with --dp-overlap on (default: 40MB)", false},
     {"grad-dtype", 0, "T", "bf16|fp16|fp32: gradients in the DP sync (default: bf16; Megatron-LM reduces in fp32 when training in bf16)", false},
     {"p2p", 0, "sync|async", "a stage waits for its pipeline sends (sync, Megatron-LM 2021) or not (default: sync)", false},
+    {"p2p-scatter-gather", 0, "on|off", "without sp, each TP rank sends 1/tp of a pipeline tensor and the receiver all-gathers it (on, Megatron-LM 2021) or every rank sends it whole (off, Megatron-core) (default: on)", false},
     {"profile", 0, "FILE", "GPU profile (default: topologies/profiles/ for the cluster's GPU)", false},
     {"compute-time", 0, "TIME", "generic models: compute per iteration per GPU, e.g. 0.4s (default: from flops_per_sample)", false},
     {"tokens", 0, "T", "training tokens, e.g. 300e9: adds training_days", false},
@@ -64,9 +65,10 @@ static void print_table(FILE *fp, const void *ctx) {
             (long long)r->gpus, (int)x->info->gpus,
             x->info->gpu ? x->info->gpu->name : "?");
     fprintf(fp, "parallel     %s\n", pp_parallel_format(&x->p, spec, sizeof spec));
-    fprintf(fp, "schedule     %s, placement %s, dp overlap %s, p2p %s, %s fidelity\n",
+    fprintf(fp, "schedule     %s, placement %s, dp overlap %s, p2p %s%s, %s fidelity\n",
             pp_schedule_name(r->schedule), x->placement,
             x->cfg.dp_overlap ? "on" : "off", x->cfg.p2p_sync ? "sync" : "async",
+            x->cfg.p2p_scatter ? "" : " (whole tensors)",
             fid_names[x->cfg.fidelity]);
     fprintf(fp, "profile      %s (%s)\n\n", x->prof.name, x->prof.source);
     fprintf(fp, "iteration    %.4f s\n", r->iteration_time_s);
@@ -114,6 +116,8 @@ static json_t *to_json(const result *x) {
     json_object_set_new(o, "placement", json_string(x->placement));
     json_object_set_new(o, "fidelity", json_string(fid_names[x->cfg.fidelity]));
     json_object_set_new(o, "dp_overlap", json_boolean(x->cfg.dp_overlap));
+    json_object_set_new(o, "p2p_sync", json_boolean(x->cfg.p2p_sync));
+    json_object_set_new(o, "p2p_scatter_gather", json_boolean(x->cfg.p2p_scatter));
     json_object_set_new(o, "profile", json_string(x->prof.name));
     json_object_set_new(o, "iteration_time_s", pp_json_num(r->iteration_time_s));
     json_object_set_new(o, "tflops_per_gpu", pp_json_num(r->tflops_per_gpu));
@@ -154,7 +158,7 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
     memset(&x, 0, sizeof x);
     const char *mspec = NULL, *cspec = NULL, *pspec = NULL, *sets[64];
     int fmt = PP_FMT_TABLE, fid = PP_FIDELITY_FLOW, sched = -1, ov = 0;
-    int p2p = 1, gdt = 0;
+    int p2p = 1, gdt = 0, scatter = 1;
     int64_t seed = 0;
     double ctime = 0, bucket = 0;
     pp_cluster *c = NULL;
@@ -172,6 +176,7 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
         || get_enum(&a, "schedule", sched_names, &sched, &e)
         || get_enum(&a, "dp-overlap", onoff, &ov, &e)
         || get_enum(&a, "p2p", p2p_names, &p2p, &e)
+        || get_enum(&a, "p2p-scatter-gather", onoff, &scatter, &e)
         || get_enum(&a, "grad-dtype", gdt_names, &gdt, &e)
         || get_enum(&a, "format", pp_format_names, &fmt, &e)
         || pp_args_int(&a, "seed", 0, INT64_MAX, &seed, &e)
@@ -191,6 +196,7 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
     x.cfg.fidelity = (pp_fidelity)fid;
     x.cfg.dp_overlap = ov == 1;
     x.cfg.p2p_sync = p2p == 1;
+    x.cfg.p2p_scatter = scatter == 1;
     x.cfg.bucket_bytes = bucket;
     x.cfg.grad_bytes = gdt == 2 ? 4.0 : 2.0;
     x.cfg.seed = (uint64_t)seed;
@@ -251,7 +257,8 @@ const pp_cli_cmd pp_cmd_simulate = {
     "simulate one training iteration under TP x PP x DP: time, TFLOP/s, breakdown",
     "simulate --model M --cluster C --parallel SPEC [--fidelity analytic|flow] "
     "[--schedule gpipe|1f1b|interleaved] [--placement tp,pp,dp] "
-    "[--dp-overlap on|off] [--profile FILE] [--compute-time TIME] [--tokens T] "
+    "[--dp-overlap on|off] [--p2p sync|async] [--p2p-scatter-gather on|off] "
+    "[--profile FILE] [--compute-time TIME] [--tokens T] "
     "[--set PATH=VALUE]... [--trace FILE] [--format table|json] [-o FILE]",
     "Every kernel of every layer is timed by a roofline with the GPU profile\n"
     "(topologies/profiles/); TP collectives, pipeline sends and the DP gradient\n"

@@ -11,7 +11,9 @@
  * forward task's output is sent to the next virtual stage and a backward
  * task's input gradient to the previous one, as real transfers (one per TP
  * rank, each 1/tp of the tensor, Megatron-LM's scatter/gather; the
- * receiver all-gathers it over NVLink, Narayanan et al. 2021 sec. 4.1).
+ * receiver all-gathers it over NVLink, Narayanan et al. 2021 sec. 4.1;
+ * with p2p_scatter off each rank sends the whole tensor, as Megatron-core
+ * does without sequence parallelism).
  * After its last backward a stage synchronises its gradients over DP (one
  * collective per TP rank, over that rank's DP group: AllReduce, or ZeRO's
  * ReduceScatter and, after the optimizer, AllGather), bucketed and, with
@@ -140,7 +142,10 @@ static void send_output(step *S, stage *st, const pp__task *t) {
     m->t_send = now_s(S);
     m->src = st->p;
     m->pending = S->n_ppm[link] * S->tp;
-    double bytes = S->tp > 1 ? S->act_bytes / S->tp : S->act_bytes;
+    /* 1/tp of the tensor from each rank, unless every rank sends its own
+     * whole copy (Megatron-core without sp: tp times the traffic). */
+    bool part = S->tp > 1 && (S->par->sp || S->cfg->p2p_scatter);
+    double bytes = part ? S->act_bytes / S->tp : S->act_bytes;
     for (int32_t i = 0; i < S->n_ppm[link] && !S->failed; i++) {
         int32_t d = S->ppm[link][i];
         for (int32_t k = 0; k < S->tp && !S->failed; k++) {

@@ -194,6 +194,7 @@ void pp_step_config_init(pp_step_config *c) {
     c->optimizer = PP_OPT_ADAM_MIXED;
     c->check_memory = true;
     c->p2p_sync = true;
+    c->p2p_scatter = true;
     c->dp_algo = PP_ALGO_RING;
     c->tp_algo = PP_ALGO_RING;
     c->gran = PP_GRAN_STREAM;
@@ -324,7 +325,7 @@ static int setup(step *S, const pp_step_config *cfg, pp_error *e) {
         S->act_bytes = 2.0 * (double)S->m->seq * (double)p->mbs
                        * (double)S->m->hidden;
         /* With sp the tensor between stages is already split over tp. */
-        S->gather = S->tp > 1 && !p->sp;
+        S->gather = S->tp > 1 && !p->sp && cfg->p2p_scatter;
         S->emb_sync = S->pp > 1 && S->m->tied_embeddings;
         S->emb_bytes = cfg->grad_bytes * (double)S->m->vocab
                        * (double)S->m->hidden / S->tp;

@@ -417,6 +417,41 @@ static void test_variants(void **state) {
         }
 }
 
+/* Pipeline tensors: Megatron-LM 2021 sends 1/tp from each TP rank and
+ * the receiver all-gathers it; Megatron-core sends the whole tensor from
+ * every rank.  Two stages on two DGX nodes: the same transfers, tp times
+ * the bytes (so pipeline time grows), no gathers (one per received input:
+ * 2 x micro-batches fewer collectives).  With sp the tensor is split
+ * already and the choice changes nothing. */
+static void test_p2p_whole(void **state) {
+    (void)state;
+    const char *specs[2] = {"tp=8,pp=2,dp=1,mbs=1,gbs=8",
+                            "tp=8,pp=2,dp=1,mbs=1,gbs=8,sp=on"};
+    for (int i = 0; i < 2; i++) {
+        pp_step_result r[2];
+        for (int w = 0; w < 2; w++) {
+            run x;
+            run_init(&x, "selene-like", "megatron-18.4b", specs[i]);
+            x.cfg.p2p_scatter = w == 0;
+            pp_error e = PP_ERROR_INIT;
+            if (pp_step_simulate(&x.cfg, &r[w], &e))
+                fail_msg("%s: %s", specs[i], e.msg);
+            check_sums(&r[w]);
+            pp_cluster_free(x.c);
+        }
+        assert_true(r[0].transfers == r[1].transfers);
+        if (i == 0) {
+            assert_true(r[1].collectives + 2 * 8 == r[0].collectives);
+            assert_true(r[1].total.pp_comm_s > 2 * r[0].total.pp_comm_s);
+        } else {
+            assert_true(r[1].collectives == r[0].collectives);
+            assert_true(r[1].iteration_time_s == r[0].iteration_time_s);
+        }
+        pp_step_result_fini(&r[0]);
+        pp_step_result_fini(&r[1]);
+    }
+}
+
 /* An uneven split moves work between stages and nothing else: the same
  * FLOPs, the stage with more layers computes longer, and per stage the
  * breakdown still sums to the iteration. */
@@ -556,6 +591,7 @@ int main(void) {
         cmocka_unit_test(test_iteration_invariants),
         cmocka_unit_test(test_fidelities_agree),
         cmocka_unit_test(test_variants),
+        cmocka_unit_test(test_p2p_whole),
         cmocka_unit_test(test_uneven),
         cmocka_unit_test(test_trace_tracks),
         cmocka_unit_test(test_infeasible),

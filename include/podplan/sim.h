@@ -561,6 +561,13 @@ typedef struct pp_step_config {
                                      sends to arrive (default true:
                                      Megatron-LM 2021 synchronises after
                                      batch_isend_irecv) */
+    bool p2p_scatter;             /* without sp, each TP rank sends 1/tp of
+                                     a pipeline tensor and the receiver
+                                     all-gathers it over its TP group
+                                     (default true: Megatron-LM 2021's
+                                     --scatter-gather-tensors-in-pipeline);
+                                     false: every TP rank sends the whole
+                                     tensor (Megatron-core's p2p) */
     pp_coll_algo dp_algo, tp_algo;/* default ring */
     pp_granularity gran;          /* of every collective (default
                                      stream: NCCL's pipelined steady
