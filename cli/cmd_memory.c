@@ -44,6 +44,11 @@ static void print_table(FILE *fp, const void *ctx) {
     fprintf(fp, "  %-26s %12s  (%g micro-batches in flight)\n", "activations",
             pp_fmtq(x->activations, PP_Q_BYTES), x->inflight);
     fprintf(fp, "  %-26s %12s\n", "buffers", pp_fmtq(x->buffers, PP_Q_BYTES));
+    fprintf(fp, "  %-26s %12s  (at the optimizer step, %s)\n",
+            "fp32 gradients for step", pp_fmtq(x->step_grads, PP_Q_BYTES),
+            x->step_grads > x->activations + x->buffers
+                ? "more than activations + buffers: counted"
+                : "in place of activations + buffers");
     fprintf(fp, "  %-26s %12s\n", "total", pp_fmtq(x->total, PP_Q_BYTES));
     if (r->hbm > 0) {
         if (x->total <= r->hbm)
@@ -72,6 +77,7 @@ static json_t *to_json(const result *r) {
     json_object_set_new(b, "model_states_bytes", pp_json_num(x->model_states));
     json_object_set_new(b, "activations_bytes", pp_json_num(x->activations));
     json_object_set_new(b, "buffers_bytes", pp_json_num(x->buffers));
+    json_object_set_new(b, "step_grads_bytes", pp_json_num(x->step_grads));
     json_object_set_new(o, "memory", b);
     json_object_set_new(o, "microbatches_in_flight", pp_json_num(x->inflight));
     json_object_set_new(o, "pipeline_stage", json_integer(x->stage));
@@ -112,6 +118,9 @@ const pp_cli_cmd pp_cmd_memory = {
     "memory --model M --parallel SPEC [--optimizer adam-mixed|adam-fp32] "
     "[--gpu-memory SIZE] [--format table|json] [-o FILE]",
     "Model states (weights, gradients, optimizer) are sharded by ZeRO over dp;\n"
+    "the optimizer step also copies the 16-bit gradients to fp32 (Megatron-LM:\n"
+    "20 bytes per parameter in all), while activations are freed, so the\n"
+    "total is model states plus the larger of the two;\n"
     "activations follow Korthikanti et al. 2022 (TP, sequence parallelism,\n"
     "selective/full recomputation) for the micro-batches in flight under\n"
     "1F1B (and interleaving).  The figures are those of the most loaded\n"

@@ -136,6 +136,15 @@ static void stage_memory(const pp_model *m, const pp_parallel *p,
     r.grads = r.params_per_gpu * gb / gsh;
     r.optimizer = r.params_per_gpu * ob / osh;
     r.model_states = r.weights + r.grads + r.optimizer;
+    /* Megatron-LM's mixed-precision optimizer steps on fp32 gradients: it
+     * copies the 16-bit ones into fp32 (main_param.grad) for the step, 4
+     * bytes per parameter it updates (its docs/distrib_optimizer.md: 20
+     * bytes per parameter with fp16/bf16 gradients, 4 + 16/d with the
+     * distributed optimizer).  The copy lives during the step, when the
+     * iteration's activations are freed, so the peak is the larger of the
+     * two. */
+    if (opt != PP_OPT_ADAM_FP32)
+        r.step_grads = r.params_per_gpu * 4.0 / osh;
 
     double nmb = pp__microbatches(p);
     if (m->arch == PP_ARCH_GENERIC) {
@@ -143,7 +152,7 @@ static void stage_memory(const pp_model *m, const pp_parallel *p,
          * sized by its model states only (its activations are left to the
          * calibrated profile).  One micro-batch in flight: no pipeline. */
         r.inflight = 1.0;
-        r.total = r.model_states;
+        r.total = r.model_states + r.step_grads;
         *out = r;
         return;
     }
@@ -191,7 +200,7 @@ static void stage_memory(const pp_model *m, const pp_parallel *p,
     if (st == p->pp - 1)
         r.buffers += 4.0 * s * b * (double)m->vocab / t;
 
-    r.total = r.model_states + r.activations + r.buffers;
+    r.total = r.model_states + fmax(r.activations + r.buffers, r.step_grads);
     *out = r;
 }
 

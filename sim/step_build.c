@@ -269,15 +269,18 @@ static int check(const pp_step_config *cfg, pp_memory *mem, pp_error *e) {
     double hbm = info->gpu ? info->gpu->hbm_bytes : 0;
     if (cfg->check_memory && hbm > 0 && mem->total > hbm) {
         char a[48], b[48], c[48], d[48], f[48], spec[256];
+        bool at_step = mem->step_grads > mem->activations + mem->buffers;
         return pp_error_set(
             e, PP_EINFEASIBLE,
             "%s with %s does not fit in memory: %s per GPU (model states "
-            "%s, activations %s) but the %s has %s: %s short",
+            "%s, %s %s) but the %s has %s: %s short",
             m->name, pp_parallel_format(p, spec, sizeof spec),
             pp_unit_format(mem->total, PP_Q_BYTES, 4, a, sizeof a),
             pp_unit_format(mem->model_states, PP_Q_BYTES, 4, b, sizeof b),
-            pp_unit_format(mem->activations + mem->buffers, PP_Q_BYTES, 4, c,
-                           sizeof c),
+            at_step ? "then the optimizer step's fp32 gradients" : "activations",
+            pp_unit_format(at_step ? mem->step_grads
+                                : mem->activations + mem->buffers,
+                           PP_Q_BYTES, 4, c, sizeof c),
             info->gpu->name,
             pp_unit_format(hbm, PP_Q_BYTES, 4, d, sizeof d),
             pp_unit_format(mem->total - hbm, PP_Q_BYTES, 4, f, sizeof f));

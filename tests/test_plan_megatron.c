@@ -53,12 +53,11 @@ static const row rows[] = {
     {"megatron-3.6b", 64, 512, 2, 1, 138, 5, true, 1, 1, 3, 8,
      "the pick is TP 1: a 3.6B model fits without TP and its GEMMs are "
      "larger; TP 2 is 4th of the 5 simulated, ~6% behind"},
-    {"megatron-7.5b", 128, 512, 4, 1, 142, 5, false, 2, 1, 7, 13,
-     "TP 2 fits (70.5 of the 72 GB usable) and halves the TP AllReduces "
-     "and keeps the GEMMs twice as wide: ~10% faster in the model.  The "
-     "memory model counts 16 bytes per parameter; Megatron-LM 2021 also "
-     "kept an fp32 gradient buffer (+2 bytes), which would push TP 2 past "
-     "80 GB: the likely reason the experts used TP 4"},
+    {"megatron-7.5b", 128, 512, 4, 1, 142, 5, true, 1, 4, 3, 7,
+     "with Megatron-LM's 20 bytes per parameter (the optimizer step's fp32 "
+     "gradient copy) TP 2 no longer fits (74.7 GB of the 72 GB usable); "
+     "the pick is TP 1 x PP 4 interleaved (vp 9), ~5% ahead of TP 4, which "
+     "is 4th of the 5 simulated"},
     {"megatron-18.4b", 256, 1024, 8, 1, 135, 5, false, 2, 4, 13, 20,
      "TP 8 spends 1.4 s of 9.4 s in 8-way AllReduces and its GEMMs are an "
      "eighth wide (7.6 s compute vs 6.8 s); TP 2 x PP 4 interleaved (vp "

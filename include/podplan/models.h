@@ -155,7 +155,9 @@ typedef struct pp_memory {
     double inflight;        /* micro-batches in flight on that stage */
     int64_t stage;          /* which pipeline stage that is */
     double buffers;         /* embedding/logit/loss buffers */
-    double total;
+    double step_grads;      /* fp32 gradient copy of the optimizer step */
+    double total;           /* model_states + max(activations + buffers,
+                               step_grads) */
 } pp_memory;
 
 int pp_memory_per_gpu(const pp_model *m, const pp_parallel *p,
