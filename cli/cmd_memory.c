@@ -44,11 +44,12 @@ static void print_table(FILE *fp, const void *ctx) {
     fprintf(fp, "  %-26s %12s  (%g micro-batches in flight)\n", "activations",
             pp_fmtq(x->activations, PP_Q_BYTES), x->inflight);
     fprintf(fp, "  %-26s %12s\n", "buffers", pp_fmtq(x->buffers, PP_Q_BYTES));
-    fprintf(fp, "  %-26s %12s  (at the optimizer step, %s)\n",
-            "fp32 gradients for step", pp_fmtq(x->step_grads, PP_Q_BYTES),
-            x->step_grads > x->activations + x->buffers
-                ? "more than activations + buffers: counted"
-                : "in place of activations + buffers");
+    if (x->step_grads > 0)
+        fprintf(fp, "  %-26s %12s  (at the optimizer step, %s)\n",
+                "fp32 gradients for step", pp_fmtq(x->step_grads, PP_Q_BYTES),
+                x->step_grads > x->activations + x->buffers
+                    ? "more than activations + buffers: counted"
+                    : "in place of activations + buffers");
     fprintf(fp, "  %-26s %12s\n", "total", pp_fmtq(x->total, PP_Q_BYTES));
     if (r->hbm > 0) {
         if (x->total <= r->hbm)
