@@ -33,8 +33,11 @@
  *             the optimizer.  Exposed whole without overlap; with overlap
  *             all but the last bucket is hidden under the chunks' last
  *             backwards, at the price of slower pipeline sends meanwhile.
- *             ZeRO-3 all-gathers each chunk's weights before each pass,
- *             exposed (the simulator does not prefetch).
+ *             ZeRO-2 and 3 reduce-scatter every micro-batch's gradients
+ *             after its backward and wait for them (DeepSpeed), so the
+ *             exposed part is paid per micro-batch.  ZeRO-3 all-gathers
+ *             each chunk's weights before each pass, exposed (the
+ *             simulator does not prefetch).
  *   other     the optimizer step (38 bytes per local parameter, memory-
  *             bound: sim/compute.c's figure) and, with pp > 1 and tied
  *             embeddings, the embedding-gradient AllReduce between the
@@ -449,14 +452,16 @@ int pp_plan_estimate(pp_plan_estimator *x, const pp_parallel *p,
                                          + ce->lc.recompute_colls)
                                     * ce->t_coll);
         double last = fmin(S, 2.0 * ce->embed_params + 40e6);
-        b.dp_comm_exposed_s = fmax(t_sync - window, t_sync * last / S);
+        double exposed = fmax(t_sync - window, t_sync * last / S);
+        /* ZeRO >= 2: per micro-batch, each under its own backward. */
+        double times = p->zero >= 2 ? nmb : 1.0;
+        b.dp_comm_exposed_s = times * exposed;
         /* The hidden part shares the NICs with the pipeline's sends,
          * which slow down meanwhile. */
         if (p->pp > 1 && crosses(x, p))
-            b.pp_comm_s += OVERLAP_P2P_PENALTY
-                           * (t_sync - b.dp_comm_exposed_s);
+            b.pp_comm_s += OVERLAP_P2P_PENALTY * times * (t_sync - exposed);
     } else {
-        b.dp_comm_exposed_s = t_sync;
+        b.dp_comm_exposed_s = p->zero >= 2 ? nmb * t_sync : t_sync;
     }
     b.dp_comm_exposed_s += t_gather + nmb * sum_z3 / pp;
 

@@ -18,7 +18,8 @@
  * collective per TP rank, over that rank's DP group: AllReduce, or ZeRO's
  * ReduceScatter and, after the optimizer, AllGather), bucketed and, with
  * dp_overlap, started during the last micro-batch's backward as each
- * bucket fills.  Then the tied word embedding's gradient is all-reduced
+ * bucket fills.  ZeRO-2 and 3 shard the gradients, so they reduce-scatter
+ * after every backward instead, and the next task waits for it.  Then the tied word embedding's gradient is all-reduced
  * between the first and last stage, every stage waits for the others (the
  * gradient-norm AllReduce over the model-parallel group is a barrier) and
  * runs the optimizer step.
@@ -69,6 +70,7 @@ static void enter(step *S, stage *st, int state) {
     case ST_SEND:
     case ST_GATHER: b->pp_comm_s += dt; break;
     case ST_DP:
+    case ST_DPMB:
     case ST_ZAG: b->dp_comm_exposed_s += dt; break;
     case ST_EMB:
     case ST_OPT: b->other_s += dt; break;
@@ -216,7 +218,12 @@ static void dp_push(stage *st, double bytes) {
 static void dp_next(step *S, stage *st) {
     if (st->dp_pending > 0 || S->failed) return;
     if (st->qh == st->qt) {
-        if (st->tasks_done && st->state == ST_DP) after_dp(S, st);
+        if (st->tasks_done && st->state == ST_DP) {
+            after_dp(S, st);
+        } else if (st->state == ST_DPMB) {
+            enter(S, st, ST_IDLE);
+            stage_run(S, st);
+        }
         return;
     }
     double bytes = st->queue[st->qh++];
@@ -307,7 +314,13 @@ static void task_end(step *S, stage *st) {
     if (pp__sim_tracing(S->sim)) trace_task(S, st, t);
     st->prog = NULL;
     st->cur++;
-    if (st->final_bwd && S->cfg->dp_overlap) flush_grads(S, st);
+    /* ZeRO >= 2 reduces every backward's gradients and, like DeepSpeed's
+     * epilogue (it synchronises the device after the last bucket), lets
+     * the next task start only when they are reduced.  The last task's
+     * go with the end of the iteration (tasks_done). */
+    bool reduce = t->bwd && S->mb_reduce && st->cur < st->n_tasks;
+    if (reduce || (st->final_bwd && S->cfg->dp_overlap)) flush_grads(S, st);
+    st->dp_wait = reduce;
     bool out = t->bwd ? v > 0 : v < S->V - 1;
     if (out) send_output(S, st, t);
 }
@@ -315,12 +328,20 @@ static void task_end(step *S, stage *st) {
 static void stage_run(step *S, stage *st) {
     while (!S->failed) {
         if (st->state == ST_SEND || st->state == ST_WAIT
-            || st->state == ST_GATHER || st->state == ST_ZAG)
+            || st->state == ST_GATHER || st->state == ST_ZAG
+            || st->state == ST_DPMB)
             return;
         if (!st->prog) {
             if (st->cur == st->n_tasks) {
                 tasks_done(S, st);
                 return;
+            }
+            if (st->dp_wait) {
+                st->dp_wait = false;
+                if (st->dp_pending > 0 || st->qh < st->qt) {
+                    enter(S, st, ST_DPMB);
+                    return;
+                }
             }
             const pp__task *t = &st->tasks[st->cur];
             int32_t v = t->chunk * S->pp + st->p;
@@ -354,7 +375,7 @@ static void stage_run(step *S, stage *st) {
         }
         const item *it = &st->prog->it[st->ip++];
         if (it->kind == IT_MARK) {
-            if (st->final_bwd) grads_ready(S, st, it->x);
+            if (st->final_bwd || S->mb_reduce) grads_ready(S, st, it->x);
             continue;
         }
         if (it->kind == IT_COMPUTE) {
@@ -473,6 +494,6 @@ void pp__step_start(step *S) {
 
 const char *const pp__step_state_names[] = {
     "idle", "compute", "tp", "waiting for input", "sending", "gathering",
-    "dp sync",
+    "dp sync", "dp reduce (micro-batch)",
     "barrier", "embedding sync", "optimizer", "zero allgather", "done"};
 

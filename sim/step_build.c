@@ -333,6 +333,12 @@ static int setup(step *S, const pp_step_config *cfg, pp_error *e) {
         S->emb_bytes = cfg->grad_bytes * (double)S->m->vocab
                        * (double)S->m->hidden / S->tp;
     }
+    /* ZeRO-2 and 3 keep only their shard of the gradients, so every
+     * micro-batch's are reduce-scattered after its backward (DeepSpeed's
+     * stage_1_and_2.py and stage3.py; its maintainers in deepspeed#2252:
+     * "gradient reduction is required after every backward because of
+     * gradient partitioning"), not once per iteration. */
+    S->mb_reduce = p->zero >= 2 && S->dp > 1;
     S->tpm = pp_xcalloc((size_t)S->pp, sizeof *S->tpm);
     S->ppm = pp_xcalloc((size_t)S->pp, sizeof *S->ppm);
     S->n_tpm = pp_xcalloc((size_t)S->pp, sizeof *S->n_tpm);

@@ -45,6 +45,7 @@ enum {
     ST_SEND,    /* for its own pipeline send (p2p_sync) */
     ST_GATHER,  /* all-gathering a received input over its TP group */
     ST_DP,      /* for the DP synchronisation after its last task */
+    ST_DPMB,    /* for a micro-batch's gradient reduction (ZeRO >= 2) */
     ST_BARRIER, /* for the other stages */
     ST_EMB,     /* embedding gradient AllReduce */
     ST_OPT,     /* optimizer step */
@@ -80,6 +81,8 @@ typedef struct stage {
     size_t qh, qt, qcap;
     int32_t dp_pending;      /* collectives of the running bucket */
     bool tasks_done;
+    bool dp_wait;            /* ZeRO >= 2: the reductions of the backward
+                                just run end before the next task */
     double params;           /* on this GPU */
     double opt_params;       /* what its optimizer updates (ZeRO shard) */
     double t_done;
@@ -109,6 +112,7 @@ typedef struct step {
     bool gather;             /* receivers all-gather (tp > 1, no sp) */
     int32_t barrier, emb_ready, emb_pending;
     bool emb_sync;
+    bool mb_reduce;          /* ZeRO >= 2: every backward reduces */
     double emb_bytes;
     int failed;
     pp_error err;
