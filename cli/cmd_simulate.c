@@ -270,7 +270,9 @@ const pp_cli_cmd pp_cmd_simulate = {
     "--placement says otherwise (Megatron-LM's initialize_model_parallel uses\n"
     "tp,dp,pp).  Only one data-parallel replica's compute is simulated (all\n"
     "are alike); every transfer of the others that can share a link with it\n"
-    "is simulated too.",
+    "is simulated too.  ZeRO-1 reduce-scatters the gradients once per\n"
+    "iteration; ZeRO-2 and 3 keep only a shard of them, so every micro-batch's\n"
+    "are reduce-scattered after its backward (DeepSpeed).",
     opts,
     run,
 };

@@ -452,6 +452,31 @@ static void test_p2p_whole(void **state) {
     }
 }
 
+/* ZeRO-1 reduce-scatters the accumulated gradients once per iteration;
+ * ZeRO-2 keeps only its shard, so it reduce-scatters every micro-batch's
+ * (DeepSpeed): tp x (micro-batches - 1) more collectives, and more of the
+ * iteration waits for DP. */
+static void test_zero2_per_microbatch(void **state) {
+    (void)state;
+    pp_step_result r[2];
+    for (int z = 0; z < 2; z++) {
+        run x;
+        run_init(&x, "selene-like", "megatron-1.7b",
+                 z ? "tp=2,pp=1,dp=2,mbs=1,gbs=8,zero=2"
+                   : "tp=2,pp=1,dp=2,mbs=1,gbs=8,zero=1");
+        pp_error e = PP_ERROR_INIT;
+        if (pp_step_simulate(&x.cfg, &r[z], &e)) fail_msg("%s", e.msg);
+        check_sums(&r[z]);
+        pp_cluster_free(x.c);
+    }
+    assert_true(r[1].collectives == r[0].collectives + 2 * (4 - 1));
+    assert_true(r[1].total.dp_comm_exposed_s
+                > 2 * r[0].total.dp_comm_exposed_s);
+    assert_true(r[1].total.compute_s == r[0].total.compute_s);
+    pp_step_result_fini(&r[0]);
+    pp_step_result_fini(&r[1]);
+}
+
 /* An uneven split moves work between stages and nothing else: the same
  * FLOPs, the stage with more layers computes longer, and per stage the
  * breakdown still sums to the iteration. */
@@ -592,6 +617,7 @@ int main(void) {
         cmocka_unit_test(test_fidelities_agree),
         cmocka_unit_test(test_variants),
         cmocka_unit_test(test_p2p_whole),
+        cmocka_unit_test(test_zero2_per_microbatch),
         cmocka_unit_test(test_uneven),
         cmocka_unit_test(test_trace_tracks),
         cmocka_unit_test(test_infeasible),
