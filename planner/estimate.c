@@ -324,6 +324,12 @@ static int estimate_generic(pp_plan_estimator *x, const pp_parallel *p,
     b.compute_s = rate > 0 ? f / rate : 0;
     double shard = p->zero >= 1 ? (double)p->dp : 1.0;
     double dp = dp_time(x, p, 2.0 * m->params);
+    if (p->zero >= 2) {
+        /* A reduce-scatter (half the AllReduce) per micro-batch, one
+         * all-gather after the step. */
+        double nmb = floor((double)p->gbs / ((double)p->mbs * (double)p->dp));
+        dp *= 0.5 * (fmax(nmb, 1.0) + 1.0);
+    }
     b.dp_comm_exposed_s = overlap ? fmax(dp - 0.5 * b.compute_s, 0.0) : dp;
     b.other_s = mem(x, 38.0 * m->params / shard);
     *out = b;

@@ -19,10 +19,11 @@
  * ReduceScatter and, after the optimizer, AllGather), bucketed and, with
  * dp_overlap, started during the last micro-batch's backward as each
  * bucket fills.  ZeRO-2 and 3 shard the gradients, so they reduce-scatter
- * after every backward instead, and the next task waits for it.  Then the tied word embedding's gradient is all-reduced
- * between the first and last stage, every stage waits for the others (the
- * gradient-norm AllReduce over the model-parallel group is a barrier) and
- * runs the optimizer step.
+ * after every backward instead, and the next task waits for it.  Then the
+ * tied word embedding's gradient is all-reduced between the first and
+ * last stage, every stage waits for the others (the gradient-norm
+ * AllReduce over the model-parallel group is a barrier) and runs the
+ * optimizer step.
  *
  * Symmetry.  All DP replicas run the same compute, so only replica 0's
  * compute is simulated.  Communication is not symmetric when it contends,
