@@ -23,7 +23,7 @@ int pp_comm_per_iter(const pp_model *m, const pp_parallel *p,
     if ((rc = pp_parallel_validate(p, m, e)) < 0)
         return rc;
     memset(&v, 0, sizeof v);
-    double nmb = pp__microbatches(p);
+    double nmb = pp_parallel_microbatches(p);
 
     /* DP: the gradients of this GPU's parameters, bf16 (2 bytes each).
      * Megatron-LM can accumulate and reduce gradients in fp32

@@ -15,7 +15,7 @@
 
 #include "models_int.h"
 
-double pp__microbatches(const pp_parallel *p)
+double pp_parallel_microbatches(const pp_parallel *p)
 {
     double n = floor((double)p->gbs / ((double)p->mbs * (double)p->dp));
     return n < 1.0 ? 1.0 : n;
@@ -146,7 +146,7 @@ static void stage_memory(const pp_model *m, const pp_parallel *p,
     if (opt != PP_OPT_ADAM_FP32)
         r.step_grads = r.params_per_gpu * 4.0 / osh;
 
-    double nmb = pp__microbatches(p);
+    double nmb = pp_parallel_microbatches(p);
     if (m->arch == PP_ARCH_GENERIC) {
         /* No layer shape, so no activation formula: a generic model is
          * sized by its model states only (its activations are left to the

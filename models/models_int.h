@@ -25,7 +25,5 @@ double pp__stage_params(const pp_model *m, const pp_parallel *p);
 double pp__stage_params_of(const pp_model *m, const pp_parallel *p,
                            int64_t stage);
 
-/* Micro-batches per iteration per pipeline: gbs / (mbs * dp), at least 1. */
-double pp__microbatches(const pp_parallel *p);
 
 #endif /* PODPLAN_MODELS_INT_H */

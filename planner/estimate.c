@@ -327,8 +327,7 @@ static int estimate_generic(pp_plan_estimator *x, const pp_parallel *p,
     if (p->zero >= 2) {
         /* A reduce-scatter (half the AllReduce) per micro-batch, one
          * all-gather after the step. */
-        double nmb = floor((double)p->gbs / ((double)p->mbs * (double)p->dp));
-        dp *= 0.5 * (fmax(nmb, 1.0) + 1.0);
+        dp *= 0.5 * (pp_parallel_microbatches(p) + 1.0);
     }
     b.dp_comm_exposed_s = overlap ? fmax(dp - 0.5 * b.compute_s, 0.0) : dp;
     b.other_s = mem(x, 38.0 * m->params / shard);
@@ -348,8 +347,7 @@ int pp_plan_estimate(pp_plan_estimator *x, const pp_parallel *p,
     if (rc < 0) return rc;
 
     double pp = (double)p->pp, vp = (double)p->vp;
-    double nmb = floor((double)p->gbs / ((double)p->mbs * (double)p->dp));
-    if (nmb < 1) nmb = 1;
+    double nmb = pp_parallel_microbatches(p);
     /* Layers of the first, a middle and the last stage. */
     double Lf = (double)pp_parallel_stage_layers(p, m, 0);
     double Ll = (double)pp_parallel_stage_layers(p, m, p->pp - 1);

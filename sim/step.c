@@ -145,15 +145,12 @@ static void send_output(step *S, stage *st, const pp__task *t) {
     m->t_send = now_s(S);
     m->src = st->p;
     m->pending = S->n_ppm[link] * S->tp;
-    /* 1/tp of the tensor from each rank, unless every rank sends its own
-     * whole copy (Megatron-core without sp: tp times the traffic). */
-    bool part = S->tp > 1 && (S->par->sp || S->cfg->p2p_scatter);
-    double bytes = part ? S->act_bytes / S->tp : S->act_bytes;
     for (int32_t i = 0; i < S->n_ppm[link] && !S->failed; i++) {
         int32_t d = S->ppm[link][i];
         for (int32_t k = 0; k < S->tp && !S->failed; k++) {
             int rc = pp_sim_send(S->sim, D(S, k, st->p, d), D(S, k, pd, d),
-                                 bytes, on_sim, S, ARG(K_FLOW, idx), &S->err);
+                                 S->p2p_bytes, on_sim, S, ARG(K_FLOW, idx),
+                                 &S->err);
             if (rc) fail(S, rc);
             S->transfers++;
         }

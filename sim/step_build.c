@@ -327,8 +327,13 @@ static int setup(step *S, const pp_step_config *cfg, pp_error *e) {
     if (S->m->arch == PP_ARCH_TRANSFORMER) {
         S->act_bytes = 2.0 * (double)S->m->seq * (double)p->mbs
                        * (double)S->m->hidden;
-        /* With sp the tensor between stages is already split over tp. */
+        /* With sp the tensor between stages is already split over tp;
+         * without it each rank sends 1/tp and the receiver gathers, unless
+         * every rank sends its whole copy (Megatron-core: tp x traffic). */
         S->gather = S->tp > 1 && !p->sp && cfg->p2p_scatter;
+        S->p2p_bytes = S->tp > 1 && (p->sp || cfg->p2p_scatter)
+                           ? S->act_bytes / S->tp
+                           : S->act_bytes;
         S->emb_sync = S->pp > 1 && S->m->tied_embeddings;
         S->emb_bytes = cfg->grad_bytes * (double)S->m->vocab
                        * (double)S->m->hidden / S->tp;

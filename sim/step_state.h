@@ -109,6 +109,7 @@ typedef struct step {
     int32_t **ppm;           /* per stage p: the link p -> (p+1) % pp */
     int32_t *n_ppm;
     double act_bytes;        /* 2 s b h */
+    double p2p_bytes;        /* what each TP rank sends between stages */
     bool gather;             /* receivers all-gather (tp > 1, no sp) */
     int32_t barrier, emb_ready, emb_pending;
     bool emb_sync;

@@ -100,6 +100,8 @@ int pp_parallel_validate(const pp_parallel *p, const pp_model *m,
  * layout: first/last where set, an even share of the rest elsewhere. */
 int64_t pp_parallel_stage_layers(const pp_parallel *p, const pp_model *m,
                                  int64_t stage);
+/* Micro-batches per iteration per pipeline: gbs / (mbs * dp), at least 1. */
+double pp_parallel_microbatches(const pp_parallel *p);
 const char *pp_recompute_name(pp_recompute r);
 
 /* ------------------------------------------------------------------------
