@@ -7,28 +7,28 @@
  * simplified to what a flow network needs: unit weights, one constraint
  * per directed link, no bounds.
  *
- * Max-min by progressive filling (maxmin_core).  Every link keeps its
- * remaining capacity and the number of its flows not yet frozen; the link
- * with the smallest fair share (remaining / count) is the next bottleneck:
- * its flows are frozen at that share, which is subtracted from every other
- * link they cross.  Shares only grow as flows freeze, so an indexed heap of
- * links keyed by share finds the bottlenecks in order, and a component of
- * F flows, L links and P hops costs O((P + L) log L).  A flow alone on its
- * path gets exactly min(capacity): no arithmetic touches the capacity,
- * which is what makes flow and analytic fidelities agree to the last bit.
+ * Max-min by progressive filling: maxmin.c.
  *
  * Selective update.  Max-min rates of one connected component of the
  * bipartite flow-link graph do not depend on any other component, so when
  * flows start or end only the component reached from their links is
- * re-solved, and the result is exact (SimGrid's "selective update" walks
- * the modified constraints the same way).  Every link keeps an array of the
- * flows crossing it (swap-remove; each flow remembers its slot in each of
- * its links' arrays), so the walk costs the component's size.  When the
- * walk has gathered more than half of the active flows it stops walking and
- * takes every active flow (a full solve, counted in stats.full_solves).
- * All starts and ends at one simulated instant are batched into a single
- * update: the first change schedules a "resolve" event at now, and every
- * event at that instant scheduled before it has run by then.
+ * re-solved (SimGrid's "selective update" walks the modified constraints
+ * the same way).  Within it, only the flows at or above the update's level
+ * are: the rate below which progressive filling runs as before, the least
+ * rate of the flows that left and the least level at which a link gaining
+ * flows would fill (gather says why).  Flows below it keep their rates,
+ * and their share of a link comes off its capacity for the others; the
+ * result is still the exact max-min allocation, and a change among fast
+ * flows (a ring's last transfers finishing) no longer re-solves the slow
+ * ones coupled to them through shared spine links.  Every link keeps an
+ * array of the flows crossing it (swap-remove; each flow remembers its
+ * slot in each of its links' arrays), so the walk costs the component's
+ * size.  When the walk has gathered more than half of the active flows it
+ * stops walking and takes every active flow at or above the level (a full
+ * solve, counted in stats.full_solves).  All starts and ends at one
+ * simulated instant are batched into a single update: the first change
+ * schedules a "resolve" event at now, and every event at that instant
+ * scheduled before it has run by then.
  *
  * Lazy bytes.  A flow keeps `left` (bytes left at t_last) and its rate
  * since t_last; only a rate change writes them.  Completion times sit in an
@@ -49,224 +49,6 @@
 
 #define DONE_REL_TOL 1e-9   /* a flow is done when left <= this * bytes */
 #define FULL_FRACTION 0.5   /* coupled share of active flows: full solve */
-
-/* ---- the progressive-filling core ------------------------------------ */
-
-typedef struct mm_scratch {
-    double *rc;     /* remaining capacity per link */
-    int32_t *cnt;   /* unfrozen flows per link */
-    bool *dirty;    /* rc or cnt changed since the link's key was set */
-    size_t cap;
-    iheap h;
-} mm_scratch;
-
-static void mm_scratch_fini(mm_scratch *s) {
-    free(s->rc);
-    free(s->cnt);
-    free(s->dirty);
-    free(s->h.a);
-}
-
-/* The solve only ever pushes, re-keys the top and pops the top, so its
- * heap needs no position index: these are ih_up / ih_down / ih_remove
- * without the pos[] writes, which were most of a solve's stores.  Same
- * comparisons, same moves, so the same pop order. */
-static inline void mm_up(iheap *h, size_t i) {
-    ikey x = h->a[i];
-    while (i > 0) {
-        size_t p = (i - 1) / 2;
-        if (!ik_less(&x, &h->a[p]))
-            break;
-        h->a[i] = h->a[p];
-        i = p;
-    }
-    h->a[i] = x;
-}
-
-static inline void mm_down(iheap *h, size_t i) {
-    ikey x = h->a[i];
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= h->n)
-            break;
-        if (c + 1 < h->n && ik_less(&h->a[c + 1], &h->a[c]))
-            c++;
-        if (!ik_less(&h->a[c], &x))
-            break;
-        h->a[i] = h->a[c];
-        i = c;
-    }
-    h->a[i] = x;
-}
-
-static inline void mm_pop(iheap *h) {
-    if (--h->n == 0)
-        return;
-    h->a[0] = h->a[h->n];
-    mm_down(h, 0);
-}
-
-/* Max-min rates for nf flows over nl links, both as CSR: link l carries
- * flows lf[lf_off[l] .. lf_off[l+1]-1] and flow f crosses links
- * fl[f_off[f] .. f_off[f+1]-1] (a link crossed twice counts twice).  A flow
- * that crosses no link is unconstrained: INFINITY.
- *
- * Keys are refreshed lazily.  Freezing flows at the current level s only
- * raises the other links' shares ((rc - s) / (cnt - 1) >= rc / cnt when
- * s <= rc / cnt), so a stale key is a lower bound: a link is only marked
- * dirty when a flow of it freezes, and its share is recomputed when it
- * reaches the top.  The top is a true minimum once it is clean.  This
- * makes a hop O(1) instead of a heap update, and a link whose many flows
- * freeze at once is re-keyed once. */
-static void maxmin_core(int32_t nl, const double *cap, const int32_t *lf_off,
-                        const int32_t *lf, int32_t nf, const int32_t *f_off,
-                        const int32_t *fl, double *rate, mm_scratch *s) {
-    if ((size_t)nl > s->cap) {
-        s->cap = (size_t)nl > 2 * s->cap ? (size_t)nl : 2 * s->cap;
-        s->rc = pp_xrealloc(s->rc, s->cap * sizeof *s->rc);
-        s->cnt = pp_xrealloc(s->cnt, s->cap * sizeof *s->cnt);
-        s->dirty = pp_xrealloc(s->dirty, s->cap * sizeof *s->dirty);
-    }
-    if ((size_t)nl > s->h.cap) { /* at most one key per link */
-        s->h.cap = s->cap;
-        s->h.a = pp_xrealloc(s->h.a, s->h.cap * sizeof *s->h.a);
-    }
-    for (int32_t l = 0; l < nl; l++) {
-        s->rc[l] = cap[l];
-        s->cnt[l] = lf_off[l + 1] - lf_off[l];
-        s->dirty[l] = false;
-    }
-    /* A flow alone on every link of its path (once each) shares nothing:
-     * the filling would freeze it at the first of its links to reach the
-     * top, min over them of cap / 1 == cap, and touch nothing else.  So it
-     * is settled here and its links stay out of the heap (cnt 0); the
-     * other flows' links, disjoint from these, pop in the same order as
-     * before.  Updates are mostly such flows (an NVSwitch ring, a lone
-     * pipeline send). */
-    for (int32_t f = 0; f < nf; f++) {
-        double r = INFINITY;
-        int32_t j = f_off[f];
-        for (; j < f_off[f + 1]; j++) {
-            int32_t m = fl[j];
-            if (s->cnt[m] != 1)
-                break;
-            if (cap[m] < r)
-                r = cap[m];
-        }
-        if (j < f_off[f + 1]) {
-            rate[f] = -1.0; /* unfrozen */
-            continue;
-        }
-        rate[f] = r;
-        for (j = f_off[f]; j < f_off[f + 1]; j++)
-            s->cnt[fl[j]] = 0;
-    }
-    s->h.n = 0;
-    for (int32_t l = 0; l < nl; l++) {
-        if (s->cnt[l] > 0) {
-            s->h.a[s->h.n] = (ikey){cap[l] / s->cnt[l], l, l};
-            mm_up(&s->h, s->h.n++);
-        }
-    }
-    size_t dead = 0; /* entries in the heap whose link's cnt is 0 */
-    while (s->h.n > 0) {
-        if (dead > 32 && 2 * dead > s->h.n) {
-            /* Most of the heap is links every flow of which froze
-             * elsewhere: they would only be popped and skipped, one
-             * O(log n) sift each.  Drop them at once and rebuild (O(n)).
-             * They never influence a live entry's turn, and the keys are
-             * totally ordered by (key, link), so every live link reaches
-             * the top in the same order, with the same key, as before. */
-            size_t k = 0;
-            for (size_t i = 0; i < s->h.n; i++)
-                if (s->cnt[s->h.a[i].item] > 0)
-                    s->h.a[k++] = s->h.a[i];
-            s->h.n = k;
-            for (size_t i = k / 2; i-- > 0;)
-                mm_down(&s->h, i);
-            dead = 0;
-            continue;
-        }
-        int32_t l = s->h.a[0].item;
-        if (s->cnt[l] == 0) { /* every flow of it froze elsewhere */
-            mm_pop(&s->h);
-            dead--;
-            continue;
-        }
-        if (s->dirty[l]) {
-            s->dirty[l] = false;
-            s->h.a[0].k = s->rc[l] / s->cnt[l];
-            mm_down(&s->h, 0);
-            continue;
-        }
-        double share = s->h.a[0].k;
-        mm_pop(&s->h);
-        if (share < 0)
-            share = 0; /* rounding left a hair below zero */
-        for (int32_t i = lf_off[l]; i < lf_off[l + 1]; i++) {
-            int32_t f = lf[i];
-            if (rate[f] >= 0)
-                continue;
-            rate[f] = share;
-            for (int32_t j = f_off[f]; j < f_off[f + 1]; j++) {
-                int32_t m = fl[j];
-                s->rc[m] -= share;
-                if (--s->cnt[m] == 0 && m != l)
-                    dead++; /* l itself is out of the heap already */
-                s->dirty[m] = true;
-            }
-        }
-    }
-    for (int32_t f = 0; f < nf; f++)
-        if (rate[f] < 0)
-            rate[f] = INFINITY;
-}
-
-int pp_maxmin_solve(size_t n_links, const double *capacity_Bps,
-                    size_t n_flows, const int32_t *off, const int32_t *links,
-                    double *rates, pp_error *e) {
-    if (n_links > INT32_MAX || n_flows > INT32_MAX)
-        return pp_error_set(e, PP_EINVAL, "maxmin: too many links or flows");
-    if (off[0] != 0)
-        return pp_error_set(e, PP_EINVAL, "maxmin: off[0] must be 0");
-    for (size_t f = 0; f < n_flows; f++)
-        if (off[f + 1] < off[f])
-            return pp_error_set(e, PP_EINVAL,
-                                "maxmin: off[] decreases at flow %zu", f);
-    for (size_t l = 0; l < n_links; l++)
-        if (!(capacity_Bps[l] >= 0))
-            return pp_error_set(e, PP_EINVAL,
-                                "maxmin: link %zu: capacity %g is negative",
-                                l, capacity_Bps[l]);
-    size_t n_hops = (size_t)off[n_flows];
-    for (size_t j = 0; j < n_hops; j++)
-        if (links[j] < 0 || (size_t)links[j] >= n_links)
-            return pp_error_set(e, PP_EINVAL,
-                                "maxmin: hop %zu: link %d out of range", j,
-                                (int)links[j]);
-
-    /* Transpose the paths into per-link flow lists (counting sort). */
-    int32_t *lf_off = pp_xcalloc(n_links + 1, sizeof *lf_off);
-    int32_t *lf = pp_xmalloc((n_hops ? n_hops : 1) * sizeof *lf);
-    for (size_t j = 0; j < n_hops; j++)
-        lf_off[links[j] + 1]++;
-    for (size_t l = 0; l < n_links; l++)
-        lf_off[l + 1] += lf_off[l];
-    int32_t *fill = pp_xmalloc((n_links ? n_links : 1) * sizeof *fill);
-    memcpy(fill, lf_off, n_links * sizeof *fill);
-    for (size_t f = 0; f < n_flows; f++)
-        for (int32_t j = off[f]; j < off[f + 1]; j++)
-            lf[fill[links[j]]++] = (int32_t)f;
-
-    mm_scratch s = {0};
-    maxmin_core((int32_t)n_links, capacity_Bps, lf_off, lf, (int32_t)n_flows,
-                off, links, rates, &s);
-    mm_scratch_fini(&s);
-    free(fill);
-    free(lf);
-    free(lf_off);
-    return 0;
-}
 
 /* ---- the network ------------------------------------------------------ */
 
@@ -351,8 +133,14 @@ struct pp_flownet {
     uint32_t epoch;
     int32_t *c_links, *c_flows;
     size_t cap_c_links, cap_c_flows;
-    double *c_cap, *c_rate;
-    size_t cap_c_cap, cap_c_rate;
+    size_t n_cseeds;    /* the first links of c_links are the seeds */
+    double c_level;     /* flows below this rate keep it (see gather) */
+    double left_level;  /* least rate of the flows that left since the
+                           last update */
+    double *lv;         /* join_level's scratch */
+    size_t cap_lv;
+    double *c_cap, *c_rate, *c_out;
+    size_t cap_c_cap, cap_c_rate, cap_c_out;
     int32_t *lf_off, *lf, *f_off, *f_links;
     size_t cap_lf_off, cap_lf, cap_f_off, cap_f_links;
     mm_scratch mm;
@@ -375,6 +163,7 @@ pp_flownet *pp_flownet_new(pp_engine *eng, const double *capacity_Bps,
     net->link_bytes = pp_xcalloc(n_links ? n_links : 1,
                                  sizeof *net->link_bytes);
     net->busy = pp_xmalloc((n_links ? n_links : 1) * sizeof *net->busy);
+    net->left_level = INFINITY;
     double now = pp_engine_now(eng);
     for (size_t l = 0; l < n_links; l++) {
         double c = capacity_Bps[l];
@@ -416,13 +205,15 @@ void pp_flownet_free(pp_flownet *net) {
     free(net->fin);
     free(net->c_links);
     free(net->c_flows);
+    free(net->lv);
     free(net->c_cap);
     free(net->c_rate);
+    free(net->c_out);
     free(net->lf_off);
     free(net->lf);
     free(net->f_off);
     free(net->f_links);
-    mm_scratch_fini(&net->mm);
+    pp__mm_scratch_fini(&net->mm);
     free(net);
 }
 
@@ -615,6 +406,8 @@ static void on_latency(pp_engine *eng, void *ctx, uint64_t arg) {
 /* Takes a finished flow out of its links and the active list. */
 static void leave(pp_flownet *net, int32_t s) {
     flow *f = &net->fl[s];
+    if (f->rate < net->left_level)
+        net->left_level = f->rate;
     int32_t *pos = f->path + f->n;
     prefetch_links(net, f->path, f->n);
     for (int32_t h = 0; h < f->n; h++) {
@@ -711,11 +504,111 @@ static void next_epoch(pp_flownet *net) {
     }
 }
 
-/* Finds the flows coupled to the changed links by walking the flow-link
- * graph from them; past the threshold, takes every active flow and every
- * busy link instead.  Returns true for a full solve. */
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Rates below this fraction of the update's level are kept (see gather):
+ * far above the rounding of a solve, far below any real difference, and
+ * erring low only re-solves more flows. */
+#define LEVEL_TOL 1e-9
+
+/* The level below which an update changes nothing.  Progressive filling
+ * raises every unfrozen flow together; a link that saturates at level t
+ * freezes its flows at t.  A flow that left had no link saturate below its
+ * rate (or it would have frozen lower), and its links only lose load; a
+ * link that gains k joined flows saturates, below the first level at
+ * which some other link would, where  sum over its old flows of
+ * min(rate, t) + k t = capacity.  Below the least of these levels the
+ * filling meets the same links in the same order as before, so a flow
+ * whose rate is below it froze the same and keeps its rate. */
+static double join_level(pp_flownet *net, const link *lk) {
+    size_t k = 0, m = 0;
+    GROW(net->lv, net->cap_lv, lk->n);
+    for (size_t i = 0; i < lk->n; i++) {
+        const flow *f = &net->fl[lk->fl[i].slot];
+        if (f->state == F_JOINED)
+            k++;
+        else
+            net->lv[m++] = f->rate;
+    }
+    if (k == 0)
+        return INFINITY;
+    qsort(net->lv, m, sizeof *net->lv, cmp_double);
+    /* Between the i-th and (i+1)-th smallest rates the load is the sum of
+     * the i smallest plus (m - i + k) t. */
+    double below = 0;
+    for (size_t i = 0; i < m; i++) {
+        double t = (lk->cap_Bps - below) / (double)(m - i + k);
+        if (t <= net->lv[i])
+            return t;
+        below += net->lv[i];
+    }
+    return (lk->cap_Bps - below) / (double)k;
+}
+
+/* Takes the flows of component link i that the update can move (joined,
+ * or at or above the level), then their links. */
+static void take_flows(pp_flownet *net, size_t i, size_t *nf, size_t *nl) {
+    const link *lk = &net->links[net->c_links[i]];
+    size_t first = *nf;
+    double lv = net->c_level;
+    GROW(net->c_flows, net->cap_c_flows, *nf + lk->n);
+    for (size_t k = 0; k < lk->n; k++) {
+        int32_t s = lk->fl[k].slot;
+        if (net->f_mark[s] == net->epoch)
+            continue;
+        const flow *f = &net->fl[s];
+        if (f->state == F_ACTIVE && f->rate < lv)
+            continue;
+        net->f_mark[s] = net->epoch;
+        net->c_flows[(*nf)++] = s;
+        prefetch(f->path);
+    }
+    for (size_t j = first; j < *nf; j++)
+        take_links(net, net->c_flows[j], nl); /* links[] never moves */
+}
+
+/* Every busy link, and every active flow the update can move: a superset
+ * of the component, solved the same (its other parts keep their rates). */
+static void take_all(pp_flownet *net, size_t *nf_out, size_t *nl_out) {
+    size_t ns = net->n_cseeds;
+    next_epoch(net);
+    for (size_t i = 0; i < ns; i++)
+        net->links[net->c_links[i]].mark = net->epoch;
+    size_t nl = ns;
+    GROW(net->c_links, net->cap_c_links, ns + net->n_busy);
+    for (size_t b = 0; b < net->n_busy; b++)
+        if (net->links[net->busy[b]].mark != net->epoch)
+            net->c_links[nl++] = net->busy[b];
+    size_t nf = 0;
+    GROW(net->c_flows, net->cap_c_flows, net->n_active);
+    for (size_t a = 0; a < net->n_active; a++) {
+        int32_t s = net->active[a];
+        const flow *f = &net->fl[s];
+        if (f->state == F_ACTIVE && f->rate < net->c_level)
+            continue;
+        net->f_mark[s] = net->epoch;
+        net->c_flows[nf++] = s;
+    }
+    *nf_out = nf;
+    *nl_out = nl;
+}
+
+/* Finds the flows whose rates the update can move: from the changed links,
+ * the flows at or above the update's level (join_level) and, through
+ * their links, the flows at or above it that share a link with them.
+ * Flows below the level keep their rates; what they use of a link is
+ * taken off its capacity for the others (build_csr), which is exact: the
+ * filling from zero of what is left reaches the level before any of its
+ * links saturates, and goes on from there as the whole would.  Past the
+ * threshold, every busy link and movable flow is taken instead.  Returns
+ * true for that. */
 static bool gather(pp_flownet *net, size_t *nf_out, size_t *nl_out) {
     size_t ns = net->n_seeds, nf = 0, nl = 0;
+    double level = net->left_level;
+    net->left_level = INFINITY;
     next_epoch(net);
     GROW(net->c_links, net->cap_c_links, ns);
     for (size_t i = 0; i < ns; i++) {
@@ -723,55 +616,102 @@ static bool gather(pp_flownet *net, size_t *nf_out, size_t *nl_out) {
         lk->seed = false;
         lk->mark = net->epoch;
         net->c_links[nl++] = net->seeds[i];
+        double t = join_level(net, lk);
+        if (t < level)
+            level = t;
     }
     net->n_seeds = 0;
+    net->n_cseeds = ns;
+    net->c_level = level * (1 - LEVEL_TOL);
     size_t limit = (size_t)(FULL_FRACTION * (double)net->n_active);
     bool full = false;
     /* Breadth first.  A link's new flows are all taken (marked, queued)
      * before their links are: the same order of flows and links as taking
-     * each in turn, with their lines asked for together.  Whether the
-     * component passes the limit does not depend on when it is tested. */
-    for (size_t i = 0; i < nl && !full; i++) {
+     * each in turn, with their lines asked for together. */
+    for (size_t i = 0; i < nl; i++) {
         if (i + AHEAD < nl)
             prefetch(&net->links[net->c_links[i + AHEAD]]);
         if (i + AHEAD / 2 < nl)
             prefetch(net->links[net->c_links[i + AHEAD / 2]].fl);
-        const link *lk = &net->links[net->c_links[i]];
-        size_t first = nf;
-        GROW(net->c_flows, net->cap_c_flows, nf + lk->n);
-        for (size_t k = 0; k < lk->n; k++) {
-            int32_t s = lk->fl[k].slot;
-            if (net->f_mark[s] == net->epoch)
-                continue;
-            net->f_mark[s] = net->epoch;
-            net->c_flows[nf++] = s;
-            prefetch(&net->fl[s]);
-        }
+        take_flows(net, i, &nf, &nl);
         if (nf > limit) {
             full = true;
             break;
         }
-        for (size_t j = first; j < nf; j++)
-            prefetch(net->fl[net->c_flows[j]].path);
-        for (size_t j = first; j < nf; j++)
-            take_links(net, net->c_flows[j], &nl); /* links[] never moves */
     }
-    if (full) { /* the seeds (some may be idle now), then every busy link */
-        next_epoch(net);
-        for (size_t i = 0; i < ns; i++)
-            net->links[net->c_links[i]].mark = net->epoch;
-        nl = ns;
-        GROW(net->c_links, net->cap_c_links, ns + net->n_busy);
-        for (size_t b = 0; b < net->n_busy; b++)
-            if (net->links[net->busy[b]].mark != net->epoch)
-                net->c_links[nl++] = net->busy[b];
-        nf = net->n_active;
-        GROW(net->c_flows, net->cap_c_flows, nf);
-        memcpy(net->c_flows, net->active, nf * sizeof *net->c_flows);
-    }
+    if (full)
+        take_all(net, &nf, &nl);
     *nf_out = nf;
     *nl_out = nl;
     return full;
+}
+
+/* The component's problem in CSR form, with local indices: each link's
+ * capacity less what the flows that keep their rates use of it (c_out),
+ * and only the component's flows in its list.  *max_n is the most
+ * component flows on one link, *kept whether any link carries a kept
+ * flow. */
+static void build_csr(pp_flownet *net, size_t nf, size_t nl, double now,
+                      size_t *max_n, bool *kept) {
+    GROW(net->c_cap, net->cap_c_cap, nl + 1);
+    GROW(net->c_out, net->cap_c_out, nl + 1);
+    GROW(net->lf_off, net->cap_lf_off, nl + 1);
+    GROW(net->f_off, net->cap_f_off, nf + 1);
+    GROW(net->c_rate, net->cap_c_rate, nf + 1);
+    size_t hops = 0;
+    *max_n = 0;
+    *kept = false;
+    for (size_t i = 0; i < nl; i++) {
+        link *lk = &net->links[net->c_links[i]];
+        settle_link(lk, now);
+        size_t n = 0;
+        double out = 0;
+        for (size_t k = 0; k < lk->n; k++) {
+            int32_t s = lk->fl[k].slot;
+            if (net->f_mark[s] == net->epoch)
+                n++;
+            else
+                out += net->fl[s].rate;
+        }
+        if (n < lk->n)
+            *kept = true;
+        net->c_out[i] = out;
+        net->c_cap[i] = n < lk->n ? fmax(lk->cap_Bps - out, 0) : lk->cap_Bps;
+        net->lf_off[i] = (int32_t)hops;
+        hops += n;
+        if (n > *max_n)
+            *max_n = n;
+    }
+    net->lf_off[nl] = (int32_t)hops;
+    if (*max_n <= 1 && !*kept)
+        return; /* on_resolve's shortcut needs no CSR */
+    size_t fh = 0;
+    for (size_t j = 0; j < nf; j++) {
+        int32_t s = net->c_flows[j];
+        net->f_local[s] = (int32_t)j;
+        net->f_off[j] = (int32_t)fh;
+        fh += (size_t)net->f_n[s];
+    }
+    net->f_off[nf] = (int32_t)fh;
+    assert(fh == hops);
+    /* Both directions from the links' lists: the entry of flow j's hop h
+     * on link i puts j in i's list and i at h in j's path, which is
+     * path[h]'s index in the component; no flow line or path is read.
+     * Every link of a component flow is in the component. */
+    GROW(net->lf, net->cap_lf, hops + 1);
+    GROW(net->f_links, net->cap_f_links, hops + 1);
+    for (size_t i = 0; i < nl; i++) {
+        link *lk = &net->links[net->c_links[i]];
+        int32_t *out = net->lf + net->lf_off[i];
+        for (size_t k = 0; k < lk->n; k++) {
+            lentry x = lk->fl[k];
+            if (net->f_mark[x.slot] != net->epoch)
+                continue;
+            int32_t j = net->f_local[x.slot];
+            *out++ = j;
+            net->f_links[net->f_off[j] + x.hop] = (int32_t)i;
+        }
+    }
 }
 
 static void on_resolve(pp_engine *eng, void *ctx, uint64_t arg) {
@@ -782,14 +722,18 @@ static void on_resolve(pp_engine *eng, void *ctx, uint64_t arg) {
     size_t nf, nl;
     bool full = gather(net, &nf, &nl);
 
-    /* Only flows left, and nothing else crossed their links (about half
-     * of all updates): the links are idle from now on.  What the general
-     * path below would do, without building an empty problem. */
+    /* No flow can move (only flows left, and what else crossed their
+     * links was below their level, or nothing): the links only lose the
+     * flows that left.  What the general path below would do, without
+     * building an empty problem. */
     if (nf == 0) {
         for (size_t i = 0; i < nl; i++) {
             link *lk = &net->links[net->c_links[i]];
             settle_link(lk, now);
-            lk->rate = 0;
+            double sum = 0;
+            for (size_t k = 0; k < lk->n; k++)
+                sum += net->fl[lk->fl[k].slot].rate;
+            lk->rate = sum;
         }
         net->st.updates++;
         net->st.full_solves += full;
@@ -798,28 +742,16 @@ static void on_resolve(pp_engine *eng, void *ctx, uint64_t arg) {
         return;
     }
 
-    /* The component in CSR form, with local indices. */
-    GROW(net->c_cap, net->cap_c_cap, nl + 1);
-    GROW(net->lf_off, net->cap_lf_off, nl + 1);
-    GROW(net->f_off, net->cap_f_off, nf + 1);
-    GROW(net->c_rate, net->cap_c_rate, nf + 1);
-    size_t hops = 0, max_n = 0;
-    for (size_t i = 0; i < nl; i++) {
-        link *lk = &net->links[net->c_links[i]];
-        settle_link(lk, now);
-        net->c_cap[i] = lk->cap_Bps;
-        net->lf_off[i] = (int32_t)hops;
-        hops += lk->n;
-        if (lk->n > max_n)
-            max_n = lk->n;
-    }
-    net->lf_off[nl] = (int32_t)hops;
-    /* No link carries two hops (most updates): every flow is alone on
-     * its path, and maxmin_core would settle each at the narrowest
-     * capacity of its path in its first loop and do nothing else.  So do
-     * just that, without the CSR; a link's rate sum is then its one
-     * flow's rate (0 + r == r exactly: r >= 0), or 0. */
-    bool alone = max_n <= 1;
+    size_t max_n;
+    bool kept;
+    build_csr(net, nf, nl, now, &max_n, &kept);
+    /* No link carries two of the component's hops, and none a flow that
+     * keeps its rate (most updates): every flow is alone on its path,
+     * and maxmin_core would settle each at the narrowest capacity of its
+     * path in its first loop and do nothing else.  So do just that,
+     * without the CSR; a link's rate sum is then its one flow's rate
+     * (0 + r == r exactly: r >= 0), or 0. */
+    bool alone = max_n <= 1 && !kept;
     if (alone) {
         for (size_t j = 0; j < nf; j++) {
             const flow *f = &net->fl[net->c_flows[j]];
@@ -839,33 +771,7 @@ static void on_resolve(pp_engine *eng, void *ctx, uint64_t arg) {
                 lk->rate = 0;
         }
     } else {
-        size_t fh = 0;
-        for (size_t j = 0; j < nf; j++) {
-            int32_t s = net->c_flows[j];
-            net->f_local[s] = (int32_t)j;
-            net->f_off[j] = (int32_t)fh;
-            fh += (size_t)net->f_n[s];
-        }
-        net->f_off[nf] = (int32_t)fh;
-        assert(fh == hops);
-        /* Both directions from the links' lists: the entry of flow j's
-         * hop h on link i puts j in i's list and i at h in j's path, which
-         * is path[h]'s index in the component; no flow line or path is
-         * read. */
-        GROW(net->lf, net->cap_lf, hops + 1);
-        GROW(net->f_links, net->cap_f_links, hops + 1);
-        for (size_t i = 0; i < nl; i++) {
-            link *lk = &net->links[net->c_links[i]];
-            int32_t *out = net->lf + net->lf_off[i];
-            for (size_t k = 0; k < lk->n; k++) {
-                lentry x = lk->fl[k];
-                int32_t j = net->f_local[x.slot];
-                out[k] = j;
-                net->f_links[net->f_off[j] + x.hop] = (int32_t)i;
-            }
-        }
-
-        maxmin_core((int32_t)nl, net->c_cap, net->lf_off, net->lf,
+        pp__maxmin_core((int32_t)nl, net->c_cap, net->lf_off, net->lf,
                     (int32_t)nf, net->f_off, net->f_links, net->c_rate,
                     &net->mm);
     }
@@ -908,10 +814,10 @@ static void on_resolve(pp_engine *eng, void *ctx, uint64_t arg) {
     if (bulk)
         ih_heapify(dh, net->hpos);
     /* Link rate sums from scratch (no drift from adding and subtracting),
-     * read off the component's CSR: every flow of a component link is in
-     * the component, and c_rate holds its rate now. */
+     * read off the component's CSR: c_rate holds the rate now of every
+     * component flow of a link, c_out the sum of the others'. */
     for (size_t i = 0; i < nl && !alone; i++) {
-        double sum = 0;
+        double sum = net->c_out[i];
         for (int32_t k = net->lf_off[i]; k < net->lf_off[i + 1]; k++)
             sum += net->c_rate[net->lf[k]];
         net->links[net->c_links[i]].rate = sum;

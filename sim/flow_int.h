@@ -1,7 +1,7 @@
 /*
- * flow_int.h: private to sim/flow.c.  An indexed binary min-heap (the
- * completion times of the flows, the fair shares of the links during a
- * solve) and a growth helper.  static inline: one user, no link symbols.
+ * flow_int.h: private to sim/flow.c and sim/maxmin.c.  An indexed binary
+ * min-heap (the completion times of the flows, the fair shares of the
+ * links during a solve), the solver's entry and a growth helper.
  */
 #ifndef PODPLAN_FLOW_INT_H
 #define PODPLAN_FLOW_INT_H
@@ -102,6 +102,22 @@ static inline void ih_update(iheap *h, int32_t *pos, int32_t item,
     else
         ih_down(h, pos, i);
 }
+
+/* ---- the max-min solver (maxmin.c) ------------------------------------ */
+typedef struct mm_scratch {
+    double *rc;     /* remaining capacity per link */
+    int32_t *cnt;   /* unfrozen flows per link */
+    bool *dirty;    /* rc or cnt changed since the link's key was set */
+    size_t cap;
+    iheap h;
+} mm_scratch;
+
+/* Max-min rates for nf flows over nl links given as CSR both ways (see
+ * maxmin.c); scratch s is reused from call to call. */
+void pp__maxmin_core(int32_t nl, const double *cap, const int32_t *lf_off,
+                     const int32_t *lf, int32_t nf, const int32_t *f_off,
+                     const int32_t *fl, double *rate, mm_scratch *s);
+void pp__mm_scratch_fini(mm_scratch *s);
 
 /* Grows array `p` (capacity `cap`, a size_t lvalue) to hold `need` items. */
 #define GROW(p, cap, need)                                                 \

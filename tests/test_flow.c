@@ -604,7 +604,8 @@ static void test_flow_rounding_batch(void **state) {
     pp_engine_free(g_eng);
 }
 
-/* Disjoint groups: a change in one touches only that group. */
+/* Disjoint groups: a change in one touches only that group, and there only
+ * the flows whose rates it can move. */
 static void test_flow_selective(void **state) {
     (void)state;
     enum { G = 50, K = 6 };
@@ -624,20 +625,33 @@ static void test_flow_selective(void **state) {
     assert_int_equal(a.updates, 1);
     assert_int_equal(a.flows_touched, G * K);
     assert_int_equal(a.full_solves, 1);
-    /* A new flow in group 7 at t = 1: K + 1 flows re-solved. */
+    /* A new flow on group 7's second link at t = 1.  That link carries 3
+     * of the group's flows at 100/6 each, limited by the first link; the
+     * newcomer would fill the second link only at 50, so the others keep
+     * their rates and only it is solved (for the 50 they leave). */
     int32_t p7[] = {15};
-    pp_flow_start(net, p7, 1, 1.0, 1.0, NULL, NULL, 0);
+    pp_flow_id id = pp_flow_start(net, p7, 1, 1.0, 1.0, NULL, NULL, 0);
     pp_engine_run(g_eng, 1.0);
     pp_flownet_stats_get(net, &b);
     assert_int_equal(b.updates, a.updates + 1);
-    assert_int_equal(b.flows_touched, a.flows_touched + K + 1);
+    assert_int_equal(b.flows_touched, a.flows_touched + 1);
     assert_int_equal(b.full_solves, a.full_solves);
     assert_int_equal(b.active_sum, a.active_sum + G * K + 1);
-    /* Its end touches group 7 again, and only it. */
+    assert_close(pp_flow_rate(net, id), 50.0, 1e-12);
+    /* Its end frees 50 on a link whose other flows are limited below
+     * that: nothing to solve. */
     pp_engine_run(g_eng, 1.5);
     pp_flownet_stats_get(net, &a);
     assert_int_equal(a.updates, b.updates + 1);
-    assert_int_equal(a.flows_touched, b.flows_touched + K);
+    assert_int_equal(a.flows_touched, b.flows_touched);
+    /* A flow on the first link at t = 2 lowers group 7's level: its 6
+     * flows and the newcomer are solved again, and nothing else. */
+    int32_t p7b[] = {14};
+    id = pp_flow_start(net, p7b, 1, 1.0, 0.5, NULL, NULL, 0);
+    pp_engine_run(g_eng, 2.0);
+    pp_flownet_stats_get(net, &b);
+    assert_int_equal(b.flows_touched, a.flows_touched + K + 1);
+    assert_close(pp_flow_rate(net, id), 100.0 / (K + 1), 1e-12);
     pp_flownet_free(net);
     pp_engine_free(g_eng);
 }
