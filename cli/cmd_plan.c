@@ -31,6 +31,7 @@ static const pp_cli_opt opts[] = {
     {"amortization", 0, "YEARS", "capital cost spread over (default: 4)", false},
     {"usd-per-kwh", 0, "X", "electricity price (default: 0.10)", false},
     {"pue", 0, "X", "power usage effectiveness (default: 1.3)", false},
+    {"placement", 0, "ORDER", "rank order, innermost first: tp,pp,dp (Megatron-LM with --use-tp-pp-dp-mapping) or tp,dp,pp (Megatron-LM's own, DeepSpeed's only) (default: tp,pp,dp; tp,dp,pp with --format deepspeed)", false},
     {"seed", 0, "N", "seed of the ECMP hash in the simulations (default: 0)", false},
     {"jobs", 'j', "N", "simulations run at once (default: one per CPU; the result is the same)", false},
     {"no-timing", 0, NULL, "leave wall-clock figures out, for byte-identical output", false},
@@ -130,6 +131,21 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
     o.objective = (pp_plan_objective)obj;
     o.fidelity = fid == 0 ? PP_FIDELITY_ANALYTIC : PP_FIDELITY_FLOW;
     o.optimizer = (pp_optimizer)optz;
+    const char *pl = pp_args_get(&a, "placement");
+    if (pl) {
+        char order[3];
+        if (pp_placement_parse(pl, order, &e)
+            || (order[0] != 't' && pp_error_set(&e, PP_EUSAGE,
+                                                "--placement: TP must be "
+                                                "innermost (tp,pp,dp or "
+                                                "tp,dp,pp), got %s", pl))
+            || (fmt == PP_PLAN_FMT_DEEPSPEED && order[1] != 'd'
+                && pp_error_set(&e, PP_EUSAGE,
+                                "--placement %s: DeepSpeed's pipeline "
+                                "engine places ranks tp,dp,pp", pl)))
+            return pp_cli_fail(cmd->name, &e);
+        memcpy(o.placement, order, 3);
+    }
     o.allow_cross_node_tp = pp_args_flag(&a, "allow-cross-node-tp");
     o.uneven = pp_args_flag(&a, "uneven");
     /* A launch format limits the search to what it can express. */
@@ -174,8 +190,8 @@ const pp_cli_cmd pp_cmd_plan = {
     "search every parallel layout, rank by simulation, emit launch configs",
     "plan --model M --cluster C [--gpus N] [--global-batch B] [--top K] "
     "[--fix KEY=V]... [--exclude KEY=V]... [--objective time|train|cost] "
-    "[--tokens T] [--format table|json|yaml|megatron|nemo|deepspeed] "
-    "[-o FILE]",
+    "[--tokens T] [--placement tp,pp,dp|tp,dp,pp] "
+    "[--format table|json|yaml|megatron|nemo|deepspeed] [-o FILE]",
     "Every layout Megatron-LM could launch is enumerated: TP (dividing the\n"
     "heads and K/V heads, inside a server unless --allow-cross-node-tp), PP\n"
     "(dividing the layers), DP = GPUs / (TP x PP) (dividing the batch), the\n"
@@ -193,7 +209,12 @@ const pp_cli_cmd pp_cmd_plan = {
     "years plus power at --usd-per-kwh x --pue, per GPU-hour, times the\n"
     "GPUs a layout uses and its time (per iteration, or per trained model\n"
     "with --tokens).  Exit 1 when nothing fits: the message names the\n"
-    "closest layout, its shortfall and what would make it fit.",
+    "closest layout, its shortfall and what would make it fit.\n"
+    "Ranks are placed TP innermost, then PP, then DP (pipeline neighbours on\n"
+    "adjacent servers); the megatron and nemo formats ask Megatron-LM for that\n"
+    "order (--use-tp-pp-dp-mapping, use_tp_pp_dp_mapping) where it matters.\n"
+    "--placement tp,dp,pp plans for Megatron-LM's own order instead, the one\n"
+    "DeepSpeed's pipeline engine always uses.",
     opts,
     run,
 };

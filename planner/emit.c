@@ -146,6 +146,8 @@ json_t *pp__plan_json(const pp_plan *p, bool timing) {
                         json_string(objective_key(o->objective)));
     json_object_set_new(root, "fidelity",
                         json_string(fidelity_name(o->fidelity)));
+    json_object_set_new(root, "placement",
+                        json_string(pp__placement_name(o->placement)));
     json_object_set_new(root, "top", json_integer(o->top));
     json_object_set_new(root, "memory_reserve", num(o->memory_reserve));
     json_object_set_new(root, "gpu_memory_bytes", num(p->gpu.hbm_bytes));
@@ -338,11 +340,11 @@ static void write_table(const pp_plan *p, bool timing, FILE *fp) {
     if (o->objective == PP_PLAN_OBJ_COST && p->has_prices)
         fprintf(fp, " ($%.3g per GPU-hour%s)", p->prices.usd_per_gpu_hour,
                 o->tokens > 0 ? ", per trained model" : ", per iteration");
-    fprintf(fp, "; memory limit %s per GPU (%s less %g%%)\n",
+    fprintf(fp, "; memory limit %s per GPU (%s less %g%%); ranks %s\n",
             pp_unit_format(p->gpu.hbm_bytes * (1 - o->memory_reserve),
                            PP_Q_BYTES, 4, b1, sizeof b1),
             pp_unit_format(p->gpu.hbm_bytes, PP_Q_BYTES, 4, b2, sizeof b2),
-            o->memory_reserve * 100);
+            o->memory_reserve * 100, pp__placement_name(o->placement));
     fprintf(fp, "layouts: %llu considered, %llu feasible",
             (unsigned long long)st->considered,
             (unsigned long long)st->feasible);

@@ -89,6 +89,7 @@ struct pp_plan_estimator {
     double nic_gpu_Bps;         /* a GPU's share of its server's NICs */
     double reduce_Bps;          /* summing rate: HBM / 3 (as the sim) */
     bool spines;                /* the fabric has more than one level */
+    char order[3];              /* rank placement, innermost first */
     cost_entry *cache;
     size_t cap, used;
 };
@@ -113,6 +114,7 @@ int pp_plan_estimator_new(const pp_model *m, const pp_cluster *c,
 
     x->m = m;
     x->c = c;
+    memcpy(x->order, "tpd", 3);
     if (profile)
         x->prof = *profile;
     else if ((rc = pp_profile_load(NULL, info->gpu, &x->prof, e)) < 0)
@@ -171,6 +173,16 @@ static double ring_s(const pp_plan_estimator *x, pp_coll_op op, double n,
     default: steps = n - 1, rs = 0; break; /* all-gather */
     }
     return steps * (lat + chunk / B) + rs * chunk / x->reduce_Bps;
+}
+
+/* Ranks between neighbours of degree `dim` ('t', 'p' or 'd') under the
+ * placement: the product of the degrees placed inside it. */
+static int64_t stride(const pp_plan_estimator *x, const pp_parallel *p,
+                      char dim) {
+    int64_t s = 1;
+    for (int i = 0; i < 3 && x->order[i] != dim; i++)
+        s *= x->order[i] == 't' ? p->tp : x->order[i] == 'p' ? p->pp : p->dp;
+    return s;
 }
 
 /* The bandwidth and latency of the ring of a group whose members sit
@@ -298,7 +310,7 @@ static double dp_time(const pp_plan_estimator *x, const pp_parallel *p,
                       double grad_bytes) {
     if (p->dp <= 1) return 0;
     double B, lat, n = (double)p->dp;
-    group_link(x, p->tp * p->pp, p->dp, &B, &lat);
+    group_link(x, stride(x, p, 'd'), p->dp, &B, &lat);
     /* ZeRO's reduce-scatter and all-gather cost the AllReduce's two
      * halves (the simulator, like Megatron-LM's distributed optimizer,
      * gathers the parameters once, after the step, for every stage). */
@@ -307,8 +319,9 @@ static double dp_time(const pp_plan_estimator *x, const pp_parallel *p,
 
 /* Whether stage boundary p -> p+1 of replica 0 crosses a server. */
 static bool crosses(const pp_plan_estimator *x, const pp_parallel *p) {
+    int64_t sp = stride(x, p, 'p');
     for (int64_t s = 0; s + 1 < p->pp; s++)
-        if ((s * p->tp) / x->gpn != ((s + 1) * p->tp) / x->gpn) return true;
+        if ((s * sp) / x->gpn != ((s + 1) * sp) / x->gpn) return true;
     return false;
 }
 
@@ -333,6 +346,18 @@ static int estimate_generic(pp_plan_estimator *x, const pp_parallel *p,
     b.other_s = mem(x, 38.0 * m->params / shard);
     *out = b;
     *time_s = b.compute_s + b.dp_comm_exposed_s + b.other_s;
+    return 0;
+}
+
+int pp_plan_estimator_placement(pp_plan_estimator *x, const char order[3],
+                                pp_error *e) {
+    if (order[0] != 't' || !((order[1] == 'p' && order[2] == 'd')
+                             || (order[1] == 'd' && order[2] == 'p')))
+        return pp_error_set(e, PP_EUSAGE,
+                            "placement: expected tp,pp,dp or tp,dp,pp (TP "
+                            "innermost), got %cp,%cp,%cp", order[0], order[1],
+                            order[2]);
+    memcpy(x->order, order, 3);
     return 0;
 }
 
@@ -368,7 +393,7 @@ int pp_plan_estimate(pp_plan_estimator *x, const pp_parallel *p,
          * titan): a stage's sends meet the neighbours' sends and, when a
          * stage is smaller than a server, leave on one rail and arrive on
          * another, through spines whose static (ECMP) hashing collides. */
-        bool cross_rail = p->tp % x->gpn != 0 && x->spines;
+        bool cross_rail = stride(x, p, 'p') % x->gpn != 0 && x->spines;
         double share = cross_rail ? P2P_SHARE_CROSS_RAIL : P2P_SHARE_RAIL;
         double B = net ? x->nic_gpu_Bps * share : x->nvl_Bps;
         double lat = net ? x->net_lat : x->nvl_lat;
@@ -387,7 +412,7 @@ int pp_plan_estimate(pp_plan_estimator *x, const pp_parallel *p,
     double z3_mid = 0, z3_first = 0, z3_last = 0;
     if (p->zero >= 3 && p->dp > 1) {
         double B, lat, n = (double)p->dp;
-        group_link(x, p->tp * p->pp, p->dp, &B, &lat);
+        group_link(x, stride(x, p, 'd'), p->dp, &B, &lat);
         double steps = 2.0 * (vp - 1.0) * (n - 1.0) * lat;
         double Ls[3] = {Lf, Lm, Ll}, z[3];
         for (int k = 0; k < 3; k++)
@@ -440,7 +465,7 @@ int pp_plan_estimate(pp_plan_estimator *x, const pp_parallel *p,
     double S = 2.0 * params0, t_sync = 0, t_gather = 0;
     if (p->dp > 1) {
         double B, lat, n = (double)p->dp;
-        group_link(x, p->tp * p->pp, p->dp, &B, &lat);
+        group_link(x, stride(x, p, 'd'), p->dp, &B, &lat);
         if (p->zero >= 1) {
             t_sync = ring_s(x, PP_COLL_REDUCESCATTER, n, S, B, lat);
             /* ZeRO-3 has gathered its weights before each pass already. */
@@ -474,7 +499,8 @@ int pp_plan_estimate(pp_plan_estimator *x, const pp_parallel *p,
     b.other_s = mem(x, 38.0 * params0 / shard);
     if (p->pp > 1 && m->tied_embeddings) {
         double B, lat;
-        if (p->tp * p->pp <= x->gpn && x->gpn % (p->tp * p->pp) == 0)
+        int64_t span = stride(x, p, 'p') * p->pp; /* replica 0's stages */
+        if (span <= x->gpn && x->gpn % span == 0)
             B = x->nvl_Bps, lat = x->nvl_lat;
         else
             B = x->nic_gpu_Bps, lat = x->net_lat;

@@ -23,9 +23,10 @@ static void header(const pp_plan *p, FILE *fp, const char *cmt) {
     fprintf(fp, "%s podplan plan: %s on %s, %lld GPUs, global batch %lld\n",
             cmt, p->model.name, p->cluster_name, (long long)c->gpus,
             (long long)c->par.gbs);
-    fprintf(fp, "%s layout: %s%s\n", cmt,
+    fprintf(fp, "%s layout: %s%s, ranks %s\n", cmt,
             pp_parallel_format(&c->par, spec, sizeof spec),
-            c->dp_overlap ? " with DP overlap" : "");
+            c->dp_overlap ? " with DP overlap" : "",
+            pp__placement_name(p->opt.placement));
     fprintf(fp, "%s iteration %.4g s (%s), %.1f TFLOP/s per GPU, MFU %.1f%%, "
             "%s of %s per GPU\n",
             cmt, c->iteration_time_s,
@@ -103,6 +104,11 @@ int pp__write_megatron(const pp_plan *p, FILE *fp, pp_error *e) {
         ARG("--num-layers-per-virtual-pipeline-stage %lld",
             (long long)(m->layers / (q->pp * q->vp)));
     }
+    /* Megatron-LM numbers ranks TP, then DP, then PP (its default order
+     * tp-cp-ep-dp-pp); the flag makes it TP, PP, DP.  The two differ only
+     * with both PP and DP, and then the simulated order is asked for. */
+    if (q->pp > 1 && q->dp > 1 && p->opt.placement[1] == 'p')
+        ARG("--use-tp-pp-dp-mapping");
     ARG("--micro-batch-size %lld", (long long)q->mbs);
     ARG("--global-batch-size %lld", (long long)q->gbs);
     if (q->sp && q->tp > 1) ARG("--sequence-parallel");
@@ -181,6 +187,11 @@ int pp__write_nemo(const pp_plan *p, FILE *fp, pp_error *e) {
     if (q->last)
         fprintf(fp, "  num_layers_in_last_pipeline_stage: %lld\n",
                 (long long)q->last);
+    /* NeMo passes this to Megatron-core's initialize_model_parallel
+     * (TP, PP, DP rank order instead of TP, DP, PP). */
+    if (q->pp > 1 && q->dp > 1)
+        fprintf(fp, "  use_tp_pp_dp_mapping: %s\n",
+                p->opt.placement[1] == 'p' ? "true" : "false");
     fprintf(fp, "  sequence_parallel: %s\n",
             q->sp && q->tp > 1 ? "true" : "false");
     fprintf(fp, "  encoder_seq_length: %lld\n", (long long)m->seq);

@@ -82,6 +82,7 @@ int pp__plan_jobs(int jobs);
  * ---------------------------------------------------------------------- */
 /* The objective's name and unit ("iteration time", "s"). */
 const char *pp__objective_name(pp_plan_objective o);
+const char *pp__placement_name(const char order[3]);
 
 /* ------------------------------------------------------------------------
  * emit.c: the JSON tree every structured format is written from.

@@ -41,6 +41,11 @@ const char *pp_plan_reject_why(pp_plan_reject r) {
     return (unsigned)r < PP_PLAN_REJECT__COUNT ? reject_whys[r] : "?";
 }
 
+/* The two placements a plan can use (pp_plan_estimator_placement). */
+const char *pp__placement_name(const char order[3]) {
+    return order[1] == 'd' ? "tp,dp,pp" : "tp,pp,dp";
+}
+
 const char *pp__objective_name(pp_plan_objective o) {
     switch (o) {
     case PP_PLAN_OBJ_TRAIN: return "time to train";
@@ -58,6 +63,7 @@ void pp_plan_options_init(pp_plan_options *o) {
     o->objective = PP_PLAN_OBJ_TIME;
     o->optimizer = PP_OPT_ADAM_MIXED;
     o->target = PP_PLAN_TARGET_ANY;
+    memcpy(o->placement, "tpd", 3);
     pp_plan_filter_init(&o->filter);
 }
 
@@ -374,6 +380,11 @@ int pp_plan_search(const pp_model *m, const pp_cluster *c,
     plan->gpus_per_node = info->gpus_per_node;
     plan->cluster_gpus = info->gpus;
     plan->opt = *o;
+    /* DeepSpeed's pipeline engine lays ranks out model (TP) innermost,
+     * then data, then pipe (PipeModelDataParallelTopology): no other
+     * order can be launched there. */
+    if (o->target == PP_PLAN_TARGET_DEEPSPEED)
+        memcpy(plan->opt.placement, "tdp", 3);
     if (plan->opt.show < 0) plan->opt.show = o->top > 10 ? o->top : 10;
     if (o->prices) {
         plan->prices = *o->prices;
@@ -403,7 +414,8 @@ int pp_plan_search(const pp_model *m, const pp_cluster *c,
         .rejected = plan->st.rejected,
     };
     if ((rc = pp__space_check_pins(&sp, e)) < 0) goto fail;
-    if ((rc = pp_plan_estimator_new(m, c, &plan->profile, &est, e)) < 0)
+    if ((rc = pp_plan_estimator_new(m, c, &plan->profile, &est, e)) < 0
+        || (rc = pp_plan_estimator_placement(est, plan->opt.placement, e)) < 0)
         goto fail;
 
     /* Enumerate, prune and estimate. */

@@ -115,6 +115,7 @@ void pp__plan_simulate(pp_plan *plan, const pp_model *m, const pp_cluster *c,
             jb->cfg.dp_overlap = plan->cand[i].dp_overlap;
             jb->cfg.optimizer = o->optimizer;
             jb->cfg.seed = o->seed;
+            memcpy(jb->cfg.placement, o->placement, 3);
         }
         if (nb == 0) break;
         run_all(batch, nb, threads);

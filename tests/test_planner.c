@@ -382,6 +382,9 @@ static const char *const megatron_args[] = {
     "--context-parallel-size", "--distributed-backend", "--bf16", "--fp16",
     "--disable-bias-linear", "--use-flash-attn", "--optimizer", "--lr",
     "--data-path", "--vocab-file", "--merge-file", "--tokenizer-type",
+    /* _add_distributed_args: rank order tp-cp-ep-pp-dp instead of
+     * tp-cp-ep-dp-pp (Megatron-LM core_r0.8.0 and later) */
+    "--use-tp-pp-dp-mapping",
     NULL};
 
 static bool megatron_arg(const char *name) {
@@ -518,6 +521,8 @@ static void test_usage_errors(void **state) {
         "--fix tp=7", "--fix tp=8 --fix tp=4", "--fix gbs=512 --global-batch 256",
         "--exclude zero=9", "--top -1", "--memory-reserve 150%",
         "--objective speed", "--objective train", "--format csv",
+        "--placement pp,tp,dp", "--placement tp,pp", "--placement dp,pp,tp",
+        "--placement tp,pp,dp --format deepspeed",
     };
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
         cli_result r;
@@ -681,6 +686,75 @@ static void test_determinism_and_formats(void **state) {
     cli_result_free(&r);
 }
 
+/* The rank placement: simulated as asked, reported, and asked of the
+ * launcher.  GPT-3 175B at TP 8 x PP 16 x DP 8 on titan: tp,pp,dp puts a
+ * pipeline's stages on 16 adjacent servers, tp,dp,pp puts them 8 servers
+ * apart, where their sends share spine links. */
+static void test_placement(void **state) {
+    (void)state;
+    const char *base = "plan --model gpt3-175b --cluster titan --gpus 1024 "
+                       "--global-batch 1536 --top 1 --no-timing "
+                       "--fix tp=8,pp=16,mbs=1,vp=1,sp=off,recompute=full,"
+                       "zero=1,overlap=off";
+    const char *order[2] = {"tp,pp,dp", "tp,dp,pp"};
+    double t[2];
+    for (int k = 0; k < 2; k++) {
+        cli_result r;
+        cli_runf(&r, "%s --placement %s --format json", base, order[k]);
+        if (r.status) fail_msg("exit %d: %s", r.status, r.err);
+        json_t *j = cli_json(&r);
+        assert_string_equal(json_string_value(json_object_get(j, "placement")),
+                            order[k]);
+        json_t *c0 = json_array_get(json_object_get(j, "candidates"), 0);
+        assert_true(json_is_true(json_object_get(c0, "simulated")));
+        t[k] = num(c0, "iteration_time_s");
+        /* podplan simulate with that placement gives the same time. */
+        cli_result s;
+        cli_runf(&s, "simulate --model gpt3-175b --cluster titan --parallel "
+                     "%s --placement %s --format json",
+                 json_string_value(json_object_get(c0, "parallel")),
+                 order[k]);
+        if (s.status) fail_msg("simulate: exit %d: %s", s.status, s.err);
+        json_t *js = cli_json(&s);
+        assert_true(num(js, "iteration_time_s") == t[k]);
+        json_decref(js);
+        cli_result_free(&s);
+        json_decref(j);
+        cli_result_free(&r);
+
+        /* Megatron-LM is asked for TP, PP, DP only when that is the plan;
+         * NeMo gets the key either way. */
+        cli_runf(&r, "%s --placement %s --format megatron", base, order[k]);
+        if (r.status) fail_msg("exit %d: %s", r.status, r.err);
+        const char *flag = megatron_value(r.out, "--use-tp-pp-dp-mapping",
+                                          NULL, 0);
+        if (k == 0) assert_non_null(flag);
+        else assert_null(flag);
+        assert_non_null(strstr(r.out, order[k]));
+        cli_result_free(&r);
+        cli_runf(&r, "%s --placement %s --format nemo", base, order[k]);
+        if (r.status) fail_msg("exit %d: %s", r.status, r.err);
+        assert_non_null(strstr(r.out, k == 0 ? "use_tp_pp_dp_mapping: true"
+                                             : "use_tp_pp_dp_mapping: false"));
+        cli_result_free(&r);
+    }
+    assert_true(t[0] != t[1]);
+
+    /* The default is tp,pp,dp; DeepSpeed's is tp,dp,pp, and a layout
+     * without PP or DP does not need the flag. */
+    cli_result r;
+    cli_runf(&r, "plan --model gpt3-175b --cluster titan --gpus 1024 "
+                 "--global-batch 1536 --top 0");
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "ranks tp,pp,dp"));
+    cli_result_free(&r);
+    cli_runf(&r, "plan --model megatron-1.7b --cluster selene-like --gpus 32 "
+                 "--global-batch 512 --top 0 --fix pp=1 --format megatron");
+    assert_int_equal(r.status, 0);
+    assert_null(megatron_value(r.out, "--use-tp-pp-dp-mapping", NULL, 0));
+    cli_result_free(&r);
+}
+
 /* DeepSpeed's pipeline engine runs ZeRO 0 and 1 only: with --format
  * deepspeed a pipelined layout never has stage 2 or 3, and with megatron
  * no layout has ZeRO above 1. */
@@ -796,6 +870,7 @@ int main(void) {
         cmocka_unit_test(test_usage_errors),
         cmocka_unit_test(test_infeasible_cli),
         cmocka_unit_test(test_determinism_and_formats),
+        cmocka_unit_test(test_placement),
         cmocka_unit_test(test_targets),
         cmocka_unit_test(test_uneven),
     };

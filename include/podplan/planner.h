@@ -125,6 +125,11 @@ typedef struct pp_plan_options {
     const pp_plan_prices *prices;  /* borrowed; NULL: no cost figures
                                       (then OBJ_COST is PP_EUSAGE) */
     uint64_t seed;             /* ECMP hashing of the simulations */
+    char placement[3];         /* rank order, innermost first: "tpd" (TP,
+                                  then PP, then DP: Megatron-LM's
+                                  --use-tp-pp-dp-mapping; the default) or
+                                  "tdp" (Megatron-LM's and DeepSpeed's
+                                  default order) */
     int jobs;                  /* simulations run at once (threads); 0:
                                   one per online CPU.  The result does not
                                   depend on it. */
@@ -240,6 +245,10 @@ int pp_plan_estimator_new(const pp_model *m, const pp_cluster *c,
                           const pp_gpu_profile *profile,
                           pp_plan_estimator **out, pp_error *e);
 void pp_plan_estimator_free(pp_plan_estimator *x);
+/* The rank placement the estimates assume, innermost first: "tpd" (the
+ * default) or "tdp"; anything else is PP_EUSAGE. */
+int pp_plan_estimator_placement(pp_plan_estimator *x, const char order[3],
+                                pp_error *e);
 /* Estimates one iteration of a valid layout (pp_parallel_validate passes):
  * the iteration time and where it goes.  The layer costs are cached per
  * (tp, mbs, sp, recompute). */
