@@ -747,7 +747,7 @@ static void on_resolve(pp_engine *eng, void *ctx, uint64_t arg) {
     build_csr(net, nf, nl, now, &max_n, &kept);
     /* No link carries two of the component's hops, and none a flow that
      * keeps its rate (most updates): every flow is alone on its path,
-     * and maxmin_core would settle each at the narrowest capacity of its
+     * and pp__maxmin_core would settle each at the narrowest capacity of its
      * path in its first loop and do nothing else.  So do just that,
      * without the CSR; a link's rate sum is then its one flow's rate
      * (0 + r == r exactly: r >= 0), or 0. */
@@ -772,8 +772,8 @@ static void on_resolve(pp_engine *eng, void *ctx, uint64_t arg) {
         }
     } else {
         pp__maxmin_core((int32_t)nl, net->c_cap, net->lf_off, net->lf,
-                    (int32_t)nf, net->f_off, net->f_links, net->c_rate,
-                    &net->mm);
+                        (int32_t)nf, net->f_off, net->f_links, net->c_rate,
+                        &net->mm);
     }
 
     /* New rates; flows whose rate did not change keep their lazy state.

@@ -8,7 +8,7 @@
  * flush; the comparison is made within those means (--fix recompute=full,
  * sp=off, zero=0, overlap=off) and with the rank order of the Megatron-LM
  * of 2021, TP, then DP, then PP (--placement tp,dp,pp: the flag for TP, PP,
- * DP came in 2024), so that it asks "given what they could use, would the
+ * DP, --use-tp-pp-dp-mapping, came later), so that it asks "given what they could use, would the
  * planner have chosen their TP and PP?".  The table's layout is its (TP,
  * PP) with the best micro-batch and interleaving.
  *

@@ -382,8 +382,8 @@ static const char *const megatron_args[] = {
     "--context-parallel-size", "--distributed-backend", "--bf16", "--fp16",
     "--disable-bias-linear", "--use-flash-attn", "--optimizer", "--lr",
     "--data-path", "--vocab-file", "--merge-file", "--tokenizer-type",
-    /* _add_distributed_args: rank order tp-cp-ep-pp-dp instead of
-     * tp-cp-ep-dp-pp (Megatron-LM core_r0.8.0 and later) */
+    /* _add_distributed_args: rank order tp-cp-ep-pp-dp instead of the
+     * default tp-cp-ep-dp-pp */
     "--use-tp-pp-dp-mapping",
     NULL};
 
