@@ -323,12 +323,19 @@ typedef struct inst {
 
 /* nl links in `groups` blocks and nf flows of 1-6 hops; most flows stay in
  * one block, so instances have several components. */
+/* Every link of the next random_inst at this capacity when > 0: a
+ * non-blocking fabric, where equal shares tie at every level. */
+static double g_uniform_cap;
+
 static void random_inst(inst *in, int groups, size_t nl, size_t nf) {
     in->nl = nl;
     in->nf = nf;
     static const double caps[] = {1, 2, 2.5, 10, 10, 40};
     for (size_t l = 0; l < in->nl; l++)
         in->cap[l] = rnd() % 2 ? caps[rnd() % 6] : 1 + 99 * rnd_unit();
+    if (g_uniform_cap > 0)
+        for (size_t l = 0; l < in->nl; l++)
+            in->cap[l] = g_uniform_cap;
     size_t per = (in->nl + (size_t)groups - 1) / (size_t)groups;
     in->off[0] = 0;
     for (size_t f = 0; f < in->nf; f++) {
@@ -800,6 +807,16 @@ static void test_flow_dynamic_large(void **state) {
     dynamic_random(20, 5000, 2, 20, MAXL, 100, 200);
 }
 
+/* One capacity everywhere (a 1:1 fat tree): rates tie at 1/k of it, so
+ * the flows kept below an update's level and those re-solved at it meet
+ * exactly at the level. */
+static void test_flow_dynamic_uniform(void **state) {
+    (void)state;
+    g_uniform_cap = 25.0;
+    dynamic_random(100, 9000, 4, 5, 40, 10, 80);
+    g_uniform_cap = 0;
+}
+
 /* Ties inserted in another order: same finish times (to rounding). */
 static void test_flow_order_independent(void **state) {
     (void)state;
@@ -866,6 +883,7 @@ int main(void) {
         cmocka_unit_test(test_flow_selective),
         cmocka_unit_test(test_flow_dynamic_random),
         cmocka_unit_test(test_flow_dynamic_large),
+        cmocka_unit_test(test_flow_dynamic_uniform),
         cmocka_unit_test(test_flow_order_independent),
         cmocka_unit_test(test_flow_free_pending),
     };
