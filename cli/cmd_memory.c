@@ -47,7 +47,7 @@ static void print_table(FILE *fp, const void *ctx) {
     if (x->step_grads > 0)
         fprintf(fp, "  %-26s %12s  (at the optimizer step, %s)\n",
                 "fp32 gradients for step", pp_fmtq(x->step_grads, PP_Q_BYTES),
-                x->step_grads > x->activations + x->buffers
+                pp_memory_peak_at_step(x)
                     ? "more than activations + buffers: counted"
                     : "in place of activations + buffers");
     fprintf(fp, "  %-26s %12s\n", "total", pp_fmtq(x->total, PP_Q_BYTES));

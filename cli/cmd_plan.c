@@ -134,11 +134,9 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
     const char *pl = pp_args_get(&a, "placement");
     if (pl) {
         char order[3];
+        /* The planner says which orders it can estimate; DeepSpeed's own
+         * is a property of the launch format. */
         if (pp_placement_parse(pl, order, &e)
-            || (order[0] != 't' && pp_error_set(&e, PP_EUSAGE,
-                                                "--placement: TP must be "
-                                                "innermost (tp,pp,dp or "
-                                                "tp,dp,pp), got %s", pl))
             || (fmt == PP_PLAN_FMT_DEEPSPEED && order[1] != 'd'
                 && pp_error_set(&e, PP_EUSAGE,
                                 "--placement %s: DeepSpeed's pipeline "

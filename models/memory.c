@@ -15,6 +15,11 @@
 
 #include "models_int.h"
 
+bool pp_memory_peak_at_step(const pp_memory *x)
+{
+    return x->step_grads > x->activations + x->buffers;
+}
+
 double pp_parallel_microbatches(const pp_parallel *p)
 {
     double n = floor((double)p->gbs / ((double)p->mbs * (double)p->dp));

@@ -176,13 +176,11 @@ static double ring_s(const pp_plan_estimator *x, pp_coll_op op, double n,
 }
 
 /* Ranks between neighbours of degree `dim` ('t', 'p' or 'd') under the
- * placement: the product of the degrees placed inside it. */
+ * placement: the rank of index 1 of that degree (sim's numbering). */
 static int64_t stride(const pp_plan_estimator *x, const pp_parallel *p,
                       char dim) {
-    int64_t s = 1;
-    for (int i = 0; i < 3 && x->order[i] != dim; i++)
-        s *= x->order[i] == 't' ? p->tp : x->order[i] == 'p' ? p->pp : p->dp;
-    return s;
+    return pp_placement_rank(p, x->order, dim == 't', dim == 'p',
+                             dim == 'd');
 }
 
 /* The bandwidth and latency of the ring of a group whose members sit

@@ -137,6 +137,7 @@ struct pp_flownet {
     double c_level;     /* flows below this rate keep it (see gather) */
     double left_level;  /* least rate of the flows that left since the
                            last update */
+    size_t n_joined;    /* flows that joined since the last update */
     double *lv;         /* join_level's scratch */
     size_t cap_lv;
     double *c_cap, *c_rate, *c_out;
@@ -382,6 +383,7 @@ static void on_latency(pp_engine *eng, void *ctx, uint64_t arg) {
     }
     /* Join: into every link's list, at rate 0 until the update. */
     f->state = F_JOINED;
+    net->n_joined++;
     int32_t *pos = f->path + f->n;
     prefetch_links(net, f->path, f->n);
     for (int32_t h = 0; h < f->n; h++) {
@@ -616,11 +618,14 @@ static bool gather(pp_flownet *net, size_t *nf_out, size_t *nl_out) {
         lk->seed = false;
         lk->mark = net->epoch;
         net->c_links[nl++] = net->seeds[i];
-        double t = join_level(net, lk);
-        if (t < level)
-            level = t;
+        if (net->n_joined > 0) { /* else only flows left: no join level */
+            double t = join_level(net, lk);
+            if (t < level)
+                level = t;
+        }
     }
     net->n_seeds = 0;
+    net->n_joined = 0;
     net->n_cseeds = ns;
     net->c_level = level * (1 - LEVEL_TOL);
     size_t limit = (size_t)(FULL_FRACTION * (double)net->n_active);

@@ -269,7 +269,7 @@ static int check(const pp_step_config *cfg, pp_memory *mem, pp_error *e) {
     double hbm = info->gpu ? info->gpu->hbm_bytes : 0;
     if (cfg->check_memory && hbm > 0 && mem->total > hbm) {
         char a[48], b[48], c[48], d[48], f[48], spec[256];
-        bool at_step = mem->step_grads > mem->activations + mem->buffers;
+        bool at_step = pp_memory_peak_at_step(mem);
         return pp_error_set(
             e, PP_EINFEASIBLE,
             "%s with %s does not fit in memory: %s per GPU (model states "

@@ -162,6 +162,10 @@ typedef struct pp_memory {
                                step_grads) */
 } pp_memory;
 
+/* Whether the optimizer step's fp32 gradients, not the activations and
+ * buffers, set the peak that total counts. */
+bool pp_memory_peak_at_step(const pp_memory *x);
+
 int pp_memory_per_gpu(const pp_model *m, const pp_parallel *p,
                       pp_optimizer opt, pp_memory *out, pp_error *e);
 
