@@ -74,6 +74,8 @@ int pp_flops_closed(const pp_model *m, int64_t batch, pp_recompute r,
         logit = base96 * V / (16.0 * l * h);
         break;
     }
+    case PP_RECOMPUTE__COUNT:
+        break;
     }
     f.dense = dense;
     f.attn = attn;

@@ -101,6 +101,8 @@ static double act_layer(const pp_model *m, const pp_parallel *p,
         /* Only the layer's input is kept, 2 s b h bytes (sec. 4.1), split
          * over t with sequence parallelism. */
         return sp ? 2.0 * sbh / t : 2.0 * sbh;
+    case PP_RECOMPUTE__COUNT:
+        break;
     }
     return 0.0;
 }

@@ -35,19 +35,6 @@ void pp_parallel_init(pp_parallel *p)
     p->zero = 0;
 }
 
-const char *pp_recompute_name(pp_recompute r)
-{
-    switch (r) {
-    case PP_RECOMPUTE_NONE:
-        return "none";
-    case PP_RECOMPUTE_SELECTIVE:
-        return "selective";
-    case PP_RECOMPUTE_FULL:
-        return "full";
-    }
-    return "?";
-}
-
 static int spec_value(void *ctx, int k, const char *val, pp_error *e)
 {
     pp_parallel *p = ctx;

@@ -32,41 +32,14 @@
 
 #include "sim_run.h"
 
-static const char *const op_names[PP_COLL__COUNT] = {
-    "allreduce", "allgather", "reducescatter", "broadcast", "alltoall",
-    "sendrecv"};
-static const char *const algo_names[PP_ALGO__COUNT] = {
-    "ring", "tree", "hier", "naive", "ps", "sharp"};
-
 /* Trace span names: static, so the trace may borrow them. */
 #define SPAN_ROW(op)                                                       \
-    {op " ring", op " tree", op " hier", op " naive", op " ps", op " sharp"}
+    {op " ring", op " tree", op " hier", op " naive", op " ps", op " sharp", op " rd"}
 static const char *const span_names[PP_COLL__COUNT][PP_ALGO__COUNT] = {
     SPAN_ROW("allreduce"), SPAN_ROW("allgather"),
     SPAN_ROW("reducescatter"), SPAN_ROW("broadcast"),
     SPAN_ROW("alltoall"), SPAN_ROW("sendrecv")};
 
-const char *pp_coll_op_name(pp_coll_op op) {
-    return (unsigned)op < PP_COLL__COUNT ? op_names[op] : "?";
-}
-
-const char *pp_coll_algo_name(pp_coll_algo a) {
-    return (unsigned)a < PP_ALGO__COUNT ? algo_names[a] : "?";
-}
-
-double pp_coll_busbw_factor(pp_coll_op op, size_t n) {
-    if (n == 0) return 0;
-    double nn = (double)n;
-    switch (op) {
-    case PP_COLL_ALLREDUCE: return 2.0 * (nn - 1) / nn;
-    case PP_COLL_ALLGATHER:
-    case PP_COLL_REDUCESCATTER:
-    case PP_COLL_ALLTOALL: return (nn - 1) / nn;
-    case PP_COLL_BROADCAST:
-    case PP_COLL_SENDRECV: return 1.0;
-    default: return 0;
-    }
-}
 
 /* ------------------------------------------------------------------------
  * Helpers for the schedules.
@@ -295,7 +268,7 @@ static int coll_new(pp_sim *s, const pp_coll_spec *spec, pp__coll **out,
     if (spec->n_gpus < 2 && !ps)
         return pp_error_set(e, PP_EINVAL,
                             "collective: %s needs at least 2 GPUs, got %zu",
-                            op_names[spec->op], spec->n_gpus);
+                            pp_coll_op_name(spec->op), spec->n_gpus);
     if (spec->channels < 0 || spec->channels > 1024)
         return pp_error_set(e, PP_EINVAL,
                             "collective: channels must be 0..1024, got %d",

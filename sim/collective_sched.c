@@ -764,7 +764,9 @@ int pp__coll_plan(pp__coll *k, pp_error *e) {
         k->n_phases = 1;
         break;
     default:
-        return pp_error_set(e, PP_EINVAL, "collective: unknown algorithm");
+        return pp_error_set(e, PP_EINVAL,
+                            "collective: the %s algorithm is not simulated "
+                            "(podplan exec runs it)", pp_coll_algo_name(k->algo));
     }
     return 0;
 }

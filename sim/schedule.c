@@ -11,12 +11,6 @@
  */
 #include "step_int.h"
 
-static const char *const sched_names[PP_SCHED__COUNT] = {"gpipe", "1f1b",
-                                                         "interleaved"};
-
-const char *pp_schedule_name(pp_schedule s) {
-    return (unsigned)s < PP_SCHED__COUNT ? sched_names[s] : "?";
-}
 
 /* Megatron-LM's mapping of the k-th virtual micro-batch of a stage to its
  * model chunk and micro-batch: micro-batches go in groups of P through
@@ -88,57 +82,3 @@ int pp__schedule_tasks(pp_schedule kind, int32_t pp, int32_t p, int32_t vp,
     return pp_error_set(e, PP_EINVAL, "schedule: unknown kind %d", (int)kind);
 }
 
-/* ------------------------------------------------------------------------
- * Placement.
- * ---------------------------------------------------------------------- */
-int pp_placement_parse(const char *text, char order[3], pp_error *e) {
-    char o[3];
-    int n = 0;
-    const char *s = text;
-    while (s && *s) {
-        const char *c = s;
-        while (*c && *c != ',') c++;
-        size_t len = (size_t)(c - s);
-        char k = 0;
-        if (len == 2 && s[0] == 't' && s[1] == 'p') k = 't';
-        else if (len == 2 && s[0] == 'p' && s[1] == 'p') k = 'p';
-        else if (len == 2 && s[0] == 'd' && s[1] == 'p') k = 'd';
-        if (!k || n == 3)
-            return pp_error_set(e, PP_EUSAGE,
-                                "--placement: expected a permutation of "
-                                "tp,pp,dp (innermost first), got \"%s\"",
-                                text);
-        for (int i = 0; i < n; i++)
-            if (o[i] == k)
-                return pp_error_set(e, PP_EUSAGE,
-                                    "--placement: %.2s given twice in "
-                                    "\"%s\"", s, text);
-        o[n++] = k;
-        s = *c ? c + 1 : c;
-    }
-    if (n != 3)
-        return pp_error_set(e, PP_EUSAGE,
-                            "--placement: expected a permutation of "
-                            "tp,pp,dp (innermost first), got \"%s\"",
-                            text ? text : "");
-    order[0] = o[0];
-    order[1] = o[1];
-    order[2] = o[2];
-    return 0;
-}
-
-int64_t pp_placement_rank(const pp_parallel *par, const char order[3],
-                          int64_t t, int64_t p, int64_t d) {
-    int64_t r = 0, stride = 1;
-    for (int i = 0; i < 3; i++) {
-        int64_t idx, deg;
-        switch (order[i]) {
-        case 't': idx = t; deg = par->tp; break;
-        case 'p': idx = p; deg = par->pp; break;
-        default: idx = d; deg = par->dp; break;
-        }
-        r += idx * stride;
-        stride *= deg;
-    }
-    return r;
-}

@@ -36,7 +36,10 @@ extern "C" {
     XX(EINFEASIBLE, -8, 1, "infeasible")                                   \
     XX(ENOSYS, -9, 1, "not supported in this build")                       \
     XX(EFAIL, -10, 1, "operation failed")                                  \
-    XX(EINTERNAL, -11, 1, "internal error")
+    XX(EINTERNAL, -11, 1, "internal error")                                \
+    XX(ETIMEOUT, -12, 1, "timed out")                                      \
+    XX(EPEER, -13, 1, "a peer failed")                                     \
+    XX(ENODEV, -14, 1, "device not present")
 
 typedef enum {
     PP_OK = 0,

@@ -10,6 +10,7 @@
 #define PODPLAN_MODELS_H
 
 #include "podplan/common.h"
+#include "podplan/vocab.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -62,12 +63,6 @@ double pp_model_params(const pp_model *m);
  * Parallel layout: tp=8,pp=8,dp=16,mbs=1,gbs=1536[,vp=2][,sp=on]
  * [,recompute=full|selective|none][,zero=0..3]
  * ---------------------------------------------------------------------- */
-typedef enum {
-    PP_RECOMPUTE_NONE,
-    PP_RECOMPUTE_SELECTIVE,
-    PP_RECOMPUTE_FULL
-} pp_recompute;
-
 typedef struct pp_parallel {
     int64_t tp, pp, dp; /* tensor, pipeline, data parallel degrees */
     int64_t mbs;        /* micro-batch size (sequences) */
@@ -102,7 +97,10 @@ int64_t pp_parallel_stage_layers(const pp_parallel *p, const pp_model *m,
                                  int64_t stage);
 /* Micro-batches per iteration per pipeline: gbs / (mbs * dp), at least 1. */
 double pp_parallel_microbatches(const pp_parallel *p);
-const char *pp_recompute_name(pp_recompute r);
+/* The GPU (cluster rank, node-major) of TP rank t, stage p, replica d
+ * under placement `order` (pp_placement_parse). */
+int64_t pp_placement_rank(const pp_parallel *par, const char order[3],
+                          int64_t t, int64_t p, int64_t d);
 
 /* ------------------------------------------------------------------------
  * FLOPs.
@@ -140,12 +138,6 @@ double pp_train_time_s(double tokens, double params, double gpus,
  * pipeline stage (the embedding and the most micro-batches in flight); the
  * last (the logits) or, with an uneven split, a middle one can exceed it.
  * ---------------------------------------------------------------------- */
-typedef enum {
-    PP_OPT_ADAM_MIXED, /* bf16/fp16 weights 2 + grads 2, fp32 master 4 + m 4
-                          + v 4: 16 bytes per parameter */
-    PP_OPT_ADAM_FP32   /* fp32 weights 4 + grads 4 + m 4 + v 4 = 16 */
-} pp_optimizer;
-
 typedef struct pp_memory {
     double params_per_gpu;  /* parameters held by this GPU */
     double weights;         /* bytes */

@@ -341,7 +341,6 @@ int pp_route(pp_router *r, int32_t src, int32_t dst, uint64_t flow_key,
  * by max-min (flow) or take latency + bytes / bottleneck each, with no
  * contention (analytic).  Both agree exactly where nothing contends.
  * ---------------------------------------------------------------------- */
-typedef enum { PP_FIDELITY_ANALYTIC, PP_FIDELITY_FLOW } pp_fidelity;
 
 typedef struct pp_sim pp_sim;
 typedef void (*pp_sim_done_fn)(pp_sim *s, void *ctx, uint64_t arg);
@@ -370,25 +369,6 @@ int pp_sim_trace(pp_sim *s, FILE *fp, pp_error *e);
  * AllReduce, (n-1)/n for AllGather, ReduceScatter and AlltoAll, 1 for
  * Broadcast and SendRecv.
  * ---------------------------------------------------------------------- */
-typedef enum {
-    PP_COLL_ALLREDUCE,
-    PP_COLL_ALLGATHER,
-    PP_COLL_REDUCESCATTER,
-    PP_COLL_BROADCAST,
-    PP_COLL_ALLTOALL,
-    PP_COLL_SENDRECV,
-    PP_COLL__COUNT
-} pp_coll_op;
-
-typedef enum {
-    PP_ALGO_RING,   /* NCCL-style rings, `channels` of them over the NICs */
-    PP_ALGO_TREE,   /* double binary tree */
-    PP_ALGO_HIER,   /* intra-node RS, inter-node ring per rail, intra AG */
-    PP_ALGO_NAIVE,  /* gather to a root, reduce, broadcast */
-    PP_ALGO_PS,     /* parameter server: push to and pull from a server */
-    PP_ALGO_SHARP,  /* in-network reduction at the switches */
-    PP_ALGO__COUNT
-} pp_coll_algo;
 
 typedef enum {
     PP_GRAN_AUTO,   /* step for small groups, stream above a threshold */
@@ -421,9 +401,6 @@ typedef struct pp_coll_result {
     int channels;          /* channels that ran (ring family; else 1) */
 } pp_coll_result;
 
-const char *pp_coll_op_name(pp_coll_op op);
-const char *pp_coll_algo_name(pp_coll_algo a);
-double pp_coll_busbw_factor(pp_coll_op op, size_t n);
 /* Starts a collective now; done runs when the last rank finishes. */
 int pp_sim_collective_start(pp_sim *s, const pp_coll_spec *spec,
                             pp_sim_done_fn done, void *ctx, uint64_t arg,
@@ -514,24 +491,7 @@ typedef struct pp_layer_cost {
 int pp_layer_cost_get(const pp_gpu_profile *g, const pp_model *m,
                       const pp_parallel *p, pp_layer_cost *out, pp_error *e);
 
-typedef enum {
-    PP_SCHED_GPIPE,       /* all forwards, then all backwards */
-    PP_SCHED_1F1B,        /* PipeDream-Flush (Narayanan et al. 2021) */
-    PP_SCHED_INTERLEAVED, /* 1F1B over vp model chunks per GPU */
-    PP_SCHED__COUNT
-} pp_schedule;
 
-const char *pp_schedule_name(pp_schedule s);
-
-/* Rank placement: the order in which the three degrees are laid over the
- * cluster's GPUs (numbered node by node), innermost first.  Megatron-LM's
- * layout per the brief is "tp,pp,dp": TP inside a node, then PP, then
- * DP.  Parses "tp,pp,dp" (any permutation) into order[0..2] = 't', 'p',
- * 'd'. */
-int pp_placement_parse(const char *text, char order[3], pp_error *e);
-/* The GPU (cluster rank, node-major) of TP rank t, stage p, replica d. */
-int64_t pp_placement_rank(const pp_parallel *par, const char order[3],
-                          int64_t t, int64_t p, int64_t d);
 
 typedef struct pp_step_config {
     const pp_model *model;        /* borrowed */

@@ -1,0 +1,101 @@
+/*
+ * exec/xport.h: the transport seam of podplan exec (private to exec/).
+ *
+ * A collective (exec/coll_*.c) is a schedule of point-to-point sends and
+ * receives between ranks; it never knows how bytes move.  A transport
+ * moves them: `tcp` over sockets (several connections per peer), `verbs`
+ * over libibverbs RC queue pairs.  Both sit behind this one ops table, so
+ * the ring and recursive-doubling logic, the chunking, the reductions and
+ * the checks are the same code whatever the wire, and the TCP path tests
+ * all of it on a machine with no RDMA device.
+ *
+ * The life of a transport:
+ *   1. ops->create(): open the device / listening socket; produce this
+ *      rank's address blob (at most PP_XPORT_ADDR_MAX bytes).
+ *   2. The bootstrap (TCP rendezvous or MPI) all-gathers the blobs.
+ *   3. ops->connect(): connect to every peer in `peers` (a rank list; the
+ *      collectives talk to few peers) using their blobs.  Connections are
+ *      made in a fixed order (lower rank connects, higher accepts) so no
+ *      two ranks wait on each other.
+ *   4. Buffers are registered once (ops->reg) and transfers posted
+ *      (isend/irecv) and completed (wait) many times.
+ *   5. ops->destroy() frees everything; it is safe after any failure.
+ *
+ * Errors: every op returns 0 or a negative PP_E* code and fills e with the
+ * peer and what failed ("rank 3: recv from rank 2: connection reset",
+ * "rank 1: send to rank 2: wc status 12 (transport retry counter
+ * exceeded)").  A wait past its deadline returns PP_ETIMEOUT naming the
+ * peers still outstanding.
+ */
+#ifndef PODPLAN_EXEC_XPORT_H
+#define PODPLAN_EXEC_XPORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "podplan/common.h"
+
+#define PP_XPORT_ADDR_MAX 256 /* bytes of one rank's address blob */
+
+typedef struct pp_xport pp_xport;     /* a transport instance, one per rank */
+typedef struct pp_xmr pp_xmr;         /* a registered memory region */
+
+/* One posted transfer.  The caller owns the struct and keeps it alive
+ * until wait() says it is done; `done` and `bytes` are set by the
+ * transport. */
+typedef struct pp_xreq {
+    int peer;          /* rank on the other side */
+    bool is_send;
+    void *buf;         /* where the bytes are read from / written to */
+    size_t len;        /* bytes */
+    int channel;       /* connection to use: 0 .. channels-1 */
+    bool done;         /* set by the transport */
+    void *priv;        /* the transport's */
+} pp_xreq;
+
+/* Options common to every transport (plain data, caller-owned). */
+typedef struct pp_xport_opts {
+    int rank, nranks;
+    int channels;        /* connections per peer (tcp sockets, verbs QPs) */
+    double timeout_s;    /* connect and per-wait limit */
+    const char *device;  /* verbs: HCA name ("mlx5_0"), NULL = first
+                            active; tcp: interface address to bind, NULL
+                            = any */
+    int ib_port;         /* verbs: port number (default 1) */
+    int gid_index;       /* verbs: -1 = choose (RoCE v2 IPv4 GID if any) */
+} pp_xport_opts;
+
+typedef struct pp_xport_ops {
+    const char *name;    /* "tcp", "verbs" */
+    /* Opens the transport and writes this rank's address blob into
+     * addr (*addr_len bytes used).  On failure *out is untouched. */
+    int (*create)(const pp_xport_opts *o, pp_xport **out, char *addr,
+                  size_t *addr_len, pp_error *e);
+    /* Connects to each rank in peers[0..n_peers) (never o->rank) using
+     * addrs[r] (addr_lens[r] bytes) for rank r. */
+    int (*connect)(pp_xport *t, const int *peers, size_t n_peers,
+                   const char *const *addrs, const size_t *addr_lens,
+                   pp_error *e);
+    /* Registers [buf, buf+len) for transfers; on_device says it is GPU
+     * memory (verbs registers it by dma-buf or stages it; tcp stages).
+     * A transport with nothing to register returns a dummy region. */
+    int (*reg)(pp_xport *t, void *buf, size_t len, bool on_device,
+               pp_xmr **out, pp_error *e);
+    void (*dereg)(pp_xport *t, pp_xmr *mr);
+    /* Posts a transfer described by *r (buf inside a registered region
+     * mr).  Returns at once; completion is seen through wait(). */
+    int (*post)(pp_xport *t, pp_xreq *r, pp_xmr *mr, pp_error *e);
+    /* Drives progress until every request in reqs[0..n) is done, or the
+     * deadline (absolute, pp_exec_now() seconds) passes: PP_ETIMEOUT. */
+    int (*wait)(pp_xport *t, pp_xreq *const *reqs, size_t n,
+                double deadline, pp_error *e);
+    void (*destroy)(pp_xport *t); /* NULL is a no-op */
+} pp_xport_ops;
+
+extern const pp_xport_ops pp_xport_tcp;
+#ifdef PODPLAN_HAVE_VERBS
+extern const pp_xport_ops pp_xport_verbs;
+#endif
+
+#endif /* PODPLAN_EXEC_XPORT_H */
