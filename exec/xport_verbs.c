@@ -113,7 +113,7 @@ static int pick_device(pp_xport *t, pp_error *e)
                      "(ibv_get_device_list: %s): is an HCA present, its "
                      "driver loaded and rdma-core's provider installed?",
                      t->o.rank, list ? "none" : strerror(errno));
-        goto out;
+        goto free;
     }
     for (int i = 0; i < n; i++) {
         const char *name = pp__ibv_get_device_name(list[i]);
@@ -148,8 +148,8 @@ static int pick_device(pp_xport *t, pp_error *e)
                       t->o.rank, t->o.ib_port, all);
 free:
     /* Opened contexts outlive the list (libibverbs' rule). */
-    pp__ibv_free_device_list(list);
-out:
+    if (list)
+        pp__ibv_free_device_list(list);
     return rc;
 }
 
