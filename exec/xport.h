@@ -11,7 +11,8 @@
  *
  * The life of a transport:
  *   1. ops->create(): open the device / listening socket; produce this
- *      rank's address blob (at most PP_XPORT_ADDR_MAX bytes).
+ *      rank's address blob (at most pp_xport_addr_max(ops, o) bytes:
+ *      PP_XPORT_ADDR_MAX unless the transport's addr_size says more).
  *   2. The bootstrap (TCP rendezvous or MPI) all-gathers the blobs.
  *   3. ops->connect(): connect to every peer in `peers` (a rank list; the
  *      collectives talk to few peers) using their blobs.  Connections are
