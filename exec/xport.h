@@ -11,7 +11,8 @@
  *
  * The life of a transport:
  *   1. ops->create(): open the device / listening socket; produce this
- *      rank's address blob (at most PP_XPORT_ADDR_MAX bytes).
+ *      rank's address blob (at most pp_xport_addr_max(ops, o) bytes:
+ *      PP_XPORT_ADDR_MAX unless the transport's addr_size says more).
  *   2. The bootstrap (TCP rendezvous or MPI) all-gathers the blobs.
  *   3. ops->connect(): connect to every peer in `peers` (a rank list; the
  *      collectives talk to few peers) using their blobs.  Connections are
@@ -91,7 +92,23 @@ typedef struct pp_xport_ops {
     int (*wait)(pp_xport *t, pp_xreq *const *reqs, size_t n,
                 double deadline, pp_error *e);
     void (*destroy)(pp_xport *t); /* NULL is a no-op */
+    /* Optional (NULL: PP_XPORT_ADDR_MAX suffices).  The bytes create()
+     * may write into addr for these options, for a transport whose blob
+     * grows with the job: verbs carries 3 bytes per (peer, channel) QP
+     * number after a 64-byte header, so more than 64 QPs per rank do not
+     * fit in PP_XPORT_ADDR_MAX.  Size the addr buffer and the all-gather
+     * with pp_xport_addr_max(). */
+    size_t (*addr_size)(const pp_xport_opts *o);
 } pp_xport_ops;
+
+/* The room create() needs in its addr buffer: the larger of
+ * PP_XPORT_ADDR_MAX and ops->addr_size(o). */
+static inline size_t pp_xport_addr_max(const pp_xport_ops *ops,
+                                       const pp_xport_opts *o)
+{
+    size_t n = ops->addr_size ? ops->addr_size(o) : 0;
+    return n > PP_XPORT_ADDR_MAX ? n : PP_XPORT_ADDR_MAX;
+}
 
 extern const pp_xport_ops pp_xport_tcp;
 #ifdef PODPLAN_HAVE_VERBS
