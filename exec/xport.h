@@ -91,6 +91,13 @@ typedef struct pp_xport_ops {
     int (*wait)(pp_xport *t, pp_xreq *const *reqs, size_t n,
                 double deadline, pp_error *e);
     void (*destroy)(pp_xport *t); /* NULL is a no-op */
+    /* Optional (NULL allowed; added for the pipelined ring): drives
+     * progress until at least one request in reqs[0..n) is done (at once
+     * when one already is), or the deadline passes: PP_ETIMEOUT.  A
+     * pipeline of several channels reduces whichever slice lands first
+     * instead of the oldest.  Without it, callers wait() on one request. */
+    int (*wait_any)(pp_xport *t, pp_xreq *const *reqs, size_t n,
+                    double deadline, pp_error *e);
 } pp_xport_ops;
 
 extern const pp_xport_ops pp_xport_tcp;
