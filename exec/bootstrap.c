@@ -172,6 +172,13 @@ static void reject(int fd, const char *why) {
     double dl = pp_exec_now() + 1.0;
     if (pp__sock_write_all(fd, &h, sizeof h, dl, "a rank", &tmp) == 0)
         pp__sock_write_all(fd, why, h.len, dl, "a rank", &tmp);
+    /* Closing with unread bytes (the blob we did not take) would send a
+     * reset that can overtake the reason: drain a little first. */
+    shutdown(fd, SHUT_WR);
+    char sink[512];
+    struct pollfd p = {fd, POLLIN, 0};
+    for (int i = 0; i < 8 && poll(&p, 1, 100) > 0; i++)
+        if (read(fd, sink, sizeof sink) <= 0) break;
     close(fd);
 }
 

@@ -41,18 +41,21 @@ static size_t *block_bounds(size_t count, int n) {
     return b;
 }
 
-/* rs_steps reduce-scatter steps with offset o, then ag_steps all-gather. */
-static int ring(pp__comm *c, char *buf, const size_t *bounds, int o,
-                bool allgather_after, pp_error *e) {
-    int n = c->nranks, r = c->rank;
+int pp__ring_steps(int n, int r, int o, bool allgather_after, pp__step *st) {
     int nrs = n - 1, nag = allgather_after ? n - 1 : 0;
-    pp__step *st = pp_xcalloc((size_t)(nrs + nag), sizeof *st);
     int next = (r + 1) % n, prev = (r + n - 1) % n;
     for (int t = 0; t < nrs; t++)
         st[t] = (pp__step){next, prev, md(r - t - o, n), md(r - t - 1 - o, n), true};
     for (int u = 0; u < nag; u++)
         st[nrs + u] = (pp__step){next, prev, md(r + 1 - u, n), md(r - u, n), false};
-    int rc = run_ring(c, buf, bounds, nrs + nag, st, e);
+    return nrs + nag;
+}
+
+static int ring(pp__comm *c, char *buf, const size_t *bounds, int o,
+                bool allgather_after, pp_error *e) {
+    pp__step *st = pp_xcalloc(2 * (size_t)c->nranks, sizeof *st);
+    int ns = pp__ring_steps(c->nranks, c->rank, o, allgather_after, st);
+    int rc = run_ring(c, buf, bounds, ns, st, e);
     free(st);
     return rc;
 }

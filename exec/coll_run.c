@@ -294,7 +294,8 @@ static void parse_fault(pp__comm *c) {
                     &c->fault_step, mode) == 3 && c->fault_step >= 1) {
         c->fault_step--; /* steps are numbered from 1 in messages */
         c->fault_mode = strcmp(mode, "stop") == 0 ? 's'
-                        : strcmp(mode, "kill") == 0 ? 'k' : 'x';
+                        : strcmp(mode, "kill") == 0 ? 'k'
+                        : strcmp(mode, "corrupt") == 0 ? 'c' : 'x';
     }
 }
 
@@ -381,6 +382,10 @@ static int sweep(run *u, pp__boot *b, pp_exec_coll_result *res, pp_error *e) {
                     rc = pp_cuda_h2d(u->d_in, inplace ? u->recv : u->send, bytes, e);
                 if (!rc) rc = run_timed(u, inplace, e);
                 if (rc) break;
+                /* mode=corrupt: this rank's first element is off by one,
+                 * so the tests see the check fail */
+                if (u->c.fault_mode == 'c' && u->r == u->c.fault_rank && u->total)
+                    put(u->c.dtype, u->recv, 0, 1000.0f);
                 wrong = count_wrong(u, inplace);
             }
             fill_inputs(u, inplace);

@@ -49,10 +49,11 @@ void pp__sched_slice(const pp__sched *s, size_t k, int c, size_t j,
 }
 
 void pp__fault_point(const pp__comm *c, int step) {
-    if (c->fault_mode == 0 || c->rank != c->fault_rank || step != c->fault_step)
+    if (c->fault_mode == 0 || c->fault_mode == 'c' || c->rank != c->fault_rank
+        || step != c->fault_step)
         return;
-    fprintf(stderr, "podplan: rank %d: injected fault at %s step %d: %s\n",
-            c->rank, c->what, step + 1,
+    fprintf(stderr, "podplan: rank %d (pid %d): injected fault at %s step %d: "
+            "%s\n", c->rank, (int)getpid(), c->what, step + 1,
             c->fault_mode == 's' ? "stopping" : c->fault_mode == 'k'
                                                     ? "killing itself"
                                                     : "exiting");

@@ -144,8 +144,15 @@ int pp__coll_alltoall_pairwise(pp__comm *c, const char *send, char *recv,
 int pp__coll_sendrecv_ring(pp__comm *c, const char *send, char *recv,
                            size_t count, pp_error *e);
 
-/* The failure injected by PODPLAN_EXEC_FAULT="rank=R,step=S,mode=exit|stop"
- * fires here when this rank and step match. */
+/* The ring's steps for rank r of n (coll_algos.c): n-1 reduce-scatter
+ * steps with chunk offset o (see there), then n-1 all-gather steps when
+ * allgather_after.  out has room for 2(n-1); returns the count. */
+int pp__ring_steps(int n, int r, int o, bool allgather_after, pp__step *out);
+
+/* The failure injected by PODPLAN_EXEC_FAULT="rank=R,step=S,mode=M" fires
+ * here when this rank and step (from 1) match: M = exit (_exit(1)), kill
+ * (SIGKILL), stop (SIGSTOP: a stalled rank); corrupt spoils rank R's
+ * checked output instead (coll_run.c). */
 void pp__fault_point(const pp__comm *c, int step);
 /* Makes "rank R: <what> step t/n: <msg>" of a transport error. */
 int pp__step_error(const pp__comm *c, int step, int n_steps, int rc,
