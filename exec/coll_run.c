@@ -370,7 +370,7 @@ static int sweep(run *u, pp__boot *b, pp_exec_coll_result *res, pp_error *e) {
         pp_exec_coll_row row;
         memset(&row, 0, sizeof row);
         row.bytes = bytes;
-        row.count = u->total;
+        row.count = u->per; /* nccl-tests: per rank for the blocked ops */
         row.root = o->op == PP_COLL_BROADCAST ? o->root : -1;
         row.algo = u->algo;
         for (int side = 0; side < 2 && !rc; side++) {
