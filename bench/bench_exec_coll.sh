@@ -6,7 +6,9 @@
 # podplan / MPI.  DESIGN.md's target: ratio >= 1.0 from 1 MiB up.
 #
 #   bench/bench_exec_coll.sh [BUILD] [RANKS...]      (default: build 2 4)
-# Env: MINB MAXB FACTOR ITERS WARMUP CHANNELS SLICE (see the defaults below).
+# Env: MINB MAXB FACTOR ITERS WARMUP CHANNELS SLICE (see the defaults below);
+# BENCH_BIN=path/to/bench_exec_coll runs that (exec layer only, same code)
+# instead of the podplan CLI, for machines without the simulator's libraries.
 set -eu
 BUILD=${1:-build}
 shift 2>/dev/null || true
@@ -18,17 +20,21 @@ ITERS=${ITERS:-10}
 WARMUP=${WARMUP:-3}
 CHANNELS=${CHANNELS:-2}
 PODPLAN=$BUILD/cli/podplan
-MPIBENCH=$BUILD/bench/mpi_allreduce
-[ -x "$PODPLAN" ] || { echo "no $PODPLAN: build first" >&2; exit 2; }
+MPIBENCH=${MPIBENCH:-$BUILD/bench/mpi_allreduce}
+[ -n "${BENCH_BIN:-}" ] || [ -x "$PODPLAN" ] || { echo "no $PODPLAN: build first" >&2; exit 2; }
 [ -x "$MPIBENCH" ] || { echo "no $MPIBENCH: build with MPI (PODPLAN_WITH_MPI)" >&2; exit 2; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 echo "# $(uname -n): $(nproc) cores; $(mpirun --version 2>/dev/null | head -1)"
 echo "# podplan: --channels $CHANNELS${SLICE:+ --slice $SLICE}; iters $ITERS, warm-up $WARMUP"
 for n in $RANKS; do
-  "$PODPLAN" exec collective --np "$n" -b "$MINB" -e "$MAXB" -f "$FACTOR" \
-    -n "$ITERS" -w "$WARMUP" -c 0 --channels "$CHANNELS" ${SLICE:+--slice $SLICE} \
-    | awk -v n="$n" '!/^#/ {print $1, $6, $1 / ($6 * 1e3) * 2 * (n - 1) / n}' > "$tmp/ours"
+  if [ -n "${BENCH_BIN:-}" ]; then
+    "$BENCH_BIN" "$n" "$MINB" "$MAXB" "$FACTOR" "$ITERS" "$WARMUP" "$CHANNELS" ${SLICE:-} > "$tmp/ours"
+  else
+    "$PODPLAN" exec collective --np "$n" -b "$MINB" -e "$MAXB" -f "$FACTOR" \
+      -n "$ITERS" -w "$WARMUP" -c 0 --channels "$CHANNELS" ${SLICE:+--slice $SLICE} \
+      | awk -v n="$n" '!/^#/ {print $1, $6, $1 / ($6 * 1e3) * 2 * (n - 1) / n}' > "$tmp/ours"
+  fi
   mpirun --allow-run-as-root --oversubscribe --mca btl tcp,self --mca pml ob1 \
     -np "$n" "$MPIBENCH" "$MINB" "$MAXB" "$FACTOR" "$ITERS" "$WARMUP" > "$tmp/mpi"
   echo
