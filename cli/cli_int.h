@@ -98,5 +98,6 @@ int pp_cli_emit(const pp_args *a, int fmt, json_t *json,
 extern const pp_cli_cmd pp_cmd_plan, pp_cmd_flops, pp_cmd_estimate, pp_cmd_memory,
     pp_cmd_topo, pp_cmd_collective, pp_cmd_flows;
 extern const pp_cli_cmd pp_cmd_simulate;
+extern const pp_cli_cmd pp_cmd_exec;
 
 #endif

@@ -99,6 +99,13 @@ typedef struct pp_xport_ops {
      * fit in PP_XPORT_ADDR_MAX.  Size the addr buffer and the all-gather
      * with pp_xport_addr_max(). */
     size_t (*addr_size)(const pp_xport_opts *o);
+    /* Optional (NULL allowed; added for the pipelined ring): drives
+     * progress until at least one request in reqs[0..n) is done (at once
+     * when one already is), or the deadline passes: PP_ETIMEOUT.  A
+     * pipeline of several channels reduces whichever slice lands first
+     * instead of the oldest.  Without it, callers wait() on one request. */
+    int (*wait_any)(pp_xport *t, pp_xreq *const *reqs, size_t n,
+                    double deadline, pp_error *e);
 } pp_xport_ops;
 
 /* The room create() needs in its addr buffer: the larger of

@@ -1,0 +1,231 @@
+/*
+ * coll_algos.c: the collectives, as schedules over the ops table.
+ *
+ * Chunk arithmetic for rank r of n (indices mod n), as in NCCL's ring:
+ *   reduce-scatter step t (0..n-2): send chunk r-t-o, receive and reduce
+ *     chunk r-t-1-o; after n-1 steps chunk r+1-o is complete here
+ *     (o = 0 for allreduce; o = 1 for reducescatter, so rank r ends with
+ *     chunk r as NCCL's ReduceScatter defines);
+ *   all-gather step u (0..n-2): send chunk r+1-u, receive chunk r-u.
+ * In both, what is sent at a step is what was received at the previous
+ * one, which is what lets pp__sched_run pipeline the steps.
+ */
+#include "exec_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static size_t md(long a, int n) { return (size_t)(((a % n) + n) % n); }
+
+static int run_ring(pp__comm *c, char *buf, const size_t *bounds, int n_steps,
+                    pp__step *st, pp_error *e) {
+    pp__sched s = {.steps = st, .n_steps = n_steps, .n_chunks = (size_t)c->nranks,
+                   .chunk_begin = bounds, .channels = c->channels,
+                   .slice_elems = c->slice_bytes / c->esize};
+    return pp__sched_run(c, &s, buf, e);
+}
+
+static size_t *even_bounds(size_t count, int n) {
+    size_t *b = pp_xmalloc(((size_t)n + 1) * sizeof *b);
+    for (int k = 0; k <= n; k++) {
+        size_t x, y;
+        pp__split(count, (size_t)n, (size_t)(k < n ? k : n - 1), &x, &y);
+        b[k] = k < n ? x : y;
+    }
+    return b;
+}
+
+static size_t *block_bounds(size_t count, int n) {
+    size_t *b = pp_xmalloc(((size_t)n + 1) * sizeof *b);
+    for (int k = 0; k <= n; k++) b[k] = (size_t)k * count;
+    return b;
+}
+
+int pp__ring_steps(int n, int r, int o, bool allgather_after, pp__step *st) {
+    int nrs = n - 1, nag = allgather_after ? n - 1 : 0;
+    int next = (r + 1) % n, prev = (r + n - 1) % n;
+    for (int t = 0; t < nrs; t++)
+        st[t] = (pp__step){next, prev, md(r - t - o, n), md(r - t - 1 - o, n), true};
+    for (int u = 0; u < nag; u++)
+        st[nrs + u] = (pp__step){next, prev, md(r + 1 - u, n), md(r - u, n), false};
+    return nrs + nag;
+}
+
+static int ring(pp__comm *c, char *buf, const size_t *bounds, int o,
+                bool allgather_after, pp_error *e) {
+    pp__step *st = pp_xcalloc(2 * (size_t)c->nranks, sizeof *st);
+    int ns = pp__ring_steps(c->nranks, c->rank, o, allgather_after, st);
+    int rc = run_ring(c, buf, bounds, ns, st, e);
+    free(st);
+    return rc;
+}
+
+int pp__coll_allreduce_ring(pp__comm *c, char *buf, size_t count, pp_error *e) {
+    if (c->nranks == 1) return 0;
+    size_t *b = even_bounds(count, c->nranks);
+    c->what = "allreduce ring";
+    int rc = ring(c, buf, b, 0, true, e);
+    free(b);
+    return rc;
+}
+
+int pp__coll_reducescatter_ring(pp__comm *c, char *buf, size_t count,
+                                pp_error *e) {
+    if (c->nranks == 1) return 0;
+    size_t *b = block_bounds(count, c->nranks);
+    c->what = "reducescatter ring";
+    int rc = ring(c, buf, b, 1, false, e);
+    free(b);
+    return rc;
+}
+
+int pp__coll_allgather_ring(pp__comm *c, char *buf, size_t count, pp_error *e) {
+    int n = c->nranks, r = c->rank;
+    if (n == 1) return 0;
+    size_t *b = block_bounds(count, n);
+    pp__step *st = pp_xcalloc((size_t)n - 1, sizeof *st);
+    for (int t = 0; t < n - 1; t++)
+        st[t] = (pp__step){(r + 1) % n, (r + n - 1) % n, md(r - t, n),
+                           md(r - t - 1, n), false};
+    c->what = "allgather ring";
+    int rc = run_ring(c, buf, b, n - 1, st, e);
+    free(st);
+    free(b);
+    return rc;
+}
+
+/* A pipelined chain root -> root+1 -> ... -> root-1: each rank forwards
+ * slice j as soon as it has it. */
+int pp__coll_broadcast_chain(pp__comm *c, char *buf, size_t count, int root,
+                             pp_error *e) {
+    int n = c->nranks, r = c->rank;
+    if (n == 1) return 0;
+    int k = (r - root + n) % n;
+    size_t b[2] = {0, count};
+    pp__step st[2] = {
+        {-1, k > 0 ? (r + n - 1) % n : -1, 0, 0, false},
+        {k < n - 1 ? (r + 1) % n : -1, -1, 0, 0, false},
+    };
+    pp__sched s = {.steps = st, .n_steps = 2, .n_chunks = 1, .chunk_begin = b,
+                   .channels = c->channels,
+                   .slice_elems = c->slice_bytes / c->esize};
+    c->what = "broadcast chain";
+    return pp__sched_run(c, &s, buf, e);
+}
+
+/* Posts buf's [0, len) to/from peer over all channels (one part each) and
+ * waits for them, with the send and the receive of a step in flight
+ * together. */
+static int exchange(pp__comm *c, int to, const char *sbuf, size_t slen,
+                    int from, char *rbuf, size_t rlen, pp_xmr *rmr, int step,
+                    int n_steps, pp_error *e) {
+    int nch = c->channels;
+    pp_xreq *rq = pp_xcalloc((size_t)nch * 2, sizeof *rq);
+    pp_xreq **wl = pp_xcalloc((size_t)nch * 2, sizeof *wl);
+    size_t nw = 0;
+    int rc = 0;
+    pp__fault_point(c, step);
+    for (int k = 0; k < nch && !rc; k++) {
+        size_t b, en;
+        if (to >= 0) {
+            pp__split(slen, (size_t)nch, (size_t)k, &b, &en);
+            if (en > b) {
+                pp_xreq *r = &rq[2 * k];
+                *r = (pp_xreq){.peer = to, .is_send = true, .buf = (char *)sbuf + b,
+                               .len = en - b, .channel = k};
+                if (!(rc = c->ops->post(c->x, r, c->mr_buf, e))) wl[nw++] = r;
+            }
+        }
+        if (from >= 0 && !rc) {
+            pp__split(rlen, (size_t)nch, (size_t)k, &b, &en);
+            if (en > b) {
+                pp_xreq *r = &rq[2 * k + 1];
+                *r = (pp_xreq){.peer = from, .is_send = false, .buf = rbuf + b,
+                               .len = en - b, .channel = k};
+                if (!(rc = c->ops->post(c->x, r, rmr, e))) wl[nw++] = r;
+            }
+        }
+    }
+    if (!rc && nw)
+        rc = c->ops->wait(c->x, wl, nw, pp_exec_now() + c->timeout_s, e);
+    free(rq);
+    free(wl);
+    if (rc) pp__step_error(c, step, n_steps, rc, e);
+    return rc;
+}
+
+/* Recursive doubling; for n not a power of two, the first 2*rem ranks pair
+ * up first (the even one hands its buffer to the odd one and sits out),
+ * and get the result back at the end (MPICH's allreduce). */
+int pp__coll_allreduce_rd(pp__comm *c, char *buf, size_t count, pp_error *e) {
+    int n = c->nranks, r = c->rank, p = 1, lg = 0, rc = 0;
+    if (n == 1) return 0;
+    while (p * 2 <= n) { p *= 2; lg++; }
+    int rem = n - p, nsteps = lg + (rem ? 2 : 0), step = 0;
+    size_t len = count * c->esize;
+    char *tmp = c->rd_tmp;
+    c->what = "allreduce rd";
+    int newrank;
+    if (r < 2 * rem) {
+        if (r % 2 == 0) {
+            rc = exchange(c, r + 1, buf, len, -1, NULL, 0, c->mr_buf, step,
+                          nsteps, e);
+            newrank = -1;
+        } else {
+            rc = exchange(c, -1, NULL, 0, r - 1, tmp, len, c->mr_buf, step,
+                          nsteps, e);
+            if (!rc) rc = c->red.fn(c->red.ctx, buf, tmp, count, e);
+            newrank = r / 2;
+        }
+        step++;
+    } else {
+        newrank = r - rem;
+        if (rem) step++;
+    }
+    for (int mask = 1; !rc && newrank >= 0 && mask < p; mask <<= 1, step++) {
+        int np = newrank ^ mask;
+        int peer = np < rem ? np * 2 + 1 : np + rem;
+        rc = exchange(c, peer, buf, len, peer, tmp, len, c->mr_buf, step,
+                      nsteps, e);
+        if (!rc) rc = c->red.fn(c->red.ctx, buf, tmp, count, e);
+    }
+    if (!rc && rem) {
+        step = nsteps - 1;
+        if (r < 2 * rem && r % 2 == 0)
+            rc = exchange(c, -1, NULL, 0, r + 1, buf, len, c->mr_buf, step,
+                          nsteps, e);
+        else if (r < 2 * rem)
+            rc = exchange(c, r - 1, buf, len, -1, NULL, 0, c->mr_buf, step,
+                          nsteps, e);
+    }
+    return rc;
+}
+
+/* Pairwise exchange: at step s rank r sends its block for r+s and
+ * receives the block of r-s, one send and one receive in flight. */
+int pp__coll_alltoall_pairwise(pp__comm *c, const char *send, char *recv,
+                               size_t count, pp_error *e) {
+    int n = c->nranks, r = c->rank, rc = 0;
+    size_t blk = count * c->esize;
+    memcpy(recv + (size_t)r * blk, send + (size_t)r * blk, blk);
+    c->what = "alltoall pairwise";
+    for (int s = 1; s < n && !rc; s++) {
+        int to = (r + s) % n, from = (r - s + n) % n;
+        rc = exchange(c, to, send + (size_t)to * blk, blk, from,
+                      recv + (size_t)from * blk, blk, c->mr_buf, s - 1, n - 1, e);
+    }
+    return rc;
+}
+
+int pp__coll_sendrecv_ring(pp__comm *c, const char *send, char *recv,
+                           size_t count, pp_error *e) {
+    int n = c->nranks, r = c->rank;
+    size_t len = count * c->esize;
+    c->what = "sendrecv ring";
+    if (n == 1) {
+        memcpy(recv, send, len);
+        return 0;
+    }
+    return exchange(c, (r + 1) % n, send, len, (r + n - 1) % n, recv, len,
+                    c->mr_buf, 0, 1, e);
+}
