@@ -39,6 +39,7 @@ static const pp_cli_opt gemm_opts[] = {
     {"peak", 0, "RATE", "peak to compare with, e.g. 989TFLOPS (default: the catalogue's)", false},
     {"gpu", 0, "NAME", "catalogue GPU whose peak to use (default: matched by device name)", false},
     {"no-check", 0, NULL, "skip the spot check against the CPU reference", false},
+    {"list", 0, NULL, "print the shapes (name batch m n k) and time nothing", false},
     {"seed", 0, "N", "random inputs' seed (default: 1)", false},
     {"format", 0, "FMT", "table|json (default: table)", false},
     {"output", 'o', "FILE", "write to FILE atomically (default: stdout)", false},
@@ -258,6 +259,43 @@ static int build_shapes(const pp_args *a, gemm_out *o, pp_model *m,
     return 0;
 }
 
+typedef struct shape_list {
+    const pp_gemm_shape *s;
+    size_t n;
+} shape_list;
+
+static void list_table(FILE *fp, const void *ctx) {
+    const shape_list *l = ctx;
+    fprintf(fp, "%-12s %5s %6s %6s %6s %10s\n", "gemm", "batch", "m", "n", "k",
+            "GFLOP");
+    for (size_t i = 0; i < l->n; i++) {
+        const pp_gemm_shape *x = &l->s[i];
+        fprintf(fp, "%-12s %5lld %6lld %6lld %6lld %10.2f\n",
+                x->name[0] ? x->name : "-", (long long)x->batch,
+                (long long)x->m, (long long)x->n, (long long)x->k,
+                2e-9 * (double)x->batch * (double)x->m * (double)x->n
+                    * (double)x->k);
+    }
+}
+
+/* --list: the shapes that would be timed. */
+static int emit_list(const pp_args *a, int fmt, const pp_gemm_shape *s,
+                     size_t n) {
+    shape_list l = {s, n};
+    json_t *j = json_object(), *arr = json_array();
+    for (size_t i = 0; i < n; i++) {
+        json_t *x = json_object();
+        json_object_set_new(x, "name", json_string(s[i].name));
+        json_object_set_new(x, "batch", json_integer(s[i].batch));
+        json_object_set_new(x, "m", json_integer(s[i].m));
+        json_object_set_new(x, "n", json_integer(s[i].n));
+        json_object_set_new(x, "k", json_integer(s[i].k));
+        json_array_append_new(arr, x);
+    }
+    json_object_set_new(j, "shapes", arr);
+    return pp_cli_emit(a, fmt, j, list_table, &l);
+}
+
 int pp_cli_exec_gemm(int argc, char **argv) {
     const pp_cli_cmd *cmd = &pp__cmd_exec_gemm;
     pp_error e = PP_ERROR_INIT;
@@ -297,6 +335,11 @@ int pp_cli_exec_gemm(int argc, char **argv) {
     opt.check = !pp_args_flag(&a, "no-check");
     o.backend = opt.backend;
     o.dtype = opt.dtype;
+    if (pp_args_flag(&a, "list")) {
+        rc = emit_list(&a, fmt, shapes, o.n);
+        free(shapes);
+        return rc;
+    }
     if (opt.backend == PP_EXEC_CPU && opt.dtype != PP_GEMM_FP32) {
         pp_error_set(&e, PP_EUSAGE, "--backend cpu runs fp32 only, not %s",
                      pp_gemm_dtype_names[opt.dtype]);
