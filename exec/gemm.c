@@ -258,17 +258,6 @@ int pp_exec_device_info(pp_exec_backend b, int device, int threads,
     return 0;
 }
 
-/* Seconds with the unit a reader wants: "812.3us", "16.19ms", "7.132s". */
-static const char *fmt_s(double t, char *buf, size_t len) {
-    if (t < 1e-3)
-        snprintf(buf, len, "%.1fus", t * 1e6);
-    else if (t < 1)
-        snprintf(buf, len, "%.2fms", t * 1e3);
-    else
-        snprintf(buf, len, "%.3fs", t);
-    return buf;
-}
-
 void pp_exec_gemm_print(FILE *fp, const pp_exec_device *dev,
                         const pp_exec_gemm_result *r, size_t n,
                         double peak_flops) {
@@ -299,9 +288,9 @@ void pp_exec_gemm_print(FILE *fp, const pp_exec_device *dev,
                 (long long)x->shape.batch, (long long)x->shape.m,
                 (long long)x->shape.n, (long long)x->shape.k,
                 pp_gemm_dtype_names[x->dtype],
-                fmt_s(x->time.median, t0, sizeof t0),
-                fmt_s(x->time.p10, t1, sizeof t1),
-                fmt_s(x->time.p90, t2, sizeof t2), 100 * x->time.cv,
+                pp__fmt_s(x->time.median, t0, sizeof t0),
+                pp__fmt_s(x->time.p10, t1, sizeof t1),
+                pp__fmt_s(x->time.p90, t2, sizeof t2), 100 * x->time.cv,
                 x->flops_per_s / 1e12);
         if (peak_flops > 0)
             fprintf(fp, " %5.1f%%", 100 * x->flops_per_s / peak_flops);

@@ -30,6 +30,10 @@ int pp__cuda_membw(pp_membw_kind kind, size_t array_bytes, int iters,
 int pp__rotate_sets(double set_bytes, double cache_bytes, double budget,
                     int max_sets);
 
+/* Seconds with the unit a reader wants: "812.3us", "16.19ms", "7.132s";
+ * returns buf. */
+const char *pp__fmt_s(double t, char *buf, size_t len);
+
 /* Spot-check tolerance bound for a dtype: |c - ref| <= tol x sum |a w|. */
 double pp__check_tol(pp_gemm_dtype t);
 

@@ -166,15 +166,16 @@ void pp_exec_membw_print(FILE *fp, const pp_exec_membw_result *r, size_t n) {
             "best GB/s");
     for (size_t i = 0; i < n; i++) {
         const pp_exec_membw_result *x = &r[i];
-        char where[16];
+        char where[16], t0[32], t1[32];
         if (x->device == PP_EXEC_CUDA)
             snprintf(where, sizeof where, "cuda");
         else
             snprintf(where, sizeof where, "host%d", x->threads);
-        fprintf(fp, "%-6s %-7s %10.1fMB %10.1fMB %8.1fus %8.1fus %5.1f%% "
+        fprintf(fp, "%-6s %-7s %10.1fMB %10.1fMB %10s %10s %5.1f%% "
                 "%10.1f %10.1f\n", where, pp_membw_kind_names[x->kind],
                 (double)x->array_bytes / 1e6, x->bytes_moved / 1e6,
-                x->time.median * 1e6, x->time.p90 * 1e6, 100 * x->time.cv,
+                pp__fmt_s(x->time.median, t0, sizeof t0),
+                pp__fmt_s(x->time.p90, t1, sizeof t1), 100 * x->time.cv,
                 x->bw_Bps / 1e9, x->best_Bps / 1e9);
     }
 }

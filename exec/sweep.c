@@ -3,6 +3,7 @@
  * the --m/--n/--k size lists, and how many buffer sets to rotate.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -139,4 +140,15 @@ int pp__rotate_sets(double set_bytes, double cache_bytes, double budget,
            && set_bytes * (sets + 1) <= budget)
         sets++;
     return sets;
+}
+
+/* Seconds with the unit a reader wants: "812.3us", "16.19ms", "7.132s". */
+const char *pp__fmt_s(double t, char *buf, size_t len) {
+    if (t < 1e-3)
+        snprintf(buf, len, "%.1fus", t * 1e6);
+    else if (t < 1)
+        snprintf(buf, len, "%.2fms", t * 1e3);
+    else
+        snprintf(buf, len, "%.3fs", t);
+    return buf;
 }
