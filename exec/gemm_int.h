@@ -3,7 +3,7 @@
  *
  * The driver (gemm.c, membw.c) is C; the CUDA halves live in
  * gemm_cuda.cu and cuda_rt.cu when the build has CUDA, and in
- * devmem.c's stubs (PP_ENODEV, "built without CUDA") otherwise.
+ * gemm_nocuda.c's stubs (PP_ENODEV, "built without CUDA") otherwise.
  */
 #ifndef PODPLAN_EXEC_GEMM_INT_H
 #define PODPLAN_EXEC_GEMM_INT_H

@@ -69,7 +69,7 @@ build_standalone() (
     rm -rf "$SB"
     mkdir -p "$SB"
     local f objs=""
-    for f in exec/sweep.c exec/gemm.c exec/membw.c exec/devmem.c common/error.c models/gemms.c; do
+    for f in exec/sweep.c exec/gemm.c exec/membw.c exec/devmem_nocuda.c exec/gemm_nocuda.c common/error.c models/gemms.c; do
         $CC -std=c11 -O2 -Wall -D_POSIX_C_SOURCE=200809L -DPODPLAN_HAVE_CUDA \
             -Iinclude -Iexec -c "$f" -o "$SB/$(basename "$f" .c).o"
         objs="$objs $SB/$(basename "$f" .c).o"
