@@ -98,6 +98,10 @@ int pp_cli_emit(const pp_args *a, int fmt, json_t *json,
 extern const pp_cli_cmd pp_cmd_plan, pp_cmd_flops, pp_cmd_estimate, pp_cmd_memory,
     pp_cmd_topo, pp_cmd_collective, pp_cmd_flows;
 extern const pp_cli_cmd pp_cmd_simulate;
+/* `podplan exec` and its parts (argv[0] is the part's name). */
 extern const pp_cli_cmd pp_cmd_exec;
+int pp_cli_exec_gemm(int argc, char **argv);
+int pp_cli_exec_membw(int argc, char **argv);
+extern const pp_cli_cmd pp__cmd_exec_gemm, pp__cmd_exec_membw;
 
 #endif

@@ -1,7 +1,7 @@
 /*
  * cmd_exec.c: `podplan exec <what>`, real runs on this machine and its
- * peers (exec.h).  One table of subcommands: adding one (gemm, membw) is
- * one line in `subs` and its pp_cli_cmd.
+ * peers (exec.h).  One table of subcommands: adding one is one line in
+ * `subs` and its pp_cli_cmd (gemm and membw live in cmd_exec_gemm.c).
  *
  * `exec collective` speaks nccl-tests: the same short options (-b -e -f -i
  * -n -w -c -d -o -r; note -o is the reduction, as there) and the same
@@ -323,11 +323,16 @@ static const pp_cli_cmd cmd_collective = {
 
 /* ---- the dispatcher --------------------------------------------------------- */
 
+/* cmd gives the name, summary and help; run, where set, parses and runs
+ * the part itself (cmd_exec_gemm.c), else cmd->run does. */
 static const struct {
     const char *name;
     const pp_cli_cmd *cmd;
+    int (*run)(int argc, char **argv);
 } subs[] = {
-    {"collective", &cmd_collective},
+    {"collective", &cmd_collective, NULL},
+    {"gemm", &pp__cmd_exec_gemm, pp_cli_exec_gemm},
+    {"membw", &pp__cmd_exec_membw, pp_cli_exec_membw},
 };
 #define N_SUBS (sizeof subs / sizeof subs[0])
 
@@ -342,7 +347,8 @@ static int run_exec(const pp_cli_cmd *cmd, int argc, char **argv) {
     }
     for (size_t i = 0; i < N_SUBS; i++)
         if (strcmp(argv[1], subs[i].name) == 0)
-            return subs[i].cmd->run(subs[i].cmd, argc - 1, argv + 1);
+            return subs[i].run ? subs[i].run(argc - 1, argv + 1)
+                               : subs[i].cmd->run(subs[i].cmd, argc - 1, argv + 1);
     const char *names[N_SUBS + 1];
     for (size_t i = 0; i < N_SUBS; i++) names[i] = subs[i].name;
     names[N_SUBS] = NULL;
@@ -358,7 +364,7 @@ static const pp_cli_opt no_opts[] = {{NULL, 0, NULL, NULL, false}};
 const pp_cli_cmd pp_cmd_exec = {
     "exec",
     "real runs on this machine and its peers (see `podplan exec --help`)",
-    "exec collective ...",
+    "exec collective|gemm|membw ...",
     NULL,
     no_opts,
     run_exec,

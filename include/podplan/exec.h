@@ -16,8 +16,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "podplan/common.h"
+#include "podplan/models.h"
 #include "podplan/vocab.h"
 
 #ifdef __cplusplus
@@ -149,6 +151,162 @@ void pp_exec_coll_result_free(pp_exec_coll_result *r); /* NULL is a no-op */
  * --device cuda without a GPU. */
 int pp_exec_coll_run(const pp_exec_world *w, const pp_exec_coll_opts *o,
                      pp_exec_coll_result **out, pp_error *e);
+
+/* ========================================================================
+ * GEMM and memory bandwidth (issue 13, part 1)
+ * ===================================================================== */
+
+/* Timing statistics of n samples, seconds.  Percentiles interpolate
+ * linearly between the two nearest ranks (NumPy's default: rank
+ * p (n - 1)), so the median of an even count is the mean of the middle
+ * two. */
+typedef struct pp_exec_stats {
+    size_t n;
+    double median, p10, p90;
+    double mean, min, max;
+    double cv; /* standard deviation / mean (population); 0 when n < 2 */
+} pp_exec_stats;
+
+/* Sorts samples[0..n-1] in place and fills *out.  Returns PP_EINVAL when
+ * n is 0 or a sample is not finite (out untouched). */
+int pp_exec_stats_compute(double *samples, size_t n, pp_exec_stats *out,
+                          pp_error *e);
+/* The p-quantile (0 <= p <= 1) of sorted[0..n-1], n > 0. */
+double pp_exec_quantile(const double *sorted, size_t n, double p);
+
+/* Parses a list of positive sizes for --m/--n/--k: items separated by
+ * commas, each a number ("4096") or a range "lo:hi:xF" (multiply by F)
+ * or "lo:hi:+S" (add S), hi included when reached.  Messages start with
+ * `what` ("-m: ..."). Writes at most max values; returns PP_EUSAGE on bad
+ * text and PP_ERANGE when more than max values result.  *n is untouched
+ * on failure. */
+int pp_exec_parse_dims(const char *text, const char *what, int64_t *out,
+                       size_t max, size_t *n, pp_error *e);
+
+typedef enum {
+    PP_EXEC_CPU,  /* OpenBLAS cblas_sgemm, fp32 */
+    PP_EXEC_CUDA, /* cuBLASLt */
+    PP_EXEC__BACKENDS
+} pp_exec_backend;
+
+typedef enum {
+    PP_GEMM_BF16, /* bf16 in/out, fp32 accumulate */
+    PP_GEMM_FP16, /* fp16 in/out, fp32 accumulate */
+    PP_GEMM_TF32, /* fp32 in/out, tf32 tensor cores */
+    PP_GEMM_FP32, /* fp32, no tensor cores */
+    PP_GEMM_FP8,  /* e4m3 inputs with scale pointers, bf16 out, cc >= 8.9 */
+    PP_GEMM__DTYPES
+} pp_gemm_dtype;
+
+/* "cpu", "cuda" / "bf16", ... : NULL-terminated, for option parsing. */
+extern const char *const pp_exec_backend_names[];
+extern const char *const pp_gemm_dtype_names[];
+
+/* Whether the cuda back-end can run here (built with CUDA and a device
+ * found); when not, why (may be NULL) says what is missing. */
+bool pp_exec_cuda_usable(char *why, size_t len);
+
+typedef struct pp_exec_gemm_opts {
+    pp_exec_backend backend;
+    pp_gemm_dtype dtype;
+    int warmup;   /* untimed runs first (default 10) */
+    int iters;    /* timed runs, each one sample (default 100) */
+    int algos;    /* cuda: heuristic candidates to try (default 8) */
+    int threads;  /* cpu: BLAS threads, 0 = the library's default */
+    int device;   /* cuda: device ordinal */
+    bool check;   /* spot-check a sample of C against a CPU reference */
+    uint64_t seed;
+} pp_exec_gemm_opts;
+
+/* Defaults as documented above; bf16 on cuda, fp32 on cpu. */
+void pp_exec_gemm_opts_init(pp_exec_gemm_opts *o, pp_exec_backend b);
+
+typedef struct pp_exec_gemm_result {
+    pp_gemm_shape shape;
+    pp_gemm_dtype dtype;
+    pp_exec_backend backend;
+    pp_exec_stats time;     /* seconds per GEMM (per batched call) */
+    double flops;           /* 2 batch m n k */
+    double flops_per_s;     /* flops / median time */
+    int buffers;            /* input/output sets rotated (1 = none) */
+    int algo_id;            /* cuBLASLt CUBLASLT_ALGO_CONFIG_ID, -1 cpu */
+    int algos_tried;        /* cuda: heuristic candidates timed */
+    char algo[96];          /* what ran, in words */
+    int threads;            /* cpu: BLAS threads used */
+    bool checked;           /* a spot check ran */
+    double check_err;       /* its worst error / error bound (<= 1 good) */
+} pp_exec_gemm_result;
+
+/* Times one GEMM shape: random inputs (never zeros), o->warmup runs,
+ * then o->iters timed runs; on cuda the best of the heuristic's
+ * candidates (each timed briefly) is kept and then timed.  Inputs are
+ * rotated among several buffer sets when one set would stay in the last
+ * level cache.  A failed spot check returns PP_EFAIL with the worst
+ * element named.  PP_ENODEV when the back-end is absent from the build or
+ * the machine (the message says which); PP_ENOMEM when the buffers do
+ * not fit.  *out is filled only on success. */
+int pp_exec_gemm_run(const pp_exec_gemm_opts *o, const pp_gemm_shape *s,
+                     pp_exec_gemm_result *out, pp_error *e);
+
+/* The device a back-end runs on: name ("NVIDIA H100 80GB HBM3", or the
+ * CPU model), compute capability (cuda), BLAS threads and config (cpu). */
+typedef struct pp_exec_device {
+    char name[128];
+    int cc_major, cc_minor;
+    int threads;
+    char info[160];  /* cuda: driver/runtime/cuBLASLt versions; cpu: BLAS */
+} pp_exec_device;
+
+int pp_exec_device_info(pp_exec_backend b, int device, int threads,
+                        pp_exec_device *out, pp_error *e);
+
+/* Memory bandwidth, STREAM's definitions (McCalpin): copy c = a moves
+ * 2 x size bytes, triad a = b + s c moves 3 x size (read + written,
+ * write-allocate traffic not counted); memcpy (device: cudaMemcpy D2D,
+ * host: memcpy) moves 2 x size. */
+typedef enum { PP_MEMBW_COPY, PP_MEMBW_TRIAD, PP_MEMBW_MEMCPY,
+               PP_MEMBW__KINDS } pp_membw_kind;
+extern const char *const pp_membw_kind_names[];
+
+typedef struct pp_exec_membw_result {
+    pp_membw_kind kind;
+    pp_exec_backend device;  /* PP_EXEC_CPU = host memory */
+    size_t array_bytes;      /* each array */
+    double bytes_moved;      /* per iteration */
+    int threads;             /* host threads */
+    pp_exec_stats time;      /* seconds per iteration */
+    double bw_Bps;           /* bytes_moved / median time */
+    double best_Bps;         /* bytes_moved / min time */
+} pp_exec_membw_result;
+
+/* Runs kind on arrays of array_bytes each (rounded down to 16 bytes) for
+ * iters timed iterations after 2 warm-ups; host with `threads` threads
+ * (>= 1), cuda on device `device`.  PP_ENODEV without CUDA; PP_ENOMEM
+ * when the arrays cannot be allocated. */
+int pp_exec_membw_run(pp_exec_backend where, pp_membw_kind kind,
+                      size_t array_bytes, int iters, int threads, int device,
+                      pp_exec_membw_result *out, pp_error *e);
+
+/* Reference GEMM in double, the layout of pp_gemm_shape (A [m x k],
+ * W [n x k], C [m x n], row-major, batches contiguous), for tests and
+ * the spot checks. */
+void pp_exec_gemm_ref(const float *a, const float *w, double *c,
+                      int64_t batch, int64_t m, int64_t n, int64_t k);
+
+/* C = A W^T on the CPU back-end (cblas_sgemm, per batch), same layout as
+ * pp_exec_gemm_ref.  PP_ENODEV in a build without a CBLAS. */
+int pp_exec_sgemm_cpu(const float *a, const float *w, float *c,
+                      int64_t batch, int64_t m, int64_t n, int64_t k,
+                      pp_error *e);
+
+/* Prints results as the CLI's table (also used by tools/gpucheck);
+ * peak_flops 0 = unknown (no "% peak" column). */
+void pp_exec_gemm_print(FILE *fp, const pp_exec_device *dev,
+                        const pp_exec_gemm_result *r, size_t n,
+                        double peak_flops);
+void pp_exec_membw_print(FILE *fp, const pp_exec_membw_result *r, size_t n);
+
+/* ===================================================================== */
 
 #ifdef __cplusplus
 }

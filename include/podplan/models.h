@@ -176,6 +176,28 @@ typedef struct pp_comm_volume {
 int pp_comm_per_iter(const pp_model *m, const pp_parallel *p,
                      pp_comm_volume *out, pp_error *e);
 
+
+/* ------------------------------------------------------------------------
+ * The GEMMs of one transformer layer's forward pass on one GPU, after the
+ * TP split, as Megatron-LM runs them (the list sim/compute.c prices):
+ * what `podplan exec gemm --model M --parallel SPEC` times on real
+ * hardware.  Row-major C[m x n] = A[m x k] W^T, W stored [n x k] like a
+ * torch.nn.Linear weight; batch > 1 is a strided batched GEMM (bmm).
+ * ---------------------------------------------------------------------- */
+typedef struct pp_gemm_shape {
+    char name[32];  /* "qkv", "attn scores", ... or "" for a sweep */
+    int64_t batch;  /* 1 for a plain GEMM */
+    int64_t m, n, k;
+} pp_gemm_shape;
+
+/* Fills out[0..*n-1] with the forward GEMMs of one layer of transformer
+ * model m under layout p (tp and mbs used; sequence parallelism changes
+ * no GEMM shape): qkv, attn scores, attn values, attn proj, mlp fc1,
+ * mlp fc2.  Returns PP_EINVAL for a generic model, PP_ERANGE when max is
+ * too small (6 suffice); outputs are untouched on failure. */
+int pp_layer_gemms(const pp_model *m, const pp_parallel *p,
+                   pp_gemm_shape *out, size_t max, size_t *n, pp_error *e);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,194 @@
+/*
+ * test_exec_cuda.c: the CUDA half of exec, on a GPU: the reduction
+ * kernels against the CPU for every dtype and op, cuBLASLt GEMMs in every
+ * dtype the GPU has against the CPU reference (the run's own spot check,
+ * 16 elements in double), device STREAM, and the devmem round trip.
+ *
+ * Without a usable GPU it exits 77 (CTest: skipped) saying what was
+ * missing.  Plain C with a CHECK macro rather than cmocka: it must also
+ * build on a lent GPU machine with nothing but nvcc and a C compiler
+ * (tools/gpu-check.sh's standalone path).
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "devmem.h"
+#include "podplan/exec.h"
+
+static int failures;
+
+#define CHECK(cond, ...)                                                  \
+    do {                                                                  \
+        if (!(cond)) {                                                    \
+            failures++;                                                   \
+            printf("FAIL %s:%d: ", __FILE__, __LINE__);                   \
+            printf(__VA_ARGS__);                                          \
+            printf("\n");                                                 \
+        }                                                                 \
+    } while (0)
+
+/* Exact encodings for the values used (quarters below 64): no rounding
+ * on either side, so the comparisons are exact. */
+static uint16_t f2bf(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return (uint16_t)(u >> 16);
+}
+static float bf2f(uint16_t h) {
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+static uint16_t f2h(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    uint16_t sign = (uint16_t)((u >> 16) & 0x8000);
+    if ((u & 0x7fffffff) == 0) return sign;
+    int ex = (int)((u >> 23) & 0xff) - 127 + 15;
+    return (uint16_t)(sign | (ex << 10) | ((u >> 13) & 0x3ff));
+}
+static float h2f(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000) << 16;
+    int ex = (h >> 10) & 0x1f;
+    uint32_t man = h & 0x3ff, u;
+    if (ex == 0 && man == 0)
+        u = sign;
+    else
+        u = sign | ((uint32_t)(ex - 15 + 127) << 23) | (man << 13);
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+static void put(pp_xdtype t, void *p, size_t i, float v) {
+    if (t == PP_XDT_FP32) ((float *)p)[i] = v;
+    else if (t == PP_XDT_BF16) ((uint16_t *)p)[i] = f2bf(v);
+    else ((uint16_t *)p)[i] = f2h(v);
+}
+static float get(pp_xdtype t, const void *p, size_t i) {
+    if (t == PP_XDT_FP32) return ((const float *)p)[i];
+    if (t == PP_XDT_BF16) return bf2f(((const uint16_t *)p)[i]);
+    return h2f(((const uint16_t *)p)[i]);
+}
+
+static void test_reduce(void) {
+    static const char *tn[] = {"fp32", "bf16", "fp16"}, *on[] = {"sum", "max", "min"};
+    const size_t n = (1u << 20) + 3; /* not a multiple of anything nice */
+    for (int t = 0; t < PP_XDT__COUNT; t++)
+        for (int op = 0; op < PP_XOP__COUNT; op++) {
+            pp_error e = PP_ERROR_INIT;
+            size_t es = pp_xdtype_size((pp_xdtype)t), bad = 0;
+            void *hd = malloc(n * es), *hs = malloc(n * es), *out = malloc(n * es);
+            void *dd = NULL, *ds = NULL;
+            for (size_t i = 0; i < n; i++) {
+                put((pp_xdtype)t, hd, i, (float)((int)(i % 61) - 30) * 0.25f);
+                put((pp_xdtype)t, hs, i, (float)((int)(i * 7 % 53) - 26) * 0.25f);
+            }
+            int rc = pp_cuda_malloc(&dd, n * es, &e);
+            if (!rc) rc = pp_cuda_malloc(&ds, n * es, &e);
+            if (!rc) rc = pp_cuda_h2d(dd, hd, n * es, &e);
+            if (!rc) rc = pp_cuda_h2d(ds, hs, n * es, &e);
+            if (!rc) rc = pp_cuda_reduce((pp_xdtype)t, (pp_xredop)op, dd, ds, n, &e);
+            if (!rc) rc = pp_cuda_d2h(out, dd, n * es, &e);
+            CHECK(rc == 0, "reduce %s %s: %s", tn[t], on[op], e.msg);
+            for (size_t i = 0; rc == 0 && i < n; i++) {
+                float a = get((pp_xdtype)t, hd, i), b = get((pp_xdtype)t, hs, i);
+                float want = op == PP_XOP_SUM ? a + b : op == PP_XOP_MAX ? fmaxf(a, b) : fminf(a, b);
+                if (get((pp_xdtype)t, out, i) != want && bad++ < 3)
+                    CHECK(0, "reduce %s %s: [%zu] = %g, want %g", tn[t], on[op],
+                          i, get((pp_xdtype)t, out, i), want);
+            }
+            printf("reduce %-4s %-3s %zu elements: %s\n", tn[t], on[op], n,
+                   rc == 0 && bad == 0 ? "ok" : "FAILED");
+            pp_cuda_free(dd);
+            pp_cuda_free(ds);
+            free(hd);
+            free(hs);
+            free(out);
+        }
+    /* count 0 is a no-op, a bad dtype an error. */
+    pp_error e = PP_ERROR_INIT;
+    CHECK(pp_cuda_reduce(PP_XDT_FP32, PP_XOP_SUM, NULL, NULL, 0, &e) == 0, "count 0");
+    CHECK(pp_cuda_reduce(PP_XDT__COUNT, PP_XOP_SUM, NULL, NULL, 1, &e) == PP_EINVAL,
+          "bad dtype");
+}
+
+static void test_gemm(int cc) {
+    static const pp_gemm_shape shapes[] = {
+        {"square", 1, 256, 256, 256},
+        {"rect", 1, 384, 640, 1024},
+        {"batched", 6, 128, 96, 64},
+        {"odd", 1, 33, 17, 65},
+    };
+    for (int t = 0; t < PP_GEMM__DTYPES; t++) {
+        if (t == PP_GEMM_FP8 && cc < 89) {
+            printf("gemm fp8: skipped (compute capability %d.%d < 8.9)\n",
+                   cc / 10, cc % 10);
+            continue;
+        }
+        for (size_t q = 0; q < sizeof shapes / sizeof shapes[0]; q++) {
+            const pp_gemm_shape *s = &shapes[q];
+            /* cuBLASLt's fp8 needs sizes that are multiples of 16. */
+            if (t == PP_GEMM_FP8 && (s->m % 16 || s->n % 16 || s->k % 16)) continue;
+            pp_exec_gemm_opts o;
+            pp_exec_gemm_opts_init(&o, PP_EXEC_CUDA);
+            o.dtype = (pp_gemm_dtype)t;
+            o.iters = 20;
+            o.warmup = 2;
+            pp_exec_gemm_result r;
+            pp_error e = PP_ERROR_INIT;
+            int rc = pp_exec_gemm_run(&o, s, &r, &e);
+            CHECK(rc == 0, "gemm %s %s: %s", pp_gemm_dtype_names[t], s->name, e.msg);
+            if (rc) continue;
+            CHECK(r.checked && r.check_err <= 1, "gemm %s %s: not checked",
+                  pp_gemm_dtype_names[t], s->name);
+            CHECK(r.time.median > 0 && r.flops_per_s > 0, "gemm timing");
+            printf("gemm %-4s %-8s %lldx%lldx%lldx%lld: %.2f us, %.2f TFLOP/s, "
+                   "error %.3f of bound, %s\n", pp_gemm_dtype_names[t], s->name,
+                   (long long)s->batch, (long long)s->m, (long long)s->n,
+                   (long long)s->k, r.time.median * 1e6, r.flops_per_s / 1e12,
+                   r.check_err, r.algo);
+        }
+    }
+}
+
+static void test_membw(void) {
+    for (int k = 0; k < PP_MEMBW__KINDS; k++) {
+        pp_exec_membw_result r;
+        pp_error e = PP_ERROR_INIT;
+        int rc = pp_exec_membw_run(PP_EXEC_CUDA, (pp_membw_kind)k, 256u << 20,
+                                   10, 1, 0, &r, &e);
+        CHECK(rc == 0, "membw %s: %s", pp_membw_kind_names[k], e.msg);
+        if (rc) continue;
+        CHECK(isfinite(r.bw_Bps) && r.bw_Bps > 1e10, "membw %s: %g B/s",
+              pp_membw_kind_names[k], r.bw_Bps);
+        printf("membw %-6s 256 MiB: %.0f GB/s\n", pp_membw_kind_names[k],
+               r.bw_Bps / 1e9);
+    }
+}
+
+int main(void) {
+    char why[256];
+    if (!pp_exec_cuda_usable(why, sizeof why)) {
+        printf("test_exec_cuda: skipped: no CUDA device: %s\n", why);
+        return 77;
+    }
+    pp_error e = PP_ERROR_INIT;
+    char name[128];
+    int major = 0, minor = 0;
+    if (pp_cuda_set_device(0, &e) || pp_cuda_device_name(name, sizeof name, &major, &minor, &e)) {
+        printf("test_exec_cuda: %s\n", e.msg);
+        return 1;
+    }
+    printf("device: %s (cc %d.%d)\n", name, major, minor);
+    test_reduce();
+    test_gemm(major * 10 + minor);
+    test_membw();
+    printf("test_exec_cuda: %s (%d failure%s)\n", failures ? "FAILED" : "passed",
+           failures, failures == 1 ? "" : "s");
+    return failures ? 1 : 0;
+}
