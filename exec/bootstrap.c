@@ -309,7 +309,7 @@ int pp__boot_allgather(pp__boot *b, const void *mine, size_t len, char *blobs,
             rc = pp__sock_write_all(b->fds[r], &h, sizeof h, deadline, what, e);
             if (!rc) rc = pp__sock_write_all(b->fds[r], table, tab, deadline, what, e);
         }
-        if (rc) pp_error_prefix(e, "rank 0: rendezvous: ");
+        if (rc) pp_error_prefix(e, "rank 0: rendezvous");
     } else {
         pp__boot_hello h = {PP__BOOT_MAGIC, PP__BOOT_VERSION, (uint32_t)b->rank,
                             (uint32_t)b->nranks, (uint32_t)len};
@@ -317,7 +317,7 @@ int pp__boot_allgather(pp__boot *b, const void *mine, size_t len, char *blobs,
         if ((rc = pp__sock_write_all(b->fd, &h, sizeof h, deadline, "rank 0", e))
             || (rc = pp__sock_write_all(b->fd, mine, len, deadline, "rank 0", e))
             || (rc = pp__sock_read_all(b->fd, &rh, sizeof rh, deadline, "rank 0", e))) {
-            pp_error_prefix(e, "rank %d: rendezvous at %s: ", b->rank, b->master);
+            pp_error_prefix(e, "rank %d: rendezvous at %s", b->rank, b->master);
             goto out;
         }
         if (rh.status != 0) {
@@ -336,7 +336,7 @@ int pp__boot_allgather(pp__boot *b, const void *mine, size_t len, char *blobs,
             goto out;
         }
         if ((rc = pp__sock_read_all(b->fd, table, tab, deadline, "rank 0", e))) {
-            pp_error_prefix(e, "rank %d: rendezvous: ", b->rank);
+            pp_error_prefix(e, "rank %d: rendezvous", b->rank);
             goto out;
         }
         for (int r = 0; r < b->nranks; r++) {
@@ -382,7 +382,7 @@ int pp__boot_gather(pp__boot *b, const void *mine, size_t len, void *all,
     } else {
         rc = pp__sock_write_all(b->fd, mine, len, deadline, "rank 0", e);
     }
-    if (rc) pp_error_prefix(e, "rank %d: gather: ", b->rank);
+    if (rc) pp_error_prefix(e, "rank %d: gather", b->rank);
     return rc;
 }
 
@@ -405,7 +405,7 @@ int pp__boot_bcast(pp__boot *b, void *buf, size_t len, pp_error *e) {
     } else {
         rc = pp__sock_read_all(b->fd, buf, len, deadline, "rank 0", e);
     }
-    if (rc) pp_error_prefix(e, "rank %d: broadcast: ", b->rank);
+    if (rc) pp_error_prefix(e, "rank %d: broadcast", b->rank);
     return rc;
 }
 

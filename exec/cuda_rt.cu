@@ -43,6 +43,11 @@ extern "C" bool pp_cuda_available(char *why, size_t len) {
 }
 
 extern "C" int pp_cuda_set_device(int dev, pp_error *e) {
+    /* Local ranks beyond the GPU count share GPUs round-robin (--np 4 on
+     * one GPU tests the device path; a real run has one rank per GPU). */
+    int n = 0;
+    CK(cudaGetDeviceCount(&n));
+    if (n > 0 && dev >= 0) dev %= n;
     CK(cudaSetDevice(dev));
     return 0;
 }

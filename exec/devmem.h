@@ -30,7 +30,8 @@ size_t pp_xdtype_size(pp_xdtype t);
  * ("built without CUDA", "cudaGetDeviceCount: no CUDA-capable device is
  * detected").  Never fails otherwise. */
 bool pp_cuda_available(char *why, size_t len);
-/* Selects device `dev` for this process (LOCAL_RANK, say). */
+/* Selects device `dev` modulo the number of devices for this process
+ * (LOCAL_RANK, say: local ranks beyond the GPU count share GPUs). */
 int pp_cuda_set_device(int dev, pp_error *e);
 /* Device name and compute capability of the current device. */
 int pp_cuda_device_name(char *buf, size_t len, int *cc_major, int *cc_minor,

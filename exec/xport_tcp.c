@@ -233,7 +233,7 @@ static int tcp_connect(pp_xport *t, const int *peers, size_t n_peers,
             uint32_t hello[3] = {CONN_MAGIC, (uint32_t)t->rank, (uint32_t)c};
             snprintf(what, sizeof what, "rank %d", p);
             int rc = pp__sock_write_all(fd, hello, sizeof hello, deadline, what, e);
-            if (rc) { close(fd); pp_error_prefix(e, "rank %d: ", t->rank); return rc; }
+            if (rc) { close(fd); pp_error_prefix(e, "rank %d", t->rank); return rc; }
             set_nonblock(fd);
             conn_of(t, p, c)->fd = fd;
         }
