@@ -1,6 +1,6 @@
 /*
  * tests/test_catalog.c: the hardware catalogue (topologies/hardware.yaml)
- * and its loader (sim/catalog.c).
+ * and its loader (sim/hw/catalog.c).
  *
  * The shipped figures are checked exactly where they come from domain.md
  * (the units parser is exact, so 312TFLOPS is the double 312e12).  Broken

@@ -1,6 +1,6 @@
 /*
- * test_flow.c: the event engine (sim/engine.c) and the flow network with
- * max-min sharing (sim/flow.c).
+ * test_flow.c: the event engine (sim/net/engine.c) and the flow network with
+ * max-min sharing (sim/net/flow.c).
  *
  * The max-min checks do not trust the solver: hand-worked cases, the
  * definition of max-min fairness checked on random instances (every flow has

@@ -14,7 +14,7 @@
 #ifndef PODPLAN_COLLECTIVE_INT_H
 #define PODPLAN_COLLECTIVE_INT_H
 
-#include "podplan/sim.h"
+#include "podplan/coll.h"
 
 /* One transfer of a phase.  src and dst index k->dev (endpoints): ranks
  * 0..n-1 are the group's GPUs, anything after is an extra endpoint (the

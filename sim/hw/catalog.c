@@ -1,5 +1,5 @@
 /*
- * sim/catalog.c: the hardware catalogue (topologies/hardware.yaml).
+ * sim/hw/catalog.c: the hardware catalogue (topologies/hardware.yaml).
  *
  * The file is read once into plain arrays of specs, one per section, in
  * file order (nothing is sorted, so every lookup and every "did you mean"
@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sim_int.h"
+#include "podplan/hw.h"
 
 struct pp_catalog {
     pp_gpu_spec *gpus;

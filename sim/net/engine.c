@@ -27,7 +27,7 @@
  * rounding (a relative 1e-9), since a computed time a few ulps before now is
  * normal floating arithmetic but a real step backwards is a caller's bug.
  */
-#include "podplan/sim.h"
+#include "podplan/net.h"
 
 #include <assert.h>
 #include <math.h>

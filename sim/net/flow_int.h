@@ -1,12 +1,12 @@
 /*
- * flow_int.h: private to sim/flow.c and sim/maxmin.c.  An indexed binary
+ * flow_int.h: private to sim/net/flow.c and sim/net/maxmin.c.  An indexed binary
  * min-heap (the completion times of the flows, the fair shares of the
  * links during a solve), the solver's entry and a growth helper.
  */
 #ifndef PODPLAN_FLOW_INT_H
 #define PODPLAN_FLOW_INT_H
 
-#include "podplan/sim.h"
+#include "podplan/net.h"
 
 #include <stdbool.h>
 #include <stddef.h>

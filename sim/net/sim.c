@@ -1,5 +1,5 @@
 /*
- * sim.c: a simulation: a cluster, an event engine, a router and, at flow
+ * sim/net/sim.c: a simulation: a cluster, an event engine, a router and, at flow
  * fidelity, a flow network.
  *
  * A transfer is routed and then either
@@ -14,8 +14,8 @@
  * bytes per link too, when the transfer starts.
  *
  * Two GPUs of a server with NV >= 2 NVSwitch chips: the transfer is split
- * into NV equal sub-transfers, one through each chip (route.c and
- * sim_run.h say why), and completes when the last is done.
+ * into NV equal sub-transfers, one through each chip (sim/topo/route.c
+ * and route_int.h say why), and completes when the last is done.
  *
  * Transfers live in a pool with a free list (their index is the event
  * argument), so a run of millions of transfers does not call malloc per
@@ -25,8 +25,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sim_int.h"
+#include "route_int.h"
 #include "sim_run.h"
+#include "trace_int.h"
 
 #define MAX_WAYS 64 /* NVSwitch chips per server (node.c caps at 64) */
 
@@ -51,6 +52,7 @@ struct pp_sim {
     pp_flownet *net;     /* flow fidelity only */
     double *link_bytes;  /* analytic fidelity only */
     size_t n_links;
+    size_t n_devs;
 
     xfer *pool;
     size_t n_pool, cap_pool;
@@ -70,7 +72,10 @@ int pp_sim_new(const pp_cluster *c, pp_fidelity f, uint64_t seed,
     s->c = c;
     s->fid = f;
     s->free_head = -1;
-    s->n_links = c->n_links;
+    size_t n_links;
+    const pp_link *links = pp_cluster_links(c, &n_links);
+    s->n_links = n_links;
+    (void)pp_cluster_devices(c, &s->n_devs);
     int rc = pp_router_new(c, seed, &s->router, e);
     if (rc) {
         free(s);
@@ -78,13 +83,13 @@ int pp_sim_new(const pp_cluster *c, pp_fidelity f, uint64_t seed,
     }
     s->eng = pp_engine_new();
     if (f == PP_FIDELITY_FLOW) {
-        double *cap = pp_xmalloc((c->n_links ? c->n_links : 1) * sizeof *cap);
-        for (size_t l = 0; l < c->n_links; l++)
-            cap[l] = c->links[l].bw_Bps;
-        s->net = pp_flownet_new(s->eng, cap, c->n_links);
+        double *cap = pp_xmalloc((n_links ? n_links : 1) * sizeof *cap);
+        for (size_t l = 0; l < n_links; l++)
+            cap[l] = links[l].bw_Bps;
+        s->net = pp_flownet_new(s->eng, cap, n_links);
         free(cap);
     } else {
-        s->link_bytes = pp_xcalloc(c->n_links ? c->n_links : 1,
+        s->link_bytes = pp_xcalloc(n_links ? n_links : 1,
                                    sizeof *s->link_bytes);
     }
     *out = s;
@@ -127,13 +132,13 @@ int pp_sim_trace(pp_sim *s, FILE *fp, pp_error *e) {
 
 void pp__sim_trace_span(pp_sim *s, int32_t gpu_dev, const char *name,
                         double t0, double t1) {
-    if (s->trace && gpu_dev >= 0 && (size_t)gpu_dev < s->c->n_devs)
+    if (s->trace && gpu_dev >= 0 && (size_t)gpu_dev < s->n_devs)
         pp__trace_span(s->trace, gpu_dev, name, t0, t1);
 }
 
 void pp__sim_trace_comm(pp_sim *s, int32_t gpu_dev, const char *name,
                         double t0, double t1) {
-    if (s->trace && gpu_dev >= 0 && (size_t)gpu_dev < s->c->n_devs)
+    if (s->trace && gpu_dev >= 0 && (size_t)gpu_dev < s->n_devs)
         pp__trace_comm(s->trace, gpu_dev, name, t0, t1);
 }
 
@@ -217,13 +222,12 @@ static void on_flow_done(pp_flownet *net, pp_flow_id id, void *ctx,
 int pp__sim_send_key(pp_sim *s, int32_t src, int32_t dst, double bytes,
                      uint64_t flow_key, pp_sim_done_fn done, void *ctx,
                      uint64_t arg, pp_error *e) {
-    const pp_cluster *c = s->c;
-    if (src < 0 || dst < 0 || (size_t)src >= c->n_devs
-        || (size_t)dst >= c->n_devs)
+    if (src < 0 || dst < 0 || (size_t)src >= s->n_devs
+        || (size_t)dst >= s->n_devs)
         return pp_error_set(e, PP_EINVAL,
                             "pp_sim_send: device %d or %d out of range (%zu "
                             "devices)",
-                            src, dst, c->n_devs);
+                            src, dst, s->n_devs);
     if (!(bytes >= 0) || !isfinite(bytes))
         return pp_error_set(e, PP_EINVAL,
                             "pp_sim_send: bytes must be finite and >= 0, "

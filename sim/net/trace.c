@@ -1,5 +1,5 @@
 /*
- * trace.c: a Chrome trace-event JSON file (chrome://tracing, Perfetto's
+ * sim/net/trace.c: a Chrome trace-event JSON file (chrome://tracing, Perfetto's
  * ui.perfetto.dev) of a simulation, written while it runs.
  *
  *   {"traceEvents":[
@@ -34,8 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sim_int.h"
-#include "sim_run.h"
+#include "trace_int.h"
 
 enum { PID_GPUS = 1, PID_LINKS = 2 };
 
@@ -68,7 +67,9 @@ typedef struct linktrack {
 } linktrack;
 
 struct pp__trace {
-    const pp_cluster *c;
+    const pp_device *devs; /* the cluster's, borrowed */
+    const pp_link *links;
+    size_t n_devs, n_links;
     FILE *fp;
     devtrack *dev;    /* n_devs */
     linktrack *link;  /* n_links */
@@ -130,10 +131,11 @@ static void event(pp__trace *t, int pid, int32_t tid, const char *name,
 
 pp__trace *pp__trace_new(const pp_cluster *c, FILE *fp) {
     pp__trace *t = pp_xcalloc(1, sizeof *t);
-    t->c = c;
+    t->devs = pp_cluster_devices(c, &t->n_devs);
+    t->links = pp_cluster_links(c, &t->n_links);
     t->fp = fp;
-    t->dev = pp_xcalloc(c->n_devs ? c->n_devs : 1, sizeof *t->dev);
-    t->link = pp_xcalloc(c->n_links ? c->n_links : 1, sizeof *t->link);
+    t->dev = pp_xcalloc(t->n_devs ? t->n_devs : 1, sizeof *t->dev);
+    t->link = pp_xcalloc(t->n_links ? t->n_links : 1, sizeof *t->link);
     fputs("{\"traceEvents\":[\n{\"name\":\"process_name\",\"ph\":\"M\","
           "\"pid\":1,\"tid\":0,\"args\":{\"name\":\"GPUs\"}}",
           fp);
@@ -153,7 +155,7 @@ void pp__trace_free(pp__trace *t) {
     if (!t)
         return;
     fputs("\n],\n\"displayTimeUnit\":\"ns\"}\n", t->fp);
-    for (size_t d = 0; d < t->c->n_devs; d++) {
+    for (size_t d = 0; d < t->n_devs; d++) {
         free(t->dev[d].lanes);
         free(t->dev[d].comm);
     }
@@ -176,9 +178,9 @@ static int32_t lane_thread(pp__trace *t, int32_t dev, const char *what,
                            int32_t k, int32_t slot) {
     char name[160];
     if (k == 0)
-        snprintf(name, sizeof name, "%s %s", t->c->devs[dev].name, what);
+        snprintf(name, sizeof name, "%s %s", t->devs[dev].name, what);
     else
-        snprintf(name, sizeof name, "%s %s %d", t->c->devs[dev].name, what,
+        snprintf(name, sizeof name, "%s %s %d", t->devs[dev].name, what,
                  (int)k + 1);
     return new_thread(t, PID_GPUS, name, dev_sort(dev, slot));
 }
@@ -208,10 +210,10 @@ void pp__trace_send_end(pp__trace *t, int32_t src, int32_t k, int32_t dst,
     if (!ln->tid)
         ln->tid = lane_thread(t, src, "send", k, COMM_SLOTS + k);
     char name[160];
-    snprintf(name, sizeof name, "send %s", t->c->devs[dst].name);
+    snprintf(name, sizeof name, "send %s", t->devs[dst].name);
     event(t, PID_GPUS, ln->tid, name, t0, t1);
     fprintf(t->fp, ",\"args\":{\"bytes\":%.17g,\"dst\":", bytes);
-    put_str(t->fp, t->c->devs[dst].name);
+    put_str(t->fp, t->devs[dst].name);
     fputs("}}", t->fp);
 }
 
@@ -238,11 +240,11 @@ void pp__trace_links_end(pp__trace *t, const int32_t *path, size_t n,
         l->transfers++;
         if (--l->active > 0)
             continue;
-        const pp_link *lk = &t->c->links[id];
+        const pp_link *lk = &t->links[id];
         if (!l->tid) {
             char name[160];
-            snprintf(name, sizeof name, "%s -> %s", t->c->devs[lk->src].name,
-                     t->c->devs[lk->dst].name);
+            snprintf(name, sizeof name, "%s -> %s", t->devs[lk->src].name,
+                     t->devs[lk->dst].name);
             l->tid = new_thread(t, PID_LINKS, name, id);
         }
         double dur = now - l->t0;
@@ -259,7 +261,7 @@ void pp__trace_span(pp__trace *t, int32_t dev, const char *name, double t0,
                     double t1) {
     devtrack *d = &t->dev[dev];
     if (!d->span_tid)
-        d->span_tid = new_thread(t, PID_GPUS, t->c->devs[dev].name,
+        d->span_tid = new_thread(t, PID_GPUS, t->devs[dev].name,
                                  dev_sort(dev, 0));
     event(t, PID_GPUS, d->span_tid, name ? name : "", t0, t1);
     fputs("}", t->fp);

@@ -1,5 +1,5 @@
 /*
- * sim/cluster.c: loading a cluster file and the device/link store.
+ * sim/topo/cluster.c: loading a cluster file and the device/link store.
  *
  * pp_cluster_load reads the YAML document, applies the --set overrides to
  * the tree (so the loaders' checks apply to overridden values unchanged),

@@ -1,5 +1,5 @@
 /*
- * sim/fabric.c: the `fabric:` section.  Generators (single-switch,
+ * sim/topo/fabric.c: the `fabric:` section.  Generators (single-switch,
  * leaf-spine, fat-tree) and the explicit form all end as switches and
  * cables added through pp__cluster_add_device / pp__cluster_add_link, so
  * everything downstream sees one representation.

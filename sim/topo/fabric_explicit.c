@@ -1,5 +1,5 @@
 /*
- * sim/fabric_explicit.c: `fabric: {kind: explicit}`, a list of switches and
+ * sim/topo/fabric_explicit.c: `fabric: {kind: explicit}`, a list of switches and
  * a list of cables for fabrics no generator describes.  Endpoints are
  * device names ("n0.hca3", "leaf2"); a dangling one is a located error.
  */

@@ -1,5 +1,5 @@
 /*
- * sim/graph.c: turning the device and link lists into what the simulator
+ * sim/topo/graph.c: turning the device and link lists into what the simulator
  * and the analyses walk: CSR adjacency, the igraph copy, the GPU -> nearest
  * HCA map and the summary counts.
  */

@@ -1,5 +1,5 @@
 /*
- * sim/node.c: the `node:` section.  Every server of a cluster is built
+ * sim/topo/node.c: the `node:` section.  Every server of a cluster is built
  * from one template: GPUs, NVSwitches or direct NVLinks, PCIe switches,
  * CPU sockets, HCAs, and the PCIe tree that joins them, with the lane
  * widths each device negotiates under its socket's lane budget.

@@ -35,7 +35,7 @@
 #include <string.h>
 
 #include "sim_int.h"
-#include "sim_run.h"
+#include "route_int.h"
 
 #define WAY_CLASS 0x80000000u /* cache class of NVSwitch way k: | k */
 #define ANY_CLASS 0x7fffffffu /* cache class of a pair with no ECMP choice */

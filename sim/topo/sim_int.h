@@ -1,12 +1,12 @@
 /*
- * sim_int.h: private to sim/.  The inside of a cluster, shared by the
+ * sim_int.h: private to sim/topo/ (podplan_sim_topo).  The inside of a cluster, shared by the
  * loader (cluster.c, fabric.c, node.c), the graph builder (graph.c) and the
  * analyses (topo_*.c).
  */
 #ifndef PODPLAN_SIM_INT_H
 #define PODPLAN_SIM_INT_H
 
-#include "podplan/sim.h"
+#include "podplan/topo.h"
 
 #include <igraph.h>
 

@@ -1,5 +1,5 @@
 /*
- * sim/schedule.c: pipeline schedules, the order in which one stage runs
+ * sim/train/schedule.c: pipeline schedules, the order in which one stage runs
  * the forward and backward passes of its micro-batches.
  *
  * Sources: Huang et al. 2019 (GPipe: all forwards, then all backwards);

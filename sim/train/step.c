@@ -1,5 +1,5 @@
 /*
- * sim/step.c: one training iteration under TP x PP x DP as a task graph on
+ * sim/train/step.c: one training iteration under TP x PP x DP as a task graph on
  * the event engine.
  *
  * What runs.  Every pipeline stage of one data-parallel replica is an

@@ -1,5 +1,5 @@
 /*
- * sim/step_build.c: setting up a simulated training iteration (programs
+ * sim/train/step_build.c: setting up a simulated training iteration (programs
  * from compute.c's operation lists, rank placement, which replicas'
  * communication to repeat) and reading its results.  step.c runs it.
  */

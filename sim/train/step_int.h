@@ -1,5 +1,6 @@
 /*
- * step_int.h: private to sim/compute.c, sim/step.c and sim/schedule.c.
+ * step_int.h: private to sim/train/ (compute.c, schedule.c, step.c,
+ * step_build.c).
  *
  * compute.c turns a model and a layout into lists of operations (a GEMM,
  * a memory-bound kernel, a TP collective, a "gradients ready" mark) with
@@ -9,7 +10,7 @@
 #ifndef PODPLAN_STEP_INT_H
 #define PODPLAN_STEP_INT_H
 
-#include "podplan/sim.h"
+#include "podplan/train.h"
 
 typedef enum {
     PP__OP_GEMM,  /* compute: a (batched) GEMM */

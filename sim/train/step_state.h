@@ -1,5 +1,5 @@
 /*
- * step_state.h: private to sim/step.c and sim/step_build.c, the state of
+ * step_state.h: private to sim/train/step.c and sim/train/step_build.c, the state of
  * one simulated training iteration (step.c's top comment says what runs).
  * step_build.c builds it (programs, placement, mirrors) and reads the
  * results; step.c runs the actors on the event engine.
