@@ -1,7 +1,7 @@
 /*
- * sim_int.h: private to sim/topo/ (podplan_sim_topo).  The inside of a cluster, shared by the
- * loader (cluster.c, fabric.c, node.c), the graph builder (graph.c) and the
- * analyses (topo_*.c).
+ * sim_int.h: private to sim/topo/ (podplan_sim_topo).  The inside of a
+ * cluster, shared by the loader (cluster.c, fabric.c, node.c), the graph
+ * builder (graph.c), the analyses (topo_*.c) and the router (route.c).
  */
 #ifndef PODPLAN_SIM_INT_H
 #define PODPLAN_SIM_INT_H
