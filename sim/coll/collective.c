@@ -46,10 +46,7 @@ static const char *const span_names[PP_COLL__COUNT][PP_ALGO__COUNT] = {
  * ---------------------------------------------------------------------- */
 void pp__coll_add(pp__coll *k, int32_t src, int32_t dst, double bytes,
                   double tail_s) {
-    if (k->nx == k->cap_x) {
-        k->cap_x = k->cap_x ? 2 * k->cap_x : 64;
-        k->x = pp_xrealloc(k->x, k->cap_x * sizeof *k->x);
-    }
+    PP_VEC_RESERVE(k->x, k->cap_x, k->nx + 1, 64);
     k->x[k->nx++] = (pp__xfer){src, dst, k->key, bytes, tail_s};
 }
 

@@ -22,7 +22,14 @@
  * pp_engine_pending() counts the dead entries out, and the heap is
  * compacted when they are over half of it.
  *
- * Time is a double in seconds (sim.h says why).  Scheduling in the past is
+ * Why not common's pp_iheap, which the flow network uses: that heap is
+ * binary and indexed (it writes pos[item] on every move, so an item can be
+ * re-keyed or removed in place).  The engine needs neither, and the
+ * 4-ary layout and position-free moves above are what make an event cheap;
+ * the order is the same either way ((time, sequence) is a total order),
+ * but sharing the heap would cost speed for nothing.
+ *
+ * Time is a double in seconds (net.h says why).  Scheduling in the past is
  * clamped to now; a debug build asserts that "the past" is no more than
  * rounding (a relative 1e-9), since a computed time a few ulps before now is
  * normal floating arithmetic but a real step backwards is a caller's bug.

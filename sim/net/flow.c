@@ -119,7 +119,7 @@ struct pp_flownet {
     int32_t *busy;      /* links that carry flows (for full solves) */
     size_t n_busy;
 
-    iheap done_heap;    /* ACTIVE flows by t_end */
+    pp_iheap done_heap;    /* ACTIVE flows by t_end */
     pp_timer armed;     /* the completion event, 0 if none */
     double armed_t;
     pp_timer resolve;   /* the batched update at now, 0 if none */
@@ -201,7 +201,7 @@ void pp_flownet_free(pp_flownet *net) {
     free(net->slot_of);
     free(net->active);
     free(net->busy);
-    free(net->done_heap.a);
+    pp_iheap_fini(&net->done_heap);
     free(net->seeds);
     free(net->fin);
     free(net->c_links);
@@ -249,7 +249,7 @@ static void seed_link(pp_flownet *net, int32_t l) {
     if (net->links[l].seed)
         return;
     net->links[l].seed = true;
-    GROW(net->seeds, net->cap_seeds, net->n_seeds + 1);
+    PP_VEC_RESERVE(net->seeds, net->cap_seeds, net->n_seeds + 1, 16);
     net->seeds[net->n_seeds++] = l;
 }
 
@@ -280,8 +280,8 @@ static int32_t slot_new(pp_flownet *net) {
     if (net->n_free > 0)
         return net->free_fl[--net->n_free];
     if (net->n_fl == net->cap_fl) {
-        size_t c = net->cap_fl ? 2 * net->cap_fl : 64;
-        net->fl = pp_xrealloc(net->fl, c * sizeof *net->fl);
+        size_t c = net->cap_fl;
+        PP_VEC_RESERVE(net->fl, c, net->n_fl + 1, 64);
         net->hpos = pp_xrealloc(net->hpos, c * sizeof *net->hpos);
         net->f_local = pp_xrealloc(net->f_local, c * sizeof *net->f_local);
         net->f_n = pp_xrealloc(net->f_n, c * sizeof *net->f_n);
@@ -335,7 +335,7 @@ pp_flow_id pp_flow_start(pp_flownet *net, const int32_t *path, size_t n,
     f->state = F_WAIT;
     f->timer = 0;
 
-    GROW(net->slot_of, net->cap_ids, net->n_ids + 1);
+    PP_VEC_RESERVE(net->slot_of, net->cap_ids, net->n_ids + 1, 16);
     f->id = (pp_flow_id)net->n_ids++;
     net->slot_of[f->id] = s;
     net->st.flows_started++;
@@ -388,7 +388,11 @@ static void on_latency(pp_engine *eng, void *ctx, uint64_t arg) {
     prefetch_links(net, f->path, f->n);
     for (int32_t h = 0; h < f->n; h++) {
         link *lk = &net->links[f->path[h]];
-        GROW(lk->fl, lk->cap, lk->n + 1);
+        if (lk->n == lk->cap) { /* cap is 32-bit: a link is one line */
+            size_t c = lk->cap;
+            PP_VEC_RESERVE(lk->fl, c, lk->n + 1, 16);
+            lk->cap = (uint32_t)c;
+        }
         if (lk->n == 0) {
             lk->bpos = (int32_t)net->n_busy;
             net->busy[net->n_busy++] = f->path[h];
@@ -397,7 +401,7 @@ static void on_latency(pp_engine *eng, void *ctx, uint64_t arg) {
         lk->fl[lk->n++] = (lentry){s, h};
         seed_link(net, f->path[h]);
     }
-    GROW(net->active, net->cap_active, net->n_active + 1);
+    PP_VEC_RESERVE(net->active, net->cap_active, net->n_active + 1, 16);
     f->apos = (int32_t)net->n_active;
     net->active[net->n_active++] = s;
     if (net->n_active > net->st.max_active)
@@ -450,11 +454,11 @@ static void on_complete(pp_engine *eng, void *ctx, uint64_t arg) {
         if (!(f->t_end <= now) &&
             f->left - f->rate * (now - f->t_last) > DONE_REL_TOL * f->bytes)
             break;
-        ih_remove(&net->done_heap, net->hpos, s);
+        pp_iheap_remove(&net->done_heap, net->hpos, s);
         leave(net, s);
         net->slot_of[f->id] = -1;
         net->st.flows_done++;
-        GROW(net->fin, net->cap_fin, net->n_fin + 1);
+        PP_VEC_RESERVE(net->fin, net->cap_fin, net->n_fin + 1, 16);
         net->fin[net->n_fin++] = s;
     }
     if (net->n_fin > 0)
@@ -491,7 +495,7 @@ static void take_links(pp_flownet *net, int32_t s, size_t *nl) {
         if (lk->mark == net->epoch)
             continue;
         lk->mark = net->epoch;
-        GROW(net->c_links, net->cap_c_links, *nl + 1);
+        PP_VEC_RESERVE(net->c_links, net->cap_c_links, *nl + 1, 16);
         net->c_links[(*nl)++] = f->path[h];
     }
 }
@@ -527,7 +531,7 @@ static int cmp_double(const void *a, const void *b) {
  * whose rate is below it froze the same and keeps its rate. */
 static double join_level(pp_flownet *net, const link *lk) {
     size_t k = 0, m = 0;
-    GROW(net->lv, net->cap_lv, lk->n);
+    PP_VEC_RESERVE(net->lv, net->cap_lv, lk->n, 16);
     for (size_t i = 0; i < lk->n; i++) {
         const flow *f = &net->fl[lk->fl[i].slot];
         if (f->state == F_JOINED)
@@ -556,7 +560,7 @@ static void take_flows(pp_flownet *net, size_t i, size_t *nf, size_t *nl) {
     const link *lk = &net->links[net->c_links[i]];
     size_t first = *nf;
     double lv = net->c_level;
-    GROW(net->c_flows, net->cap_c_flows, *nf + lk->n);
+    PP_VEC_RESERVE(net->c_flows, net->cap_c_flows, *nf + lk->n, 16);
     for (size_t k = 0; k < lk->n; k++) {
         int32_t s = lk->fl[k].slot;
         if (net->f_mark[s] == net->epoch)
@@ -580,12 +584,12 @@ static void take_all(pp_flownet *net, size_t *nf_out, size_t *nl_out) {
     for (size_t i = 0; i < ns; i++)
         net->links[net->c_links[i]].mark = net->epoch;
     size_t nl = ns;
-    GROW(net->c_links, net->cap_c_links, ns + net->n_busy);
+    PP_VEC_RESERVE(net->c_links, net->cap_c_links, ns + net->n_busy, 16);
     for (size_t b = 0; b < net->n_busy; b++)
         if (net->links[net->busy[b]].mark != net->epoch)
             net->c_links[nl++] = net->busy[b];
     size_t nf = 0;
-    GROW(net->c_flows, net->cap_c_flows, net->n_active);
+    PP_VEC_RESERVE(net->c_flows, net->cap_c_flows, net->n_active, 16);
     for (size_t a = 0; a < net->n_active; a++) {
         int32_t s = net->active[a];
         const flow *f = &net->fl[s];
@@ -612,7 +616,7 @@ static bool gather(pp_flownet *net, size_t *nf_out, size_t *nl_out) {
     double level = net->left_level;
     net->left_level = INFINITY;
     next_epoch(net);
-    GROW(net->c_links, net->cap_c_links, ns);
+    PP_VEC_RESERVE(net->c_links, net->cap_c_links, ns, 16);
     for (size_t i = 0; i < ns; i++) {
         link *lk = &net->links[net->seeds[i]];
         lk->seed = false;
@@ -658,11 +662,11 @@ static bool gather(pp_flownet *net, size_t *nf_out, size_t *nl_out) {
  * flow. */
 static void build_csr(pp_flownet *net, size_t nf, size_t nl, double now,
                       size_t *max_n, bool *kept) {
-    GROW(net->c_cap, net->cap_c_cap, nl + 1);
-    GROW(net->c_out, net->cap_c_out, nl + 1);
-    GROW(net->lf_off, net->cap_lf_off, nl + 1);
-    GROW(net->f_off, net->cap_f_off, nf + 1);
-    GROW(net->c_rate, net->cap_c_rate, nf + 1);
+    PP_VEC_RESERVE(net->c_cap, net->cap_c_cap, nl + 1, 16);
+    PP_VEC_RESERVE(net->c_out, net->cap_c_out, nl + 1, 16);
+    PP_VEC_RESERVE(net->lf_off, net->cap_lf_off, nl + 1, 16);
+    PP_VEC_RESERVE(net->f_off, net->cap_f_off, nf + 1, 16);
+    PP_VEC_RESERVE(net->c_rate, net->cap_c_rate, nf + 1, 16);
     size_t hops = 0;
     *max_n = 0;
     *kept = false;
@@ -703,8 +707,8 @@ static void build_csr(pp_flownet *net, size_t nf, size_t nl, double now,
      * on link i puts j in i's list and i at h in j's path, which is
      * path[h]'s index in the component; no flow line or path is read.
      * Every link of a component flow is in the component. */
-    GROW(net->lf, net->cap_lf, hops + 1);
-    GROW(net->f_links, net->cap_f_links, hops + 1);
+    PP_VEC_RESERVE(net->lf, net->cap_lf, hops + 1, 16);
+    PP_VEC_RESERVE(net->f_links, net->cap_f_links, hops + 1, 16);
     for (size_t i = 0; i < nl; i++) {
         link *lk = &net->links[net->c_links[i]];
         int32_t *out = net->lf + net->lf_off[i];
@@ -785,7 +789,7 @@ static void on_resolve(pp_engine *eng, void *ctx, uint64_t arg) {
      * When the component is a large part of the heap, keys are written in
      * place and the heap rebuilt once (O(n)) rather than sifted one by one
      * (O(nf log n)); the pop order is fixed by (t_end, id) either way. */
-    iheap *dh = &net->done_heap;
+    pp_iheap *dh = &net->done_heap;
     bool bulk = nf > 64 && 4 * nf > dh->n;
     for (size_t j = 0; j < nf; j++) {
         int32_t s = net->c_flows[j];
@@ -805,19 +809,19 @@ static void on_resolve(pp_engine *eng, void *ctx, uint64_t arg) {
         f->rate = r;
         f->t_end = r > 0 ? now + f->left / r : INFINITY;
         if (bulk && net->hpos[s] < 0) {
-            GROW(dh->a, dh->cap, dh->n + 1);
+            PP_VEC_RESERVE(dh->a, dh->cap, dh->n + 1, 16);
             net->hpos[s] = (int32_t)dh->n;
-            dh->a[dh->n++] = (ikey){f->t_end, s, f->id};
+            dh->a[dh->n++] = (pp_ikey){f->t_end, s, f->id};
         } else if (bulk) {
             dh->a[net->hpos[s]].k = f->t_end;
         } else if (net->hpos[s] < 0) {
-            ih_push(dh, net->hpos, s, f->id, f->t_end);
+            pp_iheap_push(dh, net->hpos, s, f->id, f->t_end);
         } else {
-            ih_update(dh, net->hpos, s, f->t_end);
+            pp_iheap_update(dh, net->hpos, s, f->t_end);
         }
     }
     if (bulk)
-        ih_heapify(dh, net->hpos);
+        pp_iheap_heapify(dh, net->hpos);
     /* Link rate sums from scratch (no drift from adding and subtracting),
      * read off the component's CSR: c_rate holds the rate now of every
      * component flow of a link, c_out the sum of the others'. */

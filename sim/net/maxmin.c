@@ -25,18 +25,20 @@ void pp__mm_scratch_fini(mm_scratch *s) {
     free(s->rc);
     free(s->cnt);
     free(s->dirty);
-    free(s->h.a);
+    pp_iheap_fini(&s->h);
 }
 
 /* The solve only ever pushes, re-keys the top and pops the top, so its
- * heap needs no position index: these are ih_up / ih_down / ih_remove
- * without the pos[] writes, which were most of a solve's stores.  Same
- * comparisons, same moves, so the same pop order. */
-static inline void mm_up(iheap *h, size_t i) {
-    ikey x = h->a[i];
+ * heap needs no position index: these are common's pp_iheap_up /
+ * pp_iheap_down / pp_iheap_remove (podplan/common.h) without the pos[]
+ * writes, which were most of a solve's stores; kept specialised rather
+ * than made to skip a NULL pos, which would put a test in the inner loop.
+ * Same comparisons, same moves, so the same pop order. */
+static inline void mm_up(pp_iheap *h, size_t i) {
+    pp_ikey x = h->a[i];
     while (i > 0) {
         size_t p = (i - 1) / 2;
-        if (!ik_less(&x, &h->a[p]))
+        if (!pp_ikey_less(&x, &h->a[p]))
             break;
         h->a[i] = h->a[p];
         i = p;
@@ -44,15 +46,15 @@ static inline void mm_up(iheap *h, size_t i) {
     h->a[i] = x;
 }
 
-static inline void mm_down(iheap *h, size_t i) {
-    ikey x = h->a[i];
+static inline void mm_down(pp_iheap *h, size_t i) {
+    pp_ikey x = h->a[i];
     for (;;) {
         size_t c = 2 * i + 1;
         if (c >= h->n)
             break;
-        if (c + 1 < h->n && ik_less(&h->a[c + 1], &h->a[c]))
+        if (c + 1 < h->n && pp_ikey_less(&h->a[c + 1], &h->a[c]))
             c++;
-        if (!ik_less(&h->a[c], &x))
+        if (!pp_ikey_less(&h->a[c], &x))
             break;
         h->a[i] = h->a[c];
         i = c;
@@ -60,7 +62,7 @@ static inline void mm_down(iheap *h, size_t i) {
     h->a[i] = x;
 }
 
-static inline void mm_pop(iheap *h) {
+static inline void mm_pop(pp_iheap *h) {
     if (--h->n == 0)
         return;
     h->a[0] = h->a[h->n];
@@ -125,7 +127,7 @@ void pp__maxmin_core(int32_t nl, const double *cap, const int32_t *lf_off,
     s->h.n = 0;
     for (int32_t l = 0; l < nl; l++) {
         if (s->cnt[l] > 0) {
-            s->h.a[s->h.n] = (ikey){cap[l] / s->cnt[l], l, l};
+            s->h.a[s->h.n] = (pp_ikey){cap[l] / s->cnt[l], l, l};
             mm_up(&s->h, s->h.n++);
         }
     }

@@ -150,10 +150,7 @@ static int32_t xfer_new(pp_sim *s) {
         s->free_head = s->pool[i].next_free;
         return i;
     }
-    if (s->n_pool == s->cap_pool) {
-        s->cap_pool = s->cap_pool ? 2 * s->cap_pool : 256;
-        s->pool = pp_xrealloc(s->pool, s->cap_pool * sizeof *s->pool);
-    }
+    PP_VEC_RESERVE(s->pool, s->cap_pool, s->n_pool + 1, 256);
     return (int32_t)s->n_pool++;
 }
 

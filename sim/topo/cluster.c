@@ -107,8 +107,7 @@ int32_t pp__cluster_add_device(pp_cluster *c, pp_dev_kind kind, int32_t node,
                                int32_t local, const char *name)
 {
     if (c->n_devs == c->cap_devs) {
-        c->cap_devs = c->cap_devs ? 2 * c->cap_devs : 256;
-        c->devs = pp_xrealloc(c->devs, c->cap_devs * sizeof *c->devs);
+        PP_VEC_RESERVE(c->devs, c->cap_devs, c->n_devs + 1, 256);
         c->names = pp_xrealloc(c->names, c->cap_devs * sizeof *c->names);
     }
     int32_t id = (int32_t)c->n_devs++;
@@ -128,10 +127,7 @@ int32_t pp__cluster_add_link(pp_cluster *c, int32_t a, int32_t b,
                              pp_link_kind kind, double bw_Bps, double lat_s,
                              int32_t lanes)
 {
-    if (c->n_links + 2 > c->cap_links) {
-        c->cap_links = c->cap_links ? 2 * c->cap_links : 512;
-        c->links = pp_xrealloc(c->links, c->cap_links * sizeof *c->links);
-    }
+    PP_VEC_RESERVE(c->links, c->cap_links, c->n_links + 2, 512);
     int32_t id = (int32_t)c->n_links;
     c->links[id] = (pp_link){a, b, id + 1, kind, bw_Bps, lat_s, lanes};
     c->links[id + 1] = (pp_link){b, a, id, kind, bw_Bps, lat_s, lanes};

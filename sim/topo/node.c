@@ -494,10 +494,7 @@ out:
 static void tl_add(tmpl *t, int32_t a, int32_t b, pp_link_kind kind,
                    double bw, double lat, int32_t lanes)
 {
-    if (t->n_links == t->cap_links) {
-        t->cap_links = t->cap_links ? 2 * t->cap_links : 64;
-        t->links = pp_xrealloc(t->links, t->cap_links * sizeof *t->links);
-    }
+    PP_VEC_RESERVE(t->links, t->cap_links, t->n_links + 1, 64);
     t->links[t->n_links++] = (tlink){a, b, kind, bw, lat, lanes};
 }
 

@@ -282,10 +282,7 @@ static void insert_chooses(pp_router *r, int32_t src, int32_t dst) {
 }
 
 static void tmp_push(pp_router *r, int32_t link) {
-    if (r->n_tmp == r->cap_tmp) {
-        r->cap_tmp = r->cap_tmp ? 2 * r->cap_tmp : 64;
-        r->tmp = pp_xrealloc(r->tmp, r->cap_tmp * sizeof *r->tmp);
-    }
+    PP_VEC_RESERVE(r->tmp, r->cap_tmp, r->n_tmp + 1, 64);
     r->tmp[r->n_tmp++] = link;
 }
 

@@ -39,10 +39,7 @@ static void add(plist *p, pp_severity sev, const char *where, const char *fmt,
 
 static void add(plist *p, pp_severity sev, const char *where, const char *fmt,
                 ...) {
-    if (p->n == p->cap) {
-        p->cap = p->cap ? 2 * p->cap : 16;
-        p->v = pp_xrealloc(p->v, p->cap * sizeof *p->v);
-    }
+    PP_VEC_RESERVE(p->v, p->cap, p->n + 1, 16);
     pp_problem *x = &p->v[p->n++];
     memset(x, 0, sizeof *x);
     x->severity = sev;

@@ -24,10 +24,7 @@ void pp__oplist_fini(pp__oplist *l) {
 }
 
 static pp__op *push(pp__oplist *l, const char *name, pp__op_kind kind) {
-    if (l->n == l->cap) {
-        l->cap = l->cap ? 2 * l->cap : 64;
-        l->v = pp_xrealloc(l->v, l->cap * sizeof *l->v);
-    }
+    PP_VEC_RESERVE(l->v, l->cap, l->n + 1, 64);
     pp__op *o = &l->v[l->n++];
     memset(o, 0, sizeof *o);
     o->name = name;

@@ -204,10 +204,7 @@ static void after_dp(step *S, stage *st);
 
 static void dp_push(stage *st, double bytes) {
     if (!(bytes > 0)) return;
-    if (st->qt == st->qcap) {
-        st->qcap = st->qcap ? 2 * st->qcap : 16;
-        st->queue = pp_xrealloc(st->queue, st->qcap * sizeof *st->queue);
-    }
+    PP_VEC_RESERVE(st->queue, st->qcap, st->qt + 1, 16);
     st->queue[st->qt++] = bytes;
 }
 

@@ -11,10 +11,7 @@
 #include "step_state.h"
 
 static void prog_push(program *pr, item it) {
-    if (pr->n == pr->cap) {
-        pr->cap = pr->cap ? 2 * pr->cap : 32;
-        pr->it = pp_xrealloc(pr->it, pr->cap * sizeof *pr->it);
-    }
+    PP_VEC_RESERVE(pr->it, pr->cap, pr->n + 1, 32);
     pr->it[pr->n++] = it;
 }
 
