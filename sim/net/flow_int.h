@@ -150,4 +150,12 @@ void pp__flow_rearm(pp_flownet *net);
 /* The batched update at this instant (flow_solve.c); an engine event. */
 void pp__flow_on_resolve(pp_engine *eng, void *ctx, uint64_t arg);
 
+#ifdef PODPLAN_FLOW_CHECK
+/* The invariants of the network (flow_check.c says which): 0, or PP_EINVAL
+ * with the first broken one in e.  Read-only.  pp__flownet_check_or_die
+ * prints it and aborts; the update calls it after every re-solve. */
+int pp__flownet_check(const pp_flownet *net, pp_error *e);
+void pp__flownet_check_or_die(const pp_flownet *net);
+#endif
+
 #endif /* PODPLAN_FLOW_INT_H */

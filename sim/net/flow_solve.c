@@ -368,4 +368,7 @@ void pp__flow_on_resolve(pp_engine *eng, void *ctx, uint64_t arg) {
     net->st.flows_touched += nf;
     net->st.active_sum += net->n_active;
     pp__flow_rearm(net);
+#ifdef PODPLAN_FLOW_CHECK
+    pp__flownet_check_or_die(net);
+#endif
 }
