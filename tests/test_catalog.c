@@ -1,6 +1,8 @@
 /*
  * tests/test_catalog.c: the hardware catalogue (topologies/hardware.yaml)
- * and its loader (sim/catalog.c).
+ * and its loader (sim/hw/catalog.c).  Linked against podplan_sim_hw alone
+ * (tests/CMakeLists.txt): the catalogue and GPU profiles must stand
+ * without the topology or the simulator, for calibrate/.
  *
  * The shipped figures are checked exactly where they come from domain.md
  * (the units parser is exact, so 312TFLOPS is the double 312e12).  Broken
@@ -20,7 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "podplan/sim.h"
+#include "podplan/hw.h"
 
 static pp_catalog *load_shipped(void)
 {
@@ -32,6 +34,23 @@ static pp_catalog *load_shipped(void)
     assert_int_equal(rc, 0);
     assert_non_null(c);
     return c;
+}
+
+/* A GPU profile read and used through podplan_sim_hw alone: the shipped
+ * A100 profile, a GEMM's roofline time, a memory-bound kernel's. */
+static void test_profile_hw_alone(void **state)
+{
+    (void)state;
+    pp_catalog *c = load_shipped();
+    pp_gpu_profile g;
+    pp_error e = PP_ERROR_INIT;
+    assert_int_equal(pp_profile_load(NULL, pp_catalog_gpu(c, "a100-sxm4-80gb"),
+                                     &g, &e), 0);
+    assert_string_equal(g.name, "a100");
+    double t = pp_gemm_time_s(&g, 1, 8192, 8192, 8192);
+    assert_true(t > 2.0 * 8192.0 * 8192 * 8192 / g.peak_flops);
+    assert_true(pp_memop_time_s(&g, 1e9) > 1e9 / g.hbm_Bps);
+    pp_catalog_free(c);
 }
 
 /* ------------------------------------------------------------------------
@@ -439,6 +458,7 @@ int main(void)
                                         teardown_tmp),
         cmocka_unit_test_setup_teardown(test_bad_latency, setup_tmp,
                                         teardown_tmp),
+        cmocka_unit_test(test_profile_hw_alone),
         cmocka_unit_test_setup_teardown(test_bad_other, setup_tmp,
                                         teardown_tmp),
     };

@@ -1,5 +1,5 @@
 /*
- * tests/test_cluster.c: loading clusters (sim/cluster.c, node.c, fabric.c,
+ * tests/test_cluster.c: loading clusters (sim/topo/cluster.c, node.c, fabric.c,
  * graph.c): every shipped cluster, the figures the acceptance depends on
  * (Hyperconnect's 160 GPUs on 8 rail leaves, TITAN's 1,040 GPUs, the
  * 7-device lane budget), overrides, the invariants of the arrays the

@@ -1,6 +1,6 @@
 /*
- * test_route.c: routing (sim/route.c), the simulation's two fidelities
- * (sim/sim.c), the trace (sim/trace.c) and `podplan flows`.
+ * test_route.c: routing (sim/topo/route.c), the simulation's two fidelities
+ * (sim/net/sim.c), the trace (sim/net/trace.c) and `podplan flows`.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -433,8 +433,8 @@ static void test_self_and_errors(void **state) {
 
 /* ---- the trace ---------------------------------------------------------- */
 
-/* sim/sim_run.h (private to sim/): the hook collectives and the training
- * step add spans with. */
+/* sim/net/internal/sim_run.h (internal to sim/): the hook collectives and
+ * the training step add spans with. */
 void pp__sim_trace_span(pp_sim *s, int32_t gpu_dev, const char *name,
                         double t0, double t1);
 

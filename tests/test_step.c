@@ -1,6 +1,7 @@
 /*
- * test_step.c: the training-iteration simulator (sim/compute.c,
- * sim/schedule.c, sim/step*.c) through the library: GPU profiles and
+ * test_step.c: the training-iteration simulator (sim/hw/profile.c,
+ * sim/train/compute.c, sim/train/schedule.c, sim/train/step*.c) through
+ * the library: GPU profiles and
  * their errors, the roofline and wave quantization, a layer's operations
  * against the closed-form FLOPs, the pipeline schedules, rank placement,
  * and whole iterations: the breakdown adds up, FLOP/s are consistent,

@@ -92,6 +92,118 @@ void *pp_xrealloc(void *p, size_t n);
 char *pp_xstrdup(const char *s);
 
 /* ------------------------------------------------------------------------
+ * Growable arrays (common/vec.c).  An array is a pointer, a count and a
+ * size_t capacity kept by the caller, in whatever struct holds them (often
+ * several arrays share one count).  PP_VEC_RESERVE(p, cap, need, first)
+ * makes room for `need` items: when need > cap the capacity becomes
+ * `first` (cap 0) or doubles, as often as it takes, and p is reallocated
+ * (pp_xrealloc: aborts when out of memory).  The test is inline; only the
+ * growth calls out.
+ * ---------------------------------------------------------------------- */
+void *pp_vec_grow(void *p, size_t *cap, size_t need, size_t elem,
+                  size_t first);
+#define PP_VEC_RESERVE(p, cap, need, first)                                  \
+    do {                                                                     \
+        if ((size_t)(need) > (cap))                                          \
+            (p) = pp_vec_grow((p), &(cap), (size_t)(need), sizeof *(p),      \
+                              (first));                                      \
+    } while (0)
+
+/* ------------------------------------------------------------------------
+ * An indexed binary min-heap of (key, tie) (common/heap.c): the flow
+ * network's completion times and the max-min solver's fair shares.  Items
+ * are small integers; pos[item] (an array the caller owns, one entry per
+ * possible item) is the item's index in the heap, or -1.  Ties on the key
+ * are broken by `tie`, which the caller keeps unique, so the pop order is
+ * a function of the keys alone, never of the heap's history.  Plain data:
+ * a caller may write keys in place and then call pp_iheap_heapify.
+ * Hot operations are inline; pp_iheap_init is a zeroed struct.
+ * ---------------------------------------------------------------------- */
+typedef struct pp_ikey {
+    double k;
+    int32_t item;
+    int32_t tie;
+} pp_ikey;
+
+typedef struct pp_iheap {
+    pp_ikey *a;
+    size_t n, cap;
+} pp_iheap;
+
+static inline bool pp_ikey_less(const pp_ikey *x, const pp_ikey *y) {
+    return x->k < y->k || (x->k == y->k && x->tie < y->tie);
+}
+
+static inline void pp_iheap_up(pp_iheap *h, int32_t *pos, size_t i) {
+    pp_ikey x = h->a[i];
+    while (i > 0) {
+        size_t p = (i - 1) / 2;
+        if (!pp_ikey_less(&x, &h->a[p]))
+            break;
+        h->a[i] = h->a[p];
+        pos[h->a[i].item] = (int32_t)i;
+        i = p;
+    }
+    h->a[i] = x;
+    pos[x.item] = (int32_t)i;
+}
+
+static inline void pp_iheap_down(pp_iheap *h, int32_t *pos, size_t i) {
+    pp_ikey x = h->a[i];
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= h->n)
+            break;
+        if (c + 1 < h->n && pp_ikey_less(&h->a[c + 1], &h->a[c]))
+            c++;
+        if (!pp_ikey_less(&h->a[c], &x))
+            break;
+        h->a[i] = h->a[c];
+        pos[h->a[i].item] = (int32_t)i;
+        i = c;
+    }
+    h->a[i] = x;
+    pos[x.item] = (int32_t)i;
+}
+
+static inline void pp_iheap_push(pp_iheap *h, int32_t *pos, int32_t item,
+                                 int32_t tie, double k) {
+    PP_VEC_RESERVE(h->a, h->cap, h->n + 1, 64);
+    h->a[h->n] = (pp_ikey){k, item, tie};
+    pp_iheap_up(h, pos, h->n++);
+}
+
+static inline void pp_iheap_remove(pp_iheap *h, int32_t *pos, int32_t item) {
+    size_t i = (size_t)pos[item];
+    pos[item] = -1;
+    if (i == --h->n)
+        return;
+    h->a[i] = h->a[h->n];
+    pos[h->a[i].item] = (int32_t)i;
+    if (i > 0 && pp_ikey_less(&h->a[i], &h->a[(i - 1) / 2]))
+        pp_iheap_up(h, pos, i);
+    else
+        pp_iheap_down(h, pos, i);
+}
+
+/* A new key for an item in the heap. */
+static inline void pp_iheap_update(pp_iheap *h, int32_t *pos, int32_t item,
+                                   double k) {
+    size_t i = (size_t)pos[item];
+    double old = h->a[i].k;
+    h->a[i].k = k;
+    if (k < old)
+        pp_iheap_up(h, pos, i);
+    else
+        pp_iheap_down(h, pos, i);
+}
+
+/* Restores the heap property everywhere (Floyd): O(n), for bulk edits. */
+void pp_iheap_heapify(pp_iheap *h, int32_t *pos);
+/* Frees the array; the heap is then empty and reusable. */
+void pp_iheap_fini(pp_iheap *h);
+
+/* ------------------------------------------------------------------------
  * Units.  Inside the code every quantity is an SI double: seconds, bytes,
  * bytes per second, FLOP, FLOP/s.  Text carries a unit and the parser never
  * guesses: "Gb" (bits) and "GB" (bytes) differ, as do "GB" and "GiB".

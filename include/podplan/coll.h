@@ -1,0 +1,68 @@
+/*
+ * podplan/coll.h: collectives on a simulation (podplan_sim_coll).  The
+ * operation and algorithm vocabulary (pp_coll_op, pp_coll_algo, busbw
+ * factors) lives in podplan/vocab.h.  Depends on net and below.
+ */
+#ifndef PODPLAN_COLL_H
+#define PODPLAN_COLL_H
+
+#include "podplan/common.h"
+#include "podplan/models.h"
+#include "podplan/forward.h"
+#include "podplan/net.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------------
+ * Collectives (sim/coll/collective.c,
+ * sim/coll/collective_sched.c), generating the transfers a real
+ * implementation would.  busbw uses nccl-tests' factors: 2(n-1)/n for
+ * AllReduce, (n-1)/n for AllGather, ReduceScatter and AlltoAll, 1 for
+ * Broadcast and SendRecv.
+ * ---------------------------------------------------------------------- */
+
+typedef enum {
+    PP_GRAN_AUTO,   /* step for small groups, stream above a threshold */
+    PP_GRAN_STEP,   /* every ring step its own set of flows: exact */
+    PP_GRAN_STREAM  /* NCCL's pipelined steady state */
+} pp_granularity;
+
+typedef struct pp_coll_spec {
+    pp_coll_op op;
+    pp_coll_algo algo;
+    double bytes;          /* S: the buffer size per GPU (nccl-tests) */
+    const int32_t *gpus;   /* device ids of the group, in rank order */
+    size_t n_gpus;
+    int32_t root;          /* rank of the root (broadcast, naive) */
+    int32_t server;        /* PS: device id of the server's endpoint */
+    int channels;          /* ring channels; 0 = one per NIC of a node */
+    pp_granularity gran;
+    double reduce_Bps;     /* summing rate; 0 = the GPU's HBM bandwidth/3 */
+} pp_coll_spec;
+
+typedef struct pp_coll_result {
+    double time_s;
+    double algbw_Bps;      /* S / time */
+    double busbw_Bps;      /* algbw x the nccl-tests factor */
+    uint64_t transfers;    /* point-to-point transfers generated */
+    uint64_t events;       /* engine events run */
+    int32_t busiest_link;  /* the link that carried the most bytes */
+    double busiest_bytes;
+    pp_granularity gran;   /* what ran: PP_GRAN_STEP or PP_GRAN_STREAM */
+    int channels;          /* channels that ran (ring family; else 1) */
+} pp_coll_result;
+
+/* Starts a collective now; done runs when the last rank finishes. */
+int pp_sim_collective_start(pp_sim *s, const pp_coll_spec *spec,
+                            pp_sim_done_fn done, void *ctx, uint64_t arg,
+                            pp_error *e);
+/* Runs one collective to completion from now and reports it. */
+int pp_sim_collective(pp_sim *s, const pp_coll_spec *spec,
+                      pp_coll_result *out, pp_error *e);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* PODPLAN_COLL_H */

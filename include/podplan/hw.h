@@ -1,0 +1,160 @@
+/*
+ * podplan/hw.h: the hardware catalogue (GPU, link, switch and server types
+ * from topologies/hardware.yaml) and GPU profiles with the roofline times
+ * of single operations.  The bottom of sim/ (podplan_sim_hw): it depends
+ * on models (for PP_NAME_MAX) and common alone, so that calibrate/ can read
+ * and write profiles without linking the topology or the simulator.
+ */
+#ifndef PODPLAN_HW_H
+#define PODPLAN_HW_H
+
+#include "podplan/common.h"
+#include "podplan/models.h" /* PP_NAME_MAX */
+#include "podplan/forward.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------------
+ * The hardware catalogue (topologies/hardware.yaml, sim/hw/catalog.c):
+ * plain read-only data.
+ * ---------------------------------------------------------------------- */
+typedef enum {
+    PP_DTYPE_FP64,
+    PP_DTYPE_FP64_TC,
+    PP_DTYPE_FP32,
+    PP_DTYPE_TF32,
+    PP_DTYPE_BF16, /* also fp16 */
+    PP_DTYPE_FP8,
+    PP_DTYPE_INT8,
+    PP_DTYPE__COUNT
+} pp_dtype;
+
+typedef struct pp_gpu_spec {
+    char name[PP_NAME_MAX];          /* "a100-sxm4-80gb" */
+    double peak_flops[PP_DTYPE__COUNT]; /* dense FLOP/s; 0 = unsupported */
+    double hbm_bytes, hbm_Bps;
+    int nvlink_gen;                  /* 0 = none */
+    double nvlink_Bps;               /* per GPU, per direction */
+    int pcie_gen, pcie_lanes;        /* host interface */
+    int sms;                         /* streaming multiprocessors */
+    double tdp_w;
+    double price_usd;                /* estimate; price_year says when */
+    int price_year;
+} pp_gpu_spec;
+
+typedef enum {
+    PP_LCLASS_PCIE,
+    PP_LCLASS_NVLINK,
+    PP_LCLASS_INFINIBAND,
+    PP_LCLASS_ETHERNET,
+    PP_LCLASS_CPU /* socket-to-socket (UPI, xGMI) */
+} pp_link_class;
+
+typedef struct pp_link_spec {
+    char name[PP_NAME_MAX];   /* "hdr", "pcie4-x16", "100gbe", "nvlink3" */
+    pp_link_class cls;
+    double bw_Bps;            /* per direction */
+    double lat_s;             /* default per-hop latency */
+    double cable_price_usd;   /* network links: a cable/transceiver pair */
+    double hca_price_usd;     /* network links: one adapter */
+    double hca_power_w;
+    int price_year;
+} pp_link_spec;
+
+typedef struct pp_switch_spec {
+    char name[PP_NAME_MAX];   /* "qm8700" */
+    int radix;                /* ports */
+    char port[PP_NAME_MAX];   /* link spec name of its ports */
+    double lat_s;             /* port-to-port latency */
+    double price_usd, power_w;
+    int price_year;
+} pp_switch_spec;
+
+typedef struct pp_server_spec {
+    char name[PP_NAME_MAX];   /* "dgx-a100" */
+    double price_usd, power_w;/* without GPUs and HCAs where marked */
+    int price_year;
+    bool includes_gpus;       /* price and power include the GPUs */
+    bool includes_hcas;       /* ... and the network adapters */
+} pp_server_spec;
+
+
+/* Loads a catalogue; path NULL means the shipped topologies/hardware.yaml.
+ * Errors are located (file:line:col: gpus.a100.hbm: ...). */
+int pp_catalog_load(const char *path, pp_catalog **out, pp_error *e);
+void pp_catalog_free(pp_catalog *c);
+/* Lookups by name; NULL when absent.  pp_catalog_suggest gives the
+ * nearest name of that kind for "did you mean". */
+const pp_gpu_spec *pp_catalog_gpu(const pp_catalog *c, const char *name);
+const pp_link_spec *pp_catalog_link(const pp_catalog *c, const char *name);
+const pp_switch_spec *pp_catalog_switch(const pp_catalog *c, const char *name);
+const pp_server_spec *pp_catalog_server(const pp_catalog *c, const char *name);
+typedef enum { PP_CAT_GPU, PP_CAT_LINK, PP_CAT_SWITCH, PP_CAT_SERVER } pp_cat_kind;
+const char *pp_catalog_suggest(const pp_catalog *c, pp_cat_kind kind,
+                               const char *name);
+
+/* ------------------------------------------------------------------------
+ * GPU profiles (sim/hw/profile.c): what turns an operation's FLOPs and
+ * bytes into time, read by the training step and written by calibrate/.
+ * ---------------------------------------------------------------------- */
+
+/* A GPU profile (topologies/profiles/<gpu>.yaml, documented there): what
+ * turns an operation's FLOPs and bytes into time.  Plain data. */
+#define PP_PROFILE_TILES 8
+
+typedef struct pp_gemm_tile {
+    int32_t m, n;        /* output tile of one thread block (CTA) */
+    double efficiency;   /* relative to the best tile, 0 < x <= 1 */
+} pp_gemm_tile;
+
+typedef struct pp_gpu_profile {
+    char name[PP_NAME_MAX];  /* the profile's name ("a100") */
+    char source[256];        /* the file it came from, or "builtin" */
+    double peak_flops;       /* dense bf16/fp16 tensor FLOP/s */
+    double hbm_Bps;          /* device memory bandwidth */
+    int32_t sms;             /* streaming multiprocessors (waves) */
+    double gemm_efficiency;  /* a large GEMM's best rate / peak, the
+                                asymptote of the curve below */
+    double gemm_k_half;      /* k at which the main loop's efficiency
+                                halves: k / (k + k_half) */
+    pp_gemm_tile tiles[PP_PROFILE_TILES];
+    size_t n_tiles;
+    double mem_efficiency;   /* memory-bound kernels: achieved / HBM peak */
+    double launch_s;         /* per kernel, added to every operation */
+    double grad_accum_bytes; /* per parameter per micro-batch: adding a
+                                weight gradient into the main_grad buffer
+                                (0 when fused into the GEMM) */
+    double framework_efficiency; /* the fraction of the kernels' roofline
+                                speed a real training loop sustains
+                                (clocks under load, launch and sync gaps);
+                                1 = none lost */
+} pp_gpu_profile;
+
+/* Loads a profile.  `spec` is a YAML path or a name in
+ * topologies/profiles/; NULL means the profile shipped for `gpu` (the
+ * file named after the GPU, else after its family, "a100-sxm4-80gb" ->
+ * "a100"), falling back to builtin defaults when none is shipped.  gpu
+ * (may be NULL with a spec) fills what the file leaves out: peak, HBM
+ * bandwidth, SMs.  Errors are located (file:line:col: gemm.tiles[2].m:
+ * ...).  On failure *out is untouched. */
+int pp_profile_load(const char *spec, const pp_gpu_spec *gpu,
+                    pp_gpu_profile *out, pp_error *e);
+
+/* Roofline times of single operations (seconds), launch overhead
+ * included.  A (batched) GEMM C[m x n] = A[m x k] B[k x n], `batch`
+ * independent ones, 2-byte elements. */
+double pp_gemm_efficiency(const pp_gpu_profile *g, double batch, double m,
+                          double n, double k);
+double pp_gemm_time_s(const pp_gpu_profile *g, double batch, double m,
+                      double n, double k);
+/* The HBM bytes such a GEMM moves: A, B and C once each. */
+double pp_gemm_bytes(double batch, double m, double n, double k);
+/* A memory-bound kernel moving `bytes` to and from HBM. */
+double pp_memop_time_s(const pp_gpu_profile *g, double bytes);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* PODPLAN_HW_H */

@@ -1,0 +1,139 @@
+/*
+ * podplan/train.h: one training iteration as a task graph on a simulation
+ * (podplan_sim_train): the per-layer compute cost and the step simulator.
+ * The top of sim/: depends on coll, net, topo, hw, models and common.
+ */
+#ifndef PODPLAN_TRAIN_H
+#define PODPLAN_TRAIN_H
+
+#include "podplan/common.h"
+#include "podplan/models.h"
+#include "podplan/forward.h"
+#include "podplan/hw.h"
+#include "podplan/coll.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------------
+ * Training iteration (sim/train/compute.c, sim/train/schedule.c,
+ * sim/train/step.c, sim/train/step_build.c): one
+ * iteration of a model under TP x PP x DP on a cluster, as a task graph on
+ * the event engine.  Compute is a roofline per operation, timed with a GPU
+ * profile; communication is real: TP collectives inside each TP group,
+ * pipeline sends and DP gradient synchronisation, all on the simulation
+ * (flows that share links contend at `flow` fidelity).
+ * ---------------------------------------------------------------------- */
+
+/* One transformer layer on one GPU for one micro-batch, after the TP
+ * split (sequence parallelism, GQA, SwiGLU as the layout and model say):
+ * the time and FLOPs of each pass, and the TP collectives each holds. */
+typedef struct pp_layer_cost {
+    double fwd_s, bwd_s, recompute_s;     /* compute only, no comm */
+    double fwd_flops, bwd_flops, recompute_flops;
+    double gemm_s;                        /* of fwd_s: GEMMs and bmms */
+    int32_t fwd_colls, bwd_colls, recompute_colls;
+    double coll_bytes;                    /* each collective's buffer */
+    double params;                        /* parameters on this GPU */
+} pp_layer_cost;
+
+/* Fills *out for model m (a transformer; PP_EINVAL for a generic model)
+ * under layout p with profile g.  recompute_* is what p->recompute adds
+ * to the backward pass (the whole forward for full, the attention core
+ * for selective).  On failure *out is untouched. */
+int pp_layer_cost_get(const pp_gpu_profile *g, const pp_model *m,
+                      const pp_parallel *p, pp_layer_cost *out, pp_error *e);
+
+typedef struct pp_step_config {
+    const pp_model *model;        /* borrowed */
+    const pp_parallel *par;       /* borrowed */
+    const pp_cluster *cluster;    /* borrowed */
+    const pp_gpu_profile *profile;/* borrowed; NULL: the shipped one */
+    pp_fidelity fidelity;         /* default flow */
+    pp_schedule schedule;         /* default: interleaved when vp > 1,
+                                     else 1F1B */
+    bool schedule_set;            /* false: choose as above */
+    char placement[3];            /* default 't','p','d' */
+    bool dp_overlap;              /* DP buckets during the last backward
+                                     (default false: Megatron-LM 2021
+                                     reduces after the pipeline flush) */
+    double bucket_bytes;          /* DP bucket size (default 40 MB with
+                                     overlap; one bucket without) */
+    double compute_time_s;        /* generic models: compute per
+                                     iteration per GPU; 0 = derived from
+                                     flops_per_sample */
+    double grad_bytes;            /* bytes per gradient in the DP
+                                     synchronisation: 2 (fp16/bf16,
+                                     default) or 4 (fp32: Megatron-LM
+                                     with bf16 reduces in fp32) */
+    pp_optimizer optimizer;       /* default adam-mixed */
+    bool check_memory;            /* default true */
+    bool p2p_sync;                /* a stage waits for its own pipeline
+                                     sends to arrive (default true:
+                                     Megatron-LM 2021 synchronises after
+                                     batch_isend_irecv) */
+    bool p2p_scatter;             /* without sp, each TP rank sends 1/tp of
+                                     a pipeline tensor and the receiver
+                                     all-gathers it over its TP group
+                                     (default true: Megatron-LM 2021's
+                                     --scatter-gather-tensors-in-pipeline);
+                                     false: every TP rank sends the whole
+                                     tensor (Megatron-core's p2p) */
+    pp_coll_algo dp_algo, tp_algo;/* default ring */
+    pp_granularity gran;          /* of every collective (default
+                                     stream: NCCL's pipelined steady
+                                     state, a few flows per collective) */
+    int dp_channels;              /* rings of a DP collective; 0 = the
+                                     collective's default (one per NIC) */
+    FILE *trace;                  /* Perfetto trace to write, or NULL */
+    uint64_t seed;                /* ECMP hashing */
+} pp_step_config;
+
+void pp_step_config_init(pp_step_config *c);
+
+/* Where a stage's time went; the six parts add up to the iteration time
+ * (for one stage of one replica: all replicas are alike). */
+typedef struct pp_breakdown {
+    double compute_s;          /* running kernels */
+    double tp_comm_s;          /* blocked in TP collectives */
+    double pp_comm_s;          /* waiting for a pipeline transfer in flight */
+    double dp_comm_exposed_s;  /* DP synchronisation not hidden */
+    double bubble_s;           /* waiting for a stage that is still busy */
+    double other_s;            /* optimizer step, embedding grad sync */
+} pp_breakdown;
+
+typedef struct pp_step_result {
+    double iteration_time_s;
+    double flops_iter;         /* F_iter with recomputation (hardware) */
+    double model_flops_iter;   /* without recomputation (MFU) */
+    double tflops_per_gpu;     /* F_iter / (n x iteration_time), in
+                                  TFLOP/s as the Megatron-LM table */
+    double mfu;                /* model FLOPs / (n x time x peak) */
+    int64_t gpus;
+    pp_memory memory;          /* per GPU, the most loaded stage */
+    double gpu_memory_bytes;   /* HBM of the cluster's GPU */
+    pp_schedule schedule;
+    pp_breakdown total;        /* the mean over stages */
+    pp_breakdown *stages;      /* pp of them; owned (pp_step_result_fini) */
+    size_t n_stages;
+    /* Work done by the simulator. */
+    uint64_t events, transfers, collectives;
+    pp_flownet_stats net;      /* zero at analytic fidelity */
+} pp_step_result;
+
+/* Simulates one iteration.  Checks the layout against the model and the
+ * cluster (n = tp pp dp GPUs must exist; PP_EINPUT otherwise) and, with
+ * check_memory, the memory per GPU against the GPU's HBM: a layout that
+ * does not fit fails with PP_EINFEASIBLE and a message that gives the
+ * memory needed, the HBM and the shortfall.  On success *out holds the
+ * result; free it with pp_step_result_fini.  On failure *out is
+ * untouched. */
+int pp_step_simulate(const pp_step_config *cfg, pp_step_result *out,
+                     pp_error *e);
+void pp_step_result_fini(pp_step_result *r);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* PODPLAN_TRAIN_H */

@@ -1,0 +1,256 @@
+/*
+ * sim/hw/profile.c: GPU profiles and the roofline times of single kernels.
+ *
+ * Every kernel of a training step is timed by a roofline (Williams et al.
+ * 2009): the larger of its FLOPs over the tensor-core rate it can reach
+ * and its HBM bytes over the bandwidth it can reach, plus a launch
+ * overhead:
+ *
+ *   t = max(F / (peak x eff_gemm(shape)), B / (hbm x eff_mem)) + launch
+ *
+ * eff_gemm follows how cuBLAS runs a GEMM: the output is cut into tiles,
+ * one per thread block; tiles run in waves of one per SM, so a last,
+ * partial wave idles SMs ("wave quantization", NVIDIA's Matrix
+ * Multiplication Background User's Guide); tiles hanging over the edge
+ * compute padding; each tile's main loop over k pays a fixed prologue and
+ * epilogue, k / (k + k_half).  cuBLAS picks the best of several tile
+ * shapes, so we do too.  The numbers live in a GPU profile
+ * (topologies/profiles/<gpu>.yaml, documented there).
+ *
+ * Kept apart from the layer model (sim/train/compute.c) so that a
+ * calibration layer can read, fit and write profiles by linking
+ * podplan_sim_hw alone.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "podplan/hw.h"
+
+/* ------------------------------------------------------------------------
+ * Profiles.
+ * ---------------------------------------------------------------------- */
+
+/* Builtin defaults, used for a GPU with no shipped profile: the A100
+ * profile's shape figures with a more modest GEMM ceiling (80%, between
+ * V100's and A100's measured best).  The peak, bandwidth and SMs come
+ * from the catalogue. */
+static void profile_builtin(pp_gpu_profile *g) {
+    memset(g, 0, sizeof *g);
+    snprintf(g->name, sizeof g->name, "builtin");
+    snprintf(g->source, sizeof g->source, "builtin");
+    g->gemm_efficiency = 0.80;
+    g->gemm_k_half = 64;
+    static const pp_gemm_tile t[] = {
+        {256, 128, 1.0}, {128, 256, 1.0}, {128, 128, 0.92},
+        {256, 64, 0.92}, {64, 256, 0.92}, {128, 64, 0.82},
+        {64, 128, 0.82}, {64, 64, 0.65}};
+    memcpy(g->tiles, t, sizeof t);
+    g->n_tiles = sizeof t / sizeof t[0];
+    g->mem_efficiency = 0.80;
+    g->launch_s = 4e-6;
+    g->grad_accum_bytes = 0;
+    g->framework_efficiency = 1.0;
+    g->sms = 80;
+}
+
+static void profile_from_gpu(pp_gpu_profile *g, const pp_gpu_spec *gpu) {
+    if (!gpu) return;
+    if (gpu->peak_flops[PP_DTYPE_BF16] > 0)
+        g->peak_flops = gpu->peak_flops[PP_DTYPE_BF16];
+    if (gpu->hbm_Bps > 0) g->hbm_Bps = gpu->hbm_Bps;
+    if (gpu->sms > 0) g->sms = gpu->sms;
+}
+
+static int read_tiles(pp_node *seq, const char *path, pp_gpu_profile *g,
+                      pp_error *e) {
+    char p[256];
+    if (seq->n == 0 || seq->n > PP_PROFILE_TILES)
+        return pp_error_at(e, PP_EINPUT, seq, path,
+                           "expected 1 to %d tiles, got %zu",
+                           PP_PROFILE_TILES, seq->n);
+    for (size_t i = 0; i < seq->n; i++) {
+        pp_node *t = seq->items[i];
+        int64_t m, n;
+        int rc;
+        pp_path_index(p, sizeof p, path, i);
+        if ((rc = pp_node_expect(t, p, PP_NODE_MAP, e)) < 0
+            || (rc = pp_map_int(t, p, "m", PP_REQUIRED, 1, 4096, &m, e)) < 0
+            || (rc = pp_map_int(t, p, "n", PP_REQUIRED, 1, 4096, &n, e)) < 0
+            || (rc = pp_map_number(t, p, "efficiency", PP_REQUIRED, 1e-3, 1,
+                                   &g->tiles[i].efficiency, e)) < 0
+            || (rc = pp_map_done(t, p, e)) < 0)
+            return rc;
+        g->tiles[i].m = (int32_t)m;
+        g->tiles[i].n = (int32_t)n;
+    }
+    g->n_tiles = seq->n;
+    return 0;
+}
+
+/* Reads the document into g (which holds the defaults). */
+static int profile_read(pp_node *root, pp_gpu_profile *g, pp_error *e) {
+    pp_node *sec, *n;
+    const char *name;
+    int64_t sms;
+    int rc;
+
+    if ((rc = pp_node_expect(root, "", PP_NODE_MAP, e)) < 0) return rc;
+    rc = pp_map_string(root, "", "name", PP_OPTIONAL, &name, e);
+    if (rc < 0) return rc;
+    if (rc == 0) snprintf(g->name, sizeof g->name, "%s", name);
+    /* gpus: informative (which catalogue GPUs the profile was written
+     * for); any list of names. */
+    rc = pp_map_node(root, "", "gpus", PP_OPTIONAL, PP_NODE_SEQ, &n, e);
+    if (rc < 0) return rc;
+    if ((rc = pp_map_quantity(root, "", "peak", PP_OPTIONAL, PP_Q_FLOPRATE,
+                              NULL, false, &g->peak_flops, e)) < 0
+        || (rc = pp_map_quantity(root, "", "hbm_bw", PP_OPTIONAL,
+                                 PP_Q_BANDWIDTH, NULL, false, &g->hbm_Bps,
+                                 e)) < 0)
+        return rc;
+    rc = pp_map_int(root, "", "sms", PP_OPTIONAL, 1, 100000, &sms, e);
+    if (rc < 0) return rc;
+    if (rc == 0) g->sms = (int32_t)sms;
+
+    rc = pp_map_node(root, "", "gemm", PP_OPTIONAL, PP_NODE_MAP, &sec, e);
+    if (rc < 0) return rc;
+    if (rc == 0) {
+        if ((rc = pp_map_number(sec, "gemm", "efficiency", PP_OPTIONAL, 1e-3,
+                                1, &g->gemm_efficiency, e)) < 0
+            || (rc = pp_map_number(sec, "gemm", "k_half", PP_OPTIONAL, 0,
+                                   1e6, &g->gemm_k_half, e)) < 0)
+            return rc;
+        rc = pp_map_node(sec, "gemm", "tiles", PP_OPTIONAL, PP_NODE_SEQ, &n,
+                         e);
+        if (rc < 0) return rc;
+        if (rc == 0 && (rc = read_tiles(n, "gemm.tiles", g, e)) < 0)
+            return rc;
+        if ((rc = pp_map_done(sec, "gemm", e)) < 0) return rc;
+    }
+    rc = pp_map_node(root, "", "memory", PP_OPTIONAL, PP_NODE_MAP, &sec, e);
+    if (rc < 0) return rc;
+    if (rc == 0) {
+        if ((rc = pp_map_number(sec, "memory", "efficiency", PP_OPTIONAL,
+                                1e-3, 1, &g->mem_efficiency, e)) < 0
+            || (rc = pp_map_done(sec, "memory", e)) < 0)
+            return rc;
+    }
+    rc = pp_map_quantity(root, "", "launch_overhead", PP_OPTIONAL, PP_Q_TIME,
+                         NULL, true, &g->launch_s, e);
+    if (rc < 0) return rc;
+    rc = pp_map_node(root, "", "framework", PP_OPTIONAL, PP_NODE_MAP, &sec,
+                     e);
+    if (rc < 0) return rc;
+    if (rc == 0) {
+        if ((rc = pp_map_number(sec, "framework", "grad_accum_bytes",
+                                PP_OPTIONAL, 0, 64, &g->grad_accum_bytes,
+                                e)) < 0
+            || (rc = pp_map_number(sec, "framework", "efficiency",
+                                   PP_OPTIONAL, 1e-3, 1,
+                                   &g->framework_efficiency, e)) < 0
+            || (rc = pp_map_done(sec, "framework", e)) < 0)
+            return rc;
+    }
+    return pp_map_done(root, "", e);
+}
+
+/* "a100-sxm4-80gb" -> "a100". */
+static void family(const char *name, char *out, size_t len) {
+    size_t k = strcspn(name, "-");
+    snprintf(out, len, "%.*s", (int)(k < len - 1 ? k : len - 1), name);
+}
+
+int pp_profile_load(const char *spec, const pp_gpu_spec *gpu,
+                    pp_gpu_profile *out, pp_error *e) {
+    pp_gpu_profile g;
+    char path[1024];
+    pp_error quiet = PP_ERROR_INIT;
+    int rc;
+
+    profile_builtin(&g);
+    profile_from_gpu(&g, gpu);
+    if (!spec) {
+        if (!gpu) {
+            *out = g;
+            return 0;
+        }
+        char fam[PP_NAME_MAX];
+        family(gpu->name, fam, sizeof fam);
+        if (pp_data_find("topologies/profiles", gpu->name, path, sizeof path,
+                         &quiet) != 0) {
+            pp_error_clear(&quiet);
+            if (pp_data_find("topologies/profiles", fam, path, sizeof path,
+                             &quiet) != 0) {
+                /* No shipped profile: the builtin one. */
+                snprintf(g.name, sizeof g.name, "builtin (%.40s)", gpu->name);
+                *out = g;
+                return 0;
+            }
+        }
+    } else if ((rc = pp_data_find("topologies/profiles", spec, path,
+                                  sizeof path, e)) < 0) {
+        return rc;
+    }
+
+    pp_doc *doc;
+    if ((rc = pp_doc_load_file(path, &doc, e)) < 0) return rc;
+    /* The file's base name, unless it says `name:`. */
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    snprintf(g.name, sizeof g.name, "%.*s", (int)strcspn(base, "."), base);
+    rc = profile_read(pp_doc_root(doc), &g, e);
+    pp_doc_free(doc);
+    if (rc < 0) return rc;
+    if (!(g.peak_flops > 0) || !(g.hbm_Bps > 0))
+        return pp_error_set(e, PP_EINPUT,
+                            "%s: the profile gives no peak or hbm_bw and "
+                            "there is no GPU to take them from", path);
+    snprintf(g.source, sizeof g.source, "%.255s", path);
+    *out = g;
+    return 0;
+}
+
+/* ------------------------------------------------------------------------
+ * Single kernels.
+ * ---------------------------------------------------------------------- */
+double pp_gemm_efficiency(const pp_gpu_profile *g, double batch, double m,
+                          double n, double k) {
+    if (!(m > 0 && n > 0 && k > 0 && batch > 0)) return g->gemm_efficiency;
+    double best = 0, sms = g->sms > 0 ? g->sms : 1;
+    for (size_t i = 0; i < g->n_tiles; i++) {
+        double tm = g->tiles[i].m, tn = g->tiles[i].n;
+        double cm = ceil(m / tm), cn = ceil(n / tn);
+        double tiles = batch * cm * cn;
+        double waves = ceil(tiles / sms);
+        double wave = tiles / (waves * sms);
+        double pad = (m * n) / (cm * tm * cn * tn);
+        double x = g->tiles[i].efficiency * wave * pad;
+        if (x > best) best = x;
+    }
+    return g->gemm_efficiency * best * k / (k + g->gemm_k_half);
+}
+
+static double roofline(const pp_gpu_profile *g, double flops, double eff,
+                       double bytes) {
+    double tc = flops > 0 ? flops / (g->peak_flops * eff) : 0;
+    double tm = bytes > 0 ? bytes / (g->hbm_Bps * g->mem_efficiency) : 0;
+    double fw = g->framework_efficiency > 0 ? g->framework_efficiency : 1;
+    return (tc > tm ? tc : tm) / fw + g->launch_s;
+}
+
+double pp_gemm_bytes(double batch, double m, double n, double k) {
+    return 2.0 * batch * (m * k + k * n + m * n);
+}
+
+double pp_gemm_time_s(const pp_gpu_profile *g, double batch, double m,
+                      double n, double k) {
+    return roofline(g, 2.0 * batch * m * n * k,
+                    pp_gemm_efficiency(g, batch, m, n, k),
+                    pp_gemm_bytes(batch, m, n, k));
+}
+
+double pp_memop_time_s(const pp_gpu_profile *g, double bytes) {
+    return roofline(g, 0, 1, bytes);
+}

@@ -1,0 +1,393 @@
+/*
+ * sim/train/compute.c: the compute side of a training step, as lists of
+ * kernels timed with a GPU profile (sim/hw/profile.c: the roofline and
+ * the GEMM efficiency model).
+ *
+ * A transformer layer is the list of kernels Megatron-LM runs for it
+ * (Shoeybi et al. 2019; Narayanan et al. 2021; Korthikanti et al. 2022 for
+ * sequence parallelism and selective recomputation), with the shapes after
+ * the TP split; the list functions below say what each kernel moves.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "step_int.h"
+
+/* ------------------------------------------------------------------------
+ * Operation lists.
+ * ---------------------------------------------------------------------- */
+void pp__oplist_fini(pp__oplist *l) {
+    free(l->v);
+    memset(l, 0, sizeof *l);
+}
+
+static pp__op *push(pp__oplist *l, const char *name, pp__op_kind kind) {
+    PP_VEC_RESERVE(l->v, l->cap, l->n + 1, 64);
+    pp__op *o = &l->v[l->n++];
+    memset(o, 0, sizeof *o);
+    o->name = name;
+    o->kind = kind;
+    return o;
+}
+
+static void gemm(const pp__shape *s, pp__oplist *l, const char *name,
+                 double batch, double m, double n, double k) {
+    pp__op *o = push(l, name, PP__OP_GEMM);
+    o->flops = 2.0 * batch * m * n * k;
+    o->bytes = pp_gemm_bytes(batch, m, n, k);
+    o->time_s = pp_gemm_time_s(s->g, batch, m, n, k);
+}
+
+static void mem(const pp__shape *s, pp__oplist *l, const char *name,
+                double bytes) {
+    pp__op *o = push(l, name, PP__OP_MEM);
+    o->bytes = bytes;
+    o->time_s = pp_memop_time_s(s->g, bytes);
+}
+
+static void comm(pp__oplist *l, const char *name, pp_coll_op op,
+                 double bytes) {
+    pp__op *o = push(l, name, PP__OP_COMM);
+    o->coll = op;
+    o->bytes = bytes;
+}
+
+static void mark(pp__oplist *l, double params) {
+    pp__op *o = push(l, "grads ready", PP__OP_MARK);
+    o->params = params;
+}
+
+/* Shapes after the TP split, per micro-batch. */
+typedef struct dims {
+    double b, sq, h, t, a, d, kvd, f, V;
+    double tok;   /* tokens of a GEMM: s b */
+    double tn;    /* tokens of the norm/dropout regions: s b, / t with sp */
+    double heads; /* attention heads on this GPU x b: bmm batch */
+    double qkv_n; /* QKV output width on this GPU */
+    double f_in;  /* MLP first GEMM's output width (x2 for SwiGLU) */
+    bool tpc;     /* there is TP communication */
+    bool sp;      /* sequence parallel (tp > 1) */
+    bool swiglu;
+} dims;
+
+static dims dims_of(const pp__shape *s) {
+    const pp_model *m = s->m;
+    const pp_parallel *p = s->p;
+    dims x;
+    x.b = (double)p->mbs;
+    x.sq = (double)m->seq;
+    x.h = (double)m->hidden;
+    x.t = (double)p->tp;
+    x.a = (double)m->heads;
+    x.d = x.h / x.a;
+    x.kvd = (double)(m->kv_heads > 0 ? m->kv_heads : m->heads) * x.d;
+    x.f = (double)(m->ffn_hidden > 0 ? m->ffn_hidden : 4 * m->hidden);
+    x.V = (double)m->vocab;
+    x.tpc = p->tp > 1;
+    x.sp = p->sp && p->tp > 1;
+    x.swiglu = m->ffn == PP_FFN_SWIGLU;
+    x.tok = x.sq * x.b;
+    x.tn = x.sp ? x.tok / x.t : x.tok;
+    x.heads = x.b * x.a / x.t;
+    x.qkv_n = (x.h + 2.0 * x.kvd) / x.t;
+    x.f_in = (x.swiglu ? 2.0 : 1.0) * x.f / x.t;
+    return x;
+}
+
+/* The activation (s b h, 2 bytes) a TP collective carries: nccl-tests' S
+ * for AllReduce, the input of ReduceScatter, the output of AllGather. */
+static double act_bytes(const dims *x) { return 2.0 * x->tok * x->h; }
+
+/* Before a column-parallel GEMM: nothing (the f operator is the identity
+ * forward), or with sp the all-gather of the sequence shards (g). */
+static void tp_enter_fwd(const dims *x, pp__oplist *l) {
+    if (x->sp) comm(l, "tp allgather", PP_COLL_ALLGATHER, act_bytes(x));
+}
+
+/* After a row-parallel GEMM: AllReduce, or ReduceScatter with sp. */
+static void tp_exit_fwd(const dims *x, pp__oplist *l) {
+    if (x->sp)
+        comm(l, "tp reducescatter", PP_COLL_REDUCESCATTER, act_bytes(x));
+    else if (x->tpc)
+        comm(l, "tp allreduce", PP_COLL_ALLREDUCE, act_bytes(x));
+}
+
+/* Backward conjugates: the gradient entering a row-parallel GEMM's
+ * backward is all-gathered with sp (identity without); the gradient
+ * leaving a column-parallel GEMM's backward is all-reduced (RS with sp). */
+static void tp_enter_bwd(const dims *x, pp__oplist *l) {
+    if (x->sp) comm(l, "tp allgather", PP_COLL_ALLGATHER, act_bytes(x));
+}
+
+static void tp_exit_bwd(const dims *x, pp__oplist *l) {
+    tp_exit_fwd(x, l);
+}
+
+/* The attention core's forward: scores, softmax, dropout, scores x V.
+ * Megatron-LM 2021 runs the scores and the weighted sum as batched GEMMs
+ * (torch.baddbmm / bmm), the scale-mask-softmax as one fused kernel
+ * reading and writing the b a/t s^2 scores in 2 bytes each, and the
+ * attention dropout as its own kernel (read 2, write 2, a 1-byte mask). */
+static void core_fwd(const pp__shape *s, const dims *x, pp__oplist *l) {
+    double E = x->heads * x->sq * x->sq;
+    gemm(s, l, "attn scores", x->heads, x->sq, x->sq, x->d);
+    mem(s, l, "softmax", 4.0 * E);
+    mem(s, l, "attn dropout", 5.0 * E);
+    gemm(s, l, "attn values", x->heads, x->sq, x->d, x->sq);
+    /* The context [b a/t, s, d] is permuted back to [s, b, h/t] with a
+     * .contiguous() copy (read 2, write 2). */
+    mem(s, l, "context permute", 4.0 * x->tok * x->h / x->t);
+}
+
+void pp__ops_layer_fwd(const pp__shape *s, pp__oplist *l) {
+    dims x = dims_of(s);
+    double H = x.tn * x.h; /* elements of a norm/dropout region */
+    /* LayerNorm: read 2, write 2 bytes per element (fp32 statistics are
+     * per token: negligible). */
+    mem(s, l, "layernorm", 4.0 * H);
+    tp_enter_fwd(&x, l);
+    gemm(s, l, "qkv", 1, x.tok, x.qkv_n, x.h);
+    core_fwd(s, &x, l);
+    gemm(s, l, "attn proj", 1, x.tok, x.h, x.h / x.t);
+    tp_exit_fwd(&x, l);
+    /* Fused bias-dropout-add: read the output and the residual, write the
+     * sum, write the mask: 2 + 2 + 2 + 1. */
+    mem(s, l, "bias dropout add", 7.0 * H);
+    mem(s, l, "layernorm", 4.0 * H);
+    tp_enter_fwd(&x, l);
+    gemm(s, l, "mlp fc1", 1, x.tok, x.f_in, x.h);
+    /* Fused bias-GeLU: read 2, write 2; SwiGLU reads both halves. */
+    mem(s, l, x.swiglu ? "swiglu" : "bias gelu",
+        (x.swiglu ? 6.0 : 4.0) * x.tok * x.f / x.t);
+    gemm(s, l, "mlp fc2", 1, x.tok, x.h, x.f / x.t);
+    tp_exit_fwd(&x, l);
+    mem(s, l, "bias dropout add", 7.0 * H);
+}
+
+/* A GEMM's backward: the input gradient (dgrad) and the weight gradient
+ * (wgrad), each as many FLOPs as the forward.  Forward C[m x n] =
+ * A[m x k] W[k x n]: dA[m x k] = dC W^T, dW[k x n] = A^T dC. */
+static void gemm_bwd(const pp__shape *s, pp__oplist *l, const char *dname,
+                     const char *wname, double m, double n, double k) {
+    gemm(s, l, dname, 1, m, k, n);
+    gemm(s, l, wname, 1, k, n, m);
+}
+
+/* LayerNorm backward (apex's fused kernels): the input gradient reads the
+ * input and the gradient and writes one (6 bytes), the weight and bias
+ * gradients read both again (4); then autograd adds this gradient to the
+ * residual branch's (read 2 + 2, write 2). */
+static void ln_bwd(const pp__shape *s, const dims *x, pp__oplist *l) {
+    mem(s, l, "layernorm bwd", 10.0 * x->tn * x->h);
+    mem(s, l, "residual grad add", 6.0 * x->tn * x->h);
+}
+
+void pp__ops_layer_bwd(const pp__shape *s, pp__oplist *l) {
+    dims x = dims_of(s);
+    double H = x.tn * x.h;
+    double E = x.heads * x.sq * x.sq;
+    /* Full recomputation (Narayanan et al. 2021; Korthikanti et al. 2022
+     * sec. 4.1): the layer's forward runs again, with its TP collectives,
+     * just before its backward. */
+    if (s->p->recompute == PP_RECOMPUTE_FULL) pp__ops_layer_fwd(s, l);
+
+    /* MLP: dropout backward (read the gradient and the mask, write), the
+     * second GEMM, GeLU backward (read input and gradient, write), the
+     * first GEMM. */
+    /* Dropout backward (read the gradient and the mask, write) and the
+     * bias gradient, a reduction over the tokens (read 2): 7 bytes. */
+    mem(s, l, "bias dropout add bwd", 7.0 * H);
+    tp_enter_bwd(&x, l);
+    gemm_bwd(s, l, "mlp fc2 dgrad", "mlp fc2 wgrad", x.tok, x.h, x.f / x.t);
+    /* GeLU backward reads its input and the gradient and writes one; the
+     * bias gradient reads the result again. */
+    mem(s, l, x.swiglu ? "swiglu bwd" : "bias gelu bwd",
+        (x.swiglu ? 10.0 : 8.0) * x.tok * x.f / x.t);
+    gemm_bwd(s, l, "mlp fc1 dgrad", "mlp fc1 wgrad", x.tok, x.f_in, x.h);
+    tp_exit_bwd(&x, l);
+    ln_bwd(s, &x, l);
+
+    mem(s, l, "bias dropout add bwd", 7.0 * H);
+    tp_enter_bwd(&x, l);
+    gemm_bwd(s, l, "attn proj dgrad", "attn proj wgrad", x.tok, x.h,
+             x.h / x.t);
+    mem(s, l, "context permute bwd", 4.0 * x.tok * x.h / x.t);
+    /* Selective recomputation (Korthikanti et al. 2022, sec. 4.2): the
+     * attention core alone runs again before its backward. */
+    if (s->p->recompute == PP_RECOMPUTE_SELECTIVE) core_fwd(s, &x, l);
+    /* scores x V backward: d(probs) = dO V^T and dV = P^T dO. */
+    gemm(s, l, "attn values dgrad", x.heads, x.sq, x.sq, x.d);
+    gemm(s, l, "attn values wgrad", x.heads, x.sq, x.d, x.sq);
+    mem(s, l, "attn dropout bwd", 5.0 * E);
+    /* Softmax backward reads the output and its gradient, writes one. */
+    mem(s, l, "softmax bwd", 6.0 * E);
+    /* dQ = dS K, dK = dS^T Q. */
+    gemm(s, l, "attn scores dq", x.heads, x.sq, x.d, x.sq);
+    gemm(s, l, "attn scores dk", x.heads, x.sq, x.d, x.sq);
+    /* The Q, K and V gradients are concatenated into one tensor. */
+    mem(s, l, "qkv grad concat", 4.0 * x.tok * x.qkv_n);
+    gemm_bwd(s, l, "qkv dgrad", "qkv wgrad", x.tok, x.qkv_n, x.h);
+    tp_exit_bwd(&x, l);
+    ln_bwd(s, &x, l);
+
+    /* Megatron-LM 2021 adds each weight gradient into an fp32 main_grad
+     * buffer after every micro-batch (read 2 + 4, write 4 bytes per
+     * parameter) unless that is fused into the wgrad GEMM; the profile
+     * says which (framework.grad_accum_bytes). */
+    double params = pp__layer_params_gpu(s);
+    if (s->g->grad_accum_bytes > 0)
+        mem(s, l, "grad accumulate", s->g->grad_accum_bytes * params);
+    mark(l, params);
+}
+
+void pp__ops_embed_fwd(const pp__shape *s, pp__oplist *l) {
+    dims x = dims_of(s);
+    /* Vocab-parallel lookup: each TP rank gathers the rows it owns and
+     * writes a full s b h output (zeros elsewhere), then an AllReduce
+     * (ReduceScatter with sp) sums them.  Then the position embedding is
+     * added (GPT; read 2 + 2, write 2) and dropout (read 2, write 2 + 1). */
+    mem(s, l, "embedding", 4.0 * x.tok * x.h);
+    tp_exit_fwd(&x, l);
+    if (s->m->ffn != PP_FFN_SWIGLU)
+        mem(s, l, "position add", 6.0 * x.tn * x.h);
+    mem(s, l, "embedding dropout", 5.0 * x.tn * x.h);
+}
+
+void pp__ops_embed_bwd(const pp__shape *s, pp__oplist *l) {
+    dims x = dims_of(s);
+    mem(s, l, "embedding dropout bwd", 5.0 * x.tn * x.h);
+    tp_enter_bwd(&x, l);
+    /* The word table's gradient: zero the (V/t) x h table (2 bytes), then
+     * scatter-add s b h rows into it (read 2, read and write 2). */
+    mem(s, l, "embedding bwd", 2.0 * x.V / x.t * x.h + 6.0 * x.tok * x.h);
+    mark(l, pp__embed_params_gpu(s));
+}
+
+/* The final LayerNorm, the logits GEMM against the (tied) word table,
+ * vocab-parallel cross-entropy (Megatron-LM's _VocabParallelCrossEntropy,
+ * in fp32: the logits are cast (read 2, write 4), the max, exp, sum and
+ * normalisation passes read and write 4 bytes per logit, 38 bytes in all,
+ * with three small AllReduces of s b floats across TP). */
+void pp__ops_head_fwd(const pp__shape *s, pp__oplist *l) {
+    dims x = dims_of(s);
+    mem(s, l, "final layernorm", 4.0 * x.tn * x.h);
+    tp_enter_fwd(&x, l);
+    gemm(s, l, "logits", 1, x.tok, x.V / x.t, x.h);
+    double E = x.tok * x.V / x.t;
+    mem(s, l, "cross entropy", 38.0 * E);
+    if (x.tpc)
+        for (int i = 0; i < 3; i++)
+            comm(l, "tp allreduce (loss)", PP_COLL_ALLREDUCE, 4.0 * x.tok);
+}
+
+void pp__ops_head_bwd(const pp__shape *s, pp__oplist *l) {
+    dims x = dims_of(s);
+    double E = x.tok * x.V / x.t;
+    /* softmax - one-hot (read 4, write 4), cast back (read 4, write 2). */
+    mem(s, l, "cross entropy bwd", 14.0 * E);
+    gemm_bwd(s, l, "logits dgrad", "logits wgrad", x.tok, x.V / x.t, x.h);
+    /* The logits' input was copied to the TP region (f): its gradient is
+     * all-reduced (reduce-scattered with sp). */
+    tp_exit_bwd(&x, l);
+    mem(s, l, "final layernorm bwd", 10.0 * x.tn * x.h);
+    /* The logits' weight gradient is accumulated whether the table is
+     * this stage's own or the tied word embedding. */
+    if (s->g->grad_accum_bytes > 0)
+        mem(s, l, "grad accumulate",
+            s->g->grad_accum_bytes * (2.0 * x.h + x.V / x.t * x.h));
+    mark(l, pp__head_params_gpu(s));
+}
+
+/* Mixed-precision Adam (Megatron-LM's multi-tensor apply), memory-bound,
+ * per parameter: read the fp32 gradient for the norm (4) and for the
+ * update (4), read and write the fp32 master weight, momentum and
+ * variance (3 x 8), write the 16-bit weight (2), zero the gradient (4):
+ * 38 bytes. */
+double pp__optimizer_time_s(const pp_gpu_profile *g, double params) {
+    return params > 0 ? pp_memop_time_s(g, 38.0 * params) : 0;
+}
+
+double pp__layer_params_gpu(const pp__shape *s) {
+    dims x = dims_of(s);
+    /* Matrices split over t: QKV h x (h + 2 kv d), projection h x h, MLP
+     * h x f (x2 SwiGLU) and f x h, with their biases; the two norms
+     * (2 x 2h) are replicated. */
+    double mats = x.h * (x.h + 2.0 * x.kvd) + x.h * x.h
+                  + x.h * x.f * (x.swiglu ? 3.0 : 2.0);
+    double bias = (x.h + 2.0 * x.kvd) + x.h + x.f * (x.swiglu ? 2.0 : 1.0)
+                  + x.h;
+    return (mats + bias) / x.t + 4.0 * x.h;
+}
+
+double pp__embed_params_gpu(const pp__shape *s) {
+    dims x = dims_of(s);
+    double pos = s->m->ffn == PP_FFN_SWIGLU ? 0 : x.sq * x.h;
+    return x.V * x.h / x.t + pos;
+}
+
+/* The final norm and the output projection: its own matrix when untied;
+ * when tied, the last stage of a pipeline keeps a copy of the word table
+ * (Megatron-LM), whose gradient is reduced over DP like any other (and
+ * then with the first stage's); without a pipeline it is the embedding's
+ * own table, counted there. */
+double pp__head_params_gpu(const pp__shape *s) {
+    dims x = dims_of(s);
+    bool own = !s->m->tied_embeddings || s->p->pp > 1;
+    return 2.0 * x.h + (own ? x.V * x.h / x.t : 0);
+}
+
+/* ------------------------------------------------------------------------
+ * pp_layer_cost_get: the sums of the lists, for the CLI and the tests.
+ * ---------------------------------------------------------------------- */
+static void sum_list(const pp__oplist *l, size_t from, size_t to, double *t,
+                     double *f, int32_t *colls, double *gemm_s) {
+    for (size_t i = from; i < to; i++) {
+        const pp__op *o = &l->v[i];
+        if (o->kind == PP__OP_COMM) (*colls)++;
+        if (o->kind == PP__OP_GEMM || o->kind == PP__OP_MEM) {
+            *t += o->time_s;
+            *f += o->flops;
+            if (gemm_s && o->kind == PP__OP_GEMM) *gemm_s += o->time_s;
+        }
+    }
+}
+
+int pp_layer_cost_get(const pp_gpu_profile *g, const pp_model *m,
+                      const pp_parallel *p, pp_layer_cost *out,
+                      pp_error *e) {
+    if (m->arch != PP_ARCH_TRANSFORMER)
+        return pp_error_set(e, PP_EINVAL,
+                            "layer cost: model %s is generic (no layers)",
+                            m->name);
+    pp_layer_cost c;
+    memset(&c, 0, sizeof c);
+    pp__shape s = {m, p, g};
+    pp__oplist l = {0};
+    pp__ops_layer_fwd(&s, &l);
+    sum_list(&l, 0, l.n, &c.fwd_s, &c.fwd_flops, &c.fwd_colls, &c.gemm_s);
+    for (size_t i = 0; i < l.n; i++)
+        if (l.v[i].kind == PP__OP_COMM) c.coll_bytes = l.v[i].bytes;
+    size_t nf = l.n;
+    pp__ops_layer_bwd(&s, &l);
+    /* The backward list holds the recomputation first (full) or inside
+     * (selective): separate it by building the list without it. */
+    pp_parallel q = *p;
+    q.recompute = PP_RECOMPUTE_NONE;
+    pp__shape s0 = {m, &q, g};
+    pp__oplist l0 = {0};
+    pp__ops_layer_bwd(&s0, &l0);
+    sum_list(&l0, 0, l0.n, &c.bwd_s, &c.bwd_flops, &c.bwd_colls, NULL);
+    double tb = 0, fb = 0;
+    int32_t cb = 0;
+    sum_list(&l, nf, l.n, &tb, &fb, &cb, NULL);
+    c.recompute_s = tb - c.bwd_s;
+    c.recompute_flops = fb - c.bwd_flops;
+    c.recompute_colls = cb - c.bwd_colls;
+    c.params = pp__layer_params_gpu(&s);
+    pp__oplist_fini(&l);
+    pp__oplist_fini(&l0);
+    *out = c;
+    return 0;
+}

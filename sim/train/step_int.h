@@ -1,0 +1,79 @@
+/*
+ * step_int.h: private to sim/train/ (compute.c, schedule.c, step.c,
+ * step_build.c).
+ *
+ * compute.c turns a model and a layout into lists of operations (a GEMM,
+ * a memory-bound kernel, a TP collective, a "gradients ready" mark) with
+ * their times; step.c runs those lists on the event engine in the order
+ * schedule.c gives.
+ */
+#ifndef PODPLAN_STEP_INT_H
+#define PODPLAN_STEP_INT_H
+
+#include "podplan/train.h"
+
+typedef enum {
+    PP__OP_GEMM,  /* compute: a (batched) GEMM */
+    PP__OP_MEM,   /* compute: a memory-bound kernel */
+    PP__OP_COMM,  /* a TP collective over the stage's TP group */
+    PP__OP_MARK   /* the weight gradients of `params` parameters are final
+                     (once the last micro-batch passes): DP buckets */
+} pp__op_kind;
+
+typedef struct pp__op {
+    const char *name;  /* static string: trace span names */
+    pp__op_kind kind;
+    double flops;      /* GEMM */
+    double bytes;      /* GEMM, MEM: HBM traffic; COMM: the buffer S */
+    double time_s;     /* GEMM, MEM: roofline time with launch */
+    pp_coll_op coll;   /* COMM */
+    double params;     /* MARK */
+} pp__op;
+
+typedef struct pp__oplist {
+    pp__op *v;
+    size_t n, cap;
+} pp__oplist;
+
+void pp__oplist_fini(pp__oplist *l);
+
+/* What a list is built for. */
+typedef struct pp__shape {
+    const pp_model *m;
+    const pp_parallel *p;
+    const pp_gpu_profile *g;
+} pp__shape;
+
+/* One layer's forward (fwd, with its TP collectives) and backward (bwd:
+ * with the recomputation p->recompute asks for, then a MARK of the
+ * layer's parameters).  Appended to *l. */
+void pp__ops_layer_fwd(const pp__shape *s, pp__oplist *l);
+void pp__ops_layer_bwd(const pp__shape *s, pp__oplist *l);
+/* The first virtual stage's embedding (word + position, vocab-parallel)
+ * and the last one's final norm, logits and cross-entropy. */
+void pp__ops_embed_fwd(const pp__shape *s, pp__oplist *l);
+void pp__ops_embed_bwd(const pp__shape *s, pp__oplist *l);
+void pp__ops_head_fwd(const pp__shape *s, pp__oplist *l);
+void pp__ops_head_bwd(const pp__shape *s, pp__oplist *l);
+/* The optimizer step over `params` parameters (this GPU's shard). */
+double pp__optimizer_time_s(const pp_gpu_profile *g, double params);
+/* Parameters of one layer and of the embedding, on one GPU (/tp). */
+double pp__layer_params_gpu(const pp__shape *s);
+double pp__embed_params_gpu(const pp__shape *s);
+double pp__head_params_gpu(const pp__shape *s); /* final norm, output */
+
+/* ------------------------------------------------------------------------
+ * schedule.c: the order in which one stage runs its tasks.
+ * ---------------------------------------------------------------------- */
+typedef struct pp__task {
+    uint8_t bwd;     /* 0 forward, 1 backward */
+    int32_t chunk;   /* model chunk on this GPU, 0..vp-1 */
+    int32_t mb;      /* micro-batch */
+} pp__task;
+
+/* Fills tasks[0 .. 2*nmb*vp-1] for stage p of pp.  GPipe and 1F1B need
+ * vp == 1; interleaved needs nmb % pp == 0 (Megatron-LM's rule). */
+int pp__schedule_tasks(pp_schedule kind, int32_t pp, int32_t p, int32_t vp,
+                       int32_t nmb, pp__task *tasks, pp_error *e);
+
+#endif

@@ -1,0 +1,141 @@
+/*
+ * step_state.h: private to sim/train/step.c and sim/train/step_build.c, the state of
+ * one simulated training iteration (step.c's top comment says what runs).
+ * step_build.c builds it (programs, placement, mirrors) and reads the
+ * results; step.c runs the actors on the event engine.
+ */
+#ifndef PODPLAN_STEP_STATE_H
+#define PODPLAN_STEP_STATE_H
+
+#include "step_int.h"
+
+/* Parameters are gathered (ZeRO) in 16 bits; gradients are synchronised
+ * in cfg->grad_bytes per parameter (2 by default, as in models/comm.c). */
+#define PARAM_BYTES 2.0
+/* Generic models: their backward is cut into this many equal parts, each
+ * making 1/K of the gradients ready (for buckets). */
+#define GENERIC_PARTS 8
+/* Megatron-LM's default DP bucket with overlap (40M parameters would be
+ * 80 MB in 16 bits; PyTorch DDP's default is 25 MB): 40 MB. */
+#define DEFAULT_BUCKET_BYTES 40e6
+
+/* ------------------------------------------------------------------------
+ * Programs.
+ * ---------------------------------------------------------------------- */
+enum { IT_COMPUTE, IT_COLL, IT_MARK };
+
+typedef struct item {
+    uint8_t kind;
+    uint8_t coll;      /* pp_coll_op */
+    const char *label; /* trace span */
+    double t;          /* compute seconds */
+    double x;          /* COLL: bytes S; MARK: parameters */
+} item;
+
+typedef struct program {
+    item *it;
+    size_t n, cap;
+} program;
+
+enum {
+    ST_IDLE,    /* between states (no time passes here) */
+    ST_COMPUTE,
+    ST_TP,      /* in a TP collective */
+    ST_WAIT,    /* for a pipeline input */
+    ST_SEND,    /* for its own pipeline send (p2p_sync) */
+    ST_GATHER,  /* all-gathering a received input over its TP group */
+    ST_DP,      /* for the DP synchronisation after its last task */
+    ST_DPMB,    /* for a micro-batch's gradient reduction (ZeRO >= 2) */
+    ST_BARRIER, /* for the other stages */
+    ST_EMB,     /* embedding gradient AllReduce */
+    ST_OPT,     /* optimizer step */
+    ST_ZAG,     /* ZeRO parameter AllGather */
+    ST_DONE
+};
+
+typedef struct msg {
+    double t_send, t_arr;
+    int32_t pending;
+    int32_t src;      /* sending stage */
+} msg;
+
+typedef struct stage {
+    int32_t p;
+    pp__task *tasks;
+    int32_t n_tasks, cur;
+    int32_t *last_bwd;       /* [vp] index of each chunk's final backward */
+    const program *prog;     /* the running task's, or NULL */
+    size_t ip;
+    bool final_bwd;          /* the running task is a chunk's last bwd */
+    bool gathered;           /* the next task's input is gathered */
+    bool zgathered;          /* ZeRO-3: the next task's weights are */
+    int state;
+    double t_state;
+    int32_t wait_msg, send_msg;
+    int32_t pending;         /* collectives in flight */
+    double t_task0;
+    pp_breakdown bd;
+    /* DP */
+    double pend_bytes;       /* gradients ready, not yet in a bucket */
+    double *queue;           /* buckets waiting, bytes */
+    size_t qh, qt, qcap;
+    int32_t dp_pending;      /* collectives of the running bucket */
+    bool tasks_done;
+    bool dp_wait;            /* ZeRO >= 2: the reductions of the backward
+                                just run end before the next task */
+    double params;           /* on this GPU */
+    double opt_params;       /* what its optimizer updates (ZeRO shard) */
+    double t_done;
+} stage;
+
+typedef struct step {
+    const pp_step_config *cfg;
+    const pp_model *m;
+    const pp_parallel *par;
+    const pp_cluster *c;
+    pp_gpu_profile prof;
+    pp_sim *sim;
+    pp_engine *eng;
+    int32_t tp, pp, dp, vp, V, nmb;
+    int32_t *dev;            /* [(d pp + p) tp + t] */
+    program *fwd, *bwd;      /* [V] */
+    double *vparams;         /* [V] parameters of each virtual stage */
+    char (*labels)[32];
+    size_t n_labels;
+    stage *st;
+    msg *msgs;
+    int32_t **tpm;           /* per stage: replicas mirroring its TP group */
+    int32_t *n_tpm;
+    int32_t **ppm;           /* per stage p: the link p -> (p+1) % pp */
+    int32_t *n_ppm;
+    double act_bytes;        /* 2 s b h */
+    double p2p_bytes;        /* what each TP rank sends between stages */
+    bool gather;             /* receivers all-gather (tp > 1, no sp) */
+    int32_t barrier, emb_ready, emb_pending;
+    bool emb_sync;
+    bool mb_reduce;          /* ZeRO >= 2: every backward reduces */
+    double emb_bytes;
+    int failed;
+    pp_error err;
+    uint64_t transfers, collectives;
+    int32_t *grp;            /* scratch: a DP or embedding group */
+} step;
+
+#define D(S, t, p, d) ((S)->dev[((int64_t)(d) * (S)->pp + (p)) * (S)->tp + (t)])
+
+enum { K_COMPUTE = 1, K_TP, K_FLOW, K_GATHER, K_DP, K_EMB, K_OPT, K_ZAG,
+       K_Z3 };
+#define ARG(k, i) ((uint64_t)(k) << 56 | (uint64_t)(i))
+#define ARG_K(a) ((int)((a) >> 56))
+#define ARG_I(a) ((int64_t)((a) & (((uint64_t)1 << 56) - 1)))
+
+/* step_build.c */
+void pp__step_build(step *S);
+double pp__step_stage_params(step *S, int32_t p);
+void pp__step_mirrors(step *S, int32_t a, int32_t b, int32_t **out,
+                      int32_t *n_out);
+/* step.c: starts every stage (then run the engine), and names states. */
+void pp__step_start(step *S);
+extern const char *const pp__step_state_names[];
+
+#endif
