@@ -134,6 +134,9 @@ static inline bool pp_ikey_less(const pp_ikey *x, const pp_ikey *y) {
     return x->k < y->k || (x->k == y->k && x->tie < y->tie);
 }
 
+/* The inline operations are C (compound literals, void * conversions):
+ * hidden from C++ translation units (nvcc), which never use the heap. */
+#ifndef __cplusplus
 static inline void pp_iheap_up(pp_iheap *h, int32_t *pos, size_t i) {
     pp_ikey x = h->a[i];
     while (i > 0) {
@@ -197,6 +200,7 @@ static inline void pp_iheap_update(pp_iheap *h, int32_t *pos, int32_t item,
     else
         pp_iheap_down(h, pos, i);
 }
+#endif /* __cplusplus */
 
 /* Restores the heap property everywhere (Floyd): O(n), for bulk edits. */
 void pp_iheap_heapify(pp_iheap *h, int32_t *pos);
