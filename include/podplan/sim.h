@@ -401,6 +401,17 @@ typedef struct pp_coll_result {
     int channels;          /* channels that ran (ring family; else 1) */
 } pp_coll_result;
 
+/* The rate at which a GPU sums a received chunk into its own: HBM / 3
+ * (read two, write one), INFINITY without a GPU.  What a collective uses
+ * when spec->reduce_Bps is 0. */
+double pp_coll_reduce_Bps(const pp_gpu_spec *gpu);
+/* The ring (AllReduce, ReduceScatter, AllGather) in closed form, as the
+ * simulator runs it where nothing contends (sim/collective_sched.c): n
+ * GPUs, buffer S, each hop bandwidth B and latency lat, summing at
+ * reduce_Bps.  0 when n <= 1 or S <= 0; NAN for another operation. */
+double pp_coll_ring_time_s(pp_coll_op op, double n, double S, double B,
+                           double lat, double reduce_Bps);
+
 /* Starts a collective now; done runs when the last rank finishes. */
 int pp_sim_collective_start(pp_sim *s, const pp_coll_spec *spec,
                             pp_sim_done_fn done, void *ctx, uint64_t arg,
@@ -450,6 +461,15 @@ typedef struct pp_gpu_profile {
                                 speed a real training loop sustains
                                 (clocks under load, launch and sync gaps);
                                 1 = none lost */
+    /* The planner's closed-form estimator only (the simulator sees the
+     * contention these stand for); fitted to the simulator at flow
+     * fidelity, documented in topologies/profiles/a100.yaml. */
+    double p2p_share_rail;       /* a pipeline send's share of its GPU's
+                                    NIC bandwidth, rail-aligned */
+    double p2p_share_cross_rail; /* the same, crossing rails (spines) */
+    double overlap_p2p_penalty;  /* of the DP time hidden under the
+                                    backward, the part that comes back as
+                                    slower pipeline sends */
 } pp_gpu_profile;
 
 /* Loads a profile.  `spec` is a YAML path or a name in
@@ -481,6 +501,9 @@ typedef struct pp_layer_cost {
     double gemm_s;                        /* of fwd_s: GEMMs and bmms */
     int32_t fwd_colls, bwd_colls, recompute_colls;
     double coll_bytes;                    /* each collective's buffer */
+    int32_t aux_colls;                    /* other TP AllReduces (the
+                                             loss's), of aux_coll_bytes */
+    double aux_coll_bytes;
     double params;                        /* parameters on this GPU */
 } pp_layer_cost;
 
@@ -490,8 +513,25 @@ typedef struct pp_layer_cost {
  * for selective).  On failure *out is untouched. */
 int pp_layer_cost_get(const pp_gpu_profile *g, const pp_model *m,
                       const pp_parallel *p, pp_layer_cost *out, pp_error *e);
+/* The same for the first virtual stage's embedding (word and position
+ * tables, vocab-parallel) and the last one's head (final norm, logits,
+ * cross-entropy, and with a pipeline the tied table's copy): the kernels
+ * and collectives the simulator runs for them; recompute_* are 0. */
+int pp_embed_cost_get(const pp_gpu_profile *g, const pp_model *m,
+                      const pp_parallel *p, pp_layer_cost *out, pp_error *e);
+int pp_head_cost_get(const pp_gpu_profile *g, const pp_model *m,
+                     const pp_parallel *p, pp_layer_cost *out, pp_error *e);
+/* The optimizer step over `params` parameters (one GPU's shard):
+ * memory-bound, pp_optimizer_bytes' step_traffic per parameter. */
+double pp_optimizer_time_s(const pp_gpu_profile *g, pp_optimizer opt,
+                           double params);
 
 
+
+/* Megatron-LM's default DP bucket with overlap (40M parameters would be
+ * 80 MB in 16 bits; PyTorch DDP's default is 25 MB): 40 MB.  The
+ * simulator's default and the planner's estimate of the last bucket. */
+#define PP_STEP_BUCKET_BYTES 40e6
 
 typedef struct pp_step_config {
     const pp_model *model;        /* borrowed */
@@ -506,8 +546,9 @@ typedef struct pp_step_config {
     bool dp_overlap;              /* DP buckets during the last backward
                                      (default false: Megatron-LM 2021
                                      reduces after the pipeline flush) */
-    double bucket_bytes;          /* DP bucket size (default 40 MB with
-                                     overlap; one bucket without) */
+    double bucket_bytes;          /* DP bucket size with overlap (default
+                                     PP_STEP_BUCKET_BYTES; one bucket
+                                     without) */
     double compute_time_s;        /* generic models: compute per
                                      iteration per GPU; 0 = derived from
                                      flops_per_sample */
