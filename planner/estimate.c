@@ -56,38 +56,30 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Calibration against the simulator at flow fidelity (see the comments
- * where they are used): the share of a GPU's NIC bandwidth a pipeline
- * send gets, rail-aligned or crossing rails, and how much of a DP
- * reduction hidden under the backward comes back as slower pipeline
- * sends. */
-#define P2P_SHARE_RAIL 0.7
-#define P2P_SHARE_CROSS_RAIL 0.35
-#define OVERLAP_P2P_PENALTY 0.3
-
 /* One cache entry: the costs that depend on (tp, mbs, sp, recompute). */
 typedef struct cost_entry {
     int64_t tp, mbs;
     int sp, rec;
     bool used;
-    pp_layer_cost lc;
+    pp_layer_cost lc;           /* one layer, the embedding, the head */
+    pp_layer_cost emb, head;
     double t_coll;              /* one TP collective of the layer */
     double layer_w;             /* fwd + bwd (+ recompute) + TP comm */
     double layer_compute, layer_tp;
     double embed_c, embed_tp;   /* fwd + bwd of the embedding */
     double head_c, head_tp;     /* fwd + bwd of the logits and the loss */
-    double embed_params, head_params;
 } cost_entry;
 
 struct pp_plan_estimator {
     const pp_model *m;
     const pp_cluster *c;
     pp_gpu_profile prof;
+    pp_optimizer opt;
     int64_t gpn, hcas, nodes;
     double nvl_Bps, nvl_lat;    /* GPU to GPU inside a server */
     double net_Bps, net_lat;    /* GPU to GPU on the next server */
     double nic_gpu_Bps;         /* a GPU's share of its server's NICs */
-    double reduce_Bps;          /* summing rate: HBM / 3 (as the sim) */
+    double reduce_Bps;          /* summing rate (pp_coll_reduce_Bps) */
     bool spines;                /* the fabric has more than one level */
     char order[3];              /* rank placement, innermost first */
     cost_entry *cache;
@@ -115,6 +107,7 @@ int pp_plan_estimator_new(const pp_model *m, const pp_cluster *c,
     x->m = m;
     x->c = c;
     memcpy(x->order, "tpd", 3);
+    x->opt = PP_OPT_ADAM_MIXED;
     if (profile)
         x->prof = *profile;
     else if ((rc = pp_profile_load(NULL, info->gpu, &x->prof, e)) < 0)
@@ -123,7 +116,7 @@ int pp_plan_estimator_new(const pp_model *m, const pp_cluster *c,
     x->hcas = info->hcas_per_node;
     x->nodes = info->nodes;
     x->spines = info->switches[PP_DEV_SPINE] + info->switches[PP_DEV_CORE] > 0;
-    x->reduce_Bps = x->prof.hbm_Bps > 0 ? x->prof.hbm_Bps / 3.0 : INFINITY;
+    x->reduce_Bps = pp_coll_reduce_Bps(info->gpu);
     if ((rc = pp_router_new(c, 0, &r, e)) < 0) goto fail;
     x->nvl_Bps = INFINITY, x->nvl_lat = 0;
     if (x->gpn > 1
@@ -159,20 +152,13 @@ void pp_plan_estimator_free(pp_plan_estimator *x) {
 }
 
 /* ------------------------------------------------------------------------
- * Collectives in closed form (sim/collective_sched.c's ring, no
- * contention).  S is nccl-tests' buffer size; B the bandwidth a member
- * gets on its slowest hop.
+ * Collectives in closed form: the simulator's ring where nothing contends
+ * (pp_coll_ring_time_s).  S is nccl-tests' buffer size; B the bandwidth a
+ * member gets on its slowest hop.
  * ---------------------------------------------------------------------- */
 static double ring_s(const pp_plan_estimator *x, pp_coll_op op, double n,
                      double S, double B, double lat) {
-    if (n <= 1 || S <= 0) return 0;
-    double chunk = S / n, steps, rs;
-    switch (op) {
-    case PP_COLL_ALLREDUCE: steps = 2 * (n - 1), rs = n - 1; break;
-    case PP_COLL_REDUCESCATTER: steps = n - 1, rs = n - 1; break;
-    default: steps = n - 1, rs = 0; break; /* all-gather */
-    }
-    return steps * (lat + chunk / B) + rs * chunk / x->reduce_Bps;
+    return pp_coll_ring_time_s(op, n, S, B, lat, x->reduce_Bps);
 }
 
 /* Ranks between neighbours of degree `dim` ('t', 'p' or 'd') under the
@@ -201,33 +187,27 @@ static void group_link(const pp_plan_estimator *x, int64_t stride, int64_t n,
 /* ------------------------------------------------------------------------
  * Per (tp, mbs, sp, recompute) costs.
  * ---------------------------------------------------------------------- */
-static double mem(const pp_plan_estimator *x, double bytes) {
-    return pp_memop_time_s(&x->prof, bytes);
-}
-
-static double gemm(const pp_plan_estimator *x, double m, double n, double k) {
-    return pp_gemm_time_s(&x->prof, 1, m, n, k);
-}
-
 static int fill_entry(pp_plan_estimator *x, const pp_parallel *par,
                       cost_entry *ce, pp_error *e) {
     const pp_model *m = x->m;
-    int rc = pp_layer_cost_get(&x->prof, m, par, &ce->lc, e);
-    if (rc < 0) return rc;
-    double t = (double)par->tp, b = (double)par->mbs, s = (double)m->seq;
-    double h = (double)m->hidden, V = (double)m->vocab;
-    bool sp = par->sp && par->tp > 1, tpc = par->tp > 1;
-    double tok = s * b, tn = sp ? tok / t : tok, E = tok * V / t;
+    int rc;
+    /* The simulator's own kernel lists (sim/compute.c), summed. */
+    if ((rc = pp_layer_cost_get(&x->prof, m, par, &ce->lc, e)) < 0
+        || (rc = pp_embed_cost_get(&x->prof, m, par, &ce->emb, e)) < 0
+        || (rc = pp_head_cost_get(&x->prof, m, par, &ce->head, e)) < 0)
+        return rc;
+    double t = (double)par->tp;
+    bool sp = par->sp && par->tp > 1;
     double B, lat;
     group_link(x, 1, par->tp, &B, &lat);
-    double S = 2.0 * tok * h;
+    double S = ce->lc.coll_bytes;
     /* With sp a layer's collectives are all-gathers and reduce-scatters
-     * in equal numbers; without, AllReduces. */
+     * in equal numbers (and so are the embedding's and the head's, one of
+     * each); without, AllReduces. */
     double t_ar = ring_s(x, PP_COLL_ALLREDUCE, t, S, B, lat);
     double t_rs = ring_s(x, PP_COLL_REDUCESCATTER, t, S, B, lat);
     double t_ag = ring_s(x, PP_COLL_ALLGATHER, t, S, B, lat);
     ce->t_coll = sp ? 0.5 * (t_rs + t_ag) : t_ar;
-    double exit_c = sp ? t_rs : tpc ? t_ar : 0, enter_c = sp ? t_ag : 0;
 
     const pp_layer_cost *lc = &ce->lc;
     ce->layer_compute = lc->fwd_s + lc->bwd_s + lc->recompute_s;
@@ -235,23 +215,14 @@ static int fill_entry(pp_plan_estimator *x, const pp_parallel *par,
                             + lc->recompute_colls) * ce->t_coll;
     ce->layer_w = ce->layer_compute + ce->layer_tp;
 
-    /* The embedding and the head, as sim/compute.c lists them. */
-    bool gelu = m->ffn != PP_FFN_SWIGLU;
-    ce->embed_c = mem(x, 4 * tok * h) + (gelu ? mem(x, 6 * tn * h) : 0)
-                  + mem(x, 5 * tn * h)                        /* forward */
-                  + mem(x, 5 * tn * h) + mem(x, 2 * V / t * h + 6 * tok * h);
-    ce->embed_tp = exit_c + enter_c;
-    ce->embed_params = V * h / t + (gelu ? s * h : 0);
-    ce->head_params = 2 * h + (m->tied_embeddings ? 0 : V * h / t);
-    ce->head_c = mem(x, 4 * tn * h) + gemm(x, tok, V / t, h) + mem(x, 38 * E)
-                 + mem(x, 14 * E) + gemm(x, tok, h, V / t)
-                 + gemm(x, h, V / t, tok) + mem(x, 8 * tn * h);
-    if (x->prof.grad_accum_bytes > 0)
-        ce->head_c += mem(x, x->prof.grad_accum_bytes
-                                 * (ce->head_params + V / t * h));
-    ce->head_tp = enter_c + exit_c
-                  + (tpc ? 3 * ring_s(x, PP_COLL_ALLREDUCE, t, 4 * tok, B, lat)
-                         : 0);
+    const pp_layer_cost *em = &ce->emb, *hd = &ce->head;
+    ce->embed_c = em->fwd_s + em->bwd_s;
+    ce->embed_tp = (double)(em->fwd_colls + em->bwd_colls) * ce->t_coll;
+    ce->head_c = hd->fwd_s + hd->bwd_s;
+    ce->head_tp = (double)(hd->fwd_colls + hd->bwd_colls) * ce->t_coll
+                  + (double)hd->aux_colls
+                        * ring_s(x, PP_COLL_ALLREDUCE, t, hd->aux_coll_bytes,
+                                 B, lat);
     return 0;
 }
 
@@ -326,24 +297,34 @@ static bool crosses(const pp_plan_estimator *x, const pp_parallel *p) {
 static int estimate_generic(pp_plan_estimator *x, const pp_parallel *p,
                             bool overlap, double *time_s, pp_breakdown *out) {
     const pp_model *m = x->m;
-    double local = (double)(p->gbs / p->dp);
-    double f = 3.0 * m->flops_per_sample * local;
-    if (p->recompute == PP_RECOMPUTE_FULL) f *= 4.0 / 3.0;
+    /* The simulator's generic compute: the FLOPs at the best GEMM rate. */
+    pp_flops f;
+    if (pp_flops_count(m, p->gbs / p->dp, p->recompute, &f, NULL) < 0)
+        f.total = 0;
     double rate = x->prof.peak_flops * x->prof.gemm_efficiency;
     pp_breakdown b;
     memset(&b, 0, sizeof b);
-    b.compute_s = rate > 0 ? f / rate : 0;
+    b.compute_s = rate > 0 ? f.total / rate : 0;
     double shard = p->zero >= 1 ? (double)p->dp : 1.0;
-    double dp = dp_time(x, p, 2.0 * m->params);
+    double dp = dp_time(x, p, PP_GRAD_SYNC_BYTES * m->params);
     if (p->zero >= 2) {
         /* A reduce-scatter (half the AllReduce) per micro-batch, one
          * all-gather after the step. */
         dp *= 0.5 * (pp_parallel_microbatches(p) + 1.0);
     }
     b.dp_comm_exposed_s = overlap ? fmax(dp - 0.5 * b.compute_s, 0.0) : dp;
-    b.other_s = mem(x, 38.0 * m->params / shard);
+    b.other_s = pp_optimizer_time_s(&x->prof, x->opt, m->params / shard);
     *out = b;
     *time_s = b.compute_s + b.dp_comm_exposed_s + b.other_s;
+    return 0;
+}
+
+int pp_plan_estimator_optimizer(pp_plan_estimator *x, pp_optimizer opt,
+                                pp_error *e) {
+    if ((int)opt < 0 || opt >= PP_OPT__COUNT)
+        return pp_error_set(e, PP_EUSAGE, "optimizer: %d is not one",
+                            (int)opt);
+    x->opt = opt;
     return 0;
 }
 
@@ -384,15 +365,15 @@ int pp_plan_estimate(pp_plan_estimator *x, const pp_parallel *p,
      * tensors ((V - 1) / V of that on average: the ends send one way). */
     double t_hop = 0;
     if (p->pp > 1) {
-        double act = 2.0 * (double)m->seq * (double)p->mbs
-                     * (double)m->hidden;
+        double act = pp_activation_bytes(m, p->mbs);
         bool net = crosses(x, p);
         /* Measured against the simulator at flow fidelity (GPT-3 175B on
          * titan): a stage's sends meet the neighbours' sends and, when a
          * stage is smaller than a server, leave on one rail and arrive on
          * another, through spines whose static (ECMP) hashing collides. */
         bool cross_rail = stride(x, p, 'p') % x->gpn != 0 && x->spines;
-        double share = cross_rail ? P2P_SHARE_CROSS_RAIL : P2P_SHARE_RAIL;
+        double share = cross_rail ? x->prof.p2p_share_cross_rail
+                                  : x->prof.p2p_share_rail;
         double B = net ? x->nic_gpu_Bps * share : x->nvl_Bps;
         double lat = net ? x->net_lat : x->nvl_lat;
         t_hop = lat + act / (double)p->tp / B;
@@ -415,13 +396,16 @@ int pp_plan_estimate(pp_plan_estimator *x, const pp_parallel *p,
         double Ls[3] = {Lf, Lm, Ll}, z[3];
         for (int k = 0; k < 3; k++)
             z[k] = 2.0 * ring_s(x, PP_COLL_ALLGATHER, n,
-                                2.0 * Ls[k] * ce->lc.params, B, lat)
+                                PP_PARAM_GATHER_BYTES * Ls[k] * ce->lc.params,
+                                B, lat)
                    + steps;
         z3_mid = z[1];
         z3_first = z[0] + 2.0 * ring_s(x, PP_COLL_ALLGATHER, n,
-                                       2.0 * ce->embed_params, B, lat);
+                                       PP_PARAM_GATHER_BYTES * ce->emb.params,
+                                       B, lat);
         z3_last = z[2] + 2.0 * ring_s(x, PP_COLL_ALLGATHER, n,
-                                      2.0 * ce->head_params, B, lat);
+                                      PP_PARAM_GATHER_BYTES * ce->head.params,
+                                      B, lat);
     }
 
     /* Work per micro-batch of each kind of stage. */
@@ -457,10 +441,10 @@ int pp_plan_estimate(pp_plan_estimator *x, const pp_parallel *p,
      * updated parameters, exposed whole.  With overlap, buckets go out
      * during each chunk's last backward: what the backward does not cover
      * is exposed, and at least the last bucket (the embedding's gradient
-     * and up to one 40 MB bucket). */
-    double params0 = Lf * ce->lc.params + ce->embed_params
-                     + (p->pp == 1 ? ce->head_params : 0);
-    double S = 2.0 * params0, t_sync = 0, t_gather = 0;
+     * and up to one bucket). */
+    double params0 = Lf * ce->lc.params + ce->emb.params
+                     + (p->pp == 1 ? ce->head.params : 0);
+    double S = PP_GRAD_SYNC_BYTES * params0, t_sync = 0, t_gather = 0;
     if (p->dp > 1) {
         double B, lat, n = (double)p->dp;
         group_link(x, stride(x, p, 'd'), p->dp, &B, &lat);
@@ -478,7 +462,8 @@ int pp_plan_estimate(pp_plan_estimator *x, const pp_parallel *p,
                               + (double)(ce->lc.bwd_colls
                                          + ce->lc.recompute_colls)
                                     * ce->t_coll);
-        double last = fmin(S, 2.0 * ce->embed_params + 40e6);
+        double last = fmin(S, PP_GRAD_SYNC_BYTES * ce->emb.params
+                                  + PP_STEP_BUCKET_BYTES);
         double exposed = fmax(t_sync - window, t_sync * last / S);
         /* ZeRO >= 2: per micro-batch, each under its own backward. */
         double times = p->zero >= 2 ? nmb : 1.0;
@@ -486,7 +471,8 @@ int pp_plan_estimate(pp_plan_estimator *x, const pp_parallel *p,
         /* The hidden part shares the NICs with the pipeline's sends,
          * which slow down meanwhile. */
         if (p->pp > 1 && crosses(x, p))
-            b.pp_comm_s += OVERLAP_P2P_PENALTY * times * (t_sync - exposed);
+            b.pp_comm_s += x->prof.overlap_p2p_penalty * times
+                           * (t_sync - exposed);
     } else {
         b.dp_comm_exposed_s = p->zero >= 2 ? nmb * t_sync : t_sync;
     }
@@ -494,7 +480,7 @@ int pp_plan_estimate(pp_plan_estimator *x, const pp_parallel *p,
 
     /* The optimizer and the tied embedding's gradient. */
     double shard = p->zero >= 1 ? (double)p->dp : 1.0;
-    b.other_s = mem(x, 38.0 * params0 / shard);
+    b.other_s = pp_optimizer_time_s(&x->prof, x->opt, params0 / shard);
     if (p->pp > 1 && m->tied_embeddings) {
         double B, lat;
         int64_t span = stride(x, p, 'p') * p->pp; /* replica 0's stages */
@@ -502,8 +488,11 @@ int pp_plan_estimate(pp_plan_estimator *x, const pp_parallel *p,
             B = x->nvl_Bps, lat = x->nvl_lat;
         else
             B = x->nic_gpu_Bps, lat = x->net_lat;
+        /* The word table's gradient (the position table is not tied). */
         b.other_s += ring_s(x, PP_COLL_ALLREDUCE, 2,
-                            2.0 * ce->embed_params, B, lat);
+                            PP_GRAD_SYNC_BYTES * (double)m->vocab
+                                * (double)m->hidden / (double)p->tp,
+                            B, lat);
     }
     *out = b;
     *time_s = b.compute_s + b.tp_comm_s + b.bubble_s + b.pp_comm_s
