@@ -6,16 +6,16 @@
  * that the simulator's best is among the estimator's best K.  It follows
  * the simulator's models term by term, without the event engine:
  *
- *   compute   the layer's kernels as sim/compute.c times them
- *             (pp_layer_cost_get: roofline per GEMM and memory-bound
- *             kernel with the GPU profile), cached per (tp, mbs, sp,
- *             recompute) because it does not depend on pp or dp; the
- *             embedding and the logits/loss mirror sim/compute.c's lists
- *             with the public pp_gemm_time_s / pp_memop_time_s.
- *   TP comm   the ring of sim/collective_sched.c with nothing contending:
- *             steps x (hop latency + chunk / bandwidth) + the serial
- *             reductions, chunk / (HBM bandwidth / 3); over NVLink when
- *             the TP group is inside a server.  Blocking, as in Megatron.
+ *   compute   the layer's, the embedding's and the head's kernels as
+ *             sim/compute.c lists and times them (pp_layer_cost_get,
+ *             pp_embed_cost_get, pp_head_cost_get: roofline per GEMM and
+ *             memory-bound kernel with the GPU profile), cached per (tp,
+ *             mbs, sp, recompute) because they do not depend on pp or dp.
+ *   TP comm   the simulator's ring with nothing contending
+ *             (pp_coll_ring_time_s): steps x (hop latency + chunk /
+ *             bandwidth) + the serial reductions at pp_coll_reduce_Bps;
+ *             over NVLink when the TP group is inside a server.  Blocking,
+ *             as in Megatron.
  *   pipeline  1F1B: the slowest stage paces the micro-batches and the
  *             fill and drain cost the other stages' work once, divided by
  *             vp with interleaving: m w_max + (sum_s w_s - w_max) / vp,
@@ -38,16 +38,21 @@
  *             exposed part is paid per micro-batch.  ZeRO-3 all-gathers
  *             each chunk's weights before each pass, exposed (the
  *             simulator does not prefetch).
- *   other     the optimizer step (38 bytes per local parameter, memory-
- *             bound: sim/compute.c's figure) and, with pp > 1 and tied
- *             embeddings, the embedding-gradient AllReduce between the
- *             first and last stages.
+ *   other     the optimizer step (pp_optimizer_time_s) and, with pp > 1
+ *             and tied embeddings, the embedding-gradient AllReduce
+ *             between the first and last stages.
+ *   The breakdown reports each part as the mean over the stages, as the
+ *   simulator does; what a stage waits for the slowest (the barrier
+ *   before the step) is bubble.
  *
- * Three constants are fitted to the simulator at flow fidelity (GPT-3 175B
- * on titan, 1,024 GPUs, 25 layouts spread over the ranking: mean error
- * -0.4%, mean absolute 0.8%): the bandwidth share a pipeline send gets
- * rail-aligned and across rails, and the overlap's cost to the sends.
- * Where the simulator sees contention (flow fidelity) the estimate is
+ * Every byte count and constant comes from its owner (models.h:
+ * pp_optimizer_bytes, PP_GRAD_SYNC_BYTES, PP_PARAM_GATHER_BYTES,
+ * pp_activation_bytes; sim.h: PP_STEP_BUCKET_BYTES).  Three factors stand
+ * for contention only the flow simulation sees; they are the GPU
+ * profile's estimator.* keys (topologies/profiles/a100.yaml), fitted to
+ * the simulator at flow fidelity.  tests/test_estimate_terms.c checks the
+ * estimate term by term against the analytic simulation with them set to
+ * 1, 1 and 0.  Where the simulator sees contention the estimate is
  * optimistic; that is what the top-K simulation is for.
  */
 #include "planner_int.h"
@@ -62,7 +67,9 @@ typedef struct cost_entry {
     int sp, rec;
     bool used;
     pp_layer_cost lc;           /* one layer, the embedding, the head */
-    pp_layer_cost emb, head;
+    pp_layer_cost emb, head;    /* head.params: with a pipeline */
+    double head_params_pp1;     /* head.params without one (the key has
+                                   no pp: only this depends on it) */
     double t_coll;              /* one TP collective of the layer */
     double layer_w;             /* fwd + bwd (+ recompute) + TP comm */
     double layer_compute, layer_tp;
@@ -196,6 +203,15 @@ static int fill_entry(pp_plan_estimator *x, const pp_parallel *par,
         || (rc = pp_embed_cost_get(&x->prof, m, par, &ce->emb, e)) < 0
         || (rc = pp_head_cost_get(&x->prof, m, par, &ce->head, e)) < 0)
         return rc;
+    /* Without a pipeline a tied output layer is the embedding's own table
+     * (counted there); with one the last stage keeps a copy. */
+    pp_parallel q = *par;
+    pp_layer_cost h1;
+    q.pp = 1, q.vp = 1;
+    if ((rc = pp_head_cost_get(&x->prof, m, &q, &h1, e)) < 0) return rc;
+    ce->head_params_pp1 = h1.params;
+    q.pp = 2;
+    if ((rc = pp_head_cost_get(&x->prof, m, &q, &ce->head, e)) < 0) return rc;
     double t = (double)par->tp;
     bool sp = par->sp && par->tp > 1;
     double B, lat;
@@ -404,7 +420,9 @@ int pp_plan_estimate(pp_plan_estimator *x, const pp_parallel *p,
                                        PP_PARAM_GATHER_BYTES * ce->emb.params,
                                        B, lat);
         z3_last = z[2] + 2.0 * ring_s(x, PP_COLL_ALLGATHER, n,
-                                      PP_PARAM_GATHER_BYTES * ce->head.params,
+                                      PP_PARAM_GATHER_BYTES
+                                          * (p->pp == 1 ? ce->head_params_pp1
+                                                        : ce->head.params),
                                       B, lat);
     }
 
@@ -435,52 +453,63 @@ int pp_plan_estimate(pp_plan_estimator *x, const pp_parallel *p,
     b.pp_comm_s = nmb * c_pp;
     b.bubble_s = t_pipe - nmb * sum_w / pp;
 
-    /* Data parallelism, on the first stage (it finishes last and holds
-     * the embedding): an AllReduce of the gradients, or with ZeRO a
-     * reduce-scatter and, after the optimizer, an all-gather of the
-     * updated parameters, exposed whole.  With overlap, buckets go out
-     * during each chunk's last backward: what the backward does not cover
-     * is exposed, and at least the last bucket (the embedding's gradient
-     * and up to one bucket). */
-    double params0 = Lf * ce->lc.params + ce->emb.params
-                     + (p->pp == 1 ? ce->head.params : 0);
-    double S = PP_GRAD_SYNC_BYTES * params0, t_sync = 0, t_gather = 0;
-    if (p->dp > 1) {
-        double B, lat, n = (double)p->dp;
-        group_link(x, stride(x, p, 'd'), p->dp, &B, &lat);
-        if (p->zero >= 1) {
-            t_sync = ring_s(x, PP_COLL_REDUCESCATTER, n, S, B, lat);
-            /* ZeRO-3 has gathered its weights before each pass already. */
-            if (p->zero < 3)
-                t_gather = ring_s(x, PP_COLL_ALLGATHER, n, S, B, lat);
-        } else {
-            t_sync = ring_s(x, PP_COLL_ALLREDUCE, n, S, B, lat);
-        }
-    }
-    if (overlap && p->dp > 1) {
-        double window = Lf * (ce->lc.bwd_s + ce->lc.recompute_s
-                              + (double)(ce->lc.bwd_colls
-                                         + ce->lc.recompute_colls)
-                                    * ce->t_coll);
-        double last = fmin(S, PP_GRAD_SYNC_BYTES * ce->emb.params
-                                  + PP_STEP_BUCKET_BYTES);
-        double exposed = fmax(t_sync - window, t_sync * last / S);
-        /* ZeRO >= 2: per micro-batch, each under its own backward. */
-        double times = p->zero >= 2 ? nmb : 1.0;
-        b.dp_comm_exposed_s = times * exposed;
-        /* The hidden part shares the NICs with the pipeline's sends,
-         * which slow down meanwhile. */
-        if (p->pp > 1 && crosses(x, p))
-            b.pp_comm_s += x->prof.overlap_p2p_penalty * times
-                           * (t_sync - exposed);
-    } else {
-        b.dp_comm_exposed_s = p->zero >= 2 ? nmb * t_sync : t_sync;
-    }
-    b.dp_comm_exposed_s += t_gather + nmb * sum_z3 / pp;
-
-    /* The optimizer and the tied embedding's gradient. */
+    /* Data parallelism, on every kind of stage (first, middle, last):
+     * an AllReduce of the stage's gradients, or with ZeRO a reduce-
+     * scatter and, after the optimizer, an all-gather of the updated
+     * parameters, exposed whole.  With overlap, buckets go out during
+     * each chunk's last backward: what the backward does not cover is
+     * exposed, and at least the last bucket (on the first stage the
+     * embedding's gradient and up to one bucket).  The first stage sets
+     * the pace (it finishes last); the others' shorter syncs and steps
+     * leave them waiting at the barrier (bubble), as the simulator
+     * counts it. */
+    double Lk[3] = {Lf, Lm, Ll}, wk[3] = {1.0, pp - 2.0, 1.0};
+    double Pk[3] = {Lf * ce->lc.params + ce->emb.params
+                        + (p->pp == 1 ? ce->head_params_pp1 : 0),
+                    Lm * ce->lc.params, Ll * ce->lc.params + ce->head.params};
+    if (p->pp == 1) wk[1] = wk[2] = 0;
     double shard = p->zero >= 1 ? (double)p->dp : 1.0;
-    b.other_s = pp_optimizer_time_s(&x->prof, x->opt, params0 / shard);
+    double times = p->zero >= 2 ? nmb : 1.0; /* ZeRO >= 2: per micro-batch */
+    double dp_k[3], end_k[3], opt_k[3], gat_k[3], hidden0 = 0;
+    for (int k = 0; k < 3; k++) {
+        double S = PP_GRAD_SYNC_BYTES * Pk[k], t_sync = 0, t_gather = 0;
+        if (p->dp > 1) {
+            double B, lat, n = (double)p->dp;
+            group_link(x, stride(x, p, 'd'), p->dp, &B, &lat);
+            if (p->zero >= 1) {
+                t_sync = ring_s(x, PP_COLL_REDUCESCATTER, n, S, B, lat);
+                /* ZeRO-3 gathered its weights before each pass already. */
+                if (p->zero < 3)
+                    t_gather = ring_s(x, PP_COLL_ALLGATHER, n, S, B, lat);
+            } else {
+                t_sync = ring_s(x, PP_COLL_ALLREDUCE, n, S, B, lat);
+            }
+        }
+        double exposed = t_sync;
+        if (overlap && p->dp > 1 && S > 0) {
+            double window = Lk[k] * (ce->lc.bwd_s + ce->lc.recompute_s
+                                     + (double)(ce->lc.bwd_colls
+                                                + ce->lc.recompute_colls)
+                                           * ce->t_coll);
+            double last = fmin(S, (k == 0 ? PP_GRAD_SYNC_BYTES
+                                                * ce->emb.params
+                                          : 0)
+                                      + PP_STEP_BUCKET_BYTES);
+            exposed = fmax(t_sync - window, t_sync * last / S);
+        }
+        if (k == 0) hidden0 = times * (t_sync - exposed);
+        dp_k[k] = times * exposed;
+        opt_k[k] = pp_optimizer_time_s(&x->prof, x->opt, Pk[k] / shard);
+        gat_k[k] = t_gather;
+        end_k[k] = opt_k[k] + t_gather;
+    }
+    /* The hidden part shares the NICs with the pipeline's sends, which
+     * slow down meanwhile. */
+    if (overlap && p->pp > 1 && crosses(x, p))
+        b.pp_comm_s += x->prof.overlap_p2p_penalty * hidden0;
+
+    /* The tied embedding's gradient, between the first and last stage. */
+    double t_emb = 0;
     if (p->pp > 1 && m->tied_embeddings) {
         double B, lat;
         int64_t span = stride(x, p, 'p') * p->pp; /* replica 0's stages */
@@ -489,11 +518,28 @@ int pp_plan_estimate(pp_plan_estimator *x, const pp_parallel *p,
         else
             B = x->nic_gpu_Bps, lat = x->net_lat;
         /* The word table's gradient (the position table is not tied). */
-        b.other_s += ring_s(x, PP_COLL_ALLREDUCE, 2,
-                            PP_GRAD_SYNC_BYTES * (double)m->vocab
-                                * (double)m->hidden / (double)p->tp,
-                            B, lat);
+        t_emb = ring_s(x, PP_COLL_ALLREDUCE, 2,
+                       PP_GRAD_SYNC_BYTES * (double)m->vocab
+                           * (double)m->hidden / (double)p->tp,
+                       B, lat);
     }
+
+    /* The first stage's path: its sync, the embedding's, the barrier,
+     * then the slowest stage's step (and ZeRO's gather); the mean over
+     * the stages of each part is what the breakdown reports. */
+    double z3 = nmb * sum_z3 / pp;
+    double path = dp_k[0] + t_emb + fmax(end_k[0], fmax(end_k[1], end_k[2]));
+    double dp_mean = 0, opt_mean = 0, gat_mean = 0;
+    for (int k = 0; k < 3; k++) {
+        dp_mean += wk[k] * dp_k[k] / pp;
+        opt_mean += wk[k] * opt_k[k] / pp;
+        gat_mean += wk[k] * gat_k[k] / pp;
+    }
+    if (p->pp == 1) end_k[1] = end_k[2] = 0;
+    path = dp_k[0] + t_emb + fmax(end_k[0], fmax(end_k[1], end_k[2]));
+    b.dp_comm_exposed_s = dp_mean + gat_mean + z3;
+    b.other_s = opt_mean + (p->pp > 1 ? 2.0 * t_emb / pp : 0);
+    b.bubble_s += path - (dp_mean + gat_mean + b.other_s);
     *out = b;
     *time_s = b.compute_s + b.tp_comm_s + b.bubble_s + b.pp_comm_s
               + b.dp_comm_exposed_s + b.other_s;
