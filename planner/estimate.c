@@ -470,19 +470,20 @@ int pp_plan_estimate(pp_plan_estimator *x, const pp_parallel *p,
     if (p->pp == 1) wk[1] = wk[2] = 0;
     double shard = p->zero >= 1 ? (double)p->dp : 1.0;
     double times = p->zero >= 2 ? nmb : 1.0; /* ZeRO >= 2: per micro-batch */
-    double dp_k[3], end_k[3], opt_k[3], gat_k[3], hidden0 = 0;
+    double dp_k[3] = {0}, end_k[3] = {0}, opt_k[3] = {0}, gat_k[3] = {0};
+    double hidden0 = 0, Bd = 0, latd = 0, n = (double)p->dp;
+    if (p->dp > 1) group_link(x, stride(x, p, 'd'), p->dp, &Bd, &latd);
     for (int k = 0; k < 3; k++) {
+        if (k > 0 && wk[k] == 0) continue; /* no such stage */
         double S = PP_GRAD_SYNC_BYTES * Pk[k], t_sync = 0, t_gather = 0;
         if (p->dp > 1) {
-            double B, lat, n = (double)p->dp;
-            group_link(x, stride(x, p, 'd'), p->dp, &B, &lat);
             if (p->zero >= 1) {
-                t_sync = ring_s(x, PP_COLL_REDUCESCATTER, n, S, B, lat);
+                t_sync = ring_s(x, PP_COLL_REDUCESCATTER, n, S, Bd, latd);
                 /* ZeRO-3 gathered its weights before each pass already. */
                 if (p->zero < 3)
-                    t_gather = ring_s(x, PP_COLL_ALLGATHER, n, S, B, lat);
+                    t_gather = ring_s(x, PP_COLL_ALLGATHER, n, S, Bd, latd);
             } else {
-                t_sync = ring_s(x, PP_COLL_ALLREDUCE, n, S, B, lat);
+                t_sync = ring_s(x, PP_COLL_ALLREDUCE, n, S, Bd, latd);
             }
         }
         double exposed = t_sync;
@@ -528,14 +529,12 @@ int pp_plan_estimate(pp_plan_estimator *x, const pp_parallel *p,
      * then the slowest stage's step (and ZeRO's gather); the mean over
      * the stages of each part is what the breakdown reports. */
     double z3 = nmb * sum_z3 / pp;
-    double path = dp_k[0] + t_emb + fmax(end_k[0], fmax(end_k[1], end_k[2]));
-    double dp_mean = 0, opt_mean = 0, gat_mean = 0;
+    double path, dp_mean = 0, opt_mean = 0, gat_mean = 0;
     for (int k = 0; k < 3; k++) {
         dp_mean += wk[k] * dp_k[k] / pp;
         opt_mean += wk[k] * opt_k[k] / pp;
         gat_mean += wk[k] * gat_k[k] / pp;
     }
-    if (p->pp == 1) end_k[1] = end_k[2] = 0;
     path = dp_k[0] + t_emb + fmax(end_k[0], fmax(end_k[1], end_k[2]));
     b.dp_comm_exposed_s = dp_mean + gat_mean + z3;
     b.other_s = opt_mean + (p->pp > 1 ? 2.0 * t_emb / pp : 0);
