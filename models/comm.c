@@ -25,11 +25,9 @@ int pp_comm_per_iter(const pp_model *m, const pp_parallel *p,
     memset(&v, 0, sizeof v);
     double nmb = pp_parallel_microbatches(p);
 
-    /* DP: the gradients of this GPU's parameters, bf16 (2 bytes each).
-     * Megatron-LM can accumulate and reduce gradients in fp32
-     * (--accumulate-allreduce-grads-in-fp32), which doubles this; we take
-     * the bf16 reduction, as DeepSpeed and PyTorch DDP do by default. */
-    v.dp_grad_bytes = pp__stage_params(m, p) * 2.0;
+    /* DP: the gradients of this GPU's parameters, PP_GRAD_SYNC_BYTES each
+     * (bf16; models.h says why). */
+    v.dp_grad_bytes = pp__stage_params(m, p) * PP_GRAD_SYNC_BYTES;
     if (p->dp > 1) {
         double n = (double)p->dp;
         /* Ring AllReduce = reduce-scatter + all-gather, each (n-1)/n.
@@ -47,9 +45,8 @@ int pp_comm_per_iter(const pp_model *m, const pp_parallel *p,
         return 0;
     }
 
-    double s = (double)m->seq, b = (double)p->mbs, h = (double)m->hidden;
     double t = (double)p->tp;
-    double act = 2.0 * s * b * h; /* one activation tensor, 2-byte */
+    double act = pp_activation_bytes(m, p->mbs); /* one activation tensor */
     /* The first stage's layers. */
     double layers = p->first || p->last
                         ? (double)pp_parallel_stage_layers(p, m, 0)

@@ -15,6 +15,42 @@
 
 #include "models_int.h"
 
+/* Per optimizer.  Model states (ZeRO sec. 3.1): mixed-precision Adam
+ * keeps fp16/bf16 weights (2) and grads (2) and fp32 master weights,
+ * momentum and variance (4 + 4 + 4); plain fp32 Adam keeps weights (4),
+ * grads (4), momentum and variance (4 + 4).  16 bytes per parameter
+ * either way (domain.md sec. 4: 175B x 16 = 2.8 TB).
+ *
+ * step_grads: Megatron-LM's mixed-precision optimizer steps on fp32
+ * gradients, copying the 16-bit ones into fp32 (main_param.grad), 4 bytes
+ * per parameter it updates (its docs/distrib_optimizer.md: 20 bytes per
+ * parameter with fp16/bf16 gradients, 4 + 16/d with the distributed
+ * optimizer).
+ *
+ * step_traffic: the step is memory-bound (Megatron-LM's multi-tensor
+ * apply).  Mixed: read the fp32 gradient for the norm (4) and for the
+ * update (4), read and write the fp32 master weight, momentum and variance
+ * (3 x 8), write the 16-bit weight (2), zero the gradient (4): 38 bytes.
+ * The simulator has always charged both optimizers 38 (an fp32 step
+ * would move 36: no 16-bit copy to write); kept, so that no simulated
+ * figure moves with this table. */
+static const pp_optimizer_bytes optimizer_bytes[PP_OPT__COUNT] = {
+    [PP_OPT_ADAM_MIXED] = {2.0, 2.0, 12.0, 4.0, 38.0},
+    [PP_OPT_ADAM_FP32] = {4.0, 4.0, 8.0, 0.0, 38.0},
+};
+
+const pp_optimizer_bytes *pp_optimizer_bytes_get(pp_optimizer o)
+{
+    if ((int)o < 0 || o >= PP_OPT__COUNT)
+        o = PP_OPT_ADAM_MIXED;
+    return &optimizer_bytes[o];
+}
+
+double pp_activation_bytes(const pp_model *m, int64_t mbs)
+{
+    return PP_ACT_BYTES * (double)m->seq * (double)mbs * (double)m->hidden;
+}
+
 bool pp_memory_peak_at_step(const pp_memory *x)
 {
     return x->step_grads > x->activations + x->buffers;
@@ -115,21 +151,8 @@ static void stage_memory(const pp_model *m, const pp_parallel *p,
     memset(&r, 0, sizeof r);
     r.stage = st;
 
-    /* Model states (ZeRO sec. 3.1): mixed-precision Adam keeps fp16/bf16
-     * weights (2) and grads (2) and fp32 master weights, momentum and
-     * variance (4 + 4 + 4); plain fp32 Adam keeps weights (4), grads (4),
-     * momentum and variance (4 + 4).  16 bytes per parameter either way
-     * (domain.md sec. 4: 175B x 16 = 2.8 TB). */
-    double wb, gb, ob;
-    if (opt == PP_OPT_ADAM_FP32) {
-        wb = 4.0;
-        gb = 4.0;
-        ob = 8.0;
-    } else {
-        wb = 2.0;
-        gb = 2.0;
-        ob = 12.0;
-    }
+    /* Model states and the step's fp32 gradients: pp_optimizer_bytes. */
+    const pp_optimizer_bytes *ob = pp_optimizer_bytes_get(opt);
     /* ZeRO sharding over dp (sec. 5): stage 1 the optimizer states (P_os),
      * stage 2 also the gradients (P_os+g), stage 3 also the weights
      * (P_os+g+p).  With dp == 1 it divides by 1: no effect. */
@@ -139,19 +162,14 @@ static void stage_memory(const pp_model *m, const pp_parallel *p,
     double wsh = p->zero >= 3 ? dp : 1.0;
 
     r.params_per_gpu = pp__stage_params_of(m, p, st);
-    r.weights = r.params_per_gpu * wb / wsh;
-    r.grads = r.params_per_gpu * gb / gsh;
-    r.optimizer = r.params_per_gpu * ob / osh;
+    r.weights = r.params_per_gpu * ob->weights / wsh;
+    r.grads = r.params_per_gpu * ob->grads / gsh;
+    r.optimizer = r.params_per_gpu * ob->states / osh;
     r.model_states = r.weights + r.grads + r.optimizer;
-    /* Megatron-LM's mixed-precision optimizer steps on fp32 gradients: it
-     * copies the 16-bit ones into fp32 (main_param.grad) for the step, 4
-     * bytes per parameter it updates (its docs/distrib_optimizer.md: 20
-     * bytes per parameter with fp16/bf16 gradients, 4 + 16/d with the
-     * distributed optimizer).  The copy lives during the step, when the
+    /* The step's fp32 gradient copy lives during the step, when the
      * iteration's activations are freed, so the peak is the larger of the
      * two. */
-    if (opt != PP_OPT_ADAM_FP32)
-        r.step_grads = r.params_per_gpu * 4.0 / osh;
+    r.step_grads = r.params_per_gpu * ob->step_grads / osh;
 
     double nmb = pp_parallel_microbatches(p);
     if (m->arch == PP_ARCH_GENERIC) {

@@ -6,16 +6,16 @@
  * that the simulator's best is among the estimator's best K.  It follows
  * the simulator's models term by term, without the event engine:
  *
- *   compute   the layer's kernels as sim/compute.c times them
- *             (pp_layer_cost_get: roofline per GEMM and memory-bound
- *             kernel with the GPU profile), cached per (tp, mbs, sp,
- *             recompute) because it does not depend on pp or dp; the
- *             embedding and the logits/loss mirror sim/compute.c's lists
- *             with the public pp_gemm_time_s / pp_memop_time_s.
- *   TP comm   the ring of sim/collective_sched.c with nothing contending:
- *             steps x (hop latency + chunk / bandwidth) + the serial
- *             reductions, chunk / (HBM bandwidth / 3); over NVLink when
- *             the TP group is inside a server.  Blocking, as in Megatron.
+ *   compute   the layer's, the embedding's and the head's kernels as
+ *             sim/compute.c lists and times them (pp_layer_cost_get,
+ *             pp_embed_cost_get, pp_head_cost_get: roofline per GEMM and
+ *             memory-bound kernel with the GPU profile), cached per (tp,
+ *             mbs, sp, recompute) because they do not depend on pp or dp.
+ *   TP comm   the simulator's ring with nothing contending
+ *             (pp_coll_ring_time_s): steps x (hop latency + chunk /
+ *             bandwidth) + the serial reductions at pp_coll_reduce_Bps;
+ *             over NVLink when the TP group is inside a server.  Blocking,
+ *             as in Megatron.
  *   pipeline  1F1B: the slowest stage paces the micro-batches and the
  *             fill and drain cost the other stages' work once, divided by
  *             vp with interleaving: m w_max + (sum_s w_s - w_max) / vp,
@@ -38,16 +38,21 @@
  *             exposed part is paid per micro-batch.  ZeRO-3 all-gathers
  *             each chunk's weights before each pass, exposed (the
  *             simulator does not prefetch).
- *   other     the optimizer step (38 bytes per local parameter, memory-
- *             bound: sim/compute.c's figure) and, with pp > 1 and tied
- *             embeddings, the embedding-gradient AllReduce between the
- *             first and last stages.
+ *   other     the optimizer step (pp_optimizer_time_s) and, with pp > 1
+ *             and tied embeddings, the embedding-gradient AllReduce
+ *             between the first and last stages.
+ *   The breakdown reports each part as the mean over the stages, as the
+ *   simulator does; what a stage waits for the slowest (the barrier
+ *   before the step) is bubble.
  *
- * Three constants are fitted to the simulator at flow fidelity (GPT-3 175B
- * on titan, 1,024 GPUs, 25 layouts spread over the ranking: mean error
- * -0.4%, mean absolute 0.8%): the bandwidth share a pipeline send gets
- * rail-aligned and across rails, and the overlap's cost to the sends.
- * Where the simulator sees contention (flow fidelity) the estimate is
+ * Every byte count and constant comes from its owner (models.h:
+ * pp_optimizer_bytes, PP_GRAD_SYNC_BYTES, PP_PARAM_GATHER_BYTES,
+ * pp_activation_bytes; sim.h: PP_STEP_BUCKET_BYTES).  Three factors stand
+ * for contention only the flow simulation sees; they are the GPU
+ * profile's estimator.* keys (topologies/profiles/a100.yaml), fitted to
+ * the simulator at flow fidelity.  tests/test_estimate_terms.c checks the
+ * estimate term by term against the analytic simulation with them set to
+ * 1, 1 and 0.  Where the simulator sees contention the estimate is
  * optimistic; that is what the top-K simulation is for.
  */
 #include "planner_int.h"
@@ -56,38 +61,32 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Calibration against the simulator at flow fidelity (see the comments
- * where they are used): the share of a GPU's NIC bandwidth a pipeline
- * send gets, rail-aligned or crossing rails, and how much of a DP
- * reduction hidden under the backward comes back as slower pipeline
- * sends. */
-#define P2P_SHARE_RAIL 0.7
-#define P2P_SHARE_CROSS_RAIL 0.35
-#define OVERLAP_P2P_PENALTY 0.3
-
 /* One cache entry: the costs that depend on (tp, mbs, sp, recompute). */
 typedef struct cost_entry {
     int64_t tp, mbs;
     int sp, rec;
     bool used;
-    pp_layer_cost lc;
+    pp_layer_cost lc;           /* one layer, the embedding, the head */
+    pp_layer_cost emb, head;    /* head.params: with a pipeline */
+    double head_params_pp1;     /* head.params without one (the key has
+                                   no pp: only this depends on it) */
     double t_coll;              /* one TP collective of the layer */
     double layer_w;             /* fwd + bwd (+ recompute) + TP comm */
     double layer_compute, layer_tp;
     double embed_c, embed_tp;   /* fwd + bwd of the embedding */
     double head_c, head_tp;     /* fwd + bwd of the logits and the loss */
-    double embed_params, head_params;
 } cost_entry;
 
 struct pp_plan_estimator {
     const pp_model *m;
     const pp_cluster *c;
     pp_gpu_profile prof;
+    pp_optimizer opt;
     int64_t gpn, hcas, nodes;
     double nvl_Bps, nvl_lat;    /* GPU to GPU inside a server */
     double net_Bps, net_lat;    /* GPU to GPU on the next server */
     double nic_gpu_Bps;         /* a GPU's share of its server's NICs */
-    double reduce_Bps;          /* summing rate: HBM / 3 (as the sim) */
+    double reduce_Bps;          /* summing rate (pp_coll_reduce_Bps) */
     bool spines;                /* the fabric has more than one level */
     char order[3];              /* rank placement, innermost first */
     cost_entry *cache;
@@ -115,6 +114,7 @@ int pp_plan_estimator_new(const pp_model *m, const pp_cluster *c,
     x->m = m;
     x->c = c;
     memcpy(x->order, "tpd", 3);
+    x->opt = PP_OPT_ADAM_MIXED;
     if (profile)
         x->prof = *profile;
     else if ((rc = pp_profile_load(NULL, info->gpu, &x->prof, e)) < 0)
@@ -123,7 +123,7 @@ int pp_plan_estimator_new(const pp_model *m, const pp_cluster *c,
     x->hcas = info->hcas_per_node;
     x->nodes = info->nodes;
     x->spines = info->switches[PP_DEV_SPINE] + info->switches[PP_DEV_CORE] > 0;
-    x->reduce_Bps = x->prof.hbm_Bps > 0 ? x->prof.hbm_Bps / 3.0 : INFINITY;
+    x->reduce_Bps = pp_coll_reduce_Bps(info->gpu);
     if ((rc = pp_router_new(c, 0, &r, e)) < 0) goto fail;
     x->nvl_Bps = INFINITY, x->nvl_lat = 0;
     if (x->gpn > 1
@@ -159,20 +159,13 @@ void pp_plan_estimator_free(pp_plan_estimator *x) {
 }
 
 /* ------------------------------------------------------------------------
- * Collectives in closed form (sim/collective_sched.c's ring, no
- * contention).  S is nccl-tests' buffer size; B the bandwidth a member
- * gets on its slowest hop.
+ * Collectives in closed form: the simulator's ring where nothing contends
+ * (pp_coll_ring_time_s).  S is nccl-tests' buffer size; B the bandwidth a
+ * member gets on its slowest hop.
  * ---------------------------------------------------------------------- */
 static double ring_s(const pp_plan_estimator *x, pp_coll_op op, double n,
                      double S, double B, double lat) {
-    if (n <= 1 || S <= 0) return 0;
-    double chunk = S / n, steps, rs;
-    switch (op) {
-    case PP_COLL_ALLREDUCE: steps = 2 * (n - 1), rs = n - 1; break;
-    case PP_COLL_REDUCESCATTER: steps = n - 1, rs = n - 1; break;
-    default: steps = n - 1, rs = 0; break; /* all-gather */
-    }
-    return steps * (lat + chunk / B) + rs * chunk / x->reduce_Bps;
+    return pp_coll_ring_time_s(op, n, S, B, lat, x->reduce_Bps);
 }
 
 /* Ranks between neighbours of degree `dim` ('t', 'p' or 'd') under the
@@ -201,33 +194,36 @@ static void group_link(const pp_plan_estimator *x, int64_t stride, int64_t n,
 /* ------------------------------------------------------------------------
  * Per (tp, mbs, sp, recompute) costs.
  * ---------------------------------------------------------------------- */
-static double mem(const pp_plan_estimator *x, double bytes) {
-    return pp_memop_time_s(&x->prof, bytes);
-}
-
-static double gemm(const pp_plan_estimator *x, double m, double n, double k) {
-    return pp_gemm_time_s(&x->prof, 1, m, n, k);
-}
-
 static int fill_entry(pp_plan_estimator *x, const pp_parallel *par,
                       cost_entry *ce, pp_error *e) {
     const pp_model *m = x->m;
-    int rc = pp_layer_cost_get(&x->prof, m, par, &ce->lc, e);
-    if (rc < 0) return rc;
-    double t = (double)par->tp, b = (double)par->mbs, s = (double)m->seq;
-    double h = (double)m->hidden, V = (double)m->vocab;
-    bool sp = par->sp && par->tp > 1, tpc = par->tp > 1;
-    double tok = s * b, tn = sp ? tok / t : tok, E = tok * V / t;
+    int rc;
+    /* The simulator's own kernel lists (sim/compute.c), summed. */
+    if ((rc = pp_layer_cost_get(&x->prof, m, par, &ce->lc, e)) < 0
+        || (rc = pp_embed_cost_get(&x->prof, m, par, &ce->emb, e)) < 0
+        || (rc = pp_head_cost_get(&x->prof, m, par, &ce->head, e)) < 0)
+        return rc;
+    /* Without a pipeline a tied output layer is the embedding's own table
+     * (counted there); with one the last stage keeps a copy. */
+    pp_parallel q = *par;
+    pp_layer_cost h1;
+    q.pp = 1, q.vp = 1;
+    if ((rc = pp_head_cost_get(&x->prof, m, &q, &h1, e)) < 0) return rc;
+    ce->head_params_pp1 = h1.params;
+    q.pp = 2;
+    if ((rc = pp_head_cost_get(&x->prof, m, &q, &ce->head, e)) < 0) return rc;
+    double t = (double)par->tp;
+    bool sp = par->sp && par->tp > 1;
     double B, lat;
     group_link(x, 1, par->tp, &B, &lat);
-    double S = 2.0 * tok * h;
+    double S = ce->lc.coll_bytes;
     /* With sp a layer's collectives are all-gathers and reduce-scatters
-     * in equal numbers; without, AllReduces. */
+     * in equal numbers (and so are the embedding's and the head's, one of
+     * each); without, AllReduces. */
     double t_ar = ring_s(x, PP_COLL_ALLREDUCE, t, S, B, lat);
     double t_rs = ring_s(x, PP_COLL_REDUCESCATTER, t, S, B, lat);
     double t_ag = ring_s(x, PP_COLL_ALLGATHER, t, S, B, lat);
     ce->t_coll = sp ? 0.5 * (t_rs + t_ag) : t_ar;
-    double exit_c = sp ? t_rs : tpc ? t_ar : 0, enter_c = sp ? t_ag : 0;
 
     const pp_layer_cost *lc = &ce->lc;
     ce->layer_compute = lc->fwd_s + lc->bwd_s + lc->recompute_s;
@@ -235,23 +231,14 @@ static int fill_entry(pp_plan_estimator *x, const pp_parallel *par,
                             + lc->recompute_colls) * ce->t_coll;
     ce->layer_w = ce->layer_compute + ce->layer_tp;
 
-    /* The embedding and the head, as sim/compute.c lists them. */
-    bool gelu = m->ffn != PP_FFN_SWIGLU;
-    ce->embed_c = mem(x, 4 * tok * h) + (gelu ? mem(x, 6 * tn * h) : 0)
-                  + mem(x, 5 * tn * h)                        /* forward */
-                  + mem(x, 5 * tn * h) + mem(x, 2 * V / t * h + 6 * tok * h);
-    ce->embed_tp = exit_c + enter_c;
-    ce->embed_params = V * h / t + (gelu ? s * h : 0);
-    ce->head_params = 2 * h + (m->tied_embeddings ? 0 : V * h / t);
-    ce->head_c = mem(x, 4 * tn * h) + gemm(x, tok, V / t, h) + mem(x, 38 * E)
-                 + mem(x, 14 * E) + gemm(x, tok, h, V / t)
-                 + gemm(x, h, V / t, tok) + mem(x, 8 * tn * h);
-    if (x->prof.grad_accum_bytes > 0)
-        ce->head_c += mem(x, x->prof.grad_accum_bytes
-                                 * (ce->head_params + V / t * h));
-    ce->head_tp = enter_c + exit_c
-                  + (tpc ? 3 * ring_s(x, PP_COLL_ALLREDUCE, t, 4 * tok, B, lat)
-                         : 0);
+    const pp_layer_cost *em = &ce->emb, *hd = &ce->head;
+    ce->embed_c = em->fwd_s + em->bwd_s;
+    ce->embed_tp = (double)(em->fwd_colls + em->bwd_colls) * ce->t_coll;
+    ce->head_c = hd->fwd_s + hd->bwd_s;
+    ce->head_tp = (double)(hd->fwd_colls + hd->bwd_colls) * ce->t_coll
+                  + (double)hd->aux_colls
+                        * ring_s(x, PP_COLL_ALLREDUCE, t, hd->aux_coll_bytes,
+                                 B, lat);
     return 0;
 }
 
@@ -326,24 +313,34 @@ static bool crosses(const pp_plan_estimator *x, const pp_parallel *p) {
 static int estimate_generic(pp_plan_estimator *x, const pp_parallel *p,
                             bool overlap, double *time_s, pp_breakdown *out) {
     const pp_model *m = x->m;
-    double local = (double)(p->gbs / p->dp);
-    double f = 3.0 * m->flops_per_sample * local;
-    if (p->recompute == PP_RECOMPUTE_FULL) f *= 4.0 / 3.0;
+    /* The simulator's generic compute: the FLOPs at the best GEMM rate. */
+    pp_flops f;
+    if (pp_flops_count(m, p->gbs / p->dp, p->recompute, &f, NULL) < 0)
+        f.total = 0;
     double rate = x->prof.peak_flops * x->prof.gemm_efficiency;
     pp_breakdown b;
     memset(&b, 0, sizeof b);
-    b.compute_s = rate > 0 ? f / rate : 0;
+    b.compute_s = rate > 0 ? f.total / rate : 0;
     double shard = p->zero >= 1 ? (double)p->dp : 1.0;
-    double dp = dp_time(x, p, 2.0 * m->params);
+    double dp = dp_time(x, p, PP_GRAD_SYNC_BYTES * m->params);
     if (p->zero >= 2) {
         /* A reduce-scatter (half the AllReduce) per micro-batch, one
          * all-gather after the step. */
         dp *= 0.5 * (pp_parallel_microbatches(p) + 1.0);
     }
     b.dp_comm_exposed_s = overlap ? fmax(dp - 0.5 * b.compute_s, 0.0) : dp;
-    b.other_s = mem(x, 38.0 * m->params / shard);
+    b.other_s = pp_optimizer_time_s(&x->prof, x->opt, m->params / shard);
     *out = b;
     *time_s = b.compute_s + b.dp_comm_exposed_s + b.other_s;
+    return 0;
+}
+
+int pp_plan_estimator_optimizer(pp_plan_estimator *x, pp_optimizer opt,
+                                pp_error *e) {
+    if ((int)opt < 0 || opt >= PP_OPT__COUNT)
+        return pp_error_set(e, PP_EUSAGE, "optimizer: %d is not one",
+                            (int)opt);
+    x->opt = opt;
     return 0;
 }
 
@@ -384,15 +381,15 @@ int pp_plan_estimate(pp_plan_estimator *x, const pp_parallel *p,
      * tensors ((V - 1) / V of that on average: the ends send one way). */
     double t_hop = 0;
     if (p->pp > 1) {
-        double act = 2.0 * (double)m->seq * (double)p->mbs
-                     * (double)m->hidden;
+        double act = pp_activation_bytes(m, p->mbs);
         bool net = crosses(x, p);
         /* Measured against the simulator at flow fidelity (GPT-3 175B on
          * titan): a stage's sends meet the neighbours' sends and, when a
          * stage is smaller than a server, leave on one rail and arrive on
          * another, through spines whose static (ECMP) hashing collides. */
         bool cross_rail = stride(x, p, 'p') % x->gpn != 0 && x->spines;
-        double share = cross_rail ? P2P_SHARE_CROSS_RAIL : P2P_SHARE_RAIL;
+        double share = cross_rail ? x->prof.p2p_share_cross_rail
+                                  : x->prof.p2p_share_rail;
         double B = net ? x->nic_gpu_Bps * share : x->nvl_Bps;
         double lat = net ? x->net_lat : x->nvl_lat;
         t_hop = lat + act / (double)p->tp / B;
@@ -415,13 +412,18 @@ int pp_plan_estimate(pp_plan_estimator *x, const pp_parallel *p,
         double Ls[3] = {Lf, Lm, Ll}, z[3];
         for (int k = 0; k < 3; k++)
             z[k] = 2.0 * ring_s(x, PP_COLL_ALLGATHER, n,
-                                2.0 * Ls[k] * ce->lc.params, B, lat)
+                                PP_PARAM_GATHER_BYTES * Ls[k] * ce->lc.params,
+                                B, lat)
                    + steps;
         z3_mid = z[1];
         z3_first = z[0] + 2.0 * ring_s(x, PP_COLL_ALLGATHER, n,
-                                       2.0 * ce->embed_params, B, lat);
+                                       PP_PARAM_GATHER_BYTES * ce->emb.params,
+                                       B, lat);
         z3_last = z[2] + 2.0 * ring_s(x, PP_COLL_ALLGATHER, n,
-                                      2.0 * ce->head_params, B, lat);
+                                      PP_PARAM_GATHER_BYTES
+                                          * (p->pp == 1 ? ce->head_params_pp1
+                                                        : ce->head.params),
+                                      B, lat);
     }
 
     /* Work per micro-batch of each kind of stage. */
@@ -451,50 +453,64 @@ int pp_plan_estimate(pp_plan_estimator *x, const pp_parallel *p,
     b.pp_comm_s = nmb * c_pp;
     b.bubble_s = t_pipe - nmb * sum_w / pp;
 
-    /* Data parallelism, on the first stage (it finishes last and holds
-     * the embedding): an AllReduce of the gradients, or with ZeRO a
-     * reduce-scatter and, after the optimizer, an all-gather of the
-     * updated parameters, exposed whole.  With overlap, buckets go out
-     * during each chunk's last backward: what the backward does not cover
-     * is exposed, and at least the last bucket (the embedding's gradient
-     * and up to one 40 MB bucket). */
-    double params0 = Lf * ce->lc.params + ce->embed_params
-                     + (p->pp == 1 ? ce->head_params : 0);
-    double S = 2.0 * params0, t_sync = 0, t_gather = 0;
-    if (p->dp > 1) {
-        double B, lat, n = (double)p->dp;
-        group_link(x, stride(x, p, 'd'), p->dp, &B, &lat);
-        if (p->zero >= 1) {
-            t_sync = ring_s(x, PP_COLL_REDUCESCATTER, n, S, B, lat);
-            /* ZeRO-3 has gathered its weights before each pass already. */
-            if (p->zero < 3)
-                t_gather = ring_s(x, PP_COLL_ALLGATHER, n, S, B, lat);
-        } else {
-            t_sync = ring_s(x, PP_COLL_ALLREDUCE, n, S, B, lat);
-        }
-    }
-    if (overlap && p->dp > 1) {
-        double window = Lf * (ce->lc.bwd_s + ce->lc.recompute_s
-                              + (double)(ce->lc.bwd_colls
-                                         + ce->lc.recompute_colls)
-                                    * ce->t_coll);
-        double last = fmin(S, 2.0 * ce->embed_params + 40e6);
-        double exposed = fmax(t_sync - window, t_sync * last / S);
-        /* ZeRO >= 2: per micro-batch, each under its own backward. */
-        double times = p->zero >= 2 ? nmb : 1.0;
-        b.dp_comm_exposed_s = times * exposed;
-        /* The hidden part shares the NICs with the pipeline's sends,
-         * which slow down meanwhile. */
-        if (p->pp > 1 && crosses(x, p))
-            b.pp_comm_s += OVERLAP_P2P_PENALTY * times * (t_sync - exposed);
-    } else {
-        b.dp_comm_exposed_s = p->zero >= 2 ? nmb * t_sync : t_sync;
-    }
-    b.dp_comm_exposed_s += t_gather + nmb * sum_z3 / pp;
-
-    /* The optimizer and the tied embedding's gradient. */
+    /* Data parallelism, on every kind of stage (first, middle, last):
+     * an AllReduce of the stage's gradients, or with ZeRO a reduce-
+     * scatter and, after the optimizer, an all-gather of the updated
+     * parameters, exposed whole.  With overlap, buckets go out during
+     * each chunk's last backward: what the backward does not cover is
+     * exposed, and at least the last bucket (on the first stage the
+     * embedding's gradient and up to one bucket).  The first stage sets
+     * the pace (it finishes last); the others' shorter syncs and steps
+     * leave them waiting at the barrier (bubble), as the simulator
+     * counts it. */
+    double Lk[3] = {Lf, Lm, Ll}, wk[3] = {1.0, pp - 2.0, 1.0};
+    double Pk[3] = {Lf * ce->lc.params + ce->emb.params
+                        + (p->pp == 1 ? ce->head_params_pp1 : 0),
+                    Lm * ce->lc.params, Ll * ce->lc.params + ce->head.params};
+    if (p->pp == 1) wk[1] = wk[2] = 0;
     double shard = p->zero >= 1 ? (double)p->dp : 1.0;
-    b.other_s = mem(x, 38.0 * params0 / shard);
+    double times = p->zero >= 2 ? nmb : 1.0; /* ZeRO >= 2: per micro-batch */
+    double dp_k[3] = {0}, end_k[3] = {0}, opt_k[3] = {0}, gat_k[3] = {0};
+    double hidden0 = 0, Bd = 0, latd = 0, n = (double)p->dp;
+    if (p->dp > 1) group_link(x, stride(x, p, 'd'), p->dp, &Bd, &latd);
+    for (int k = 0; k < 3; k++) {
+        if (k > 0 && wk[k] == 0) continue; /* no such stage */
+        double S = PP_GRAD_SYNC_BYTES * Pk[k], t_sync = 0, t_gather = 0;
+        if (p->dp > 1) {
+            if (p->zero >= 1) {
+                t_sync = ring_s(x, PP_COLL_REDUCESCATTER, n, S, Bd, latd);
+                /* ZeRO-3 gathered its weights before each pass already. */
+                if (p->zero < 3)
+                    t_gather = ring_s(x, PP_COLL_ALLGATHER, n, S, Bd, latd);
+            } else {
+                t_sync = ring_s(x, PP_COLL_ALLREDUCE, n, S, Bd, latd);
+            }
+        }
+        double exposed = t_sync;
+        if (overlap && p->dp > 1 && S > 0) {
+            double window = Lk[k] * (ce->lc.bwd_s + ce->lc.recompute_s
+                                     + (double)(ce->lc.bwd_colls
+                                                + ce->lc.recompute_colls)
+                                           * ce->t_coll);
+            double last = fmin(S, (k == 0 ? PP_GRAD_SYNC_BYTES
+                                                * ce->emb.params
+                                          : 0)
+                                      + PP_STEP_BUCKET_BYTES);
+            exposed = fmax(t_sync - window, t_sync * last / S);
+        }
+        if (k == 0) hidden0 = times * (t_sync - exposed);
+        dp_k[k] = times * exposed;
+        opt_k[k] = pp_optimizer_time_s(&x->prof, x->opt, Pk[k] / shard);
+        gat_k[k] = t_gather;
+        end_k[k] = opt_k[k] + t_gather;
+    }
+    /* The hidden part shares the NICs with the pipeline's sends, which
+     * slow down meanwhile. */
+    if (overlap && p->pp > 1 && crosses(x, p))
+        b.pp_comm_s += x->prof.overlap_p2p_penalty * hidden0;
+
+    /* The tied embedding's gradient, between the first and last stage. */
+    double t_emb = 0;
     if (p->pp > 1 && m->tied_embeddings) {
         double B, lat;
         int64_t span = stride(x, p, 'p') * p->pp; /* replica 0's stages */
@@ -502,9 +518,27 @@ int pp_plan_estimate(pp_plan_estimator *x, const pp_parallel *p,
             B = x->nvl_Bps, lat = x->nvl_lat;
         else
             B = x->nic_gpu_Bps, lat = x->net_lat;
-        b.other_s += ring_s(x, PP_COLL_ALLREDUCE, 2,
-                            2.0 * ce->embed_params, B, lat);
+        /* The word table's gradient (the position table is not tied). */
+        t_emb = ring_s(x, PP_COLL_ALLREDUCE, 2,
+                       PP_GRAD_SYNC_BYTES * (double)m->vocab
+                           * (double)m->hidden / (double)p->tp,
+                       B, lat);
     }
+
+    /* The first stage's path: its sync, the embedding's, the barrier,
+     * then the slowest stage's step (and ZeRO's gather); the mean over
+     * the stages of each part is what the breakdown reports. */
+    double z3 = nmb * sum_z3 / pp;
+    double path, dp_mean = 0, opt_mean = 0, gat_mean = 0;
+    for (int k = 0; k < 3; k++) {
+        dp_mean += wk[k] * dp_k[k] / pp;
+        opt_mean += wk[k] * opt_k[k] / pp;
+        gat_mean += wk[k] * gat_k[k] / pp;
+    }
+    path = dp_k[0] + t_emb + fmax(end_k[0], fmax(end_k[1], end_k[2]));
+    b.dp_comm_exposed_s = dp_mean + gat_mean + z3;
+    b.other_s = opt_mean + (p->pp > 1 ? 2.0 * t_emb / pp : 0);
+    b.bubble_s += path - (dp_mean + gat_mean + b.other_s);
     *out = b;
     *time_s = b.compute_s + b.tp_comm_s + b.bubble_s + b.pp_comm_s
               + b.dp_comm_exposed_s + b.other_s;

@@ -415,7 +415,8 @@ int pp_plan_search(const pp_model *m, const pp_cluster *c,
     };
     if ((rc = pp__space_check_pins(&sp, e)) < 0) goto fail;
     if ((rc = pp_plan_estimator_new(m, c, &plan->profile, &est, e)) < 0
-        || (rc = pp_plan_estimator_placement(est, plan->opt.placement, e)) < 0)
+        || (rc = pp_plan_estimator_placement(est, plan->opt.placement, e)) < 0
+        || (rc = pp_plan_estimator_optimizer(est, plan->opt.optimizer, e)) < 0)
         goto fail;
 
     /* Enumerate, prune and estimate. */

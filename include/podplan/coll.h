@@ -54,6 +54,17 @@ typedef struct pp_coll_result {
     int channels;          /* channels that ran (ring family; else 1) */
 } pp_coll_result;
 
+/* The rate at which a GPU sums a received chunk into its own: HBM / 3
+ * (read two, write one), INFINITY without a GPU.  What a collective uses
+ * when spec->reduce_Bps is 0. */
+double pp_coll_reduce_Bps(const pp_gpu_spec *gpu);
+/* The ring (AllReduce, ReduceScatter, AllGather) in closed form, as the
+ * simulator runs it where nothing contends (sim/coll/collective_sched.c):
+ * n GPUs, buffer S, each hop bandwidth B and latency lat, summing at
+ * reduce_Bps.  0 when n <= 1 or S <= 0; NAN for another operation. */
+double pp_coll_ring_time_s(pp_coll_op op, double n, double S, double B,
+                           double lat, double reduce_Bps);
+
 /* Starts a collective now; done runs when the last rank finishes. */
 int pp_sim_collective_start(pp_sim *s, const pp_coll_spec *spec,
                             pp_sim_done_fn done, void *ctx, uint64_t arg,

@@ -130,6 +130,15 @@ typedef struct pp_gpu_profile {
                                 speed a real training loop sustains
                                 (clocks under load, launch and sync gaps);
                                 1 = none lost */
+    /* The planner's closed-form estimator only (the simulator sees the
+     * contention these stand for); fitted to the simulator at flow
+     * fidelity, documented in topologies/profiles/a100.yaml. */
+    double p2p_share_rail;       /* a pipeline send's share of its GPU's
+                                    NIC bandwidth, rail-aligned */
+    double p2p_share_cross_rail; /* the same, crossing rails (spines) */
+    double overlap_p2p_penalty;  /* of the DP time hidden under the
+                                    backward, the part that comes back as
+                                    slower pipeline sends */
 } pp_gpu_profile;
 
 /* Loads a profile.  `spec` is a YAML path or a name in

@@ -154,6 +154,44 @@ typedef struct pp_memory {
                                step_grads) */
 } pp_memory;
 
+/* Bytes per parameter under an optimizer: what memory (pp_memory_per_gpu)
+ * keeps and what the optimizer step moves (sim's optimizer time and the
+ * planner's estimate).  The one owner of these figures; models/memory.c
+ * says what each rests on. */
+typedef struct pp_optimizer_bytes {
+    double weights;      /* kept weights: 2 (16-bit) or 4 (fp32) */
+    double grads;        /* kept gradients */
+    double states;       /* fp32 master copy, momentum, variance */
+    double step_grads;   /* fp32 gradient copy made for the step (0: none) */
+    double step_traffic; /* HBM bytes the (memory-bound) step moves */
+} pp_optimizer_bytes;
+
+/* The figures of optimizer o (adam-mixed for an out-of-range value). */
+const pp_optimizer_bytes *pp_optimizer_bytes_get(pp_optimizer o);
+
+/* Bytes per element of what crosses the network, shared by models/comm.c,
+ * the simulator (sim/step*.c) and the planner's estimator:
+ *   PP_GRAD_SYNC_BYTES   a gradient in the DP synchronisation: bf16, as
+ *                        DeepSpeed and PyTorch DDP reduce by default
+ *                        (Megatron-LM's --accumulate-allreduce-grads-in-
+ *                        fp32 makes it 4: pp_step_config.grad_bytes);
+ *   PP_PARAM_GATHER_BYTES a parameter all-gathered by ZeRO (16-bit
+ *                        weights, Rajbhandari et al. 2020 sec. 7);
+ *   PP_ACT_BYTES         an activation element (fp16/bf16 mixed
+ *                        precision, Micikevicius et al. 2018);
+ *   PP_LOSS_BYTES        an element of the fp32 per-token statistics that
+ *                        vocab-parallel cross-entropy all-reduces over TP
+ *                        (Megatron-LM's _VocabParallelCrossEntropy). */
+#define PP_GRAD_SYNC_BYTES 2.0
+#define PP_PARAM_GATHER_BYTES 2.0
+#define PP_ACT_BYTES 2.0
+#define PP_LOSS_BYTES 4.0
+
+/* One activation tensor of a micro-batch, s x mbs x h elements of
+ * PP_ACT_BYTES: what a TP collective carries (nccl-tests' S) and what a
+ * pipeline stage sends to the next (before any split over tp). */
+double pp_activation_bytes(const pp_model *m, int64_t mbs);
+
 /* Whether the optimizer step's fp32 gradients, not the activations and
  * buffers, set the peak that total counts. */
 bool pp_memory_peak_at_step(const pp_memory *x);

@@ -249,6 +249,11 @@ void pp_plan_estimator_free(pp_plan_estimator *x);
  * default) or "tdp"; anything else is PP_EUSAGE. */
 int pp_plan_estimator_placement(pp_plan_estimator *x, const char order[3],
                                 pp_error *e);
+/* The optimizer the estimates assume (its step's traffic,
+ * pp_optimizer_bytes): adam-mixed by default.  PP_EUSAGE for an unknown
+ * value. */
+int pp_plan_estimator_optimizer(pp_plan_estimator *x, pp_optimizer opt,
+                                pp_error *e);
 /* Estimates one iteration of a valid layout (pp_parallel_validate passes):
  * the iteration time and where it goes.  The layer costs are cached per
  * (tp, mbs, sp, recompute). */

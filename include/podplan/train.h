@@ -35,6 +35,9 @@ typedef struct pp_layer_cost {
     double gemm_s;                        /* of fwd_s: GEMMs and bmms */
     int32_t fwd_colls, bwd_colls, recompute_colls;
     double coll_bytes;                    /* each collective's buffer */
+    int32_t aux_colls;                    /* other TP AllReduces (the
+                                             loss's), of aux_coll_bytes */
+    double aux_coll_bytes;
     double params;                        /* parameters on this GPU */
 } pp_layer_cost;
 
@@ -44,6 +47,23 @@ typedef struct pp_layer_cost {
  * for selective).  On failure *out is untouched. */
 int pp_layer_cost_get(const pp_gpu_profile *g, const pp_model *m,
                       const pp_parallel *p, pp_layer_cost *out, pp_error *e);
+/* The same for the first virtual stage's embedding (word and position
+ * tables, vocab-parallel) and the last one's head (final norm, logits,
+ * cross-entropy, and with a pipeline the tied table's copy): the kernels
+ * and collectives the simulator runs for them; recompute_* are 0. */
+int pp_embed_cost_get(const pp_gpu_profile *g, const pp_model *m,
+                      const pp_parallel *p, pp_layer_cost *out, pp_error *e);
+int pp_head_cost_get(const pp_gpu_profile *g, const pp_model *m,
+                     const pp_parallel *p, pp_layer_cost *out, pp_error *e);
+/* The optimizer step over `params` parameters (one GPU's shard):
+ * memory-bound, pp_optimizer_bytes' step_traffic per parameter. */
+double pp_optimizer_time_s(const pp_gpu_profile *g, pp_optimizer opt,
+                           double params);
+
+/* Megatron-LM's default DP bucket with overlap (40M parameters would be
+ * 80 MB in 16 bits; PyTorch DDP's default is 25 MB): 40 MB.  The
+ * simulator's default and the planner's estimate of the last bucket. */
+#define PP_STEP_BUCKET_BYTES 40e6
 
 typedef struct pp_step_config {
     const pp_model *model;        /* borrowed */
@@ -58,8 +78,9 @@ typedef struct pp_step_config {
     bool dp_overlap;              /* DP buckets during the last backward
                                      (default false: Megatron-LM 2021
                                      reduces after the pipeline flush) */
-    double bucket_bytes;          /* DP bucket size (default 40 MB with
-                                     overlap; one bucket without) */
+    double bucket_bytes;          /* DP bucket size with overlap (default
+                                     PP_STEP_BUCKET_BYTES; one bucket
+                                     without) */
     double compute_time_s;        /* generic models: compute per
                                      iteration per GPU; 0 = derived from
                                      flops_per_sample */

@@ -243,6 +243,13 @@ static void on_post(pp_engine *eng, void *ctx, uint64_t arg) {
 #define SMALL_GROUP 64
 
 /* Whether device d is among the first n ranks of g. */
+/* Summing two inputs into one output reads two bytes and writes one for
+ * every byte reduced, so a kernel bound by memory bandwidth sums at about
+ * HBM/3 (the same argument as STREAM's "add"). */
+double pp_coll_reduce_Bps(const pp_gpu_spec *gpu) {
+    return gpu && gpu->hbm_Bps > 0 ? gpu->hbm_Bps / 3.0 : INFINITY;
+}
+
 static bool in_group(const int32_t *g, size_t n, int32_t d) {
     for (size_t j = 0; j < n; j++)
         if (g[j] == d) return true;
@@ -322,16 +329,9 @@ static int coll_new(pp_sim *s, const pp_coll_spec *spec, pp__coll **out,
     k->n = spec->n_gpus;
     k->root = spec->root;
     k->name = span_names[spec->op][spec->algo];
-    /* Summing two inputs into one output reads two bytes and writes one
-     * for every byte reduced, so a kernel bound by memory bandwidth sums
-     * at about HBM/3 (the same argument as STREAM's "add"). */
     const pp_gpu_spec *g = pp_cluster_info_get(c)->gpu;
-    if (spec->reduce_Bps > 0)
-        k->reduce_Bps = spec->reduce_Bps;
-    else if (g && g->hbm_Bps > 0)
-        k->reduce_Bps = g->hbm_Bps / 3.0;
-    else
-        k->reduce_Bps = INFINITY;
+    k->reduce_Bps = spec->reduce_Bps > 0 ? spec->reduce_Bps
+                                         : pp_coll_reduce_Bps(g);
     k->n_dev = k->n + (ps ? 1 : 0);
     k->dev = pp_xmalloc(k->n_dev * sizeof *k->dev);
     memcpy(k->dev, spec->gpus, k->n * sizeof *k->dev);

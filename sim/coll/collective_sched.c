@@ -72,6 +72,23 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The ring's closed form where nothing contends (the top comment):
+ * steps x (lat + chunk / B) + steps_rs x chunk / reduce_Bps, chunk = S/n.
+ * One ring (one channel); with C channels on C disjoint paths pass
+ * B x C. */
+double pp_coll_ring_time_s(pp_coll_op op, double n, double S, double B,
+                           double lat, double reduce_Bps) {
+    if (n <= 1 || S <= 0) return 0;
+    double chunk = S / n, steps, rs;
+    switch (op) {
+    case PP_COLL_ALLREDUCE: steps = 2 * (n - 1), rs = n - 1; break;
+    case PP_COLL_REDUCESCATTER: steps = n - 1, rs = n - 1; break;
+    case PP_COLL_ALLGATHER: steps = n - 1, rs = 0; break;
+    default: return NAN; /* not a ring-family operation */
+    }
+    return steps * (lat + chunk / B) + rs * chunk / reduce_Bps;
+}
+
 /* Groups larger than this run `stream` under PP_GRAN_AUTO: 2(n-1) phases
  * of n x channels transfers are exact but cost O(n^2) work, and the two
  * agree where nothing contends. */

@@ -98,7 +98,7 @@ static dims dims_of(const pp__shape *s) {
 
 /* The activation (s b h, 2 bytes) a TP collective carries: nccl-tests' S
  * for AllReduce, the input of ReduceScatter, the output of AllGather. */
-static double act_bytes(const dims *x) { return 2.0 * x->tok * x->h; }
+static double act_bytes(const dims *x) { return PP_ACT_BYTES * x->tok * x->h; }
 
 /* Before a column-parallel GEMM: nothing (the f operator is the identity
  * forward), or with sp the all-gather of the sequence shards (g). */
@@ -279,7 +279,8 @@ void pp__ops_head_fwd(const pp__shape *s, pp__oplist *l) {
     mem(s, l, "cross entropy", 38.0 * E);
     if (x.tpc)
         for (int i = 0; i < 3; i++)
-            comm(l, "tp allreduce (loss)", PP_COLL_ALLREDUCE, 4.0 * x.tok);
+            comm(l, "tp allreduce (loss)", PP_COLL_ALLREDUCE,
+                 PP_LOSS_BYTES * x.tok);
 }
 
 void pp__ops_head_bwd(const pp__shape *s, pp__oplist *l) {
@@ -300,13 +301,14 @@ void pp__ops_head_bwd(const pp__shape *s, pp__oplist *l) {
     mark(l, pp__head_params_gpu(s));
 }
 
-/* Mixed-precision Adam (Megatron-LM's multi-tensor apply), memory-bound,
- * per parameter: read the fp32 gradient for the norm (4) and for the
- * update (4), read and write the fp32 master weight, momentum and
- * variance (3 x 8), write the 16-bit weight (2), zero the gradient (4):
- * 38 bytes. */
-double pp__optimizer_time_s(const pp_gpu_profile *g, double params) {
-    return params > 0 ? pp_memop_time_s(g, 38.0 * params) : 0;
+/* Memory-bound (Megatron-LM's multi-tensor apply): the bytes per
+ * parameter are the optimizer's step_traffic (models/memory.c). */
+double pp_optimizer_time_s(const pp_gpu_profile *g, pp_optimizer opt,
+                           double params) {
+    return params > 0
+               ? pp_memop_time_s(g, pp_optimizer_bytes_get(opt)->step_traffic
+                                        * params)
+               : 0;
 }
 
 double pp__layer_params_gpu(const pp__shape *s) {
@@ -339,13 +341,24 @@ double pp__head_params_gpu(const pp__shape *s) {
 }
 
 /* ------------------------------------------------------------------------
- * pp_layer_cost_get: the sums of the lists, for the CLI and the tests.
+ * pp_layer_cost_get and its siblings: the sums of the lists, for the
+ * CLI, the tests and the planner's estimator.
  * ---------------------------------------------------------------------- */
-static void sum_list(const pp__oplist *l, size_t from, size_t to, double *t,
-                     double *f, int32_t *colls, double *gemm_s) {
+/* Sums ops [from, to): compute time and FLOPs; TP collectives of the
+ * activation's size into *colls, others (the loss's) into *aux. */
+static void sum_list(const pp__oplist *l, size_t from, size_t to,
+                     double act, double *t, double *f, int32_t *colls,
+                     int32_t *aux, double *aux_bytes, double *gemm_s) {
     for (size_t i = from; i < to; i++) {
         const pp__op *o = &l->v[i];
-        if (o->kind == PP__OP_COMM) (*colls)++;
+        if (o->kind == PP__OP_COMM) {
+            if (o->bytes == act) {
+                (*colls)++;
+            } else {
+                (*aux)++;
+                *aux_bytes = o->bytes;
+            }
+        }
         if (o->kind == PP__OP_GEMM || o->kind == PP__OP_MEM) {
             *t += o->time_s;
             *f += o->flops;
@@ -354,21 +367,28 @@ static void sum_list(const pp__oplist *l, size_t from, size_t to, double *t,
     }
 }
 
+static int transformer_only(const pp_model *m, const char *what,
+                            pp_error *e) {
+    if (m->arch == PP_ARCH_TRANSFORMER) return 0;
+    return pp_error_set(e, PP_EINVAL, "%s cost: model %s is generic (no "
+                        "layers)", what, m->name);
+}
+
 int pp_layer_cost_get(const pp_gpu_profile *g, const pp_model *m,
                       const pp_parallel *p, pp_layer_cost *out,
                       pp_error *e) {
-    if (m->arch != PP_ARCH_TRANSFORMER)
-        return pp_error_set(e, PP_EINVAL,
-                            "layer cost: model %s is generic (no layers)",
-                            m->name);
+    int rc = transformer_only(m, "layer", e);
+    if (rc < 0) return rc;
     pp_layer_cost c;
     memset(&c, 0, sizeof c);
     pp__shape s = {m, p, g};
+    dims x = dims_of(&s);
+    double act = act_bytes(&x);
     pp__oplist l = {0};
     pp__ops_layer_fwd(&s, &l);
-    sum_list(&l, 0, l.n, &c.fwd_s, &c.fwd_flops, &c.fwd_colls, &c.gemm_s);
-    for (size_t i = 0; i < l.n; i++)
-        if (l.v[i].kind == PP__OP_COMM) c.coll_bytes = l.v[i].bytes;
+    sum_list(&l, 0, l.n, act, &c.fwd_s, &c.fwd_flops, &c.fwd_colls,
+             &c.aux_colls, &c.aux_coll_bytes, &c.gemm_s);
+    c.coll_bytes = act;
     size_t nf = l.n;
     pp__ops_layer_bwd(&s, &l);
     /* The backward list holds the recomputation first (full) or inside
@@ -378,10 +398,12 @@ int pp_layer_cost_get(const pp_gpu_profile *g, const pp_model *m,
     pp__shape s0 = {m, &q, g};
     pp__oplist l0 = {0};
     pp__ops_layer_bwd(&s0, &l0);
-    sum_list(&l0, 0, l0.n, &c.bwd_s, &c.bwd_flops, &c.bwd_colls, NULL);
+    sum_list(&l0, 0, l0.n, act, &c.bwd_s, &c.bwd_flops, &c.bwd_colls,
+             &c.aux_colls, &c.aux_coll_bytes, NULL);
     double tb = 0, fb = 0;
-    int32_t cb = 0;
-    sum_list(&l, nf, l.n, &tb, &fb, &cb, NULL);
+    int32_t cb = 0, ab = 0;
+    double abytes = 0;
+    sum_list(&l, nf, l.n, act, &tb, &fb, &cb, &ab, &abytes, NULL);
     c.recompute_s = tb - c.bwd_s;
     c.recompute_flops = fb - c.bwd_flops;
     c.recompute_colls = cb - c.bwd_colls;
@@ -389,5 +411,48 @@ int pp_layer_cost_get(const pp_gpu_profile *g, const pp_model *m,
     pp__oplist_fini(&l);
     pp__oplist_fini(&l0);
     *out = c;
+    return 0;
+}
+
+/* The embedding or the head: fwd and bwd lists, no recomputation (the
+ * simulator runs them once per micro-batch whatever p->recompute says). */
+static void part_cost(const pp__shape *s,
+                      void (*fwd)(const pp__shape *, pp__oplist *),
+                      void (*bwd)(const pp__shape *, pp__oplist *),
+                      pp_layer_cost *c) {
+    dims x = dims_of(s);
+    double act = act_bytes(&x);
+    pp__oplist l = {0};
+    memset(c, 0, sizeof *c);
+    fwd(s, &l);
+    sum_list(&l, 0, l.n, act, &c->fwd_s, &c->fwd_flops, &c->fwd_colls,
+             &c->aux_colls, &c->aux_coll_bytes, &c->gemm_s);
+    size_t nf = l.n;
+    bwd(s, &l);
+    sum_list(&l, nf, l.n, act, &c->bwd_s, &c->bwd_flops, &c->bwd_colls,
+             &c->aux_colls, &c->aux_coll_bytes, NULL);
+    c->coll_bytes = act;
+    pp__oplist_fini(&l);
+}
+
+int pp_embed_cost_get(const pp_gpu_profile *g, const pp_model *m,
+                      const pp_parallel *p, pp_layer_cost *out,
+                      pp_error *e) {
+    int rc = transformer_only(m, "embedding", e);
+    if (rc < 0) return rc;
+    pp__shape s = {m, p, g};
+    part_cost(&s, pp__ops_embed_fwd, pp__ops_embed_bwd, out);
+    out->params = pp__embed_params_gpu(&s);
+    return 0;
+}
+
+int pp_head_cost_get(const pp_gpu_profile *g, const pp_model *m,
+                     const pp_parallel *p, pp_layer_cost *out,
+                     pp_error *e) {
+    int rc = transformer_only(m, "head", e);
+    if (rc < 0) return rc;
+    pp__shape s = {m, p, g};
+    part_cost(&s, pp__ops_head_fwd, pp__ops_head_bwd, out);
+    out->params = pp__head_params_gpu(&s);
     return 0;
 }

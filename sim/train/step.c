@@ -194,7 +194,7 @@ static void zero3_gather(step *S, stage *st, int32_t v) {
     for (int32_t t = 0; t < S->tp && !S->failed; t++) {
         for (int32_t d = 0; d < S->dp; d++) S->grp[d] = D(S, t, st->p, d);
         coll(S, PP_COLL_ALLGATHER, S->cfg->dp_algo,
-             S->vparams[v] * PARAM_BYTES, S->grp, (size_t)S->dp,
+             S->vparams[v] * PP_PARAM_GATHER_BYTES, S->grp, (size_t)S->dp,
              S->cfg->dp_channels, ARG(K_Z3, st->p));
     }
 }
@@ -255,7 +255,8 @@ static void barrier(step *S, stage *st) {
     for (int32_t p = 0; p < S->pp; p++) {
         stage *x = &S->st[p];
         enter(S, x, ST_OPT);
-        double t = pp__optimizer_time_s(&S->prof, x->opt_params);
+        double t = pp_optimizer_time_s(&S->prof, S->cfg->optimizer,
+                                       x->opt_params);
         if (pp__sim_tracing(S->sim))
             for (int32_t k = 0; k < S->tp; k++)
                 pp__sim_trace_span(S->sim, D(S, k, p, 0), "optimizer",
@@ -413,7 +414,7 @@ static void on_event(pp_engine *eng, void *ctx, uint64_t arg) {
                 for (int32_t d = 0; d < S->dp; d++)
                     S->grp[d] = D(S, t, st->p, d);
                 coll(S, PP_COLL_ALLGATHER, S->cfg->dp_algo,
-                     st->params * PARAM_BYTES, S->grp, (size_t)S->dp,
+                     st->params * PP_PARAM_GATHER_BYTES, S->grp, (size_t)S->dp,
                      S->cfg->dp_channels, ARG(K_ZAG, st->p));
             }
         } else {

@@ -195,7 +195,7 @@ void pp_step_config_init(pp_step_config *c) {
     c->dp_algo = PP_ALGO_RING;
     c->tp_algo = PP_ALGO_RING;
     c->gran = PP_GRAN_STREAM;
-    c->grad_bytes = 2.0;
+    c->grad_bytes = PP_GRAD_SYNC_BYTES;
 }
 
 void pp_step_result_fini(pp_step_result *r) {
@@ -322,8 +322,7 @@ static int setup(step *S, const pp_step_config *cfg, pp_error *e) {
             if (S->bwd[v].it[i].kind == IT_MARK)
                 S->vparams[v] += S->bwd[v].it[i].x;
     if (S->m->arch == PP_ARCH_TRANSFORMER) {
-        S->act_bytes = 2.0 * (double)S->m->seq * (double)p->mbs
-                       * (double)S->m->hidden;
+        S->act_bytes = pp_activation_bytes(S->m, p->mbs);
         /* With sp the tensor between stages is already split over tp;
          * without it each rank sends 1/tp and the receiver gathers, unless
          * every rank sends its whole copy (Megatron-core: tp x traffic). */
@@ -387,8 +386,8 @@ int pp_step_simulate(const pp_step_config *cfg, pp_step_result *out,
     int rc = check(cfg, &mem, e);
     if (rc) return rc;
     pp_step_config c = *cfg;
-    if (!(c.bucket_bytes > 0)) c.bucket_bytes = DEFAULT_BUCKET_BYTES;
-    if (!(c.grad_bytes > 0)) c.grad_bytes = 2.0;
+    if (!(c.bucket_bytes > 0)) c.bucket_bytes = PP_STEP_BUCKET_BYTES;
+    if (!(c.grad_bytes > 0)) c.grad_bytes = PP_GRAD_SYNC_BYTES;
     if (!c.schedule_set)
         c.schedule = cfg->par->vp > 1 ? PP_SCHED_INTERLEAVED : PP_SCHED_1F1B;
 

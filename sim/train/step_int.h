@@ -55,8 +55,6 @@ void pp__ops_embed_fwd(const pp__shape *s, pp__oplist *l);
 void pp__ops_embed_bwd(const pp__shape *s, pp__oplist *l);
 void pp__ops_head_fwd(const pp__shape *s, pp__oplist *l);
 void pp__ops_head_bwd(const pp__shape *s, pp__oplist *l);
-/* The optimizer step over `params` parameters (this GPU's shard). */
-double pp__optimizer_time_s(const pp_gpu_profile *g, double params);
 /* Parameters of one layer and of the embedding, on one GPU (/tp). */
 double pp__layer_params_gpu(const pp__shape *s);
 double pp__embed_params_gpu(const pp__shape *s);

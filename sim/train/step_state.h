@@ -9,15 +9,12 @@
 
 #include "step_int.h"
 
-/* Parameters are gathered (ZeRO) in 16 bits; gradients are synchronised
- * in cfg->grad_bytes per parameter (2 by default, as in models/comm.c). */
-#define PARAM_BYTES 2.0
+/* Parameters are gathered (ZeRO) in PP_PARAM_GATHER_BYTES; gradients are
+ * synchronised in cfg->grad_bytes per parameter (PP_GRAD_SYNC_BYTES by
+ * default, as in models/comm.c); both in models.h. */
 /* Generic models: their backward is cut into this many equal parts, each
  * making 1/K of the gradients ready (for buckets). */
 #define GENERIC_PARTS 8
-/* Megatron-LM's default DP bucket with overlap (40M parameters would be
- * 80 MB in 16 bits; PyTorch DDP's default is 25 MB): 40 MB. */
-#define DEFAULT_BUCKET_BYTES 40e6
 
 /* ------------------------------------------------------------------------
  * Programs.
