@@ -106,6 +106,14 @@ int pp_cli_load_cluster(const pp_args *a, struct pp_cluster **c, pp_error *e);
 int pp_cli_load_profile(const pp_args *a, const struct pp_gpu_spec *gpu,
                         bool required, struct pp_gpu_profile *p, pp_error *e);
 
+/* --parallel SPEC: pp_parallel_parse, plus overlap=on|off (DP overlap),
+ * the key `plan` shows beside the SPEC, so that every layout plan prints
+ * pastes here unchanged.  *overlap (may be NULL) gets -1 when the SPEC has
+ * no overlap=, else 0 or 1.  When the SPEC gives no gbs= it says on stderr
+ * which it used (mbs x dp).  p must be pp_parallel_init'ed. */
+int pp_cli_load_parallel(const pp_args *a, pp_parallel *p, int *overlap,
+                         pp_error *e);
+
 /* Says on stderr which default a command chose for something the user
  * left out ("podplan plan: no --global-batch; using ..."), so a silent
  * default never surprises.  stdout is untouched. */

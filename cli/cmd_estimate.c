@@ -8,8 +8,8 @@
 
 static const pp_cli_opt opts[] = {
     {"model", 'm', "M", "model (gives P, and F_iter with --iterations)", false, NULL, 0, NULL},
-    {"params", 0, "P", "parameter count instead of a model, e.g. 175e9", false, NULL, 0, NULL},
-    {"tokens", 't', "T", "training tokens, e.g. 300e9 or 300G", false, NULL, 0, NULL},
+    {"params", 0, "P", "parameter count instead of a model, e.g. 175e9 or 175B", false, NULL, 0, NULL},
+    {"tokens", 't', "T", "training tokens, e.g. 300e9, 300G or 300B", false, NULL, 0, NULL},
     {"iterations", 0, "I", "iterations instead of tokens (needs --model, --global-batch)", false, NULL, 0, NULL},
     {"global-batch", 'b', "B", "global batch in sequences, with --iterations", false, NULL, 0, NULL},
     {"gpus", 'n', "N", "number of GPUs (required)", false, NULL, 0, NULL},

@@ -104,7 +104,7 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
         || pp_args_choice(&a, "optimizer", &r.optimizer, &e)
         || pp_args_quantity(&a, "gpu-memory", PP_Q_BYTES, NULL, &r.hbm, &e)
         || pp_args_enum(&a, "format", pp_format_names, &fmt, &e)
-        || pp_parallel_parse(pspec, &r.p, &e)
+        || pp_cli_load_parallel(&a, &r.p, NULL, &e)
         || pp_cli_load_model(&a, false, &r.m, &e)
         || pp_parallel_validate(&r.p, &r.m, &e)
         || pp_memory_per_gpu(&r.m, &r.p, (pp_optimizer)r.optimizer, &r.mem, &e))

@@ -155,6 +155,14 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
         || (rc = pp_cli_load_cluster(&a, &c, &e)) < 0)
         goto out;
     const pp_cluster_info *info = pp_cluster_info_get(c);
+    /* The planner's default batch, said out loud: a silent one sequence
+     * per GPU surprised users comparing with their own runs. */
+    if (o.gbs == 0 && !o.filter.fixed[PP_PLAN_DIM_GBS])
+        pp_cli_note(&a, "no --global-batch; using gbs=%lld (one sequence "
+                    "per GPU of %s%s %lld)",
+                    (long long)(o.gpus ? o.gpus : info->gpus),
+                    o.gpus ? "--gpus" : info->name, o.gpus ? "" : "'s",
+                    (long long)(o.gpus ? o.gpus : info->gpus));
     /* Without --profile the planner picks each GPU's own. */
     if ((rc = pp_cli_load_profile(&a, info->gpu, false, &prof, &e)) < 0)
         goto out;

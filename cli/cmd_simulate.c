@@ -25,7 +25,8 @@ static const pp_cli_opt opts[] = {
     {"tokens", 0, "T", "training tokens, e.g. 300e9: adds training_days", false, NULL, 0, NULL},
     {"set", 0, "PATH=VALUE", "override a cluster field, e.g. node.nics.count=4 (repeatable)", true, NULL, 0, NULL},
     {"seed", 0, "N", "seed of ECMP path hashing (default: 0)", false, NULL, 0, NULL},
-    {"trace", 0, "FILE", "write a Perfetto/Chrome trace of the iteration", false, NULL, 0, NULL},
+    {"trace", 0, "FILE", "write a Perfetto/Chrome trace of the iteration (refused above an estimated 200MB)", false, NULL, 0, NULL},
+    {"trace-force", 0, NULL, "write the --trace even when it is estimated above 200MB", false, NULL, 0, NULL},
     {"format", 0, "FMT", "table|json (default: table)", false, NULL, 0, NULL},
     {"output", 'o', "FILE", "write to FILE atomically (default: stdout)", false, NULL, 0, NULL},
     {NULL, 0, NULL, NULL, false, NULL, 0, NULL},
@@ -144,6 +145,22 @@ static json_t *to_json(const result *x) {
     return o;
 }
 
+/* Traces above this are refused without --trace-force: Perfetto's UI
+ * struggles past a few hundred MB and the file takes a while to write. */
+#define TRACE_LIMIT_BYTES 200e6
+
+/* The trace's size, before running: measured on GPT-3 175B (tp 4 and 8,
+ * pp 16, 16 and 64 micro-batches, dp 1 and 4), every layer of every
+ * micro-batch on every TP rank of one replica writes about 4.1 kB of
+ * spans (forward, backward, recomputation kernels, TP collectives and
+ * their link transfers); DP adds about a third (buckets, links).  Within
+ * 10% on those; an estimate to warn by, not a bound. */
+static double trace_estimate(const pp_model *m, const pp_parallel *p) {
+    double layers = m->arch == PP_ARCH_TRANSFORMER ? (double)m->layers : 1;
+    return 4100.0 * (double)p->tp * pp_parallel_microbatches(p) * layers
+           * (p->dp > 1 ? 1.3 : 1.0);
+}
+
 static int get_enum(const pp_args *a, const char *name,
                     const char *const *names, int *out, pp_error *e) {
     return pp_args_enum(a, name, names, out, e) ? PP_EUSAGE : 0;
@@ -155,6 +172,7 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
     static result x;
     memset(&x, 0, sizeof x);
     const char *mspec = NULL, *cspec = NULL, *pspec = NULL;
+    (void)pspec;
     int fmt = PP_FMT_TABLE, fid = PP_FIDELITY_FLOW, sched = -1, ov = 0;
     int p2p = 1, gdt = 0, scatter = 1;
     int64_t seed = 0;
@@ -198,9 +216,19 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
     x.cfg.bucket_bytes = bucket;
     x.cfg.grad_bytes = gdt == 2 ? 4.0 : 2.0;
     x.cfg.seed = (uint64_t)seed;
-    if ((rc = pp_parallel_parse(pspec, &x.p, &e))
+    int spec_ov;
+    if ((rc = pp_cli_load_parallel(&a, &x.p, &spec_ov, &e))
         || (rc = pp_cli_load_model(&a, false, &x.m, &e)))
         goto out;
+    if (spec_ov >= 0) {
+        if (pp_args_get(&a, "dp-overlap") && spec_ov != ov) {
+            rc = pp_error_set(&e, PP_EUSAGE, "--parallel says overlap=%s "
+                              "but --dp-overlap says %s",
+                              spec_ov ? "on" : "off", ov ? "on" : "off");
+            goto out;
+        }
+        x.cfg.dp_overlap = spec_ov == 1;
+    }
     if (ctime > 0 && x.m.arch != PP_ARCH_GENERIC) {
         rc = pp_error_set(&e, PP_EUSAGE,
                           "--compute-time applies to generic models only; "
@@ -218,6 +246,23 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
     x.cfg.cluster = c;
     x.cfg.profile = &x.prof;
     const char *tpath = pp_args_get(&a, "trace");
+    if (tpath && !pp_args_flag(&a, "trace-force")) {
+        double est = trace_estimate(&x.m, &x.p);
+        if (est > TRACE_LIMIT_BYTES) {
+            rc = pp_error_set(&e, PP_EUSAGE,
+                              "--trace: this iteration's trace would be about "
+                              "%s (%lld micro-batches x %lld layers x %lld "
+                              "TP ranks, each kernel and transfer a span), "
+                              "more than the %s a trace viewer loads "
+                              "comfortably; trace a smaller batch (gbs=) or "
+                              "add --trace-force to write it anyway",
+                              pp_fmtq(est, PP_Q_BYTES),
+                              (long long)pp_parallel_microbatches(&x.p),
+                              (long long)x.m.layers, (long long)x.p.tp,
+                              pp_fmtq(TRACE_LIMIT_BYTES, PP_Q_BYTES));
+            goto out;
+        }
+    }
     if (tpath) {
         if ((rc = pp_outfile_open(&tf, tpath, &e))) goto out;
         tracing = true;

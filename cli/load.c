@@ -12,6 +12,7 @@
 #include "podplan/sim.h"
 
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define PP_CLI_MAX_SETS 64
@@ -51,6 +52,72 @@ int pp_cli_load_profile(const pp_args *a, const pp_gpu_spec *gpu,
                                              : NULL;
     if (!spec && !required) return 1;
     return pp_profile_load(spec, gpu, p, e);
+}
+
+/* Whether item (blanks around it allowed) is "key=..." */
+static bool item_is(const char *item, size_t len, const char *key) {
+    size_t k = strlen(key);
+    while (len && (*item == ' ' || *item == '\t')) item++, len--;
+    if (len <= k || strncmp(item, key, k) != 0) return false;
+    for (size_t i = k; i < len; i++)
+        if (item[i] != ' ' && item[i] != '\t') return item[i] == '=';
+    return false;
+}
+
+int pp_cli_load_parallel(const pp_args *a, pp_parallel *p, int *overlap,
+                         pp_error *e) {
+    const char *spec;
+    int rc = pp_args_need(a, "parallel", &spec, e);
+    if (rc) return rc;
+    /* overlap= is the planner's dimension, not a pp_parallel field: taken
+     * out here, the rest goes to the models layer as it is. */
+    size_t n = strlen(spec);
+    char *rest = pp_xmalloc(n + 1);
+    rest[0] = '\0';
+    int ov = -1;
+    bool has_gbs = false;
+    for (const char *s = spec; rc == 0;) {
+        const char *c = strchr(s, ',');
+        size_t len = c ? (size_t)(c - s) : strlen(s);
+        if (item_is(s, len, "overlap")) {
+            const char *v = (const char *)memchr(s, '=', len) + 1;
+            size_t vl = len - (size_t)(v - s);
+            while (vl && (*v == ' ' || *v == '\t')) v++, vl--;
+            while (vl && (v[vl - 1] == ' ' || v[vl - 1] == '\t')) vl--;
+            if (ov >= 0)
+                rc = pp_error_set(e, PP_EUSAGE,
+                                  "--parallel: overlap: given twice");
+            else if ((vl == 2 && strncmp(v, "on", 2) == 0)
+                     || (vl == 4 && strncmp(v, "true", 4) == 0))
+                ov = 1;
+            else if ((vl == 3 && strncmp(v, "off", 3) == 0)
+                     || (vl == 5 && strncmp(v, "false", 5) == 0))
+                ov = 0;
+            else
+                rc = pp_error_set(e, PP_EUSAGE,
+                                  "--parallel: overlap: expected on or off, "
+                                  "got \"%.*s\"", (int)vl, v);
+        } else {
+            if (item_is(s, len, "gbs")) has_gbs = true;
+            size_t used = strlen(rest);
+            memcpy(rest + used, s, len);
+            rest[used + len] = ',';
+            rest[used + len + 1] = '\0';
+        }
+        if (!c) break;
+        s = c + 1;
+    }
+    size_t used = strlen(rest);
+    if (used) rest[used - 1] = '\0'; /* the last comma */
+    if (rc == 0) rc = pp_parallel_parse(rest, p, e);
+    free(rest);
+    if (rc) return rc;
+    if (overlap) *overlap = ov;
+    if (!has_gbs)
+        pp_cli_note(a, "--parallel has no gbs=; using gbs=%lld (mbs x dp = "
+                    "%lld x %lld)", (long long)p->gbs, (long long)p->mbs,
+                    (long long)p->dp);
+    return 0;
 }
 
 void pp_cli_note(const pp_args *a, const char *fmt, ...) {

@@ -114,7 +114,12 @@ int pp_kv_parse(const char *spec, const char *what, const char *const *keys,
         char *comma = strchr(item, ',');
         next = comma ? comma + 1 : NULL;
         if (comma) *comma = '\0';
-        char *eq = strchr(item, '=');
+        /* "tp=8, pp=4" as people write lists: blanks around an item and
+         * around its '=' are not part of the key or the value. */
+        while (*item == ' ' || *item == '\t') item++;
+        char *end = item + strlen(item);
+        while (end > item && (end[-1] == ' ' || end[-1] == '\t')) *--end = '\0';
+        char *eq = strchr(item, '='), *val;
         if (!eq) {
             rc = pp_error_set(e, PP_EINPUT,
                               "%s: expected key=value, got \"%.100s\"", what,
@@ -122,6 +127,9 @@ int pp_kv_parse(const char *spec, const char *what, const char *const *keys,
             goto out;
         }
         *eq = '\0';
+        for (char *k = eq; k > item && (k[-1] == ' ' || k[-1] == '\t');)
+            *--k = '\0';
+        for (val = eq + 1; *val == ' ' || *val == '\t';) val++;
         int k = 0;
         while (keys[k] && strcmp(item, keys[k]) != 0) k++;
         if (!keys[k]) {
@@ -148,7 +156,7 @@ int pp_kv_parse(const char *spec, const char *what, const char *const *keys,
             goto out;
         }
         got |= UINT64_C(1) << k;
-        if ((rc = fn(ctx, k, eq + 1, e)) < 0) goto out;
+        if ((rc = fn(ctx, k, val, e)) < 0) goto out;
     }
     if (seen) *seen = got;
 out:
