@@ -16,7 +16,7 @@
 
 static const pp_cli_opt opts[] = {
     {"cluster", 'c', "C", "cluster: YAML file or a name in topologies/ (required)", false, NULL, 0, NULL},
-    {"input", 'i', "FILE", "the flows: YAML (flows: [...]) or CSV (src,dst,bytes,start) (required)", false, NULL, 0, NULL},
+    {"input", 'i', "FILE", "the flows: YAML (flows: [...]) or CSV (src,dst,bytes,start); else a name in topologies/examples/ (required)", false, NULL, 0, NULL},
     {"set", 0, "PATH=VALUE", "override a cluster field, e.g. node.nics.count=4 (repeatable)", true, NULL, 0, NULL},
     {"fidelity", 0, "F", "network model (default: flow):", false, &pp_reg_fidelity, 0, NULL},
     {"seed", 0, "N", "seed of the ECMP hash (default: 0)", false, NULL, 0, NULL},
@@ -126,6 +126,9 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
     pp_sim *s = NULL;
     flows fl = {0};
     pp_traffic *t = NULL;
+    /* --input is a file, else one of the examples shipped in
+     * topologies/examples/ (README's flows.yaml). */
+    char path[4096];
     pp_outfile tf = {0};
     bool tracing = false;
 
@@ -140,7 +143,9 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
     trace_path = pp_args_get(&a, "trace");
 
     if ((rc = pp_cli_load_cluster(&a, &c, &e))
-        || (rc = pp_traffic_load(input, c, (uint64_t)seed, &t, &e))
+        || (rc = pp_data_find("topologies/examples", input, path,
+                              sizeof path, &e))
+        || (rc = pp_traffic_load(path, c, (uint64_t)seed, &t, &e))
         || (rc = pp_sim_new(c, (pp_fidelity)fid, (uint64_t)seed, &s, &e)))
         goto fail;
     fl.c = c;

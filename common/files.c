@@ -177,7 +177,9 @@ int pp_data_find(const char *subdir, const char *name, char *buf, size_t len,
     char **names = NULL, near[512] = "";
     const char *dir = NULL;
     size_t n = pp_data_names(subdir, &names, &dir);
-    pp_suggest(name, (const char *const *)names, n, near, sizeof near);
+    char stem[256];
+    pp_file_stem(name, stem, sizeof stem); /* names are listed without .yaml */
+    pp_suggest(stem, (const char *const *)names, n, near, sizeof near);
     pp_data_names_free(names, n);
     const char *kind = list_kind(subdir);
     char see[160];
