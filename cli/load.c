@@ -72,7 +72,7 @@ int pp_cli_load_parallel(const pp_args *a, pp_parallel *p, int *overlap,
     /* overlap= is the planner's dimension, not a pp_parallel field: taken
      * out here, the rest goes to the models layer as it is. */
     size_t n = strlen(spec);
-    char *rest = pp_xmalloc(n + 1);
+    char *rest = pp_xmalloc(n + 2); /* every item gets a comma back */
     rest[0] = '\0';
     int ov = -1;
     bool has_gbs = false;
