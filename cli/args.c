@@ -46,6 +46,16 @@ void pp_cli_help(const pp_cli_cmd *cmd, FILE *fp) {
             snprintf(lhs, sizeof lhs, "    --%s%s%s", o->name,
                      o->arg ? " " : "", o->arg ? o->arg : "");
         fprintf(fp, "  %-28s %s\n", lhs, o->help);
+        if (o->choices) {
+            /* The registry's own names and help, so a new choice shows up
+             * here without touching the CLI. */
+            for (int v = 0; v < o->choices->n; v++) {
+                bool no = o->unsupported & (UINT32_C(1) << v);
+                fprintf(fp, "  %-30s %-14s %s%s\n", "",
+                        o->choices->items[v].name, o->choices->items[v].help,
+                        no ? " (not simulated)" : "");
+            }
+        }
     }
     fprintf(fp, "  %-28s %s\n", "-h, --help", "show this help and exit");
     if (cmd->details) fprintf(fp, "\n%s\n", cmd->details);
@@ -206,6 +216,44 @@ int pp_args_enum(const pp_args *a, const char *name,
         snprintf(list + used, sizeof list - used, "%s%s", i ? "|" : "",
                  names[i]);
     }
+    const char *near = pp_closest(v, names);
+    if (near)
+        return pp_error_set(e, PP_EUSAGE, "--%s: expected %s, got \"%s\" "
+                            "(did you mean \"%s\"?)", name, list, v, near);
     return pp_error_set(e, PP_EUSAGE, "--%s: expected %s, got \"%s\"", name,
                         list, v);
+}
+
+int pp_args_choice(const pp_args *a, const char *name, int *out,
+                   pp_error *e) {
+    int idx = opt_index(a, name);
+    const pp_cli_opt *o = &a->cmd->opts[idx];
+    const char *v = a->value[idx];
+    if (!v) return 0;
+    if (!o->choices) { /* a programming error: the table lacks it */
+        fprintf(stderr, "podplan: internal: --%s has no registry\n", name);
+        abort();
+    }
+    char field[72];
+    snprintf(field, sizeof field, "--%s", name);
+    int x;
+    int rc = pp_registry_parse(o->choices, field, v, &x, e);
+    if (rc) return rc;
+    if (o->unsupported & (UINT32_C(1) << x)) {
+        /* What is left, from the registry, so it cannot drift. */
+        char ok[256] = "";
+        for (int k = 0; k < o->choices->n; k++) {
+            if (o->unsupported & (UINT32_C(1) << k)) continue;
+            size_t used = strlen(ok);
+            snprintf(ok + used, sizeof ok - used, "%s%s", used ? "|" : "",
+                     o->choices->items[k].name);
+        }
+        return pp_error_set(e, PP_EUSAGE, "--%s %s: %s; choose one of %s",
+                            name, v,
+                            o->unsupported_why ? o->unsupported_why
+                                               : "not supported here",
+                            ok);
+    }
+    *out = x;
+    return 0;
 }

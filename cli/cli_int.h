@@ -11,6 +11,7 @@
 
 #include "podplan/common.h"
 #include "podplan/models.h"
+#include "podplan/vocab.h"
 
 #include <jansson.h>
 
@@ -22,6 +23,15 @@ typedef struct pp_cli_opt {
     const char *arg;   /* metavar, or NULL for a flag */
     const char *help;  /* one line; "(default: x)" where there is one */
     bool repeat;       /* may be given more than once (--set) */
+    /* A named choice from a registry (podplan/vocab.h), or NULL: --help
+     * lists its names with their help and pp_args_choice parses it, with
+     * "did you mean", so the CLI never keeps a list of its own. */
+    const pp_registry *choices;
+    /* Choices of this registry that this command cannot run, or 0: bit v
+     * set for value v; --help marks them and pp_args_choice refuses them
+     * with `unsupported_why`. */
+    uint32_t unsupported;
+    const char *unsupported_why;
 } pp_cli_opt;
 
 typedef struct pp_cli_cmd {
@@ -66,8 +76,49 @@ int pp_args_int(const pp_args *a, const char *name, int64_t min, int64_t max,
                 int64_t *out, pp_error *e);
 int pp_args_quantity(const pp_args *a, const char *name, pp_qkind kind,
                      const char *default_unit, double *out, pp_error *e);
+/* An option with a small fixed list of its own (--format, on|off):
+ * "--name: expected a|b, got "x" (did you mean "y"?)". */
 int pp_args_enum(const pp_args *a, const char *name,
                  const char *const *names, int *out, pp_error *e);
+/* An option whose table entry names a registry: parsed by
+ * pp_registry_parse (absent leaves *out unchanged and returns 0). */
+int pp_args_choice(const pp_args *a, const char *name, int *out, pp_error *e);
+
+/* ------------------------------------------------------------------------
+ * The shared loaders: every command reads --model, --cluster (with its
+ * --set overrides) and --profile through these, so every command reports
+ * a bad or misspelt name the same way (file:line:col for a broken file,
+ * "did you mean" and `podplan list` for an unknown name).
+ * ---------------------------------------------------------------------- */
+struct pp_cluster;
+struct pp_gpu_spec;
+struct pp_gpu_profile;
+/* --model (required unless `optional`; absent and optional: returns 1 and
+ * leaves m untouched). */
+int pp_cli_load_model(const pp_args *a, bool optional, pp_model *m,
+                      pp_error *e);
+/* --cluster (required) with every --set, in order, when the command has
+ * --set. */
+int pp_cli_load_cluster(const pp_args *a, struct pp_cluster **c, pp_error *e);
+/* --profile when given, else the profile shipped for gpu.  Commands where
+ * the default is the planner's business pass required false: then an
+ * absent --profile returns 1 and leaves p untouched. */
+int pp_cli_load_profile(const pp_args *a, const struct pp_gpu_spec *gpu,
+                        bool required, struct pp_gpu_profile *p, pp_error *e);
+
+/* --parallel SPEC: pp_parallel_parse, plus overlap=on|off (DP overlap),
+ * the key `plan` shows beside the SPEC, so that every layout plan prints
+ * pastes here unchanged.  *overlap (may be NULL) gets -1 when the SPEC has
+ * no overlap=, else 0 or 1.  When the SPEC gives no gbs= it says on stderr
+ * which it used (mbs x dp).  p must be pp_parallel_init'ed. */
+int pp_cli_load_parallel(const pp_args *a, pp_parallel *p, int *overlap,
+                         pp_error *e);
+
+/* Says on stderr which default a command chose for something the user
+ * left out ("podplan plan: no --global-batch; using ..."), so a silent
+ * default never surprises.  stdout is untouched. */
+void pp_cli_note(const pp_args *a, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 
 /* --format table|json and -o FILE, shared by every command. */
 enum { PP_FMT_TABLE, PP_FMT_JSON };
@@ -96,7 +147,7 @@ int pp_cli_emit(const pp_args *a, int fmt, json_t *json,
 
 /* Subcommands. */
 extern const pp_cli_cmd pp_cmd_plan, pp_cmd_flops, pp_cmd_estimate, pp_cmd_memory,
-    pp_cmd_topo, pp_cmd_collective, pp_cmd_flows;
+    pp_cmd_topo, pp_cmd_collective, pp_cmd_flows, pp_cmd_list;
 extern const pp_cli_cmd pp_cmd_simulate;
 /* `podplan exec` and its parts (argv[0] is the part's name). */
 extern const pp_cli_cmd pp_cmd_exec;

@@ -16,32 +16,32 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Algorithms of the registry that sim/collective_sched.c does not
+ * generate transfers for: recursive doubling is measured by exec only. */
+#define NOT_SIMULATED (UINT32_C(1) << PP_ALGO_RD)
+
 static const pp_cli_opt opts[] = {
-    {"cluster", 'c', "C", "cluster: YAML file or a name in topologies/ (required)", false},
-    {"set", 0, "PATH=VALUE", "override a cluster field, e.g. node.nics.count=4 (repeatable)", true},
-    {"op", 0, "OP", "allreduce|allgather|reducescatter|broadcast|alltoall|sendrecv (default: allreduce)", false},
-    {"algo", 0, "ALGO", "ring|tree|hier|naive|ps|sharp (default: ring)", false},
-    {"bytes", 'b', "SIZE", "buffer size per GPU as nccl-tests counts it, e.g. 64MB (required)", false},
-    {"gpus", 'n', "N", "group size: the first N GPUs; ps: N workers (default: all)", false},
-    {"fidelity", 0, "F", "analytic|flow (default: flow)", false},
-    {"granularity", 0, "G", "auto|step|stream (default: auto: step up to 64 GPUs)", false},
-    {"channels", 0, "K", "ring channels (default: one per NIC of a server)", false},
-    {"root", 0, "R", "root rank for broadcast and naive (default: 0)", false},
-    {"reduce-bw", 0, "BW", "rate at which a GPU sums, e.g. 600GB/s (default: HBM bandwidth / 3)", false},
-    {"step-time", 0, "T", "ps: training step time, for the server bandwidth it needs, e.g. 200ms", false},
-    {"seed", 0, "N", "seed of the ECMP hash (default: 0)", false},
-    {"trace", 0, "FILE", "write a Chrome/Perfetto trace (one track per GPU and per link)", false},
-    {"links", 0, NULL, "list the 10 most utilised links: bytes, capacity, utilisation", false},
-    {"format", 0, "FMT", "table|json (default: table)", false},
-    {"output", 'o', "FILE", "write to FILE atomically (default: stdout)", false},
-    {NULL, 0, NULL, NULL, false},
+    {"cluster", 'c', "C", "cluster: YAML file or a name in topologies/ (required)", false, NULL, 0, NULL},
+    {"set", 0, "PATH=VALUE", "override a cluster field, e.g. node.nics.count=4 (repeatable)", true, NULL, 0, NULL},
+    {"op", 0, "OP", "the collective operation (default: allreduce):", false, &pp_reg_coll_op, 0, NULL},
+    {"algo", 0, "ALGO", "the algorithm (default: ring):", false, &pp_reg_coll_algo,
+     NOT_SIMULATED, "recursive doubling is not simulated (it is only run on real hardware)"},
+    {"bytes", 'b', "SIZE", "buffer size per GPU as nccl-tests counts it, e.g. 64MB (required)", false, NULL, 0, NULL},
+    {"gpus", 'n', "N", "group size: the first N GPUs; ps: N workers (default: all)", false, NULL, 0, NULL},
+    {"fidelity", 0, "F", "network model (default: flow):", false, &pp_reg_fidelity, 0, NULL},
+    {"granularity", 0, "G", "auto|step|stream (default: auto: step up to 64 GPUs)", false, NULL, 0, NULL},
+    {"channels", 0, "K", "ring channels (default: one per NIC of a server)", false, NULL, 0, NULL},
+    {"root", 0, "R", "root rank for broadcast and naive (default: 0)", false, NULL, 0, NULL},
+    {"reduce-bw", 0, "BW", "rate at which a GPU sums, e.g. 600GB/s (default: HBM bandwidth / 3)", false, NULL, 0, NULL},
+    {"step-time", 0, "T", "ps: training step time, for the server bandwidth it needs, e.g. 200ms", false, NULL, 0, NULL},
+    {"seed", 0, "N", "seed of the ECMP hash (default: 0)", false, NULL, 0, NULL},
+    {"trace", 0, "FILE", "write a Chrome/Perfetto trace (one track per GPU and per link)", false, NULL, 0, NULL},
+    {"links", 0, NULL, "list the 10 most utilised links: bytes, capacity, utilisation", false, NULL, 0, NULL},
+    {"format", 0, "FMT", "table|json (default: table)", false, NULL, 0, NULL},
+    {"output", 'o', "FILE", "write to FILE atomically (default: stdout)", false, NULL, 0, NULL},
+    {NULL, 0, NULL, NULL, false, NULL, 0, NULL},
 };
 
-static const char *const op_names[] = {"allreduce", "allgather", "reducescatter",
-                                       "broadcast", "alltoall", "sendrecv", NULL};
-static const char *const algo_names[] = {"ring", "tree", "hier", "naive",
-                                         "ps", "sharp", NULL};
-static const char *const fid_names[] = {"analytic", "flow", NULL};
 static const char *const gran_names[] = {"auto", "step", "stream", NULL};
 
 #define TOP_LINKS 10
@@ -65,27 +65,6 @@ typedef struct result {
     double server_bytes, server_link_Bps, step_time;
 } result;
 
-/* Enum options with a hint for a near miss ("--algo: expected ring|...,
- * got "rign" (did you mean "ring"?)"). */
-static int get_enum(const pp_args *a, const char *name,
-                    const char *const *names, int *out, pp_error *e) {
-    int rc = pp_args_enum(a, name, names, out, e);
-    if (rc && e) {
-        const char *v = pp_args_get(a, name), *best = NULL;
-        int best_d = 3;
-        for (int i = 0; names[i]; i++) {
-            int d = pp_edit_distance(v, names[i], 2);
-            if (d < best_d) { best_d = d; best = names[i]; }
-        }
-        if (best) {
-            size_t used = strlen(e->msg);
-            snprintf(e->msg + used, sizeof e->msg - used,
-                     " (did you mean \"%s\"?)", best);
-        }
-    }
-    return rc;
-}
-
 static const char *link_name(const result *x, int32_t l, char *buf,
                              size_t len) {
     snprintf(buf, len, "%s -> %s", x->devs[x->links[l].src].name,
@@ -98,11 +77,11 @@ static void print_table(FILE *fp, const void *ctx) {
     const pp_coll_result *r = &x->r;
     char nm[128];
     fprintf(fp, "collective   %s, %s, %zu %s of %s\n",
-            op_names[x->spec.op], algo_names[x->spec.algo], x->spec.n_gpus,
+            pp_coll_op_name(x->spec.op), pp_coll_algo_name(x->spec.algo), x->spec.n_gpus,
             x->spec.algo == PP_ALGO_PS ? "workers" : "GPUs", x->cluster);
     /* What ran, with what was asked for when the choice was automatic. */
     fprintf(fp, "simulated    %s fidelity, granularity %s%s, %d channel%s%s\n",
-            fid_names[x->fid], gran_names[r->gran],
+            pp_fidelity_name((pp_fidelity)x->fid), gran_names[r->gran],
             x->spec.gran == PP_GRAN_AUTO ? " (auto)" : "", r->channels,
             r->channels == 1 ? "" : "s",
             x->spec.channels ? "" : " (one per NIC when leaving a server)");
@@ -150,11 +129,11 @@ static json_t *to_json(const result *x) {
     char nm[128];
     json_t *o = json_object();
     json_object_set_new(o, "cluster", json_string(x->cluster));
-    json_object_set_new(o, "op", json_string(op_names[x->spec.op]));
-    json_object_set_new(o, "algo", json_string(algo_names[x->spec.algo]));
+    json_object_set_new(o, "op", json_string(pp_coll_op_name(x->spec.op)));
+    json_object_set_new(o, "algo", json_string(pp_coll_algo_name(x->spec.algo)));
     json_object_set_new(o, "bytes", pp_json_num(x->spec.bytes));
     json_object_set_new(o, "gpus", json_integer((json_int_t)x->spec.n_gpus));
-    json_object_set_new(o, "fidelity", json_string(fid_names[x->fid]));
+    json_object_set_new(o, "fidelity", json_string(pp_fidelity_name((pp_fidelity)x->fid)));
     /* The resolved values: what the simulation actually ran. */
     json_object_set_new(o, "granularity", json_string(gran_names[r->gran]));
     json_object_set_new(o, "channels", json_integer(r->channels));
@@ -266,7 +245,7 @@ static int make_group(const pp_args *a, const pp_cluster *c, result *x,
     int64_t min = ps ? 1 : 2;
     if (n < min)
         return pp_error_set(e, PP_EUSAGE, "--gpus: %s needs at least %lld GPUs",
-                            op_names[x->spec.op], (long long)min);
+                            pp_coll_op_name(x->spec.op), (long long)min);
     int32_t *g = pp_xmalloc((size_t)n * sizeof *g);
     for (int64_t i = 0; i < n; i++)
         g[i] = pp_cluster_gpu(c, (int32_t)(i / info->gpus_per_node),
@@ -282,7 +261,7 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
     pp_args a;
     result x;
     memset(&x, 0, sizeof x);
-    const char *cspec = NULL, *sets[64];
+    const char *cspec = NULL;
     int fmt = PP_FMT_TABLE, op = PP_COLL_ALLREDUCE, algo = PP_ALGO_RING;
     int fid = PP_FIDELITY_FLOW, gran = PP_GRAN_AUTO;
     int64_t channels = 0, root = 0, seed = 0;
@@ -295,11 +274,11 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
     int rc = pp_cli_parse(cmd, argc, argv, &a, &e);
     if (rc == 1) return 0;
     if (rc || pp_args_need(&a, "cluster", &cspec, &e)
-        || get_enum(&a, "op", op_names, &op, &e)
-        || get_enum(&a, "algo", algo_names, &algo, &e)
-        || get_enum(&a, "fidelity", fid_names, &fid, &e)
-        || get_enum(&a, "granularity", gran_names, &gran, &e)
-        || get_enum(&a, "format", pp_format_names, &fmt, &e)
+        || pp_args_choice(&a, "op", &op, &e)
+        || pp_args_choice(&a, "algo", &algo, &e)
+        || pp_args_choice(&a, "fidelity", &fid, &e)
+        || pp_args_enum(&a, "granularity", gran_names, &gran, &e)
+        || pp_args_enum(&a, "format", pp_format_names, &fmt, &e)
         || pp_args_int(&a, "channels", 1, 1024, &channels, &e)
         || pp_args_int(&a, "root", 0, INT32_MAX, &root, &e)
         || pp_args_int(&a, "seed", 0, INT64_MAX, &seed, &e)
@@ -317,8 +296,6 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
         pp_error_set(&e, PP_EUSAGE, "--step-time only applies to --algo ps");
         return pp_cli_fail(cmd->name, &e);
     }
-    size_t n_sets = pp_args_all(&a, "set", sets, 64);
-
     x.spec.op = (pp_coll_op)op;
     x.spec.algo = (pp_coll_algo)algo;
     x.spec.bytes = bytes;
@@ -330,7 +307,7 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
     x.step_time = step_time;
     x.show_links = pp_args_flag(&a, "links");
 
-    rc = pp_cluster_load(cspec, sets, n_sets, NULL, &c, &e);
+    rc = pp_cli_load_cluster(&a, &c, &e);
     if (rc) goto out;
     x.cluster = pp_cluster_info_get(c)->name;
     size_t nd, nl;
@@ -382,7 +359,7 @@ const pp_cli_cmd pp_cmd_collective = {
     "collective",
     "simulate one collective (AllReduce, ...) on a cluster: time, algbw, busbw",
     "collective --cluster C [--op OP] [--algo ALGO] --bytes SIZE [--gpus N] "
-    "[--fidelity analytic|flow] [--granularity auto|step|stream] "
+    "[--fidelity F] [--granularity auto|step|stream] "
     "[--channels K] [--set PATH=VALUE]... [--trace FILE] [--links] "
     "[--format table|json] [-o FILE]",
     "The group is the first N GPUs in server-major order.  ring uses NCCL-style\n"

@@ -7,17 +7,17 @@
 #include <math.h>
 
 static const pp_cli_opt opts[] = {
-    {"model", 'm', "M", "model (gives P, and F_iter with --iterations)", false},
-    {"params", 0, "P", "parameter count instead of a model, e.g. 175e9", false},
-    {"tokens", 't', "T", "training tokens, e.g. 300e9 or 300G", false},
-    {"iterations", 0, "I", "iterations instead of tokens (needs --model, --global-batch)", false},
-    {"global-batch", 'b', "B", "global batch in sequences, with --iterations", false},
-    {"gpus", 'n', "N", "number of GPUs (required)", false},
-    {"tflops", 'x', "X", "achieved FLOP/s per GPU; bare numbers are TFLOPS (required)", false},
-    {"recompute", 0, "MODE", "full|none: 8TP or 6TP (default: full)", false},
-    {"format", 0, "FMT", "table|json (default: table)", false},
-    {"output", 'o', "FILE", "write to FILE atomically (default: stdout)", false},
-    {NULL, 0, NULL, NULL, false},
+    {"model", 'm', "M", "model (gives P, and F_iter with --iterations)", false, NULL, 0, NULL},
+    {"params", 0, "P", "parameter count instead of a model, e.g. 175e9 or 175B", false, NULL, 0, NULL},
+    {"tokens", 't', "T", "training tokens, e.g. 300e9, 300G or 300B", false, NULL, 0, NULL},
+    {"iterations", 0, "I", "iterations instead of tokens (needs --model, --global-batch)", false, NULL, 0, NULL},
+    {"global-batch", 'b', "B", "global batch in sequences, with --iterations", false, NULL, 0, NULL},
+    {"gpus", 'n', "N", "number of GPUs (required)", false, NULL, 0, NULL},
+    {"tflops", 'x', "X", "achieved FLOP/s per GPU; bare numbers are TFLOPS (required)", false, NULL, 0, NULL},
+    {"recompute", 0, "MODE", "activation recomputation: none gives 6TP, the others 8TP (default: full):", false, &pp_reg_recompute, 0, NULL},
+    {"format", 0, "FMT", "table|json (default: table)", false, NULL, 0, NULL},
+    {"output", 'o', "FILE", "write to FILE atomically (default: stdout)", false, NULL, 0, NULL},
+    {NULL, 0, NULL, NULL, false, NULL, 0, NULL},
 };
 
 typedef struct result {
@@ -75,8 +75,6 @@ static json_t *to_json(const result *r) {
     return o;
 }
 
-static const char *const recompute_names[] = {"none", "selective", "full", NULL};
-
 static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
     pp_error e = PP_ERROR_INIT;
     pp_args a;
@@ -96,7 +94,7 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
         || pp_args_quantity(&a, "tokens", PP_Q_COUNT, NULL, &r.tokens, &e)
         || pp_args_int(&a, "iterations", 1, INT64_MAX, &r.iterations, &e)
         || pp_args_int(&a, "global-batch", 1, INT64_MAX, &r.batch, &e)
-        || pp_args_enum(&a, "recompute", recompute_names, &mode, &e)
+        || pp_args_choice(&a, "recompute", &mode, &e)
         || pp_args_enum(&a, "format", pp_format_names, &fmt, &e))
         return pp_cli_fail(cmd->name, &e);
     /* T_train has only the two constants: selective counts as full (the
@@ -109,7 +107,8 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
         return pp_cli_fail(cmd->name, &e);
     }
     if (spec) {
-        if (pp_model_load(spec, &m, &e)) return pp_cli_fail(cmd->name, &e);
+        if (pp_cli_load_model(&a, false, &m, &e))
+            return pp_cli_fail(cmd->name, &e);
         r.model = m.name;
         r.params = pp_model_params(&m);
     }

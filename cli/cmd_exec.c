@@ -19,27 +19,27 @@
 /* ---- exec collective ------------------------------------------------------ */
 
 static const pp_cli_opt coll_opts[] = {
-    {"coll", 0, "OP", "allreduce|allgather|reducescatter|broadcast|alltoall|sendrecv (default: allreduce)", false},
-    {"minbytes", 'b', "SIZE", "smallest size, nccl-tests' way: 8, 1K, 128M (binary), or 1KiB, 1MB (default: 32M)", false},
-    {"maxbytes", 'e', "SIZE", "largest size (default: 32M)", false},
-    {"stepfactor", 'f', "F", "multiply the size by F each step (default: 2)", false},
-    {"stepbytes", 'i', "SIZE", "add SIZE each step instead of multiplying", false},
-    {"iters", 'n', "N", "timed iterations per size (default: 20)", false},
-    {"warmup_iters", 'w', "N", "untimed iterations first (default: 5)", false},
-    {"check", 'c', "0|1", "check the results outside the timed loop (default: 1)", false},
-    {"datatype", 'd', "T", "float|bfloat16|half (default: float)", false},
-    {"op", 'o', "R", "reduction: sum|max|min (default: sum)", false},
-    {"root", 'r', "R", "broadcast root rank (default: 0)", false},
-    {"algo", 0, "A", "ring|rd|auto: rd (recursive doubling) is allreduce only; auto takes rd up to 64 KiB (default: auto)", false},
-    {"transport", 0, "T", "tcp|verbs (default: tcp)", false},
-    {"channels", 0, "K", "connections per peer; the ring runs one pipeline on each (default: 2)", false},
-    {"slice", 0, "SIZE", "ring pipelining granularity (default: 512KiB)", false},
-    {"np", 0, "N", "start N local ranks here (127.0.0.1) instead of joining a launcher's world", false},
-    {"timeout", 0, "T", "a peer silent this long fails the run, e.g. 5s (default: 30s)", false},
-    {"device", 0, "D", "cpu|cuda: where the buffers live (default: cpu)", false},
-    {"format", 0, "FMT", "table|json (default: table)", false},
-    {"output", 'O', "FILE", "write to FILE atomically (default: stdout); rank 0 only", false},
-    {NULL, 0, NULL, NULL, false},
+    {"coll", 0, "OP", "the collective (default: allreduce)", false, &pp_reg_coll_op, 0, NULL},
+    {"minbytes", 'b', "SIZE", "smallest size, nccl-tests' way: 8, 1K, 128M (binary), or 1KiB, 1MB (default: 32M)", false, NULL, 0, NULL},
+    {"maxbytes", 'e', "SIZE", "largest size (default: 32M)", false, NULL, 0, NULL},
+    {"stepfactor", 'f', "F", "multiply the size by F each step (default: 2)", false, NULL, 0, NULL},
+    {"stepbytes", 'i', "SIZE", "add SIZE each step instead of multiplying", false, NULL, 0, NULL},
+    {"iters", 'n', "N", "timed iterations per size (default: 20)", false, NULL, 0, NULL},
+    {"warmup_iters", 'w', "N", "untimed iterations first (default: 5)", false, NULL, 0, NULL},
+    {"check", 'c', "0|1", "check the results outside the timed loop (default: 1)", false, NULL, 0, NULL},
+    {"datatype", 'd', "T", "float|bfloat16|half (default: float)", false, NULL, 0, NULL},
+    {"op", 'o', "R", "reduction: sum|max|min (default: sum)", false, NULL, 0, NULL},
+    {"root", 'r', "R", "broadcast root rank (default: 0)", false, NULL, 0, NULL},
+    {"algo", 0, "A", "ring|rd|auto: rd (recursive doubling) is allreduce only; auto takes rd up to 64 KiB (default: auto)", false, NULL, 0, NULL},
+    {"transport", 0, "T", "tcp|verbs (default: tcp)", false, NULL, 0, NULL},
+    {"channels", 0, "K", "connections per peer; the ring runs one pipeline on each (default: 2)", false, NULL, 0, NULL},
+    {"slice", 0, "SIZE", "ring pipelining granularity (default: 512KiB)", false, NULL, 0, NULL},
+    {"np", 0, "N", "start N local ranks here (127.0.0.1) instead of joining a launcher's world", false, NULL, 0, NULL},
+    {"timeout", 0, "T", "a peer silent this long fails the run, e.g. 5s (default: 30s)", false, NULL, 0, NULL},
+    {"device", 0, "D", "cpu|cuda: where the buffers live (default: cpu)", false, NULL, 0, NULL},
+    {"format", 0, "FMT", "table|json (default: table)", false, NULL, 0, NULL},
+    {"output", 'O', "FILE", "write to FILE atomically (default: stdout); rank 0 only", false, NULL, 0, NULL},
+    {NULL, 0, NULL, NULL, false, NULL, 0, NULL},
 };
 
 static const char *const dt_names[] = {"float", "bfloat16", "half", NULL};
@@ -359,7 +359,7 @@ static int run_exec(const pp_cli_cmd *cmd, int argc, char **argv) {
     return 2;
 }
 
-static const pp_cli_opt no_opts[] = {{NULL, 0, NULL, NULL, false}};
+static const pp_cli_opt no_opts[] = {{NULL, 0, NULL, NULL, false, NULL, 0, NULL}};
 
 const pp_cli_cmd pp_cmd_exec = {
     "exec",

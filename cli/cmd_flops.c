@@ -4,16 +4,13 @@
 #include "cli_int.h"
 
 static const pp_cli_opt opts[] = {
-    {"model", 'm', "M", "model: YAML file, zoo name or inline spec (required)", false},
-    {"global-batch", 'b', "B", "global batch in sequences (required)", false},
-    {"recompute", 0, "MODE", "full|selective|none (default: full)", false},
-    {"format", 0, "FMT", "table|json (default: table)", false},
-    {"output", 'o', "FILE", "write to FILE atomically (default: stdout)", false},
-    {NULL, 0, NULL, NULL, false},
+    {"model", 'm', "M", "model: YAML file, zoo name or inline spec (required)", false, NULL, 0, NULL},
+    {"global-batch", 'b', "B", "global batch in sequences (required)", false, NULL, 0, NULL},
+    {"recompute", 0, "MODE", "activation recomputation (default: full):", false, &pp_reg_recompute, 0, NULL},
+    {"format", 0, "FMT", "table|json (default: table)", false, NULL, 0, NULL},
+    {"output", 'o', "FILE", "write to FILE atomically (default: stdout)", false, NULL, 0, NULL},
+    {NULL, 0, NULL, NULL, false, NULL, 0, NULL},
 };
-
-static const char *const recompute_names[] = {"none", "selective", "full",
-                                              NULL};
 
 typedef struct result {
     pp_model m;
@@ -96,9 +93,9 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
     if (rc || pp_args_need(&a, "model", &spec, &e)
         || pp_args_need(&a, "global-batch", &(const char *){0}, &e)
         || pp_args_int(&a, "global-batch", 1, INT64_MAX, &r.batch, &e)
-        || pp_args_enum(&a, "recompute", recompute_names, &mode, &e)
+        || pp_args_choice(&a, "recompute", &mode, &e)
         || pp_args_enum(&a, "format", pp_format_names, &fmt, &e)
-        || pp_model_load(spec, &r.m, &e))
+        || pp_cli_load_model(&a, false, &r.m, &e))
         return pp_cli_fail(cmd->name, &e);
     r.rc = (pp_recompute)mode;
 
@@ -114,7 +111,7 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
 const pp_cli_cmd pp_cmd_flops = {
     "flops",
     "FLOPs per training iteration (F_iter) of a model at a global batch",
-    "flops --model M --global-batch B [--recompute full|selective|none] "
+    "flops --model M --global-batch B [--recompute MODE] "
     "[--format table|json] [-o FILE]",
     "F_iter = 96 B s l h^2 (1 + s/(6h) + V/(16 l h)) with full activation\n"
     "recomputation (Narayanan et al. 2021).  For models without that shape\n"

@@ -4,16 +4,15 @@
 #include "cli_int.h"
 
 static const pp_cli_opt opts[] = {
-    {"model", 'm', "M", "model: YAML file, zoo name or inline spec (required)", false},
-    {"parallel", 'p', "SPEC", "tp=8,pp=8,dp=16,mbs=1,gbs=1536[,vp=,sp=,recompute=,zero=,first=,last=] (required)", false},
-    {"optimizer", 0, "OPT", "adam-mixed (16 B/param: 2+2+4+4+4) | adam-fp32 (4+4+8) (default: adam-mixed)", false},
-    {"gpu-memory", 0, "SIZE", "HBM per GPU to check the fit against, e.g. 80GB", false},
-    {"format", 0, "FMT", "table|json (default: table)", false},
-    {"output", 'o', "FILE", "write to FILE atomically (default: stdout)", false},
-    {NULL, 0, NULL, NULL, false},
+    {"model", 'm', "M", "model: YAML file, zoo name or inline spec (required)", false, NULL, 0, NULL},
+    {"parallel", 'p', "SPEC", "tp=8,pp=8,dp=16,mbs=1,gbs=1536[,vp=,sp=,recompute=,zero=,first=,last=] (required)", false, NULL, 0, NULL},
+    {"optimizer", 0, "OPT", "optimizer (default: adam-mixed):", false, &pp_reg_optimizer, 0, NULL},
+    {"gpu-memory", 0, "SIZE", "HBM per GPU to check the fit against, e.g. 80GB", false, NULL, 0, NULL},
+    {"format", 0, "FMT", "table|json (default: table)", false, NULL, 0, NULL},
+    {"output", 'o', "FILE", "write to FILE atomically (default: stdout)", false, NULL, 0, NULL},
+    {NULL, 0, NULL, NULL, false, NULL, 0, NULL},
 };
 
-static const char *const optimizer_names[] = {"adam-mixed", "adam-fp32", NULL};
 
 typedef struct result {
     pp_model m;
@@ -30,7 +29,7 @@ static void print_table(FILE *fp, const void *ctx) {
     fprintf(fp, "model        %s (%s parameters)\n", r->m.name,
             pp_fmtq(pp_model_params(&r->m), PP_Q_COUNT));
     fprintf(fp, "parallel     %s\n", pp_parallel_format(&r->p, spec, sizeof spec));
-    fprintf(fp, "optimizer    %s\n\n", optimizer_names[r->optimizer]);
+    fprintf(fp, "optimizer    %s\n\n", pp_optimizer_name((pp_optimizer)r->optimizer));
     if (r->p.pp > 1)
         fprintf(fp, "per GPU (pipeline stage %lld of %lld, the most loaded)\n",
                 (long long)x->stage, (long long)r->p.pp);
@@ -69,7 +68,7 @@ static json_t *to_json(const result *r) {
     json_t *o = json_object(), *b = json_object();
     json_object_set_new(o, "model", json_string(r->m.name));
     json_object_set_new(o, "parallel", json_string(pp_parallel_format(&r->p, spec, sizeof spec)));
-    json_object_set_new(o, "optimizer", json_string(optimizer_names[r->optimizer]));
+    json_object_set_new(o, "optimizer", json_string(pp_optimizer_name((pp_optimizer)r->optimizer)));
     json_object_set_new(o, "memory_per_gpu_bytes", pp_json_num(x->total));
     json_object_set_new(o, "params_per_gpu", pp_json_num(x->params_per_gpu));
     json_object_set_new(b, "weights_bytes", pp_json_num(x->weights));
@@ -102,11 +101,11 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
     if (rc == 1) return 0;
     if (rc || pp_args_need(&a, "model", &spec, &e)
         || pp_args_need(&a, "parallel", &pspec, &e)
-        || pp_args_enum(&a, "optimizer", optimizer_names, &r.optimizer, &e)
+        || pp_args_choice(&a, "optimizer", &r.optimizer, &e)
         || pp_args_quantity(&a, "gpu-memory", PP_Q_BYTES, NULL, &r.hbm, &e)
         || pp_args_enum(&a, "format", pp_format_names, &fmt, &e)
-        || pp_parallel_parse(pspec, &r.p, &e)
-        || pp_model_load(spec, &r.m, &e)
+        || pp_cli_load_parallel(&a, &r.p, NULL, &e)
+        || pp_cli_load_model(&a, false, &r.m, &e)
         || pp_parallel_validate(&r.p, &r.m, &e)
         || pp_memory_per_gpu(&r.m, &r.p, (pp_optimizer)r.optimizer, &r.mem, &e))
         return pp_cli_fail(cmd->name, &e);
@@ -116,7 +115,7 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
 const pp_cli_cmd pp_cmd_memory = {
     "memory",
     "memory per GPU of a parallel layout: model states, activations, buffers",
-    "memory --model M --parallel SPEC [--optimizer adam-mixed|adam-fp32] "
+    "memory --model M --parallel SPEC [--optimizer OPT] "
     "[--gpu-memory SIZE] [--format table|json] [-o FILE]",
     "Model states (weights, gradients, optimizer) are sharded by ZeRO over dp;\n"
     "the optimizer step also copies the 16-bit gradients to fp32 (Megatron-LM:\n"

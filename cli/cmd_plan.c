@@ -11,38 +11,36 @@
 #include <string.h>
 
 static const pp_cli_opt opts[] = {
-    {"model", 'm', "M", "model: YAML file, zoo name or inline spec (required)", false},
-    {"cluster", 'c', "C", "cluster: YAML file or a name in topologies/ (required)", false},
-    {"set", 0, "PATH=VALUE", "override a cluster field, e.g. node.nics.count=4 (repeatable)", true},
-    {"gpus", 'n', "N", "GPUs to use (default: every count up to the cluster's that suits the batch)", false},
-    {"global-batch", 'b', "B", "global batch in sequences (default: the GPU count)", false},
-    {"top", 'k', "K", "simulate the best K by the estimate; 0 ranks by the estimate alone (default: 10)", false},
-    {"show", 0, "N", "candidates listed in full (default: max(K, 10))", false},
-    {"fix", 0, "KEY=V", "pin a dimension: tp pp dp mbs gbs vp sp recompute zero overlap first last (repeatable, or a comma list)", true},
-    {"exclude", 0, "KEY=V", "drop a value of a dimension, e.g. recompute=none (repeatable)", true},
-    {"allow-cross-node-tp", 0, NULL, "let TP groups span servers", false},
-    {"uneven", 0, NULL, "also try uneven pipeline splits (fewer or more layers on the first and last stages)", false},
-    {"memory-reserve", 0, "F", "HBM kept free, e.g. 10% or 0.1 (default: 10%)", false},
-    {"objective", 0, "O", "time (iteration) | train (time to train, needs --tokens) | cost (default: time)", false},
-    {"tokens", 0, "T", "training tokens, e.g. 300e9: adds days (and cost per trained model)", false},
-    {"fidelity", 0, "F", "analytic|flow for the simulations (default: flow)", false},
-    {"optimizer", 0, "OPT", "adam-mixed | adam-fp32 (default: adam-mixed)", false},
-    {"profile", 0, "P", "GPU profile: YAML file or a name in topologies/profiles/ (default: the GPU's)", false},
-    {"amortization", 0, "YEARS", "capital cost spread over (default: 4)", false},
-    {"usd-per-kwh", 0, "X", "electricity price (default: 0.10)", false},
-    {"pue", 0, "X", "power usage effectiveness (default: 1.3)", false},
-    {"placement", 0, "ORDER", "rank order, innermost first: tp,pp,dp (Megatron-LM with --use-tp-pp-dp-mapping) or tp,dp,pp (Megatron-LM's own, DeepSpeed's only) (default: tp,pp,dp; tp,dp,pp with --format deepspeed)", false},
-    {"seed", 0, "N", "seed of the ECMP hash in the simulations (default: 0)", false},
-    {"jobs", 'j', "N", "simulations run at once (default: one per CPU; the result is the same)", false},
-    {"no-timing", 0, NULL, "leave wall-clock figures out, for byte-identical output", false},
-    {"format", 0, "FMT", "table|json|yaml|megatron|nemo|deepspeed (default: table)", false},
-    {"output", 'o', "FILE", "write to FILE atomically (default: stdout)", false},
-    {NULL, 0, NULL, NULL, false},
+    {"model", 'm', "M", "model: YAML file, zoo name or inline spec (required)", false, NULL, 0, NULL},
+    {"cluster", 'c', "C", "cluster: YAML file or a name in topologies/ (required)", false, NULL, 0, NULL},
+    {"set", 0, "PATH=VALUE", "override a cluster field, e.g. node.nics.count=4 (repeatable)", true, NULL, 0, NULL},
+    {"gpus", 'n', "N", "GPUs to use (default: every count up to the cluster's that suits the batch)", false, NULL, 0, NULL},
+    {"global-batch", 'b', "B", "global batch in sequences (default: the GPU count)", false, NULL, 0, NULL},
+    {"top", 'k', "K", "simulate the best K by the estimate; 0 ranks by the estimate alone (default: 10)", false, NULL, 0, NULL},
+    {"show", 0, "N", "candidates listed in full (default: max(K, 10))", false, NULL, 0, NULL},
+    {"fix", 0, "KEY=V", "pin a dimension: tp pp dp mbs gbs vp sp recompute zero overlap first last (repeatable, or a comma list)", true, NULL, 0, NULL},
+    {"exclude", 0, "KEY=V", "drop a value of a dimension, e.g. recompute=none (repeatable)", true, NULL, 0, NULL},
+    {"allow-cross-node-tp", 0, NULL, "let TP groups span servers", false, NULL, 0, NULL},
+    {"uneven", 0, NULL, "also try uneven pipeline splits (fewer or more layers on the first and last stages)", false, NULL, 0, NULL},
+    {"memory-reserve", 0, "F", "HBM kept free, e.g. 10% or 0.1 (default: 10%)", false, NULL, 0, NULL},
+    {"objective", 0, "O", "time (iteration) | train (time to train, needs --tokens) | cost (default: time)", false, NULL, 0, NULL},
+    {"tokens", 0, "T", "training tokens, e.g. 300e9: adds days (and cost per trained model)", false, NULL, 0, NULL},
+    {"fidelity", 0, "F", "network model of the simulations (default: flow):", false, &pp_reg_fidelity, 0, NULL},
+    {"optimizer", 0, "OPT", "optimizer, for the memory of model states (default: adam-mixed):", false, &pp_reg_optimizer, 0, NULL},
+    {"profile", 0, "P", "GPU profile: YAML file or a name in topologies/profiles/ (default: the GPU's)", false, NULL, 0, NULL},
+    {"amortization", 0, "YEARS", "capital cost spread over (default: 4)", false, NULL, 0, NULL},
+    {"usd-per-kwh", 0, "X", "electricity price (default: 0.10)", false, NULL, 0, NULL},
+    {"pue", 0, "X", "power usage effectiveness (default: 1.3)", false, NULL, 0, NULL},
+    {"placement", 0, "ORDER", "rank order, innermost first: tp,pp,dp (Megatron-LM with --use-tp-pp-dp-mapping) or tp,dp,pp (Megatron-LM's own, DeepSpeed's only) (default: tp,pp,dp; tp,dp,pp with --format deepspeed)", false, NULL, 0, NULL},
+    {"seed", 0, "N", "seed of the ECMP hash in the simulations (default: 0)", false, NULL, 0, NULL},
+    {"jobs", 'j', "N", "simulations run at once (default: one per CPU; the result is the same)", false, NULL, 0, NULL},
+    {"no-timing", 0, NULL, "leave wall-clock figures out, for byte-identical output", false, NULL, 0, NULL},
+    {"format", 0, "FMT", "table|json|yaml|megatron|nemo|deepspeed (default: table)", false, NULL, 0, NULL},
+    {"output", 'o', "FILE", "write to FILE atomically (default: stdout)", false, NULL, 0, NULL},
+    {NULL, 0, NULL, NULL, false, NULL, 0, NULL},
 };
 
 static const char *const objective_names[] = {"time", "train", "cost", NULL};
-static const char *const fid_names[] = {"analytic", "flow", NULL};
-static const char *const optimizer_names[] = {"adam-mixed", "adam-fp32", NULL};
 
 /* "10%" or "0.1". */
 static int parse_fraction(const char *name, const char *v, double *out,
@@ -81,8 +79,9 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
     pp_plan_options o;
     pp_plan_prices prices;
     pp_gpu_profile prof;
-    const char *mspec, *cspec, *sets[64], *fixes[64];
-    int fmt = PP_PLAN_FMT_TABLE, obj = PP_PLAN_OBJ_TIME, fid = 1, optz = 0;
+    const char *mspec, *cspec, *fixes[64];
+    int fmt = PP_PLAN_FMT_TABLE, obj = PP_PLAN_OBJ_TIME;
+    int fid = PP_FIDELITY_FLOW, optz = PP_OPT_ADAM_MIXED;
     int64_t top = 10, show = -1, seed = 0, jobs = 0;
     double amort = 4, kwh = 0.10, pue = 1.3;
     int rc;
@@ -99,8 +98,8 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
         || pp_args_int(&a, "seed", 0, INT64_MAX, &seed, &e)
         || pp_args_int(&a, "jobs", 1, 1024, &jobs, &e)
         || pp_args_enum(&a, "objective", objective_names, &obj, &e)
-        || pp_args_enum(&a, "fidelity", fid_names, &fid, &e)
-        || pp_args_enum(&a, "optimizer", optimizer_names, &optz, &e)
+        || pp_args_choice(&a, "fidelity", &fid, &e)
+        || pp_args_choice(&a, "optimizer", &optz, &e)
         || pp_args_enum(&a, "format", pp_plan_format_names, &fmt, &e)
         || parse_number("amortization", pp_args_get(&a, "amortization"),
                         1e-9, &amort, &e)
@@ -129,7 +128,7 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
     o.seed = (uint64_t)seed;
     o.jobs = (int)jobs;
     o.objective = (pp_plan_objective)obj;
-    o.fidelity = fid == 0 ? PP_FIDELITY_ANALYTIC : PP_FIDELITY_FLOW;
+    o.fidelity = (pp_fidelity)fid;
     o.optimizer = (pp_optimizer)optz;
     const char *pl = pp_args_get(&a, "placement");
     if (pl) {
@@ -152,17 +151,22 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
                : fmt == PP_PLAN_FMT_DEEPSPEED ? PP_PLAN_TARGET_DEEPSPEED
                                               : PP_PLAN_TARGET_ANY;
 
-    size_t n_sets = pp_args_all(&a, "set", sets, 64);
-    if ((rc = pp_model_load(mspec, &m, &e)) < 0
-        || (rc = pp_cluster_load(cspec, sets, n_sets, NULL, &c, &e)) < 0)
+    if ((rc = pp_cli_load_model(&a, false, &m, &e)) < 0
+        || (rc = pp_cli_load_cluster(&a, &c, &e)) < 0)
         goto out;
     const pp_cluster_info *info = pp_cluster_info_get(c);
-    if (pp_args_get(&a, "profile")) {
-        if ((rc = pp_profile_load(pp_args_get(&a, "profile"), info->gpu,
-                                  &prof, &e)) < 0)
-            goto out;
-        o.profile = &prof;
-    }
+    /* The planner's default batch, said out loud: a silent one sequence
+     * per GPU surprised users comparing with their own runs. */
+    if (o.gbs == 0 && !o.filter.fixed[PP_PLAN_DIM_GBS])
+        pp_cli_note(&a, "no --global-batch; using gbs=%lld (one sequence "
+                    "per GPU of %s%s %lld)",
+                    (long long)(o.gpus ? o.gpus : info->gpus),
+                    o.gpus ? "--gpus" : info->name, o.gpus ? "" : "'s",
+                    (long long)(o.gpus ? o.gpus : info->gpus));
+    /* Without --profile the planner picks each GPU's own. */
+    if ((rc = pp_cli_load_profile(&a, info->gpu, false, &prof, &e)) < 0)
+        goto out;
+    if (rc == 0) o.profile = &prof;
     if ((rc = pp_plan_prices_get(c, amort, kwh, pue,
                                  &prices, &e)) < 0)
         goto out;

@@ -9,30 +9,29 @@
 #include <string.h>
 
 static const pp_cli_opt opts[] = {
-    {"model", 'm', "M", "model: YAML file, zoo name or inline spec (required)", false},
-    {"cluster", 'c', "C", "cluster: YAML file or name in topologies/ (required)", false},
-    {"parallel", 'p', "SPEC", "tp=8,pp=8,dp=16,mbs=1,gbs=1536[,vp=,sp=,recompute=,zero=,first=,last=] (required)", false},
-    {"fidelity", 0, "F", "analytic|flow (default: flow)", false},
-    {"schedule", 0, "S", "gpipe|1f1b|interleaved (default: interleaved when vp > 1, else 1f1b)", false},
-    {"placement", 0, "ORDER", "rank order, innermost first (default: tp,pp,dp)", false},
-    {"dp-overlap", 0, "on|off", "start DP buckets during the last backward (default: off)", false},
-    {"bucket", 0, "SIZE", "DP bucket size with --dp-overlap on (default: 40MB)", false},
-    {"grad-dtype", 0, "T", "bf16|fp16|fp32: gradients in the DP sync (default: bf16; Megatron-LM reduces in fp32 when training in bf16)", false},
-    {"p2p", 0, "sync|async", "a stage waits for its pipeline sends (sync, Megatron-LM 2021) or not (default: sync)", false},
-    {"p2p-scatter-gather", 0, "on|off", "without sp, each TP rank sends 1/tp of a pipeline tensor and the receiver all-gathers it (on, Megatron-LM 2021) or every rank sends it whole (off, Megatron-core) (default: on)", false},
-    {"profile", 0, "FILE", "GPU profile (default: topologies/profiles/ for the cluster's GPU)", false},
-    {"compute-time", 0, "TIME", "generic models: compute per iteration per GPU, e.g. 0.4s (default: from flops_per_sample)", false},
-    {"tokens", 0, "T", "training tokens, e.g. 300e9: adds training_days", false},
-    {"set", 0, "PATH=VALUE", "override a cluster field, e.g. node.nics.count=4 (repeatable)", true},
-    {"seed", 0, "N", "seed of ECMP path hashing (default: 0)", false},
-    {"trace", 0, "FILE", "write a Perfetto/Chrome trace of the iteration", false},
-    {"format", 0, "FMT", "table|json (default: table)", false},
-    {"output", 'o', "FILE", "write to FILE atomically (default: stdout)", false},
-    {NULL, 0, NULL, NULL, false},
+    {"model", 'm', "M", "model: YAML file, zoo name or inline spec (required)", false, NULL, 0, NULL},
+    {"cluster", 'c', "C", "cluster: YAML file or name in topologies/ (required)", false, NULL, 0, NULL},
+    {"parallel", 'p', "SPEC", "tp=8,pp=8,dp=16,mbs=1,gbs=1536[,vp=,sp=,recompute=,zero=,first=,last=] (required)", false, NULL, 0, NULL},
+    {"fidelity", 0, "F", "network model (default: flow):", false, &pp_reg_fidelity, 0, NULL},
+    {"schedule", 0, "S", "pipeline schedule (default: interleaved when vp > 1, else 1f1b):", false, &pp_reg_schedule, 0, NULL},
+    {"placement", 0, "ORDER", "rank order, innermost first (default: tp,pp,dp)", false, NULL, 0, NULL},
+    {"dp-overlap", 0, "on|off", "start DP buckets during the last backward (default: off)", false, NULL, 0, NULL},
+    {"bucket", 0, "SIZE", "DP bucket size with --dp-overlap on (default: 40MB)", false, NULL, 0, NULL},
+    {"grad-dtype", 0, "T", "bf16|fp16|fp32: gradients in the DP sync (default: bf16; Megatron-LM reduces in fp32 when training in bf16)", false, NULL, 0, NULL},
+    {"p2p", 0, "sync|async", "a stage waits for its pipeline sends (sync, Megatron-LM 2021) or not (default: sync)", false, NULL, 0, NULL},
+    {"p2p-scatter-gather", 0, "on|off", "without sp, each TP rank sends 1/tp of a pipeline tensor and the receiver all-gathers it (on, Megatron-LM 2021) or every rank sends it whole (off, Megatron-core) (default: on)", false, NULL, 0, NULL},
+    {"profile", 0, "FILE", "GPU profile (default: topologies/profiles/ for the cluster's GPU)", false, NULL, 0, NULL},
+    {"compute-time", 0, "TIME", "generic models: compute per iteration per GPU, e.g. 0.4s (default: from flops_per_sample)", false, NULL, 0, NULL},
+    {"tokens", 0, "T", "training tokens, e.g. 300e9: adds training_days", false, NULL, 0, NULL},
+    {"set", 0, "PATH=VALUE", "override a cluster field, e.g. node.nics.count=4 (repeatable)", true, NULL, 0, NULL},
+    {"seed", 0, "N", "seed of ECMP path hashing (default: 0)", false, NULL, 0, NULL},
+    {"trace", 0, "FILE", "write a Perfetto/Chrome trace of the iteration (refused above an estimated 200MB)", false, NULL, 0, NULL},
+    {"trace-force", 0, NULL, "write the --trace even when it is estimated above 200MB", false, NULL, 0, NULL},
+    {"format", 0, "FMT", "table|json (default: table)", false, NULL, 0, NULL},
+    {"output", 'o', "FILE", "write to FILE atomically (default: stdout)", false, NULL, 0, NULL},
+    {NULL, 0, NULL, NULL, false, NULL, 0, NULL},
 };
 
-static const char *const fid_names[] = {"analytic", "flow", NULL};
-static const char *const sched_names[] = {"gpipe", "1f1b", "interleaved", NULL};
 static const char *const onoff[] = {"off", "on", NULL};
 static const char *const p2p_names[] = {"async", "sync", NULL};
 static const char *const gdt_names[] = {"bf16", "fp16", "fp32", NULL};
@@ -69,7 +68,7 @@ static void print_table(FILE *fp, const void *ctx) {
             pp_schedule_name(r->schedule), x->placement,
             x->cfg.dp_overlap ? "on" : "off", x->cfg.p2p_sync ? "sync" : "async",
             x->cfg.p2p_scatter ? "" : " (whole tensors)",
-            fid_names[x->cfg.fidelity]);
+            pp_fidelity_name(x->cfg.fidelity));
     fprintf(fp, "profile      %s (%s)\n\n", x->prof.name, x->prof.source);
     fprintf(fp, "iteration    %.4f s\n", r->iteration_time_s);
     fprintf(fp, "throughput   %.1f TFLOP/s per GPU (F_iter %s per iteration, "
@@ -114,7 +113,7 @@ static json_t *to_json(const result *x) {
     json_object_set_new(o, "gpus", json_integer((json_int_t)r->gpus));
     json_object_set_new(o, "schedule", json_string(pp_schedule_name(r->schedule)));
     json_object_set_new(o, "placement", json_string(x->placement));
-    json_object_set_new(o, "fidelity", json_string(fid_names[x->cfg.fidelity]));
+    json_object_set_new(o, "fidelity", json_string(pp_fidelity_name(x->cfg.fidelity)));
     json_object_set_new(o, "dp_overlap", json_boolean(x->cfg.dp_overlap));
     json_object_set_new(o, "p2p_sync", json_boolean(x->cfg.p2p_sync));
     json_object_set_new(o, "p2p_scatter_gather", json_boolean(x->cfg.p2p_scatter));
@@ -146,6 +145,22 @@ static json_t *to_json(const result *x) {
     return o;
 }
 
+/* Traces above this are refused without --trace-force: Perfetto's UI
+ * struggles past a few hundred MB and the file takes a while to write. */
+#define TRACE_LIMIT_BYTES 200e6
+
+/* The trace's size, before running: measured on GPT-3 175B (tp 4 and 8,
+ * pp 16, 16 and 64 micro-batches, dp 1 and 4), every layer of every
+ * micro-batch on every TP rank of one replica writes about 4.1 kB of
+ * spans (forward, backward, recomputation kernels, TP collectives and
+ * their link transfers); DP adds about a third (buckets, links).  Within
+ * 10% on those; an estimate to warn by, not a bound. */
+static double trace_estimate(const pp_model *m, const pp_parallel *p) {
+    double layers = m->arch == PP_ARCH_TRANSFORMER ? (double)m->layers : 1;
+    return 4100.0 * (double)p->tp * pp_parallel_microbatches(p) * layers
+           * (p->dp > 1 ? 1.3 : 1.0);
+}
+
 static int get_enum(const pp_args *a, const char *name,
                     const char *const *names, int *out, pp_error *e) {
     return pp_args_enum(a, name, names, out, e) ? PP_EUSAGE : 0;
@@ -156,7 +171,8 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
     pp_args a;
     static result x;
     memset(&x, 0, sizeof x);
-    const char *mspec = NULL, *cspec = NULL, *pspec = NULL, *sets[64];
+    const char *mspec = NULL, *cspec = NULL, *pspec = NULL;
+    (void)pspec;
     int fmt = PP_FMT_TABLE, fid = PP_FIDELITY_FLOW, sched = -1, ov = 0;
     int p2p = 1, gdt = 0, scatter = 1;
     int64_t seed = 0;
@@ -172,8 +188,8 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
     if (rc || pp_args_need(&a, "model", &mspec, &e)
         || pp_args_need(&a, "cluster", &cspec, &e)
         || pp_args_need(&a, "parallel", &pspec, &e)
-        || get_enum(&a, "fidelity", fid_names, &fid, &e)
-        || get_enum(&a, "schedule", sched_names, &sched, &e)
+        || pp_args_choice(&a, "fidelity", &fid, &e)
+        || pp_args_choice(&a, "schedule", &sched, &e)
         || get_enum(&a, "dp-overlap", onoff, &ov, &e)
         || get_enum(&a, "p2p", p2p_names, &p2p, &e)
         || get_enum(&a, "p2p-scatter-gather", onoff, &scatter, &e)
@@ -200,11 +216,19 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
     x.cfg.bucket_bytes = bucket;
     x.cfg.grad_bytes = gdt == 2 ? 4.0 : 2.0;
     x.cfg.seed = (uint64_t)seed;
-    size_t n_sets = pp_args_all(&a, "set", sets, 64);
-
-    if ((rc = pp_parallel_parse(pspec, &x.p, &e))
-        || (rc = pp_model_load(mspec, &x.m, &e)))
+    int spec_ov;
+    if ((rc = pp_cli_load_parallel(&a, &x.p, &spec_ov, &e))
+        || (rc = pp_cli_load_model(&a, false, &x.m, &e)))
         goto out;
+    if (spec_ov >= 0) {
+        if (pp_args_get(&a, "dp-overlap") && spec_ov != ov) {
+            rc = pp_error_set(&e, PP_EUSAGE, "--parallel says overlap=%s "
+                              "but --dp-overlap says %s",
+                              spec_ov ? "on" : "off", ov ? "on" : "off");
+            goto out;
+        }
+        x.cfg.dp_overlap = spec_ov == 1;
+    }
     if (ctime > 0 && x.m.arch != PP_ARCH_GENERIC) {
         rc = pp_error_set(&e, PP_EUSAGE,
                           "--compute-time applies to generic models only; "
@@ -213,16 +237,32 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
         goto out;
     }
     x.cfg.compute_time_s = ctime;
-    if ((rc = pp_cluster_load(cspec, sets, n_sets, NULL, &c, &e))) goto out;
+    if ((rc = pp_cli_load_cluster(&a, &c, &e))) goto out;
     x.info = pp_cluster_info_get(c);
-    if ((rc = pp_profile_load(pp_args_get(&a, "profile"), x.info->gpu,
-                              &x.prof, &e)))
+    if ((rc = pp_cli_load_profile(&a, x.info->gpu, true, &x.prof, &e)))
         goto out;
     x.cfg.model = &x.m;
     x.cfg.par = &x.p;
     x.cfg.cluster = c;
     x.cfg.profile = &x.prof;
     const char *tpath = pp_args_get(&a, "trace");
+    if (tpath && !pp_args_flag(&a, "trace-force")) {
+        double est = trace_estimate(&x.m, &x.p);
+        if (est > TRACE_LIMIT_BYTES) {
+            rc = pp_error_set(&e, PP_EUSAGE,
+                              "--trace: this iteration's trace would be about "
+                              "%s (%lld micro-batches x %lld layers x %lld "
+                              "TP ranks, each kernel and transfer a span), "
+                              "more than the %s a trace viewer loads "
+                              "comfortably; trace a smaller batch (gbs=) or "
+                              "add --trace-force to write it anyway",
+                              pp_fmtq(est, PP_Q_BYTES),
+                              (long long)pp_parallel_microbatches(&x.p),
+                              (long long)x.m.layers, (long long)x.p.tp,
+                              pp_fmtq(TRACE_LIMIT_BYTES, PP_Q_BYTES));
+            goto out;
+        }
+    }
     if (tpath) {
         if ((rc = pp_outfile_open(&tf, tpath, &e))) goto out;
         tracing = true;
@@ -255,8 +295,8 @@ out:
 const pp_cli_cmd pp_cmd_simulate = {
     "simulate",
     "simulate one training iteration under TP x PP x DP: time, TFLOP/s, breakdown",
-    "simulate --model M --cluster C --parallel SPEC [--fidelity analytic|flow] "
-    "[--schedule gpipe|1f1b|interleaved] [--placement tp,pp,dp] "
+    "simulate --model M --cluster C --parallel SPEC [--fidelity F] "
+    "[--schedule S] [--placement tp,pp,dp] "
     "[--dp-overlap on|off] [--p2p sync|async] [--p2p-scatter-gather on|off] "
     "[--profile FILE] [--compute-time TIME] [--tokens T] "
     "[--set PATH=VALUE]... [--trace FILE] [--format table|json] [-o FILE]",

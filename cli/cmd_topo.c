@@ -10,12 +10,12 @@
 #include <string.h>
 
 static const pp_cli_opt opts[] = {
-    {"cluster", 'c', "C", "cluster: YAML file or a name in topologies/ (required)", false},
-    {"set", 0, "PATH=VALUE", "override a cluster field, e.g. fabric.oversubscription=2:1 (repeatable)", true},
-    {"format", 0, "FMT", "check, stats: table|json (default: table); export: graphml|json (default: graphml)", false},
-    {"expand", 0, NULL, "dot: draw every device instead of one vertex per server", false},
-    {"output", 'o', "FILE", "write to FILE atomically (default: stdout)", false},
-    {NULL, 0, NULL, NULL, false},
+    {"cluster", 'c', "C", "cluster: YAML file or a name in topologies/ (required)", false, NULL, 0, NULL},
+    {"set", 0, "PATH=VALUE", "override a cluster field, e.g. fabric.oversubscription=2:1 (repeatable)", true, NULL, 0, NULL},
+    {"format", 0, "FMT", "check, stats: table|json (default: table); export: graphml|json (default: graphml)", false, NULL, 0, NULL},
+    {"expand", 0, NULL, "dot: draw every device instead of one vertex per server", false, NULL, 0, NULL},
+    {"output", 'o', "FILE", "write to FILE atomically (default: stdout)", false, NULL, 0, NULL},
+    {NULL, 0, NULL, NULL, false, NULL, 0, NULL},
 };
 
 enum { SUB_CHECK, SUB_STATS, SUB_DOT, SUB_EXPORT };
@@ -181,8 +181,6 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
     pp_args a;
     pp_cluster *c = NULL;
     const char *spec = NULL;
-    const char *sets[64];
-    size_t n_sets = 0;
     int sub = -1, fmt = PP_FMT_TABLE, exp_fmt = PP_EXPORT_GRAPHML, status = 0;
 
     int rc = pp_cli_parse(cmd, argc, argv, &a, &e);
@@ -224,9 +222,8 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
     if (rc == 0 && pp_args_flag(&a, "expand") && sub != SUB_DOT)
         rc = pp_error_set(&e, PP_EUSAGE, "--expand applies to `topo dot` only");
     if (rc) return pp_cli_fail(cmd->name, &e);
-    n_sets = pp_args_all(&a, "set", sets, sizeof sets / sizeof sets[0]);
 
-    if (pp_cluster_load(spec, sets, n_sets, NULL, &c, &e))
+    if (pp_cli_load_cluster(&a, &c, &e))
         return pp_cli_fail(cmd->name, &e);
     const char *name = pp_cluster_info_get(c)->name;
 

@@ -17,6 +17,7 @@ static const pp_cli_cmd *const commands[] = {
     &pp_cmd_estimate,
     &pp_cmd_memory,
     &pp_cmd_exec,
+    &pp_cmd_list,
     NULL,
 };
 

@@ -6,6 +6,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,6 +21,73 @@ const char *pp_closest(const char *word, const char *const *names) {
         }
     }
     return best;
+}
+
+static bool ieq(const char *a, const char *b) {
+    for (; *a && *b; a++, b++)
+        if (tolower((unsigned char)*a) != tolower((unsigned char)*b))
+            return false;
+    return *a == *b;
+}
+
+static bool iprefix(const char *word, const char *name) {
+    for (; *word; word++, name++)
+        if (!*name || tolower((unsigned char)*word)
+                          != tolower((unsigned char)*name))
+            return false;
+    return true;
+}
+
+/* Appends "\"name\"" with the joiner its position calls for; k is its
+ * index among total. */
+static void join_name(char *buf, size_t len, const char *name, size_t k,
+                      size_t total) {
+    size_t used = strlen(buf);
+    if (used >= len) return;
+    snprintf(buf + used, len - used, "%s\"%s\"",
+             k == 0 ? "" : (k + 1 == total ? " or " : ", "), name);
+}
+
+int pp_suggest(const char *word, const char *const *names, size_t n,
+               char *buf, size_t len) {
+    enum { MAX_LISTED = 8 };
+    size_t hit[MAX_LISTED], nh = 0, all = 0;
+    if (len) buf[0] = '\0';
+    if (!word || !*word || !names) return 0;
+    /* Case first (A100 and a100 are the same GPU to a person), then a
+     * family by its prefix, and only then spelling: a prefix that names
+     * four entries says more than the one entry two edits away. */
+    for (size_t i = 0; i < n; i++)
+        if (ieq(word, names[i]) && nh < MAX_LISTED) hit[nh++] = i;
+    if (nh == 0)
+        for (size_t i = 0; i < n; i++)
+            if (iprefix(word, names[i])) {
+                if (nh < MAX_LISTED) hit[nh++] = i;
+                all++;
+            }
+    if (nh == 0) {
+        int best_d = 4;
+        size_t wl = strlen(word);
+        char low[128];
+        size_t k;
+        for (k = 0; k + 1 < sizeof low && word[k]; k++)
+            low[k] = (char)tolower((unsigned char)word[k]);
+        low[k] = '\0';
+        for (size_t i = 0; i < n; i++) {
+            int d = pp_edit_distance(low, names[i], 3);
+            if (d < best_d && (size_t)d < wl && (size_t)d < strlen(names[i])) {
+                best_d = d;
+                hit[0] = i;
+                nh = 1;
+            }
+        }
+    }
+    for (size_t k = 0; k < nh; k++) join_name(buf, len, names[hit[k]], k, nh);
+    if (all > nh && len) {
+        size_t used = strlen(buf);
+        snprintf(buf + used, len - used, " (and %zu more)", all - nh);
+    }
+    return (int)(all > nh ? all : nh);
 }
 
 int pp_parse_i64(const char *text, int64_t min, int64_t max, int64_t *out) {
@@ -46,7 +114,12 @@ int pp_kv_parse(const char *spec, const char *what, const char *const *keys,
         char *comma = strchr(item, ',');
         next = comma ? comma + 1 : NULL;
         if (comma) *comma = '\0';
-        char *eq = strchr(item, '=');
+        /* "tp=8, pp=4" as people write lists: blanks around an item and
+         * around its '=' are not part of the key or the value. */
+        while (*item == ' ' || *item == '\t') item++;
+        char *end = item + strlen(item);
+        while (end > item && (end[-1] == ' ' || end[-1] == '\t')) *--end = '\0';
+        char *eq = strchr(item, '='), *val;
         if (!eq) {
             rc = pp_error_set(e, PP_EINPUT,
                               "%s: expected key=value, got \"%.100s\"", what,
@@ -54,6 +127,9 @@ int pp_kv_parse(const char *spec, const char *what, const char *const *keys,
             goto out;
         }
         *eq = '\0';
+        for (char *k = eq; k > item && (k[-1] == ' ' || k[-1] == '\t');)
+            *--k = '\0';
+        for (val = eq + 1; *val == ' ' || *val == '\t';) val++;
         int k = 0;
         while (keys[k] && strcmp(item, keys[k]) != 0) k++;
         if (!keys[k]) {
@@ -80,7 +156,7 @@ int pp_kv_parse(const char *spec, const char *what, const char *const *keys,
             goto out;
         }
         got |= UINT64_C(1) << k;
-        if ((rc = fn(ctx, k, eq + 1, e)) < 0) goto out;
+        if ((rc = fn(ctx, k, val, e)) < 0) goto out;
     }
     if (seen) *seen = got;
 out:

@@ -102,7 +102,7 @@ static const struct {
     const char *name;     /* "a ..." (callers skip the "a ") */
     const char *examples;
 } kinds[] = {
-    [PP_Q_COUNT] = {"a count", "300e9 or 300G"},
+    [PP_Q_COUNT] = {"a count", "300e9, 300G or 300B"},
     [PP_Q_BYTES] = {"a byte size", "80GB or 80GiB"},
     [PP_Q_BANDWIDTH] = {"a bandwidth", "200Gbps or 25GB/s"},
     [PP_Q_FLOPS] = {"a FLOP count", "3e18FLOP or 3EFLOP"},
@@ -312,6 +312,12 @@ int pp_unit_parse(const char *text, pp_qkind kind, const char *default_unit,
     } else if (ulen == 0) {
         if (kind != PP_Q_COUNT)
             return fail(why, why_len, "%s needs a unit, such as %s", nm, ex);
+    } else if (kind == PP_Q_COUNT && ulen == 1 && unit[0] == 'B') {
+        /* "175B parameters", "300B tokens": billions, as model cards
+         * write them.  Only where a count is meant: in a byte field "B"
+         * stays bytes, and this branch is never reached there. */
+        static const unit_def billion = U("B", PP_Q_COUNT, 9, 1);
+        u = &billion;
     } else {
         u = find_unit(unit, ulen);
         if (!u || u->kind != (int)kind)

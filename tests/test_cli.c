@@ -143,7 +143,7 @@ static void test_usage_errors(void **state) {
     expect_usage_error("flops --model gpt3-175b --global-batch 8 --format xml", "--format: expected table|json, got \"xml\"");
     expect_usage_error("flops --model no-such-model --global-batch 8", "no-such-model");
     expect_usage_error("flops --model layers=96,hidden=12288 --global-batch 8", "--model");
-    expect_usage_error("estimate --params 175e9 --tokens 300B --gpus 8 --tflops 140", "--tokens");
+    expect_usage_error("estimate --params 175e9 --tokens 300GB --gpus 8 --tflops 140", "--tokens");
     expect_usage_error("estimate --params 175e9 --tokens 300e9 --gpus 8 --tflops 140Gbps", "--tflops");
     expect_usage_error("memory --model gpt3-175b --parallel tp=7", "tp");
     expect_usage_error("memory --model gpt3-175b --parallel tp=8,zero=9", "zero");

@@ -181,9 +181,15 @@ static void test_parse_errors(void **state) {
     refuses("4KB", PP_Q_BYTES, NULL, "KiB");
     refuses("4KB", PP_Q_BYTES, NULL, "kB");
     refuses("4KB/s", PP_Q_BANDWIDTH, NULL, "ambiguous");
-    refuses("300B", PP_Q_COUNT, NULL,
-                 "expected a count such as 300e9 or 300G (\"B\" is not a count "
-                 "suffix)");
+    /* "B" is billions on a count (175B parameters) and bytes on a size;
+     * every other byte unit stays refused on a count. */
+    parses_to("300B", PP_Q_COUNT, NULL, 300e9);
+    parses_to("175B", PP_Q_COUNT, NULL, 175e9);
+    parses_to("300B", PP_Q_BYTES, NULL, 300);
+    refuses("300GB", PP_Q_COUNT, NULL,
+                 "expected a count such as 300e9, 300G or 300B (\"GB\" is not "
+                 "a count suffix)");
+    refuses("300b", PP_Q_COUNT, NULL, "\"b\" is not a count suffix");
     refuses("25GBps", PP_Q_BANDWIDTH, NULL, "ambiguous");
     refuses("25GBps", PP_Q_BANDWIDTH, NULL, "GB/s");
     refuses("312TFLOPs", PP_Q_FLOPRATE, NULL,

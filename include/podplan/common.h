@@ -373,6 +373,16 @@ int pp_kv_parse(const char *spec, const char *what, const char *const *keys,
                 pp_kv_fn fn, void *ctx, uint64_t *seen, pp_error *e);
 /* The nearest of names within two edits, or NULL. */
 const char *pp_closest(const char *word, const char *const *names);
+/* "Did you mean" for names a person types (GPUs, models, clusters): writes
+ * into buf the names of `names` (n of them) that `word` most likely meant,
+ * quoted and joined ("\"a\"", "\"a\" or \"b\"", "\"a\", \"b\" or \"c\""):
+ * those equal to word ignoring case; else those that start with it
+ * ignoring case (a100 -> every a100 entry; at most 8 listed); else the
+ * nearest within 3 edits, and only when closer than either name is long
+ * ("a100" is 2 edits from "b200" but means the a100 family).  Returns how
+ * many names were matched (0: buf is ""). */
+int pp_suggest(const char *word, const char *const *names, size_t n,
+               char *buf, size_t len);
 /* A whole decimal integer in [min, max], no blanks: 0, or -1. */
 int pp_parse_i64(const char *text, int64_t min, int64_t max, int64_t *out);
 
@@ -399,12 +409,26 @@ void pp_outfile_abort(pp_outfile *of);
 void pp_file_stem(const char *path, char *dst, size_t len);
 
 /* Finds a shipped data file: if `name` is a readable path it is used as is;
- * otherwise "<dir>/<name>.yaml" is tried under $PODPLAN_DATA_DIR, then the
- * source tree's data directory compiled in (PODPLAN_SOURCE_DIR), then the
- * installed one.  subdir is e.g. "models/zoo" or "topologies".  Writes the
- * path into buf.  Returns 0, or PP_ENOENT with the names tried in e. */
+ * otherwise "<dir>/<name>.yaml" is tried under each data root in turn (see
+ * pp_data_roots).  subdir is e.g. "models/zoo" or "topologies".  Writes the
+ * path into buf.  Returns 0, or PP_ENOENT with a "did you mean" among the
+ * shipped names and the `podplan list` command that shows them. */
 int pp_data_find(const char *subdir, const char *name, char *buf, size_t len,
                  pp_error *e);
+/* The folders searched for shipped data, in order: $PODPLAN_DATA_DIR; the
+ * installed tree relative to the running binary (<exe dir>/../share/podplan,
+ * read from /proc/self/exe, so an installed tree can be moved); the source
+ * tree compiled in (skipped when $PODPLAN_NO_SOURCE_DIR is set, so a test
+ * can prove the install works without it); the install prefix compiled in.
+ * Fills roots[0..max) with borrowed strings (static storage, valid until
+ * the next call) and returns the count. */
+size_t pp_data_roots(const char **roots, size_t max);
+/* The names (file stems) of the .yaml files shipped in subdir, sorted,
+ * from the first root that has that folder.  *out is a malloc'd array of
+ * malloc'd strings (NULL when none); free with pp_data_names_free.
+ * *root (may be NULL) gets the folder read, or NULL.  Returns the count. */
+size_t pp_data_names(const char *subdir, char ***out, const char **root);
+void pp_data_names_free(char **names, size_t n);
 
 #ifdef __cplusplus
 }

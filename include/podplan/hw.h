@@ -94,6 +94,16 @@ const pp_server_spec *pp_catalog_server(const pp_catalog *c, const char *name);
 typedef enum { PP_CAT_GPU, PP_CAT_LINK, PP_CAT_SWITCH, PP_CAT_SERVER } pp_cat_kind;
 const char *pp_catalog_suggest(const pp_catalog *c, pp_cat_kind kind,
                                const char *name);
+/* Every likely meant name, quoted and joined ("\"a100-pcie-40gb\", ... or
+ * \"a100-sxm4-80gb\""), per pp_suggest: case-insensitive, then by prefix,
+ * then by spelling.  Returns how many matched; buf is "" when none. */
+int pp_catalog_suggest_list(const pp_catalog *c, pp_cat_kind kind,
+                            const char *name, char *buf, size_t len);
+/* The entries of a kind, in file order, for listings: a pp_gpu_spec,
+ * pp_link_spec, pp_switch_spec or pp_server_spec (borrowed), or NULL when
+ * i is out of range. */
+size_t pp_catalog_count(const pp_catalog *c, pp_cat_kind kind);
+const void *pp_catalog_entry(const pp_catalog *c, pp_cat_kind kind, size_t i);
 
 /* ------------------------------------------------------------------------
  * GPU profiles (sim/hw/profile.c): what turns an operation's FLOPs and

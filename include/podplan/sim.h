@@ -20,5 +20,6 @@
 #include "podplan/net.h"
 #include "podplan/coll.h"
 #include "podplan/train.h"
+#include "podplan/traffic.h"
 
 #endif /* PODPLAN_SIM_H */

@@ -452,41 +452,76 @@ const pp_server_spec *pp_catalog_server(const pp_catalog *c, const char *name)
              : NULL;
 }
 
-/* The nearest name within 3 edits; the first in file order on a tie.  An
- * edit count as long as either name is no resemblance ("opa" is 3 edits
- * from "hdr"), so such a candidate is not offered. */
+/* The entries of one kind as an array of names (each entry begins with
+ * its name). */
+static const char *kind_array(const pp_catalog *c, pp_cat_kind kind,
+                              size_t *n, size_t *size)
+{
+    switch (kind) {
+    case PP_CAT_GPU:
+        *n = c->n_gpus, *size = sizeof *c->gpus;
+        return (const char *)c->gpus;
+    case PP_CAT_LINK:
+        *n = c->n_links, *size = sizeof *c->links;
+        return (const char *)c->links;
+    case PP_CAT_SWITCH:
+        *n = c->n_switches, *size = sizeof *c->switches;
+        return (const char *)c->switches;
+    case PP_CAT_SERVER:
+        *n = c->n_servers, *size = sizeof *c->servers;
+        return (const char *)c->servers;
+    }
+    *n = 0, *size = 0;
+    return NULL;
+}
+
+size_t pp_catalog_count(const pp_catalog *c, pp_cat_kind kind)
+{
+    size_t n = 0, size;
+    if (c) kind_array(c, kind, &n, &size);
+    return n;
+}
+
+const void *pp_catalog_entry(const pp_catalog *c, pp_cat_kind kind, size_t i)
+{
+    size_t n = 0, size = 0;
+    const char *arr = c ? kind_array(c, kind, &n, &size) : NULL;
+    return arr && i < n ? arr + i * size : NULL;
+}
+
+/* pp_suggest over the entries of one kind, in file order: the same name
+ * ignoring case, else the family the name is a prefix of (a100 -> every
+ * a100 entry), else the nearest within 3 edits. */
+int pp_catalog_suggest_list(const pp_catalog *c, pp_cat_kind kind,
+                            const char *name, char *buf, size_t len)
+{
+    size_t n = 0, size = 0;
+    if (len) buf[0] = '\0';
+    const char *arr = c && name ? kind_array(c, kind, &n, &size) : NULL;
+    if (!arr || n == 0)
+        return 0;
+    const char **names = pp_xmalloc(n * sizeof *names);
+    for (size_t i = 0; i < n; i++)
+        names[i] = arr + i * size;
+    int k = pp_suggest(name, names, n, buf, len);
+    free(names);
+    return k;
+}
+
+/* The first name pp_catalog_suggest_list would offer. */
 const char *pp_catalog_suggest(const pp_catalog *c, pp_cat_kind kind,
                                const char *name)
 {
-    const char *arr = NULL, *best = NULL;
+    char buf[PP_NAME_MAX + 4];
     size_t n = 0, size = 0;
-    int best_d = 4;
-    if (!c || !name)
+    const char *arr = c && name ? kind_array(c, kind, &n, &size) : NULL;
+    if (!arr || pp_catalog_suggest_list(c, kind, name, buf, sizeof buf) == 0)
         return NULL;
-    switch (kind) {
-    case PP_CAT_GPU:
-        arr = (const char *)c->gpus, n = c->n_gpus, size = sizeof *c->gpus;
-        break;
-    case PP_CAT_LINK:
-        arr = (const char *)c->links, n = c->n_links, size = sizeof *c->links;
-        break;
-    case PP_CAT_SWITCH:
-        arr = (const char *)c->switches, n = c->n_switches,
-        size = sizeof *c->switches;
-        break;
-    case PP_CAT_SERVER:
-        arr = (const char *)c->servers, n = c->n_servers,
-        size = sizeof *c->servers;
-        break;
-    }
-    for (size_t i = 0; arr && i < n; i++) {
-        const char *cand = arr + i * size;
-        int d = pp_edit_distance(name, cand, 3);
-        if (d < best_d && (size_t)d < strlen(name) &&
-            (size_t)d < strlen(cand)) {
-            best_d = d;
-            best = cand;
-        }
-    }
-    return best;
+    /* buf starts with "\"<name>\""; return the entry's own storage. */
+    char *q = strchr(buf + 1, '"');
+    if (q) *q = '\0';
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(arr + i * size, buf + 1) == 0)
+            return arr + i * size;
+    return NULL;
 }

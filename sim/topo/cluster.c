@@ -169,10 +169,10 @@ int pp__cat_lookup(const pp_cluster *c, pp_cat_kind kind, pp_node *map,
         return 0;
     }
     pp_path(p, sizeof p, path, key);
-    const char *near = pp_catalog_suggest(c->cat, kind, name);
-    if (near)
+    char near[512];
+    if (pp_catalog_suggest_list(c->cat, kind, name, near, sizeof near))
         return pp_error_at(e, PP_EINPUT, n, p,
-                           "unknown %s \"%s\" (did you mean \"%s\"?)",
+                           "unknown %s \"%s\" (did you mean %s?)",
                            what[kind], name, near);
     return pp_error_at(e, PP_EINPUT, n, p,
                        "unknown %s \"%s\" (see topologies/hardware.yaml)",

@@ -1,0 +1,130 @@
+/*
+ * load.c: --model, --cluster (+ --set) and --profile, one loader each for
+ * every command, and the notes that say which default a command chose.
+ *
+ * The names are resolved by pp_data_find (common/files.c), which offers
+ * "did you mean" among the shipped files; broken files are reported by the
+ * loaders with file:line:col.  Going through one function per input keeps
+ * the commands from drifting apart in what they accept and say.
+ */
+#include "cli_int.h"
+
+#include "podplan/sim.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PP_CLI_MAX_SETS 64
+
+/* Whether the command's table has the option (--set is not everywhere). */
+static bool has_opt(const pp_args *a, const char *name) {
+    for (int i = 0; a->cmd->opts[i].name; i++)
+        if (strcmp(a->cmd->opts[i].name, name) == 0) return true;
+    return false;
+}
+
+int pp_cli_load_model(const pp_args *a, bool optional, pp_model *m,
+                      pp_error *e) {
+    const char *spec = pp_args_get(a, "model");
+    if (!spec) {
+        if (optional) return 1;
+        return pp_args_need(a, "model", &spec, e);
+    }
+    return pp_model_load(spec, m, e);
+}
+
+int pp_cli_load_cluster(const pp_args *a, pp_cluster **c, pp_error *e) {
+    const char *spec, *sets[PP_CLI_MAX_SETS];
+    size_t n_sets = 0;
+    int rc = pp_args_need(a, "cluster", &spec, e);
+    if (rc) return rc;
+    /* The parser keeps at most 64 repeated values in all, so none is
+     * lost here. */
+    if (has_opt(a, "set"))
+        n_sets = pp_args_all(a, "set", sets, PP_CLI_MAX_SETS);
+    return pp_cluster_load(spec, sets, n_sets, NULL, c, e);
+}
+
+int pp_cli_load_profile(const pp_args *a, const pp_gpu_spec *gpu,
+                        bool required, pp_gpu_profile *p, pp_error *e) {
+    const char *spec = has_opt(a, "profile") ? pp_args_get(a, "profile")
+                                             : NULL;
+    if (!spec && !required) return 1;
+    return pp_profile_load(spec, gpu, p, e);
+}
+
+/* Whether item (blanks around it allowed) is "key=..." */
+static bool item_is(const char *item, size_t len, const char *key) {
+    size_t k = strlen(key);
+    while (len && (*item == ' ' || *item == '\t')) item++, len--;
+    if (len <= k || strncmp(item, key, k) != 0) return false;
+    for (size_t i = k; i < len; i++)
+        if (item[i] != ' ' && item[i] != '\t') return item[i] == '=';
+    return false;
+}
+
+int pp_cli_load_parallel(const pp_args *a, pp_parallel *p, int *overlap,
+                         pp_error *e) {
+    const char *spec;
+    int rc = pp_args_need(a, "parallel", &spec, e);
+    if (rc) return rc;
+    /* overlap= is the planner's dimension, not a pp_parallel field: taken
+     * out here, the rest goes to the models layer as it is. */
+    size_t n = strlen(spec);
+    char *rest = pp_xmalloc(n + 2); /* every item gets a comma back */
+    rest[0] = '\0';
+    int ov = -1;
+    bool has_gbs = false;
+    for (const char *s = spec; rc == 0;) {
+        const char *c = strchr(s, ',');
+        size_t len = c ? (size_t)(c - s) : strlen(s);
+        if (item_is(s, len, "overlap")) {
+            const char *v = (const char *)memchr(s, '=', len) + 1;
+            size_t vl = len - (size_t)(v - s);
+            while (vl && (*v == ' ' || *v == '\t')) v++, vl--;
+            while (vl && (v[vl - 1] == ' ' || v[vl - 1] == '\t')) vl--;
+            if (ov >= 0)
+                rc = pp_error_set(e, PP_EUSAGE,
+                                  "--parallel: overlap: given twice");
+            else if ((vl == 2 && strncmp(v, "on", 2) == 0)
+                     || (vl == 4 && strncmp(v, "true", 4) == 0))
+                ov = 1;
+            else if ((vl == 3 && strncmp(v, "off", 3) == 0)
+                     || (vl == 5 && strncmp(v, "false", 5) == 0))
+                ov = 0;
+            else
+                rc = pp_error_set(e, PP_EUSAGE,
+                                  "--parallel: overlap: expected on or off, "
+                                  "got \"%.*s\"", (int)vl, v);
+        } else {
+            if (item_is(s, len, "gbs")) has_gbs = true;
+            size_t used = strlen(rest);
+            memcpy(rest + used, s, len);
+            rest[used + len] = ',';
+            rest[used + len + 1] = '\0';
+        }
+        if (!c) break;
+        s = c + 1;
+    }
+    size_t used = strlen(rest);
+    if (used) rest[used - 1] = '\0'; /* the last comma */
+    if (rc == 0) rc = pp_parallel_parse(rest, p, e);
+    free(rest);
+    if (rc) return rc;
+    if (overlap) *overlap = ov;
+    if (!has_gbs)
+        pp_cli_note(a, "--parallel has no gbs=; using gbs=%lld (mbs x dp = "
+                    "%lld x %lld)", (long long)p->gbs, (long long)p->mbs,
+                    (long long)p->dp);
+    return 0;
+}
+
+void pp_cli_note(const pp_args *a, const char *fmt, ...) {
+    va_list ap;
+    fprintf(stderr, "podplan %s: ", a->cmd->name);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}

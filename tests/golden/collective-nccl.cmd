@@ -1,0 +1,1 @@
+podplan collective --cluster ethernet-10g --op allreduce --algo ring --bytes 172MB --gpus 24

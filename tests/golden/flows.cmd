@@ -1,0 +1,1 @@
+podplan flows --cluster ethernet-10g --input flows.yaml

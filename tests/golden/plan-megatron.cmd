@@ -1,0 +1,1 @@
+podplan plan --model gpt3-175b --cluster titan --gpus 1024 --global-batch 1536 --format megatron --top 3

@@ -1,0 +1,1 @@
+podplan topo check --cluster pcie-7dev

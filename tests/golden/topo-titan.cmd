@@ -1,0 +1,1 @@
+podplan topo stats --cluster titan
