@@ -71,7 +71,7 @@ static void run_all(job *jobs, size_t n, int threads) {
 static bool twins(const pp_plan_candidate *c, const pp_plan_candidate *d) {
     const pp_parallel *a = &c->par, *b = &d->par;
     return d->est_time_s == c->est_time_s && d->dp_overlap == c->dp_overlap
-           && a->tp == b->tp && a->pp == b->pp && a->dp == b->dp
+           && memcmp(c->placement, d->placement, 3) == 0 && a->tp == b->tp && a->pp == b->pp && a->dp == b->dp
            && a->mbs == b->mbs && a->gbs == b->gbs && a->vp == b->vp
            && a->sp == b->sp && a->recompute == b->recompute;
 }
@@ -115,7 +115,7 @@ void pp__plan_simulate(pp_plan *plan, const pp_model *m, const pp_cluster *c,
             jb->cfg.dp_overlap = plan->cand[i].dp_overlap;
             jb->cfg.optimizer = o->optimizer;
             jb->cfg.seed = o->seed;
-            memcpy(jb->cfg.placement, o->placement, 3);
+            memcpy(jb->cfg.placement, plan->cand[i].placement, 3);
         }
         if (nb == 0) break;
         run_all(batch, nb, threads);
