@@ -392,9 +392,16 @@ static void write_table(const pp_plan *p, bool timing, FILE *fp) {
         }
     fprintf(fp, "%s\n", any ? "" : " none");
     if (o->top > 0) {
-        fprintf(fp, "simulated: the best %d by the estimate at %s fidelity, "
-                "%llu succeeded", o->top, fidelity_name(o->fidelity),
-                (unsigned long long)st->simulated);
+        if (p->n_placements > 1)
+            fprintf(fp, "simulated: the best %d by the estimate, half of "
+                    "them per rank order, at %s fidelity, %llu succeeded",
+                    o->top, fidelity_name(o->fidelity),
+                    (unsigned long long)st->simulated);
+        else
+            fprintf(fp, "simulated: the best %d by the estimate at %s "
+                    "fidelity, %llu succeeded", o->top,
+                    fidelity_name(o->fidelity),
+                    (unsigned long long)st->simulated);
         if (timing) fprintf(fp, " (%.2f s)", st->simulate_s);
         fputc('\n', fp);
         if (st->sim_error[0])

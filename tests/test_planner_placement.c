@@ -195,6 +195,19 @@ static void test_placement_variants(void **state) {
     assert_true(both > 0 && one > 0 && both % 2 == 0);
     size_t n_all = pp_plan_count(plan);
     pp_plan_free(plan);
+    /* The simulations are shared out: half of K per order. */
+    o.top = 4;
+    o.jobs = 2;
+    if (pp_plan_search(&m, c, &o, &plan, &e)) fail_msg("%s", e.msg);
+    int sim[2] = {0, 0};
+    for (size_t i = 0; i < pp_plan_count(plan); i++) {
+        const pp_plan_candidate *k = pp_plan_get(plan, i);
+        if (k->simulated) sim[k->placement[1] == 'd']++;
+    }
+    assert_int_equal(sim[0], 2);
+    assert_int_equal(sim[1], 2);
+    pp_plan_free(plan);
+    o.top = 0;
     memcpy(o.placement, "tdp", 3);
     if (pp_plan_search(&m, c, &o, &plan, &e)) fail_msg("%s", e.msg);
     assert_int_equal(pp_plan_count(plan), n_all - both / 2);
