@@ -31,11 +31,11 @@ static const pp_cli_opt opts[] = {
     {"amortization", 0, "YEARS", "capital cost spread over (default: 4)", false, NULL, 0, NULL},
     {"usd-per-kwh", 0, "X", "electricity price (default: 0.10)", false, NULL, 0, NULL},
     {"pue", 0, "X", "power usage effectiveness (default: 1.3)", false, NULL, 0, NULL},
-    {"placement", 0, "ORDER", "rank order, innermost first: tp,pp,dp (Megatron-LM with --use-tp-pp-dp-mapping) or tp,dp,pp (Megatron-LM's own, DeepSpeed's only) (default: tp,pp,dp; tp,dp,pp with --format deepspeed)", false, NULL, 0, NULL},
+    {"placement", 0, "ORDER", "pin the rank order, innermost first: tp,pp,dp (Megatron-LM with --use-tp-pp-dp-mapping) or tp,dp,pp (Megatron-LM's own, DeepSpeed's and NeMo 2.0's only) (default: both searched; tp,dp,pp with --format deepspeed|nemo2)", false, NULL, 0, NULL},
     {"seed", 0, "N", "seed of the ECMP hash in the simulations (default: 0)", false, NULL, 0, NULL},
     {"jobs", 'j', "N", "simulations run at once (default: one per CPU; the result is the same)", false, NULL, 0, NULL},
     {"no-timing", 0, NULL, "leave wall-clock figures out, for byte-identical output", false, NULL, 0, NULL},
-    {"format", 0, "FMT", "table|json|yaml|megatron|nemo|deepspeed (default: table)", false, NULL, 0, NULL},
+    {"format", 0, "FMT", "table|json|yaml|megatron|nemo|deepspeed|nemo2 (default: table)", false, NULL, 0, NULL},
     {"output", 'o', "FILE", "write to FILE atomically (default: stdout)", false, NULL, 0, NULL},
     {NULL, 0, NULL, NULL, false, NULL, 0, NULL},
 };
@@ -133,23 +133,16 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
     const char *pl = pp_args_get(&a, "placement");
     if (pl) {
         char order[3];
-        /* The planner says which orders it can estimate; DeepSpeed's own
-         * is a property of the launch format. */
-        if (pp_placement_parse(pl, order, &e)
-            || (fmt == PP_PLAN_FMT_DEEPSPEED && order[1] != 'd'
-                && pp_error_set(&e, PP_EUSAGE,
-                                "--placement %s: DeepSpeed's pipeline "
-                                "engine places ranks tp,dp,pp", pl)))
+        /* The planner says which orders it can estimate and which ones a
+         * launch format can run. */
+        if (pp_placement_parse(pl, order, &e))
             return pp_cli_fail(cmd->name, &e);
         memcpy(o.placement, order, 3);
     }
     o.allow_cross_node_tp = pp_args_flag(&a, "allow-cross-node-tp");
     o.uneven = pp_args_flag(&a, "uneven");
     /* A launch format limits the search to what it can express. */
-    o.target = fmt == PP_PLAN_FMT_MEGATRON ? PP_PLAN_TARGET_MEGATRON
-               : fmt == PP_PLAN_FMT_NEMO   ? PP_PLAN_TARGET_NEMO
-               : fmt == PP_PLAN_FMT_DEEPSPEED ? PP_PLAN_TARGET_DEEPSPEED
-                                              : PP_PLAN_TARGET_ANY;
+    o.target = pp_plan_format_target((pp_plan_format)fmt);
 
     if ((rc = pp_cli_load_model(&a, false, &m, &e)) < 0
         || (rc = pp_cli_load_cluster(&a, &c, &e)) < 0)
@@ -181,6 +174,10 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
         pp_outfile_abort(&of);
     else
         rc = pp_outfile_commit(&of, &e);
+    /* What the launch format cannot say itself (DeepSpeed's JSON). */
+    if (rc == 0)
+        pp_plan_write_assumptions(plan, (pp_plan_format)fmt,
+                                  "podplan plan: assumed: ", stderr);
 out:
     pp_plan_free(plan);
     pp_cluster_free(c);
@@ -193,7 +190,7 @@ const pp_cli_cmd pp_cmd_plan = {
     "plan --model M --cluster C [--gpus N] [--global-batch B] [--top K] "
     "[--fix KEY=V]... [--exclude KEY=V]... [--objective time|train|cost] "
     "[--tokens T] [--placement tp,pp,dp|tp,dp,pp] "
-    "[--format table|json|yaml|megatron|nemo|deepspeed] [-o FILE]",
+    "[--format table|json|yaml|megatron|nemo|deepspeed|nemo2] [-o FILE]",
     "Every layout Megatron-LM could launch is enumerated: TP (dividing the\n"
     "heads and K/V heads, inside a server unless --allow-cross-node-tp), PP\n"
     "(dividing the layers), DP = GPUs / (TP x PP) (dividing the batch), the\n"
@@ -205,18 +202,21 @@ const pp_cli_cmd pp_cmd_plan = {
     "layers), which balance the embedding and the logits those stages add.  Layouts that do not fit in HBM less the\n"
     "reserve are counted and dropped; the rest are scored in closed form and\n"
     "the best K simulated (podplan simulate) and ranked by the simulation.\n"
-    "The launch formats restrict ZeRO to what they can express (Megatron-LM\n"
-    "and NeMo: stage 0 or 1; DeepSpeed: 2 and 3 only without pipelining).\n"
+    "The launch formats restrict the search to what they can express\n"
+    "(Megatron-LM and NeMo: ZeRO 0 or 1; DeepSpeed: ZeRO 2 and 3 only\n"
+    "without pipelining, no interleaving, no sequence parallelism,\n"
+    "recomputation full or none, what it assumed on stderr).\n"
     "Cost: the cluster's catalogue prices amortised over --amortization\n"
     "years plus power at --usd-per-kwh x --pue, per GPU-hour, times the\n"
     "GPUs a layout uses and its time (per iteration, or per trained model\n"
     "with --tokens).  Exit 1 when nothing fits: the message names the\n"
     "closest layout, its shortfall and what would make it fit.\n"
-    "Ranks are placed TP innermost, then PP, then DP (pipeline neighbours on\n"
-    "adjacent servers); the megatron and nemo formats ask Megatron-LM for that\n"
-    "order (--use-tp-pp-dp-mapping, use_tp_pp_dp_mapping) where it matters.\n"
-    "--placement tp,dp,pp plans for Megatron-LM's own order instead, the one\n"
-    "DeepSpeed's pipeline engine always uses.",
+    "The rank order is searched too: TP innermost, then PP, then DP\n"
+    "(pipeline neighbours on adjacent servers), or Megatron-LM's own TP, DP,\n"
+    "PP; each candidate says which (the ranks column), and the megatron and\n"
+    "nemo formats ask for TP, PP, DP where it is chosen and matters\n"
+    "(--use-tp-pp-dp-mapping, use_tp_pp_dp_mapping).  --placement pins one;\n"
+    "DeepSpeed's pipeline engine and NeMo 2.0 run tp,dp,pp only.",
     opts,
     run,
 };

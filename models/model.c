@@ -30,10 +30,13 @@ static const char *const ffn_names[] = {"gelu", "swiglu", NULL};
  * 12 l h^2 (1 + 13/(12h) + (V+s)/(12lh)) + 2h (the final LayerNorm), the
  * formula of Narayanan et al. 2021, sec. 5.1.
  *
- * SwiGLU models follow LLaMA (Touvron et al. 2023, sec. 2.2): no biases,
- * RMSNorm with a gain only (h per norm), rotary positions (no table), and
- * three MLP matrices (gate, up, down).  This reproduces the published
- * counts exactly: LLaMA-2 7B 6,738,415,616, LLaMA-2 70B 68,976,648,192.
+ * SwiGLU models follow LLaMA (Touvron et al. 2023, sec. 2.2): RMSNorm
+ * with a gain only (h per norm), rotary positions (no table), and three
+ * MLP matrices (gate, up, down).  Biases are the model's `bias` key (the
+ * loaders default it to none for SwiGLU, LLaMA's choice); with them a
+ * SwiGLU MLP has 2f + h of them (gate, up, down).  This reproduces the
+ * published counts exactly: LLaMA-2 7B 6,738,415,616, LLaMA-2 70B
+ * 68,976,648,192.
  * ---------------------------------------------------------------------- */
 double pp__layer_params(const pp_model *m)
 {
@@ -43,10 +46,12 @@ double pp__layer_params(const pp_model *m)
     bool llama = m->ffn == PP_FFN_SWIGLU;
 
     double attn = h * (h + 2.0 * kv) + h * h;
-    double mlp = llama ? 3.0 * h * f : 2.0 * h * f + f + h;
+    double mlp = llama ? 3.0 * h * f : 2.0 * h * f;
     double norms = llama ? 2.0 * h : 4.0 * h;
-    if (!llama)
+    if (m->bias) {
         attn += (h + 2.0 * kv) + h; /* QKV and output-projection biases */
+        mlp += (llama ? 2.0 * f : f) + h;
+    }
     return attn + mlp + norms;
 }
 
@@ -225,6 +230,12 @@ int pp_model_from_node(pp_node *map, const char *path, pp_model *out,
         if ((rc = pp_map_bool(map, path, "tied_embeddings", PP_OPTIONAL,
                               &m.tied_embeddings, e)) < 0)
             return rc;
+        /* Absent: GPT-style models have biases, LLaMA-style (SwiGLU)
+         * ones do not. */
+        m.bias = m.ffn != PP_FFN_SWIGLU;
+        if ((rc = pp_map_bool(map, path, "bias", PP_OPTIONAL, &m.bias, e))
+            < 0)
+            return rc;
     }
     if ((rc = pp_map_done(map, path, e)) < 0)
         return rc;
@@ -260,10 +271,10 @@ int pp_model_from_node(pp_node *map, const char *path, pp_model *out,
  * ---------------------------------------------------------------------- */
 static const char *const inline_keys[] = {
     "layers", "hidden",     "heads", "seq",  "vocab", "kv_heads",
-    "ffn_hidden", "ffn", "tied_embeddings", "name", NULL};
+    "ffn_hidden", "ffn", "tied_embeddings", "name", "bias", NULL};
 
 enum { I_LAYERS, I_HIDDEN, I_HEADS, I_SEQ, I_VOCAB, I_KV_HEADS,
-       I_FFN_HIDDEN, I_FFN, I_TIED, I_NAME };
+       I_FFN_HIDDEN, I_FFN, I_TIED, I_NAME, I_BIAS };
 
 static int inline_value(void *ctx, int k, const char *val, pp_error *e)
 {
@@ -289,16 +300,17 @@ static int inline_value(void *ctx, int k, const char *val, pp_error *e)
                             "%sffn: expected gelu or swiglu, got \"%.100s\"",
                             pre, val);
     }
-    if (k == I_TIED) {
+    if (k == I_TIED || k == I_BIAS) {
+        bool *dst = k == I_TIED ? &m->tied_embeddings : &m->bias;
         if (strcmp(val, "true") == 0)
-            m->tied_embeddings = true;
+            *dst = true;
         else if (strcmp(val, "false") == 0)
-            m->tied_embeddings = false;
+            *dst = false;
         else
             return pp_error_set(e, PP_EINPUT,
-                                "%stied_embeddings: expected true or false, "
-                                "got \"%.100s\"",
-                                pre, val);
+                                "%s%s: expected true or false, got "
+                                "\"%.100s\"",
+                                pre, inline_keys[k], val);
         return 0;
     }
     if (val[0] == '\0' || strlen(val) >= PP_NAME_MAX)
@@ -328,6 +340,8 @@ static int model_parse_inline(const char *spec, pp_model *out, pp_error *e)
                                 "layers, hidden, heads, seq and vocab)",
                                 pre, inline_keys[k]);
     model_derive(&m);
+    if (!(seen & (UINT64_C(1) << I_BIAS)))
+        m.bias = m.ffn != PP_FFN_SWIGLU; /* as pp_model_from_node */
     if (m.name[0] == '\0')
         snprintf(m.name, sizeof m.name, "custom-%lldL-%lldh",
                  (long long)m.layers, (long long)m.hidden);

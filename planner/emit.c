@@ -15,7 +15,17 @@
 #include <string.h>
 
 const char *const pp_plan_format_names[] = {
-    "table", "json", "yaml", "megatron", "nemo", "deepspeed", NULL};
+    "table", "json", "yaml", "megatron", "nemo", "deepspeed", "nemo2", NULL};
+
+pp_plan_target pp_plan_format_target(pp_plan_format f) {
+    switch (f) {
+    case PP_PLAN_FMT_MEGATRON: return PP_PLAN_TARGET_MEGATRON;
+    case PP_PLAN_FMT_NEMO: return PP_PLAN_TARGET_NEMO;
+    case PP_PLAN_FMT_DEEPSPEED: return PP_PLAN_TARGET_DEEPSPEED;
+    case PP_PLAN_FMT_NEMO2: return PP_PLAN_TARGET_NEMO2;
+    default: return PP_PLAN_TARGET_ANY;
+    }
+}
 
 static json_t *num(double v) { return isfinite(v) ? json_real(v) : json_null(); }
 
@@ -66,6 +76,11 @@ const char *pp__plan_why(const pp_plan *p, size_t i, char *buf, size_t len) {
     size_t u = 0;
     double T = a->iteration_time_s;
     int shown = 0;
+    /* Another rank order moves the same traffic over other links: say so
+     * first, the parts below are where it shows. */
+    if (memcmp(c->placement, a->placement, 3) != 0)
+        u += (size_t)snprintf(buf, len, "ranks %s: ",
+                              pp__placement_name(c->placement));
     if (c->gpus != a->gpus) {
         /* Different GPU counts: the parts of one iteration do not compare;
          * what does is the count and the time (the cost is their
@@ -108,6 +123,8 @@ static json_t *candidate_json(const pp_plan *p, size_t i) {
                         json_string(pp_parallel_format(&c->par, spec,
                                                        sizeof spec)));
     json_object_set_new(o, "dp_overlap", json_boolean(c->dp_overlap));
+    json_object_set_new(o, "placement",
+                        json_string(pp__placement_name(c->placement)));
     json_object_set_new(o, "gpus", json_integer(c->gpus));
     json_object_set_new(o, "simulated", json_boolean(c->simulated));
     json_object_set_new(o, "iteration_time_s", num(c->iteration_time_s));
@@ -146,8 +163,15 @@ json_t *pp__plan_json(const pp_plan *p, bool timing) {
                         json_string(objective_key(o->objective)));
     json_object_set_new(root, "fidelity",
                         json_string(fidelity_name(o->fidelity)));
+    /* The best candidate's order (the one the launch formats use), and
+     * the orders searched. */
     json_object_set_new(root, "placement",
-                        json_string(pp__placement_name(o->placement)));
+                        json_string(pp__placement_name(p->cand[0].placement)));
+    json_t *pls = json_array();
+    for (int k = 0; k < p->n_placements; k++)
+        json_array_append_new(pls, json_string(pp__placement_name(
+                                       p->placements[k])));
+    json_object_set_new(root, "placements_searched", pls);
     json_object_set_new(root, "top", json_integer(o->top));
     json_object_set_new(root, "memory_reserve", num(o->memory_reserve));
     json_object_set_new(root, "gpu_memory_bytes", num(p->gpu.hbm_bytes));
@@ -198,6 +222,8 @@ json_t *pp__plan_json(const pp_plan *p, bool timing) {
                             json_string(pp_parallel_format(&c->par, spec,
                                                            sizeof spec)));
         json_object_set_new(e, "dp_overlap", json_boolean(c->dp_overlap));
+        json_object_set_new(e, "placement",
+                            json_string(pp__placement_name(c->placement)));
         json_object_set_new(e, "estimated_time_s", num(c->est_time_s));
         if (c->simulated)
             json_object_set_new(e, "simulated_time_s", num(c->sim_time_s));
@@ -340,11 +366,14 @@ static void write_table(const pp_plan *p, bool timing, FILE *fp) {
     if (o->objective == PP_PLAN_OBJ_COST && p->has_prices)
         fprintf(fp, " ($%.3g per GPU-hour%s)", p->prices.usd_per_gpu_hour,
                 o->tokens > 0 ? ", per trained model" : ", per iteration");
-    fprintf(fp, "; memory limit %s per GPU (%s less %g%%); ranks %s\n",
+    fprintf(fp, "; memory limit %s per GPU (%s less %g%%); ranks %s%s\n",
             pp_unit_format(p->gpu.hbm_bytes * (1 - o->memory_reserve),
                            PP_Q_BYTES, 4, b1, sizeof b1),
             pp_unit_format(p->gpu.hbm_bytes, PP_Q_BYTES, 4, b2, sizeof b2),
-            o->memory_reserve * 100, pp__placement_name(o->placement));
+            o->memory_reserve * 100,
+            p->n_placements > 1 ? "tp,pp,dp and tp,dp,pp searched"
+                                : pp__placement_name(p->placements[0]),
+            p->n_placements > 1 ? " (the ranks column)" : "");
     fprintf(fp, "layouts: %llu considered, %llu feasible",
             (unsigned long long)st->considered,
             (unsigned long long)st->feasible);
@@ -363,9 +392,17 @@ static void write_table(const pp_plan *p, bool timing, FILE *fp) {
         }
     fprintf(fp, "%s\n", any ? "" : " none");
     if (o->top > 0) {
-        fprintf(fp, "simulated: the best %d by the estimate at %s fidelity, "
-                "%llu succeeded", o->top, fidelity_name(o->fidelity),
-                (unsigned long long)st->simulated);
+        if (p->n_placements > 1)
+            fprintf(fp, "simulated: the best %d of ranks tp,pp,dp and the "
+                    "best %d of tp,dp,pp by the estimate, at %s fidelity, "
+                    "%llu succeeded", o->top, (o->top + 1) / 2,
+                    fidelity_name(o->fidelity),
+                    (unsigned long long)st->simulated);
+        else
+            fprintf(fp, "simulated: the best %d by the estimate at %s "
+                    "fidelity, %llu succeeded", o->top,
+                    fidelity_name(o->fidelity),
+                    (unsigned long long)st->simulated);
         if (timing) fprintf(fp, " (%.2f s)", st->simulate_s);
         fputc('\n', fp);
         if (st->sim_error[0])
@@ -383,8 +420,8 @@ static void write_table(const pp_plan *p, bool timing, FILE *fp) {
         short_layout(p, &p->cand[i], lay, sizeof lay);
         if ((int)strlen(lay) > w) w = (int)strlen(lay);
     }
-    fprintf(fp, "\n %3s  %-*s %9s %8s %7s %6s %9s %8s %7s %7s %7s %7s %7s",
-            "#", w, "layout", "iter s", "est s", "TFLOP/s", "MFU", "memory",
+    fprintf(fp, "\n %3s  %-*s %-8s %9s %8s %7s %6s %9s %8s %7s %7s %7s %7s %7s",
+            "#", w, "layout", "ranks", "iter s", "est s", "TFLOP/s", "MFU", "memory",
             "compute", "TP", "PP", "DP exp", "bubble", "other");
     if (days) fprintf(fp, " %8s", "days");
     if (cost) fprintf(fp, " %10s", "cost $");
@@ -394,9 +431,10 @@ static void write_table(const pp_plan *p, bool timing, FILE *fp) {
         const pp_breakdown *b = &c->breakdown;
         char lay[96], mem[48];
         short_layout(p, c, lay, sizeof lay);
-        fprintf(fp, " %3zu  %-*s %8.4g%s %8.4g %7.1f %5.1f%% %9s %8.3g "
+        fprintf(fp, " %3zu  %-*s %-8s %8.4g%s %8.4g %7.1f %5.1f%% %9s %8.3g "
                 "%7.3g %7.3g %7.3g %7.3g %7.3g",
-                i + 1, w, lay, c->iteration_time_s, c->simulated ? " " : "*",
+                i + 1, w, lay, pp__placement_name(c->placement),
+                c->iteration_time_s, c->simulated ? " " : "*",
                 c->est_time_s, c->tflops_per_gpu, 100 * c->mfu,
                 pp_unit_format(c->memory.total, PP_Q_BYTES, 3, mem,
                                sizeof mem),
@@ -409,7 +447,8 @@ static void write_table(const pp_plan *p, bool timing, FILE *fp) {
     fprintf(fp, "\n(* estimated, not simulated; times in seconds per "
             "iteration; layout: tp pp dp, micro-batch, interleaving, "
             "sp, recompute, ZeRO stage, DP overlap[, layers on the first/"
-            "a middle/the last stage when uneven])\n");
+            "a middle/the last stage when uneven]; ranks: the rank order, "
+            "innermost first)\n");
     if (p->n > 1) {
         fprintf(fp, "\nwhy each loses to #1:\n");
         for (size_t i = 1; i < p->n && i < show; i++) {
@@ -421,9 +460,10 @@ static void write_table(const pp_plan *p, bool timing, FILE *fp) {
     }
     char spec[256];
     const pp_plan_candidate *best = &p->cand[0];
-    fprintf(fp, "\nbest: %s%s\n",
+    fprintf(fp, "\nbest: %s%s, ranks %s\n",
             pp_parallel_format(&best->par, spec, sizeof spec),
-            best->dp_overlap ? " with DP overlap" : "");
+            best->dp_overlap ? " with DP overlap" : "",
+            pp__placement_name(best->placement));
     fprintf(fp, "      %s per GPU of %s usable",
             pp_unit_format(best->memory.total, PP_Q_BYTES, 4, b1, sizeof b1),
             pp_unit_format(best->memory_limit_bytes, PP_Q_BYTES, 4, b2,
@@ -471,6 +511,7 @@ int pp_plan_write(const pp_plan *p, pp_plan_format f, bool timing, FILE *fp,
     case PP_PLAN_FMT_MEGATRON: return pp__write_megatron(p, fp, e);
     case PP_PLAN_FMT_NEMO: return pp__write_nemo(p, fp, e);
     case PP_PLAN_FMT_DEEPSPEED: return pp__write_deepspeed(p, fp, e);
+    case PP_PLAN_FMT_NEMO2: return pp__write_nemo2(p, fp, e);
     default:
         return pp_error_set(e, PP_EINVAL, "unknown plan format %d", (int)f);
     }

@@ -5,11 +5,17 @@
  *              flag names as in megatron/training/arguments.py
  *   nemo       the trainer and model parallelism keys of a NeMo (1.x,
  *              megatron_gpt_config.yaml) config
- *   deepspeed  a ds_config JSON (batch, ZeRO stage, bf16, activation
- *              checkpointing; pipeline stages and AutoTP size where > 1)
+ *   nemo2      a NeMo 2.0 Python script (nemo.collections.llm with
+ *              nemo.lightning's MegatronStrategy; NeMo-Run can wrap it)
+ *   deepspeed  a ds_config JSON (batch, ZeRO stage, bf16/fp16, activation
+ *              checkpointing, pipeline stages; AutoTP size without
+ *              pipelining)
  *
  * Each starts with what podplan assumed, as comments where the format has
- * them.  Data, tokenizer and learning-rate settings are the user's.
+ * them; DeepSpeed's JSON has none (and some DeepSpeed versions reject
+ * unknown keys), so its assumptions are pp_plan_write_assumptions' lines,
+ * which the CLI prints on stderr.  Data, tokenizer and learning-rate
+ * settings are the user's.
  */
 #include "planner_int.h"
 
@@ -26,7 +32,7 @@ static void header(const pp_plan *p, FILE *fp, const char *cmt) {
     fprintf(fp, "%s layout: %s%s, ranks %s\n", cmt,
             pp_parallel_format(&c->par, spec, sizeof spec),
             c->dp_overlap ? " with DP overlap" : "",
-            pp__placement_name(p->opt.placement));
+            pp__placement_name(c->placement));
     fprintf(fp, "%s iteration %.4g s (%s), %.1f TFLOP/s per GPU, MFU %.1f%%, "
             "%s of %s per GPU\n",
             cmt, c->iteration_time_s,
@@ -54,6 +60,14 @@ static void nodes_of(const pp_plan *p, int64_t gpus, int64_t *nodes,
     if (gpus <= gpn) { *nodes = 1; *per = gpus; return; }
     *per = gpn;
     *nodes = (gpus + gpn - 1) / gpn;
+}
+
+/* GPUs without bf16 (P100, V100: the catalogue's fp16_only) train in
+ * fp16 with loss scaling; the 16-bit rate the plan used is the same. */
+static bool use_fp16(const pp_plan *p) { return p->gpu.fp16_only; }
+
+static int64_t ffn_of(const pp_model *m) {
+    return m->ffn_hidden > 0 ? m->ffn_hidden : 4 * m->hidden;
 }
 
 /* ------------------------------------------------------------------------
@@ -107,7 +121,7 @@ int pp__write_megatron(const pp_plan *p, FILE *fp, pp_error *e) {
     /* Megatron-LM numbers ranks TP, then DP, then PP (its default order
      * tp-cp-ep-dp-pp); the flag makes it TP, PP, DP.  The two differ only
      * with both PP and DP, and then the simulated order is asked for. */
-    if (q->pp > 1 && q->dp > 1 && p->opt.placement[1] == 'p')
+    if (q->pp > 1 && q->dp > 1 && c->placement[1] == 'p')
         ARG("--use-tp-pp-dp-mapping");
     ARG("--micro-batch-size %lld", (long long)q->mbs);
     ARG("--global-batch-size %lld", (long long)q->gbs);
@@ -125,8 +139,7 @@ int pp__write_megatron(const pp_plan *p, FILE *fp, pp_error *e) {
     if (c->dp_overlap) ARG("--overlap-grad-reduce");
     ARG("--num-layers %lld", (long long)m->layers);
     ARG("--hidden-size %lld", (long long)m->hidden);
-    ARG("--ffn-hidden-size %lld",
-        (long long)(m->ffn_hidden > 0 ? m->ffn_hidden : 4 * m->hidden));
+    ARG("--ffn-hidden-size %lld", (long long)ffn_of(m));
     ARG("--num-attention-heads %lld", (long long)m->heads);
     if (m->kv_heads > 0 && m->kv_heads != m->heads) {
         ARG("--group-query-attention");
@@ -141,8 +154,11 @@ int pp__write_megatron(const pp_plan *p, FILE *fp, pp_error *e) {
         ARG("--position-embedding-type rope");
         ARG("--normalization RMSNorm");
     }
+    /* LLaMA-style models have no biases (add_bias_linear=False). */
+    if (!m->bias) ARG("--disable-bias-linear");
     if (!m->tied_embeddings) ARG("--untie-embeddings-and-output-weights");
-    ARG("--bf16");
+    if (use_fp16(p)) ARG("--fp16"); /* dynamic loss scaling by default */
+    else ARG("--bf16");
     int64_t it = train_iters(p);
     if (it > 0) ARG("--train-iters %lld", (long long)it);
 #undef ARG
@@ -167,7 +183,8 @@ int pp__write_nemo(const pp_plan *p, FILE *fp, pp_error *e) {
     fputs("# The trainer and model parallelism keys of a NeMo GPT config "
           "(megatron_gpt_config.yaml).\n", fp);
     fprintf(fp, "trainer:\n  devices: %lld\n  num_nodes: %lld\n"
-            "  precision: bf16-mixed\n", (long long)per, (long long)nodes);
+            "  precision: %s\n", (long long)per, (long long)nodes,
+            use_fp16(p) ? "16-mixed" : "bf16-mixed");
     int64_t it = train_iters(p);
     if (it > 0) fprintf(fp, "  max_steps: %lld\n", (long long)it);
     fprintf(fp, "model:\n");
@@ -191,15 +208,14 @@ int pp__write_nemo(const pp_plan *p, FILE *fp, pp_error *e) {
      * (TP, PP, DP rank order instead of TP, DP, PP). */
     if (q->pp > 1 && q->dp > 1)
         fprintf(fp, "  use_tp_pp_dp_mapping: %s\n",
-                p->opt.placement[1] == 'p' ? "true" : "false");
+                c->placement[1] == 'p' ? "true" : "false");
     fprintf(fp, "  sequence_parallel: %s\n",
             q->sp && q->tp > 1 ? "true" : "false");
     fprintf(fp, "  encoder_seq_length: %lld\n", (long long)m->seq);
     fprintf(fp, "  max_position_embeddings: %lld\n", (long long)m->seq);
     fprintf(fp, "  num_layers: %lld\n", (long long)m->layers);
     fprintf(fp, "  hidden_size: %lld\n", (long long)m->hidden);
-    fprintf(fp, "  ffn_hidden_size: %lld\n",
-            (long long)(m->ffn_hidden > 0 ? m->ffn_hidden : 4 * m->hidden));
+    fprintf(fp, "  ffn_hidden_size: %lld\n", (long long)ffn_of(m));
     fprintf(fp, "  num_attention_heads: %lld\n", (long long)m->heads);
     if (m->kv_heads > 0 && m->kv_heads != m->heads)
         fprintf(fp, "  num_query_groups: %lld\n", (long long)m->kv_heads);
@@ -207,6 +223,9 @@ int pp__write_nemo(const pp_plan *p, FILE *fp, pp_error *e) {
         fprintf(fp, "  activation: fast-swiglu\n"
                     "  position_embedding_type: rope\n"
                     "  normalization: rmsnorm\n");
+    /* megatron_gpt_config.yaml's "bias: True  # Whether to use bias
+     * terms in all weight matrices". */
+    fprintf(fp, "  bias: %s\n", m->bias ? "true" : "false");
     fprintf(fp, "  share_embeddings_and_output_weights: %s\n",
             m->tied_embeddings ? "true" : "false");
     switch (q->recompute) {
@@ -233,7 +252,143 @@ int pp__write_nemo(const pp_plan *p, FILE *fp, pp_error *e) {
 }
 
 /* ------------------------------------------------------------------------
+ * NeMo 2.0.
+ *
+ * Names from NeMo 2.0's sources and docs: nl.MegatronStrategy's arguments
+ * (nemo/lightning/pytorch/strategies/megatron_strategy.py: tensor_model_
+ * parallel_size, pipeline_model_parallel_size, virtual_pipeline_model_
+ * parallel_size, context_parallel_size, sequence_parallel, pipeline_dtype,
+ * ddp; "Migrate Parallelism Configurations from NeMo 1.0 to NeMo 2.0" in
+ * the NeMo Framework user guide), llm.GPTConfig's fields (nemo/collections/
+ * llm/gpt/model/base.py: seq_length, share_embeddings_and_output_weights,
+ * position_embedding_type; the rest are Megatron-core TransformerConfig's:
+ * num_query_groups, gated_linear_unit, add_bias_linear, normalization,
+ * recompute_granularity/method/num_layers, num_layers_in_first/last_
+ * pipeline_stage), llm.MockDataModule(seq_length, micro_batch_size,
+ * global_batch_size), nl.MegatronMixedPrecision(precision=...), Megatron-
+ * core's DistributedDataParallelConfig and OptimizerConfig.
+ * ---------------------------------------------------------------------- */
+static const char *py_bool(bool b) { return b ? "True" : "False"; }
+
+int pp__write_nemo2(const pp_plan *p, FILE *fp, pp_error *e) {
+    const pp_plan_candidate *c = &p->cand[0];
+    const pp_parallel *q = &c->par;
+    const pp_model *m = &p->model;
+    if (m->arch != PP_ARCH_TRANSFORMER)
+        return pp_error_set(e, PP_EUSAGE,
+                            "--format nemo2: model %s is generic (no "
+                            "transformer shape)", m->name);
+    int64_t nodes, per;
+    nodes_of(p, c->gpus, &nodes, &per);
+    bool fp16 = use_fp16(p);
+    header(p, fp, "#");
+    fputs("# A NeMo 2.0 pretraining script (nemo.collections.llm); run it "
+          "with torchrun or wrap\n# it in a NeMo-Run recipe.  Replace "
+          "MockDataModule by your data module and set the\n# learning rate "
+          "and schedule.  Ranks: Megatron-core's default order (tp,dp,pp).\n",
+          fp);
+    fputs("import torch\n"
+          "from megatron.core.distributed import "
+          "DistributedDataParallelConfig\n"
+          "from megatron.core.optimizer import OptimizerConfig\n"
+          "from nemo import lightning as nl\n"
+          "from nemo.collections import llm\n\n", fp);
+
+    fputs("config = llm.GPTConfig(\n", fp);
+    fprintf(fp, "    num_layers=%lld,\n", (long long)m->layers);
+    fprintf(fp, "    hidden_size=%lld,\n", (long long)m->hidden);
+    fprintf(fp, "    ffn_hidden_size=%lld,\n", (long long)ffn_of(m));
+    fprintf(fp, "    num_attention_heads=%lld,\n", (long long)m->heads);
+    fprintf(fp, "    num_query_groups=%lld,\n", (long long)m->kv_heads);
+    fprintf(fp, "    seq_length=%lld,\n", (long long)m->seq);
+    if (m->ffn == PP_FFN_SWIGLU)
+        fputs("    gated_linear_unit=True,\n"
+              "    activation_func=torch.nn.functional.silu,\n"
+              "    normalization=\"RMSNorm\",\n"
+              "    position_embedding_type=\"rope\",\n", fp);
+    fprintf(fp, "    add_bias_linear=%s,\n", py_bool(m->bias));
+    fprintf(fp, "    share_embeddings_and_output_weights=%s,\n",
+            py_bool(m->tied_embeddings));
+    if (q->first)
+        fprintf(fp, "    num_layers_in_first_pipeline_stage=%lld,\n",
+                (long long)q->first);
+    if (q->last)
+        fprintf(fp, "    num_layers_in_last_pipeline_stage=%lld,\n",
+                (long long)q->last);
+    switch (q->recompute) {
+    case PP_RECOMPUTE_FULL:
+        fputs("    recompute_granularity=\"full\",\n"
+              "    recompute_method=\"uniform\",\n"
+              "    recompute_num_layers=1,\n", fp);
+        break;
+    case PP_RECOMPUTE_SELECTIVE:
+        fputs("    recompute_granularity=\"selective\",\n", fp);
+        break;
+    default:
+        fputs("    recompute_granularity=None,\n", fp);
+        break;
+    }
+    fputs(")\n\n", fp);
+
+    fputs("strategy = nl.MegatronStrategy(\n", fp);
+    fprintf(fp, "    tensor_model_parallel_size=%lld,\n", (long long)q->tp);
+    fprintf(fp, "    pipeline_model_parallel_size=%lld,\n", (long long)q->pp);
+    if (q->vp > 1)
+        fprintf(fp, "    virtual_pipeline_model_parallel_size=%lld,\n",
+                (long long)q->vp);
+    else
+        fputs("    virtual_pipeline_model_parallel_size=None,\n", fp);
+    fputs("    context_parallel_size=1,\n", fp);
+    fprintf(fp, "    sequence_parallel=%s,\n", py_bool(q->sp && q->tp > 1));
+    if (q->pp > 1)
+        fprintf(fp, "    pipeline_dtype=torch.%s,\n",
+                fp16 ? "float16" : "bfloat16");
+    fprintf(fp, "    ddp=DistributedDataParallelConfig(\n"
+                "        check_for_nan_in_grad=True,\n"
+                "        use_distributed_optimizer=%s,\n"
+                "        overlap_grad_reduce=%s,\n"
+                "    ),\n)\n\n",
+            py_bool(q->zero >= 1), py_bool(c->dp_overlap));
+
+    fputs("trainer = nl.Trainer(\n", fp);
+    fprintf(fp, "    devices=%lld,\n    num_nodes=%lld,\n",
+            (long long)per, (long long)nodes);
+    int64_t it = train_iters(p);
+    if (it > 0) fprintf(fp, "    max_steps=%lld,\n", (long long)it);
+    fprintf(fp, "    accelerator=\"gpu\",\n"
+                "    strategy=strategy,\n"
+                "    plugins=nl.MegatronMixedPrecision(precision=\"%s\"),\n"
+                ")\n\n",
+            fp16 ? "16-mixed" : "bf16-mixed");
+
+    fprintf(fp, "data = llm.MockDataModule(\n"
+                "    seq_length=%lld,\n"
+                "    micro_batch_size=%lld,\n"
+                "    global_batch_size=%lld,\n"
+                ")\n\n",
+            (long long)m->seq, (long long)q->mbs, (long long)q->gbs);
+
+    fprintf(fp, "optim = nl.MegatronOptimizerModule(\n"
+                "    config=OptimizerConfig(\n"
+                "        optimizer=\"adam\",\n"
+                "        lr=3e-4,  # yours\n"
+                "        %s=True,\n"
+                "        use_distributed_optimizer=%s,\n"
+                "    ),\n)\n\n",
+            fp16 ? "fp16" : "bf16", py_bool(q->zero >= 1));
+    fputs("if __name__ == \"__main__\":\n"
+          "    llm.pretrain(llm.GPTModel(config), data, trainer, "
+          "optim=optim)\n", fp);
+    return 0;
+}
+
+/* ------------------------------------------------------------------------
  * DeepSpeed.
+ *
+ * Only keys DeepSpeed's config reads (deepspeed/runtime/constants.py,
+ * config.py get_pipeline_config, zero/config.py, activation_checkpointing/
+ * config.py, tensor_parallel/config.py): some versions reject unknown
+ * keys, so what podplan assumed goes to pp_plan_write_assumptions.
  * ---------------------------------------------------------------------- */
 int pp__write_deepspeed(const pp_plan *p, FILE *fp, pp_error *e) {
     const pp_plan_candidate *c = &p->cand[0];
@@ -245,28 +400,44 @@ int pp__write_deepspeed(const pp_plan *p, FILE *fp, pp_error *e) {
     json_object_set_new(o, "train_micro_batch_size_per_gpu",
                         json_integer(q->mbs));
     json_object_set_new(o, "gradient_accumulation_steps", json_integer(nmb));
-    json_t *bf = json_object();
-    json_object_set_new(bf, "enabled", json_true());
-    json_object_set_new(o, "bf16", bf);
+    json_t *prec = json_object();
+    json_object_set_new(prec, "enabled", json_true());
+    if (use_fp16(p)) {
+        /* loss_scale 0: dynamic loss scaling. */
+        json_object_set_new(prec, "loss_scale", json_integer(0));
+        json_object_set_new(o, "fp16", prec);
+    } else {
+        json_object_set_new(o, "bf16", prec);
+    }
     json_object_set_new(z, "stage", json_integer(q->zero));
     json_object_set_new(z, "overlap_comm", json_boolean(c->dp_overlap));
     json_object_set_new(z, "contiguous_gradients", json_true());
     json_object_set_new(z, "reduce_bucket_size", json_integer(40000000));
     json_object_set_new(o, "zero_optimization", z);
-    if (q->recompute != PP_RECOMPUTE_NONE) {
+    if (q->recompute == PP_RECOMPUTE_FULL) {
+        /* deepspeed.checkpointing's settings: the checkpoints themselves
+         * are where the model code calls checkpoint() (every layer here);
+         * no partitioning or offload, which the plan did not assume. */
         json_t *ac = json_object();
-        json_object_set_new(ac, "partition_activations",
-                            json_boolean(q->sp && q->tp > 1));
+        json_object_set_new(ac, "partition_activations", json_false());
+        json_object_set_new(ac, "cpu_checkpointing", json_false());
         json_object_set_new(ac, "contiguous_memory_optimization",
                             json_false());
+        json_object_set_new(ac, "synchronize_checkpoint_boundary",
+                            json_false());
+        json_object_set_new(ac, "profile", json_false());
         json_object_set_new(o, "activation_checkpointing", ac);
     }
     if (q->pp > 1) {
         json_t *pl = json_object();
         json_object_set_new(pl, "stages", json_integer(q->pp));
+        json_object_set_new(pl, "activation_checkpoint_interval",
+                            json_integer(q->recompute == PP_RECOMPUTE_FULL));
         json_object_set_new(o, "pipeline", pl);
     }
-    if (q->tp > 1) {
+    if (q->tp > 1 && q->pp == 1) {
+        /* AutoTP (DeepSpeed >= 0.16.4) shards a plain model; with the
+         * pipeline engine TP is the model code's (assumptions say so). */
         json_t *tp = json_object();
         json_object_set_new(tp, "autotp_size", json_integer(q->tp));
         json_object_set_new(o, "tensor_parallel", tp);
@@ -282,4 +453,47 @@ int pp__write_deepspeed(const pp_plan *p, FILE *fp, pp_error *e) {
     fputc('\n', fp);
     free(s);
     return 0;
+}
+
+int pp_plan_write_assumptions(const pp_plan *p, pp_plan_format f,
+                              const char *prefix, FILE *fp) {
+    if (f != PP_PLAN_FMT_DEEPSPEED || p->n == 0) return 0;
+    const pp_plan_candidate *c = &p->cand[0];
+    const pp_parallel *q = &c->par;
+    const pp_model *m = &p->model;
+    char spec[256];
+    int n = 0;
+#define LINE(...) do { fputs(prefix, fp); fprintf(fp, __VA_ARGS__); \
+                       fputc('\n', fp); n++; } while (0)
+    LINE("%s on %s: %s%s, %.4g s per iteration (%s)", m->name,
+         p->cluster_name, pp_parallel_format(q, spec, sizeof spec),
+         c->dp_overlap ? " with DP overlap" : "", c->iteration_time_s,
+         c->simulated ? "simulated" : "estimated");
+    LINE("ranks tp,dp,pp: DeepSpeed's PipeModelDataParallelTopology "
+         "(model innermost, pipe outermost)");
+    if (q->pp > 1 && m->arch == PP_ARCH_TRANSFORMER)
+        LINE("the model is a PipelineModule(num_stages=%lld, "
+             "partition_method=\"uniform\": %lld layers a stage, "
+             "activation_checkpoint_interval=%d); schedule 1F1B "
+             "(TrainSchedule), no interleaving",
+             (long long)q->pp, (long long)(m->layers / q->pp),
+             q->recompute == PP_RECOMPUTE_FULL);
+    if (q->tp > 1)
+        LINE(q->pp > 1 ? "tensor parallelism %lld is the model code's "
+                         "(Megatron-DeepSpeed: --tensor-model-parallel-size "
+                         "%lld, passed to deepspeed.initialize as mpu); "
+                         "ds_config has no key for it with pipelining"
+                       : "tensor parallelism %lld by AutoTP "
+                         "(tensor_parallel.autotp_size %lld, DeepSpeed >= "
+                         "0.16.4)",
+             (long long)q->tp, (long long)q->tp);
+    LINE("no sequence parallelism; activation checkpointing: %s",
+         q->recompute == PP_RECOMPUTE_FULL
+             ? "every layer (the model calls deepspeed.checkpointing."
+               "checkpoint per layer)"
+             : "none");
+    if (use_fp16(p))
+        LINE("fp16 with dynamic loss scaling: %s has no bf16", p->gpu.name);
+#undef LINE
+    return n;
 }

@@ -26,6 +26,8 @@ struct pp_plan {
     pp_plan_prices prices;
     bool has_prices;
     double peak_flops;          /* bf16 dense, for MFU */
+    char placements[2][3];      /* the rank orders searched, in order */
+    int n_placements;           /* 1 (pinned) or 2 */
     pp_plan_candidate *cand;    /* ranked */
     size_t n, cap;
     pp_plan_stats st;
@@ -96,5 +98,6 @@ const char *pp__plan_why(const pp_plan *p, size_t i, char *buf, size_t len);
 int pp__write_megatron(const pp_plan *p, FILE *fp, pp_error *e);
 int pp__write_nemo(const pp_plan *p, FILE *fp, pp_error *e);
 int pp__write_deepspeed(const pp_plan *p, FILE *fp, pp_error *e);
+int pp__write_nemo2(const pp_plan *p, FILE *fp, pp_error *e);
 
 #endif

@@ -63,7 +63,8 @@ void pp_plan_options_init(pp_plan_options *o) {
     o->objective = PP_PLAN_OBJ_TIME;
     o->optimizer = PP_OPT_ADAM_MIXED;
     o->target = PP_PLAN_TARGET_ANY;
-    memcpy(o->placement, "tpd", 3);
+    /* Zero: both placements are searched. */
+    memset(o->placement, 0, sizeof o->placement);
     pp_plan_filter_init(&o->filter);
 }
 
@@ -93,8 +94,13 @@ static int visit_fn(void *ctx, const pp_parallel *p, bool overlap,
     pp_memory mem;
     int rc = pp_memory_per_gpu(v->m, p, plan->opt.optimizer, &mem, e);
     if (rc < 0) return rc;
+    /* The placements differ only when both PP and DP are above 1 (with
+     * either at 1 the two orders number the ranks alike): one candidate
+     * per placement then, one otherwise.  Memory is the same under both. */
+    int nvar = p->pp > 1 && p->dp > 1 ? plan->n_placements : 1;
     if (mem.total > v->limit) {
-        if (!v->memory_only) plan->st.rejected[PP_PLAN_REJECT_MEMORY]++;
+        if (!v->memory_only)
+            plan->st.rejected[PP_PLAN_REJECT_MEMORY] += (uint64_t)nvar;
         if (!v->have_closest || mem.total < v->closest_total) {
             v->have_closest = true;
             v->closest = *p;
@@ -108,21 +114,28 @@ static int visit_fn(void *ctx, const pp_parallel *p, bool overlap,
         v->fit = *p;
         return 1;
     }
-    if (plan->n == plan->cap) {
-        plan->cap = plan->cap ? 2 * plan->cap : 1024;
-        plan->cand = pp_xrealloc(plan->cand, plan->cap * sizeof *plan->cand);
+    for (int k = 0; k < nvar; k++) {
+        if (plan->n == plan->cap) {
+            plan->cap = plan->cap ? 2 * plan->cap : 1024;
+            plan->cand = pp_xrealloc(plan->cand,
+                                     plan->cap * sizeof *plan->cand);
+        }
+        pp_plan_candidate *c = &plan->cand[plan->n];
+        memset(c, 0, sizeof *c);
+        c->par = *p;
+        c->dp_overlap = overlap;
+        memcpy(c->placement, plan->placements[k], 3);
+        c->gpus = p->tp * p->pp * p->dp;
+        c->memory = mem;
+        c->memory_limit_bytes = v->limit;
+        /* Setting the order is a copy; the estimator's layer-cost cache
+         * does not depend on it. */
+        if ((rc = pp_plan_estimator_placement(v->est, c->placement, e)) < 0
+            || (rc = pp_plan_estimate(v->est, p, overlap, &c->est_time_s,
+                                      &c->est, e)) < 0)
+            return rc;
+        plan->n++;
     }
-    pp_plan_candidate *c = &plan->cand[plan->n];
-    memset(c, 0, sizeof *c);
-    c->par = *p;
-    c->dp_overlap = overlap;
-    c->gpus = p->tp * p->pp * p->dp;
-    c->memory = mem;
-    c->memory_limit_bytes = v->limit;
-    if ((rc = pp_plan_estimate(v->est, p, overlap, &c->est_time_s, &c->est,
-                               e)) < 0)
-        return rc;
-    plan->n++;
     return 0;
 }
 
@@ -167,7 +180,10 @@ static int cmp_layout(const pp_plan_candidate *a, const pp_plan_candidate *b) {
     CMP(tp); CMP(pp); CMP(dp); CMP(mbs); CMP(vp); CMP(sp); CMP(recompute);
     CMP(zero); CMP(first); CMP(last);
 #undef CMP
-    return (int)a->dp_overlap - (int)b->dp_overlap;
+    if (a->dp_overlap != b->dp_overlap)
+        return (int)a->dp_overlap - (int)b->dp_overlap;
+    /* tp,pp,dp before tp,dp,pp */
+    return (a->placement[1] == 'd') - (b->placement[1] == 'd');
 }
 
 static int cmp_rank(const void *pa, const void *pb) {
@@ -199,7 +215,8 @@ static void suggest_variants(const visit *v, const pp_model *m,
         if (step == 0 && p.recompute != PP_RECOMPUTE_FULL) {
             p.recompute = PP_RECOMPUTE_FULL;
             snprintf(what, sizeof what, "full recomputation");
-        } else if (step == 1 && p.tp > 1 && !p.sp) {
+        } else if (step == 1 && p.tp > 1 && !p.sp
+                   && target != PP_PLAN_TARGET_DEEPSPEED) {
             p.sp = true;
             snprintf(what, sizeof what, "sequence parallelism");
         } else if (step == 2 && p.mbs > 1) {
@@ -362,6 +379,42 @@ static int check_options(const pp_model *m, const pp_cluster_info *info,
     return 0;
 }
 
+/* The rank orders to search: the pinned one, or both.  DeepSpeed's
+ * pipeline engine lays ranks out model (TP) innermost, then data, then
+ * pipe (PipeModelDataParallelTopology), and NeMo 2.0's MegatronStrategy
+ * has no argument for another order than Megatron-core's default
+ * (tp-cp-ep-dp-pp; nemo/lightning/pytorch/strategies/megatron_strategy.py
+ * takes none): those targets get tp,dp,pp only. */
+static int placements_of(const pp_plan_options *o, pp_plan *plan,
+                         pp_error *e) {
+    bool fixed_tdp = o->target == PP_PLAN_TARGET_DEEPSPEED
+                     || o->target == PP_PLAN_TARGET_NEMO2;
+    if (o->placement[0]) {
+        if (o->placement[0] != 't'
+            || !((o->placement[1] == 'p' && o->placement[2] == 'd')
+                 || (o->placement[1] == 'd' && o->placement[2] == 'p')))
+            return pp_error_set(e, PP_EUSAGE,
+                                "--placement: expected tp,pp,dp or tp,dp,pp");
+        if (fixed_tdp && o->placement[1] != 'd')
+            return pp_error_set(e, PP_EUSAGE,
+                                "--placement %s: %s places ranks tp,dp,pp",
+                                pp__placement_name(o->placement),
+                                o->target == PP_PLAN_TARGET_DEEPSPEED
+                                    ? "DeepSpeed's pipeline engine"
+                                    : "NeMo 2.0's MegatronStrategy");
+        memcpy(plan->placements[0], o->placement, 3);
+        plan->n_placements = 1;
+    } else if (fixed_tdp) {
+        memcpy(plan->placements[0], "tdp", 3);
+        plan->n_placements = 1;
+    } else {
+        memcpy(plan->placements[0], "tpd", 3);
+        memcpy(plan->placements[1], "tdp", 3);
+        plan->n_placements = 2;
+    }
+    return 0;
+}
+
 int pp_plan_search(const pp_model *m, const pp_cluster *c,
                    const pp_plan_options *o, pp_plan **out, pp_error *e) {
     const pp_cluster_info *info = pp_cluster_info_get(c);
@@ -380,11 +433,7 @@ int pp_plan_search(const pp_model *m, const pp_cluster *c,
     plan->gpus_per_node = info->gpus_per_node;
     plan->cluster_gpus = info->gpus;
     plan->opt = *o;
-    /* DeepSpeed's pipeline engine lays ranks out model (TP) innermost,
-     * then data, then pipe (PipeModelDataParallelTopology): no other
-     * order can be launched there. */
-    if (o->target == PP_PLAN_TARGET_DEEPSPEED)
-        memcpy(plan->opt.placement, "tdp", 3);
+    if ((rc = placements_of(o, plan, e)) < 0) goto fail;
     if (plan->opt.show < 0) plan->opt.show = o->top > 10 ? o->top : 10;
     if (o->prices) {
         plan->prices = *o->prices;
@@ -415,7 +464,8 @@ int pp_plan_search(const pp_model *m, const pp_cluster *c,
     };
     if ((rc = pp__space_check_pins(&sp, e)) < 0) goto fail;
     if ((rc = pp_plan_estimator_new(m, c, &plan->profile, &est, e)) < 0
-        || (rc = pp_plan_estimator_placement(est, plan->opt.placement, e)) < 0
+        || (rc = pp_plan_estimator_placement(est, plan->placements[0],
+                                             e)) < 0
         || (rc = pp_plan_estimator_optimizer(est, plan->opt.optimizer, e)) < 0)
         goto fail;
 

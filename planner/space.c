@@ -184,14 +184,21 @@ static bool target_allows(pp_plan_target t, const pp_parallel *p) {
     switch (t) {
     case PP_PLAN_TARGET_MEGATRON:
     case PP_PLAN_TARGET_NEMO:
+    case PP_PLAN_TARGET_NEMO2:
         /* Megatron-LM's --use-distributed-optimizer shards the optimizer
          * states over DP: ZeRO-1.  Stages 2 and 3 have no flag. */
         return p->zero <= 1;
     case PP_PLAN_TARGET_DEEPSPEED:
         /* DeepSpeed's pipeline engine supports ZeRO stage 0 and 1 only;
          * its stage split lives in the model code (PipelineModule's
-         * partition_method), not in ds_config. */
-        return (p->pp == 1 || p->zero <= 1) && !p->first && !p->last;
+         * partition_method), not in ds_config.  It runs one schedule
+         * (TrainSchedule, 1F1B without interleaving), has no sequence
+         * parallelism, and checkpoints whole layers or nothing
+         * (deepspeed.checkpointing: no Megatron-style selective
+         * recomputation).  vp is checked in walk_batch already. */
+        return (p->pp == 1 || p->zero <= 1) && !p->first && !p->last
+               && p->vp == 1 && !p->sp
+               && p->recompute != PP_RECOMPUTE_SELECTIVE;
     default:
         return true;
     }
@@ -294,6 +301,12 @@ static int walk_batch(const pp__space *s, pp_parallel *p, pp__space_fn fn,
             }
             if (vp > 1 && nmb % p->pp != 0) {
                 reject(s, PP_PLAN_REJECT_VP_MICROBATCHES);
+                continue;
+            }
+            if (vp > 1 && s->target == PP_PLAN_TARGET_DEEPSPEED) {
+                /* No interleaved schedule in DeepSpeed: rejected here,
+                 * once per (mbs, vp), not once per inner layout. */
+                reject(s, PP_PLAN_REJECT_TARGET);
                 continue;
             }
             p->vp = vp;
@@ -481,9 +494,26 @@ int pp__space_check_pins(const pp__space *s, pp_error *e) {
         && ((x[PP_PLAN_DIM_TP] && v[PP_PLAN_DIM_TP] == 1) || generic))
         return pp_error_set(e, PP_EUSAGE,
                             "--fix sp=on: sequence parallelism needs tp > 1");
+    if (s->target == PP_PLAN_TARGET_DEEPSPEED) {
+        if (x[PP_PLAN_DIM_VP] && v[PP_PLAN_DIM_VP] > 1)
+            return pp_error_set(e, PP_EUSAGE,
+                                "--fix vp=%lld: DeepSpeed's pipeline engine "
+                                "has no interleaved schedule",
+                                (long long)v[PP_PLAN_DIM_VP]);
+        if (x[PP_PLAN_DIM_SP] && v[PP_PLAN_DIM_SP])
+            return pp_error_set(e, PP_EUSAGE,
+                                "--fix sp=on: DeepSpeed's pipeline engine has "
+                                "no sequence parallelism");
+        if (x[PP_PLAN_DIM_RECOMPUTE]
+            && v[PP_PLAN_DIM_RECOMPUTE] == PP_RECOMPUTE_SELECTIVE)
+            return pp_error_set(e, PP_EUSAGE,
+                                "--fix recompute=selective: DeepSpeed "
+                                "checkpoints whole layers (full) or none");
+    }
     if (x[PP_PLAN_DIM_ZERO] && v[PP_PLAN_DIM_ZERO] > 1
         && (s->target == PP_PLAN_TARGET_MEGATRON
-            || s->target == PP_PLAN_TARGET_NEMO))
+            || s->target == PP_PLAN_TARGET_NEMO
+            || s->target == PP_PLAN_TARGET_NEMO2))
         return pp_error_set(e, PP_EUSAGE,
                             "--fix zero=%lld: Megatron-LM and NeMo shard the "
                             "optimizer only (ZeRO-1); use --format deepspeed "

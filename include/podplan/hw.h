@@ -34,6 +34,8 @@ typedef enum {
 typedef struct pp_gpu_spec {
     char name[PP_NAME_MAX];          /* "a100-sxm4-80gb" */
     double peak_flops[PP_DTYPE__COUNT]; /* dense FLOP/s; 0 = unsupported */
+    bool fp16_only;                  /* the 16-bit rate is fp16's: no bf16
+                                        (P100, V100) */
     double hbm_bytes, hbm_Bps;
     int nvlink_gen;                  /* 0 = none */
     double nvlink_Bps;               /* per GPU, per direction */

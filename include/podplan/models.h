@@ -37,6 +37,9 @@ typedef struct pp_model {
     int64_t ffn_hidden;  /* default 4h */
     pp_ffn ffn;
     bool tied_embeddings; /* input embedding == output projection */
+    bool bias;           /* linear layers have biases (GPT, Megatron-LM's
+                            default); LLaMA-style models have none.  The
+                            loaders default it to ffn != swiglu. */
     /* generic: a model known only by its size and cost (ResNet-50, ViT) */
     double params;           /* generic: parameter count */
     double flops_per_sample; /* generic: forward FLOPs per sample */

@@ -9,8 +9,9 @@
  * estimator (microseconds each), simulates the best K with the training
  * step simulator (sim.h, pp_step_simulate) and ranks them by the simulated
  * figure.  The result can be written as a table, JSON, YAML or as launch
- * configurations (a Megatron-LM command line, NeMo YAML keys, a DeepSpeed
- * ds_config).  Depends on sim, models and common.
+ * configurations (a Megatron-LM command line, NeMo 1.x YAML keys, a NeMo
+ * 2.0 Python recipe, a DeepSpeed ds_config).  Depends on sim, models and
+ * common.
  */
 #ifndef PODPLAN_PLANNER_H
 #define PODPLAN_PLANNER_H
@@ -84,7 +85,12 @@ typedef enum {
     PP_PLAN_TARGET_ANY,       /* no limit */
     PP_PLAN_TARGET_MEGATRON,  /* ZeRO 0 or 1 (--use-distributed-optimizer) */
     PP_PLAN_TARGET_NEMO,      /* the same (distributed_fused_adam) */
-    PP_PLAN_TARGET_DEEPSPEED  /* ZeRO 2 and 3 only without pipelining */
+    PP_PLAN_TARGET_DEEPSPEED, /* DeepSpeed's pipeline engine: ZeRO 2 and 3
+                                 only without pipelining, no interleaving,
+                                 no sequence parallelism, recomputation
+                                 full or none, ranks tp,dp,pp */
+    PP_PLAN_TARGET_NEMO2      /* NeMo 2.0 (MegatronStrategy): as NEMO,
+                                 ranks tp,dp,pp */
 } pp_plan_target;
 
 /* What the cluster costs to own and run (cost.c).  Plain data, filled by
@@ -127,9 +133,13 @@ typedef struct pp_plan_options {
     uint64_t seed;             /* ECMP hashing of the simulations */
     char placement[3];         /* rank order, innermost first: "tpd" (TP,
                                   then PP, then DP: Megatron-LM's
-                                  --use-tp-pp-dp-mapping; the default) or
-                                  "tdp" (Megatron-LM's and DeepSpeed's
-                                  default order) */
+                                  --use-tp-pp-dp-mapping) or "tdp"
+                                  (Megatron-LM's and DeepSpeed's default
+                                  order); all zero (the default): both are
+                                  searched, each layout with PP and DP
+                                  estimated (and maybe simulated) under
+                                  each.  The DeepSpeed and NeMo 2.0 targets
+                                  allow "tdp" only. */
     int jobs;                  /* simulations run at once (threads); 0:
                                   one per online CPU.  The result does not
                                   depend on it. */
@@ -174,6 +184,11 @@ const char *pp_plan_reject_why(pp_plan_reject r);    /* a phrase */
 typedef struct pp_plan_candidate {
     pp_parallel par;
     bool dp_overlap;
+    char placement[3];          /* the rank order it was planned for ("tpd"
+                                   or "tdp"); a layout without both PP and
+                                   DP has one candidate, under the first
+                                   placement searched (the orders give it
+                                   the same ranks) */
     int64_t gpus;               /* tp x pp x dp */
     pp_memory memory;           /* per GPU, the first stage */
     double memory_limit_bytes;  /* HBM less the reserve */
@@ -212,7 +227,8 @@ typedef struct pp_plan pp_plan;
  * what it keeps).  Returns 0 with *out set when at least one layout is
  * feasible.  PP_EUSAGE/PP_EINPUT for options that can never be met (a
  * --fix tp that does not divide the heads, --gpus beyond the cluster,
- * --objective cost without prices), with the option named.
+ * --objective cost without prices, a placement the target cannot launch),
+ * with the option named.
  * PP_EINFEASIBLE when no layout fits: the message names the closest
  * candidate, how much memory it lacks and what would make it fit (full
  * recomputation, ZeRO, the smallest GPU count that fits on this cluster).
@@ -230,7 +246,8 @@ const pp_plan_stats *pp_plan_stats_get(const pp_plan *p);
 const pp_plan_options *pp_plan_options_get(const pp_plan *p);
 const pp_model *pp_plan_model(const pp_plan *p);
 const char *pp_plan_cluster_name(const pp_plan *p);
-/* The index of the candidate with this layout, or -1. */
+/* The index of the best-ranked candidate with this layout (under any
+ * placement), or -1. */
 long pp_plan_find(const pp_plan *p, const pp_parallel *par, bool overlap);
 
 /* ------------------------------------------------------------------------
@@ -290,6 +307,7 @@ typedef enum {
     PP_PLAN_FMT_MEGATRON,
     PP_PLAN_FMT_NEMO,
     PP_PLAN_FMT_DEEPSPEED,
+    PP_PLAN_FMT_NEMO2,
     PP_PLAN_FMT__COUNT
 } pp_plan_format;
 
@@ -297,9 +315,21 @@ extern const char *const pp_plan_format_names[]; /* NULL-terminated */
 
 /* Writes the plan.  timing false leaves out the wall-clock figures, so
  * that the same search gives byte-identical output.  The launch formats
- * (megatron, nemo, deepspeed) describe the best candidate. */
+ * (megatron, nemo, deepspeed, nemo2) describe the best candidate. */
 int pp_plan_write(const pp_plan *p, pp_plan_format f, bool timing, FILE *fp,
                   pp_error *e);
+
+/* The launch target a format restricts the search to (PP_PLAN_TARGET_ANY
+ * for table, json and yaml). */
+pp_plan_target pp_plan_format_target(pp_plan_format f);
+
+/* Writes what a launch format assumed that its output cannot say, one line
+ * each, every line starting with `prefix`: for deepspeed (whose JSON must
+ * hold DeepSpeed's keys only) the rank order, the schedule, what the model
+ * code must set; nothing for the other formats, whose comments say it.
+ * Returns the number of lines written. */
+int pp_plan_write_assumptions(const pp_plan *p, pp_plan_format f,
+                              const char *prefix, FILE *fp);
 
 #ifdef __cplusplus
 }

@@ -157,6 +157,12 @@ static int read_gpu(pp_node *m, const char *path, pp_gpu_spec *g,
                            "expected at least one of fp64, fp64_tc, fp32, "
                            "tf32, bf16, fp8, int8");
 
+    /* peak.bf16 holds the 16-bit tensor rate either way; launchers must
+     * know whether it is bf16's (--bf16) or fp16's only (--fp16). */
+    if ((rc = pp_map_bool(m, path, "fp16_only", PP_OPTIONAL, &g->fp16_only,
+                          e)) < 0)
+        return rc;
+
     if ((rc = pp_map_quantity(m, path, "hbm", PP_REQUIRED, PP_Q_BYTES, NULL,
                               false, &g->hbm_bytes, e)) < 0 ||
         (rc = pp_map_quantity(m, path, "hbm_bw", PP_REQUIRED,
