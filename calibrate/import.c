@@ -84,7 +84,7 @@ int pp__cal_import_nccl(pp_cal_set *s, int src, const char *name,
     char line[LINE_MAX_LEN], hosts[64][PP_CAL_STR];
     size_t pos = 0, rows = 0;
     int ln = 0, nhosts = 0, header_line = 0;
-    int64_t ranks = 0;
+    int64_t ranks = 0, proc_gpus = 0;
     const char *op = NULL;
     bool have = false;
     nccl_hdr hd;
@@ -100,9 +100,17 @@ int pp__cal_import_nccl(pp_cal_set *s, int src, const char *name,
             snprintf(buf, sizeof buf, "%s", t + 1);
             int n = pp__cal_split(buf, tok, MAX_TOK);
             if (n >= 1 && !strcmp(tok[0], "nThread")) {
-                /* A new test: its own ranks follow. */
+                /* A new test: its own ranks follow.  Without "Rank" lines
+                 * (old versions, or a cut log) one process drives nThread
+                 * x nGpus GPUs of one node. */
                 ranks = 0;
                 nhosts = 0;
+                double nt = 0, ng = 0;
+                for (int i = 0; i + 1 < n; i++) {
+                    if (!strcmp(tok[i], "nThread")) pp__cal_number(tok[i + 1], &nt);
+                    if (!strcmp(tok[i], "nGpus")) pp__cal_number(tok[i + 1], &ng);
+                }
+                proc_gpus = (int64_t)(nt * ng);
             } else if (n >= 2 && !strcmp(tok[0], "Rank")) {
                 ranks++;
                 for (int i = 1; i + 1 < n; i++)
@@ -164,8 +172,12 @@ int pp__cal_import_nccl(pp_cal_set *s, int src, const char *name,
             pp__cal_strcpy(p.variant, v ? "in-place" : "out-of-place");
             p.ranks = ranks;
             p.nodes = nhosts;
-            p.scope = nhosts == 1 ? PP_CAL_SCOPE_INTRA
-                      : nhosts > 1 ? PP_CAL_SCOPE_INTER : PP_CAL_SCOPE_UNKNOWN;
+            if (!ranks && proc_gpus > 0) {
+                p.ranks = proc_gpus;
+                p.nodes = 1;
+            }
+            p.scope = p.nodes == 1 ? PP_CAL_SCOPE_INTRA
+                      : p.nodes > 1 ? PP_CAL_SCOPE_INTER : PP_CAL_SCOPE_UNKNOWN;
             p.bytes = size;
             p.time_s = ts * 1e-6;
             p.bw_Bps = bw * 1e9;
@@ -290,8 +302,9 @@ int pp__cal_import_perftest(pp_cal_set *s, int src, const char *name,
         pp__cal_point_init(&p, PP_CAL_P2P, src, ln);
         pp__cal_strcpy(p.op, op);
         pp__cal_strcpy(p.algo, "p2p");
-        pp__cal_strcpy(p.link, h && h->link ? h->link
-                               : link[0] ? link : "unknown");
+        /* What the file says wins over the hint. */
+        pp__cal_strcpy(p.link, link[0] ? link
+                               : h && h->link ? h->link : "unknown");
         p.scope = PP_CAL_SCOPE_INTER;
         p.ranks = 2;
         p.bytes = v[0];

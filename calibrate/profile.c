@@ -79,7 +79,7 @@ int pp_cal_profile_write(const pp_cal_result *r, const pp_cal_provenance *pv,
             "provenance: calibrate/README.md.\n");
     fprintf(fp, "name: %s-fitted\n", g->name);
     fprintf(fp, "peak: %s\n", q(g->peak_flops, PP_Q_FLOPRATE, b1, sizeof b1));
-    fprintf(fp, "hbm_bw: %s\n", q(g->hbm_Bps, PP_Q_BANDWIDTH, b1, sizeof b1));
+    fprintf(fp, "hbm_bw: %.8gB/s\n", g->hbm_Bps);
     fprintf(fp, "sms: %d\n", (int)g->sms);
     fprintf(fp, "gemm:\n  efficiency: %.6g\n  k_half: %.6g\n  tiles:\n",
             g->gemm_efficiency, g->gemm_k_half);
