@@ -144,9 +144,10 @@ int pp__cal_import_nccl(pp_cal_set *s, int src, const char *name,
                                 tok[hd.size]);
         if (!op && h && h->op) op = h->op;
         if (!op)
-            return pp_error_set(e, PP_EINPUT, "%s:%d: expected the test's "
-                                "name (all_reduce_perf, ...) before its "
-                                "table, or the collective given (--op)",
+            return pp_error_set(e, PP_EINPUT, "%s:%d: expected the name of "
+                                "the nccl-tests binary that printed the table "
+                                "(all_reduce, all_gather, ... with _perf), or "
+                                "the collective given (--op)",
                                 name, ln);
         for (int v = 0; v < 2; v++) {
             if (hd.time[v] < 0) continue;
@@ -296,8 +297,8 @@ int pp__cal_import_perftest(pp_cal_set *s, int src, const char *name,
                                     tok[i]);
         if (!op[0])
             return pp_error_set(e, PP_EINPUT, "%s:%d: expected the test's "
-                                "title (\"RDMA_Write BW Test\", \"Send Latency "
-                                "Test\", ...) before its table", name, ln);
+                                "title line (RDMA_Write BW, Send Latency, "
+                                "...) before its table", name, ln);
         pp_cal_point p;
         pp__cal_point_init(&p, PP_CAL_P2P, src, ln);
         pp__cal_strcpy(p.op, op);

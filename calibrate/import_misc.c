@@ -37,7 +37,8 @@ int pp__cal_import_megatron(pp_cal_set *s, int src, const char *name,
         while (*end == ' ') end++;
         if (end == v || !(ms > 0) || !isfinite(ms) || (*end && *end != '|'))
             return pp_error_set(e, PP_EINPUT, "%s:%d: expected a time in "
-                                "milliseconds after \"%s\"", name, ln, key);
+                                "milliseconds after \"elapsed time per "
+                                "iteration (ms)\"", name, ln);
         pp_cal_point p;
         pp__cal_point_init(&p, PP_CAL_ITER, src, ln);
         if (h) {
@@ -211,16 +212,19 @@ static int read_set(pp_cal_set *s, const char *name, json_t *root,
     int base = (int)s->n_src;
     for (size_t i = 0; i < json_array_size(src); i++) {
         json_t *o = json_array_get(src, i);
-        char path[32], file[PP_CAL_STR] = "", fmt[PP_CAL_STR] = "",
-             sha[PP_CAL_STR] = "";
+        char path[32], file[PP_CAL_STR] = "", fmt[PP_CAL_STR] = "";
         snprintf(path, sizeof path, "sources[%zu]", i);
         int rc;
         if ((rc = jstr(o, name, path, "file", true, file, e)) < 0
             || (rc = jstr(o, name, path, "format", false, fmt, e)) < 0
-            || (rc = jstr(o, name, path, "sha256", false, sha, e)) < 0)
+            )
             return rc;
-        int k = pp__cal_add_source(s, file, fmt, NULL, 0);
-        snprintf(s->src[k].sha256, sizeof s->src[k].sha256, "%s", sha);
+        /* The path may be longer than a point's strings: read it whole. */
+        json_t *fj = json_object_get(o, "file"), *hj = json_object_get(o, "sha256");
+        int k = pp__cal_add_source(s, json_string_value(fj), fmt, NULL, 0);
+        if (json_is_string(hj))
+            snprintf(s->src[k].sha256, sizeof s->src[k].sha256, "%s",
+                     json_string_value(hj));
     }
     for (size_t i = 0; i < json_array_size(pts); i++) {
         json_t *o = json_array_get(pts, i);
