@@ -9,10 +9,14 @@
  * profiles/a100.yaml) is fitted by nonlinear least squares
  * (gsl_multifit_nlinear, Levenberg-Marquardt with a finite-difference
  * Jacobian: the model is a max over tiles, piecewise smooth).  Fitted:
- * gemm.efficiency, gemm.k_half, and the relative efficiency of each
- * non-reference tile that wins on at least two of the measured shapes
- * (a tile no shape selects cannot be seen in the data: it is kept, and
- * named in the advice).  The framework efficiency is held at 1 here: a
+ * gemm.efficiency, gemm.k_half, and one relative efficiency per tile
+ * area (the tiles of one area reload the same operands per FLOP: the
+ * shipped profiles give them one value, 128x128 = 256x64 = 64x256), for
+ * the areas below the reference (efficiency 1) whose tiles win on at
+ * least two measured shapes.  A tile of its own area that no shape
+ * selects cannot be seen in the data: it is kept, and named in the
+ * advice.  (One parameter per tile would not do: of two tiles that tie,
+ * the first always wins, and the other's column of the Jacobian is 0.)  The framework efficiency is held at 1 here: a
  * micro-benchmark is not a training loop.
  */
 #include "cal_int.h"
@@ -137,7 +141,7 @@ typedef struct gctx {
     const double *sd;
     size_t n;
     pp_gpu_profile g;
-    int tile[PP_PROFILE_TILES];  /* fitted tiles, by index into g.tiles */
+    double area[PP_PROFILE_TILES]; /* fitted tile areas (m x n) */
     size_t n_tiles;
 } gctx;
 
@@ -148,7 +152,9 @@ static void apply(gctx *c, const gsl_vector *x, pp_gpu_profile *g) {
     g->gemm_k_half = kh < 0 ? 0 : kh;
     for (size_t j = 0; j < c->n_tiles; j++) {
         double t = gsl_vector_get(x, 2 + j);
-        g->tiles[c->tile[j]].efficiency = t < 1e-3 ? 1e-3 : t > 1 ? 1 : t;
+        for (size_t i = 0; i < g->n_tiles; i++)
+            if ((double)g->tiles[i].m * g->tiles[i].n == c->area[j])
+                g->tiles[i].efficiency = t < 1e-3 ? 1e-3 : t > 1 ? 1 : t;
     }
 }
 
@@ -197,19 +203,37 @@ int pp_cal_fit_gemm(const pp_cal_set *s, const bool *use, pp_gpu_profile *g,
     c.idx = idx;
     c.n = n;
     c.g = *g;
-    /* Tiles to fit: not the reference (efficiency 1), chosen twice. */
+    /* Tile areas to fit: below the reference (efficiency 1), chosen by
+     * at least two shapes. */
     char unseen[256] = "";
+    int first[PP_PROFILE_TILES];
+    size_t n_areas = 0;
+    double areas[PP_PROFILE_TILES];
     for (size_t t = 0; t < g->n_tiles; t++) {
-        if (g->tiles[t].efficiency >= 1) continue;
+        double a = (double)g->tiles[t].m * g->tiles[t].n;
+        bool ref = false, have = false;
+        for (size_t u = 0; u < g->n_tiles; u++)
+            if ((double)g->tiles[u].m * g->tiles[u].n == a
+                && g->tiles[u].efficiency >= 1)
+                ref = true;
+        for (size_t j = 0; j < n_areas; j++) have |= areas[j] == a;
+        if (ref || have) continue;
+        first[n_areas] = (int)t;
+        areas[n_areas++] = a;
+    }
+    for (size_t j = 0; j < n_areas; j++) {
         size_t wins = 0;
-        for (size_t i = 0; i < n; i++)
-            if (best_tile(g, &s->pts[idx[i]]) == (int)t) wins++;
+        for (size_t i = 0; i < n; i++) {
+            int b = best_tile(g, &s->pts[idx[i]]);
+            if (b >= 0 && (double)g->tiles[b].m * g->tiles[b].n == areas[j])
+                wins++;
+        }
         if (wins >= 2 && 2 + c.n_tiles < PP_CAL_MAX_PARAMS)
-            c.tile[c.n_tiles++] = (int)t;
+            c.area[c.n_tiles++] = areas[j];
         else {
             size_t l = strlen(unseen);
             snprintf(unseen + l, sizeof unseen - l, "%s%dx%d", l ? ", " : "",
-                     g->tiles[t].m, g->tiles[t].n);
+                     g->tiles[first[j]].m, g->tiles[first[j]].n);
         }
     }
     size_t np = 2 + c.n_tiles;
@@ -242,7 +266,9 @@ int pp_cal_fit_gemm(const pp_cal_set *s, const bool *use, pp_gpu_profile *g,
     gsl_vector_set(x, 0, g->gemm_efficiency);
     gsl_vector_set(x, 1, g->gemm_k_half);
     for (size_t j = 0; j < c.n_tiles; j++)
-        gsl_vector_set(x, 2 + j, g->tiles[c.tile[j]].efficiency);
+        for (size_t i = 0; i < g->n_tiles; i++)
+            if ((double)g->tiles[i].m * g->tiles[i].n == c.area[j])
+                gsl_vector_set(x, 2 + j, g->tiles[i].efficiency);
     int info = 0, rc = 0;
     int st = gsl_multifit_nlinear_init(x, &fdf, w);
     if (!st) st = gsl_multifit_nlinear_driver(200, 1e-10, 1e-10, 1e-12, NULL,
@@ -272,10 +298,9 @@ int pp_cal_fit_gemm(const pp_cal_set *s, const bool *use, pp_gpu_profile *g,
             if (j < 2)
                 snprintf(nm, sizeof nm, "%s", names[j]);
             else
-                snprintf(nm, sizeof nm, "tile.%dx%d",
-                         g->tiles[c.tile[j - 2]].m, g->tiles[c.tile[j - 2]].n);
+                snprintf(nm, sizeof nm, "tile.area=%.0f", c.area[j - 2]);
             set_param(f, nm, v, se);
-            if (!(se < 0.5 * fabs(v))) bad = true;
+            if (!(se > 0) || !(se < 0.5 * fabs(v))) bad = true;
         }
         if (st == GSL_EMAXITER) {
             f->ill = true;

@@ -9,8 +9,8 @@
  * lower latency and lower bandwidth, which bends the curve: a second
  * line below a knee.  The knee is the split of the sorted sizes that
  * minimises chi^2 of the two lines (each fitted by WLS, at least three
- * sizes a side); it is kept when it lowers the AIC (chi^2 + 2k) by more
- * than the four parameters it costs.
+ * sizes a side); it is kept when it lowers chi^2 by more than noise
+ * could (see below).
  */
 #include "cal_int.h"
 
@@ -167,7 +167,10 @@ static int fit_group(const pp_cal_set *s, const size_t *idx, size_t n,
             hi = b;
         }
     }
-    bool knee = best_k && best + 2 * 4 < one.chi2 + 2 * 2;
+    /* The best of many splits always lowers chi^2 a little: ask for a
+     * drop no noise would give (25 for the two parameters and the split
+     * searched, p < 1e-5) and a real share of the misfit. */
+    bool knee = best_k && one.chi2 - best > 25 && best < 0.8 * one.chi2;
     line_fit *main_line = knee ? &hi : &one;
     size_t dof = n > (knee ? 4u : 2u) ? n - (knee ? 4 : 2) : 1;
     double chi2 = knee ? best : one.chi2;

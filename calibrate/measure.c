@@ -185,35 +185,53 @@ static bool same_key(const pp_cal_point *a, const pp_cal_point *b) {
     }
 }
 
+/* Repeats (points with the same key) measure the noise.  Few repeats of
+ * each size give wild variances (two that agree to the printed digits say
+ * "no noise"), so the relative variances of all sizes are pooled: the
+ * noise is taken to be a fixed fraction of the time, var_i = c^2 t_i^2,
+ * c^2 the dof-weighted mean of each size's s^2 / mean^2.  A stated spread
+ * (time_sd_s) is used where it is larger.  Without repeats or spreads,
+ * rel is assumed and *assumed is set (the caller then scales the
+ * covariance by the observed scatter). */
 void pp__cal_variances(const pp_cal_set *s, const size_t *idx, size_t n,
                        double rel, double *var, bool *assumed) {
-    *assumed = false;
+    double c2_sum = 0, dof = 0;
+    bool *seen = pp_xcalloc(n ? n : 1, sizeof *seen);
+    bool any_sd = false;
     for (size_t i = 0; i < n; i++) {
         const pp_cal_point *p = &s->pts[idx[i]];
+        if (p->time_sd_s > 0) any_sd = true;
+        if (seen[i]) continue;
         double sum = 0, sum2 = 0;
         size_t m = 0;
-        for (size_t j = 0; j < n; j++) {
+        for (size_t j = i; j < n; j++) {
             const pp_cal_point *q = &s->pts[idx[j]];
-            if (!same_key(p, q)) continue;
+            if (seen[j] || !same_key(p, q)) continue;
+            seen[j] = true;
             sum += q->time_s;
             sum2 += q->time_s * q->time_s;
             m++;
         }
-        double v = 0;
         if (m >= 2) {
             double mean = sum / (double)m;
-            v = (sum2 - (double)m * mean * mean) / (double)(m - 1);
+            double v = (sum2 - (double)m * mean * mean) / (double)(m - 1);
+            if (v < 0) v = 0;
+            c2_sum += (double)(m - 1) * v / (mean * mean);
+            dof += (double)(m - 1);
         }
-        if (p->time_sd_s > 0 && p->time_sd_s * p->time_sd_s > v)
-            v = p->time_sd_s * p->time_sd_s;
-        /* Two repeats that agree to the printed digits say little: keep a
-         * floor of a tenth of the assumed relative error. */
-        double floor_v = (0.1 * rel * p->time_s) * (0.1 * rel * p->time_s);
-        if (v <= 0) {
-            v = (rel * p->time_s) * (rel * p->time_s);
-            *assumed = true;
-        }
-        var[i] = v > floor_v ? v : floor_v;
+    }
+    free(seen);
+    double c2 = dof > 0 ? c2_sum / dof : 0;
+    /* Repeats that all agree exactly: a floor of a tenth of rel. */
+    if (dof > 0 && c2 < 0.01 * rel * rel) c2 = 0.01 * rel * rel;
+    *assumed = dof == 0 && !any_sd;
+    for (size_t i = 0; i < n; i++) {
+        const pp_cal_point *p = &s->pts[idx[i]];
+        double t = p->time_s, v = dof > 0 ? c2 * t * t : 0;
+        double sd2 = p->time_sd_s * p->time_sd_s;
+        if (sd2 > v) v = sd2;
+        if (v <= 0) v = rel * rel * t * t;
+        var[i] = v;
     }
 }
 
