@@ -136,26 +136,35 @@ int pp_cal_plot(const pp_cal_set *s, const pp_cal_validation *v,
     if (system("command -v gnuplot >/dev/null 2>&1") != 0)
         return pp_error_set(e, PP_ENOSYS, "--plot: gnuplot not found: install "
                             "it (Debian: apt-get install gnuplot-nox)");
-    char dat[] = "/tmp/podplan-plot-XXXXXX";
-    int fd = mkstemp(dat);
-    FILE *fp = fd >= 0 ? fdopen(fd, "w") : NULL;
-    if (!fp) {
-        if (fd >= 0) close(fd);
-        return pp_error_set(e, PP_EIO, "--plot: temporary file: %s",
-                            strerror(errno));
-    }
+    /* One data file per kind (gnuplot's "index" over empty blocks is
+     * fragile). */
+    char dat[PP_CAL__KINDS][32];
     bool has[PP_CAL__KINDS] = {0};
+    memset(dat, 0, sizeof dat);
+    int rc = 0;
     for (int k = 0; k < PP_CAL__KINDS; k++) {
+        dat[k][0] = '\0';
+        FILE *fp = NULL;
         for (size_t i = 0; i < v->n; i++) {
             const pp_cal_point *p = &s->pts[v->v[i].idx];
             if ((int)p->kind != k) continue;
+            if (!fp) {
+                snprintf(dat[k], sizeof dat[k], "/tmp/podplan-plot-XXXXXX");
+                int fd = mkstemp(dat[k]);
+                fp = fd >= 0 ? fdopen(fd, "w") : NULL;
+                if (!fp) {
+                    if (fd >= 0) close(fd);
+                    rc = pp_error_set(e, PP_EIO, "--plot: temporary file: %s",
+                                      strerror(errno));
+                    goto out;
+                }
+                has[k] = true;
+            }
             fprintf(fp, "%.9g %.9g\n", v->v[i].measured_s, v->v[i].predicted_s);
-            has[k] = true;
         }
-        fprintf(fp, "\n\n");
+        if (fp) fclose(fp);
     }
-    fclose(fp);
-    char tmp_svg[1100], script[4096];
+    char tmp_svg[1100], script[4096], cmd[8192];
     snprintf(tmp_svg, sizeof tmp_svg, "%s.tmp.%ld", svg_path, (long)getpid());
     int len = snprintf(script, sizeof script,
                        "set terminal svg size 800,600 dynamic; set output '%s';"
@@ -167,21 +176,20 @@ int pp_cal_plot(const pp_cal_set *s, const pp_cal_validation *v,
     for (int k = 0; k < PP_CAL__KINDS; k++)
         if (has[k])
             len += snprintf(script + len, sizeof script - (size_t)len,
-                            ", '%s' index %d title '%s' with points", dat, k,
+                            ", '%s' title '%s' with points", dat[k],
                             pp_cal_kind_name((pp_cal_kind)k));
-    char cmd[8192];
     snprintf(cmd, sizeof cmd, "gnuplot -e \"%s\" 2>&1", script);
     int st = system(cmd);
-    unlink(dat);
     if (st != 0) {
         unlink(tmp_svg);
-        return pp_error_set(e, PP_EFAIL, "--plot: gnuplot failed (status %d)",
-                            st);
-    }
-    if (rename(tmp_svg, svg_path) != 0) {
+        rc = pp_error_set(e, PP_EFAIL, "--plot: gnuplot failed (status %d)", st);
+    } else if (rename(tmp_svg, svg_path) != 0) {
         unlink(tmp_svg);
-        return pp_error_set(e, PP_EIO, "--plot: %s: %s", svg_path,
-                            strerror(errno));
+        rc = pp_error_set(e, PP_EIO, "--plot: %s: %s", svg_path,
+                          strerror(errno));
     }
-    return 0;
+out:
+    for (int k = 0; k < PP_CAL__KINDS; k++)
+        if (dat[k][0]) unlink(dat[k]);
+    return rc;
 }

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli_run.h"
 #include "podplan/calibrate.h"
@@ -275,6 +276,116 @@ static void test_cli_import(void **state) {
     cli_result_free(&r);
 }
 
+static char *slurp(const char *path) {
+    FILE *fp = fopen(path, "rb");
+    if (!fp) return NULL;
+    fseek(fp, 0, SEEK_END);
+    long n = ftell(fp);
+    rewind(fp);
+    char *b = malloc((size_t)n + 1);
+    size_t got = fread(b, 1, (size_t)n, fp);
+    b[got] = '\0';
+    fclose(fp);
+    return b;
+}
+
+/* fit -> profile (deterministic under SOURCE_DATE_EPOCH, with provenance
+ * and network) -> its network section back -> validate -> --plain is a
+ * profile today's simulate accepts. */
+static void test_cli_fit_validate(void **state) {
+    (void)state;
+    const char *prof = "/tmp/podplan-test-cal-profile.yaml";
+    const char *inputs = DATA "nccl-h100-2x8-allreduce.txt " DATA
+                         "perftest-ib_write_bw-gbits.txt";
+    setenv("SOURCE_DATE_EPOCH", "1700000000", 1);
+    cli_result r;
+    char *a = NULL, *b = NULL;
+    for (int i = 0; i < 2; i++) {
+        cli_runf(&r, "calibrate fit --cluster selene-like --link ethernet %s -o %s",
+                 inputs, prof);
+        if (r.status != 0) fail_msg("%s", r.err);
+        assert_non_null(strstr(r.out, "alpha_s"));
+        cli_result_free(&r);
+        if (i == 0) a = slurp(prof); else b = slurp(prof);
+    }
+    assert_string_equal(a, b);   /* same inputs, same date: same bytes */
+    assert_non_null(strstr(a, "date: \"2023-11-14T22:13:20Z\""));
+    assert_non_null(strstr(a, "sha256: \"dffab8f4a81daaab42ff50a81bc6a5227f92d64aa3a0c4b541f21273df053b8f\""));
+    assert_non_null(strstr(a, "\nnetwork:\n"));
+    free(a);
+    free(b);
+
+    pp_cal_network net;
+    pp_error e = PP_ERROR_INIT;
+    if (pp_cal_network_load(prof, &net, &e)) fail_msg("%s", e.msg);
+    assert_int_equal(net.n, 2);  /* allreduce over ethernet; write_bw over roce */
+    bool seen = false;
+    for (size_t i = 0; i < net.n; i++)
+        if (!strcmp(net.v[i].op, "allreduce")) {
+            seen = true;
+            assert_int_equal(net.v[i].ranks, 16);
+            assert_int_equal(net.v[i].scope, PP_CAL_SCOPE_INTER);
+            assert_true(net.v[i].knee_bytes > 0);
+            /* The 1 GiB point predicted within 10%. */
+            double t = pp_cal_net_time_s(&net.v[i], 1073741824);
+            assert_true(fabs(t / 6759.0e-6 - 1) < 0.10);
+        }
+    assert_true(seen);
+    pp_cal_network_fini(&net);
+
+    cli_runf(&r, "calibrate validate --profile %s --link ethernet --format json %s",
+             prof, inputs);
+    if (r.status != 0) fail_msg("%s", r.err);
+    json_t *j = cli_json(&r);
+    assert_int_equal(json_array_size(json_object_get(j, "points")), 62 + 23);
+    double mean = json_real_value(json_object_get(j, "mean_abs_error"));
+    printf("  validate: mean |error| %.2f%%\n", 100 * mean);
+    assert_true(mean < 0.10);
+    json_decref(j);
+    cli_result_free(&r);
+
+    cli_runf(&r, "calibrate validate --profile %s --link ethernet --holdout 4 %s",
+             prof, DATA "nccl-h100-2x8-allreduce.txt");
+    if (r.status != 0) fail_msg("%s", r.err);
+    assert_non_null(strstr(r.out, "(held out)"));
+    cli_result_free(&r);
+
+    /* Today's sim rejects the network: section; --plain is accepted. */
+    cli_runf(&r, "calibrate fit --plain --cluster selene-like %s -o %s",
+             DATA "nccl-h100-2x8-allreduce.txt", prof);
+    assert_int_equal(r.status, 0);
+    cli_result_free(&r);
+    cli_runf(&r, "simulate --model megatron-1.7b --cluster selene-like "
+             "--parallel tp=1,pp=1,dp=32,mbs=16,gbs=512 --fidelity analytic "
+             "--profile %s", prof);
+    if (r.status != 0) fail_msg("%s", r.err);
+    assert_non_null(strstr(r.out, "a100-fitted"));
+    cli_result_free(&r);
+    unlink(prof);
+    unsetenv("SOURCE_DATE_EPOCH");
+}
+
+static void test_cli_plot(void **state) {
+    (void)state;
+    const char *svg = "/tmp/podplan-test-cal.svg";
+    unlink(svg);
+    cli_result r;
+    cli_runf(&r, "calibrate validate --profile a100 --cluster selene-like "
+             "--plot %s %s", svg, PODPLAN_SOURCE_DIR "/calibrate/examples/gemm-sweep.csv");
+    if (system("command -v gnuplot >/dev/null 2>&1") != 0) {
+        assert_int_equal(r.status, 1);
+        assert_non_null(strstr(r.err, "gnuplot not found"));
+    } else {
+        if (r.status != 0) fail_msg("%s", r.err);
+        char *t = slurp(svg);
+        assert_non_null(t);
+        assert_non_null(strstr(t, "<svg"));
+        free(t);
+    }
+    unlink(svg);
+    cli_result_free(&r);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sha256),
@@ -285,6 +396,8 @@ int main(void) {
         cmocka_unit_test(test_other_formats),
         cmocka_unit_test(test_errors_leave_set_unchanged),
         cmocka_unit_test(test_cli_import),
+        cmocka_unit_test(test_cli_fit_validate),
+        cmocka_unit_test(test_cli_plot),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

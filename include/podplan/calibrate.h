@@ -151,8 +151,10 @@ typedef struct pp_cal_fit {
  *   t(S) = alpha_lo + S/beta_lo up to a knee, then the line above (knee)
  * by weighted least squares (gsl_multifit_wlinear).  Weights are 1/var,
  * var from the spread of repeated sizes (several points at one size, or a
- * stated time_sd_s), else a 2% relative error is assumed (stated in the
- * fit's advice).  The knee model is kept when it lowers the AIC. */
+ * stated time_sd_s; the noise is pooled across sizes as a relative
+ * error), else a 2% relative error is assumed (stated in the fit's
+ * advice).  The knee is kept when it lowers chi^2 by more than noise
+ * could (calibrate/README.md). */
 typedef struct pp_cal_netfit {
     char op[PP_CAL_STR], algo[PP_CAL_STR], link[PP_CAL_STR];
     pp_cal_kind kind;
