@@ -140,19 +140,15 @@ int pp_cal_fit_stack(const pp_cal_set *s, const bool *use,
     iter_case *v = pp_xcalloc(n, sizeof *v);
     sctx c = {v, n, *g, 0, e};
     int rc = 0;
-    size_t loaded = 0;
-    for (; loaded < n; loaded++) {
-        iter_case *ic = &v[loaded];
-        if ((rc = case_load(s, &s->pts[f->idx[loaded]], cluster_default, ic,
-                            e)) < 0)
-            break;
+    /* Load each layout once; the measured time (from TFLOP/s, via F_iter)
+     * does not depend on the efficiency. */
+    for (size_t i = 0; i < n; i++) {
         double pred;
-        if ((rc = case_run(ic, g, &pred, &ic->meas_s, e)) < 0) {
-            loaded++;
-            break;
-        }
+        if ((rc = case_load(s, &s->pts[f->idx[i]], cluster_default, &v[i],
+                            e)) < 0
+            || (rc = case_run(&v[i], g, &pred, &v[i].meas_s, e)) < 0)
+            goto out;
     }
-    if (rc < 0) goto out;
 
     double x = NAN;
     if (n == 1) {
