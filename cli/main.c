@@ -5,6 +5,8 @@
 
 #include <string.h>
 
+extern const pp_cli_cmd pp_cmd_calibrate; /* cli/cmd_calibrate.c */
+
 static const pp_cli_cmd *const commands[] = {
     /* The three questions first: plan, what if (simulate), then the
      * building blocks and the closed forms. */
@@ -18,6 +20,7 @@ static const pp_cli_cmd *const commands[] = {
     &pp_cmd_memory,
     &pp_cmd_exec,
     &pp_cmd_list,
+    &pp_cmd_calibrate,
     NULL,
 };
 

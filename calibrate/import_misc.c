@@ -1,0 +1,493 @@
+/*
+ * import_misc.c: the structured formats (JSON from `podplan exec` and
+ * measurement sets, GEMM/membw CSVs, the iteration-time YAML) and
+ * Megatron-LM logs.  Schemas: calibrate/README.md.
+ */
+#include "cal_int.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#define LINE_MAX_LEN 4096
+
+/* ------------------------------------------------------------------------
+ * Megatron-LM: " iteration 100/ 500000 | consumed samples: ... | elapsed
+ * time per iteration (ms): 16251.6 | ...".  The layout is not in the log:
+ * it comes from the hints (--model --cluster --parallel) or from the
+ * iterations YAML that names the log.
+ * ---------------------------------------------------------------------- */
+int pp__cal_import_megatron(pp_cal_set *s, int src, const char *name,
+                            const char *text, const pp_cal_hints *h,
+                            pp_error *e) {
+    static const char key[] = "elapsed time per iteration (ms):";
+    char line[LINE_MAX_LEN];
+    size_t pos = 0, found = 0;
+    int ln = 0;
+    while (pp__cal_getline(text, &pos, line, sizeof line)) {
+        ln++;
+        char *k = strstr(line, key);
+        if (!k) continue;
+        char *v = k + sizeof key - 1, *end;
+        while (*v == ' ') v++;
+        double ms = strtod(v, &end);
+        while (*end == ' ') end++;
+        if (end == v || !(ms > 0) || !isfinite(ms) || (*end && *end != '|'))
+            return pp_error_set(e, PP_EINPUT, "%s:%d: expected a time in "
+                                "milliseconds after \"elapsed time per "
+                                "iteration (ms)\"", name, ln);
+        pp_cal_point p;
+        pp__cal_point_init(&p, PP_CAL_ITER, src, ln);
+        if (h) {
+            pp__cal_strcpy(p.model, h->model);
+            pp__cal_strcpy(p.cluster, h->cluster);
+            snprintf(p.parallel, sizeof p.parallel, "%s",
+                     h->parallel ? h->parallel : "");
+        }
+        p.time_s = ms * 1e-3;
+        pp__cal_add_point(s, &p);
+        found++;
+    }
+    if (!found)
+        return pp_error_set(e, PP_EINPUT, "%s:1: expected Megatron-LM lines "
+                            "with \"%s N\"", name, key);
+    return 0;
+}
+
+/* ------------------------------------------------------------------------
+ * CSV: a header line naming the columns, then one row per shape.
+ *   GEMM:  m,n,k[,batch],time_s|time_ms|time_us[,time_sd_s][,repeats]
+ *   membw: bytes,time_s|time_ms|time_us[,time_sd_s][,repeats]
+ * '#' starts a comment line.
+ * ---------------------------------------------------------------------- */
+enum { C_M, C_N, C_K, C_BATCH, C_BYTES, C_TS, C_TMS, C_TUS, C_SD, C_REP,
+       C_DTYPE, C__N };
+static const char *const csv_names[C__N] = {
+    "m", "n", "k", "batch", "bytes", "time_s", "time_ms", "time_us",
+    "time_sd_s", "repeats", "dtype"};
+
+static int csv_fields(char *line, char **f, int *col, int max) {
+    int n = 0;
+    char *p = line;
+    for (;;) {
+        while (*p == ' ' || *p == '\t') p++;
+        if (n == max) return n + 1;
+        col[n] = (int)(p - line) + 1;
+        f[n++] = p;
+        char *c = strchr(p, ',');
+        char *end = c ? c : p + strlen(p);
+        while (end > p && isspace((unsigned char)end[-1])) end--;
+        *end = '\0';
+        if (!c) break;
+        p = c + 1;
+    }
+    return n;
+}
+
+int pp__cal_import_csv(pp_cal_set *s, int src, const char *name,
+                       const char *text, pp_error *e) {
+    char line[LINE_MAX_LEN], header[LINE_MAX_LEN] = "";
+    size_t pos = 0, rows = 0;
+    int ln = 0, which[32], ncol = 0, hline = 0;
+    while (pp__cal_getline(text, &pos, line, sizeof line)) {
+        ln++;
+        char *t = line;
+        while (isspace((unsigned char)*t)) t++;
+        if (!*t || *t == '#') continue;
+        char *f[32];
+        int col[32];
+        if (!ncol) {
+            snprintf(header, sizeof header, "%s", t);
+            ncol = csv_fields(t, f, col, 32);
+            hline = ln;
+            bool seen[C__N] = {0};
+            for (int i = 0; i < ncol; i++) {
+                which[i] = -1;
+                for (int c = 0; c < C__N; c++)
+                    if (!strcmp(f[i], csv_names[c])) which[i] = c;
+                if (which[i] < 0 || seen[which[i]])
+                    return pp_error_set(e, PP_EINPUT, "%s:%d:%d: expected a "
+                                        "column name (m, n, k, batch, bytes, "
+                                        "time_s, time_ms, time_us, time_sd_s, "
+                                        "repeats, dtype), once each; got "
+                                        "\"%s\"", name, ln, col[i], f[i]);
+                seen[which[i]] = true;
+            }
+            bool gemm = seen[C_M] && seen[C_N] && seen[C_K];
+            bool time = seen[C_TS] || seen[C_TMS] || seen[C_TUS];
+            if (!(gemm || seen[C_BYTES]) || !time
+                || (seen[C_TS] + seen[C_TMS] + seen[C_TUS]) != 1)
+                return pp_error_set(e, PP_EINPUT, "%s:%d: expected a header "
+                                    "with m,n,k (GEMM) or bytes (membw) and "
+                                    "one of time_s, time_ms, time_us", name,
+                                    ln);
+            continue;
+        }
+        int n = csv_fields(t, f, col, 32);
+        if (n != ncol)
+            return pp_error_set(e, PP_EINPUT, "%s:%d: expected %d fields "
+                                "(%s), got %d", name, ln, ncol, header, n);
+        double v[C__N] = {0};
+        bool gemm = false;
+        for (int i = 0; i < n; i++) {
+            if (which[i] == C_DTYPE) continue;
+            double x;
+            if (!pp__cal_number(f[i], &x) || x < 0
+                || (x == 0 && which[i] != C_SD))
+                return pp_error_set(e, PP_EINPUT, "%s:%d:%d: %s: expected a "
+                                    "positive number, got \"%s\"", name, ln,
+                                    col[i], csv_names[which[i]], f[i]);
+            v[which[i]] = x;
+            if (which[i] == C_M) gemm = true;
+        }
+        pp_cal_point p;
+        pp__cal_point_init(&p, gemm ? PP_CAL_GEMM : PP_CAL_MEMBW, src, ln);
+        p.m = v[C_M];
+        p.n = v[C_N];
+        p.k = v[C_K];
+        p.batch = v[C_BATCH] > 0 ? v[C_BATCH] : 1;
+        p.bytes = v[C_BYTES];
+        p.time_s = v[C_TS] + v[C_TMS] * 1e-3 + v[C_TUS] * 1e-6;
+        p.time_sd_s = v[C_SD]; /* always seconds, whatever the time unit */
+        p.repeats = (int64_t)v[C_REP];
+        pp__cal_add_point(s, &p);
+        rows++;
+    }
+    if (!rows)
+        return pp_error_set(e, PP_EINPUT, "%s:%d: expected rows after the "
+                            "CSV header", name, hline ? hline : 1);
+    return 0;
+}
+
+/* ------------------------------------------------------------------------
+ * JSON.  jansson keeps no positions for values: errors inside a valid
+ * document name the JSON path (file:results[3].time_s).
+ * ---------------------------------------------------------------------- */
+static int jnum(json_t *o, const char *name, const char *path, const char *k,
+                bool required, double min, double *out, pp_error *e) {
+    json_t *v = json_object_get(o, k);
+    if (!v) {
+        if (!required) return 0;
+        return pp_error_set(e, PP_EINPUT, "%s:%s: %s: expected a number "
+                            "(missing)", name, path, k);
+    }
+    if (!json_is_number(v) || !(json_number_value(v) >= min))
+        return pp_error_set(e, PP_EINPUT, "%s:%s: %s: expected a number >= %g",
+                            name, path, k, min);
+    *out = json_number_value(v);
+    return 0;
+}
+
+static int jstr(json_t *o, const char *name, const char *path, const char *k,
+                bool required, char *out, pp_error *e) {
+    json_t *v = json_object_get(o, k);
+    if (!v) {
+        if (!required) return 0;
+        return pp_error_set(e, PP_EINPUT, "%s:%s: %s: expected a string "
+                            "(missing)", name, path, k);
+    }
+    if (!json_is_string(v))
+        return pp_error_set(e, PP_EINPUT, "%s:%s: %s: expected a string",
+                            name, path, k);
+    pp__cal_strcpy(out, json_string_value(v));
+    return 0;
+}
+
+static int kind_of(const char *k) {
+    for (int i = 0; i < PP_CAL__KINDS; i++)
+        if (!strcmp(k, pp_cal_kind_name((pp_cal_kind)i))) return i;
+    return -1;
+}
+
+static int read_set(pp_cal_set *s, const char *name, json_t *root,
+                    pp_error *e) {
+    json_t *src = json_object_get(root, "sources"),
+           *pts = json_object_get(root, "points");
+    if (!json_is_array(src) || !json_is_array(pts))
+        return pp_error_set(e, PP_EINPUT, "%s: expected \"sources\" and "
+                            "\"points\" arrays", name);
+    int base = (int)s->n_src;
+    for (size_t i = 0; i < json_array_size(src); i++) {
+        json_t *o = json_array_get(src, i);
+        char path[32], file[PP_CAL_STR] = "", fmt[PP_CAL_STR] = "";
+        snprintf(path, sizeof path, "sources[%zu]", i);
+        int rc;
+        if ((rc = jstr(o, name, path, "file", true, file, e)) < 0
+            || (rc = jstr(o, name, path, "format", false, fmt, e)) < 0
+            )
+            return rc;
+        /* The path may be longer than a point's strings: read it whole. */
+        json_t *fj = json_object_get(o, "file"), *hj = json_object_get(o, "sha256");
+        int k = pp__cal_add_source(s, json_string_value(fj), fmt, NULL, 0);
+        if (json_is_string(hj))
+            snprintf(s->src[k].sha256, sizeof s->src[k].sha256, "%s",
+                     json_string_value(hj));
+    }
+    for (size_t i = 0; i < json_array_size(pts); i++) {
+        json_t *o = json_array_get(pts, i);
+        char path[32], kind[PP_CAL_STR] = "", scope[PP_CAL_STR] = "";
+        snprintf(path, sizeof path, "points[%zu]", i);
+        pp_cal_point p;
+        pp__cal_point_init(&p, PP_CAL_COLL, 0, 0);
+        double src_i = 0, line = 0, ranks = 0, nodes = 0, rep = 0;
+        int rc;
+        if ((rc = jstr(o, name, path, "kind", true, kind, e)) < 0) return rc;
+        int kk = kind_of(kind);
+        if (kk < 0)
+            return pp_error_set(e, PP_EINPUT, "%s:%s: kind: expected "
+                                "collective, p2p, gemm, membw or iteration, "
+                                "got \"%s\"", name, path, kind);
+        p.kind = (pp_cal_kind)kk;
+        if ((rc = jnum(o, name, path, "source", true, 0, &src_i, e)) < 0
+            || (rc = jnum(o, name, path, "line", false, 0, &line, e)) < 0
+            || (rc = jstr(o, name, path, "where", false, p.where, e)) < 0
+            || (rc = jstr(o, name, path, "op", false, p.op, e)) < 0
+            || (rc = jstr(o, name, path, "algo", false, p.algo, e)) < 0
+            || (rc = jstr(o, name, path, "link", false, p.link, e)) < 0
+            || (rc = jstr(o, name, path, "variant", false, p.variant, e)) < 0
+            || (rc = jstr(o, name, path, "scope", false, scope, e)) < 0
+            || (rc = jnum(o, name, path, "ranks", false, 0, &ranks, e)) < 0
+            || (rc = jnum(o, name, path, "nodes", false, 0, &nodes, e)) < 0
+            || (rc = jnum(o, name, path, "bytes", false, 0, &p.bytes, e)) < 0
+            || (rc = jnum(o, name, path, "m", false, 0, &p.m, e)) < 0
+            || (rc = jnum(o, name, path, "n", false, 0, &p.n, e)) < 0
+            || (rc = jnum(o, name, path, "k", false, 0, &p.k, e)) < 0
+            || (rc = jnum(o, name, path, "batch", false, 0, &p.batch, e)) < 0
+            || (rc = jstr(o, name, path, "model", false, p.model, e)) < 0
+            || (rc = jstr(o, name, path, "cluster", false, p.cluster, e)) < 0
+            || (rc = jnum(o, name, path, "bucket_bytes", false, 0,
+                          &p.bucket_bytes, e)) < 0
+            || (rc = jnum(o, name, path, "time_s", false, 0, &p.time_s, e)) < 0
+            || (rc = jnum(o, name, path, "time_sd_s", false, 0, &p.time_sd_s,
+                          e)) < 0
+            || (rc = jnum(o, name, path, "repeats", false, 0, &rep, e)) < 0
+            || (rc = jnum(o, name, path, "bw_Bps", false, 0, &p.bw_Bps, e)) < 0
+            || (rc = jnum(o, name, path, "tflops_per_gpu", false, 0,
+                          &p.tflops, e)) < 0)
+            return rc;
+        json_t *par = json_object_get(o, "parallel");
+        if (json_is_string(par))
+            snprintf(p.parallel, sizeof p.parallel, "%s",
+                     json_string_value(par));
+        p.dp_overlap = json_is_true(json_object_get(o, "dp_overlap"));
+        if (src_i >= (double)json_array_size(src))
+            return pp_error_set(e, PP_EINPUT, "%s:%s: source: expected an "
+                                "index into sources", name, path);
+        if (!(p.time_s > 0) && !(p.tflops > 0))
+            return pp_error_set(e, PP_EINPUT, "%s:%s: time_s: expected a "
+                                "positive time", name, path);
+        p.source = base + (int)src_i;
+        p.line = (int)line;
+        p.ranks = (int64_t)ranks;
+        p.nodes = (int64_t)nodes;
+        p.repeats = (int64_t)rep;
+        p.scope = !strcmp(scope, "intra") ? PP_CAL_SCOPE_INTRA
+                  : !strcmp(scope, "inter") ? PP_CAL_SCOPE_INTER
+                                            : PP_CAL_SCOPE_UNKNOWN;
+        pp__cal_add_point(s, &p);
+    }
+    return 0;
+}
+
+/* `podplan exec` output, as this layer reads it (calibrate/README.md):
+ * {"podplan_exec": 1, "command": "collective"|"gemm"|"membw", ...,
+ *  "results": [{...}, ...]}. */
+static int read_exec(pp_cal_set *s, int src, const char *name, json_t *root,
+                     const pp_cal_hints *h, pp_error *e) {
+    char cmd[PP_CAL_STR] = "", op[PP_CAL_STR] = "", algo[PP_CAL_STR] = "",
+         link[PP_CAL_STR] = "";
+    double ranks = 0, nodes = 0;
+    int rc;
+    if ((rc = jstr(root, name, "$", "command", true, cmd, e)) < 0
+        || (rc = jstr(root, name, "$", "op", false, op, e)) < 0
+        || (rc = jstr(root, name, "$", "algo", false, algo, e)) < 0
+        || (rc = jstr(root, name, "$", "link", false, link, e)) < 0
+        || (rc = jnum(root, name, "$", "ranks", false, 1, &ranks, e)) < 0
+        || (rc = jnum(root, name, "$", "nodes", false, 1, &nodes, e)) < 0)
+        return rc;
+    pp_cal_kind kind;
+    if (!strcmp(cmd, "collective")) kind = PP_CAL_COLL;
+    else if (!strcmp(cmd, "gemm")) kind = PP_CAL_GEMM;
+    else if (!strcmp(cmd, "membw")) kind = PP_CAL_MEMBW;
+    else
+        return pp_error_set(e, PP_EINPUT, "%s:$.command: expected collective, "
+                            "gemm or membw, got \"%s\"", name, cmd);
+    if (kind == PP_CAL_COLL && !op[0])
+        return pp_error_set(e, PP_EINPUT, "%s:$.op: expected the collective "
+                            "(missing)", name);
+    json_t *res = json_object_get(root, "results");
+    if (!json_is_array(res) || !json_array_size(res))
+        return pp_error_set(e, PP_EINPUT, "%s:$.results: expected a non-empty "
+                            "array", name);
+    for (size_t i = 0; i < json_array_size(res); i++) {
+        json_t *o = json_array_get(res, i);
+        char path[32];
+        snprintf(path, sizeof path, "results[%zu]", i);
+        if (!json_is_object(o))
+            return pp_error_set(e, PP_EINPUT, "%s:%s: expected an object",
+                                name, path);
+        pp_cal_point p;
+        pp__cal_point_init(&p, kind, src, 0);
+        snprintf(p.where, sizeof p.where, "%s", path);
+        double rep = 0;
+        if ((rc = jnum(o, name, path, "time_s", true, 1e-15, &p.time_s, e)) < 0
+            || (rc = jnum(o, name, path, "time_sd_s", false, 0, &p.time_sd_s,
+                          e)) < 0
+            || (rc = jnum(o, name, path, "repeats", false, 0, &rep, e)) < 0)
+            return rc;
+        p.repeats = (int64_t)rep;
+        if (kind == PP_CAL_GEMM) {
+            if ((rc = jnum(o, name, path, "m", true, 1, &p.m, e)) < 0
+                || (rc = jnum(o, name, path, "n", true, 1, &p.n, e)) < 0
+                || (rc = jnum(o, name, path, "k", true, 1, &p.k, e)) < 0
+                || (rc = jnum(o, name, path, "batch", false, 1, &p.batch, e)) < 0)
+                return rc;
+        } else {
+            if ((rc = jnum(o, name, path, "bytes", true, 0, &p.bytes, e)) < 0)
+                return rc;
+            if (kind == PP_CAL_COLL) {
+                pp__cal_strcpy(p.op, op);
+                pp__cal_strcpy(p.algo, algo[0] ? algo : "auto");
+                pp__cal_strcpy(p.link, link[0] ? link
+                                       : h && h->link ? h->link : "unknown");
+                p.ranks = (int64_t)ranks;
+                p.nodes = (int64_t)nodes;
+                p.scope = nodes == 1 ? PP_CAL_SCOPE_INTRA
+                          : nodes > 1 ? PP_CAL_SCOPE_INTER
+                                      : PP_CAL_SCOPE_UNKNOWN;
+                if ((rc = jnum(o, name, path, "busbw_Bps", false, 0, &p.bw_Bps,
+                               e)) < 0)
+                    return rc;
+            }
+        }
+        pp__cal_add_point(s, &p);
+    }
+    return 0;
+}
+
+int pp__cal_import_json(pp_cal_set *s, int src, const char *name,
+                        const char *text, size_t len, const pp_cal_hints *h,
+                        pp_error *e) {
+    json_error_t je;
+    json_t *root = json_loadb(text, len, 0, &je);
+    if (!root)
+        return pp_error_set(e, PP_EINPUT, "%s:%d:%d: expected JSON: %s", name,
+                            je.line, je.column, je.text);
+    int rc;
+    if (json_object_get(root, "podplan_measurements")) {
+        snprintf(s->src[src].format, sizeof s->src[src].format, "set");
+        rc = read_set(s, name, root, e);
+    } else if (json_object_get(root, "podplan_exec")) {
+        snprintf(s->src[src].format, sizeof s->src[src].format, "exec");
+        rc = read_exec(s, src, name, root, h, e);
+    } else {
+        rc = pp_error_set(e, PP_EINPUT, "%s:1: expected a JSON object with "
+                          "\"podplan_measurements\" (a measurement set) or "
+                          "\"podplan_exec\" (podplan exec output)", name);
+    }
+    json_decref(root);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------
+ * The iteration-time YAML.
+ * ---------------------------------------------------------------------- */
+static int yaml_item(pp_cal_set *s, int src, const char *name, pp_node *it,
+                     const char *path, pp_error *e) {
+    int rc;
+    const char *model = NULL, *cluster = NULL, *par = NULL, *log = NULL;
+    double secs = 0, tfl = 0, bucket = 0;
+    bool overlap = false;
+    if ((rc = pp_node_expect(it, path, PP_NODE_MAP, e)) < 0
+        || (rc = pp_map_string(it, path, "model", PP_REQUIRED, &model, e)) < 0
+        || (rc = pp_map_string(it, path, "cluster", PP_OPTIONAL, &cluster,
+                               e)) < 0
+        || (rc = pp_map_string(it, path, "parallel", PP_REQUIRED, &par, e)) < 0
+        || (rc = pp_map_quantity(it, path, "seconds", PP_OPTIONAL, PP_Q_TIME,
+                                 "s", false, &secs, e)) < 0
+        || (rc = pp_map_number(it, path, "tflops_per_gpu", PP_OPTIONAL, 1e-3,
+                               1e6, &tfl, e)) < 0
+        || (rc = pp_map_string(it, path, "log", PP_OPTIONAL, &log, e)) < 0
+        || (rc = pp_map_bool(it, path, "dp_overlap", PP_OPTIONAL, &overlap,
+                             e)) < 0
+        || (rc = pp_map_quantity(it, path, "bucket", PP_OPTIONAL, PP_Q_BYTES,
+                                 NULL, false, &bucket, e)) < 0
+        || (rc = pp_map_done(it, path, e)) < 0)
+        return rc;
+    if ((secs > 0) + (tfl > 0) + (log != NULL) != 1)
+        return pp_error_at(e, PP_EINPUT, it, path, "expected exactly one of "
+                           "seconds, tflops_per_gpu, log");
+    pp_parallel pl;
+    pp_parallel_init(&pl);
+    pp_error pe = PP_ERROR_INIT;
+    if (pp_parallel_parse(par, &pl, &pe) < 0)
+        return pp_error_at(e, PP_EINPUT, pp_map_get(it, "parallel"), path,
+                           "parallel: %s", pe.msg);
+    if (log) {
+        /* Relative to the YAML file's folder. */
+        char full[1024];
+        const char *slash = strrchr(name, '/');
+        if (log[0] != '/' && slash)
+            snprintf(full, sizeof full, "%.*s/%s", (int)(slash - name), name,
+                     log);
+        else
+            snprintf(full, sizeof full, "%s", log);
+        pp_cal_hints h = {0};
+        h.model = model;
+        h.cluster = cluster;
+        h.parallel = par;
+        rc = pp_cal_import(s, full, &h, e);
+        if (rc < 0) pp_error_prefix(e, "%s:%d: log: ", name, it->line);
+        return rc;
+    }
+    pp_cal_point p;
+    pp__cal_point_init(&p, PP_CAL_ITER, src, it->line);
+    pp__cal_strcpy(p.model, model);
+    pp__cal_strcpy(p.cluster, cluster);
+    snprintf(p.parallel, sizeof p.parallel, "%s", par);
+    p.time_s = secs;
+    p.tflops = tfl;
+    p.dp_overlap = overlap;
+    p.bucket_bytes = bucket;
+    pp__cal_add_point(s, &p);
+    return 0;
+}
+
+int pp__cal_import_yaml(pp_cal_set *s, int src, const char *name,
+                        const char *text, size_t len, pp_error *e) {
+    pp_doc *doc = NULL;
+    pp_error ye = PP_ERROR_INIT;
+    int rc = pp_doc_load_string(name, text, len, &doc, &ye);
+    pp_node *root = rc == 0 ? pp_doc_root(doc) : NULL;
+    if (!root || root->kind != PP_NODE_MAP || !pp_map_get(root, "iterations")) {
+        pp_doc_free(doc);
+        return pp_error_set(e, PP_EINPUT, "%s:1: expected a measurement file: "
+                            "nccl-tests or perftest output, podplan exec "
+                            "JSON, a measurement set, a GEMM/membw CSV, a "
+                            "Megatron-LM log, or a YAML with `iterations:`",
+                            name);
+    }
+    snprintf(s->src[src].format, sizeof s->src[src].format, "iterations");
+    pp_node *seq = NULL;
+    const char *note = NULL;
+    if ((rc = pp_map_node(root, "", "iterations", PP_REQUIRED, PP_NODE_SEQ,
+                          &seq, e)) < 0
+        || (rc = pp_map_string(root, "", "source", PP_OPTIONAL, &note, e)) < 0
+        || (rc = pp_map_done(root, "", e)) < 0)
+        goto out;
+    for (size_t i = 0; i < seq->n; i++) {
+        char path[64];
+        pp_path_index(path, sizeof path, "iterations", i);
+        if ((rc = yaml_item(s, src, name, seq->items[i], path, e)) < 0)
+            goto out;
+    }
+    if (!seq->n)
+        rc = pp_error_at(e, PP_EINPUT, seq, "iterations",
+                         "expected at least one measured iteration");
+out:
+    pp_doc_free(doc);
+    return rc < 0 ? rc : 0;
+}

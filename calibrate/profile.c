@@ -1,0 +1,285 @@
+/*
+ * profile.c: writing the fitted profile, and reading its `network:`
+ * section back.
+ *
+ * The file is a GPU profile of topologies/profiles/ (sim reads it with
+ * --profile) plus two sections sim does not read yet:
+ *   network:     alpha-beta per link class, scope and algorithm
+ *   provenance:  inputs with their SHA-256, the date, the fit statistics
+ * sim's profile reader closes the root mapping, so until it learns to
+ * skip those two keys, pp_cal_profile_load below reads such a file (and
+ * `calibrate fit --plain` writes one without them).
+ */
+#include "cal_int.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char *q(double v, pp_qkind k, char *buf, size_t len) {
+    return pp_unit_format(v, k, 6, buf, len);
+}
+
+static void yaml_str(FILE *fp, const char *s) {
+    fputc('"', fp);
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\') fputc('\\', fp);
+        if ((unsigned char)*s < 0x20) fputc(' ', fp);
+        else fputc(*s, fp);
+    }
+    fputc('"', fp);
+}
+
+static void date_utc(char *buf, size_t len) {
+    /* SOURCE_DATE_EPOCH (reproducible-builds.org) makes the file a pure
+     * function of its inputs. */
+    const char *sde = getenv("SOURCE_DATE_EPOCH");
+    time_t t = sde && *sde ? (time_t)strtoll(sde, NULL, 10) : time(NULL);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+static void fit_stats(FILE *fp, const char *ind, const pp_cal_fit *f) {
+    fprintf(fp, "%s- what: ", ind);
+    yaml_str(fp, f->what);
+    fprintf(fp, "\n%s  points: %zu\n", ind, f->n_points);
+    if (isfinite(f->r2)) fprintf(fp, "%s  r2: %.6g\n", ind, f->r2);
+    if (isfinite(f->chi2_dof)) fprintf(fp, "%s  chi2_dof: %.6g\n", ind, f->chi2_dof);
+    if (isfinite(f->rel_rms)) fprintf(fp, "%s  rel_rms: %.6g\n", ind, f->rel_rms);
+    if (f->n_params) {
+        fprintf(fp, "%s  params:\n", ind);
+        for (size_t i = 0; i < f->n_params; i++) {
+            fprintf(fp, "%s    %s: {value: %.8g", ind, f->p[i].name,
+                    f->p[i].value);
+            if (isfinite(f->p[i].se)) fprintf(fp, ", se: %.4g", f->p[i].se);
+            fprintf(fp, "}\n");
+        }
+    }
+    if (f->advice[0]) {
+        fprintf(fp, "%s  advice: ", ind);
+        yaml_str(fp, f->advice);
+        fputc('\n', fp);
+    }
+}
+
+int pp_cal_profile_write(const pp_cal_result *r, const pp_cal_provenance *pv,
+                         FILE *fp, pp_error *e) {
+    const pp_gpu_profile *g = &r->profile;
+    char b1[64], date[32];
+    date_utc(date, sizeof date);
+    const char *c = pv->plain ? "# " : "";
+    fprintf(fp, "# %s-fitted: GPU profile fitted by `podplan calibrate fit` "
+            "(podplan %s) on %s.\n", g->name, PODPLAN_VERSION, date);
+    fprintf(fp, "# Schema: topologies/profiles/a100.yaml; network: and "
+            "provenance: calibrate/README.md.\n");
+    fprintf(fp, "name: %s-fitted\n", g->name);
+    fprintf(fp, "peak: %s\n", q(g->peak_flops, PP_Q_FLOPRATE, b1, sizeof b1));
+    fprintf(fp, "hbm_bw: %.8gB/s\n", g->hbm_Bps);
+    fprintf(fp, "sms: %d\n", (int)g->sms);
+    fprintf(fp, "gemm:\n  efficiency: %.6g\n  k_half: %.6g\n  tiles:\n",
+            g->gemm_efficiency, g->gemm_k_half);
+    for (size_t i = 0; i < g->n_tiles; i++)
+        fprintf(fp, "    - {m: %d, n: %d, efficiency: %.6g}\n",
+                (int)g->tiles[i].m, (int)g->tiles[i].n,
+                g->tiles[i].efficiency);
+    fprintf(fp, "memory:\n  efficiency: %.6g\n", g->mem_efficiency);
+    fprintf(fp, "launch_overhead: %s\n", q(g->launch_s, PP_Q_TIME, b1, sizeof b1));
+    fprintf(fp, "framework:\n  grad_accum_bytes: %.6g\n  efficiency: %.6g\n",
+            g->grad_accum_bytes, g->framework_efficiency);
+
+    if (r->n_net && !pv->plain) {
+        fprintf(fp, "network:\n");
+        for (size_t i = 0; i < r->n_net; i++) {
+            const pp_cal_netfit *n = &r->net[i];
+            if (!(n->beta_Bps > 0) || !isfinite(n->alpha_s)) continue;
+            fprintf(fp, "  - link: %s\n    scope: %s\n    op: %s\n"
+                    "    algo: %s\n", n->link, pp_cal_scope_name(n->scope),
+                    n->op, n->algo);
+            if (n->ranks) fprintf(fp, "    ranks: %lld\n", (long long)n->ranks);
+            /* Seconds and bytes per second as plain numbers: exact. */
+            fprintf(fp, "    alpha: %.8gs\n    beta: %.8gB/s\n", n->alpha_s,
+                    n->beta_Bps);
+            fprintf(fp, "    alpha_se: %.4gs\n    beta_se: %.4gB/s\n",
+                    n->alpha_se, n->beta_se);
+            if (n->knee)
+                fprintf(fp, "    knee: %.8gB\n    alpha_lo: %.8gs\n"
+                        "    beta_lo: %.8gB/s\n", n->knee_bytes, n->alpha_lo_s,
+                        n->beta_lo_Bps);
+        }
+    }
+    fprintf(fp, "%sprovenance:\n", c);
+    fprintf(fp, "%s  tool: \"podplan %s calibrate fit\"\n", c, PODPLAN_VERSION);
+    fprintf(fp, "%s  date: \"%s\"\n", c, date);
+    if (pv->cluster) fprintf(fp, "%s  cluster: \"%s\"\n", c, pv->cluster);
+    if (pv->command) {
+        fprintf(fp, "%s  command: ", c);
+        yaml_str(fp, pv->command);
+        fputc('\n', fp);
+    }
+    fprintf(fp, "%s  inputs:\n", c);
+    for (size_t i = 0; pv->set && i < pv->set->n_src; i++) {
+        const pp_cal_source *s = &pv->set->src[i];
+        fprintf(fp, "%s    - {file: ", c);
+        yaml_str(fp, s->path);
+        fprintf(fp, ", format: %s, sha256: \"%s\"}\n", s->format, s->sha256);
+    }
+    fprintf(fp, "%s  fits:\n", c);
+    char ind[16];
+    snprintf(ind, sizeof ind, "%s    ", c);
+    if (r->mem.n_points) fit_stats(fp, ind, &r->mem);
+    if (r->gemm.n_points) fit_stats(fp, ind, &r->gemm);
+    for (size_t i = 0; i < r->n_net; i++) fit_stats(fp, ind, &r->net[i].fit);
+    if (r->stack.n_points) fit_stats(fp, ind, &r->stack);
+    if (ferror(fp)) return pp_error_set(e, PP_EIO, "writing the profile failed");
+    return 0;
+}
+
+/* ------------------------------------------------------------------------
+ * The network section.
+ * ---------------------------------------------------------------------- */
+double pp_cal_net_time_s(const pp_cal_net_entry *x, double bytes) {
+    if (x->knee_bytes > 0 && bytes <= x->knee_bytes && x->beta_lo_Bps > 0)
+        return x->alpha_lo_s + bytes / x->beta_lo_Bps;
+    return x->alpha_s + bytes / x->beta_Bps;
+}
+
+void pp_cal_network_fini(pp_cal_network *n) {
+    if (!n) return;
+    free(n->v);
+    n->v = NULL;
+    n->n = 0;
+}
+
+static const char *const links[] = {"nvlink", "nvswitch", "pcie", "infiniband",
+                                    "roce", "ethernet", "unknown", NULL};
+static const char *const scopes[] = {"unknown", "intra", "inter", NULL};
+
+static int entry(pp_node *it, const char *path, pp_cal_net_entry *x,
+                 pp_error *e) {
+    int rc, li = 0, sc = 0;
+    const char *op = NULL, *algo = NULL;
+    int64_t ranks = 0;
+    memset(x, 0, sizeof *x);
+    if ((rc = pp_node_expect(it, path, PP_NODE_MAP, e)) < 0
+        || (rc = pp_map_enum(it, path, "link", PP_REQUIRED, links, &li, e)) < 0
+        || (rc = pp_map_enum(it, path, "scope", PP_REQUIRED, scopes, &sc, e)) < 0
+        || (rc = pp_map_string(it, path, "op", PP_REQUIRED, &op, e)) < 0
+        || (rc = pp_map_string(it, path, "algo", PP_OPTIONAL, &algo, e)) < 0
+        || (rc = pp_map_int(it, path, "ranks", PP_OPTIONAL, 0, 1 << 24,
+                            &ranks, e)) < 0
+        || (rc = pp_map_quantity(it, path, "alpha", PP_REQUIRED, PP_Q_TIME,
+                                 NULL, true, &x->alpha_s, e)) < 0
+        || (rc = pp_map_quantity(it, path, "beta", PP_REQUIRED,
+                                 PP_Q_BANDWIDTH, NULL, false, &x->beta_Bps,
+                                 e)) < 0
+        || (rc = pp_map_quantity(it, path, "alpha_se", PP_OPTIONAL, PP_Q_TIME,
+                                 NULL, true, &x->alpha_se, e)) < 0
+        || (rc = pp_map_quantity(it, path, "beta_se", PP_OPTIONAL,
+                                 PP_Q_BANDWIDTH, NULL, true, &x->beta_se,
+                                 e)) < 0
+        || (rc = pp_map_quantity(it, path, "knee", PP_OPTIONAL, PP_Q_BYTES,
+                                 NULL, false, &x->knee_bytes, e)) < 0
+        || (rc = pp_map_quantity(it, path, "alpha_lo", PP_OPTIONAL, PP_Q_TIME,
+                                 NULL, true, &x->alpha_lo_s, e)) < 0
+        || (rc = pp_map_quantity(it, path, "beta_lo", PP_OPTIONAL,
+                                 PP_Q_BANDWIDTH, NULL, false, &x->beta_lo_Bps,
+                                 e)) < 0
+        || (rc = pp_map_done(it, path, e)) < 0)
+        return rc;
+    if (x->knee_bytes > 0 && !(x->beta_lo_Bps > 0))
+        return pp_error_at(e, PP_EINPUT, it, path, "knee: expected alpha_lo "
+                           "and beta_lo with it");
+    pp__cal_strcpy(x->link, links[li]);
+    x->scope = (pp_cal_scope)sc;
+    pp__cal_strcpy(x->op, op);
+    pp__cal_strcpy(x->algo, algo ? algo : "auto");
+    x->ranks = ranks;
+    x->line = it->line;
+    return 0;
+}
+
+int pp_cal_network_load(const char *path, pp_cal_network *out, pp_error *e) {
+    pp_doc *doc = NULL;
+    int rc = pp_doc_load_file(path, &doc, e);
+    if (rc < 0) return rc;
+    pp_cal_network n = {NULL, 0};
+    pp_node *root = pp_doc_root(doc), *seq = NULL;
+    if (root->kind != PP_NODE_MAP) {
+        rc = pp_error_at(e, PP_EINPUT, root, "", "expected a mapping");
+        goto out;
+    }
+    rc = pp_map_node(root, "", "network", PP_OPTIONAL, PP_NODE_SEQ, &seq, e);
+    if (rc < 0) goto out;
+    rc = 0;
+    if (seq) {
+        n.v = pp_xcalloc(seq->n ? seq->n : 1, sizeof *n.v);
+        for (size_t i = 0; i < seq->n; i++) {
+            char p[64];
+            pp_path_index(p, sizeof p, "network", i);
+            if ((rc = entry(seq->items[i], p, &n.v[n.n], e)) < 0) goto out;
+            n.n++;
+        }
+    }
+    *out = n;
+    n.v = NULL;
+out:
+    free(n.v);
+    pp_doc_free(doc);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------
+ * A fitted profile, GPU part and network, whatever sim's reader accepts:
+ * the two sections it does not know are blanked line for line (so its
+ * messages keep their line numbers) in a temporary copy.
+ * ---------------------------------------------------------------------- */
+int pp_cal_profile_load(const char *path, const pp_gpu_spec *gpu,
+                        pp_gpu_profile *prof, pp_cal_network *net,
+                        pp_error *e) {
+    FILE *in = fopen(path, "r");
+    if (!in) {
+        /* A name in topologies/profiles/: sim finds it; no network. */
+        if (net) net->v = NULL, net->n = 0;
+        return pp_profile_load(path, gpu, prof, e);
+    }
+    char tmp[] = "/tmp/podplan-profile-XXXXXX";
+    int fd = mkstemp(tmp);
+    FILE *out = fd >= 0 ? fdopen(fd, "w") : NULL;
+    if (!out) {
+        fclose(in);
+        if (fd >= 0) close(fd);
+        return pp_error_set(e, PP_EIO, "temporary file: %s", strerror(errno));
+    }
+    char line[4096];
+    bool skip = false;
+    while (fgets(line, sizeof line, in)) {
+        bool top = line[0] && !isspace((unsigned char)line[0]) && line[0] != '#';
+        if (top)
+            skip = !strncmp(line, "network:", 8) || !strncmp(line, "provenance:", 11);
+        fputs(skip ? "\n" : line, out);
+    }
+    fclose(in);
+    fclose(out);
+    pp_error pe = PP_ERROR_INIT;
+    int rc = pp_profile_load(tmp, gpu, prof, &pe);
+    unlink(tmp);
+    if (rc < 0) {
+        /* Name the user's file, not the copy. */
+        char msg[PP_ERROR_MSG_MAX];
+        const char *at = strstr(pe.msg, tmp);
+        if (at)
+            snprintf(msg, sizeof msg, "%.*s%s%s", (int)(at - pe.msg), pe.msg,
+                     path, at + strlen(tmp));
+        else
+            snprintf(msg, sizeof msg, "%s", pe.msg);
+        return pp_error_set(e, rc, "%s", msg);
+    }
+    snprintf(prof->source, sizeof prof->source, "%s", path);
+    if (net && (rc = pp_cal_network_load(path, net, e)) < 0) return rc;
+    return 0;
+}

@@ -1,0 +1,403 @@
+/*
+ * test_calibrate_import.c: the importers on captured outputs (tests/data/
+ * calibrate/, each file's header names its source) and on every other
+ * format, with specific sizes and values checked; the measurement set's
+ * JSON round trip; SHA-256 against FIPS 180-2's vectors.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli_run.h"
+#include "podplan/calibrate.h"
+
+void pp__sha256_hex(const void *data, size_t len, char out[65]);
+
+#define DATA PODPLAN_SOURCE_DIR "/tests/data/calibrate/"
+
+static void near(double got, double want, double rel) {
+    if (!(fabs(got - want) <= rel * fabs(want)))
+        fail_msg("got %.9g, want %.9g (rel %.1e)", got, want, rel);
+}
+
+static const pp_cal_point *find(const pp_cal_set *s, const char *op,
+                                double bytes, const char *variant) {
+    for (size_t i = 0; i < s->n; i++)
+        if (!strcmp(s->pts[i].op, op) && s->pts[i].bytes == bytes
+            && (!variant || !strcmp(s->pts[i].variant, variant)))
+            return &s->pts[i];
+    fail_msg("no %s point at %g bytes", op, bytes);
+    return NULL;
+}
+
+static void load(pp_cal_set *s, const char *file, const pp_cal_hints *h) {
+    pp_error e = PP_ERROR_INIT;
+    if (pp_cal_import(s, file, h, &e)) fail_msg("%s", e.msg);
+}
+
+static void test_sha256(void **state) {
+    (void)state;
+    char h[65];
+    pp__sha256_hex("abc", 3, h);
+    assert_string_equal(h, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    pp__sha256_hex("", 0, h);
+    assert_string_equal(h, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+    const char *two = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
+    pp__sha256_hex(two, strlen(two), h);
+    assert_string_equal(h, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+}
+
+static void test_nccl_multinode(void **state) {
+    (void)state;
+    pp_cal_set s;
+    pp_cal_set_init(&s);
+    pp_cal_hints h = {0};
+    h.link = "ethernet";
+    load(&s, DATA "nccl-h100-2x8-allreduce.txt", &h);
+    assert_int_equal(s.n, 62); /* 31 sizes x out-of-place, in-place */
+    assert_string_equal(s.src[0].format, "nccl-tests");
+    assert_int_equal(strlen(s.src[0].sha256), 64);
+    const pp_cal_point *p = find(&s, "allreduce", 8, "out-of-place");
+    assert_int_equal(p->line, 30);
+    assert_int_equal(p->ranks, 16);
+    assert_int_equal(p->nodes, 2);
+    assert_int_equal(p->scope, PP_CAL_SCOPE_INTER);
+    assert_string_equal(p->link, "ethernet");
+    near(p->time_s, 135.8e-6, 1e-12);
+    near(find(&s, "allreduce", 8, "in-place")->time_s, 123.5e-6, 1e-12);
+    p = find(&s, "allreduce", 1073741824, "out-of-place");
+    near(p->time_s, 6759.0e-6, 1e-12);
+    near(p->bw_Bps, 297.86e9, 1e-12);
+    p = find(&s, "allreduce", 8589934592.0, "in-place");
+    near(p->time_s, 47743e-6, 1e-12);
+    near(p->bw_Bps, 337.35e9, 1e-12);
+    char loc[256];
+    assert_non_null(strstr(pp_cal_point_loc(&s, p, loc, sizeof loc),
+                           "nccl-h100-2x8-allreduce.txt:60"));
+    pp_cal_set_fini(&s);
+}
+
+static void test_nccl_old_format(void **state) {
+    (void)state;
+    pp_cal_set s;
+    pp_cal_set_init(&s);
+    pp_cal_hints h = {0};
+    h.op = "allgather";
+    load(&s, DATA "nccl-2gpu-oldformat.txt", &h);
+    assert_int_equal(s.n, 24);
+    const pp_cal_point *p = find(&s, "allgather", 65536, "out-of-place");
+    near(p->time_s, 16.57e-6, 1e-12);
+    assert_int_equal(p->ranks, 2);  /* nThread 1 x nGpus 2, one process */
+    assert_int_equal(p->scope, PP_CAL_SCOPE_INTRA);
+    p = find(&s, "allgather", 134217728, "in-place");
+    near(p->time_s, 3070.3e-6, 1e-12);
+    near(p->bw_Bps, 21.86e9, 1e-12);
+    pp_cal_set_fini(&s);
+}
+
+static void test_perftest_gbits(void **state) {
+    (void)state;
+    pp_cal_set s;
+    pp_cal_set_init(&s);
+    load(&s, DATA "perftest-ib_write_bw-gbits.txt", NULL);
+    assert_int_equal(s.n, 23);
+    const pp_cal_point *p = find(&s, "write_bw", 65536, NULL);
+    assert_string_equal(p->link, "roce"); /* Link type: Ethernet */
+    assert_int_equal(p->repeats, 5000);
+    near(p->bw_Bps, 92.38e9 / 8, 1e-12);
+    near(p->time_s, 65536 / (92.38e9 / 8), 1e-12);
+    near(find(&s, "write_bw", 2, NULL)->bw_Bps, 0.11e9 / 8, 1e-12);
+    pp_cal_set_fini(&s);
+
+    pp_cal_set_init(&s);
+    load(&s, DATA "perftest-ib_write_bw-postlist.txt", NULL);
+    assert_int_equal(s.n, 1);
+    near(s.pts[0].bw_Bps, 0.48e9 / 8, 1e-12);
+    assert_int_equal(s.pts[0].repeats, 224958464);
+    pp_cal_set_fini(&s);
+}
+
+static void test_perftest_mbytes_and_latency(void **state) {
+    (void)state;
+    pp_cal_set s;
+    pp_cal_set_init(&s);
+    load(&s, DATA "perftest-ib_send-ud-mbytes.txt", NULL);
+    assert_int_equal(s.n, 24);
+    const pp_cal_point *p = find(&s, "send_bw", 4096, NULL);
+    /* perftest's MB is 2^20 B: 4096 B x 1.579554 Mpps = 6170.13 MB/s. */
+    near(p->bw_Bps, 6170.13 * 1048576, 1e-12);
+    near(p->bw_Bps, 4096 * 1.579554e6, 1e-4);
+    assert_string_equal(p->link, "infiniband");
+    p = find(&s, "send_lat", 2, NULL);
+    near(p->time_s, 1.67e-6, 1e-12);    /* t_typical: the median */
+    near(p->time_sd_s, 0.28e-6, 1e-12);
+    p = find(&s, "send_lat", 4096, NULL);
+    near(p->time_s, 3.73e-6, 1e-12);
+    pp_cal_set_fini(&s);
+}
+
+static const char csv[] =
+    "# a GEMM sweep\n"
+    "m,n,k,batch,time_us,repeats\n"
+    "4096,4096,4096,1,520.5,10\n"
+    "1024, 1024, 64, 8, 35.25, 10\n";
+
+static const char exec_coll[] =
+    "{\"podplan_exec\": 1, \"command\": \"collective\", \"op\": \"allreduce\",\n"
+    " \"algo\": \"ring\", \"link\": \"infiniband\", \"ranks\": 16, \"nodes\": 2,\n"
+    " \"results\": [{\"bytes\": 1048576, \"time_s\": 2.5e-4, \"time_sd_s\": 1e-6,"
+    " \"repeats\": 20},\n {\"bytes\": 67108864, \"time_s\": 3.1e-3}]}\n";
+
+static const char yaml[] =
+    "source: Narayanan et al. 2021, Table 1\n"
+    "iterations:\n"
+    "  - model: megatron-1.7b\n"
+    "    cluster: selene-like\n"
+    "    parallel: tp=1,pp=1,dp=32,mbs=16,gbs=512\n"
+    "    tflops_per_gpu: 137\n"
+    "    dp_overlap: true\n"
+    "    bucket: 25MB\n"
+    "  - model: megatron-3.6b\n"
+    "    parallel: tp=2,pp=1,dp=32,mbs=16,gbs=512\n"
+    "    seconds: 4.5s\n";
+
+static const char mlog[] =
+    "some preamble\n"
+    " iteration       10/  500000 | consumed samples: 5120 | elapsed time per iteration (ms): 4120.3 | lr: 1.5E-05 |\n"
+    " iteration       20/  500000 | consumed samples: 10240 | elapsed time per iteration (ms): 4101.9\n";
+
+static void test_other_formats(void **state) {
+    (void)state;
+    pp_cal_set s;
+    pp_error e = PP_ERROR_INIT;
+    pp_cal_set_init(&s);
+    if (pp_cal_import_text(&s, "sweep.csv", csv, strlen(csv), NULL, &e)
+        || pp_cal_import_text(&s, "ar.json", exec_coll, strlen(exec_coll), NULL, &e)
+        || pp_cal_import_text(&s, "it.yaml", yaml, strlen(yaml), NULL, &e))
+        fail_msg("%s", e.msg);
+    pp_cal_hints h = {0};
+    h.model = "megatron-1.7b";
+    h.cluster = "selene-like";
+    h.parallel = "tp=1,pp=1,dp=32,mbs=16,gbs=512";
+    if (pp_cal_import_text(&s, "run.log", mlog, strlen(mlog), &h, &e))
+        fail_msg("%s", e.msg);
+    assert_int_equal(s.n, 2 + 2 + 2 + 2);
+    /* CSV */
+    assert_int_equal(s.pts[1].kind, PP_CAL_GEMM);
+    near(s.pts[1].batch, 8, 0);
+    near(s.pts[1].k, 64, 0);
+    near(s.pts[1].time_s, 35.25e-6, 1e-12);
+    assert_int_equal(s.pts[1].line, 4);
+    /* exec JSON */
+    assert_int_equal(s.pts[2].kind, PP_CAL_COLL);
+    assert_string_equal(s.pts[2].algo, "ring");
+    assert_string_equal(s.pts[2].where, "results[0]");
+    assert_int_equal(s.pts[2].scope, PP_CAL_SCOPE_INTER);
+    near(s.pts[3].time_s, 3.1e-3, 1e-12);
+    /* YAML */
+    assert_int_equal(s.pts[4].kind, PP_CAL_ITER);
+    near(s.pts[4].tflops, 137, 0);
+    assert_true(s.pts[4].dp_overlap);
+    near(s.pts[4].bucket_bytes, 25e6, 1e-12);
+    assert_int_equal(s.pts[4].line, 3);
+    near(s.pts[5].time_s, 4.5, 1e-12);
+    /* Megatron-LM log */
+    assert_int_equal(s.pts[6].line, 2);
+    near(s.pts[7].time_s, 4.1019, 1e-12);
+    assert_string_equal(s.pts[7].model, "megatron-1.7b");
+
+    /* The set round-trips through its JSON. */
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *fp = open_memstream(&buf, &len);
+    if (pp_cal_set_write(&s, fp, &e)) fail_msg("%s", e.msg);
+    fclose(fp);
+    pp_cal_set t;
+    pp_cal_set_init(&t);
+    if (pp_cal_import_text(&t, "set.json", buf, len, NULL, &e))
+        fail_msg("%s", e.msg);
+    assert_int_equal(t.n, s.n);
+    for (size_t i = 0; i < s.n; i++) {
+        assert_int_equal(t.pts[i].kind, s.pts[i].kind);
+        near(t.pts[i].time_s + t.pts[i].tflops, s.pts[i].time_s + s.pts[i].tflops, 1e-11);
+        assert_int_equal(t.pts[i].line, s.pts[i].line);
+        assert_string_equal(t.src[t.pts[i].source].path, s.src[s.pts[i].source].path);
+        assert_string_equal(t.src[t.pts[i].source].sha256, s.src[s.pts[i].source].sha256);
+    }
+    free(buf);
+    pp_cal_set_fini(&t);
+    pp_cal_set_fini(&s);
+}
+
+static void test_errors_leave_set_unchanged(void **state) {
+    (void)state;
+    pp_cal_set s;
+    pp_error e = PP_ERROR_INIT;
+    pp_cal_set_init(&s);
+    if (pp_cal_import_text(&s, "sweep.csv", csv, strlen(csv), NULL, &e))
+        fail_msg("%s", e.msg);
+    const char bad_json[] = "{\"podplan_exec\": 1,\n \"command\": \"gemm\",\n \"results\": [}\n";
+    assert_int_equal(pp_cal_import_text(&s, "bad.json", bad_json,
+                                        strlen(bad_json), NULL, &e), PP_EINPUT);
+    assert_non_null(strstr(e.msg, "bad.json:3:"));
+    assert_int_equal(s.n, 2);
+    assert_int_equal(s.n_src, 1);
+    pp_error_clear(&e);
+    const char bad_exec[] = "{\"podplan_exec\": 1, \"command\": \"gemm\", "
+                            "\"results\": [{\"m\": 1, \"n\": 2, \"time_s\": 1e-3}]}";
+    assert_int_equal(pp_cal_import_text(&s, "g.json", bad_exec, strlen(bad_exec),
+                                        NULL, &e), PP_EINPUT);
+    assert_string_equal(e.msg, "g.json:results[0]: k: expected a number (missing)");
+    assert_int_equal(s.n, 2);
+    pp_cal_set_fini(&s);
+}
+
+static void test_cli_import(void **state) {
+    (void)state;
+    cli_result r;
+    cli_runf(&r, "calibrate import %s --link ethernet",
+             DATA "nccl-h100-2x8-allreduce.txt");
+    assert_int_equal(r.status, 0);
+    json_t *j = cli_json(&r);
+    assert_int_equal(json_array_size(json_object_get(j, "points")), 62);
+    json_decref(j);
+    cli_result_free(&r);
+    cli_runf(&r, "calibrate run --cluster selene-like");
+    assert_int_equal(r.status, 1);
+    assert_non_null(strstr(r.err, "needs podplan exec (not in this build)"));
+    cli_result_free(&r);
+}
+
+static char *slurp(const char *path) {
+    FILE *fp = fopen(path, "rb");
+    if (!fp) return NULL;
+    fseek(fp, 0, SEEK_END);
+    long n = ftell(fp);
+    rewind(fp);
+    char *b = malloc((size_t)n + 1);
+    size_t got = fread(b, 1, (size_t)n, fp);
+    b[got] = '\0';
+    fclose(fp);
+    return b;
+}
+
+/* fit -> profile (deterministic under SOURCE_DATE_EPOCH, with provenance
+ * and network) -> its network section back -> validate -> --plain is a
+ * profile today's simulate accepts. */
+static void test_cli_fit_validate(void **state) {
+    (void)state;
+    const char *prof = "/tmp/podplan-test-cal-profile.yaml";
+    const char *inputs = DATA "nccl-h100-2x8-allreduce.txt " DATA
+                         "perftest-ib_write_bw-gbits.txt";
+    setenv("SOURCE_DATE_EPOCH", "1700000000", 1);
+    cli_result r;
+    char *a = NULL, *b = NULL;
+    for (int i = 0; i < 2; i++) {
+        cli_runf(&r, "calibrate fit --cluster selene-like --link ethernet %s -o %s",
+                 inputs, prof);
+        if (r.status != 0) fail_msg("%s", r.err);
+        assert_non_null(strstr(r.out, "alpha_s"));
+        cli_result_free(&r);
+        if (i == 0) a = slurp(prof); else b = slurp(prof);
+    }
+    assert_string_equal(a, b);   /* same inputs, same date: same bytes */
+    assert_non_null(strstr(a, "date: \"2023-11-14T22:13:20Z\""));
+    assert_non_null(strstr(a, "sha256: \"dffab8f4a81daaab42ff50a81bc6a5227f92d64aa3a0c4b541f21273df053b8f\""));
+    assert_non_null(strstr(a, "\nnetwork:\n"));
+    free(a);
+    free(b);
+
+    pp_cal_network net;
+    pp_error e = PP_ERROR_INIT;
+    if (pp_cal_network_load(prof, &net, &e)) fail_msg("%s", e.msg);
+    assert_int_equal(net.n, 2);  /* allreduce over ethernet; write_bw over roce */
+    bool seen = false;
+    for (size_t i = 0; i < net.n; i++)
+        if (!strcmp(net.v[i].op, "allreduce")) {
+            seen = true;
+            assert_int_equal(net.v[i].ranks, 16);
+            assert_int_equal(net.v[i].scope, PP_CAL_SCOPE_INTER);
+            assert_true(net.v[i].knee_bytes > 0);
+            /* The 1 GiB point predicted within 10%. */
+            double t = pp_cal_net_time_s(&net.v[i], 1073741824);
+            assert_true(fabs(t / 6759.0e-6 - 1) < 0.10);
+        }
+    assert_true(seen);
+    pp_cal_network_fini(&net);
+
+    cli_runf(&r, "calibrate validate --profile %s --link ethernet --format json %s",
+             prof, inputs);
+    if (r.status != 0) fail_msg("%s", r.err);
+    json_t *j = cli_json(&r);
+    assert_int_equal(json_array_size(json_object_get(j, "points")), 62 + 23);
+    double mean = json_real_value(json_object_get(j, "mean_abs_error"));
+    printf("  validate: mean |error| %.2f%%\n", 100 * mean);
+    assert_true(mean < 0.10);
+    json_decref(j);
+    cli_result_free(&r);
+
+    cli_runf(&r, "calibrate validate --profile %s --link ethernet --holdout 4 %s",
+             prof, DATA "nccl-h100-2x8-allreduce.txt");
+    if (r.status != 0) fail_msg("%s", r.err);
+    assert_non_null(strstr(r.out, "(held out)"));
+    cli_result_free(&r);
+
+    /* Today's sim rejects the network: section; --plain is accepted. */
+    cli_runf(&r, "calibrate fit --plain --cluster selene-like %s -o %s",
+             DATA "nccl-h100-2x8-allreduce.txt", prof);
+    assert_int_equal(r.status, 0);
+    cli_result_free(&r);
+    cli_runf(&r, "simulate --model megatron-1.7b --cluster selene-like "
+             "--parallel tp=1,pp=1,dp=32,mbs=16,gbs=512 --fidelity analytic "
+             "--profile %s", prof);
+    if (r.status != 0) fail_msg("%s", r.err);
+    assert_non_null(strstr(r.out, "a100-fitted"));
+    cli_result_free(&r);
+    unlink(prof);
+    unsetenv("SOURCE_DATE_EPOCH");
+}
+
+static void test_cli_plot(void **state) {
+    (void)state;
+    const char *svg = "/tmp/podplan-test-cal.svg";
+    unlink(svg);
+    cli_result r;
+    cli_runf(&r, "calibrate validate --profile a100 --cluster selene-like "
+             "--plot %s %s", svg, PODPLAN_SOURCE_DIR "/calibrate/examples/gemm-sweep.csv");
+    if (system("command -v gnuplot >/dev/null 2>&1") != 0) {
+        assert_int_equal(r.status, 1);
+        assert_non_null(strstr(r.err, "gnuplot not found"));
+    } else {
+        if (r.status != 0) fail_msg("%s", r.err);
+        char *t = slurp(svg);
+        assert_non_null(t);
+        assert_non_null(strstr(t, "<svg"));
+        free(t);
+    }
+    unlink(svg);
+    cli_result_free(&r);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_sha256),
+        cmocka_unit_test(test_nccl_multinode),
+        cmocka_unit_test(test_nccl_old_format),
+        cmocka_unit_test(test_perftest_gbits),
+        cmocka_unit_test(test_perftest_mbytes_and_latency),
+        cmocka_unit_test(test_other_formats),
+        cmocka_unit_test(test_errors_leave_set_unchanged),
+        cmocka_unit_test(test_cli_import),
+        cmocka_unit_test(test_cli_fit_validate),
+        cmocka_unit_test(test_cli_plot),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
