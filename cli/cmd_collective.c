@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Algorithms of the registry that sim/collective_sched.c does not
+/* Algorithms of the registry that sim/coll/collective_sched.c does not
  * generate transfers for: recursive doubling is measured by exec only. */
 #define NOT_SIMULATED (UINT32_C(1) << PP_ALGO_RD)
 

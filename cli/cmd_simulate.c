@@ -1,6 +1,6 @@
 /*
  * cmd_simulate.c: `podplan simulate`, one training iteration of a model
- * under a TP x PP x DP layout on a cluster (sim/step.c).
+ * under a TP x PP x DP layout on a cluster (sim/train/step.c).
  */
 #include "cli_int.h"
 #include "podplan/sim.h"

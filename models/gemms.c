@@ -1,7 +1,7 @@
 /*
  * gemms.c: the forward GEMMs of one transformer layer, per GPU.
  *
- * The same shapes sim/compute.c prices (pp__ops_layer_fwd and core_fwd),
+ * The same shapes sim/train/compute.c prices (pp__ops_layer_fwd and core_fwd),
  * kept here as a pure function so that exec can time exactly those GEMMs
  * without depending on sim.  Shoeybi et al. 2019 (Megatron-LM) split the
  * QKV and first MLP GEMMs by columns and the attention projection and

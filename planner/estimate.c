@@ -7,7 +7,7 @@
  * the simulator's models term by term, without the event engine:
  *
  *   compute   the layer's, the embedding's and the head's kernels as
- *             sim/compute.c lists and times them (pp_layer_cost_get,
+ *             sim/train/compute.c lists and times them (pp_layer_cost_get,
  *             pp_embed_cost_get, pp_head_cost_get: roofline per GEMM and
  *             memory-bound kernel with the GPU profile), cached per (tp,
  *             mbs, sp, recompute) because they do not depend on pp or dp.
@@ -198,7 +198,7 @@ static int fill_entry(pp_plan_estimator *x, const pp_parallel *par,
                       cost_entry *ce, pp_error *e) {
     const pp_model *m = x->m;
     int rc;
-    /* The simulator's own kernel lists (sim/compute.c), summed. */
+    /* The simulator's own kernel lists (sim/train/compute.c), summed. */
     if ((rc = pp_layer_cost_get(&x->prof, m, par, &ce->lc, e)) < 0
         || (rc = pp_embed_cost_get(&x->prof, m, par, &ce->emb, e)) < 0
         || (rc = pp_head_cost_get(&x->prof, m, par, &ce->head, e)) < 0)

@@ -220,7 +220,7 @@ int pp_comm_per_iter(const pp_model *m, const pp_parallel *p,
 
 /* ------------------------------------------------------------------------
  * The GEMMs of one transformer layer's forward pass on one GPU, after the
- * TP split, as Megatron-LM runs them (the list sim/compute.c prices):
+ * TP split, as Megatron-LM runs them (the list sim/train/compute.c prices):
  * what `podplan exec gemm --model M --parallel SPEC` times on real
  * hardware.  Row-major C[m x n] = A[m x k] W^T, W stored [n x k] like a
  * torch.nn.Linear weight; batch > 1 is a strided batched GEMM (bmm).
