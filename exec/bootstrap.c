@@ -132,28 +132,23 @@ int pp__boot_open(const pp_exec_world *w, double timeout_s, pp__boot **out,
             if (sa.sin_addr.s_addr == htonl(INADDR_ANY)) guess_local_ip(local_ip);
             else inet_ntop(AF_INET, &sa.sin_addr, local_ip, 64);
         } else {
-            /* Rank 0 may not listen yet: retry until the deadline. */
-            double deadline = pp_exec_now() + timeout_s;
-            for (;;) {
-                b->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-                if (b->fd < 0) {
-                    rc = pp_error_set(e, PP_EIO, "socket: %s", strerror(errno));
-                    goto fail;
-                }
-                if (connect(b->fd, (struct sockaddr *)&sa, sizeof sa) == 0) break;
-                int err = errno;
-                close(b->fd);
-                b->fd = -1;
-                if (pp_exec_now() >= deadline) {
-                    rc = pp_error_set(e, PP_ETIMEOUT, "rank %d: rendezvous at "
-                                      "%s: %s (for %g s)", w->rank, b->master,
-                                      strerror(err), timeout_s);
-                    goto fail;
-                }
-                struct timespec ts = {0, 50 * 1000 * 1000};
-                nanosleep(&ts, NULL);
+            /* Rank 0 may not listen yet (refused: retried) or its host
+             * may not answer at all (poll()ed): either way this rank gives
+             * up at the deadline, not after the kernel's SYN retries. */
+            char what[320];
+            struct in_addr num;
+            /* a host name is shown too, for the resolved address may
+             * surprise */
+            if (inet_pton(AF_INET, w->master_addr, &num) == 1)
+                snprintf(what, sizeof what, "rank 0's rendezvous");
+            else
+                snprintf(what, sizeof what, "rank 0's rendezvous (MASTER_ADDR "
+                         "%s)", w->master_addr);
+            if ((rc = pp__sock_connect(&sa, pp_exec_now() + timeout_s, what,
+                                       &b->fd, e))) {
+                pp_error_prefix(e, "rank %d", w->rank);
+                goto fail;
             }
-            pp__sock_tune(b->fd);
             struct sockaddr_in me;
             socklen_t sl = sizeof me;
             getsockname(b->fd, (struct sockaddr *)&me, &sl);
@@ -309,7 +304,7 @@ int pp__boot_allgather(pp__boot *b, const void *mine, size_t len, char *blobs,
             rc = pp__sock_write_all(b->fds[r], &h, sizeof h, deadline, what, e);
             if (!rc) rc = pp__sock_write_all(b->fds[r], table, tab, deadline, what, e);
         }
-        if (rc) pp_error_prefix(e, "rank 0: rendezvous: ");
+        if (rc) pp_error_prefix(e, "rank 0: rendezvous");
     } else {
         pp__boot_hello h = {PP__BOOT_MAGIC, PP__BOOT_VERSION, (uint32_t)b->rank,
                             (uint32_t)b->nranks, (uint32_t)len};
@@ -317,7 +312,7 @@ int pp__boot_allgather(pp__boot *b, const void *mine, size_t len, char *blobs,
         if ((rc = pp__sock_write_all(b->fd, &h, sizeof h, deadline, "rank 0", e))
             || (rc = pp__sock_write_all(b->fd, mine, len, deadline, "rank 0", e))
             || (rc = pp__sock_read_all(b->fd, &rh, sizeof rh, deadline, "rank 0", e))) {
-            pp_error_prefix(e, "rank %d: rendezvous at %s: ", b->rank, b->master);
+            pp_error_prefix(e, "rank %d: rendezvous at %s", b->rank, b->master);
             goto out;
         }
         if (rh.status != 0) {
@@ -336,7 +331,7 @@ int pp__boot_allgather(pp__boot *b, const void *mine, size_t len, char *blobs,
             goto out;
         }
         if ((rc = pp__sock_read_all(b->fd, table, tab, deadline, "rank 0", e))) {
-            pp_error_prefix(e, "rank %d: rendezvous: ", b->rank);
+            pp_error_prefix(e, "rank %d: rendezvous", b->rank);
             goto out;
         }
         for (int r = 0; r < b->nranks; r++) {
@@ -382,7 +377,7 @@ int pp__boot_gather(pp__boot *b, const void *mine, size_t len, void *all,
     } else {
         rc = pp__sock_write_all(b->fd, mine, len, deadline, "rank 0", e);
     }
-    if (rc) pp_error_prefix(e, "rank %d: gather: ", b->rank);
+    if (rc) pp_error_prefix(e, "rank %d: gather", b->rank);
     return rc;
 }
 
@@ -405,7 +400,7 @@ int pp__boot_bcast(pp__boot *b, void *buf, size_t len, pp_error *e) {
     } else {
         rc = pp__sock_read_all(b->fd, buf, len, deadline, "rank 0", e);
     }
-    if (rc) pp_error_prefix(e, "rank %d: broadcast: ", b->rank);
+    if (rc) pp_error_prefix(e, "rank %d: broadcast", b->rank);
     return rc;
 }
 

@@ -62,6 +62,18 @@ int pp__sock_write_all(int fd, const void *buf, size_t len, double deadline,
 int pp__sock_read_all(int fd, void *buf, size_t len, double deadline,
                       const char *what, pp_error *e);
 void pp__sock_tune(int fd); /* TCP_NODELAY, large buffers */
+struct sockaddr_in;
+/* Connects a new (tuned, blocking-mode) socket to sa before deadline:
+ * connect() is non-blocking and completed by poll(), so an unreachable
+ * host costs the time left, not the kernel's minutes of SYN retries; a
+ * refusal (the listener not up yet, a full backlog) is retried until the
+ * deadline.  what names the other side ("rank 3", "rank 0's
+ * rendezvous").  Returns 0 with *fd_out set; PP_ETIMEOUT "connect to
+ * rank 3 at 10.0.0.5:4000: no connection after 5.0 s (12 attempts; last:
+ * Connection refused)"; PP_EPEER for a final error; *fd_out untouched on
+ * failure. */
+int pp__sock_connect(const struct sockaddr_in *sa, double deadline,
+                     const char *what, int *fd_out, pp_error *e);
 
 /* ---- chunking and the step engine (coll_sched.c) ------------------------ */
 /* [begin, end) of part i when n items are cut into parts nearly equal

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "exec_int.h"
@@ -337,6 +338,139 @@ static void test_rendezvous_client_told(void **state) {
     waitpid(pid, NULL, 0);
 }
 
+/* ---- bounded connects ---------------------------------------------------- */
+
+static double now_s(void) { return pp_exec_now(); }
+
+/* A port on 127.0.0.1 that is bound but never listened on: every connect
+ * is refused. */
+static int refusing_port(int *fd_out) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t sl = sizeof sa;
+    assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+    getsockname(fd, (struct sockaddr *)&sa, &sl);
+    *fd_out = fd;
+    return ntohs(sa.sin_port);
+}
+
+/* A listener that never accepts, its backlog (0) filled by two clients:
+ * the kernel drops further SYNs, so a blocking connect() would sit in its
+ * SYN retries for minutes.  fds[0] is the listener, fds[1..2] the fillers. */
+static int silent_port(int fds[3]) {
+    fds[0] = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t sl = sizeof sa;
+    assert_int_equal(bind(fds[0], (struct sockaddr *)&sa, sizeof sa), 0);
+    assert_int_equal(listen(fds[0], 0), 0);
+    getsockname(fds[0], (struct sockaddr *)&sa, &sl);
+    for (int i = 1; i < 3; i++) {
+        fds[i] = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+        connect(fds[i], (struct sockaddr *)&sa, sizeof sa);
+    }
+    struct timespec ts = {0, 50 * 1000 * 1000};
+    nanosleep(&ts, NULL); /* let the handshakes that can finish, finish */
+    return ntohs(sa.sin_port);
+}
+
+static void close_all(int *fds, int n) {
+    for (int i = 0; i < n; i++) close(fds[i]);
+}
+
+/* Refused until the deadline: PP_ETIMEOUT, the address, the time waited. */
+static void test_connect_refused_bounded(void **state) {
+    (void)state;
+    int bfd, port = refusing_port(&bfd);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    pp_error e = PP_ERROR_INIT;
+    int fd = -7;
+    double t0 = now_s();
+    assert_int_equal(pp__sock_connect(&sa, t0 + 1.0, "rank 5", &fd, &e),
+                     PP_ETIMEOUT);
+    double dt = now_s() - t0;
+    assert_true(dt >= 0.9 && dt < 1.0 + 3.0);
+    assert_int_equal(fd, -7);
+    char want[64];
+    snprintf(want, sizeof want, "connect to rank 5 at 127.0.0.1:%d: ", port);
+    if (!strstr(e.msg, want) || !strstr(e.msg, "no connection after 1.")
+        || !strstr(e.msg, "Connection refused"))
+        fail_msg("message: %s", e.msg);
+    close(bfd);
+}
+
+/* Nobody answers (SYNs dropped): the poll, not the kernel, ends it. */
+static void test_connect_silent_bounded(void **state) {
+    (void)state;
+    int fds[3], port = silent_port(fds);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    pp_error e = PP_ERROR_INIT;
+    int fd = -1;
+    double t0 = now_s();
+    int rc = pp__sock_connect(&sa, t0 + 1.0, "rank 2", &fd, &e);
+    double dt = now_s() - t0;
+    if (rc == 0) { /* a kernel that takes the SYN after all: nothing to bound */
+        close(fd);
+        close_all(fds, 3);
+        skip();
+    }
+    assert_int_equal(rc, PP_ETIMEOUT);
+    assert_true(dt < 1.0 + 3.0);
+    if (!strstr(e.msg, "no connection after") || !strstr(e.msg, "no answer"))
+        fail_msg("message: %s", e.msg);
+    close_all(fds, 3);
+}
+
+/* The TCP transport's connect to a peer that never listens, and a rank's
+ * rendezvous with a rank 0 that never answers, both end at --timeout. */
+static void test_connect_bounded_callers(void **state) {
+    (void)state;
+    int bfd, port = refusing_port(&bfd);
+    pp_xport_opts o = {.rank = 0, .nranks = 2, .channels = 2, .timeout_s = 1.0,
+                       .device = "127.0.0.1"};
+    pp_xport *x = NULL;
+    char addr[PP_XPORT_ADDR_MAX], peer[PP_XPORT_ADDR_MAX];
+    size_t alen, lens[2];
+    pp_error e = PP_ERROR_INIT;
+    assert_int_equal(pp_xport_tcp.create(&o, &x, addr, &alen, &e), 0);
+    snprintf(peer, sizeof peer, "tcp 127.0.0.1 %d", port);
+    const char *addrs[2] = {addr, peer};
+    lens[0] = alen;
+    lens[1] = strlen(peer) + 1;
+    int peers[1] = {1};
+    double t0 = now_s();
+    assert_int_equal(pp_xport_tcp.connect(x, peers, 1, addrs, lens, &e),
+                     PP_ETIMEOUT);
+    assert_true(now_s() - t0 < 1.0 + 3.0);
+    char want[80];
+    snprintf(want, sizeof want, "rank 0: connect to rank 1 at 127.0.0.1:%d: "
+             "no connection after", port);
+    if (!strstr(e.msg, want)) fail_msg("message: %s", e.msg);
+    pp_xport_tcp.destroy(x);
+    close(bfd);
+
+    int fds[3];
+    pp_exec_world w = {.rank = 1, .nranks = 2, .listen_fd = -1};
+    snprintf(w.master_addr, sizeof w.master_addr, "127.0.0.1");
+    w.master_port = silent_port(fds);
+    pp__boot *b = NULL;
+    char ip[64];
+    pp_error_clear(&e);
+    t0 = now_s();
+    int rc = pp__boot_open(&w, 1.0, &b, ip, &e);
+    double dt = now_s() - t0;
+    if (rc == 0) { pp__boot_close(b); close_all(fds, 3); skip(); }
+    assert_int_equal(rc, PP_ETIMEOUT);
+    assert_true(dt < 1.0 + 3.0);
+    snprintf(want, sizeof want, "rank 1: connect to rank 0's rendezvous at "
+             "127.0.0.1:%d: no connection after", w.master_port);
+    if (!strstr(e.msg, want)) fail_msg("message: %s", e.msg);
+    close_all(fds, 3);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_split),
@@ -347,6 +481,9 @@ int main(void) {
         cmocka_unit_test(test_world_env),
         cmocka_unit_test(test_rendezvous_rejects),
         cmocka_unit_test(test_rendezvous_client_told),
+        cmocka_unit_test(test_connect_refused_bounded),
+        cmocka_unit_test(test_connect_silent_bounded),
+        cmocka_unit_test(test_connect_bounded_callers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
