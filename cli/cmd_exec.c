@@ -30,7 +30,8 @@ static const pp_cli_opt coll_opts[] = {
     {"datatype", 'd', "T", "float|bfloat16|half (default: float)", false},
     {"op", 'o', "R", "reduction: sum|max|min (default: sum)", false},
     {"root", 'r', "R", "broadcast root rank (default: 0)", false},
-    {"algo", 0, "A", "ring|rd|auto: rd (recursive doubling) is allreduce only; auto takes rd up to 64 KiB (default: auto)", false},
+    {"algo", 0, "A", "ring|rd|auto: rd is allreduce only, recursive doubling up to --rd-max and Rabenseifner above; auto takes rd up to --rd-max, the ring above (default: auto)", false},
+    {"rd-max", 0, "BYTES", "allreduce: the size where auto leaves rd for the ring, and rd leaves whole-buffer doubling for Rabenseifner (default: 64K)", false},
     {"transport", 0, "T", "tcp|verbs (default: tcp)", false},
     {"channels", 0, "K", "connections per peer; the ring runs one pipeline on each (default: 2)", false},
     {"slice", 0, "SIZE", "ring pipelining granularity (default: 512KiB)", false},
@@ -99,10 +100,17 @@ static void coll_table(FILE *fp, const void *vctx) {
     else fprintf(fp, "%g(factor)", o->step_factor);
     fprintf(fp, " warmup iters: %d iters: %d agg iters: 1 validation: %d "
             "graph: 0\n#\n", o->warmup, o->iters, o->check ? 1 : 0);
+    char algo[96];
+    if (o->op != PP_COLL_ALLREDUCE || o->algo == PP_ALGO_RING)
+        snprintf(algo, sizeof algo, "%s", o->algo < 0 ? "auto"
+                                                      : pp_coll_algo_name(o->algo));
+    else /* say where the size switches happen */
+        snprintf(algo, sizeof algo, "%s (%s up to %zu B, %s above)",
+                 o->algo < 0 ? "auto" : "rd", "recursive doubling",
+                 o->rd_max_bytes, o->algo < 0 ? "ring" : "rabenseifner");
     fprintf(fp, "# podplan %s exec collective: %s, algo %s, transport %s, "
             "%d channel%s, %d rank%s on %d host%s (%s)\n",
-            PODPLAN_VERSION, pp_coll_op_name(o->op),
-            o->algo < 0 ? "auto" : pp_coll_algo_name(o->algo), o->transport,
+            PODPLAN_VERSION, pp_coll_op_name(o->op), algo, o->transport,
             o->channels, o->channels == 1 ? "" : "s", r->nranks,
             r->nranks == 1 ? "" : "s", r->nhosts, r->nhosts == 1 ? "" : "s",
             r->launcher);
@@ -166,6 +174,7 @@ static json_t *coll_json(const pp_exec_coll_result *r) {
     json_object_set_new(setup, "op", json_string(pp_coll_op_name(o->op)));
     json_object_set_new(setup, "algo", json_string(o->algo < 0 ? "auto"
                                                    : pp_coll_algo_name(o->algo)));
+    json_object_set_new(setup, "rd_max_bytes", json_integer((json_int_t)o->rd_max_bytes));
     json_object_set_new(setup, "transport", json_string(o->transport));
     json_object_set_new(setup, "channels", json_integer(o->channels));
     json_object_set_new(setup, "ranks", json_integer(r->nranks));
@@ -188,6 +197,8 @@ static json_t *coll_json(const pp_exec_coll_result *r) {
         json_object_set_new(x, "count", json_integer((json_int_t)w->count));
         json_object_set_new(x, "root", json_integer(w->root));
         json_object_set_new(x, "algo", json_string(pp_coll_algo_name(w->algo)));
+        /* which rd ran: "rd" (whole buffer) or "rabenseifner" */
+        json_object_set_new(x, "impl", json_string(w->impl ? w->impl : "?"));
         json_object_set_new(x, "out_of_place", side_json(&w->side[0], o->iters));
         json_object_set_new(x, "in_place", side_json(&w->side[1], o->iters));
         json_array_append_new(rows, x);
@@ -248,6 +259,7 @@ static int run_collective(const pp_cli_cmd *cmd, int argc, char **argv) {
         || (rc = parse_size(&a, "maxbytes", &o->max_bytes, &e))
         || (rc = parse_size(&a, "stepbytes", &o->step_bytes, &e))
         || (rc = parse_size(&a, "slice", &o->slice_bytes, &e))
+        || (rc = parse_size(&a, "rd-max", &o->rd_max_bytes, &e))
         || (rc = pp_args_int(&a, "iters", 1, 1000000, &iters, &e))
         || (rc = pp_args_int(&a, "warmup_iters", 0, 1000000, &warm, &e))
         || (rc = pp_args_int(&a, "check", 0, 1, &check, &e))

@@ -147,6 +147,10 @@ int pp__sched_run(pp__comm *c, const pp__sched *s, char *buf, pp_error *e);
  * is in elements; see each for the layout. */
 int pp__coll_allreduce_ring(pp__comm *c, char *buf, size_t count, pp_error *e);
 int pp__coll_allreduce_rd(pp__comm *c, char *buf, size_t count, pp_error *e);
+/* Recursive-halving reduce-scatter then recursive-doubling all-gather
+ * (Rabenseifner), with rd's fix-up for n not a power of two. */
+int pp__coll_allreduce_rabenseifner(pp__comm *c, char *buf, size_t count,
+                                    pp_error *e);
 /* buf: nranks * count elements, this rank's slice at rank * count gets the
  * reduction. */
 int pp__coll_reducescatter_ring(pp__comm *c, char *buf, size_t count,
@@ -165,6 +169,24 @@ int pp__coll_sendrecv_ring(pp__comm *c, const char *send, char *recv,
  * steps with chunk offset o (see there), then n-1 all-gather steps when
  * allgather_after.  out has room for 2(n-1); returns the count. */
 int pp__ring_steps(int n, int r, int o, bool allgather_after, pp__step *out);
+
+/* One exchange of recursive doubling / Rabenseifner: send blocks
+ * [send_lo, send_hi) to send_peer and receive blocks [recv_lo, recv_hi)
+ * from recv_peer (-1: none; both -1: this rank sits the step out), the
+ * received bytes reduced into those blocks or copied onto them.  Blocks:
+ * the buffer cut into p nearly equal parts, p the largest power of two
+ * <= n. */
+typedef struct pp__xstep {
+    int send_peer, recv_peer;
+    int send_lo, send_hi, recv_lo, recv_hi;
+    bool reduce;
+} pp__xstep;
+#define PP__RD_STEPS_MAX 64 /* 2 log2(p) + 2 for any int n */
+/* The steps of rank r of n (coll_algos.c), the same count on every rank:
+ * [fix-up in] log2(p) whole-buffer exchanges (rd) or log2(p) halvings
+ * then log2(p) doublings (Rabenseifner) [fix-up out].  out has room for
+ * PP__RD_STEPS_MAX; returns the count. */
+int pp__rd_steps(int n, int r, bool rabenseifner, pp__xstep *out);
 
 /* The failure injected by PODPLAN_EXEC_FAULT="rank=R,step=S,mode=M" fires
  * here when this rank and step (from 1) match: M = exit (_exit(1)), kill

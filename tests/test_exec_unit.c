@@ -111,6 +111,63 @@ static void test_ring_schedule(void **state) {
     }
 }
 
+/* Plays recursive doubling or Rabenseifner on sets of contributions per
+ * block: every send has a matching receive of the same blocks at the same
+ * step, a reduction never adds a contribution twice, and at the end every
+ * rank holds every contribution in every block. */
+static void play_rd(int n, bool rab) {
+    enum { N = 17 };
+    pp__xstep st[N][PP__RD_STEPS_MAX];
+    uint32_t have[N][16]; /* [rank][block], p <= 16 */
+    int ns = -1, p = 1, lg = 0;
+    while (p * 2 <= n) { p *= 2; lg++; }
+    for (int r = 0; r < n; r++) {
+        int k = pp__rd_steps(n, r, rab, st[r]);
+        if (ns >= 0) assert_int_equal(k, ns); /* the same count everywhere */
+        ns = k;
+        for (int b = 0; b < p; b++) have[r][b] = 1u << r;
+    }
+    assert_int_equal(ns, (rab ? 2 : 1) * lg + (n > p ? 2 : 0));
+    for (int t = 0; t < ns; t++) {
+        uint32_t sent[N][16];
+        for (int r = 0; r < n; r++)
+            for (int b = 0; b < p; b++) sent[r][b] = have[r][b];
+        for (int r = 0; r < n; r++) {
+            const pp__xstep *x = &st[r][t];
+            if (x->send_peer >= 0) { /* its peer expects exactly this */
+                const pp__xstep *y = &st[x->send_peer][t];
+                assert_int_equal(y->recv_peer, r);
+                assert_int_equal(y->recv_lo, x->send_lo);
+                assert_int_equal(y->recv_hi, x->send_hi);
+            }
+            if (x->recv_peer < 0) continue;
+            const pp__xstep *y = &st[x->recv_peer][t];
+            assert_int_equal(y->send_peer, r);
+            assert_true(x->recv_lo < x->recv_hi && x->recv_hi <= p);
+            for (int b = x->recv_lo; b < x->recv_hi; b++) {
+                uint32_t got = sent[x->recv_peer][b];
+                if (x->reduce) {
+                    assert_int_equal(have[r][b] & got, 0);
+                    have[r][b] |= got;
+                } else {
+                    have[r][b] = got;
+                }
+            }
+        }
+    }
+    uint32_t all = (1u << n) - 1;
+    for (int r = 0; r < n; r++)
+        for (int b = 0; b < p; b++) assert_int_equal(have[r][b], all);
+}
+
+static void test_rd_schedule(void **state) {
+    (void)state;
+    for (int n = 2; n <= 17; n++) {
+        play_rd(n, false);
+        play_rd(n, true);
+    }
+}
+
 static void test_bf16_fp16(void **state) {
     (void)state;
     /* round to nearest even: 1 + 2^-8 is halfway between two bf16 values
@@ -476,6 +533,7 @@ int main(void) {
         cmocka_unit_test(test_split),
         cmocka_unit_test(test_slices_cover),
         cmocka_unit_test(test_ring_schedule),
+        cmocka_unit_test(test_rd_schedule),
         cmocka_unit_test(test_bf16_fp16),
         cmocka_unit_test(test_reduce_cpu),
         cmocka_unit_test(test_world_env),
