@@ -261,10 +261,7 @@ static int cmp_double(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-/* all: nranks x iters times.  Fills side's figures but wrong; the time
- * is each rank's mean, combined over ranks as nccl-tests' -a says (0 rank
- * 0's, 1 the mean, 2 the min, 3 the max). */
-static void stats(pp_exec_coll_side *sd, const double *all, int n, int iters,
+void pp__coll_stats(pp_exec_coll_side *sd, const double *all, int n, int iters,
                   double bytes, double factor, int average) {
     double *worst = pp_xcalloc((size_t)iters, sizeof *worst), comb = 0;
     sd->slowest = pp_xcalloc((size_t)iters, sizeof *sd->slowest);
@@ -437,7 +434,7 @@ static int sweep(run *u, pp__boot *b, pp_exec_coll_result *res, pp_error *e) {
                 break;
             if (u->r != 0) continue;
             for (int r = 0; r < u->n; r++) total_wrong += wrong_all[r];
-            stats(&row.side[side], all, u->n, o->iters, (double)bytes, factor,
+            pp__coll_stats(&row.side[side], all, u->n, o->iters, (double)bytes, factor,
                   o->average);
             row.side[side].wrong = o->check ? total_wrong : -1;
         }

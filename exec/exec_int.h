@@ -197,6 +197,14 @@ void pp__fault_point(const pp__comm *c, int step);
 int pp__step_error(const pp__comm *c, int step, int n_steps, int rc,
                    pp_error *e);
 
+/* ---- the sweep (coll_run.c) --------------------------------------------- */
+/* all: nranks x iters times (rank r's at r * iters).  Fills sd's figures
+ * but wrong; sd->slowest is allocated here (the caller frees it).  The
+ * time is each rank's mean, combined over ranks as nccl-tests' -a says
+ * (average 0 rank 0's, 1 the mean, 2 the min, 3 the max). */
+void pp__coll_stats(pp_exec_coll_side *sd, const double *all, int n, int iters,
+                    double bytes, double factor, int average);
+
 /* ---- reductions (coll_reduce.c) ----------------------------------------- */
 /* dst[i] = op(dst[i], src[i]) on the CPU; bf16/fp16 through float, rounded
  * to nearest even. */

@@ -259,6 +259,43 @@ static void test_usage(void **state) {
     cli_result_free(&r);
 }
 
+/* nccl-tests' whole option list is taken with its syntax (-b8 too):
+ * -m and -a act, -J writes the JSON, -T is the timeout, the flags with no
+ * meaning here are ignored with a note where the value asks for
+ * something. */
+static void test_nccl_flags(void **state) {
+    (void)state;
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/podplan_test_J_%d.json", (int)getpid());
+    cli_result r;
+    cli_runf(&r, "exec collective --np 3 -b8 -e 4K -f 8 -n 2 -w 1 -c 3 -z 1 "
+             "-t 2 -g 1 -p 1 -N 1 -y 0 -G 1 -C 1 -S 0 -R 1 -x 0 -D 0 -V 16 "
+             "-M 0 -m 3 -a 2 -T 5 -J %s", path);
+    if (r.status != 0) fail_msg("exit %d: %s", r.status, r.err);
+    assert_non_null(strstr(r.out, "minBytes 8 maxBytes 4096 "));
+    assert_non_null(strstr(r.out, " agg iters: 3 validation: 1 "));
+    assert_non_null(strstr(r.out, "# Out of bounds values : 0 OK\n"));
+    assert_non_null(strstr(r.err, "note: --nthreads 2 ignored"));
+    assert_non_null(strstr(r.err, "note: --cudagraph 1 ignored"));
+    assert_null(strstr(r.err, "--blocking"));
+    assert_null(strstr(r.err, "--ngpus"));
+    cli_result_free(&r);
+    json_error_t je;
+    json_t *j = json_load_file(path, 0, &je);
+    unlink(path);
+    assert_non_null(j);
+    json_t *setup = json_object_get(j, "setup");
+    assert_int_equal(json_integer_value(json_object_get(setup, "agg_iters")), 3);
+    assert_string_equal(json_string_value(json_object_get(setup, "average")), "min");
+    assert_int_equal(json_array_size(json_object_get(j, "results")), 4);
+    assert_int_equal(json_integer_value(json_object_get(j, "wrong_total")), 0);
+    json_decref(j);
+    expect_usage("--np 2 -a 4", 2, "--average: expected an integer in 0..3");
+    expect_usage("--np 2 -m 0", 2, "--agg_iters: expected");
+    expect_usage("--np 2 -z yes", 2, "--blocking: expected an integer");
+    expect_usage("--np 2 -q 1", 2, "unknown option -q");
+}
+
 /* The table is nccl-tests': the lines its parsers look for. */
 static void test_table(void **state) {
     (void)state;
@@ -278,6 +315,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_table),
         cmocka_unit_test(test_usage),
+        cmocka_unit_test(test_nccl_flags),
         cmocka_unit_test(test_matrix),
         cmocka_unit_test(test_large),
         cmocka_unit_test(test_algos),

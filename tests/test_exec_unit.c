@@ -168,6 +168,29 @@ static void test_rd_schedule(void **state) {
     }
 }
 
+/* nccl-tests' -a: rank 0's mean, the mean, the min or the max over the
+ * ranks of each rank's mean time; the percentiles are of the slowest rank
+ * per iteration whatever the mode. */
+static void test_stats_average(void **state) {
+    (void)state;
+    const double all[3 * 2] = {2, 4,   /* rank 0: mean 3 */
+                               1, 1,   /* rank 1: mean 1 */
+                               5, 7};  /* rank 2: mean 6 */
+    const double want[4] = {3, 10.0 / 3, 1, 6};
+    for (int a = 0; a < 4; a++) {
+        pp_exec_coll_side sd;
+        memset(&sd, 0, sizeof sd);
+        pp__coll_stats(&sd, all, 3, 2, 100.0, 2.0, a);
+        assert_true(fabs(sd.time_s - want[a]) < 1e-12);
+        assert_true(fabs(sd.algbw_Bps - 100.0 / want[a]) < 1e-9);
+        assert_true(fabs(sd.busbw_Bps - 200.0 / want[a]) < 1e-9);
+        assert_true(sd.median_s == 6.0 && sd.p99_s == 7.0);
+        assert_int_equal(sd.slowest[0], 2);
+        assert_int_equal(sd.slowest[1], 2);
+        free(sd.slowest);
+    }
+}
+
 static void test_bf16_fp16(void **state) {
     (void)state;
     /* round to nearest even: 1 + 2^-8 is halfway between two bf16 values
@@ -534,6 +557,7 @@ int main(void) {
         cmocka_unit_test(test_slices_cover),
         cmocka_unit_test(test_ring_schedule),
         cmocka_unit_test(test_rd_schedule),
+        cmocka_unit_test(test_stats_average),
         cmocka_unit_test(test_bf16_fp16),
         cmocka_unit_test(test_reduce_cpu),
         cmocka_unit_test(test_world_env),
