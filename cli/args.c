@@ -101,7 +101,12 @@ int pp_cli_parse(const pp_cli_cmd *cmd, int argc, char **argv, pp_args *a,
             }
             if (eq) val = eq + 1;
         } else {
-            idx = s[2] == '\0' ? find_short(cmd, s[1]) : -1;
+            /* -b 8 or, as getopt takes it, -b8 */
+            idx = find_short(cmd, s[1]);
+            if (idx >= 0 && s[2] != '\0') {
+                if (cmd->opts[idx].arg) val = s + 2;
+                else idx = -1;
+            }
             if (idx < 0)
                 return pp_error_set(e, PP_EUSAGE,
                                     "unknown option %s; see `podplan %s "

@@ -15,7 +15,7 @@
 
 #include <jansson.h>
 
-#define PP_CLI_MAX_OPTS 32
+#define PP_CLI_MAX_OPTS 64
 
 typedef struct pp_cli_opt {
     const char *name;  /* long name without "--" */

@@ -3,10 +3,12 @@
  * peers (exec.h).  One table of subcommands: adding one is one line in
  * `subs` and its pp_cli_cmd (gemm and membw live in cmd_exec_gemm.c).
  *
- * `exec collective` speaks nccl-tests: the same short options (-b -e -f -i
- * -n -w -c -d -o -r; note -o is the reduction, as there) and the same
- * table, so scripts and parsers written for all_reduce_perf read it.  The
- * collective itself is --coll (podplan's names); -O is the output file.
+ * `exec collective` speaks nccl-tests: the same options (-b -e -f -i -n -w
+ * -c -d -o -r -m -a -T -J; note -o is the reduction, as there), its other
+ * flags taken and ignored (-z -t -g -p -N -y -G -C -S -R -x -D -V -M) so
+ * its scripts run, and the same table, so parsers written for
+ * all_reduce_perf read it.  The collective itself is --coll (podplan's
+ * names); -O is the output file.
  */
 #include "cli_int.h"
 
@@ -26,19 +28,39 @@ static const pp_cli_opt coll_opts[] = {
     {"stepbytes", 'i', "SIZE", "add SIZE each step instead of multiplying", false, NULL, 0, NULL},
     {"iters", 'n', "N", "timed iterations per size (default: 20)", false, NULL, 0, NULL},
     {"warmup_iters", 'w', "N", "untimed iterations first (default: 5)", false, NULL, 0, NULL},
-    {"check", 'c', "0|1", "check the results outside the timed loop (default: 1)", false, NULL, 0, NULL},
+    {"check", 'c', "N", "check the results outside the timed loop: 0 no, N > 0 yes (once) (default: 1)", false, NULL, 0, NULL},
+    {"agg_iters", 'm', "N", "collectives per timed iteration, the time reported per collective (default: 1)", false, NULL, 0, NULL},
+    {"average", 'a', "0-3", "time over ranks: 0 rank 0's, 1 the mean, 2 the min, 3 the max (default: 1)", false, NULL, 0, NULL},
     {"datatype", 'd', "T", "float|bfloat16|half (default: float)", false, NULL, 0, NULL},
     {"op", 'o', "R", "reduction: sum|max|min (default: sum)", false, NULL, 0, NULL},
     {"root", 'r', "R", "broadcast root rank (default: 0)", false, NULL, 0, NULL},
-    {"algo", 0, "A", "ring|rd|auto: rd (recursive doubling) is allreduce only; auto takes rd up to 64 KiB (default: auto)", false, NULL, 0, NULL},
+    {"algo", 0, "A", "ring|rd|auto: rd is allreduce only, recursive doubling up to --rd-max and Rabenseifner above; auto takes rd up to --rd-max, the ring above (default: auto)", false, NULL, 0, NULL},
+    {"rd-max", 0, "BYTES", "allreduce: the size where auto leaves rd for the ring, and rd leaves whole-buffer doubling for Rabenseifner (default: 64K)", false, NULL, 0, NULL},
     {"transport", 0, "T", "tcp|verbs (default: tcp)", false, NULL, 0, NULL},
     {"channels", 0, "K", "connections per peer; the ring runs one pipeline on each (default: 2)", false, NULL, 0, NULL},
     {"slice", 0, "SIZE", "ring pipelining granularity (default: 512KiB)", false, NULL, 0, NULL},
     {"np", 0, "N", "start N local ranks here (127.0.0.1) instead of joining a launcher's world", false, NULL, 0, NULL},
-    {"timeout", 0, "T", "a peer silent this long fails the run, e.g. 5s (default: 30s)", false, NULL, 0, NULL},
+    {"timeout", 'T', "T", "a peer silent this long fails the run, e.g. 5 or 5s (default: 30s)", false, NULL, 0, NULL},
     {"device", 0, "D", "cpu|cuda: where the buffers live (default: cpu)", false, NULL, 0, NULL},
     {"format", 0, "FMT", "table|json (default: table)", false, NULL, 0, NULL},
     {"output", 'O', "FILE", "write to FILE atomically (default: stdout); rank 0 only", false, NULL, 0, NULL},
+    {"output_file", 'J', "FILE", "also write the JSON (podplan's schema) to FILE; rank 0 only", false, NULL, 0, NULL},
+    /* nccl-tests' flags with no meaning here: taken, so its scripts run,
+     * and ignored (a note on stderr where the value asks for something) */
+    {"blocking", 'z', "0|1", "ignored: every collective completes before the next starts (-z 1's behaviour)", false, NULL, 0, NULL},
+    {"nthreads", 't', "N", "ignored: one rank per process (--np or the launcher); a note unless 1", false, NULL, 0, NULL},
+    {"ngpus", 'g', "N", "ignored: one rank per process; a note unless 1", false, NULL, 0, NULL},
+    {"parallel_init", 'p', "0|1", "ignored: the ranks always start in parallel", false, NULL, 0, NULL},
+    {"run_cycles", 'N', "N", "ignored: one cycle; a note unless 1", false, NULL, 0, NULL},
+    {"stream_null", 'y', "0|1", "ignored: no CUDA streams", false, NULL, 0, NULL},
+    {"cudagraph", 'G', "N", "ignored: no CUDA graphs; a note unless 0", false, NULL, 0, NULL},
+    {"report_cputime", 'C', "0|1", "ignored: times are host wall-clock already", false, NULL, 0, NULL},
+    {"report_timestamps", 'S', "0|1", "ignored: no timestamp column; a note unless 0", false, NULL, 0, NULL},
+    {"local_register", 'R', "0-2", "ignored: buffers are registered once anyway", false, NULL, 0, NULL},
+    {"cta_policy", 'x', "N", "ignored: NCCL's CTA policy", false, NULL, 0, NULL},
+    {"device_implementation", 'D', "N", "ignored: NCCL's device API; a note unless 0", false, NULL, 0, NULL},
+    {"device_cta_count", 'V', "N", "ignored: NCCL's device API", false, NULL, 0, NULL},
+    {"memory", 'M', "0|1", "ignored: no memory report; a note unless 0", false, NULL, 0, NULL},
     {NULL, 0, NULL, NULL, false, NULL, 0, NULL},
 };
 
@@ -82,7 +104,50 @@ typedef struct coll_ctx {
     const pp_args *a;
     pp_exec_coll_opts o;
     int fmt;
+    const char *json_file;  /* -J */
+    char notes[1024];       /* about ignored flags, printed by rank 0 */
 } coll_ctx;
+
+/* nccl-tests' flags accepted and ignored: each must be an integer; a value
+ * that asks for what podplan does not do earns a note (not an error, so
+ * the same script runs both). */
+static const struct {
+    const char *name;
+    int quiet;              /* the value that needs no note; -1: never noted */
+    const char *why;
+} ignored[] = {
+    {"blocking", -1, ""},
+    {"nthreads", 1, "one rank per process: use --np or the launcher"},
+    {"ngpus", 1, "one rank per process: use --np or the launcher"},
+    {"parallel_init", -1, ""},
+    {"run_cycles", 1, "one cycle is run"},
+    {"stream_null", -1, ""},
+    {"cudagraph", 0, "no CUDA graphs here"},
+    {"report_cputime", -1, ""},
+    {"report_timestamps", 0, "no timestamp column"},
+    {"local_register", -1, ""},
+    {"cta_policy", -1, ""},
+    {"device_implementation", 0, "NCCL's device API is not used"},
+    {"device_cta_count", -1, ""},
+    {"memory", 0, "no memory report"},
+};
+
+static int take_ignored(const pp_args *a, char *notes, size_t len,
+                        pp_error *e) {
+    for (size_t i = 0; i < sizeof ignored / sizeof ignored[0]; i++) {
+        int64_t v = ignored[i].quiet;
+        int rc = pp_args_int(a, ignored[i].name, INT32_MIN, INT32_MAX, &v, e);
+        if (rc) return rc;
+        if (!pp_args_get(a, ignored[i].name) || ignored[i].quiet < 0
+            || v == ignored[i].quiet)
+            continue;
+        size_t used = strlen(notes);
+        snprintf(notes + used, len - used, "podplan exec collective: note: "
+                 "--%s %lld ignored (%s)\n", ignored[i].name, (long long)v,
+                 ignored[i].why);
+    }
+    return 0;
+}
 
 static void fmt_time(char *buf, size_t len, double us) {
     if (us >= 10000.0) snprintf(buf, len, "%7.0f", us);
@@ -97,12 +162,19 @@ static void coll_table(FILE *fp, const void *vctx) {
             o->min_bytes, o->max_bytes);
     if (o->step_bytes) fprintf(fp, "%zu(bytes)", o->step_bytes);
     else fprintf(fp, "%g(factor)", o->step_factor);
-    fprintf(fp, " warmup iters: %d iters: %d agg iters: 1 validation: %d "
-            "graph: 0\n#\n", o->warmup, o->iters, o->check ? 1 : 0);
+    fprintf(fp, " warmup iters: %d iters: %d agg iters: %d validation: %d "
+            "graph: 0\n#\n", o->warmup, o->iters, o->agg_iters, o->check ? 1 : 0);
+    char algo[96];
+    if (o->op != PP_COLL_ALLREDUCE || o->algo == PP_ALGO_RING)
+        snprintf(algo, sizeof algo, "%s", o->algo < 0 ? "auto"
+                                                      : pp_coll_algo_name(o->algo));
+    else /* say where the size switches happen */
+        snprintf(algo, sizeof algo, "%s (%s up to %zu B, %s above)",
+                 o->algo < 0 ? "auto" : "rd", "recursive doubling",
+                 o->rd_max_bytes, o->algo < 0 ? "ring" : "rabenseifner");
     fprintf(fp, "# podplan %s exec collective: %s, algo %s, transport %s, "
             "%d channel%s, %d rank%s on %d host%s (%s)\n",
-            PODPLAN_VERSION, pp_coll_op_name(o->op),
-            o->algo < 0 ? "auto" : pp_coll_algo_name(o->algo), o->transport,
+            PODPLAN_VERSION, pp_coll_op_name(o->op), algo, o->transport,
             o->channels, o->channels == 1 ? "" : "s", r->nranks,
             r->nranks == 1 ? "" : "s", r->nhosts, r->nhosts == 1 ? "" : "s",
             r->launcher);
@@ -166,6 +238,7 @@ static json_t *coll_json(const pp_exec_coll_result *r) {
     json_object_set_new(setup, "op", json_string(pp_coll_op_name(o->op)));
     json_object_set_new(setup, "algo", json_string(o->algo < 0 ? "auto"
                                                    : pp_coll_algo_name(o->algo)));
+    json_object_set_new(setup, "rd_max_bytes", json_integer((json_int_t)o->rd_max_bytes));
     json_object_set_new(setup, "transport", json_string(o->transport));
     json_object_set_new(setup, "channels", json_integer(o->channels));
     json_object_set_new(setup, "ranks", json_integer(r->nranks));
@@ -179,6 +252,9 @@ static json_t *coll_json(const pp_exec_coll_result *r) {
     json_object_set_new(setup, "device", json_string(o->on_device ? "cuda" : "cpu"));
     json_object_set_new(setup, "iters", json_integer(o->iters));
     json_object_set_new(setup, "warmup_iters", json_integer(o->warmup));
+    json_object_set_new(setup, "agg_iters", json_integer(o->agg_iters));
+    static const char *const avg[] = {"rank0", "mean", "min", "max"};
+    json_object_set_new(setup, "average", json_string(avg[o->average & 3]));
     json_object_set_new(setup, "timeout_s", pp_json_num(o->timeout_s));
     json_object_set_new(j, "setup", setup);
     for (size_t i = 0; i < r->n_rows; i++) {
@@ -188,6 +264,8 @@ static json_t *coll_json(const pp_exec_coll_result *r) {
         json_object_set_new(x, "count", json_integer((json_int_t)w->count));
         json_object_set_new(x, "root", json_integer(w->root));
         json_object_set_new(x, "algo", json_string(pp_coll_algo_name(w->algo)));
+        /* which rd ran: "rd" (whole buffer) or "rabenseifner" */
+        json_object_set_new(x, "impl", json_string(w->impl ? w->impl : "?"));
         json_object_set_new(x, "out_of_place", side_json(&w->side[0], o->iters));
         json_object_set_new(x, "in_place", side_json(&w->side[1], o->iters));
         json_array_append_new(rows, x);
@@ -204,12 +282,24 @@ static int coll_rank(const pp_exec_world *w, void *vctx) {
     coll_ctx *x = vctx;
     pp_error e = PP_ERROR_INIT;
     pp_exec_coll_result *r = NULL;
+    if (w->rank == 0 && x->notes[0]) fputs(x->notes, stderr);
     int rc = pp_exec_coll_run(w, &x->o, &r, &e);
     int code = 0;
     if (r) { /* rank 0, also when the check failed: show the table */
         code = pp_cli_emit(x->a, x->fmt, x->fmt == PP_FMT_JSON ? coll_json(r)
                                                               : NULL,
                            coll_table, r);
+        if (x->json_file && !code) {
+            pp_outfile of;
+            pp_error je = PP_ERROR_INIT; /* e may hold the run's error */
+            json_t *j = coll_json(r);
+            if ((code = pp_outfile_open(&of, x->json_file, &je)) == 0) {
+                if ((code = pp_json_write(of.fp, j, &je))) pp_outfile_abort(&of);
+                else code = pp_outfile_commit(&of, &je);
+            }
+            json_decref(j);
+            if (code) code = pp_cli_fail("exec collective", &je);
+        }
         pp_exec_coll_result_free(r);
     }
     if (rc) {
@@ -231,6 +321,7 @@ static int run_collective(const pp_cli_cmd *cmd, int argc, char **argv) {
     pp_exec_coll_opts_init(o);
     int dt = 0, red = 0, algo = 2, dev = 0, op = 0;
     int64_t iters = o->iters, warm = o->warmup, check = 1, root = 0, ch = o->channels;
+    int64_t agg = o->agg_iters, average = o->average;
     int64_t np = 0;
     const char *v;
     double step_f = o->step_factor, timeout = o->timeout_s;
@@ -248,9 +339,13 @@ static int run_collective(const pp_cli_cmd *cmd, int argc, char **argv) {
         || (rc = parse_size(&a, "maxbytes", &o->max_bytes, &e))
         || (rc = parse_size(&a, "stepbytes", &o->step_bytes, &e))
         || (rc = parse_size(&a, "slice", &o->slice_bytes, &e))
+        || (rc = parse_size(&a, "rd-max", &o->rd_max_bytes, &e))
         || (rc = pp_args_int(&a, "iters", 1, 1000000, &iters, &e))
         || (rc = pp_args_int(&a, "warmup_iters", 0, 1000000, &warm, &e))
-        || (rc = pp_args_int(&a, "check", 0, 1, &check, &e))
+        || (rc = pp_args_int(&a, "check", 0, 1000000, &check, &e))
+        || (rc = pp_args_int(&a, "agg_iters", 1, 1000000, &agg, &e))
+        || (rc = pp_args_int(&a, "average", 0, 3, &average, &e))
+        || (rc = take_ignored(&a, x.notes, sizeof x.notes, &e))
         || (rc = pp_args_int(&a, "root", 0, 1 << 20, &root, &e))
         || (rc = pp_args_int(&a, "channels", 1, 64, &ch, &e))
         || (rc = pp_args_int(&a, "np", 1, 1024, &np, &e))
@@ -288,6 +383,9 @@ static int run_collective(const pp_cli_cmd *cmd, int argc, char **argv) {
     o->iters = (int)iters;
     o->warmup = (int)warm;
     o->check = check != 0;
+    o->agg_iters = (int)agg;
+    o->average = (int)average;
+    x.json_file = pp_args_get(&a, "output_file");
     o->root = (int)root;
     o->channels = (int)ch;
     o->dtype = (pp_exec_dtype)dt;
@@ -315,6 +413,8 @@ static const pp_cli_cmd cmd_collective = {
     "srun (SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID) or mpirun\n"
     "(OMPI_COMM_WORLD_*), with MASTER_ADDR and MASTER_PORT naming rank 0's\n"
     "rendezvous (an MPI build under mpirun uses MPI_Allgather instead).\n"
+    "nccl-tests' flags: all of all_reduce_perf's options are taken (-b8 or\n"
+    "-b 8, --minbytes=8); those marked \"ignored\" have no meaning here.\n"
     "Output: nccl-tests' table; only rank 0 prints.  Exit status: 0 ok,\n"
     "1 a peer died or stalled or a value was wrong, 2 bad usage.",
     coll_opts,

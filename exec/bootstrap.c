@@ -132,28 +132,23 @@ int pp__boot_open(const pp_exec_world *w, double timeout_s, pp__boot **out,
             if (sa.sin_addr.s_addr == htonl(INADDR_ANY)) guess_local_ip(local_ip);
             else inet_ntop(AF_INET, &sa.sin_addr, local_ip, 64);
         } else {
-            /* Rank 0 may not listen yet: retry until the deadline. */
-            double deadline = pp_exec_now() + timeout_s;
-            for (;;) {
-                b->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-                if (b->fd < 0) {
-                    rc = pp_error_set(e, PP_EIO, "socket: %s", strerror(errno));
-                    goto fail;
-                }
-                if (connect(b->fd, (struct sockaddr *)&sa, sizeof sa) == 0) break;
-                int err = errno;
-                close(b->fd);
-                b->fd = -1;
-                if (pp_exec_now() >= deadline) {
-                    rc = pp_error_set(e, PP_ETIMEOUT, "rank %d: rendezvous at "
-                                      "%s: %s (for %g s)", w->rank, b->master,
-                                      strerror(err), timeout_s);
-                    goto fail;
-                }
-                struct timespec ts = {0, 50 * 1000 * 1000};
-                nanosleep(&ts, NULL);
+            /* Rank 0 may not listen yet (refused: retried) or its host
+             * may not answer at all (poll()ed): either way this rank gives
+             * up at the deadline, not after the kernel's SYN retries. */
+            char what[320];
+            struct in_addr num;
+            /* a host name is shown too, for the resolved address may
+             * surprise */
+            if (inet_pton(AF_INET, w->master_addr, &num) == 1)
+                snprintf(what, sizeof what, "rank 0's rendezvous");
+            else
+                snprintf(what, sizeof what, "rank 0's rendezvous (MASTER_ADDR "
+                         "%s)", w->master_addr);
+            if ((rc = pp__sock_connect(&sa, pp_exec_now() + timeout_s, what,
+                                       &b->fd, e))) {
+                pp_error_prefix(e, "rank %d", w->rank);
+                goto fail;
             }
-            pp__sock_tune(b->fd);
             struct sockaddr_in me;
             socklen_t sl = sizeof me;
             getsockname(b->fd, (struct sockaddr *)&me, &sl);

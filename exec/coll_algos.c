@@ -154,51 +154,108 @@ static int exchange(pp__comm *c, int to, const char *sbuf, size_t slen,
     return rc;
 }
 
-/* Recursive doubling; for n not a power of two, the first 2*rem ranks pair
- * up first (the even one hands its buffer to the odd one and sits out),
- * and get the result back at the end (MPICH's allreduce). */
-int pp__coll_allreduce_rd(pp__comm *c, char *buf, size_t count, pp_error *e) {
-    int n = c->nranks, r = c->rank, p = 1, lg = 0, rc = 0;
-    if (n == 1) return 0;
+/* Recursive doubling and Rabenseifner's algorithm, as lists of
+ * exchanges (exec_int.h: pp__rd_steps).  p is the largest power of two
+ * <= n, rem = n - p.  For n not a power of two the first 2*rem ranks pair
+ * up first (the even one hands its buffer to the odd one and sits out)
+ * and get the result back at the end (MPICH's allreduce); the p ranks
+ * left are numbered newrank 0..p-1.  The buffer is p blocks.
+ *   rd: log2(p) steps, each exchanging the whole buffer with newrank ^
+ *     mask (mask 1, 2, ...) and reducing it: log2(p) * len bytes each way.
+ *   Rabenseifner: a reduce-scatter by recursive halving (mask p/2 down to
+ *     1: keep the half of the current range on this rank's side of the
+ *     mask bit, send the other half, reduce what comes back), after which
+ *     newrank k holds block k reduced; then an all-gather by recursive
+ *     doubling (mask 1 up to p/2: swap the ranges held).  2 log2(p) steps
+ *     but only 2 (p-1)/p * len bytes each way, so it wins on large
+ *     buffers while rd wins on latency. */
+static int real_rank(int nr, int rem) { return nr < rem ? nr * 2 + 1 : nr + rem; }
+
+int pp__rd_steps(int n, int r, bool rabenseifner, pp__xstep *st) {
+    int p = 1, lg = 0, ns = 0, rem;
     while (p * 2 <= n) { p *= 2; lg++; }
-    int rem = n - p, nsteps = lg + (rem ? 2 : 0), step = 0;
-    size_t len = count * c->esize;
-    char *tmp = c->rd_tmp;
-    c->what = "allreduce rd";
-    int newrank;
-    if (r < 2 * rem) {
-        if (r % 2 == 0) {
-            rc = exchange(c, r + 1, buf, len, -1, NULL, 0, c->mr_buf, step,
-                          nsteps, e);
-            newrank = -1;
-        } else {
-            rc = exchange(c, -1, NULL, 0, r - 1, tmp, len, c->mr_buf, step,
-                          nsteps, e);
-            if (!rc) rc = c->red.fn(c->red.ctx, buf, tmp, count, e);
-            newrank = r / 2;
-        }
-        step++;
-    } else {
-        newrank = r - rem;
-        if (rem) step++;
-    }
-    for (int mask = 1; !rc && newrank >= 0 && mask < p; mask <<= 1, step++) {
-        int np = newrank ^ mask;
-        int peer = np < rem ? np * 2 + 1 : np + rem;
-        rc = exchange(c, peer, buf, len, peer, tmp, len, c->mr_buf, step,
-                      nsteps, e);
-        if (!rc) rc = c->red.fn(c->red.ctx, buf, tmp, count, e);
-    }
-    if (!rc && rem) {
-        step = nsteps - 1;
+    rem = n - p;
+    const pp__xstep idle = {-1, -1, 0, 0, 0, 0, false};
+    int newrank = r < 2 * rem ? (r % 2 ? r / 2 : -1) : r - rem;
+    if (rem) {
         if (r < 2 * rem && r % 2 == 0)
-            rc = exchange(c, -1, NULL, 0, r + 1, buf, len, c->mr_buf, step,
-                          nsteps, e);
+            st[ns++] = (pp__xstep){r + 1, -1, 0, p, 0, 0, false};
         else if (r < 2 * rem)
-            rc = exchange(c, r - 1, buf, len, -1, NULL, 0, c->mr_buf, step,
-                          nsteps, e);
+            st[ns++] = (pp__xstep){-1, r - 1, 0, 0, 0, p, true};
+        else
+            st[ns++] = idle;
     }
+    if (!rabenseifner) {
+        for (int mask = 1; mask < p; mask <<= 1) {
+            int peer = newrank < 0 ? -1 : real_rank(newrank ^ mask, rem);
+            st[ns++] = newrank < 0 ? idle
+                                   : (pp__xstep){peer, peer, 0, p, 0, p, true};
+        }
+    } else {
+        int lo = 0, hi = p;
+        for (int mask = p / 2; mask >= 1; mask >>= 1) {
+            if (newrank < 0) { st[ns++] = idle; continue; }
+            int peer = real_rank(newrank ^ mask, rem), mid = lo + mask;
+            if (newrank & mask)
+                st[ns++] = (pp__xstep){peer, peer, lo, mid, mid, hi, true}, lo = mid;
+            else
+                st[ns++] = (pp__xstep){peer, peer, mid, hi, lo, mid, true}, hi = mid;
+        }
+        for (int mask = 1; mask < p; mask <<= 1) {
+            if (newrank < 0) { st[ns++] = idle; continue; }
+            int peer = real_rank(newrank ^ mask, rem);
+            /* the partner holds the mask-wide range on the other side */
+            if (newrank & mask)
+                st[ns++] = (pp__xstep){peer, peer, lo, hi, lo - mask, lo, false}, lo -= mask;
+            else
+                st[ns++] = (pp__xstep){peer, peer, lo, hi, hi, hi + mask, false}, hi += mask;
+        }
+    }
+    if (rem) {
+        if (r < 2 * rem && r % 2 == 0)
+            st[ns++] = (pp__xstep){-1, r + 1, 0, 0, 0, p, false};
+        else if (r < 2 * rem)
+            st[ns++] = (pp__xstep){r - 1, -1, 0, p, 0, 0, false};
+        else
+            st[ns++] = idle;
+    }
+    return ns;
+}
+
+static int allreduce_rd(pp__comm *c, char *buf, size_t count, bool rab,
+                        pp_error *e) {
+    int n = c->nranks, p = 1, rc = 0;
+    if (n == 1) return 0;
+    while (p * 2 <= n) p *= 2;
+    size_t es = c->esize;
+    size_t *b = even_bounds(count, p);
+    pp__xstep *st = pp_xcalloc(PP__RD_STEPS_MAX, sizeof *st);
+    int ns = pp__rd_steps(n, c->rank, rab, st);
+    c->what = rab ? "allreduce rabenseifner" : "allreduce rd";
+    for (int t = 0; t < ns && !rc; t++) {
+        const pp__xstep *x = &st[t];
+        size_t soff = b[x->send_lo] * es, slen = b[x->send_hi] * es - soff;
+        size_t roff = b[x->recv_lo] * es, rlen = b[x->recv_hi] * es - roff;
+        /* a reduced range lands in the scratch first; a copied one (the
+         * all-gather, the fix-up's result) straight in place */
+        char *rbuf = x->reduce ? c->rd_tmp : buf + roff;
+        rc = exchange(c, x->send_peer, buf + soff, slen, x->recv_peer, rbuf,
+                      rlen, c->mr_buf, t, ns, e);
+        if (!rc && x->recv_peer >= 0 && x->reduce && rlen)
+            rc = c->red.fn(c->red.ctx, buf + roff, c->rd_tmp, rlen / es, e);
+    }
+    free(st);
+    free(b);
     return rc;
+}
+
+int pp__coll_allreduce_rd(pp__comm *c, char *buf, size_t count, pp_error *e) {
+    return allreduce_rd(c, buf, count, false, e);
+}
+
+int pp__coll_allreduce_rabenseifner(pp__comm *c, char *buf, size_t count,
+                                    pp_error *e) {
+    return allreduce_rd(c, buf, count, true, e);
 }
 
 /* Pairwise exchange: at step s rank r sends its block for r+s and

@@ -49,6 +49,9 @@ void pp_exec_coll_opts_init(pp_exec_coll_opts *o) {
     o->transport = "tcp";
     o->channels = 2;
     o->timeout_s = 30;
+    o->rd_max_bytes = PP_EXEC_RD_MAX_BYTES;
+    o->agg_iters = 1;
+    o->average = 1;
 }
 
 void pp_exec_coll_result_free(pp_exec_coll_result *r) {
@@ -106,6 +109,7 @@ typedef struct run {
     size_t total, per;         /* elements: the whole buffer, and per rank
                                   block for allgather/reducescatter/alltoall */
     pp_coll_algo algo;
+    const char *impl;          /* the row's impl (exec.h) */
     char *arena;               /* send, recv, scratch, rd scratch: one region */
     /* --device cuda: the buffer on the GPU, and reduction scratch */
     void *d_in, *d_a, *d_b;
@@ -205,8 +209,11 @@ static int run_once(run *u, bool inplace, pp_error *e) {
     switch (u->o->op) {
     case PP_COLL_ALLREDUCE:
         if (!inplace) memcpy(u->recv, u->send, total);
-        return u->algo == PP_ALGO_RD ? pp__coll_allreduce_rd(c, u->recv, u->total, e)
-                                     : pp__coll_allreduce_ring(c, u->recv, u->total, e);
+        if (u->algo == PP_ALGO_RING)
+            return pp__coll_allreduce_ring(c, u->recv, u->total, e);
+        return strcmp(u->impl, "rabenseifner") == 0
+                   ? pp__coll_allreduce_rabenseifner(c, u->recv, u->total, e)
+                   : pp__coll_allreduce_rd(c, u->recv, u->total, e);
     case PP_COLL_REDUCESCATTER: {
         int rc;
         if (!inplace) memcpy(u->recv, u->send, total);
@@ -254,10 +261,9 @@ static int cmp_double(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-/* all: nranks x iters times.  Fills side's figures but wrong. */
-static void stats(pp_exec_coll_side *sd, const double *all, int n, int iters,
-                  double bytes, double factor) {
-    double *worst = pp_xcalloc((size_t)iters, sizeof *worst), mean_rank = 0;
+void pp__coll_stats(pp_exec_coll_side *sd, const double *all, int n, int iters,
+                  double bytes, double factor, int average) {
+    double *worst = pp_xcalloc((size_t)iters, sizeof *worst), comb = 0;
     sd->slowest = pp_xcalloc((size_t)iters, sizeof *sd->slowest);
     for (int r = 0; r < n; r++) {
         double sum = 0;
@@ -266,9 +272,13 @@ static void stats(pp_exec_coll_side *sd, const double *all, int n, int iters,
             sum += t;
             if (t > worst[i]) { worst[i] = t; sd->slowest[i] = r; }
         }
-        mean_rank += sum / iters;
+        double m = sum / iters;
+        if (average == 0) comb = r == 0 ? m : comb;
+        else if (average == 2) comb = r == 0 || m < comb ? m : comb;
+        else if (average == 3) comb = m > comb ? m : comb;
+        else comb += m / n;
     }
-    sd->time_s = mean_rank / n;
+    sd->time_s = comb;
     sd->algbw_Bps = sd->time_s > 0 ? bytes / sd->time_s : 0;
     sd->busbw_Bps = sd->algbw_Bps * factor;
     double m = 0, v = 0;
@@ -314,9 +324,10 @@ static int check_opts(const pp_exec_world *w, const pp_exec_coll_opts *o,
         return pp_error_set(e, PP_EUSAGE, "--root %d: not a rank of 0..%d",
                             o->root, w->nranks - 1);
     if (o->iters < 1 || o->warmup < 0 || o->channels < 1 || o->channels > 64
-        || o->min_bytes > o->max_bytes || o->timeout_s <= 0)
-        return pp_error_set(e, PP_EUSAGE, "bad iterations, channels, sizes or "
-                            "timeout");
+        || o->min_bytes > o->max_bytes || o->timeout_s <= 0
+        || o->agg_iters < 1 || o->average < 0 || o->average > 3)
+        return pp_error_set(e, PP_EUSAGE, "bad iterations, channels, sizes, "
+                            "timeout, agg iterations or average mode");
     if (strcmp(o->transport, "tcp") == 0) {
         *ops = &pp_xport_tcp;
     } else if (strcmp(o->transport, "verbs") == 0) {
@@ -348,6 +359,21 @@ static size_t next_size(const pp_exec_coll_opts *o, size_t s, size_t unit) {
     return nx;
 }
 
+/* Which implementation runs a size: for allreduce under rd, whole-buffer
+ * recursive doubling up to rd_max bytes and Rabenseifner above (its
+ * bandwidth term is 2(p-1)/p of the buffer instead of log2(p) buffers). */
+static const char *impl_name(pp_coll_op op, pp_coll_algo algo, size_t bytes,
+                             size_t rd_max) {
+    switch (op) {
+    case PP_COLL_ALLREDUCE:
+        if (algo == PP_ALGO_RING) return "ring";
+        return bytes > rd_max ? "rabenseifner" : "rd";
+    case PP_COLL_BROADCAST: return "chain";
+    case PP_COLL_ALLTOALL: return "pairwise";
+    default: return "ring";
+    }
+}
+
 static int sweep(run *u, pp__boot *b, pp_exec_coll_result *res, pp_error *e) {
     const pp_exec_coll_opts *o = u->o;
     size_t es = u->c.esize, unit = es * (blocked(o->op) ? (size_t)u->n : 1);
@@ -365,14 +391,16 @@ static int sweep(run *u, pp__boot *b, pp_exec_coll_result *res, pp_error *e) {
         u->total = blocked(o->op) ? u->per * (size_t)u->n : nel;
         size_t bytes = u->total * es;
         u->algo = o->op == PP_COLL_ALLREDUCE && (o->algo == PP_ALGO_RD
-                  || (o->algo == -1 && bytes <= PP_EXEC_RD_MAX_BYTES))
+                  || (o->algo == -1 && bytes <= o->rd_max_bytes))
                       ? PP_ALGO_RD : PP_ALGO_RING;
+        u->impl = impl_name(o->op, u->algo, bytes, o->rd_max_bytes);
         pp_exec_coll_row row;
         memset(&row, 0, sizeof row);
         row.bytes = bytes;
         row.count = u->per; /* nccl-tests: per rank for the blocked ops */
         row.root = o->op == PP_COLL_BROADCAST ? o->root : -1;
         row.algo = u->algo;
+        row.impl = u->impl;
         for (int side = 0; side < 2 && !rc; side++) {
             bool inplace = side == 1;
             int64_t wrong = -1, total_wrong = 0;
@@ -391,9 +419,13 @@ static int sweep(run *u, pp__boot *b, pp_exec_coll_result *res, pp_error *e) {
             fill_inputs(u, inplace);
             if ((rc = pp__boot_barrier(b, e))) break;
             for (int i = 0; i < o->warmup + o->iters && !rc; i++) {
+                /* a timed iteration runs agg_iters collectives back to
+                 * back (nccl-tests' -m) and counts the time per one */
+                int agg = i >= o->warmup ? o->agg_iters : 1;
                 double t0 = pp_exec_now();
-                rc = run_timed(u, inplace, e);
-                if (i >= o->warmup) mine[i - o->warmup] = pp_exec_now() - t0;
+                for (int k = 0; k < agg && !rc; k++) rc = run_timed(u, inplace, e);
+                if (i >= o->warmup)
+                    mine[i - o->warmup] = (pp_exec_now() - t0) / agg;
             }
             if (rc) break;
             if ((rc = pp__boot_gather(b, mine, (size_t)o->iters * sizeof *mine,
@@ -402,7 +434,8 @@ static int sweep(run *u, pp__boot *b, pp_exec_coll_result *res, pp_error *e) {
                 break;
             if (u->r != 0) continue;
             for (int r = 0; r < u->n; r++) total_wrong += wrong_all[r];
-            stats(&row.side[side], all, u->n, o->iters, (double)bytes, factor);
+            pp__coll_stats(&row.side[side], all, u->n, o->iters, (double)bytes, factor,
+                  o->average);
             row.side[side].wrong = o->check ? total_wrong : -1;
         }
         if (rc) {

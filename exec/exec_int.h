@@ -62,6 +62,18 @@ int pp__sock_write_all(int fd, const void *buf, size_t len, double deadline,
 int pp__sock_read_all(int fd, void *buf, size_t len, double deadline,
                       const char *what, pp_error *e);
 void pp__sock_tune(int fd); /* TCP_NODELAY, large buffers */
+struct sockaddr_in;
+/* Connects a new (tuned, blocking-mode) socket to sa before deadline:
+ * connect() is non-blocking and completed by poll(), so an unreachable
+ * host costs the time left, not the kernel's minutes of SYN retries; a
+ * refusal (the listener not up yet, a full backlog) is retried until the
+ * deadline.  what names the other side ("rank 3", "rank 0's
+ * rendezvous").  Returns 0 with *fd_out set; PP_ETIMEOUT "connect to
+ * rank 3 at 10.0.0.5:4000: no connection after 5.0 s (12 attempts; last:
+ * Connection refused)"; PP_EPEER for a final error; *fd_out untouched on
+ * failure. */
+int pp__sock_connect(const struct sockaddr_in *sa, double deadline,
+                     const char *what, int *fd_out, pp_error *e);
 
 /* ---- chunking and the step engine (coll_sched.c) ------------------------ */
 /* [begin, end) of part i when n items are cut into parts nearly equal
@@ -135,6 +147,10 @@ int pp__sched_run(pp__comm *c, const pp__sched *s, char *buf, pp_error *e);
  * is in elements; see each for the layout. */
 int pp__coll_allreduce_ring(pp__comm *c, char *buf, size_t count, pp_error *e);
 int pp__coll_allreduce_rd(pp__comm *c, char *buf, size_t count, pp_error *e);
+/* Recursive-halving reduce-scatter then recursive-doubling all-gather
+ * (Rabenseifner), with rd's fix-up for n not a power of two. */
+int pp__coll_allreduce_rabenseifner(pp__comm *c, char *buf, size_t count,
+                                    pp_error *e);
 /* buf: nranks * count elements, this rank's slice at rank * count gets the
  * reduction. */
 int pp__coll_reducescatter_ring(pp__comm *c, char *buf, size_t count,
@@ -154,6 +170,24 @@ int pp__coll_sendrecv_ring(pp__comm *c, const char *send, char *recv,
  * allgather_after.  out has room for 2(n-1); returns the count. */
 int pp__ring_steps(int n, int r, int o, bool allgather_after, pp__step *out);
 
+/* One exchange of recursive doubling / Rabenseifner: send blocks
+ * [send_lo, send_hi) to send_peer and receive blocks [recv_lo, recv_hi)
+ * from recv_peer (-1: none; both -1: this rank sits the step out), the
+ * received bytes reduced into those blocks or copied onto them.  Blocks:
+ * the buffer cut into p nearly equal parts, p the largest power of two
+ * <= n. */
+typedef struct pp__xstep {
+    int send_peer, recv_peer;
+    int send_lo, send_hi, recv_lo, recv_hi;
+    bool reduce;
+} pp__xstep;
+#define PP__RD_STEPS_MAX 64 /* 2 log2(p) + 2 for any int n */
+/* The steps of rank r of n (coll_algos.c), the same count on every rank:
+ * [fix-up in] log2(p) whole-buffer exchanges (rd) or log2(p) halvings
+ * then log2(p) doublings (Rabenseifner) [fix-up out].  out has room for
+ * PP__RD_STEPS_MAX; returns the count. */
+int pp__rd_steps(int n, int r, bool rabenseifner, pp__xstep *out);
+
 /* The failure injected by PODPLAN_EXEC_FAULT="rank=R,step=S,mode=M" fires
  * here when this rank and step (from 1) match: M = exit (_exit(1)), kill
  * (SIGKILL), stop (SIGSTOP: a stalled rank); corrupt spoils rank R's
@@ -162,6 +196,14 @@ void pp__fault_point(const pp__comm *c, int step);
 /* Makes "rank R: <what> step t/n: <msg>" of a transport error. */
 int pp__step_error(const pp__comm *c, int step, int n_steps, int rc,
                    pp_error *e);
+
+/* ---- the sweep (coll_run.c) --------------------------------------------- */
+/* all: nranks x iters times (rank r's at r * iters).  Fills sd's figures
+ * but wrong; sd->slowest is allocated here (the caller frees it).  The
+ * time is each rank's mean, combined over ranks as nccl-tests' -a says
+ * (average 0 rank 0's, 1 the mean, 2 the min, 3 the max). */
+void pp__coll_stats(pp_exec_coll_side *sd, const double *all, int n, int iters,
+                    double bytes, double factor, int average);
 
 /* ---- reductions (coll_reduce.c) ----------------------------------------- */
 /* dst[i] = op(dst[i], src[i]) on the CPU; bf16/fp16 through float, rounded

@@ -93,6 +93,83 @@ int pp__sock_read_all(int fd, void *buf, size_t len, double deadline,
     return sock_io_all(fd, buf, len, false, deadline, what, e);
 }
 
+/* Whether a failed connect() may succeed if tried again: the listener
+ * is not up yet (refused), its backlog is full, or the route is still
+ * coming up.  Anything else (EACCES, EADDRNOTAVAIL, ...) is final. */
+static bool connect_transient(int err) {
+    return err == ECONNREFUSED || err == ETIMEDOUT || err == EAGAIN
+           || err == EINTR || err == ECONNRESET || err == ECONNABORTED
+           || err == EHOSTUNREACH || err == ENETUNREACH;
+}
+
+/* One non-blocking connect() attempt, completed by poll() before
+ * deadline.  Returns 0 (connected), or an errno value; ETIMEDOUT when the
+ * deadline came first (the kernel's own SYN retries would take minutes). */
+static int connect_once(int fd, const struct sockaddr_in *sa, double deadline) {
+    if (connect(fd, (const struct sockaddr *)sa, sizeof *sa) == 0) return 0;
+    if (errno != EINPROGRESS && errno != EINTR) return errno;
+    for (;;) {
+        struct pollfd p = {fd, POLLOUT, 0};
+        int n = poll(&p, 1, ms_left(deadline));
+        if (n < 0 && errno != EINTR) return errno;
+        if (n > 0) {
+            int err = 0;
+            socklen_t len = sizeof err;
+            if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) return errno;
+            return err;
+        }
+        if (pp_exec_now() >= deadline) return ETIMEDOUT;
+    }
+}
+
+int pp__sock_connect(const struct sockaddr_in *sa, double deadline,
+                     const char *what, int *fd_out, pp_error *e) {
+    double t0 = pp_exec_now();
+    char ip[INET_ADDRSTRLEN] = "?";
+    inet_ntop(AF_INET, &sa->sin_addr, ip, sizeof ip);
+    unsigned port = ntohs(sa->sin_port);
+    int err = 0, tries = 0;
+    for (;;) {
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (fd < 0)
+            return pp_error_set(e, PP_EIO, "connect to %s at %s:%u: socket: %s",
+                                what, ip, port, strerror(errno));
+        /* Buffer sizes before connect(): the window scale is agreed in the
+         * handshake. */
+        pp__sock_tune(fd);
+        tries++;
+        err = connect_once(fd, sa, deadline);
+        if (err == 0) {
+            /* Hand back a blocking socket, as a plain connect() would:
+             * callers choose their own mode. */
+            int fl = fcntl(fd, F_GETFL, 0);
+            if (fl >= 0) fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+            *fd_out = fd;
+            return 0;
+        }
+        close(fd);
+        if (!connect_transient(err))
+            return pp_error_set(e, PP_EPEER, "connect to %s at %s:%u: %s", what,
+                                ip, port, strerror(err));
+        if (pp_exec_now() >= deadline) break;
+        /* Refused at once: the listener is not up yet; try again soon
+         * (10 ms, growing to 100 ms), never past the deadline. */
+        double pause = 0.01 * tries;
+        if (pause > 0.1) pause = 0.1;
+        double left = deadline - pp_exec_now();
+        if (pause > left) pause = left;
+        if (pause > 0) {
+            struct timespec ts = {0, (long)(pause * 1e9)};
+            nanosleep(&ts, NULL);
+        }
+        if (pp_exec_now() >= deadline) break;
+    }
+    return pp_error_set(e, PP_ETIMEOUT, "connect to %s at %s:%u: no connection "
+                        "after %.1f s (%d attempt%s; last: %s)", what, ip, port,
+                        pp_exec_now() - t0, tries, tries == 1 ? "" : "s",
+                        err == ETIMEDOUT ? "no answer" : strerror(err));
+}
+
 /* ---- the transport ------------------------------------------------------ */
 
 /* A posted request in a connection's send or receive queue (FIFO). */
@@ -211,28 +288,13 @@ static int tcp_connect(pp_xport *t, const int *peers, size_t n_peers,
         for (int c = 0; c < t->channels; c++) {
             int fd = -1;
             /* The peer listens before the blobs are exchanged, so a refusal
-             * is final except on a busy backlog: retry until the deadline. */
-            for (;;) {
-                fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-                if (fd < 0)
-                    return pp_error_set(e, PP_EIO, "tcp: socket: %s",
-                                        strerror(errno));
-                pp__sock_tune(fd);
-                if (connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0) break;
-                int err = errno;
-                close(fd);
-                if (err == EINTR) continue;
-                if (pp_exec_now() >= deadline || (err != ECONNREFUSED
-                                                  && err != EAGAIN
-                                                  && err != ETIMEDOUT))
-                    return pp_error_set(e, PP_EPEER, "rank %d: connect to rank "
-                                        "%d: %s", t->rank, p, strerror(err));
-                struct timespec ts = {0, 10 * 1000 * 1000};
-                nanosleep(&ts, NULL);
-            }
-            uint32_t hello[3] = {CONN_MAGIC, (uint32_t)t->rank, (uint32_t)c};
+             * is final except on a busy backlog: pp__sock_connect retries
+             * it, and gives up at the deadline however far the peer is. */
             snprintf(what, sizeof what, "rank %d", p);
-            int rc = pp__sock_write_all(fd, hello, sizeof hello, deadline, what, e);
+            int rc = pp__sock_connect(&sa, deadline, what, &fd, e);
+            if (rc) { pp_error_prefix(e, "rank %d", t->rank); return rc; }
+            uint32_t hello[3] = {CONN_MAGIC, (uint32_t)t->rank, (uint32_t)c};
+            rc = pp__sock_write_all(fd, hello, sizeof hello, deadline, what, e);
             if (rc) { close(fd); pp_error_prefix(e, "rank %d", t->rank); return rc; }
             set_nonblock(fd);
             conn_of(t, p, c)->fd = fd;

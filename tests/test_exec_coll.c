@@ -33,9 +33,9 @@ static double now(void) {
 }
 
 /* Runs the sweep -b 0 -e max -f f and requires exit 0, every size
- * present and nothing wrong. */
-static void sweep(const char *coll, int np, const char *dt, const char *red,
-                  long max, long f, const char *extra) {
+ * present and nothing wrong; returns the JSON (the caller frees it). */
+static json_t *sweep_json(const char *coll, int np, const char *dt,
+                          const char *red, long max, long f, const char *extra) {
     cli_result r;
     cli_runf(&r, "exec collective --coll %s --np %d -d %s -o %s -n 1 -w 0 "
              "--timeout 10 --format json -b 0 -e %ld -f %ld %s", coll, np, dt,
@@ -64,8 +64,29 @@ static void sweep(const char *coll, int np, const char *dt, const char *red,
     }
     json_t *setup = json_object_get(j, "setup");
     assert_int_equal(json_integer_value(json_object_get(setup, "ranks")), np);
-    json_decref(j);
     cli_result_free(&r);
+    return j;
+}
+
+static void sweep(const char *coll, int np, const char *dt, const char *red,
+                  long max, long f, const char *extra) {
+    json_decref(sweep_json(coll, np, dt, red, max, f, extra));
+}
+
+/* Every row's impl: want_above for sizes above rd_max, want_upto for the
+ * others. */
+static void expect_impl(json_t *j, long rd_max, const char *want_upto,
+                        const char *want_above) {
+    size_t i;
+    json_t *row;
+    json_array_foreach(json_object_get(j, "results"), i, row) {
+        long bytes = (long)json_integer_value(json_object_get(row, "size_bytes"));
+        const char *impl = json_string_value(json_object_get(row, "impl"));
+        const char *want = bytes > rd_max ? want_above : want_upto;
+        if (!impl || strcmp(impl, want))
+            fail_msg("%ld bytes: impl %s, want %s", bytes, impl ? impl : "(none)",
+                     want);
+    }
 }
 
 static const char *const colls[] = {"allreduce", "allgather", "reducescatter",
@@ -120,6 +141,35 @@ static void test_algos(void **state) {
     assert_string_equal(json_string_value(json_object_get(json_array_get(res, 1), "algo")), "ring");
     json_decref(j);
     cli_result_free(&r);
+}
+
+/* Rabenseifner (--algo rd above --rd-max; --rd-max 0 puts every size
+ * but 0 on it): 2..7 ranks (powers of two and the fix-up), counts 0, 1,
+ * odd, fewer than the ranks' blocks, not divisible, every dtype and
+ * reduction across the rank counts, and a few MiB. */
+static void test_rabenseifner(void **state) {
+    (void)state;
+    for (int n = 2; n <= 7; n++) {
+        for (int k = 0; k < 3; k++) {
+            json_t *j = sweep_json("allreduce", n, dts[(n + k) % 3], reds[k],
+                                   3000, 3, "--algo rd --rd-max 0 --channels 3 "
+                                   "--slice 64");
+            expect_impl(j, 0, "rd", "rabenseifner");
+            json_decref(j);
+        }
+        /* 1 element, then 3^13 (6 MiB fp32, 3 MiB half): uneven blocks */
+        json_t *j = sweep_json("allreduce", n, n % 2 ? "half" : "float", "sum",
+                               7 << 20, 1594323, "--algo rd");
+        expect_impl(j, 65536, "rd", "rabenseifner");
+        json_decref(j);
+    }
+    /* --rd-max moves auto's switch to the ring too */
+    json_t *j = sweep_json("allreduce", 3, "float", "sum", 3000, 3,
+                           "--rd-max 100");
+    expect_impl(j, 100, "rd", "ring");
+    assert_int_equal(json_integer_value(json_object_get(
+                         json_object_get(j, "setup"), "rd_max_bytes")), 100);
+    json_decref(j);
 }
 
 /* A wrong value is counted and fails the run. */
@@ -217,6 +267,43 @@ static void test_usage(void **state) {
     cli_result_free(&r);
 }
 
+/* nccl-tests' whole option list is taken with its syntax (-b8 too):
+ * -m and -a act, -J writes the JSON, -T is the timeout, the flags with no
+ * meaning here are ignored with a note where the value asks for
+ * something. */
+static void test_nccl_flags(void **state) {
+    (void)state;
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/podplan_test_J_%d.json", (int)getpid());
+    cli_result r;
+    cli_runf(&r, "exec collective --np 3 -b8 -e 4K -f 8 -n 2 -w 1 -c 3 -z 1 "
+             "-t 2 -g 1 -p 1 -N 1 -y 0 -G 1 -C 1 -S 0 -R 1 -x 0 -D 0 -V 16 "
+             "-M 0 -m 3 -a 2 -T 5 -J %s", path);
+    if (r.status != 0) fail_msg("exit %d: %s", r.status, r.err);
+    assert_non_null(strstr(r.out, "minBytes 8 maxBytes 4096 "));
+    assert_non_null(strstr(r.out, " agg iters: 3 validation: 1 "));
+    assert_non_null(strstr(r.out, "# Out of bounds values : 0 OK\n"));
+    assert_non_null(strstr(r.err, "note: --nthreads 2 ignored"));
+    assert_non_null(strstr(r.err, "note: --cudagraph 1 ignored"));
+    assert_null(strstr(r.err, "--blocking"));
+    assert_null(strstr(r.err, "--ngpus"));
+    cli_result_free(&r);
+    json_error_t je;
+    json_t *j = json_load_file(path, 0, &je);
+    unlink(path);
+    assert_non_null(j);
+    json_t *setup = json_object_get(j, "setup");
+    assert_int_equal(json_integer_value(json_object_get(setup, "agg_iters")), 3);
+    assert_string_equal(json_string_value(json_object_get(setup, "average")), "min");
+    assert_int_equal(json_array_size(json_object_get(j, "results")), 4);
+    assert_int_equal(json_integer_value(json_object_get(j, "wrong_total")), 0);
+    json_decref(j);
+    expect_usage("--np 2 -a 4", 2, "--average: expected an integer in 0..3");
+    expect_usage("--np 2 -m 0", 2, "--agg_iters: expected");
+    expect_usage("--np 2 -z yes", 2, "--blocking: expected an integer");
+    expect_usage("--np 2 -q 1", 2, "unknown option -q");
+}
+
 /* The table is nccl-tests': the lines its parsers look for. */
 static void test_table(void **state) {
     (void)state;
@@ -236,9 +323,11 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_table),
         cmocka_unit_test(test_usage),
+        cmocka_unit_test(test_nccl_flags),
         cmocka_unit_test(test_matrix),
         cmocka_unit_test(test_large),
         cmocka_unit_test(test_algos),
+        cmocka_unit_test(test_rabenseifner),
         cmocka_unit_test(test_check_fails),
         cmocka_unit_test(test_peer_dies),
         cmocka_unit_test(test_peer_stalls),

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "exec_int.h"
@@ -107,6 +108,86 @@ static void test_ring_schedule(void **state) {
     for (int n = 2; n <= 9; n++) {
         play_ring(n, 0, true);  /* allreduce */
         play_ring(n, 1, false); /* reducescatter */
+    }
+}
+
+/* Plays recursive doubling or Rabenseifner on sets of contributions per
+ * block: every send has a matching receive of the same blocks at the same
+ * step, a reduction never adds a contribution twice, and at the end every
+ * rank holds every contribution in every block. */
+static void play_rd(int n, bool rab) {
+    enum { N = 17 };
+    pp__xstep st[N][PP__RD_STEPS_MAX];
+    uint32_t have[N][16]; /* [rank][block], p <= 16 */
+    int ns = -1, p = 1, lg = 0;
+    while (p * 2 <= n) { p *= 2; lg++; }
+    for (int r = 0; r < n; r++) {
+        int k = pp__rd_steps(n, r, rab, st[r]);
+        if (ns >= 0) assert_int_equal(k, ns); /* the same count everywhere */
+        ns = k;
+        for (int b = 0; b < p; b++) have[r][b] = 1u << r;
+    }
+    assert_int_equal(ns, (rab ? 2 : 1) * lg + (n > p ? 2 : 0));
+    for (int t = 0; t < ns; t++) {
+        uint32_t sent[N][16];
+        for (int r = 0; r < n; r++)
+            for (int b = 0; b < p; b++) sent[r][b] = have[r][b];
+        for (int r = 0; r < n; r++) {
+            const pp__xstep *x = &st[r][t];
+            if (x->send_peer >= 0) { /* its peer expects exactly this */
+                const pp__xstep *y = &st[x->send_peer][t];
+                assert_int_equal(y->recv_peer, r);
+                assert_int_equal(y->recv_lo, x->send_lo);
+                assert_int_equal(y->recv_hi, x->send_hi);
+            }
+            if (x->recv_peer < 0) continue;
+            const pp__xstep *y = &st[x->recv_peer][t];
+            assert_int_equal(y->send_peer, r);
+            assert_true(x->recv_lo < x->recv_hi && x->recv_hi <= p);
+            for (int b = x->recv_lo; b < x->recv_hi; b++) {
+                uint32_t got = sent[x->recv_peer][b];
+                if (x->reduce) {
+                    assert_int_equal(have[r][b] & got, 0);
+                    have[r][b] |= got;
+                } else {
+                    have[r][b] = got;
+                }
+            }
+        }
+    }
+    uint32_t all = (1u << n) - 1;
+    for (int r = 0; r < n; r++)
+        for (int b = 0; b < p; b++) assert_int_equal(have[r][b], all);
+}
+
+static void test_rd_schedule(void **state) {
+    (void)state;
+    for (int n = 2; n <= 17; n++) {
+        play_rd(n, false);
+        play_rd(n, true);
+    }
+}
+
+/* nccl-tests' -a: rank 0's mean, the mean, the min or the max over the
+ * ranks of each rank's mean time; the percentiles are of the slowest rank
+ * per iteration whatever the mode. */
+static void test_stats_average(void **state) {
+    (void)state;
+    const double all[3 * 2] = {2, 4,   /* rank 0: mean 3 */
+                               1, 1,   /* rank 1: mean 1 */
+                               5, 7};  /* rank 2: mean 6 */
+    const double want[4] = {3, 10.0 / 3, 1, 6};
+    for (int a = 0; a < 4; a++) {
+        pp_exec_coll_side sd;
+        memset(&sd, 0, sizeof sd);
+        pp__coll_stats(&sd, all, 3, 2, 100.0, 2.0, a);
+        assert_true(fabs(sd.time_s - want[a]) < 1e-12);
+        assert_true(fabs(sd.algbw_Bps - 100.0 / want[a]) < 1e-9);
+        assert_true(fabs(sd.busbw_Bps - 200.0 / want[a]) < 1e-9);
+        assert_true(sd.median_s == 6.0 && sd.p99_s == 7.0);
+        assert_int_equal(sd.slowest[0], 2);
+        assert_int_equal(sd.slowest[1], 2);
+        free(sd.slowest);
     }
 }
 
@@ -337,16 +418,154 @@ static void test_rendezvous_client_told(void **state) {
     waitpid(pid, NULL, 0);
 }
 
+/* ---- bounded connects ---------------------------------------------------- */
+
+static double now_s(void) { return pp_exec_now(); }
+
+/* A port on 127.0.0.1 that is bound but never listened on: every connect
+ * is refused. */
+static int refusing_port(int *fd_out) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t sl = sizeof sa;
+    assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+    getsockname(fd, (struct sockaddr *)&sa, &sl);
+    *fd_out = fd;
+    return ntohs(sa.sin_port);
+}
+
+/* A listener that never accepts, its backlog (0) filled by two clients:
+ * the kernel drops further SYNs, so a blocking connect() would sit in its
+ * SYN retries for minutes.  fds[0] is the listener, fds[1..2] the fillers. */
+static int silent_port(int fds[3]) {
+    fds[0] = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t sl = sizeof sa;
+    assert_int_equal(bind(fds[0], (struct sockaddr *)&sa, sizeof sa), 0);
+    assert_int_equal(listen(fds[0], 0), 0);
+    getsockname(fds[0], (struct sockaddr *)&sa, &sl);
+    for (int i = 1; i < 3; i++) {
+        fds[i] = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+        connect(fds[i], (struct sockaddr *)&sa, sizeof sa);
+    }
+    struct timespec ts = {0, 50 * 1000 * 1000};
+    nanosleep(&ts, NULL); /* let the handshakes that can finish, finish */
+    return ntohs(sa.sin_port);
+}
+
+static void close_all(int *fds, int n) {
+    for (int i = 0; i < n; i++) close(fds[i]);
+}
+
+/* Refused until the deadline: PP_ETIMEOUT, the address, the time waited. */
+static void test_connect_refused_bounded(void **state) {
+    (void)state;
+    int bfd, port = refusing_port(&bfd);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    pp_error e = PP_ERROR_INIT;
+    int fd = -7;
+    double t0 = now_s();
+    assert_int_equal(pp__sock_connect(&sa, t0 + 1.0, "rank 5", &fd, &e),
+                     PP_ETIMEOUT);
+    double dt = now_s() - t0;
+    assert_true(dt >= 0.9 && dt < 1.0 + 3.0);
+    assert_int_equal(fd, -7);
+    char want[64];
+    snprintf(want, sizeof want, "connect to rank 5 at 127.0.0.1:%d: ", port);
+    if (!strstr(e.msg, want) || !strstr(e.msg, "no connection after 1.")
+        || !strstr(e.msg, "Connection refused"))
+        fail_msg("message: %s", e.msg);
+    close(bfd);
+}
+
+/* Nobody answers (SYNs dropped): the poll, not the kernel, ends it. */
+static void test_connect_silent_bounded(void **state) {
+    (void)state;
+    int fds[3], port = silent_port(fds);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    pp_error e = PP_ERROR_INIT;
+    int fd = -1;
+    double t0 = now_s();
+    int rc = pp__sock_connect(&sa, t0 + 1.0, "rank 2", &fd, &e);
+    double dt = now_s() - t0;
+    if (rc == 0) { /* a kernel that takes the SYN after all: nothing to bound */
+        close(fd);
+        close_all(fds, 3);
+        skip();
+    }
+    assert_int_equal(rc, PP_ETIMEOUT);
+    assert_true(dt < 1.0 + 3.0);
+    if (!strstr(e.msg, "no connection after") || !strstr(e.msg, "no answer"))
+        fail_msg("message: %s", e.msg);
+    close_all(fds, 3);
+}
+
+/* The TCP transport's connect to a peer that never listens, and a rank's
+ * rendezvous with a rank 0 that never answers, both end at --timeout. */
+static void test_connect_bounded_callers(void **state) {
+    (void)state;
+    int bfd, port = refusing_port(&bfd);
+    pp_xport_opts o = {.rank = 0, .nranks = 2, .channels = 2, .timeout_s = 1.0,
+                       .device = "127.0.0.1"};
+    pp_xport *x = NULL;
+    char addr[PP_XPORT_ADDR_MAX], peer[PP_XPORT_ADDR_MAX];
+    size_t alen, lens[2];
+    pp_error e = PP_ERROR_INIT;
+    assert_int_equal(pp_xport_tcp.create(&o, &x, addr, &alen, &e), 0);
+    snprintf(peer, sizeof peer, "tcp 127.0.0.1 %d", port);
+    const char *addrs[2] = {addr, peer};
+    lens[0] = alen;
+    lens[1] = strlen(peer) + 1;
+    int peers[1] = {1};
+    double t0 = now_s();
+    assert_int_equal(pp_xport_tcp.connect(x, peers, 1, addrs, lens, &e),
+                     PP_ETIMEOUT);
+    assert_true(now_s() - t0 < 1.0 + 3.0);
+    char want[80];
+    snprintf(want, sizeof want, "rank 0: connect to rank 1 at 127.0.0.1:%d: "
+             "no connection after", port);
+    if (!strstr(e.msg, want)) fail_msg("message: %s", e.msg);
+    pp_xport_tcp.destroy(x);
+    close(bfd);
+
+    int fds[3];
+    pp_exec_world w = {.rank = 1, .nranks = 2, .listen_fd = -1};
+    snprintf(w.master_addr, sizeof w.master_addr, "127.0.0.1");
+    w.master_port = silent_port(fds);
+    pp__boot *b = NULL;
+    char ip[64];
+    pp_error_clear(&e);
+    t0 = now_s();
+    int rc = pp__boot_open(&w, 1.0, &b, ip, &e);
+    double dt = now_s() - t0;
+    if (rc == 0) { pp__boot_close(b); close_all(fds, 3); skip(); }
+    assert_int_equal(rc, PP_ETIMEOUT);
+    assert_true(dt < 1.0 + 3.0);
+    snprintf(want, sizeof want, "rank 1: connect to rank 0's rendezvous at "
+             "127.0.0.1:%d: no connection after", w.master_port);
+    if (!strstr(e.msg, want)) fail_msg("message: %s", e.msg);
+    close_all(fds, 3);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_split),
         cmocka_unit_test(test_slices_cover),
         cmocka_unit_test(test_ring_schedule),
+        cmocka_unit_test(test_rd_schedule),
+        cmocka_unit_test(test_stats_average),
         cmocka_unit_test(test_bf16_fp16),
         cmocka_unit_test(test_reduce_cpu),
         cmocka_unit_test(test_world_env),
         cmocka_unit_test(test_rendezvous_rejects),
         cmocka_unit_test(test_rendezvous_client_told),
+        cmocka_unit_test(test_connect_refused_bounded),
+        cmocka_unit_test(test_connect_silent_bounded),
+        cmocka_unit_test(test_connect_bounded_callers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

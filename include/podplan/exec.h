@@ -80,9 +80,11 @@ const char *pp_exec_dtype_name(pp_exec_dtype t);
 const char *pp_exec_redop_name(pp_exec_redop op);
 size_t pp_exec_dtype_size(pp_exec_dtype t);
 
-/* Below this many bytes per rank `--algo auto` picks recursive doubling
- * for allreduce (its log2(n) latency beats the ring's 2(n-1) steps while
- * the bandwidth term is small); above, the ring. */
+/* The default of pp_exec_coll_opts.rd_max_bytes (--rd-max): up to this
+ * many bytes per rank `--algo auto` picks recursive doubling for allreduce
+ * (its log2(n) latency beats the ring's 2(n-1) steps while the bandwidth
+ * term is small); above, the ring.  Under `--algo rd`, whole-buffer
+ * recursive doubling runs up to it and Rabenseifner's algorithm above. */
 #define PP_EXEC_RD_MAX_BYTES (64 * 1024)
 
 /* Options of a run (plain data, caller-owned; pp_exec_coll_opts_init
@@ -103,6 +105,11 @@ typedef struct pp_exec_coll_opts {
     double timeout_s;      /* per wait and for the bootstrap */
     bool on_device;        /* --device cuda */
     size_t slice_bytes;    /* pipelining granularity of the ring; 0 = default */
+    size_t rd_max_bytes;   /* see PP_EXEC_RD_MAX_BYTES (its default) */
+    int agg_iters;         /* collectives per timed iteration (nccl-tests'
+                              -m); the time reported is per collective */
+    int average;           /* how the ranks' times combine (nccl-tests' -a):
+                              0 rank 0's, 1 the mean, 2 the min, 3 the max */
 } pp_exec_coll_opts;
 
 void pp_exec_coll_opts_init(pp_exec_coll_opts *o);
@@ -110,7 +117,8 @@ void pp_exec_coll_opts_init(pp_exec_coll_opts *o);
 /* One size: the figures nccl-tests prints, out-of-place then in-place,
  * plus the per-iteration statistics of the JSON output. */
 typedef struct pp_exec_coll_side {
-    double time_s;         /* mean over ranks of (loop time / iters) */
+    double time_s;         /* over ranks (opts.average; default the mean) of
+                              (loop time / (iters * agg_iters)) */
     double algbw_Bps, busbw_Bps;
     int64_t wrong;         /* elements that differ from the expected value,
                               summed over ranks; -1 when not checked */
@@ -123,6 +131,9 @@ typedef struct pp_exec_coll_row {
     size_t bytes, count;   /* count: elements, as nccl-tests prints it */
     int root;              /* -1 where the op has none */
     pp_coll_algo algo;     /* the algorithm used for this size */
+    const char *impl;      /* static: how it ran, "ring", "rd" (whole-buffer
+                              recursive doubling), "rabenseifner", "chain",
+                              "pairwise" */
     pp_exec_coll_side side[2]; /* 0 out-of-place, 1 in-place */
 } pp_exec_coll_row;
 
