@@ -181,7 +181,7 @@ static void coll_table(FILE *fp, const void *vctx) {
     fprintf(fp, "#\n# Using devices\n");
     for (int k = 0; k < r->nranks; k++)
         fprintf(fp, "#  Rank %2d Group  0 Pid %6d on %10s device %2d [0x00] %s\n",
-                k, r->rank_pid[k], r->rank_host[k], o->on_device ? k : -1,
+                k, r->rank_pid[k], r->rank_host[k], r->rank_dev ? r->rank_dev[k] : -1,
                 o->on_device ? "cuda" : "cpu (host memory)");
     fprintf(fp, "#\n");
     fprintf(fp, "# %10s  %12s  %8s  %6s  %6s           out-of-place                "

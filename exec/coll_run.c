@@ -61,6 +61,7 @@ void pp_exec_coll_result_free(pp_exec_coll_result *r) {
     for (int i = 0; r->rank_host && i < r->nranks; i++) free(r->rank_host[i]);
     free(r->rank_host);
     free(r->rank_pid);
+    free(r->rank_dev);
     free(r->rows);
     free(r);
 }
@@ -550,8 +551,16 @@ int pp_exec_coll_run(const pp_exec_world *w, const pp_exec_coll_opts *o,
     int pid = (int)getpid();
     char *hosts = u.r == 0 ? pp_xcalloc((size_t)u.n, sizeof host) : NULL;
     int *pids = u.r == 0 ? pp_xcalloc((size_t)u.n, sizeof *pids) : NULL;
+    /* Which GPU each rank landed on: local ranks beyond the GPU count
+     * share GPUs (pp_cuda_set_device), and the table says so. */
+    int dev = -1, *devs = u.r == 0 ? pp_xcalloc((size_t)u.n, sizeof *devs) : NULL;
+    if (o->on_device) {
+        pp_error ignore = PP_ERROR_INIT;
+        if (pp_cuda_get_device(&dev, &ignore)) dev = -1;
+    }
     rc = pp__boot_gather(b, host, sizeof host, hosts, e);
     if (!rc) rc = pp__boot_gather(b, &pid, sizeof pid, pids, e);
+    if (!rc) rc = pp__boot_gather(b, &dev, sizeof dev, devs, e);
     if (u.r == 0) {
         res = pp_xcalloc(1, sizeof *res);
         res->opts = *o;
@@ -559,6 +568,7 @@ int pp_exec_coll_run(const pp_exec_world *w, const pp_exec_coll_opts *o,
         res->launcher = w->launcher;
         res->rank_host = pp_xcalloc((size_t)u.n, sizeof *res->rank_host);
         res->rank_pid = pids;
+        res->rank_dev = devs;
         for (int r = 0; r < u.n; r++) {
             res->rank_host[r] = pp_xstrdup(hosts + (size_t)r * sizeof host);
             bool seen = false;

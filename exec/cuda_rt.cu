@@ -52,6 +52,11 @@ extern "C" int pp_cuda_set_device(int dev, pp_error *e) {
     return 0;
 }
 
+extern "C" int pp_cuda_get_device(int *dev, pp_error *e) {
+    CK(cudaGetDevice(dev));
+    return 0;
+}
+
 extern "C" int pp_cuda_device_name(char *buf, size_t len, int *cc_major,
                                    int *cc_minor, pp_error *e) {
     int dev;

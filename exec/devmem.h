@@ -33,6 +33,8 @@ bool pp_cuda_available(char *why, size_t len);
 /* Selects device `dev` modulo the number of devices for this process
  * (LOCAL_RANK, say: local ranks beyond the GPU count share GPUs). */
 int pp_cuda_set_device(int dev, pp_error *e);
+/* The device this process uses (after pp_cuda_set_device). */
+int pp_cuda_get_device(int *dev, pp_error *e);
 /* Device name and compute capability of the current device. */
 int pp_cuda_device_name(char *buf, size_t len, int *cc_major, int *cc_minor,
                         pp_error *e);

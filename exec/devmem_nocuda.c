@@ -21,6 +21,7 @@ bool pp_cuda_available(char *why, size_t len) {
     return false;
 }
 int pp_cuda_set_device(int dev, pp_error *e) { return NODEV(e); }
+int pp_cuda_get_device(int *dev, pp_error *e) { return NODEV(e); }
 int pp_cuda_device_name(char *buf, size_t len, int *cc_major, int *cc_minor,
                         pp_error *e) { return NODEV(e); }
 int pp_cuda_malloc(void **out, size_t bytes, pp_error *e) { return NODEV(e); }

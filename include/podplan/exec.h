@@ -143,6 +143,7 @@ typedef struct pp_exec_coll_result {
     int nranks, nhosts;
     char **rank_host;              /* nranks hostnames */
     int *rank_pid;
+    int *rank_dev;                 /* CUDA device of each rank; -1: host */
     const char *launcher;
     pp_exec_coll_row *rows;
     size_t n_rows;
