@@ -133,6 +133,7 @@ static void fit_summary(FILE *fp, const pp_cal_result *r) {
     if (r->mem.n_points) fit_print(fp, &r->mem);
     if (r->gemm.n_points) fit_print(fp, &r->gemm);
     for (size_t i = 0; i < r->n_net; i++) fit_print(fp, &r->net[i].fit);
+    for (size_t i = 0; i < r->n_rank; i++) fit_print(fp, &r->rank[i].fit);
     if (r->stack.n_points) fit_print(fp, &r->stack);
 }
 
