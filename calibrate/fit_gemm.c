@@ -214,6 +214,16 @@ static int fit_gemm(const pp_cal_set *s, const bool *use, pp_gpu_profile *g,
     memset(f, 0, sizeof *f);
     snprintf(f->what, sizeof f->what, "gemm");
     size_t *idx, skipped, n = collect(s, use, PP_CAL_GEMM, &idx, &skipped);
+    /* A GEMM that takes under 4 launch overheads measures the launch and
+     * the timer (an H100 runs 1024^3 in ~11 us, 256^3 in ~11.5 us), not
+     * the efficiency: the additive launch term cannot model that a back-
+     * to-back launch hides under the previous kernel, and those points
+     * would drag k_half negative.  They are left out, and said so. */
+    size_t tiny = 0, m = 0;
+    for (size_t i = 0; i < n; i++)
+        if (s->pts[idx[i]].time_s < 4 * g->launch_s) tiny++;
+        else idx[m++] = idx[i];
+    n = m;
     f->idx = idx;
     f->n_points = n;
     f->resid = pp_xcalloc(n ? n : 1, sizeof *f->resid);
@@ -340,6 +350,12 @@ static int fit_gemm(const pp_cal_set *s, const bool *use, pp_gpu_profile *g,
         } else if (unseen[0]) {
             snprintf(f->advice, sizeof f->advice, "tiles no shape selects "
                      "(kept as given): %s", unseen);
+        }
+        if (tiny) {
+            size_t l = strlen(f->advice);
+            snprintf(f->advice + l, sizeof f->advice - l, "%s%zu shapes "
+                     "faster than 4 launch overheads (%.3g s) not fitted",
+                     l ? "; " : "", tiny, 4 * g->launch_s);
         }
         *g = fitted;
         finish_stats(s, f, g, pp__cal_gemm_pred);
