@@ -57,9 +57,14 @@ double pp__cal_netfit_time(const pp_cal_netfit *f, double bytes);
 /* The fit that covers a network point, or NULL. */
 const pp_cal_netfit *pp__cal_netfit_find(const pp_cal_netfit *v, size_t n,
                                          const pp_cal_point *p);
+/* The rank model that covers a COLL point, or NULL. */
+const pp_cal_rankfit *pp__cal_rankfit_find(const pp_cal_rankfit *v, size_t n,
+                                           const pp_cal_point *p);
 /* GEMM/MEMBW time of a point under g (framework efficiency ignored: a
  * micro-benchmark is not the training loop). */
 double pp__cal_gemm_pred(const pp_gpu_profile *g, const pp_cal_point *p);
+/* Whether a GEMM/MEMBW point informs the GPU profile (a GPU, 16-bit). */
+bool pp__cal_gpu_point(const pp_cal_point *p);
 double pp__cal_mem_pred(const pp_gpu_profile *g, const pp_cal_point *p);
 
 /* Variance of each point's time for weighting: from repeats at the same

@@ -51,13 +51,35 @@ static void set_param(pp_cal_fit *f, const char *name, double v, double se) {
     p->se = se;
 }
 
+/* The profile models a GPU's 16-bit GEMMs and its HBM: a CPU BLAS, host
+ * memory, or an fp8/tf32/fp32 GEMM (other peaks) would bend its figures,
+ * so those points are measured but not fitted. */
+bool pp__cal_gpu_point(const pp_cal_point *p) {
+    if (p->kind != PP_CAL_GEMM && p->kind != PP_CAL_MEMBW) return false;
+    if (p->device[0] && strcmp(p->device, "cuda")) return false;
+    return p->kind == PP_CAL_MEMBW || !p->dtype[0] || !strcmp(p->dtype, "bf16")
+           || !strcmp(p->dtype, "fp16");
+}
+
 static size_t collect(const pp_cal_set *s, const bool *use, pp_cal_kind k,
-                      size_t **idx) {
+                      size_t **idx, size_t *skipped) {
     size_t n = 0;
+    *skipped = 0;
     *idx = pp_xmalloc((s->n ? s->n : 1) * sizeof **idx);
-    for (size_t i = 0; i < s->n; i++)
-        if (s->pts[i].kind == k && (!use || use[i])) (*idx)[n++] = i;
+    for (size_t i = 0; i < s->n; i++) {
+        if (s->pts[i].kind != k || (use && !use[i])) continue;
+        if (pp__cal_gpu_point(&s->pts[i])) (*idx)[n++] = i;
+        else ++*skipped;
+    }
     return n;
+}
+
+static void note_skipped(pp_cal_fit *f, size_t skipped) {
+    size_t l = strlen(f->advice);
+    if (!skipped) return;
+    snprintf(f->advice + l, sizeof f->advice - l, "%s%zu points not fitted "
+             "(CPU/host memory, or not a 16-bit GEMM: the profile models "
+             "the GPU's bf16/fp16)", l ? "; " : "", skipped);
 }
 
 static void finish_stats(const pp_cal_set *s, pp_cal_fit *f,
@@ -76,12 +98,11 @@ static void finish_stats(const pp_cal_set *s, pp_cal_fit *f,
 /* ------------------------------------------------------------------------
  * Memory.
  * ---------------------------------------------------------------------- */
-int pp_cal_fit_mem(const pp_cal_set *s, const bool *use, pp_gpu_profile *g,
+static int fit_mem(const pp_cal_set *s, const bool *use, pp_gpu_profile *g,
                    pp_cal_fit *f, pp_error *e) {
-    pp_cal_gsl_init();
     memset(f, 0, sizeof *f);
     snprintf(f->what, sizeof f->what, "memory (membw)");
-    size_t *idx, n = collect(s, use, PP_CAL_MEMBW, &idx);
+    size_t *idx, skipped, n = collect(s, use, PP_CAL_MEMBW, &idx, &skipped);
     f->idx = idx;
     f->n_points = n;
     f->resid = pp_xcalloc(n ? n : 1, sizeof *f->resid);
@@ -187,12 +208,22 @@ static int best_tile(const pp_gpu_profile *g, const pp_cal_point *p) {
     return bi;
 }
 
-int pp_cal_fit_gemm(const pp_cal_set *s, const bool *use, pp_gpu_profile *g,
+static int fit_gemm(const pp_cal_set *s, const bool *use, pp_gpu_profile *g,
                     pp_cal_fit *f, pp_error *e) {
     pp_cal_gsl_init();
     memset(f, 0, sizeof *f);
     snprintf(f->what, sizeof f->what, "gemm");
-    size_t *idx, n = collect(s, use, PP_CAL_GEMM, &idx);
+    size_t *idx, skipped, n = collect(s, use, PP_CAL_GEMM, &idx, &skipped);
+    /* A GEMM that takes under 4 launch overheads measures the launch and
+     * the timer (an H100 runs 1024^3 in ~11 us, 256^3 in ~11.5 us), not
+     * the efficiency: the additive launch term cannot model that a back-
+     * to-back launch hides under the previous kernel, and those points
+     * would drag k_half negative.  They are left out, and said so. */
+    size_t tiny = 0, m = 0;
+    for (size_t i = 0; i < n; i++)
+        if (s->pts[idx[i]].time_s < 4 * g->launch_s) tiny++;
+        else idx[m++] = idx[i];
+    n = m;
     f->idx = idx;
     f->n_points = n;
     f->resid = pp_xcalloc(n ? n : 1, sizeof *f->resid);
@@ -320,6 +351,12 @@ int pp_cal_fit_gemm(const pp_cal_set *s, const bool *use, pp_gpu_profile *g,
             snprintf(f->advice, sizeof f->advice, "tiles no shape selects "
                      "(kept as given): %s", unseen);
         }
+        if (tiny) {
+            size_t l = strlen(f->advice);
+            snprintf(f->advice + l, sizeof f->advice - l, "%s%zu shapes "
+                     "faster than 4 launch overheads (%.3g s) not fitted",
+                     l ? "; " : "", tiny, 4 * g->launch_s);
+        }
         *g = fitted;
         finish_stats(s, f, g, pp__cal_gemm_pred);
         (void)info;
@@ -329,5 +366,30 @@ out:
     gsl_vector_free(x);
     gsl_multifit_nlinear_free(w);
     free(sd);
+    return rc;
+}
+
+/* The fits, with a note of the points they left out. */
+static size_t count_skipped(const pp_cal_set *s, const bool *use,
+                            pp_cal_kind k) {
+    size_t *idx, skipped;
+    collect(s, use, k, &idx, &skipped);
+    free(idx);
+    return skipped;
+}
+
+int pp_cal_fit_mem(const pp_cal_set *s, const bool *use, pp_gpu_profile *g,
+                   pp_cal_fit *f, pp_error *e) {
+    pp_cal_gsl_init();
+    int rc = fit_mem(s, use, g, f, e);
+    if (rc == 0) note_skipped(f, count_skipped(s, use, PP_CAL_MEMBW));
+    return rc;
+}
+
+int pp_cal_fit_gemm(const pp_cal_set *s, const bool *use, pp_gpu_profile *g,
+                    pp_cal_fit *f, pp_error *e) {
+    pp_cal_gsl_init();
+    int rc = fit_gemm(s, use, g, f, e);
+    if (rc == 0) note_skipped(f, count_skipped(s, use, PP_CAL_GEMM));
     return rc;
 }

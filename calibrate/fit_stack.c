@@ -262,6 +262,10 @@ void pp_cal_result_fini(pp_cal_result *r) {
     free(r->net);
     r->net = NULL;
     r->n_net = 0;
+    for (size_t i = 0; i < r->n_rank; i++) pp_cal_fit_fini(&r->rank[i].fit);
+    free(r->rank);
+    r->rank = NULL;
+    r->n_rank = 0;
 }
 
 static bool any(const pp_cal_set *s, const bool *use, pp_cal_kind k) {
@@ -301,7 +305,9 @@ int pp_cal_fit_all(const pp_cal_set *s, const pp_cal_fit_opts *o,
     }
     if (o->net
         && (any(s, o->use, PP_CAL_COLL) || any(s, o->use, PP_CAL_P2P))
-        && (rc = pp_cal_fit_net(s, o->use, &r->net, &r->n_net, e)) < 0)
+        && ((rc = pp_cal_fit_net(s, o->use, &r->net, &r->n_net, e)) < 0
+            || (rc = pp_cal_fit_net_ranks(s, o->use, &r->rank, &r->n_rank,
+                                          e)) < 0))
         return rc;
     if (o->stack && any(s, o->use, PP_CAL_ITER)) {
         if ((rc = pp_cal_fit_stack(s, o->use, o->cluster, &r->profile,

@@ -268,6 +268,12 @@ static int read_set(pp_cal_set *s, const char *name, json_t *root,
             || (rc = jnum(o, name, path, "tflops_per_gpu", false, 0,
                           &p.tflops, e)) < 0)
             return rc;
+        char dt[PP_CAL_STR] = "", dev[PP_CAL_STR] = "";
+        if ((rc = jstr(o, name, path, "dtype", false, dt, e)) < 0
+            || (rc = jstr(o, name, path, "device", false, dev, e)) < 0)
+            return rc;
+        snprintf(p.dtype, sizeof p.dtype, "%s", dt);
+        snprintf(p.device, sizeof p.device, "%s", dev);
         json_t *par = json_object_get(o, "parallel");
         if (json_is_string(par))
             snprintf(p.parallel, sizeof p.parallel, "%s",
@@ -292,76 +298,154 @@ static int read_set(pp_cal_set *s, const char *name, json_t *root,
     return 0;
 }
 
-/* `podplan exec` output, as this layer reads it (calibrate/README.md):
- * {"podplan_exec": 1, "command": "collective"|"gemm"|"membw", ...,
- *  "results": [{...}, ...]}. */
-static int read_exec(pp_cal_set *s, int src, const char *name, json_t *root,
-                     const pp_cal_hints *h, pp_error *e) {
-    char cmd[PP_CAL_STR] = "", op[PP_CAL_STR] = "", algo[PP_CAL_STR] = "",
-         link[PP_CAL_STR] = "";
-    double ranks = 0, nodes = 0;
-    int rc;
-    if ((rc = jstr(root, name, "$", "command", true, cmd, e)) < 0
-        || (rc = jstr(root, name, "$", "op", false, op, e)) < 0
-        || (rc = jstr(root, name, "$", "algo", false, algo, e)) < 0
-        || (rc = jstr(root, name, "$", "link", false, link, e)) < 0
-        || (rc = jnum(root, name, "$", "ranks", false, 1, &ranks, e)) < 0
-        || (rc = jnum(root, name, "$", "nodes", false, 1, &nodes, e)) < 0)
-        return rc;
-    pp_cal_kind kind;
-    if (!strcmp(cmd, "collective")) kind = PP_CAL_COLL;
-    else if (!strcmp(cmd, "gemm")) kind = PP_CAL_GEMM;
-    else if (!strcmp(cmd, "membw")) kind = PP_CAL_MEMBW;
-    else
-        return pp_error_set(e, PP_EINPUT, "%s:$.command: expected collective, "
-                            "gemm or membw, got \"%s\"", name, cmd);
-    if (kind == PP_CAL_COLL && !op[0])
-        return pp_error_set(e, PP_EINPUT, "%s:$.op: expected the collective "
-                            "(missing)", name);
+/* `podplan exec ... --format json` output (calibrate/README.md).  exec
+ * prints no format tag, so the command is told from the document's
+ * shape: a `setup` object (collective), a `backend` with m,n,k results
+ * (gemm), results with a `kernel` (membw). */
+typedef enum { EXEC_NONE, EXEC_COLL, EXEC_GEMM, EXEC_MEMBW } exec_cmd;
+
+static exec_cmd exec_kind(json_t *root) {
     json_t *res = json_object_get(root, "results");
-    if (!json_is_array(res) || !json_array_size(res))
-        return pp_error_set(e, PP_EINPUT, "%s:$.results: expected a non-empty "
-                            "array", name);
+    json_t *r0 = json_is_array(res) ? json_array_get(res, 0) : NULL;
+    if (json_is_object(json_object_get(root, "setup"))) return EXEC_COLL;
+    if (json_is_string(json_object_get(root, "backend"))) return EXEC_GEMM;
+    if (r0 && json_object_get(r0, "kernel")) return EXEC_MEMBW;
+    return EXEC_NONE;
+}
+
+/* exec's statistics into a point: the time, and its standard error from
+ * the coefficient of variation over `iters` samples.  The samples of one
+ * run are not independent (the machine's state drifts), so the repeats
+ * the fits see (nccl-tests-style in/out-of-place pairs) usually say more;
+ * the pooled variance takes the larger (pp__cal_variances). */
+static int exec_time(json_t *o, const char *name, const char *path,
+                     const char *tkey, const char *cvkey, double iters,
+                     pp_cal_point *p, pp_error *e) {
+    double cv = 0;
+    int rc;
+    if ((rc = jnum(o, name, path, tkey, true, 1e-15, &p->time_s, e)) < 0
+        || (rc = jnum(o, name, path, cvkey, false, 0, &cv, e)) < 0)
+        return rc;
+    p->repeats = (int64_t)iters;
+    if (iters >= 2) p->time_sd_s = cv * p->time_s / sqrt(iters);
+    return 0;
+}
+
+static int exec_coll_rows(pp_cal_set *s, int src, const char *name,
+                          json_t *root, const pp_cal_hints *h, pp_error *e) {
+    json_t *setup = json_object_get(root, "setup");
+    char op[PP_CAL_STR] = "", xport[PP_CAL_STR] = "";
+    double ranks = 0, hosts = 0, iters = 0;
+    int rc;
+    if ((rc = jstr(setup, name, "setup", "op", true, op, e)) < 0
+        || (rc = jstr(setup, name, "setup", "transport", false, xport, e)) < 0
+        || (rc = jnum(setup, name, "setup", "ranks", true, 1, &ranks, e)) < 0
+        || (rc = jnum(setup, name, "setup", "hosts", false, 1, &hosts, e)) < 0
+        || (rc = jnum(setup, name, "setup", "iters", false, 0, &iters, e)) < 0)
+        return rc;
+    /* exec does not know the wire: --link says; else TCP is taken to be
+     * ethernet and verbs InfiniBand (RoCE needs --link roce). */
+    const char *link = h && h->link ? h->link
+                       : !strcmp(xport, "verbs") ? "infiniband"
+                       : !strcmp(xport, "tcp")   ? "ethernet"
+                                                 : "unknown";
+    json_t *res = json_object_get(root, "results");
     for (size_t i = 0; i < json_array_size(res); i++) {
         json_t *o = json_array_get(res, i);
-        char path[32];
+        char path[48], algo[PP_CAL_STR] = "";
+        double bytes = 0;
+        snprintf(path, sizeof path, "results[%zu]", i);
+        if (!json_is_object(o))
+            return pp_error_set(e, PP_EINPUT, "%s:%s: expected an object",
+                                name, path);
+        if ((rc = jnum(o, name, path, "size_bytes", true, 0, &bytes, e)) < 0
+            || (rc = jstr(o, name, path, "algo", false, algo, e)) < 0)
+            return rc;
+        /* Two points per size, as nccl-tests' two columns: repeats. */
+        static const char *const sides[2] = {"out_of_place", "in_place"};
+        for (int k = 0; k < 2; k++) {
+            char sp[64];
+            snprintf(sp, sizeof sp, "%s.%s", path, sides[k]);
+            json_t *d = json_object_get(o, sides[k]);
+            if (!json_is_object(d))
+                return pp_error_set(e, PP_EINPUT, "%s:%s: expected an object "
+                                    "(missing)", name, sp);
+            pp_cal_point p;
+            pp__cal_point_init(&p, PP_CAL_COLL, src, 0);
+            snprintf(p.where, sizeof p.where, "%s", sp);
+            double busbw_GBps = 0;
+            if ((rc = exec_time(d, name, sp, "time_s", "cv", iters, &p, e)) < 0
+                || (rc = jnum(d, name, sp, "busbw_GBps", false, 0, &busbw_GBps,
+                              e)) < 0)
+                return rc;
+            p.bw_Bps = busbw_GBps * 1e9;
+            p.bytes = bytes;
+            pp__cal_strcpy(p.op, op);
+            /* The algorithm run at this size (auto picks per size). */
+            pp__cal_strcpy(p.algo, algo[0] ? algo : "auto");
+            pp__cal_strcpy(p.link, link);
+            pp__cal_strcpy(p.variant, k ? "in-place" : "out-of-place");
+            p.ranks = (int64_t)ranks;
+            p.nodes = (int64_t)hosts;
+            p.scope = hosts == 1 ? PP_CAL_SCOPE_INTRA
+                      : hosts > 1 ? PP_CAL_SCOPE_INTER : PP_CAL_SCOPE_UNKNOWN;
+            pp__cal_add_point(s, &p);
+        }
+    }
+    return 0;
+}
+
+static int read_exec(pp_cal_set *s, int src, const char *name, json_t *root,
+                     exec_cmd cmd, const pp_cal_hints *h, pp_error *e) {
+    json_t *res = json_object_get(root, "results");
+    if (!json_is_array(res) || !json_array_size(res))
+        return pp_error_set(e, PP_EINPUT, "%s:results: expected a non-empty "
+                            "array", name);
+    if (cmd == EXEC_COLL) return exec_coll_rows(s, src, name, root, h, e);
+    char backend[PP_CAL_STR] = "", dtype[PP_CAL_STR] = "";
+    int rc;
+    if (cmd == EXEC_GEMM
+        && ((rc = jstr(root, name, "$", "backend", true, backend, e)) < 0
+            || (rc = jstr(root, name, "$", "dtype", false, dtype, e)) < 0))
+        return rc;
+    for (size_t i = 0; i < json_array_size(res); i++) {
+        json_t *o = json_array_get(res, i);
+        char path[32], str[PP_CAL_STR] = "";
+        double iters = 0;
         snprintf(path, sizeof path, "results[%zu]", i);
         if (!json_is_object(o))
             return pp_error_set(e, PP_EINPUT, "%s:%s: expected an object",
                                 name, path);
         pp_cal_point p;
-        pp__cal_point_init(&p, kind, src, 0);
+        pp__cal_point_init(&p, cmd == EXEC_GEMM ? PP_CAL_GEMM : PP_CAL_MEMBW,
+                           src, 0);
         snprintf(p.where, sizeof p.where, "%s", path);
-        double rep = 0;
-        if ((rc = jnum(o, name, path, "time_s", true, 1e-15, &p.time_s, e)) < 0
-            || (rc = jnum(o, name, path, "time_sd_s", false, 0, &p.time_sd_s,
-                          e)) < 0
-            || (rc = jnum(o, name, path, "repeats", false, 0, &rep, e)) < 0)
+        if ((rc = jnum(o, name, path, "iters", false, 0, &iters, e)) < 0
+            || (rc = exec_time(o, name, path, "time_median_s", "time_cv", iters,
+                               &p, e)) < 0)
             return rc;
-        p.repeats = (int64_t)rep;
-        if (kind == PP_CAL_GEMM) {
+        if (cmd == EXEC_GEMM) {
+            p.batch = 1;
             if ((rc = jnum(o, name, path, "m", true, 1, &p.m, e)) < 0
                 || (rc = jnum(o, name, path, "n", true, 1, &p.n, e)) < 0
                 || (rc = jnum(o, name, path, "k", true, 1, &p.k, e)) < 0
-                || (rc = jnum(o, name, path, "batch", false, 1, &p.batch, e)) < 0)
+                || (rc = jnum(o, name, path, "batch", false, 1, &p.batch, e)) < 0
+                || (rc = jstr(o, name, path, "dtype", false, str, e)) < 0)
                 return rc;
+            snprintf(p.dtype, sizeof p.dtype, "%s", str[0] ? str : dtype);
+            snprintf(p.device, sizeof p.device, "%s", backend);
         } else {
-            if ((rc = jnum(o, name, path, "bytes", true, 0, &p.bytes, e)) < 0)
+            /* STREAM's bytes moved (2x or 3x the array), the traffic the
+             * profile's memory model charges. */
+            if ((rc = jnum(o, name, path, "bytes_moved", true, 1, &p.bytes,
+                           e)) < 0
+                || (rc = jstr(o, name, path, "device", false, str, e)) < 0)
                 return rc;
-            if (kind == PP_CAL_COLL) {
-                pp__cal_strcpy(p.op, op);
-                pp__cal_strcpy(p.algo, algo[0] ? algo : "auto");
-                pp__cal_strcpy(p.link, link[0] ? link
-                                       : h && h->link ? h->link : "unknown");
-                p.ranks = (int64_t)ranks;
-                p.nodes = (int64_t)nodes;
-                p.scope = nodes == 1 ? PP_CAL_SCOPE_INTRA
-                          : nodes > 1 ? PP_CAL_SCOPE_INTER
-                                      : PP_CAL_SCOPE_UNKNOWN;
-                if ((rc = jnum(o, name, path, "busbw_Bps", false, 0, &p.bw_Bps,
-                               e)) < 0)
-                    return rc;
-            }
+            snprintf(p.device, sizeof p.device, "%s",
+                     !strcmp(str, "host") ? "cpu" : str);
+            if ((rc = jstr(o, name, path, "kernel", false, str, e)) < 0)
+                return rc;
+            pp__cal_strcpy(p.op, str);
         }
         pp__cal_add_point(s, &p);
     }
@@ -380,13 +464,18 @@ int pp__cal_import_json(pp_cal_set *s, int src, const char *name,
     if (json_object_get(root, "podplan_measurements")) {
         snprintf(s->src[src].format, sizeof s->src[src].format, "set");
         rc = read_set(s, name, root, e);
-    } else if (json_object_get(root, "podplan_exec")) {
-        snprintf(s->src[src].format, sizeof s->src[src].format, "exec");
-        rc = read_exec(s, src, name, root, h, e);
+    } else if (exec_kind(root) != EXEC_NONE) {
+        static const char *const fmt[] = {"", "exec-collective", "exec-gemm",
+                                          "exec-membw"};
+        exec_cmd k = exec_kind(root);
+        snprintf(s->src[src].format, sizeof s->src[src].format, "%s", fmt[k]);
+        rc = read_exec(s, src, name, root, k, h, e);
     } else {
-        rc = pp_error_set(e, PP_EINPUT, "%s:1: expected a JSON object with "
-                          "\"podplan_measurements\" (a measurement set) or "
-                          "\"podplan_exec\" (podplan exec output)", name);
+        rc = pp_error_set(e, PP_EINPUT, "%s:1: expected a measurement set "
+                          "(\"podplan_measurements\") or `podplan exec "
+                          "collective|gemm|membw --format json` output (a "
+                          "\"setup\" object, a \"backend\", or results "
+                          "with a \"kernel\")", name);
     }
     json_decref(root);
     return rc;

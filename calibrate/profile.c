@@ -134,6 +134,7 @@ int pp_cal_profile_write(const pp_cal_result *r, const pp_cal_provenance *pv,
     if (r->mem.n_points) fit_stats(fp, ind, &r->mem);
     if (r->gemm.n_points) fit_stats(fp, ind, &r->gemm);
     for (size_t i = 0; i < r->n_net; i++) fit_stats(fp, ind, &r->net[i].fit);
+    for (size_t i = 0; i < r->n_rank; i++) fit_stats(fp, ind, &r->rank[i].fit);
     if (r->stack.n_points) fit_stats(fp, ind, &r->stack);
     if (ferror(fp)) return pp_error_set(e, PP_EIO, "writing the profile failed");
     return 0;

@@ -30,9 +30,11 @@ static int predict(const pp_cal_set *s, const pp_cal_result *r,
         return 0;
     }
     case PP_CAL_GEMM:
+        if (!pp__cal_gpu_point(p)) return 1;
         *pred = pp__cal_gemm_pred(&r->profile, p);
         return 0;
     case PP_CAL_MEMBW:
+        if (!pp__cal_gpu_point(p)) return 1;
         *pred = pp__cal_mem_pred(&r->profile, p);
         return 0;
     case PP_CAL_ITER:

@@ -6,6 +6,9 @@
 
 #include "podplan/calibrate.h"
 
+/* Shared with cmd_calibrate_run.c. */
+void pp__cal_fit_print(FILE *fp, const pp_cal_fit *f);
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -113,7 +116,7 @@ static const pp_cli_opt fit_opts[] = {
     {NULL, 0, NULL, NULL, false, NULL, 0, NULL},
 };
 
-static void fit_print(FILE *fp, const pp_cal_fit *f) {
+void pp__cal_fit_print(FILE *fp, const pp_cal_fit *f) {
     fprintf(fp, "%s: %zu points", f->what, f->n_points);
     if (isfinite(f->r2)) fprintf(fp, ", R2 %.4f", f->r2);
     if (f->n_points && isfinite(f->rel_rms))
@@ -130,10 +133,11 @@ static void fit_print(FILE *fp, const pp_cal_fit *f) {
 }
 
 static void fit_summary(FILE *fp, const pp_cal_result *r) {
-    if (r->mem.n_points) fit_print(fp, &r->mem);
-    if (r->gemm.n_points) fit_print(fp, &r->gemm);
-    for (size_t i = 0; i < r->n_net; i++) fit_print(fp, &r->net[i].fit);
-    if (r->stack.n_points) fit_print(fp, &r->stack);
+    if (r->mem.n_points) pp__cal_fit_print(fp, &r->mem);
+    if (r->gemm.n_points) pp__cal_fit_print(fp, &r->gemm);
+    for (size_t i = 0; i < r->n_net; i++) pp__cal_fit_print(fp, &r->net[i].fit);
+    for (size_t i = 0; i < r->n_rank; i++) pp__cal_fit_print(fp, &r->rank[i].fit);
+    if (r->stack.n_points) pp__cal_fit_print(fp, &r->stack);
 }
 
 static int parse_only(const char *list, pp_cal_fit_opts *o, pp_error *e) {
@@ -393,29 +397,14 @@ static const pp_cli_cmd cmd_validate = {
     "K-th, in turn.  --plot needs gnuplot (Debian: gnuplot-nox).",
     validate_opts, run_validate};
 
-/* ------------------------------------------------------------------------
- * run: the whole loop.  STUB until `podplan exec` is in the build.
- * ---------------------------------------------------------------------- */
-static int run_run(const pp_cli_cmd *cmd, int argc, char **argv) {
-    (void)argc;
-    (void)argv;
-    /* TODO(lead): exec sweeps (collective, gemm, membw) -> import -> fit
-     * -> validate --holdout 5, once `podplan exec` lands. */
-    fprintf(stderr, "podplan %s: needs podplan exec (not in this build); "
-            "run the sweeps yourself, then `podplan calibrate fit` and "
-            "`podplan calibrate validate`\n", cmd->name);
-    return 1;
-}
-
-static const pp_cli_cmd cmd_run = {
-    "calibrate run", "exec sweeps, import, fit, validate (needs podplan exec)",
-    "calibrate run --cluster C -o profile.yaml", NULL, NULL, run_run};
+/* run: cmd_calibrate_run.c. */
+extern const pp_cli_cmd pp__cmd_calibrate_run;
 
 /* ------------------------------------------------------------------------
  * The group.
  * ---------------------------------------------------------------------- */
 static const pp_cli_cmd *const subs[] = {&cmd_import, &cmd_fit, &cmd_validate,
-                                         &cmd_run, NULL};
+                                         &pp__cmd_calibrate_run, NULL};
 
 static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {

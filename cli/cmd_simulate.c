@@ -69,7 +69,12 @@ static void print_table(FILE *fp, const void *ctx) {
             x->cfg.dp_overlap ? "on" : "off", x->cfg.p2p_sync ? "sync" : "async",
             x->cfg.p2p_scatter ? "" : " (whole tensors)",
             pp_fidelity_name(x->cfg.fidelity));
-    fprintf(fp, "profile      %s (%s)\n\n", x->prof.name, x->prof.source);
+    if (x->prof.calibrated[0])
+        fprintf(fp, "profile      %s (%s) (calibrated: %s)\n\n", x->prof.name,
+                x->prof.source, x->prof.calibrated);
+    else
+        fprintf(fp, "profile      %s (%s) (uncalibrated: published figures)"
+                "\n\n", x->prof.name, x->prof.source);
     fprintf(fp, "iteration    %.4f s\n", r->iteration_time_s);
     fprintf(fp, "throughput   %.1f TFLOP/s per GPU (F_iter %s per iteration, "
             "with recomputation); MFU %.1f%%\n",
@@ -118,6 +123,8 @@ static json_t *to_json(const result *x) {
     json_object_set_new(o, "p2p_sync", json_boolean(x->cfg.p2p_sync));
     json_object_set_new(o, "p2p_scatter_gather", json_boolean(x->cfg.p2p_scatter));
     json_object_set_new(o, "profile", json_string(x->prof.name));
+    json_object_set_new(o, "profile_calibrated",
+                        json_boolean(x->prof.calibrated[0] != '\0'));
     json_object_set_new(o, "iteration_time_s", pp_json_num(r->iteration_time_s));
     json_object_set_new(o, "tflops_per_gpu", pp_json_num(r->tflops_per_gpu));
     json_object_set_new(o, "mfu", pp_json_num(r->mfu));

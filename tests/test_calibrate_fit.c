@@ -123,6 +123,75 @@ static void test_net_recovery(void **state) {
 }
 
 /* Below 64 KiB a low-latency, low-bandwidth protocol (NCCL's LL). */
+/* The rank model: ring allreduce on 2, 3, 4 and 8 ranks and rd on 2..8
+ * (non-powers of two included), t = steps(n) alpha + bw(n) S / beta,
+ * 2% relative noise, one alpha and beta recovered across the counts. */
+static void test_rank_model_recovery(void **state) {
+    (void)state;
+    static const struct { const char *algo; double alpha, beta, lo, hi;
+                          int ranks[5]; } c[] = {
+        {"ring", 15e-6, 4e9, 4096, 64 << 20, {2, 3, 4, 8, 0}},
+        {"rd", 30e-6, 2e9, 8, 65536, {2, 3, 5, 6, 8}},
+    };
+    for (size_t m = 0; m < 2; m++)
+        for (size_t k = 0; k < NSEEDS; k++) {
+            gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+            gsl_rng_set(r, seeds[k] + 100);
+            pp_cal_set s;
+            pp_cal_set_init(&s);
+            pp__cal_add_source(&s, "synthetic", "test", NULL, 0);
+            for (int j = 0; j < 5 && c[m].ranks[j]; j++)
+                for (double S = c[m].lo; S <= c[m].hi; S *= 4)
+                    for (int i = 0; i < REPEATS; i++) {
+                        double st, bw;
+                        assert_true(pp_cal_rank_terms("allreduce", c[m].algo,
+                                                      c[m].ranks[j], &st, &bw));
+                        double t = st * c[m].alpha + bw * S / c[m].beta;
+                        pp_cal_point p;
+                        pp__cal_point_init(&p, PP_CAL_COLL, 0, (int)s.n + 1);
+                        snprintf(p.op, sizeof p.op, "allreduce");
+                        snprintf(p.algo, sizeof p.algo, "%s", c[m].algo);
+                        snprintf(p.link, sizeof p.link, "ethernet");
+                        p.scope = PP_CAL_SCOPE_INTRA;
+                        p.ranks = c[m].ranks[j];
+                        p.bytes = S;
+                        p.time_s = t * (1 + gsl_ran_gaussian(r, 0.02));
+                        pp__cal_add_point(&s, &p);
+                    }
+            pp_cal_rankfit *v = NULL;
+            size_t n = 0;
+            pp_error e = PP_ERROR_INIT;
+            if (pp_cal_fit_net_ranks(&s, NULL, &v, &n, &e))
+                fail_msg("%s", e.msg);
+            assert_int_equal(n, 1);
+            assert_true(v[0].n_counts >= 4);
+            char w[64];
+            snprintf(w, sizeof w, "%s alpha (rank model)", c[m].algo);
+            within(w, seeds[k], v[0].alpha_s, v[0].alpha_se, c[m].alpha);
+            snprintf(w, sizeof w, "%s beta (rank model)", c[m].algo);
+            within(w, seeds[k], v[0].beta_Bps, v[0].beta_se, c[m].beta);
+            /* A count not measured: predicted from the structure. */
+            double t16 = pp_cal_rankfit_time(&v[0], 16, c[m].hi);
+            double st, bw;
+            pp_cal_rank_terms("allreduce", c[m].algo, 16, &st, &bw);
+            double want = st * c[m].alpha + bw * c[m].hi / c[m].beta;
+            assert_true(fabs(t16 / want - 1) < 0.05);
+            pp_cal_fit_fini(&v[0].fit);
+            free(v);
+            pp_cal_set_fini(&s);
+            gsl_rng_free(r);
+        }
+    /* The step counts: exec's rd folds the extra ranks in and out. */
+    double st, bw;
+    assert_true(pp_cal_rank_terms("allreduce", "rd", 3, &st, &bw));
+    assert_true(st == 3 && bw == 3);
+    assert_true(pp_cal_rank_terms("allreduce", "rd", 4, &st, &bw));
+    assert_true(st == 2);
+    assert_true(pp_cal_rank_terms("allgather", "ring", 4, &st, &bw));
+    assert_true(st == 3 && fabs(bw - 0.75) < 1e-15);
+    assert_false(pp_cal_rank_terms("alltoall", "pairwise", 4, &st, &bw));
+}
+
 static void test_net_knee_recovery(void **state) {
     (void)state;
     const double a_lo = 6e-6, b_lo = 4e9, a = 30e-6, b = 20e9, rel = 0.02;
@@ -307,6 +376,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_net_recovery),
         cmocka_unit_test(test_net_knee_recovery),
+        cmocka_unit_test(test_rank_model_recovery),
         cmocka_unit_test(test_gemm_recovery),
         cmocka_unit_test(test_mem_recovery),
         cmocka_unit_test(test_ill_conditioned),

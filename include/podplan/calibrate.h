@@ -67,6 +67,9 @@ typedef struct pp_cal_point {
     double bw_Bps;           /* as reported (busbw for collectives), 0 = none */
     /* GEMM */
     double m, n, k, batch;
+    char dtype[16];          /* GEMM: "bf16", "fp8", ... "" = not stated */
+    char device[16];         /* GEMM, MEMBW: "cuda" or "cpu" (host memory,
+                                the CPU BLAS); "" = not stated (a GPU) */
     /* ITER */
     char model[PP_CAL_STR], cluster[PP_CAL_STR];
     char parallel[128];
@@ -166,12 +169,30 @@ typedef struct pp_cal_netfit {
     pp_cal_fit fit;
 } pp_cal_netfit;
 
+/* One alpha-beta for a collective and algorithm across rank counts,
+ * from the algorithm's structure (calibrate/fit_ranks.c):
+ *   t(n, S) = steps(n) alpha + bw(n) S / beta
+ * ring allreduce 2(n-1), 2(n-1)/n; ring allgather/reducescatter (n-1),
+ * (n-1)/n; rd allreduce: floor(log2 n) + 2 if n is not a power of two,
+ * times S.  It predicts rank counts that were not measured. */
+typedef struct pp_cal_rankfit {
+    char op[PP_CAL_STR], algo[PP_CAL_STR], link[PP_CAL_STR];
+    pp_cal_scope scope;
+    int64_t ranks_min, ranks_max;  /* the counts fitted */
+    int n_counts;                  /* distinct counts */
+    double alpha_s, alpha_se;      /* per step */
+    double beta_Bps, beta_se;      /* per link */
+    pp_cal_fit fit;
+} pp_cal_rankfit;
+
 typedef struct pp_cal_result {
     pp_gpu_profile profile;  /* the base profile with fitted fields */
     bool gemm_fitted, mem_fitted, stack_fitted;
     pp_cal_fit gemm, mem, stack;
     pp_cal_netfit *net;      /* owned */
     size_t n_net;
+    pp_cal_rankfit *rank;    /* owned: the rank models (with net) */
+    size_t n_rank;
     char warnings[1024];     /* things the fits could not do, "" if none */
 } pp_cal_result;
 
@@ -201,6 +222,17 @@ int pp_cal_fit_all(const pp_cal_set *s, const pp_cal_fit_opts *o,
 /* The single fits, for the tests and for callers with their own data. */
 int pp_cal_fit_net(const pp_cal_set *s, const bool *use, pp_cal_netfit **out,
                    size_t *n_out, pp_error *e);
+/* The rank models: one per (op, algo, link, scope) of COLL points whose
+ * algorithm has one (pp_cal_rank_terms), over all their rank counts. */
+int pp_cal_fit_net_ranks(const pp_cal_set *s, const bool *use,
+                         pp_cal_rankfit **out, size_t *n_out, pp_error *e);
+/* steps(n) and bw(n) of op/algo on n ranks; false when there is no model
+ * (other ops and algorithms, n < 2). */
+bool pp_cal_rank_terms(const char *op, const char *algo, int64_t n,
+                       double *steps, double *bw);
+/* t(n, S) of a rank model (NAN when n has no model). */
+double pp_cal_rankfit_time(const pp_cal_rankfit *f, int64_t ranks,
+                           double bytes);
 /* GEMM: gemm.efficiency, gemm.k_half and the efficiencies of the tiles
  * the measured shapes select (gsl_multifit_nlinear on pp_gemm_time_s).
  * g is read for the starting point and updated on success. */
@@ -298,6 +330,12 @@ int pp_cal_validate(const pp_cal_set *s, const pp_cal_result *r, int holdout,
                     const pp_cal_fit_opts *o, pp_cal_validation *out,
                     pp_error *e);
 void pp_cal_validation_fini(pp_cal_validation *v);
+/* Leave one rank count out: the rank model fitted on the collective
+ * points of every other count (use: NULL = all points) predicts the
+ * points measured on `held` ranks.  Points no model covers are counted
+ * in skipped.  Free with pp_cal_validation_fini. */
+int pp_cal_validate_ranks(const pp_cal_set *s, const bool *use, int64_t held,
+                          pp_cal_validation *out, pp_error *e);
 /* Draws measured vs predicted with gnuplot (a subprocess): PP_ENOSYS with
  * "gnuplot not found: apt-get install gnuplot-nox" when missing. */
 int pp_cal_plot(const pp_cal_set *s, const pp_cal_validation *v,

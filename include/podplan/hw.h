@@ -124,6 +124,9 @@ typedef struct pp_gemm_tile {
 typedef struct pp_gpu_profile {
     char name[PP_NAME_MAX];  /* the profile's name ("a100") */
     char source[256];        /* the file it came from, or "builtin" */
+    char calibrated[160];    /* "<date>, <source>" from its provenance:
+                                when fitted to measurements (podplan
+                                calibrate), "" when hand-set */
     double peak_flops;       /* dense bf16/fp16 tensor FLOP/s */
     double hbm_Bps;          /* device memory bandwidth */
     int32_t sms;             /* streaming multiprocessors (waves) */

@@ -181,7 +181,21 @@ static int profile_read(pp_node *root, pp_gpu_profile *g, pp_error *e) {
      * where the figures came from.  Accepted here so a fitted profile is
      * a --profile like any other. */
     (void)pp_map_get(root, "network");
-    (void)pp_map_get(root, "provenance");
+    /* A profile with a provenance date was fitted to measurements; the
+     * outputs say so (and say when a profile was not). */
+    pp_node *pv = pp_map_get(root, "provenance");
+    g->calibrated[0] = '\0';
+    if (pv && pv->kind == PP_NODE_MAP) {
+        const char *date = NULL, *src = NULL;
+        if ((rc = pp_map_string(pv, "provenance", "date", PP_OPTIONAL, &date,
+                                e)) < 0
+            || (rc = pp_map_string(pv, "provenance", "source", PP_OPTIONAL,
+                                   &src, e)) < 0)
+            return rc;
+        if (date)
+            snprintf(g->calibrated, sizeof g->calibrated, "%.10s, %s", date,
+                     src ? src : "podplan calibrate");
+    }
     return pp_map_done(root, "", e);
 }
 
