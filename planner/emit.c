@@ -172,6 +172,9 @@ json_t *pp__plan_json(const pp_plan *p, bool timing) {
         json_array_append_new(pls, json_string(pp__placement_name(
                                        p->placements[k])));
     json_object_set_new(root, "placements_searched", pls);
+    json_object_set_new(root, "profile", json_string(p->profile.name));
+    json_object_set_new(root, "profile_calibrated",
+                        json_boolean(p->profile.calibrated[0] != '\0'));
     json_object_set_new(root, "top", json_integer(o->top));
     json_object_set_new(root, "memory_reserve", num(o->memory_reserve));
     json_object_set_new(root, "gpu_memory_bytes", num(p->gpu.hbm_bytes));
@@ -362,6 +365,8 @@ static void write_table(const pp_plan *p, bool timing, FILE *fp) {
         fprintf(fp, "%lld to %lld GPUs of %d", (long long)st->gpus_min,
                 (long long)st->gpus_max, p->cluster_gpus);
     fprintf(fp, ", global batch %lld\n", (long long)st->gbs);
+    char note[256];
+    fprintf(fp, "profile: %s\n", pp__plan_profile_note(p, note, sizeof note));
     fprintf(fp, "objective: %s", pp__objective_name(o->objective));
     if (o->objective == PP_PLAN_OBJ_COST && p->has_prices)
         fprintf(fp, " ($%.3g per GPU-hour%s)", p->prices.usd_per_gpu_hour,
@@ -515,4 +520,14 @@ int pp_plan_write(const pp_plan *p, pp_plan_format f, bool timing, FILE *fp,
     default:
         return pp_error_set(e, PP_EINVAL, "unknown plan format %d", (int)f);
     }
+}
+
+const char *pp__plan_profile_note(const pp_plan *p, char *buf, size_t len) {
+    if (p->profile.calibrated[0])
+        snprintf(buf, len, "%s (calibrated: %s)", p->profile.name,
+                 p->profile.calibrated);
+    else
+        snprintf(buf, len, "%s (uncalibrated: published figures)",
+                 p->profile.name);
+    return buf;
 }

@@ -44,6 +44,9 @@ static void header(const pp_plan *p, FILE *fp, const char *cmt) {
             pp_unit_format(c->memory.total, PP_Q_BYTES, 4, b1, sizeof b1),
             pp_unit_format(c->memory_limit_bytes, PP_Q_BYTES, 4, b2,
                            sizeof b2));
+    char note[256];
+    fprintf(fp, "%s GPU profile %s\n", cmt,
+            pp__plan_profile_note(p, note, sizeof note));
 }
 
 static int64_t train_iters(const pp_plan *p) {
@@ -465,10 +468,12 @@ int pp_plan_write_assumptions(const pp_plan *p, pp_plan_format f,
     int n = 0;
 #define LINE(...) do { fputs(prefix, fp); fprintf(fp, __VA_ARGS__); \
                        fputc('\n', fp); n++; } while (0)
+    char note[256];
     LINE("%s on %s: %s%s, %.4g s per iteration (%s)", m->name,
          p->cluster_name, pp_parallel_format(q, spec, sizeof spec),
          c->dp_overlap ? " with DP overlap" : "", c->iteration_time_s,
          c->simulated ? "simulated" : "estimated");
+    LINE("GPU profile %s", pp__plan_profile_note(p, note, sizeof note));
     LINE("ranks tp,dp,pp: DeepSpeed's PipeModelDataParallelTopology "
          "(model innermost, pipe outermost)");
     if (q->pp > 1 && m->arch == PP_ARCH_TRANSFORMER)

@@ -85,6 +85,9 @@ int pp__plan_jobs(int jobs);
 /* The objective's name and unit ("iteration time", "s"). */
 const char *pp__objective_name(pp_plan_objective o);
 const char *pp__placement_name(const char order[3]);
+/* "a100 (uncalibrated: published figures)" or "h100 (calibrated: <date>,
+ * <source>)": which GPU profile the times rest on, for every output. */
+const char *pp__plan_profile_note(const pp_plan *p, char *buf, size_t len);
 
 /* ------------------------------------------------------------------------
  * emit.c: the JSON tree every structured format is written from.

@@ -91,6 +91,44 @@ static void test_list(void **state) {
     expect_fail("list gpu", 2, "unknown list \"gpu\" (did you mean \"gpus\"?)");
 }
 
+/* Every output that rests on a GPU profile says whether it was fitted
+ * (issue 14): the shipped a100 profile is published figures, the h100 one
+ * carries provenance from `podplan calibrate fit`. */
+static void test_profile_calibrated(void **state) {
+    (void)state;
+    static const struct {
+        const char *cluster;
+        bool calibrated;
+    } cases[] = {{"titan", false}, {"dgx-h100-ndr", true}};
+    for (size_t i = 0; i < 2; i++) {
+        cli_result r;
+        cli_runf(&r, "simulate --model megatron-1.7b --cluster %s "
+                 "--parallel tp=1,pp=1,dp=8,mbs=4,gbs=32 --fidelity analytic "
+                 "--format json", cases[i].cluster);
+        if (r.status) fail_msg("simulate on %s: %s", cases[i].cluster, r.err);
+        json_t *j = cli_json(&r);
+        assert_int_equal(json_is_true(json_object_get(j, "profile_calibrated")),
+                         cases[i].calibrated);
+        json_decref(j);
+        cli_result_free(&r);
+        cli_runf(&r, "plan --model megatron-1.7b --cluster %s --gpus 8 "
+                 "--global-batch 32 --top 0 --format json", cases[i].cluster);
+        if (r.status) fail_msg("plan on %s: %s", cases[i].cluster, r.err);
+        j = cli_json(&r);
+        assert_int_equal(json_is_true(json_object_get(j, "profile_calibrated")),
+                         cases[i].calibrated);
+        json_decref(j);
+        cli_result_free(&r);
+        cli_runf(&r, "plan --model megatron-1.7b --cluster %s --gpus 8 "
+                 "--global-batch 32 --top 0", cases[i].cluster);
+        assert_int_equal(r.status, 0);
+        assert_non_null(strstr(r.out, cases[i].calibrated
+                                          ? "(calibrated: "
+                                          : "(uncalibrated: published figures)"));
+        cli_result_free(&r);
+    }
+}
+
 static void test_defaults_said(void **state) {
     (void)state;
     cli_result a, b;
@@ -268,6 +306,7 @@ int main(void) {
         cmocka_unit_test(test_gpu_suggestions),
         cmocka_unit_test(test_name_suggestions),
         cmocka_unit_test(test_list),
+        cmocka_unit_test(test_profile_calibrated),
         cmocka_unit_test(test_defaults_said),
         cmocka_unit_test(test_plan_pastes_into_simulate),
         cmocka_unit_test(test_blanks_after_commas),
