@@ -42,9 +42,11 @@ typedef struct bcase {
 } bcase;
 
 static const bcase cases[] = {
-    {"ring stream", PP_COLL_ALLREDUCE, PP_ALGO_RING, PP_GRAN_STREAM, 64, 1 << 30, 4},
+    {"ring stream", PP_COLL_ALLREDUCE, PP_ALGO_RING, PP_GRAN_STREAM, 64,
+     1 << 30, 4},
     {"ring step", PP_COLL_ALLREDUCE, PP_ALGO_RING, PP_GRAN_STEP, 64, 256, 4},
-    {"tree stream", PP_COLL_ALLREDUCE, PP_ALGO_TREE, PP_GRAN_STREAM, 64, 1 << 30, 4},
+    {"tree stream", PP_COLL_ALLREDUCE, PP_ALGO_TREE, PP_GRAN_STREAM, 64,
+     1 << 30, 4},
     /* One coupled set whose flows end at many different times (ECMP
      * collisions give them different rates): about one full max-min
      * solve of N^2 flows per completion, so small N (argv[4] raises). */
@@ -82,8 +84,7 @@ static int run_case(const pp_cluster *c, const bcase *bc, const int32_t *gpus,
     double upd = st.updates ? (double)st.updates : 1;
     printf("%-12s %6d %8.3f %8.3f %10llu %10.3g %9llu %6llu %10.1f %10.1f "
            "%9llu %12.6g %9.2f\n",
-           bc->label, (int)n, t1 - t0, t2 - t1,
-           (unsigned long long)r.events,
+           bc->label, (int)n, t1 - t0, t2 - t1, (unsigned long long)r.events,
            (double)r.events / (t2 - t1 > 0 ? t2 - t1 : 1e-9),
            (unsigned long long)st.updates, (unsigned long long)st.full_solves,
            (double)st.flows_touched / upd, (double)st.active_sum / upd,
@@ -107,16 +108,16 @@ int main(int argc, char **argv) {
     }
     const pp_cluster_info *info = pp_cluster_info_get(c);
     printf("cluster %s: %d GPUs, loaded in %.3f s; %.3g bytes per GPU; "
-           "flow fidelity\n\n", info->name, (int)info->gpus, wall() - t0,
-           bytes);
+           "flow fidelity\n\n",
+           info->name, (int)info->gpus, wall() - t0, bytes);
     printf("%-12s %6s %8s %8s %10s %10s %9s %6s %10s %10s %9s %12s %9s\n",
            "collective", "gpus", "setup_s", "run_s", "events", "events/s",
            "updates", "full", "touched", "active", "max_flows", "sim_time_s",
            "busbw_GB/s");
     int32_t *gpus = malloc((size_t)info->gpus * sizeof *gpus);
     for (int32_t i = 0; i < info->gpus; i++)
-        gpus[i] = pp_cluster_gpu(c, i / info->gpus_per_node,
-                                 i % info->gpus_per_node);
+        gpus[i] =
+            pp_cluster_gpu(c, i / info->gpus_per_node, i % info->gpus_per_node);
     int rc = 0;
     for (size_t k = 0; k < sizeof cases / sizeof cases[0] && !rc; k++) {
         int32_t top = cases[k].max_gpus;

@@ -19,7 +19,8 @@ static int rank_main(const pp_exec_world *w, void *ctx) {
     int rc = pp_exec_coll_run(w, o, &r, &e);
     if (rc) fprintf(stderr, "%s\n", e.msg);
     for (size_t i = 0; r && i < r->n_rows; i++)
-        printf("%zu %.2f %.4f\n", r->rows[i].bytes, r->rows[i].side[0].time_s * 1e6,
+        printf("%zu %.2f %.4f\n", r->rows[i].bytes,
+               r->rows[i].side[0].time_s * 1e6,
                r->rows[i].side[0].busbw_Bps / 1e9);
     pp_exec_coll_result_free(r);
     return rc ? 1 : 0;
@@ -27,7 +28,8 @@ static int rank_main(const pp_exec_world *w, void *ctx) {
 
 int main(int argc, char **argv) {
     if (argc < 7) {
-        fprintf(stderr, "usage: bench_exec_coll NP MINBYTES MAXBYTES FACTOR ITERS "
+        fprintf(stderr,
+                "usage: bench_exec_coll NP MINBYTES MAXBYTES FACTOR ITERS "
                 "WARMUP [CHANNELS [SLICE]]\n");
         return 2;
     }

@@ -58,15 +58,15 @@ static void fabric_init(fabric *f, int32_t gpus) {
 static size_t route(const fabric *f, int32_t a, int32_t b, int32_t *p) {
     int32_t la = a / HOSTS_PER_LEAF, lb = b / HOSTS_PER_LEAF;
     size_t n = 0;
-    p[n++] = a;                       /* a -> its leaf */
+    p[n++] = a; /* a -> its leaf */
     if (la != lb) {
         uint32_t h = (uint32_t)a * 2654435761u ^ (uint32_t)b * 40503u;
         int32_t s = (int32_t)((h >> 7) % SPINES);
         int32_t base = 2 * f->gpus;
-        p[n++] = base + la * SPINES + s;                     /* leaf up */
+        p[n++] = base + la * SPINES + s;                         /* leaf up */
         p[n++] = base + f->leaves * SPINES + s * f->leaves + lb; /* down */
     }
-    p[n++] = f->gpus + b;             /* leaf -> b */
+    p[n++] = f->gpus + b; /* leaf -> b */
     return n;
 }
 
@@ -91,10 +91,10 @@ static void report(const char *what, int32_t gpus, pp_engine *eng,
     double u = st.updates ? (double)st.updates : 1;
     uint64_t ev = pp_engine_events(eng);
     printf("%-10s %6d %9llu %8.3f %9llu %10.3g %8llu %6llu %9.1f %9.1f "
-           "%10.6f\n", what, gpus, (unsigned long long)st.flows_started, secs,
+           "%10.6f\n",
+           what, gpus, (unsigned long long)st.flows_started, secs,
            (unsigned long long)ev, (double)ev / secs,
-           (unsigned long long)st.updates,
-           (unsigned long long)st.full_solves,
+           (unsigned long long)st.updates, (unsigned long long)st.full_solves,
            (double)st.flows_touched / u, (double)st.active_sum / u,
            pp_engine_now(eng));
 }
@@ -121,8 +121,7 @@ static void ring_done(pp_flownet *net, pp_flow_id id, void *ctx, uint64_t arg) {
     int32_t r = (int32_t)(arg >> 32);
     int32_t step = (int32_t)((arg >> 8) & 0xffffff);
     int32_t k = (int32_t)(arg & 0xff);
-    if (step + 1 < 2 * (RING - 1))
-        ring_send(R, r, (k + 1) % RING, step + 1);
+    if (step + 1 < 2 * (RING - 1)) ring_send(R, r, (k + 1) % RING, step + 1);
 }
 
 static void ring_send(rings *R, int32_t r, int32_t k, int32_t step) {
@@ -147,16 +146,15 @@ static void bench_rings(int32_t gpus) {
     for (int32_t r = 0; r < R.n_rings; r++) {
         int32_t pod = r / per_pod, q = r % per_pod;
         for (int32_t k = 0; k < RING; k++)
-            R.member[r][k] = pod * POD_GPUS + (k % 4) * HOSTS_PER_LEAF +
-                             q * 2 + k / 4;
+            R.member[r][k] =
+                pod * POD_GPUS + (k % 4) * HOSTS_PER_LEAF + q * 2 + k / 4;
         R.chunk[r] = (1.0 + 3.0 * rnd_unit()) * 1e6; /* 1-4 MB per step */
     }
     pp_engine *eng = pp_engine_new();
     R.net = pp_flownet_new(eng, R.f.cap, R.f.n_links);
     double t0 = wall();
     for (int32_t r = 0; r < R.n_rings; r++)
-        for (int32_t k = 0; k < RING; k++)
-            ring_send(&R, r, k, 0);
+        for (int32_t k = 0; k < RING; k++) ring_send(&R, r, k, 0);
     pp_engine_run(eng, INFINITY);
     double secs = wall() - t0;
     report("rings", gpus, eng, R.net, secs);
@@ -182,8 +180,8 @@ static void bench_stream(int32_t gpus) {
         int32_t k1 = (k + 1) % gpus;
         int32_t b = (k1 % f.leaves) * HOSTS_PER_LEAF + k1 / f.leaves;
         size_t n = route(&f, a, b, p);
-        pp_flow_start(net, p, n, bytes, HOP_LAT_s * (double)(n + 1), NULL,
-                      NULL, 0);
+        pp_flow_start(net, p, n, bytes, HOP_LAT_s * (double)(n + 1), NULL, NULL,
+                      0);
     }
     pp_engine_run(eng, INFINITY);
     double secs = wall() - t0;
@@ -208,8 +206,7 @@ static void bench_alltoall(int32_t gpus) {
     int32_t p[4];
     for (int32_t a = 0; a < gpus; a++)
         for (int32_t b = 0; b < gpus; b++) {
-            if (a == b)
-                continue;
+            if (a == b) continue;
             size_t n = route(&big, a * stride, b * stride, p);
             pp_flow_start(net, p, n, (0.5 + rnd_unit()) * 1e6,
                           HOP_LAT_s * (double)(n + 1), NULL, NULL, 0);
@@ -227,17 +224,15 @@ int main(int argc, char **argv) {
     int32_t max_ring = argc > 1 ? atoi(argv[1]) : 16384;
     int32_t max_a2a = argc > 2 ? atoi(argv[2]) : 96;
     printf("# two-level fabric: %d hosts/leaf at %.0f GB/s, %d spines, "
-           "uplinks %.0f GB/s (2:1)\n", HOSTS_PER_LEAF, PORT_Bps / 1e9,
-           SPINES, UPLINK_Bps / 1e9);
+           "uplinks %.0f GB/s (2:1)\n",
+           HOSTS_PER_LEAF, PORT_Bps / 1e9, SPINES, UPLINK_Bps / 1e9);
     printf("# touched/upd: mean flows re-solved per update; "
            "active/upd: mean flows in the network then\n");
-    printf("%-10s %6s %9s %8s %9s %10s %8s %6s %9s %9s %10s\n", "case",
-           "gpus", "flows", "wall_s", "events", "events/s", "updates",
-           "full", "touch/upd", "activ/upd", "sim_s");
-    for (int32_t g = 64; g <= max_ring; g *= 4)
-        bench_rings(g);
-    for (int32_t g = 1024; g <= max_ring; g *= 4)
-        bench_stream(g);
+    printf("%-10s %6s %9s %8s %9s %10s %8s %6s %9s %9s %10s\n", "case", "gpus",
+           "flows", "wall_s", "events", "events/s", "updates", "full",
+           "touch/upd", "activ/upd", "sim_s");
+    for (int32_t g = 64; g <= max_ring; g *= 4) bench_rings(g);
+    for (int32_t g = 1024; g <= max_ring; g *= 4) bench_stream(g);
     static const int32_t a2a[] = {16, 32, 48, 64, 96, 128, 192, 256};
     for (size_t i = 0; i < sizeof a2a / sizeof *a2a && a2a[i] <= max_a2a; i++)
         bench_alltoall(a2a[i]);

@@ -48,7 +48,7 @@ static void direct(int64_t m, int64_t n, int64_t k, int iters, double *med,
 
 int main(void) {
     static const int64_t shapes[][3] = {
-        {128, 128, 128}, {256, 256, 256}, {512, 512, 512},
+        {128, 128, 128},    {256, 256, 256},    {512, 512, 512},
         {1024, 1024, 1024}, {2048, 2048, 2048}, {2048, 1536, 768},
     };
     pp_exec_device dev;
@@ -82,8 +82,9 @@ int main(void) {
         double med, best;
         direct(m, n, k, iters, &med, &best);
         printf("%6lld %6lld %6lld %5d %4d %9.4f %9.4f %9.4f %9.4f %6.2f "
-               "%6.2f\n", (long long)m, (long long)n, (long long)k, iters,
-               r.buffers, fl / r.time.median / 1e12, fl / r.time.min / 1e12,
+               "%6.2f\n",
+               (long long)m, (long long)n, (long long)k, iters, r.buffers,
+               fl / r.time.median / 1e12, fl / r.time.min / 1e12,
                fl / med / 1e12, fl / best / 1e12, med / r.time.median,
                best / r.time.min);
     }

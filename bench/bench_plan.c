@@ -39,8 +39,8 @@ int main(int argc, char **argv) {
     pp_error e = PP_ERROR_INIT;
     pp_model m;
     pp_cluster *c;
-    if (pp_model_load(model, &m, &e)
-        || pp_cluster_load("selene-like", NULL, 0, NULL, &c, &e))
+    if (pp_model_load(model, &m, &e) ||
+        pp_cluster_load("selene-like", NULL, 0, NULL, &c, &e))
         return die(&e);
 
     pp_plan_options o;
@@ -62,13 +62,15 @@ int main(int argc, char **argv) {
     }
     const pp_plan_stats *st = pp_plan_stats_get(plan);
     printf("closed-form search: %s on %lld GPUs of selene-like, global "
-           "batch %lld\n", m.name, (long long)gpus, (long long)gbs);
+           "batch %lld\n",
+           m.name, (long long)gpus, (long long)gbs);
     printf("  layouts considered   %llu (feasible %llu, memory-rejected "
-           "%llu)\n", (unsigned long long)st->considered,
-           (unsigned long long)st->feasible,
+           "%llu)\n",
+           (unsigned long long)st->considered, (unsigned long long)st->feasible,
            (unsigned long long)st->rejected[PP_PLAN_REJECT_MEMORY]);
     printf("  wall time            %.4f s (whole pp_plan_search, set-up "
-           "included; target < 1 s)\n", best);
+           "included; target < 1 s)\n",
+           best);
     printf("  layouts per second   %.0f\n", (double)st->considered / best);
 
     /* 2. One estimate, cold and warm. */
@@ -92,7 +94,8 @@ int main(int argc, char **argv) {
     warm = (now_s() - t0) / (double)(n * (size_t)reps);
     pp_plan_estimator_free(x);
     printf("  one estimate         %.2f us cold (layer costs computed), "
-           "%.3f us warm (target < 10 us)\n", cold * 1e6, warm * 1e6);
+           "%.3f us warm (target < 10 us)\n",
+           cold * 1e6, warm * 1e6);
     char spec[256];
     printf("  best by the estimate %s%s: %.2f s\n",
            pp_parallel_format(&pp_plan_get(plan, 0)->par, spec, sizeof spec),
@@ -110,9 +113,10 @@ int main(int argc, char **argv) {
         st = pp_plan_stats_get(plan);
         printf("search + the best %d simulated at flow fidelity\n", K);
         printf("  wall time            %.2f s (simulations %.2f s, %llu "
-               "succeeded; target < 30 s)\n", dt, st->simulate_s,
-               (unsigned long long)st->simulated);
-        if (st->sim_error[0]) printf("  simulation error     %s\n", st->sim_error);
+               "succeeded; target < 30 s)\n",
+               dt, st->simulate_s, (unsigned long long)st->simulated);
+        if (st->sim_error[0])
+            printf("  simulation error     %s\n", st->sim_error);
         const pp_plan_candidate *b0 = pp_plan_get(plan, 0);
         printf("  best                 %s%s: %.2f s simulated (%.2f s "
                "estimated), %.1f TFLOP/s per GPU\n",

@@ -56,9 +56,9 @@ static int run(const bcase *b) {
     pp_parallel p;
     pp_parallel_init(&p);
     double t0 = now();
-    if (pp_cluster_load(b->cluster, NULL, 0, NULL, &c, &e)
-        || pp_model_load("gpt3-175b", &m, &e)
-        || pp_parallel_parse(b->spec, &p, &e)) {
+    if (pp_cluster_load(b->cluster, NULL, 0, NULL, &c, &e) ||
+        pp_model_load("gpt3-175b", &m, &e) ||
+        pp_parallel_parse(b->spec, &p, &e)) {
         fprintf(stderr, "bench_step: %s\n", e.msg);
         pp_cluster_free(c);
         return 1;
@@ -80,13 +80,13 @@ static int run(const bcase *b) {
         return 1;
     }
     printf("%-7s %-13s %-36s gpus %6lld  load %6.2f s  simulate %6.2f s  "
-           "peak %7.1f MiB\n", b->name, b->cluster, b->spec,
-           (long long)r.gpus, t_load, t_sim, peak_rss_mib());
+           "peak %7.1f MiB\n",
+           b->name, b->cluster, b->spec, (long long)r.gpus, t_load, t_sim,
+           peak_rss_mib());
     printf("        iteration %.3f s, %.1f TFLOP/s per GPU; events %llu "
            "(%.2f M/s), transfers %llu, collectives %llu\n",
-           r.iteration_time_s, r.tflops_per_gpu,
-           (unsigned long long)r.events, (double)r.events / t_sim / 1e6,
-           (unsigned long long)r.transfers,
+           r.iteration_time_s, r.tflops_per_gpu, (unsigned long long)r.events,
+           (double)r.events / t_sim / 1e6, (unsigned long long)r.transfers,
            (unsigned long long)r.collectives);
     printf("        flows %llu, max active %zu, updates %llu (full %llu), "
            "flows re-solved %llu (%.1f per update)\n",
@@ -94,8 +94,8 @@ static int run(const bcase *b) {
            (unsigned long long)r.net.updates,
            (unsigned long long)r.net.full_solves,
            (unsigned long long)r.net.flows_touched,
-           r.net.updates ? (double)r.net.flows_touched
-                               / (double)r.net.updates : 0.0);
+           r.net.updates ? (double)r.net.flows_touched / (double)r.net.updates
+                         : 0.0);
     pp_step_result_fini(&r);
     pp_cluster_free(c);
     return 0;

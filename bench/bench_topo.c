@@ -128,7 +128,8 @@ int main(int argc, char **argv) {
            "devices", "links", "load ms", "stats ms", "split", "non-blocking");
     for (size_t i = 0; i < n; i++) failed |= bench_one(names[i], cat);
     printf("(median of %d runs; load = YAML -> device graph + CSR + igraph; "
-           "links = physical, each with two directed edges)\n", RUNS);
+           "links = physical, each with two directed edges)\n",
+           RUNS);
     for (size_t i = 0; i < n; i++) free(names[i]);
     free(names);
     pp_catalog_free(cat);

@@ -19,14 +19,18 @@ int main(int argc, char **argv) {
     MPI_Comm_size(MPI_COMM_WORLD, &n);
     if (argc != 6) {
         if (rank == 0)
-            fprintf(stderr, "usage: mpi_allreduce MINBYTES MAXBYTES FACTOR ITERS WARMUP\n");
+            fprintf(
+                stderr,
+                "usage: mpi_allreduce MINBYTES MAXBYTES FACTOR ITERS WARMUP\n");
         MPI_Finalize();
         return 2;
     }
-    size_t minb = strtoull(argv[1], NULL, 10), maxb = strtoull(argv[2], NULL, 10);
+    size_t minb = strtoull(argv[1], NULL, 10),
+           maxb = strtoull(argv[2], NULL, 10);
     size_t factor = strtoull(argv[3], NULL, 10);
     int iters = atoi(argv[4]), warm = atoi(argv[5]);
-    if (factor < 2 || iters < 1 || minb < 4 || maxb < minb) MPI_Abort(MPI_COMM_WORLD, 2);
+    if (factor < 2 || iters < 1 || minb < 4 || maxb < minb)
+        MPI_Abort(MPI_COMM_WORLD, 2);
     float *s = malloc(maxb), *r = malloc(maxb);
     if (!s || !r) MPI_Abort(MPI_COMM_WORLD, 1);
     for (size_t i = 0; i < maxb / 4; i++) s[i] = (float)(i % 17);

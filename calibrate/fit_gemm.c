@@ -57,8 +57,8 @@ static void set_param(pp_cal_fit *f, const char *name, double v, double se) {
 bool pp__cal_gpu_point(const pp_cal_point *p) {
     if (p->kind != PP_CAL_GEMM && p->kind != PP_CAL_MEMBW) return false;
     if (p->device[0] && strcmp(p->device, "cuda")) return false;
-    return p->kind == PP_CAL_MEMBW || !p->dtype[0] || !strcmp(p->dtype, "bf16")
-           || !strcmp(p->dtype, "fp16");
+    return p->kind == PP_CAL_MEMBW || !p->dtype[0] ||
+           !strcmp(p->dtype, "bf16") || !strcmp(p->dtype, "fp16");
 }
 
 static size_t collect(const pp_cal_set *s, const bool *use, pp_cal_kind k,
@@ -68,8 +68,10 @@ static size_t collect(const pp_cal_set *s, const bool *use, pp_cal_kind k,
     *idx = pp_xmalloc((s->n ? s->n : 1) * sizeof **idx);
     for (size_t i = 0; i < s->n; i++) {
         if (s->pts[i].kind != k || (use && !use[i])) continue;
-        if (pp__cal_gpu_point(&s->pts[i])) (*idx)[n++] = i;
-        else ++*skipped;
+        if (pp__cal_gpu_point(&s->pts[i]))
+            (*idx)[n++] = i;
+        else
+            ++*skipped;
     }
     return n;
 }
@@ -77,9 +79,11 @@ static size_t collect(const pp_cal_set *s, const bool *use, pp_cal_kind k,
 static void note_skipped(pp_cal_fit *f, size_t skipped) {
     size_t l = strlen(f->advice);
     if (!skipped) return;
-    snprintf(f->advice + l, sizeof f->advice - l, "%s%zu points not fitted "
+    snprintf(f->advice + l, sizeof f->advice - l,
+             "%s%zu points not fitted "
              "(CPU/host memory, or not a 16-bit GEMM: the profile models "
-             "the GPU's bf16/fp16)", l ? "; " : "", skipped);
+             "the GPU's bf16/fp16)",
+             l ? "; " : "", skipped);
 }
 
 static void finish_stats(const pp_cal_set *s, pp_cal_fit *f,
@@ -109,8 +113,10 @@ static int fit_mem(const pp_cal_set *s, const bool *use, pp_gpu_profile *g,
     f->r2 = NAN;
     if (n < 3) {
         f->ill = true;
-        snprintf(f->advice, sizeof f->advice, "%zu membw points: measure at "
-                 "least 3 sizes from 64 KiB to 1 GiB", n);
+        snprintf(f->advice, sizeof f->advice,
+                 "%zu membw points: measure at "
+                 "least 3 sizes from 64 KiB to 1 GiB",
+                 n);
         return 0;
     }
     double *X = pp_xmalloc(2 * n * sizeof *X), *y = pp_xmalloc(n * sizeof *y),
@@ -139,16 +145,21 @@ static int fit_mem(const pp_cal_set *s, const bool *use, pp_gpu_profile *g,
     f->chi2_dof = chi2 / (double)(n - 2);
     if (!(eff > 0 && eff <= 1.2)) {
         f->ill = true;
-        snprintf(f->advice, sizeof f->advice, "memory efficiency %.3g is not "
-                 "physical: add large transfers (>= 256 MiB)", eff);
+        snprintf(f->advice, sizeof f->advice,
+                 "memory efficiency %.3g is not "
+                 "physical: add large transfers (>= 256 MiB)",
+                 eff);
         return 0;
     }
     g->mem_efficiency = eff > 1 ? 1 : eff;
-    if (launch > 0 && launch_se < launch) g->launch_s = launch;
+    if (launch > 0 && launch_se < launch)
+        g->launch_s = launch;
     else
-        snprintf(f->advice, sizeof f->advice, "launch overhead not determined "
+        snprintf(f->advice, sizeof f->advice,
+                 "launch overhead not determined "
                  "(%.3g +- %.2g s): add small transfers (<= 64 KiB); kept "
-                 "%.3g s", launch, launch_se, g->launch_s);
+                 "%.3g s",
+                 launch, launch_se, g->launch_s);
     finish_stats(s, f, g, pp__cal_mem_pred);
     return 0;
 }
@@ -192,14 +203,15 @@ static int resid_fn(const gsl_vector *x, void *data, gsl_vector *f) {
 
 /* The tile pp_gemm_efficiency picks for a shape (same rule as sim). */
 static int best_tile(const pp_gpu_profile *g, const pp_cal_point *p) {
-    double best = 0, sms = g->sms > 0 ? g->sms : 1, b = p->batch > 0 ? p->batch : 1;
+    double best = 0, sms = g->sms > 0 ? g->sms : 1,
+           b = p->batch > 0 ? p->batch : 1;
     int bi = -1;
     for (size_t i = 0; i < g->n_tiles; i++) {
         double tm = g->tiles[i].m, tn = g->tiles[i].n;
         double cm = ceil(p->m / tm), cn = ceil(p->n / tn);
         double tiles = b * cm * cn, waves = ceil(tiles / sms);
-        double x = g->tiles[i].efficiency * tiles / (waves * sms)
-                   * (p->m * p->n) / (cm * tm * cn * tn);
+        double x = g->tiles[i].efficiency * tiles / (waves * sms) *
+                   (p->m * p->n) / (cm * tm * cn * tn);
         if (x > best) {
             best = x;
             bi = (int)i;
@@ -221,8 +233,10 @@ static int fit_gemm(const pp_cal_set *s, const bool *use, pp_gpu_profile *g,
      * would drag k_half negative.  They are left out, and said so. */
     size_t tiny = 0, m = 0;
     for (size_t i = 0; i < n; i++)
-        if (s->pts[idx[i]].time_s < 4 * g->launch_s) tiny++;
-        else idx[m++] = idx[i];
+        if (s->pts[idx[i]].time_s < 4 * g->launch_s)
+            tiny++;
+        else
+            idx[m++] = idx[i];
     n = m;
     f->idx = idx;
     f->n_points = n;
@@ -244,8 +258,8 @@ static int fit_gemm(const pp_cal_set *s, const bool *use, pp_gpu_profile *g,
         double a = (double)g->tiles[t].m * g->tiles[t].n;
         bool ref = false, have = false;
         for (size_t u = 0; u < g->n_tiles; u++)
-            if ((double)g->tiles[u].m * g->tiles[u].n == a
-                && g->tiles[u].efficiency >= 1)
+            if ((double)g->tiles[u].m * g->tiles[u].n == a &&
+                g->tiles[u].efficiency >= 1)
                 ref = true;
         for (size_t j = 0; j < n_areas; j++) have |= areas[j] == a;
         if (ref || have) continue;
@@ -270,9 +284,11 @@ static int fit_gemm(const pp_cal_set *s, const bool *use, pp_gpu_profile *g,
     size_t np = 2 + c.n_tiles;
     if (n < np + 2) {
         f->ill = true;
-        snprintf(f->advice, sizeof f->advice, "%zu GEMM shapes for %zu "
+        snprintf(f->advice, sizeof f->advice,
+                 "%zu GEMM shapes for %zu "
                  "parameters: measure at least %zu, square (m=n=k from 512 "
-                 "to 8192) and with small k (k <= 256)", n, np, np + 4);
+                 "to 8192) and with small k (k <= 256)",
+                 n, np, np + 4);
         return 0;
     }
     double *sd = pp_xmalloc(n * sizeof *sd);
@@ -288,7 +304,8 @@ static int fit_gemm(const pp_cal_set *s, const bool *use, pp_gpu_profile *g,
     fdf.n = n;
     fdf.p = np;
     fdf.params = &c;
-    gsl_multifit_nlinear_parameters fp = gsl_multifit_nlinear_default_parameters();
+    gsl_multifit_nlinear_parameters fp =
+        gsl_multifit_nlinear_default_parameters();
     gsl_multifit_nlinear_workspace *w =
         gsl_multifit_nlinear_alloc(gsl_multifit_nlinear_trust, &fp, n, np);
     gsl_vector *x = gsl_vector_alloc(np);
@@ -302,8 +319,9 @@ static int fit_gemm(const pp_cal_set *s, const bool *use, pp_gpu_profile *g,
                 gsl_vector_set(x, 2 + j, g->tiles[i].efficiency);
     int info = 0, rc = 0;
     int st = gsl_multifit_nlinear_init(x, &fdf, w);
-    if (!st) st = gsl_multifit_nlinear_driver(200, 1e-10, 1e-10, 1e-12, NULL,
-                                              NULL, &info, w);
+    if (!st)
+        st = gsl_multifit_nlinear_driver(200, 1e-10, 1e-10, 1e-12, NULL, NULL,
+                                         &info, w);
     if (st && st != GSL_EMAXITER) {
         rc = pp_error_set(e, PP_EFAIL, "GEMM fit: gsl_multifit_nlinear: %s",
                           gsl_strerror(st));
@@ -335,25 +353,30 @@ static int fit_gemm(const pp_cal_set *s, const bool *use, pp_gpu_profile *g,
         }
         if (st == GSL_EMAXITER) {
             f->ill = true;
-            snprintf(f->advice, sizeof f->advice, "did not converge in 200 "
+            snprintf(f->advice, sizeof f->advice,
+                     "did not converge in 200 "
                      "iterations");
         }
         if (bad) {
             f->ill = true;
             size_t l = strlen(f->advice);
-            snprintf(f->advice + l, sizeof f->advice - l, "%sa parameter is "
+            snprintf(f->advice + l, sizeof f->advice - l,
+                     "%sa parameter is "
                      "not determined (standard error > half its value): add "
                      "shapes with small k (k <= 256) for k_half, large square "
                      "ones (m=n=k >= 4096) for the efficiency, and shapes "
                      "whose m or n fit the smaller tiles (64-128)",
                      l ? "; " : "");
         } else if (unseen[0]) {
-            snprintf(f->advice, sizeof f->advice, "tiles no shape selects "
-                     "(kept as given): %s", unseen);
+            snprintf(f->advice, sizeof f->advice,
+                     "tiles no shape selects "
+                     "(kept as given): %s",
+                     unseen);
         }
         if (tiny) {
             size_t l = strlen(f->advice);
-            snprintf(f->advice + l, sizeof f->advice - l, "%s%zu shapes "
+            snprintf(f->advice + l, sizeof f->advice - l,
+                     "%s%zu shapes "
                      "faster than 4 launch overheads (%.3g s) not fitted",
                      l ? "; " : "", tiny, 4 * g->launch_s);
         }

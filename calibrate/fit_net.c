@@ -21,9 +21,9 @@
 #define REL_ASSUMED 0.02
 
 static bool same_group(const pp_cal_point *a, const pp_cal_point *b) {
-    return a->kind == b->kind && a->scope == b->scope && a->ranks == b->ranks
-           && !strcmp(a->op, b->op) && !strcmp(a->algo, b->algo)
-           && !strcmp(a->link, b->link);
+    return a->kind == b->kind && a->scope == b->scope && a->ranks == b->ranks &&
+           !strcmp(a->op, b->op) && !strcmp(a->algo, b->algo) &&
+           !strcmp(a->link, b->link);
 }
 
 typedef struct line_fit {
@@ -80,10 +80,9 @@ const pp_cal_netfit *pp__cal_netfit_find(const pp_cal_netfit *v, size_t n,
                                          const pp_cal_point *p) {
     for (size_t i = 0; i < n; i++) {
         const pp_cal_netfit *f = &v[i];
-        if (f->kind == p->kind && f->scope == p->scope
-            && (f->ranks == p->ranks || f->ranks == 0)
-            && !strcmp(f->op, p->op) && !strcmp(f->algo, p->algo)
-            && !strcmp(f->link, p->link))
+        if (f->kind == p->kind && f->scope == p->scope &&
+            (f->ranks == p->ranks || f->ranks == 0) && !strcmp(f->op, p->op) &&
+            !strcmp(f->algo, p->algo) && !strcmp(f->link, p->link))
             return f;
     }
     return NULL;
@@ -118,8 +117,9 @@ static int fit_group(const pp_cal_set *s, const size_t *idx, size_t n,
     pp__cal_variances(s, idx, n, REL_ASSUMED, var0, &assumed);
     for (size_t i = 0; i < n; i++) ord[i] = i;
     for (size_t i = 1; i < n; i++) /* insertion sort: n is small */
-        for (size_t j = i; j > 0 && s->pts[idx[ord[j]]].bytes
-                                         < s->pts[idx[ord[j - 1]]].bytes; j--) {
+        for (size_t j = i;
+             j > 0 && s->pts[idx[ord[j]]].bytes < s->pts[idx[ord[j - 1]]].bytes;
+             j--) {
             size_t x = ord[j];
             ord[j] = ord[j - 1];
             ord[j - 1] = x;
@@ -138,8 +138,10 @@ static int fit_group(const pp_cal_set *s, const size_t *idx, size_t n,
     int rc = 0;
     line_fit one, lo = {0}, hi = {0};
     if (nu < 2) {
-        advise(f, "only one distinct size: measure at least 3 sizes from small "
-               "(<= 64 KiB) to large (>= 64 MiB) messages%s", "");
+        advise(f,
+               "only one distinct size: measure at least 3 sizes from small "
+               "(<= 64 KiB) to large (>= 64 MiB) messages%s",
+               "");
         nf->alpha_s = NAN;
         nf->beta_Bps = NAN;
         f->r2 = NAN;
@@ -156,8 +158,8 @@ static int fit_group(const pp_cal_set *s, const size_t *idx, size_t n,
         while (k < n && S[k] <= cut) k++;
         line_fit a, b;
         pp_error ee = PP_ERROR_INIT;
-        if (fit_line(S, t, var, k, &a, &ee) < 0
-            || fit_line(S + k, t + k, var + k, n - k, &b, &ee) < 0)
+        if (fit_line(S, t, var, k, &a, &ee) < 0 ||
+            fit_line(S + k, t + k, var + k, n - k, &b, &ee) < 0)
             continue;
         if (a.b <= 0 || b.b <= 0) continue;
         if (a.chi2 + b.chi2 < best) {
@@ -223,21 +225,31 @@ static int fit_group(const pp_cal_set *s, const size_t *idx, size_t n,
 
     /* What to measure when a parameter is not pinned down. */
     if (nu < 3)
-        advise(f, "only 2 distinct sizes: measure at least 3, from small "
-               "(<= 64 KiB) to large (>= 64 MiB) messages%s", "");
+        advise(f,
+               "only 2 distinct sizes: measure at least 3, from small "
+               "(<= 64 KiB) to large (>= 64 MiB) messages%s",
+               "");
     if (u[nu - 1] < 16 * (u[0] > 0 ? u[0] : 1))
-        advise(f, "sizes span less than 16x: widen the sweep (e.g. -b 8 -e 1G"
-               " -f 2)%s", "");
+        advise(f,
+               "sizes span less than 16x: widen the sweep (e.g. -b 8 -e 1G"
+               " -f 2)%s",
+               "");
     if (!(fabs(nf->alpha_se) < fabs(nf->alpha_s)))
-        advise(f, "latency (alpha) not determined: add small messages "
-               "(8 B - 64 KiB)%s", "");
+        advise(f,
+               "latency (alpha) not determined: add small messages "
+               "(8 B - 64 KiB)%s",
+               "");
     if (!(nf->beta_se < 0.25 * nf->beta_Bps) || !(nf->beta_Bps > 0))
-        advise(f, "bandwidth (beta) not determined: add large messages "
-               "(>= 64 MiB)%s", "");
+        advise(f,
+               "bandwidth (beta) not determined: add large messages "
+               "(>= 64 MiB)%s",
+               "");
     if (assumed && !f->advice[0])
-        snprintf(f->advice, sizeof f->advice, "no repeats: weights assume a "
+        snprintf(f->advice, sizeof f->advice,
+                 "no repeats: weights assume a "
                  "%.0f%% relative error (run each size twice, or keep "
-                 "nccl-tests' in-place column)", 100 * REL_ASSUMED);
+                 "nccl-tests' in-place column)",
+                 100 * REL_ASSUMED);
 out:
     free(S);
     free(t);
@@ -260,8 +272,8 @@ int pp_cal_fit_net(const pp_cal_set *s, const bool *use, pp_cal_netfit **out,
     int rc = 0;
     for (size_t i = 0; i < s->n; i++) {
         const pp_cal_point *p = &s->pts[i];
-        if (done[i] || (use && !use[i])
-            || (p->kind != PP_CAL_COLL && p->kind != PP_CAL_P2P))
+        if (done[i] || (use && !use[i]) ||
+            (p->kind != PP_CAL_COLL && p->kind != PP_CAL_P2P))
             continue;
         size_t n = 0;
         for (size_t j = i; j < s->n; j++)

@@ -68,14 +68,14 @@ double pp_cal_rankfit_time(const pp_cal_rankfit *f, int64_t ranks,
 
 static bool modelled(const pp_cal_point *p) {
     double a, b;
-    return p->kind == PP_CAL_COLL && p->time_s > 0
-           && pp_cal_rank_terms(p->op, p->algo, p->ranks, &a, &b);
+    return p->kind == PP_CAL_COLL && p->time_s > 0 &&
+           pp_cal_rank_terms(p->op, p->algo, p->ranks, &a, &b);
 }
 
 static bool same_family(const pp_cal_point *a, const pp_cal_point *b) {
-    return a->kind == b->kind && a->scope == b->scope
-           && !strcmp(a->op, b->op) && !strcmp(a->algo, b->algo)
-           && !strcmp(a->link, b->link);
+    return a->kind == b->kind && a->scope == b->scope &&
+           !strcmp(a->op, b->op) && !strcmp(a->algo, b->algo) &&
+           !strcmp(a->link, b->link);
 }
 
 static void set_param(pp_cal_fit *f, const char *name, double v, double se) {
@@ -125,15 +125,19 @@ static int fit_family(const pp_cal_set *s, const size_t *idx, size_t n,
             counts[nc++] = p->ranks;
     }
     rf->n_counts = (int)nc;
-    snprintf(f->what, sizeof f->what, "%s %.24s/%.16s %.16s/%s ranks=%lld..%lld"
-             " (rank model)", pp_cal_kind_name(p0->kind), p0->op, p0->algo,
-             p0->link, pp_cal_scope_name(p0->scope),
-             (long long)rf->ranks_min, (long long)rf->ranks_max);
+    snprintf(f->what, sizeof f->what,
+             "%s %.24s/%.16s %.16s/%s ranks=%lld..%lld"
+             " (rank model)",
+             pp_cal_kind_name(p0->kind), p0->op, p0->algo, p0->link,
+             pp_cal_scope_name(p0->scope), (long long)rf->ranks_min,
+             (long long)rf->ranks_max);
     int rc = 0;
     if (n < 3) {
         f->ill = true;
-        snprintf(f->advice, sizeof f->advice, "%zu points: measure at least "
-                 "3 sizes", n);
+        snprintf(f->advice, sizeof f->advice,
+                 "%zu points: measure at least "
+                 "3 sizes",
+                 n);
         goto out;
     }
     double c[2], cov[4], chi2;
@@ -164,17 +168,21 @@ static int fit_family(const pp_cal_set *s, const size_t *idx, size_t n,
     f->rel_rms = sqrt(rr / (double)n);
     size_t l = 0;
     if (nc < 2)
-        l += (size_t)snprintf(f->advice + l, sizeof f->advice - l, "one rank "
+        l += (size_t)snprintf(f->advice + l, sizeof f->advice - l,
+                              "one rank "
                               "count: alpha and beta are those of the "
                               "per-count fit; measure 2+ counts to test the "
                               "model across counts");
     if (!(c[1] > 0) || !(rf->beta_se < 0.25 * rf->beta_Bps))
-        l += (size_t)snprintf(f->advice + l, sizeof f->advice - l, "%sbeta "
+        l += (size_t)snprintf(f->advice + l, sizeof f->advice - l,
+                              "%sbeta "
                               "not determined: add large messages (>= 16 MiB)",
                               l ? "; " : "");
     if (!(fabs(rf->alpha_se) < fabs(rf->alpha_s)))
-        snprintf(f->advice + l, sizeof f->advice - l, "%salpha not "
-                 "determined: add small messages (<= 64 KiB)", l ? "; " : "");
+        snprintf(f->advice + l, sizeof f->advice - l,
+                 "%salpha not "
+                 "determined: add small messages (<= 64 KiB)",
+                 l ? "; " : "");
     f->ill = !(c[1] > 0);
 out:
     free(X);
@@ -199,8 +207,8 @@ int pp_cal_fit_net_ranks(const pp_cal_set *s, const bool *use,
         if (done[i] || (use && !use[i]) || !modelled(p)) continue;
         size_t n = 0;
         for (size_t j = i; j < s->n; j++)
-            if (!done[j] && (!use || use[j]) && modelled(&s->pts[j])
-                && same_family(p, &s->pts[j])) {
+            if (!done[j] && (!use || use[j]) && modelled(&s->pts[j]) &&
+                same_family(p, &s->pts[j])) {
                 done[j] = true;
                 idx[n++] = j;
             }
@@ -226,17 +234,17 @@ int pp_cal_fit_net_ranks(const pp_cal_set *s, const bool *use,
 const pp_cal_rankfit *pp__cal_rankfit_find(const pp_cal_rankfit *v, size_t n,
                                            const pp_cal_point *p) {
     for (size_t i = 0; i < n; i++)
-        if (v[i].scope == p->scope && !strcmp(v[i].op, p->op)
-            && !strcmp(v[i].algo, p->algo) && !strcmp(v[i].link, p->link)
-            && p->kind == PP_CAL_COLL && v[i].beta_Bps > 0)
+        if (v[i].scope == p->scope && !strcmp(v[i].op, p->op) &&
+            !strcmp(v[i].algo, p->algo) && !strcmp(v[i].link, p->link) &&
+            p->kind == PP_CAL_COLL && v[i].beta_Bps > 0)
             return &v[i];
     return NULL;
 }
 
 /* Leave one rank count out: fit the rank model on every other count and
  * predict the held-out one. */
-int pp_cal_validate_ranks(const pp_cal_set *s, const bool *use,
-                          int64_t held, pp_cal_validation *out, pp_error *e) {
+int pp_cal_validate_ranks(const pp_cal_set *s, const bool *use, int64_t held,
+                          pp_cal_validation *out, pp_error *e) {
     pp_cal_validation v;
     memset(&v, 0, sizeof v);
     v.v = pp_xcalloc(s->n ? s->n : 1, sizeof *v.v);

@@ -39,17 +39,19 @@ static int case_load(const pp_cal_set *s, const pp_cal_point *p,
     ic->p = p;
     const char *cl = p->cluster[0] ? p->cluster : cluster_default;
     if (!p->model[0] || !p->parallel[0] || !cl)
-        return pp_error_set(e, PP_EINPUT, "%s: an iteration time needs its "
+        return pp_error_set(e, PP_EINPUT,
+                            "%s: an iteration time needs its "
                             "model, cluster and layout: give --model, "
                             "--cluster and --parallel with a Megatron-LM log, "
                             "or list it in an iterations YAML",
                             s ? pp_cal_point_loc(s, p, loc, sizeof loc) : "?");
     int rc;
     pp_parallel_init(&ic->par);
-    if ((rc = pp_model_load(p->model, &ic->m, e)) < 0
-        || (rc = pp_parallel_parse(p->parallel, &ic->par, e)) < 0
-        || (rc = pp_cluster_load(cl, NULL, 0, NULL, &ic->c, e)) < 0) {
-        if (s) pp_error_prefix(e, "%s: ", pp_cal_point_loc(s, p, loc, sizeof loc));
+    if ((rc = pp_model_load(p->model, &ic->m, e)) < 0 ||
+        (rc = pp_parallel_parse(p->parallel, &ic->par, e)) < 0 ||
+        (rc = pp_cluster_load(cl, NULL, 0, NULL, &ic->c, e)) < 0) {
+        if (s)
+            pp_error_prefix(e, "%s: ", pp_cal_point_loc(s, p, loc, sizeof loc));
         return rc;
     }
     return 0;
@@ -80,8 +82,8 @@ static int case_run(iter_case *ic, const pp_gpu_profile *g, double *pred,
 }
 
 int pp_cal_iter_predict(const pp_cal_point *p, const char *cluster_default,
-                        const pp_gpu_profile *g, double *pred_s,
-                        double *meas_s, pp_error *e) {
+                        const pp_gpu_profile *g, double *pred_s, double *meas_s,
+                        pp_error *e) {
     iter_case ic;
     int rc = case_load(NULL, p, cluster_default, &ic, e);
     if (rc == 0) rc = case_run(&ic, g, pred_s, meas_s, e);
@@ -144,21 +146,25 @@ int pp_cal_fit_stack(const pp_cal_set *s, const bool *use,
      * does not depend on the efficiency. */
     for (size_t i = 0; i < n; i++) {
         double pred;
-        if ((rc = case_load(s, &s->pts[f->idx[i]], cluster_default, &v[i],
-                            e)) < 0
-            || (rc = case_run(&v[i], g, &pred, &v[i].meas_s, e)) < 0)
+        if ((rc = case_load(s, &s->pts[f->idx[i]], cluster_default, &v[i], e)) <
+                0 ||
+            (rc = case_run(&v[i], g, &pred, &v[i].meas_s, e)) < 0)
             goto out;
     }
 
     double x = NAN;
     if (n == 1) {
         double flo = one(EFF_LO, &c), fhi = one(EFF_HI, &c);
-        if (c.rc) { rc = c.rc; goto out; }
+        if (c.rc) {
+            rc = c.rc;
+            goto out;
+        }
         if (flo * fhi > 0) {
             x = fabs(flo) < fabs(fhi) ? EFF_LO : EFF_HI;
         } else {
             gsl_function F = {one, &c};
-            gsl_root_fsolver *r = gsl_root_fsolver_alloc(gsl_root_fsolver_brent);
+            gsl_root_fsolver *r =
+                gsl_root_fsolver_alloc(gsl_root_fsolver_brent);
             gsl_root_fsolver_set(r, &F, EFF_LO, EFF_HI);
             for (int it = 0; it < 60; it++) {
                 gsl_root_fsolver_iterate(r);
@@ -176,15 +182,23 @@ int pp_cal_fit_stack(const pp_cal_set *s, const bool *use,
         for (int i = 0; i < nb; i++) {
             grid[i] = EFF_LO + (EFF_HI - EFF_LO) * i / (nb - 1);
             double y = ssr(grid[i], &c);
-            if (y < best) { best = y; bx = grid[i]; bi = i; }
+            if (y < best) {
+                best = y;
+                bx = grid[i];
+                bi = i;
+            }
         }
-        if (c.rc) { rc = c.rc; goto out; }
+        if (c.rc) {
+            rc = c.rc;
+            goto out;
+        }
         x = bx;
         if (bi > 0 && bi < nb - 1) {
             gsl_function F = {ssr, &c};
-            gsl_min_fminimizer *m = gsl_min_fminimizer_alloc(gsl_min_fminimizer_brent);
-            if (gsl_min_fminimizer_set(m, &F, bx, grid[bi - 1], grid[bi + 1])
-                == GSL_SUCCESS) {
+            gsl_min_fminimizer *m =
+                gsl_min_fminimizer_alloc(gsl_min_fminimizer_brent);
+            if (gsl_min_fminimizer_set(m, &F, bx, grid[bi - 1], grid[bi + 1]) ==
+                GSL_SUCCESS) {
                 for (int it = 0; it < 60; it++) {
                     gsl_min_fminimizer_iterate(m);
                     double a = gsl_min_fminimizer_x_lower(m),
@@ -196,7 +210,10 @@ int pp_cal_fit_stack(const pp_cal_set *s, const bool *use,
             }
             gsl_min_fminimizer_free(m);
         }
-        if (c.rc) { rc = c.rc; goto out; }
+        if (c.rc) {
+            rc = c.rc;
+            goto out;
+        }
     }
 
     /* Residuals, and the standard error from their scatter. */
@@ -208,9 +225,9 @@ int pp_cal_fit_stack(const pp_cal_set *s, const bool *use,
         pp_gpu_profile a = gf, b = gf;
         a.framework_efficiency = x - h;
         b.framework_efficiency = x + h;
-        if ((rc = case_run(&v[i], &gf, &p0, NULL, e)) < 0
-            || (rc = case_run(&v[i], &a, &p1, NULL, e)) < 0
-            || (rc = case_run(&v[i], &b, &p2, NULL, e)) < 0)
+        if ((rc = case_run(&v[i], &gf, &p0, NULL, e)) < 0 ||
+            (rc = case_run(&v[i], &a, &p1, NULL, e)) < 0 ||
+            (rc = case_run(&v[i], &b, &p2, NULL, e)) < 0)
             goto out;
         f->resid[i] = p0 / v[i].meas_s - 1;
         rr += f->resid[i] * f->resid[i];
@@ -226,13 +243,15 @@ int pp_cal_fit_stack(const pp_cal_set *s, const bool *use,
     f->n_params = 1;
     if (n == 1) {
         f->ill = true;
-        snprintf(f->advice, sizeof f->advice, "one iteration time: the fit is "
+        snprintf(f->advice, sizeof f->advice,
+                 "one iteration time: the fit is "
                  "exact and its error unknown; add measured iterations of "
                  "other layouts");
     }
     if (x >= EFF_HI - 1e-6 && f->resid[0] > 0.001) {
         f->ill = true;
-        snprintf(f->advice, sizeof f->advice, "the model is slower than the "
+        snprintf(f->advice, sizeof f->advice,
+                 "the model is slower than the "
                  "measurement even with framework efficiency 1: the kernels' "
                  "profile is too pessimistic (fit the GEMM part first)");
     }
@@ -251,7 +270,9 @@ void pp_cal_fit_opts_init(pp_cal_fit_opts *o) {
     o->net = o->gemm = o->mem = o->stack = true;
 }
 
-void pp_cal_result_init(pp_cal_result *r) { memset(r, 0, sizeof *r); }
+void pp_cal_result_init(pp_cal_result *r) {
+    memset(r, 0, sizeof *r);
+}
 
 void pp_cal_result_fini(pp_cal_result *r) {
     if (!r) return;
@@ -282,7 +303,8 @@ int pp_cal_fit_all(const pp_cal_set *s, const pp_cal_fit_opts *o,
         r->profile = *o->base;
     } else {
         if (!o->cluster)
-            return pp_error_set(e, PP_EUSAGE, "a cluster (for its GPU) or a "
+            return pp_error_set(e, PP_EUSAGE,
+                                "a cluster (for its GPU) or a "
                                 "base profile is needed");
         pp_cluster *c = NULL;
         if ((rc = pp_cluster_load(o->cluster, NULL, 0, NULL, &c, e)) < 0)
@@ -303,11 +325,9 @@ int pp_cal_fit_all(const pp_cal_set *s, const pp_cal_fit_opts *o,
             return rc;
         r->gemm_fitted = r->gemm.n_params > 0;
     }
-    if (o->net
-        && (any(s, o->use, PP_CAL_COLL) || any(s, o->use, PP_CAL_P2P))
-        && ((rc = pp_cal_fit_net(s, o->use, &r->net, &r->n_net, e)) < 0
-            || (rc = pp_cal_fit_net_ranks(s, o->use, &r->rank, &r->n_rank,
-                                          e)) < 0))
+    if (o->net && (any(s, o->use, PP_CAL_COLL) || any(s, o->use, PP_CAL_P2P)) &&
+        ((rc = pp_cal_fit_net(s, o->use, &r->net, &r->n_net, e)) < 0 ||
+         (rc = pp_cal_fit_net_ranks(s, o->use, &r->rank, &r->n_rank, e)) < 0))
         return rc;
     if (o->stack && any(s, o->use, PP_CAL_ITER)) {
         if ((rc = pp_cal_fit_stack(s, o->use, o->cluster, &r->profile,

@@ -30,18 +30,25 @@
  * HOST" lines and nodes the distinct hosts; the collective is the
  * *_perf name the output prints.
  * ---------------------------------------------------------------------- */
-static const struct { const char *test, *op; } nccl_ops[] = {
-    {"all_reduce_perf", "allreduce"}, {"all_gather_perf", "allgather"},
-    {"reduce_scatter_perf", "reducescatter"}, {"broadcast_perf", "broadcast"},
-    {"alltoall_perf", "alltoall"}, {"sendrecv_perf", "sendrecv"},
-    {"reduce_perf", "reduce"}, {"gather_perf", "gather"},
-    {"scatter_perf", "scatter"}, {"hypercube_perf", "hypercube"}};
+static const struct {
+    const char *test, *op;
+} nccl_ops[] = {{"all_reduce_perf", "allreduce"},
+                {"all_gather_perf", "allgather"},
+                {"reduce_scatter_perf", "reducescatter"},
+                {"broadcast_perf", "broadcast"},
+                {"alltoall_perf", "alltoall"},
+                {"sendrecv_perf", "sendrecv"},
+                {"reduce_perf", "reduce"},
+                {"gather_perf", "gather"},
+                {"scatter_perf", "scatter"},
+                {"hypercube_perf", "hypercube"}};
 
 static const char *nccl_op_in(const char *line) {
     for (size_t i = 0; i < sizeof nccl_ops / sizeof nccl_ops[0]; i++) {
         const char *p = strstr(line, nccl_ops[i].test);
         /* "reduce_perf" is inside "all_reduce_perf": whole words only. */
-        if (p && (p == line || !(isalnum((unsigned char)p[-1]) || p[-1] == '_')))
+        if (p &&
+            (p == line || !(isalnum((unsigned char)p[-1]) || p[-1] == '_')))
             return nccl_ops[i].op;
     }
     return NULL;
@@ -107,8 +114,10 @@ int pp__cal_import_nccl(pp_cal_set *s, int src, const char *name,
                 nhosts = 0;
                 double nt = 0, ng = 0;
                 for (int i = 0; i + 1 < n; i++) {
-                    if (!strcmp(tok[i], "nThread")) pp__cal_number(tok[i + 1], &nt);
-                    if (!strcmp(tok[i], "nGpus")) pp__cal_number(tok[i + 1], &ng);
+                    if (!strcmp(tok[i], "nThread"))
+                        pp__cal_number(tok[i + 1], &nt);
+                    if (!strcmp(tok[i], "nGpus"))
+                        pp__cal_number(tok[i + 1], &ng);
                 }
                 proc_gpus = (int64_t)(nt * ng);
             } else if (n >= 2 && !strcmp(tok[0], "Rank")) {
@@ -133,18 +142,21 @@ int pp__cal_import_nccl(pp_cal_set *s, int src, const char *name,
         snprintf(buf, sizeof buf, "%s", t);
         int n = pp__cal_split(buf, tok, MAX_TOK);
         if (n != hd.ncols)
-            return pp_error_set(e, PP_EINPUT, "%s:%d: expected %d columns "
-                                "(%s), got %d", name, ln, hd.ncols, hd.names,
-                                n);
+            return pp_error_set(e, PP_EINPUT,
+                                "%s:%d: expected %d columns "
+                                "(%s), got %d",
+                                name, ln, hd.ncols, hd.names, n);
         double size;
-        if (!pp__cal_number(tok[hd.size], &size) || size < 0
-            || size != floor(size))
-            return pp_error_set(e, PP_EINPUT, "%s:%d: column 1 (size): "
-                                "expected a byte count, got \"%s\"", name, ln,
-                                tok[hd.size]);
+        if (!pp__cal_number(tok[hd.size], &size) || size < 0 ||
+            size != floor(size))
+            return pp_error_set(e, PP_EINPUT,
+                                "%s:%d: column 1 (size): "
+                                "expected a byte count, got \"%s\"",
+                                name, ln, tok[hd.size]);
         if (!op && h && h->op) op = h->op;
         if (!op)
-            return pp_error_set(e, PP_EINPUT, "%s:%d: expected the name of "
+            return pp_error_set(e, PP_EINPUT,
+                                "%s:%d: expected the name of "
                                 "the nccl-tests binary that printed the table "
                                 "(all_reduce, all_gather, ... with _perf), or "
                                 "the collective given (--op)",
@@ -156,12 +168,14 @@ int pp__cal_import_nccl(pp_cal_set *s, int src, const char *name,
             /* Some tests print N/A for a variant they do not run. */
             if (!strcmp(tt, "N/A")) continue;
             if (!pp__cal_number(tt, &ts) || ts <= 0)
-                return pp_error_set(e, PP_EINPUT, "%s:%d: column %d (time): "
+                return pp_error_set(e, PP_EINPUT,
+                                    "%s:%d: column %d (time): "
                                     "expected a time in microseconds, got "
-                                    "\"%s\"", name, ln, hd.time[v] + 1, tt);
-            if (hd.busbw[v] >= 0
-                && !pp__cal_number(tok[hd.busbw[v]], &bw))
-                return pp_error_set(e, PP_EINPUT, "%s:%d: column %d (busbw): "
+                                    "\"%s\"",
+                                    name, ln, hd.time[v] + 1, tt);
+            if (hd.busbw[v] >= 0 && !pp__cal_number(tok[hd.busbw[v]], &bw))
+                return pp_error_set(e, PP_EINPUT,
+                                    "%s:%d: column %d (busbw): "
                                     "expected a bandwidth in GB/s, got \"%s\"",
                                     name, ln, hd.busbw[v] + 1,
                                     tok[hd.busbw[v]]);
@@ -177,8 +191,9 @@ int pp__cal_import_nccl(pp_cal_set *s, int src, const char *name,
                 p.ranks = proc_gpus;
                 p.nodes = 1;
             }
-            p.scope = p.nodes == 1 ? PP_CAL_SCOPE_INTRA
-                      : p.nodes > 1 ? PP_CAL_SCOPE_INTER : PP_CAL_SCOPE_UNKNOWN;
+            p.scope = p.nodes == 1  ? PP_CAL_SCOPE_INTRA
+                      : p.nodes > 1 ? PP_CAL_SCOPE_INTER
+                                    : PP_CAL_SCOPE_UNKNOWN;
             p.bytes = size;
             p.time_s = ts * 1e-6;
             p.bw_Bps = bw * 1e9;
@@ -187,12 +202,16 @@ int pp__cal_import_nccl(pp_cal_set *s, int src, const char *name,
         rows++;
     }
     if (!have)
-        return pp_error_set(e, PP_EINPUT, "%s:%d: expected the nccl-tests "
+        return pp_error_set(e, PP_EINPUT,
+                            "%s:%d: expected the nccl-tests "
                             "column header (\"#  size  count  type  redop "
-                            "... time  algbw  busbw\")", name, ln ? ln : 1);
+                            "... time  algbw  busbw\")",
+                            name, ln ? ln : 1);
     if (!rows)
-        return pp_error_set(e, PP_EINPUT, "%s:%d: expected result rows after "
-                            "the column header", name, header_line);
+        return pp_error_set(e, PP_EINPUT,
+                            "%s:%d: expected result rows after "
+                            "the column header",
+                            name, header_line);
     return 0;
 }
 
@@ -206,7 +225,7 @@ int pp__cal_import_nccl(pp_cal_set *s, int src, const char *name,
  * ---------------------------------------------------------------------- */
 typedef struct pt_hdr {
     int ncols, bw_avg, t_typ, t_avg, t_sd, iters;
-    double bw_unit;  /* bytes/s per printed unit */
+    double bw_unit; /* bytes/s per printed unit */
     bool lat;
     char names[LINE_MAX_LEN];
 } pt_hdr;
@@ -230,15 +249,15 @@ static bool pt_header(const char *t, pt_hdr *h) {
         if (strstr(col, "#iterations")) h->iters = c;
         if (strstr(col, "BW average")) {
             h->bw_avg = c;
-            h->bw_unit = strstr(col, "[Gb/sec]") ? 1e9 / 8
-                         : strstr(col, "[MB/sec]") ? 1048576.0 : 0;
+            h->bw_unit = strstr(col, "[Gb/sec]")   ? 1e9 / 8
+                         : strstr(col, "[MB/sec]") ? 1048576.0
+                                                   : 0;
         }
         if (strstr(col, "t_typical")) h->t_typ = c, h->lat = true;
         if (strstr(col, "t_avg")) h->t_avg = c, h->lat = true;
         if (strstr(col, "t_stdev")) h->t_sd = c;
         l = strlen(h->names);
-        snprintf(h->names + l, sizeof h->names - l, "%s%s", l ? ", " : "",
-                 col);
+        snprintf(h->names + l, sizeof h->names - l, "%s%s", l ? ", " : "", col);
         col[0] = '\0';
     }
     return h->bw_avg >= 0 || h->lat;
@@ -258,9 +277,10 @@ int pp__cal_import_perftest(pp_cal_set *s, int src, const char *name,
         const char *t = line;
         while (isspace((unsigned char)*t)) t++;
         if (strstr(t, "BW Test") || strstr(t, "Latency Test")) {
-            const char *verb = strstr(t, "RDMA_Write") ? "write"
+            const char *verb = strstr(t, "RDMA_Write")  ? "write"
                                : strstr(t, "RDMA_Read") ? "read"
-                               : strstr(t, "Atomic") ? "atomic" : "send";
+                               : strstr(t, "Atomic")    ? "atomic"
+                                                        : "send";
             snprintf(op, sizeof op, "%s_%s", verb,
                      strstr(t, "Latency") ? "lat" : "bw");
             continue;
@@ -268,8 +288,8 @@ int pp__cal_import_perftest(pp_cal_set *s, int src, const char *name,
         if (!strncmp(t, "Link type", 9)) {
             const char *v = strchr(t, ':');
             /* RDMA over an Ethernet link layer is RoCE. */
-            pp__cal_strcpy(link, v && strstr(v, "Ethernet") ? "roce"
-                                 : "infiniband");
+            pp__cal_strcpy(link,
+                           v && strstr(v, "Ethernet") ? "roce" : "infiniband");
             continue;
         }
         if (pt_header(t, &hd)) {
@@ -286,26 +306,31 @@ int pp__cal_import_perftest(pp_cal_set *s, int src, const char *name,
         snprintf(buf, sizeof buf, "%s", t);
         int n = pp__cal_split(buf, tok, MAX_TOK);
         if (n != hd.ncols)
-            return pp_error_set(e, PP_EINPUT, "%s:%d: expected %d columns "
-                                "(%s), got %d", name, ln, hd.ncols, hd.names,
-                                n);
+            return pp_error_set(e, PP_EINPUT,
+                                "%s:%d: expected %d columns "
+                                "(%s), got %d",
+                                name, ln, hd.ncols, hd.names, n);
         double v[MAX_TOK];
         for (int i = 0; i < n; i++)
             if (!pp__cal_number(tok[i], &v[i]) || v[i] < 0)
-                return pp_error_set(e, PP_EINPUT, "%s:%d: column %d: expected "
-                                    "a number, got \"%s\"", name, ln, i + 1,
-                                    tok[i]);
+                return pp_error_set(e, PP_EINPUT,
+                                    "%s:%d: column %d: expected "
+                                    "a number, got \"%s\"",
+                                    name, ln, i + 1, tok[i]);
         if (!op[0])
-            return pp_error_set(e, PP_EINPUT, "%s:%d: expected the test's "
+            return pp_error_set(e, PP_EINPUT,
+                                "%s:%d: expected the test's "
                                 "title line (RDMA_Write BW, Send Latency, "
-                                "...) before its table", name, ln);
+                                "...) before its table",
+                                name, ln);
         pp_cal_point p;
         pp__cal_point_init(&p, PP_CAL_P2P, src, ln);
         pp__cal_strcpy(p.op, op);
         pp__cal_strcpy(p.algo, "p2p");
         /* What the file says wins over the hint. */
-        pp__cal_strcpy(p.link, link[0] ? link
-                               : h && h->link ? h->link : "unknown");
+        pp__cal_strcpy(p.link, link[0]        ? link
+                               : h && h->link ? h->link
+                                              : "unknown");
         p.scope = PP_CAL_SCOPE_INTER;
         p.ranks = 2;
         p.bytes = v[0];
@@ -316,9 +341,11 @@ int pp__cal_import_perftest(pp_cal_set *s, int src, const char *name,
             if (hd.t_sd >= 0) p.time_sd_s = v[hd.t_sd] * 1e-6;
         } else {
             if (hd.bw_unit <= 0)
-                return pp_error_set(e, PP_EINPUT, "%s:%d: expected the "
+                return pp_error_set(e, PP_EINPUT,
+                                    "%s:%d: expected the "
                                     "bandwidth unit [Gb/sec] or [MB/sec] in "
-                                    "the column header", name, header_line);
+                                    "the column header",
+                                    name, header_line);
             p.bw_Bps = v[hd.bw_avg] * hd.bw_unit;
             /* perftest prints 0.00 where the rate rounds to nothing: no
              * time can be had from it. */
@@ -336,13 +363,16 @@ int pp__cal_import_perftest(pp_cal_set *s, int src, const char *name,
         rows++;
     }
     if (!header_line)
-        return pp_error_set(e, PP_EINPUT, "%s:%d: expected a perftest column "
+        return pp_error_set(e, PP_EINPUT,
+                            "%s:%d: expected a perftest column "
                             "header (\"#bytes #iterations BW peak[Gb/sec] "
-                            "...\" or \"... t_typical[usec] ...\")", name,
-                            ln ? ln : 1);
+                            "...\" or \"... t_typical[usec] ...\")",
+                            name, ln ? ln : 1);
     if (!rows)
-        return pp_error_set(e, PP_EINPUT, "%s:%d: expected result rows after "
-                            "the column header", name, header_line);
+        return pp_error_set(e, PP_EINPUT,
+                            "%s:%d: expected result rows after "
+                            "the column header",
+                            name, header_line);
     return 0;
 }
 
@@ -382,15 +412,22 @@ int pp_cal_import_text(pp_cal_set *s, const char *name, const char *text,
     const char *fmt;
     int rc;
     if (strlen(text) != len)
-        return pp_error_set(e, PP_EINPUT, "%s: expected a text file (it "
-                            "holds NUL bytes)", name);
-    if (*t == '{') fmt = "json";
+        return pp_error_set(e, PP_EINPUT,
+                            "%s: expected a text file (it "
+                            "holds NUL bytes)",
+                            name);
+    if (*t == '{')
+        fmt = "json";
     else if (strstr(text, "out-of-place") || has_nccl_header(text))
         fmt = "nccl-tests";
-    else if (strstr(text, "#bytes")) fmt = "perftest";
-    else if (strstr(text, "elapsed time per iteration (ms)")) fmt = "megatron-log";
-    else if (looks_csv(text)) fmt = "csv";
-    else fmt = "yaml";
+    else if (strstr(text, "#bytes"))
+        fmt = "perftest";
+    else if (strstr(text, "elapsed time per iteration (ms)"))
+        fmt = "megatron-log";
+    else if (looks_csv(text))
+        fmt = "csv";
+    else
+        fmt = "yaml";
     int src = pp__cal_add_source(s, name, fmt, text, len);
     if (!strcmp(fmt, "json"))
         rc = pp__cal_import_json(s, src, name, text, len, h, e);

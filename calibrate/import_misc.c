@@ -36,9 +36,11 @@ int pp__cal_import_megatron(pp_cal_set *s, int src, const char *name,
         double ms = strtod(v, &end);
         while (*end == ' ') end++;
         if (end == v || !(ms > 0) || !isfinite(ms) || (*end && *end != '|'))
-            return pp_error_set(e, PP_EINPUT, "%s:%d: expected a time in "
+            return pp_error_set(e, PP_EINPUT,
+                                "%s:%d: expected a time in "
                                 "milliseconds after \"elapsed time per "
-                                "iteration (ms)\"", name, ln);
+                                "iteration (ms)\"",
+                                name, ln);
         pp_cal_point p;
         pp__cal_point_init(&p, PP_CAL_ITER, src, ln);
         if (h) {
@@ -52,8 +54,10 @@ int pp__cal_import_megatron(pp_cal_set *s, int src, const char *name,
         found++;
     }
     if (!found)
-        return pp_error_set(e, PP_EINPUT, "%s:1: expected Megatron-LM lines "
-                            "with \"%s N\"", name, key);
+        return pp_error_set(e, PP_EINPUT,
+                            "%s:1: expected Megatron-LM lines "
+                            "with \"%s N\"",
+                            name, key);
     return 0;
 }
 
@@ -63,11 +67,23 @@ int pp__cal_import_megatron(pp_cal_set *s, int src, const char *name,
  *   membw: bytes,time_s|time_ms|time_us[,time_sd_s][,repeats]
  * '#' starts a comment line.
  * ---------------------------------------------------------------------- */
-enum { C_M, C_N, C_K, C_BATCH, C_BYTES, C_TS, C_TMS, C_TUS, C_SD, C_REP,
-       C_DTYPE, C__N };
+enum {
+    C_M,
+    C_N,
+    C_K,
+    C_BATCH,
+    C_BYTES,
+    C_TS,
+    C_TMS,
+    C_TUS,
+    C_SD,
+    C_REP,
+    C_DTYPE,
+    C__N
+};
 static const char *const csv_names[C__N] = {
-    "m", "n", "k", "batch", "bytes", "time_s", "time_ms", "time_us",
-    "time_sd_s", "repeats", "dtype"};
+    "m",       "n",       "k",         "batch",   "bytes", "time_s",
+    "time_ms", "time_us", "time_sd_s", "repeats", "dtype"};
 
 static int csv_fields(char *line, char **f, int *col, int max) {
     int n = 0;
@@ -109,37 +125,44 @@ int pp__cal_import_csv(pp_cal_set *s, int src, const char *name,
                 for (int c = 0; c < C__N; c++)
                     if (!strcmp(f[i], csv_names[c])) which[i] = c;
                 if (which[i] < 0 || seen[which[i]])
-                    return pp_error_set(e, PP_EINPUT, "%s:%d:%d: expected a "
+                    return pp_error_set(e, PP_EINPUT,
+                                        "%s:%d:%d: expected a "
                                         "column name (m, n, k, batch, bytes, "
                                         "time_s, time_ms, time_us, time_sd_s, "
                                         "repeats, dtype), once each; got "
-                                        "\"%s\"", name, ln, col[i], f[i]);
+                                        "\"%s\"",
+                                        name, ln, col[i], f[i]);
                 seen[which[i]] = true;
             }
             bool gemm = seen[C_M] && seen[C_N] && seen[C_K];
             bool time = seen[C_TS] || seen[C_TMS] || seen[C_TUS];
-            if (!(gemm || seen[C_BYTES]) || !time
-                || (seen[C_TS] + seen[C_TMS] + seen[C_TUS]) != 1)
-                return pp_error_set(e, PP_EINPUT, "%s:%d: expected a header "
+            if (!(gemm || seen[C_BYTES]) || !time ||
+                (seen[C_TS] + seen[C_TMS] + seen[C_TUS]) != 1)
+                return pp_error_set(e, PP_EINPUT,
+                                    "%s:%d: expected a header "
                                     "with m,n,k (GEMM) or bytes (membw) and "
-                                    "one of time_s, time_ms, time_us", name,
-                                    ln);
+                                    "one of time_s, time_ms, time_us",
+                                    name, ln);
             continue;
         }
         int n = csv_fields(t, f, col, 32);
         if (n != ncol)
-            return pp_error_set(e, PP_EINPUT, "%s:%d: expected %d fields "
-                                "(%s), got %d", name, ln, ncol, header, n);
+            return pp_error_set(e, PP_EINPUT,
+                                "%s:%d: expected %d fields "
+                                "(%s), got %d",
+                                name, ln, ncol, header, n);
         double v[C__N] = {0};
         bool gemm = false;
         for (int i = 0; i < n; i++) {
             if (which[i] == C_DTYPE) continue;
             double x;
-            if (!pp__cal_number(f[i], &x) || x < 0
-                || (x == 0 && which[i] != C_SD))
-                return pp_error_set(e, PP_EINPUT, "%s:%d:%d: %s: expected a "
-                                    "positive number, got \"%s\"", name, ln,
-                                    col[i], csv_names[which[i]], f[i]);
+            if (!pp__cal_number(f[i], &x) || x < 0 ||
+                (x == 0 && which[i] != C_SD))
+                return pp_error_set(e, PP_EINPUT,
+                                    "%s:%d:%d: %s: expected a "
+                                    "positive number, got \"%s\"",
+                                    name, ln, col[i], csv_names[which[i]],
+                                    f[i]);
             v[which[i]] = x;
             if (which[i] == C_M) gemm = true;
         }
@@ -157,8 +180,10 @@ int pp__cal_import_csv(pp_cal_set *s, int src, const char *name,
         rows++;
     }
     if (!rows)
-        return pp_error_set(e, PP_EINPUT, "%s:%d: expected rows after the "
-                            "CSV header", name, hline ? hline : 1);
+        return pp_error_set(e, PP_EINPUT,
+                            "%s:%d: expected rows after the "
+                            "CSV header",
+                            name, hline ? hline : 1);
     return 0;
 }
 
@@ -171,8 +196,10 @@ static int jnum(json_t *o, const char *name, const char *path, const char *k,
     json_t *v = json_object_get(o, k);
     if (!v) {
         if (!required) return 0;
-        return pp_error_set(e, PP_EINPUT, "%s:%s: %s: expected a number "
-                            "(missing)", name, path, k);
+        return pp_error_set(e, PP_EINPUT,
+                            "%s:%s: %s: expected a number "
+                            "(missing)",
+                            name, path, k);
     }
     if (!json_is_number(v) || !(json_number_value(v) >= min))
         return pp_error_set(e, PP_EINPUT, "%s:%s: %s: expected a number >= %g",
@@ -186,12 +213,14 @@ static int jstr(json_t *o, const char *name, const char *path, const char *k,
     json_t *v = json_object_get(o, k);
     if (!v) {
         if (!required) return 0;
-        return pp_error_set(e, PP_EINPUT, "%s:%s: %s: expected a string "
-                            "(missing)", name, path, k);
+        return pp_error_set(e, PP_EINPUT,
+                            "%s:%s: %s: expected a string "
+                            "(missing)",
+                            name, path, k);
     }
     if (!json_is_string(v))
-        return pp_error_set(e, PP_EINPUT, "%s:%s: %s: expected a string",
-                            name, path, k);
+        return pp_error_set(e, PP_EINPUT, "%s:%s: %s: expected a string", name,
+                            path, k);
     pp__cal_strcpy(out, json_string_value(v));
     return 0;
 }
@@ -207,20 +236,22 @@ static int read_set(pp_cal_set *s, const char *name, json_t *root,
     json_t *src = json_object_get(root, "sources"),
            *pts = json_object_get(root, "points");
     if (!json_is_array(src) || !json_is_array(pts))
-        return pp_error_set(e, PP_EINPUT, "%s: expected \"sources\" and "
-                            "\"points\" arrays", name);
+        return pp_error_set(e, PP_EINPUT,
+                            "%s: expected \"sources\" and "
+                            "\"points\" arrays",
+                            name);
     int base = (int)s->n_src;
     for (size_t i = 0; i < json_array_size(src); i++) {
         json_t *o = json_array_get(src, i);
         char path[32], file[PP_CAL_STR] = "", fmt[PP_CAL_STR] = "";
         snprintf(path, sizeof path, "sources[%zu]", i);
         int rc;
-        if ((rc = jstr(o, name, path, "file", true, file, e)) < 0
-            || (rc = jstr(o, name, path, "format", false, fmt, e)) < 0
-            )
+        if ((rc = jstr(o, name, path, "file", true, file, e)) < 0 ||
+            (rc = jstr(o, name, path, "format", false, fmt, e)) < 0)
             return rc;
         /* The path may be longer than a point's strings: read it whole. */
-        json_t *fj = json_object_get(o, "file"), *hj = json_object_get(o, "sha256");
+        json_t *fj = json_object_get(o, "file"),
+               *hj = json_object_get(o, "sha256");
         int k = pp__cal_add_source(s, json_string_value(fj), fmt, NULL, 0);
         if (json_is_string(hj))
             snprintf(s->src[k].sha256, sizeof s->src[k].sha256, "%s",
@@ -237,40 +268,42 @@ static int read_set(pp_cal_set *s, const char *name, json_t *root,
         if ((rc = jstr(o, name, path, "kind", true, kind, e)) < 0) return rc;
         int kk = kind_of(kind);
         if (kk < 0)
-            return pp_error_set(e, PP_EINPUT, "%s:%s: kind: expected "
+            return pp_error_set(e, PP_EINPUT,
+                                "%s:%s: kind: expected "
                                 "collective, p2p, gemm, membw or iteration, "
-                                "got \"%s\"", name, path, kind);
+                                "got \"%s\"",
+                                name, path, kind);
         p.kind = (pp_cal_kind)kk;
-        if ((rc = jnum(o, name, path, "source", true, 0, &src_i, e)) < 0
-            || (rc = jnum(o, name, path, "line", false, 0, &line, e)) < 0
-            || (rc = jstr(o, name, path, "where", false, p.where, e)) < 0
-            || (rc = jstr(o, name, path, "op", false, p.op, e)) < 0
-            || (rc = jstr(o, name, path, "algo", false, p.algo, e)) < 0
-            || (rc = jstr(o, name, path, "link", false, p.link, e)) < 0
-            || (rc = jstr(o, name, path, "variant", false, p.variant, e)) < 0
-            || (rc = jstr(o, name, path, "scope", false, scope, e)) < 0
-            || (rc = jnum(o, name, path, "ranks", false, 0, &ranks, e)) < 0
-            || (rc = jnum(o, name, path, "nodes", false, 0, &nodes, e)) < 0
-            || (rc = jnum(o, name, path, "bytes", false, 0, &p.bytes, e)) < 0
-            || (rc = jnum(o, name, path, "m", false, 0, &p.m, e)) < 0
-            || (rc = jnum(o, name, path, "n", false, 0, &p.n, e)) < 0
-            || (rc = jnum(o, name, path, "k", false, 0, &p.k, e)) < 0
-            || (rc = jnum(o, name, path, "batch", false, 0, &p.batch, e)) < 0
-            || (rc = jstr(o, name, path, "model", false, p.model, e)) < 0
-            || (rc = jstr(o, name, path, "cluster", false, p.cluster, e)) < 0
-            || (rc = jnum(o, name, path, "bucket_bytes", false, 0,
-                          &p.bucket_bytes, e)) < 0
-            || (rc = jnum(o, name, path, "time_s", false, 0, &p.time_s, e)) < 0
-            || (rc = jnum(o, name, path, "time_sd_s", false, 0, &p.time_sd_s,
-                          e)) < 0
-            || (rc = jnum(o, name, path, "repeats", false, 0, &rep, e)) < 0
-            || (rc = jnum(o, name, path, "bw_Bps", false, 0, &p.bw_Bps, e)) < 0
-            || (rc = jnum(o, name, path, "tflops_per_gpu", false, 0,
-                          &p.tflops, e)) < 0)
+        if ((rc = jnum(o, name, path, "source", true, 0, &src_i, e)) < 0 ||
+            (rc = jnum(o, name, path, "line", false, 0, &line, e)) < 0 ||
+            (rc = jstr(o, name, path, "where", false, p.where, e)) < 0 ||
+            (rc = jstr(o, name, path, "op", false, p.op, e)) < 0 ||
+            (rc = jstr(o, name, path, "algo", false, p.algo, e)) < 0 ||
+            (rc = jstr(o, name, path, "link", false, p.link, e)) < 0 ||
+            (rc = jstr(o, name, path, "variant", false, p.variant, e)) < 0 ||
+            (rc = jstr(o, name, path, "scope", false, scope, e)) < 0 ||
+            (rc = jnum(o, name, path, "ranks", false, 0, &ranks, e)) < 0 ||
+            (rc = jnum(o, name, path, "nodes", false, 0, &nodes, e)) < 0 ||
+            (rc = jnum(o, name, path, "bytes", false, 0, &p.bytes, e)) < 0 ||
+            (rc = jnum(o, name, path, "m", false, 0, &p.m, e)) < 0 ||
+            (rc = jnum(o, name, path, "n", false, 0, &p.n, e)) < 0 ||
+            (rc = jnum(o, name, path, "k", false, 0, &p.k, e)) < 0 ||
+            (rc = jnum(o, name, path, "batch", false, 0, &p.batch, e)) < 0 ||
+            (rc = jstr(o, name, path, "model", false, p.model, e)) < 0 ||
+            (rc = jstr(o, name, path, "cluster", false, p.cluster, e)) < 0 ||
+            (rc = jnum(o, name, path, "bucket_bytes", false, 0, &p.bucket_bytes,
+                       e)) < 0 ||
+            (rc = jnum(o, name, path, "time_s", false, 0, &p.time_s, e)) < 0 ||
+            (rc = jnum(o, name, path, "time_sd_s", false, 0, &p.time_sd_s, e)) <
+                0 ||
+            (rc = jnum(o, name, path, "repeats", false, 0, &rep, e)) < 0 ||
+            (rc = jnum(o, name, path, "bw_Bps", false, 0, &p.bw_Bps, e)) < 0 ||
+            (rc = jnum(o, name, path, "tflops_per_gpu", false, 0, &p.tflops,
+                       e)) < 0)
             return rc;
         char dt[PP_CAL_STR] = "", dev[PP_CAL_STR] = "";
-        if ((rc = jstr(o, name, path, "dtype", false, dt, e)) < 0
-            || (rc = jstr(o, name, path, "device", false, dev, e)) < 0)
+        if ((rc = jstr(o, name, path, "dtype", false, dt, e)) < 0 ||
+            (rc = jstr(o, name, path, "device", false, dev, e)) < 0)
             return rc;
         snprintf(p.dtype, sizeof p.dtype, "%s", dt);
         snprintf(p.device, sizeof p.device, "%s", dev);
@@ -280,17 +313,21 @@ static int read_set(pp_cal_set *s, const char *name, json_t *root,
                      json_string_value(par));
         p.dp_overlap = json_is_true(json_object_get(o, "dp_overlap"));
         if (src_i >= (double)json_array_size(src))
-            return pp_error_set(e, PP_EINPUT, "%s:%s: source: expected an "
-                                "index into sources", name, path);
+            return pp_error_set(e, PP_EINPUT,
+                                "%s:%s: source: expected an "
+                                "index into sources",
+                                name, path);
         if (!(p.time_s > 0) && !(p.tflops > 0))
-            return pp_error_set(e, PP_EINPUT, "%s:%s: time_s: expected a "
-                                "positive time", name, path);
+            return pp_error_set(e, PP_EINPUT,
+                                "%s:%s: time_s: expected a "
+                                "positive time",
+                                name, path);
         p.source = base + (int)src_i;
         p.line = (int)line;
         p.ranks = (int64_t)ranks;
         p.nodes = (int64_t)nodes;
         p.repeats = (int64_t)rep;
-        p.scope = !strcmp(scope, "intra") ? PP_CAL_SCOPE_INTRA
+        p.scope = !strcmp(scope, "intra")   ? PP_CAL_SCOPE_INTRA
                   : !strcmp(scope, "inter") ? PP_CAL_SCOPE_INTER
                                             : PP_CAL_SCOPE_UNKNOWN;
         pp__cal_add_point(s, &p);
@@ -323,8 +360,8 @@ static int exec_time(json_t *o, const char *name, const char *path,
                      pp_cal_point *p, pp_error *e) {
     double cv = 0;
     int rc;
-    if ((rc = jnum(o, name, path, tkey, true, 1e-15, &p->time_s, e)) < 0
-        || (rc = jnum(o, name, path, cvkey, false, 0, &cv, e)) < 0)
+    if ((rc = jnum(o, name, path, tkey, true, 1e-15, &p->time_s, e)) < 0 ||
+        (rc = jnum(o, name, path, cvkey, false, 0, &cv, e)) < 0)
         return rc;
     p->repeats = (int64_t)iters;
     if (iters >= 2) p->time_sd_s = cv * p->time_s / sqrt(iters);
@@ -337,15 +374,15 @@ static int exec_coll_rows(pp_cal_set *s, int src, const char *name,
     char op[PP_CAL_STR] = "", xport[PP_CAL_STR] = "";
     double ranks = 0, hosts = 0, iters = 0;
     int rc;
-    if ((rc = jstr(setup, name, "setup", "op", true, op, e)) < 0
-        || (rc = jstr(setup, name, "setup", "transport", false, xport, e)) < 0
-        || (rc = jnum(setup, name, "setup", "ranks", true, 1, &ranks, e)) < 0
-        || (rc = jnum(setup, name, "setup", "hosts", false, 1, &hosts, e)) < 0
-        || (rc = jnum(setup, name, "setup", "iters", false, 0, &iters, e)) < 0)
+    if ((rc = jstr(setup, name, "setup", "op", true, op, e)) < 0 ||
+        (rc = jstr(setup, name, "setup", "transport", false, xport, e)) < 0 ||
+        (rc = jnum(setup, name, "setup", "ranks", true, 1, &ranks, e)) < 0 ||
+        (rc = jnum(setup, name, "setup", "hosts", false, 1, &hosts, e)) < 0 ||
+        (rc = jnum(setup, name, "setup", "iters", false, 0, &iters, e)) < 0)
         return rc;
     /* exec does not know the wire: --link says; else TCP is taken to be
      * ethernet and verbs InfiniBand (RoCE needs --link roce). */
-    const char *link = h && h->link ? h->link
+    const char *link = h && h->link              ? h->link
                        : !strcmp(xport, "verbs") ? "infiniband"
                        : !strcmp(xport, "tcp")   ? "ethernet"
                                                  : "unknown";
@@ -356,10 +393,10 @@ static int exec_coll_rows(pp_cal_set *s, int src, const char *name,
         double bytes = 0;
         snprintf(path, sizeof path, "results[%zu]", i);
         if (!json_is_object(o))
-            return pp_error_set(e, PP_EINPUT, "%s:%s: expected an object",
-                                name, path);
-        if ((rc = jnum(o, name, path, "size_bytes", true, 0, &bytes, e)) < 0
-            || (rc = jstr(o, name, path, "algo", false, algo, e)) < 0)
+            return pp_error_set(e, PP_EINPUT, "%s:%s: expected an object", name,
+                                path);
+        if ((rc = jnum(o, name, path, "size_bytes", true, 0, &bytes, e)) < 0 ||
+            (rc = jstr(o, name, path, "algo", false, algo, e)) < 0)
             return rc;
         /* Two points per size, as nccl-tests' two columns: repeats. */
         static const char *const sides[2] = {"out_of_place", "in_place"};
@@ -368,15 +405,18 @@ static int exec_coll_rows(pp_cal_set *s, int src, const char *name,
             snprintf(sp, sizeof sp, "%s.%s", path, sides[k]);
             json_t *d = json_object_get(o, sides[k]);
             if (!json_is_object(d))
-                return pp_error_set(e, PP_EINPUT, "%s:%s: expected an object "
-                                    "(missing)", name, sp);
+                return pp_error_set(e, PP_EINPUT,
+                                    "%s:%s: expected an object "
+                                    "(missing)",
+                                    name, sp);
             pp_cal_point p;
             pp__cal_point_init(&p, PP_CAL_COLL, src, 0);
             snprintf(p.where, sizeof p.where, "%s", sp);
             double busbw_GBps = 0;
-            if ((rc = exec_time(d, name, sp, "time_s", "cv", iters, &p, e)) < 0
-                || (rc = jnum(d, name, sp, "busbw_GBps", false, 0, &busbw_GBps,
-                              e)) < 0)
+            if ((rc = exec_time(d, name, sp, "time_s", "cv", iters, &p, e)) <
+                    0 ||
+                (rc = jnum(d, name, sp, "busbw_GBps", false, 0, &busbw_GBps,
+                           e)) < 0)
                 return rc;
             p.bw_Bps = busbw_GBps * 1e9;
             p.bytes = bytes;
@@ -387,8 +427,9 @@ static int exec_coll_rows(pp_cal_set *s, int src, const char *name,
             pp__cal_strcpy(p.variant, k ? "in-place" : "out-of-place");
             p.ranks = (int64_t)ranks;
             p.nodes = (int64_t)hosts;
-            p.scope = hosts == 1 ? PP_CAL_SCOPE_INTRA
-                      : hosts > 1 ? PP_CAL_SCOPE_INTER : PP_CAL_SCOPE_UNKNOWN;
+            p.scope = hosts == 1  ? PP_CAL_SCOPE_INTRA
+                      : hosts > 1 ? PP_CAL_SCOPE_INTER
+                                  : PP_CAL_SCOPE_UNKNOWN;
             pp__cal_add_point(s, &p);
         }
     }
@@ -399,14 +440,16 @@ static int read_exec(pp_cal_set *s, int src, const char *name, json_t *root,
                      exec_cmd cmd, const pp_cal_hints *h, pp_error *e) {
     json_t *res = json_object_get(root, "results");
     if (!json_is_array(res) || !json_array_size(res))
-        return pp_error_set(e, PP_EINPUT, "%s:results: expected a non-empty "
-                            "array", name);
+        return pp_error_set(e, PP_EINPUT,
+                            "%s:results: expected a non-empty "
+                            "array",
+                            name);
     if (cmd == EXEC_COLL) return exec_coll_rows(s, src, name, root, h, e);
     char backend[PP_CAL_STR] = "", dtype[PP_CAL_STR] = "";
     int rc;
-    if (cmd == EXEC_GEMM
-        && ((rc = jstr(root, name, "$", "backend", true, backend, e)) < 0
-            || (rc = jstr(root, name, "$", "dtype", false, dtype, e)) < 0))
+    if (cmd == EXEC_GEMM &&
+        ((rc = jstr(root, name, "$", "backend", true, backend, e)) < 0 ||
+         (rc = jstr(root, name, "$", "dtype", false, dtype, e)) < 0))
         return rc;
     for (size_t i = 0; i < json_array_size(res); i++) {
         json_t *o = json_array_get(res, i);
@@ -414,23 +457,24 @@ static int read_exec(pp_cal_set *s, int src, const char *name, json_t *root,
         double iters = 0;
         snprintf(path, sizeof path, "results[%zu]", i);
         if (!json_is_object(o))
-            return pp_error_set(e, PP_EINPUT, "%s:%s: expected an object",
-                                name, path);
+            return pp_error_set(e, PP_EINPUT, "%s:%s: expected an object", name,
+                                path);
         pp_cal_point p;
         pp__cal_point_init(&p, cmd == EXEC_GEMM ? PP_CAL_GEMM : PP_CAL_MEMBW,
                            src, 0);
         snprintf(p.where, sizeof p.where, "%s", path);
-        if ((rc = jnum(o, name, path, "iters", false, 0, &iters, e)) < 0
-            || (rc = exec_time(o, name, path, "time_median_s", "time_cv", iters,
-                               &p, e)) < 0)
+        if ((rc = jnum(o, name, path, "iters", false, 0, &iters, e)) < 0 ||
+            (rc = exec_time(o, name, path, "time_median_s", "time_cv", iters,
+                            &p, e)) < 0)
             return rc;
         if (cmd == EXEC_GEMM) {
             p.batch = 1;
-            if ((rc = jnum(o, name, path, "m", true, 1, &p.m, e)) < 0
-                || (rc = jnum(o, name, path, "n", true, 1, &p.n, e)) < 0
-                || (rc = jnum(o, name, path, "k", true, 1, &p.k, e)) < 0
-                || (rc = jnum(o, name, path, "batch", false, 1, &p.batch, e)) < 0
-                || (rc = jstr(o, name, path, "dtype", false, str, e)) < 0)
+            if ((rc = jnum(o, name, path, "m", true, 1, &p.m, e)) < 0 ||
+                (rc = jnum(o, name, path, "n", true, 1, &p.n, e)) < 0 ||
+                (rc = jnum(o, name, path, "k", true, 1, &p.k, e)) < 0 ||
+                (rc = jnum(o, name, path, "batch", false, 1, &p.batch, e)) <
+                    0 ||
+                (rc = jstr(o, name, path, "dtype", false, str, e)) < 0)
                 return rc;
             snprintf(p.dtype, sizeof p.dtype, "%s", str[0] ? str : dtype);
             snprintf(p.device, sizeof p.device, "%s", backend);
@@ -438,8 +482,8 @@ static int read_exec(pp_cal_set *s, int src, const char *name, json_t *root,
             /* STREAM's bytes moved (2x or 3x the array), the traffic the
              * profile's memory model charges. */
             if ((rc = jnum(o, name, path, "bytes_moved", true, 1, &p.bytes,
-                           e)) < 0
-                || (rc = jstr(o, name, path, "device", false, str, e)) < 0)
+                           e)) < 0 ||
+                (rc = jstr(o, name, path, "device", false, str, e)) < 0)
                 return rc;
             snprintf(p.device, sizeof p.device, "%s",
                      !strcmp(str, "host") ? "cpu" : str);
@@ -471,11 +515,13 @@ int pp__cal_import_json(pp_cal_set *s, int src, const char *name,
         snprintf(s->src[src].format, sizeof s->src[src].format, "%s", fmt[k]);
         rc = read_exec(s, src, name, root, k, h, e);
     } else {
-        rc = pp_error_set(e, PP_EINPUT, "%s:1: expected a measurement set "
+        rc = pp_error_set(e, PP_EINPUT,
+                          "%s:1: expected a measurement set "
                           "(\"podplan_measurements\") or `podplan exec "
                           "collective|gemm|membw --format json` output (a "
                           "\"setup\" object, a \"backend\", or results "
-                          "with a \"kernel\")", name);
+                          "with a \"kernel\")",
+                          name);
     }
     json_decref(root);
     return rc;
@@ -490,24 +536,25 @@ static int yaml_item(pp_cal_set *s, int src, const char *name, pp_node *it,
     const char *model = NULL, *cluster = NULL, *par = NULL, *log = NULL;
     double secs = 0, tfl = 0, bucket = 0;
     bool overlap = false;
-    if ((rc = pp_node_expect(it, path, PP_NODE_MAP, e)) < 0
-        || (rc = pp_map_string(it, path, "model", PP_REQUIRED, &model, e)) < 0
-        || (rc = pp_map_string(it, path, "cluster", PP_OPTIONAL, &cluster,
-                               e)) < 0
-        || (rc = pp_map_string(it, path, "parallel", PP_REQUIRED, &par, e)) < 0
-        || (rc = pp_map_quantity(it, path, "seconds", PP_OPTIONAL, PP_Q_TIME,
-                                 "s", false, &secs, e)) < 0
-        || (rc = pp_map_number(it, path, "tflops_per_gpu", PP_OPTIONAL, 1e-3,
-                               1e6, &tfl, e)) < 0
-        || (rc = pp_map_string(it, path, "log", PP_OPTIONAL, &log, e)) < 0
-        || (rc = pp_map_bool(it, path, "dp_overlap", PP_OPTIONAL, &overlap,
-                             e)) < 0
-        || (rc = pp_map_quantity(it, path, "bucket", PP_OPTIONAL, PP_Q_BYTES,
-                                 NULL, false, &bucket, e)) < 0
-        || (rc = pp_map_done(it, path, e)) < 0)
+    if ((rc = pp_node_expect(it, path, PP_NODE_MAP, e)) < 0 ||
+        (rc = pp_map_string(it, path, "model", PP_REQUIRED, &model, e)) < 0 ||
+        (rc = pp_map_string(it, path, "cluster", PP_OPTIONAL, &cluster, e)) <
+            0 ||
+        (rc = pp_map_string(it, path, "parallel", PP_REQUIRED, &par, e)) < 0 ||
+        (rc = pp_map_quantity(it, path, "seconds", PP_OPTIONAL, PP_Q_TIME, "s",
+                              false, &secs, e)) < 0 ||
+        (rc = pp_map_number(it, path, "tflops_per_gpu", PP_OPTIONAL, 1e-3, 1e6,
+                            &tfl, e)) < 0 ||
+        (rc = pp_map_string(it, path, "log", PP_OPTIONAL, &log, e)) < 0 ||
+        (rc = pp_map_bool(it, path, "dp_overlap", PP_OPTIONAL, &overlap, e)) <
+            0 ||
+        (rc = pp_map_quantity(it, path, "bucket", PP_OPTIONAL, PP_Q_BYTES, NULL,
+                              false, &bucket, e)) < 0 ||
+        (rc = pp_map_done(it, path, e)) < 0)
         return rc;
     if ((secs > 0) + (tfl > 0) + (log != NULL) != 1)
-        return pp_error_at(e, PP_EINPUT, it, path, "expected exactly one of "
+        return pp_error_at(e, PP_EINPUT, it, path,
+                           "expected exactly one of "
                            "seconds, tflops_per_gpu, log");
     pp_parallel pl;
     pp_parallel_init(&pl);
@@ -553,7 +600,8 @@ int pp__cal_import_yaml(pp_cal_set *s, int src, const char *name,
     pp_node *root = rc == 0 ? pp_doc_root(doc) : NULL;
     if (!root || root->kind != PP_NODE_MAP || !pp_map_get(root, "iterations")) {
         pp_doc_free(doc);
-        return pp_error_set(e, PP_EINPUT, "%s:1: expected a measurement file: "
+        return pp_error_set(e, PP_EINPUT,
+                            "%s:1: expected a measurement file: "
                             "nccl-tests or perftest output, podplan exec "
                             "JSON, a measurement set, a GEMM/membw CSV, a "
                             "Megatron-LM log, or a YAML with `iterations:`",
@@ -563,9 +611,9 @@ int pp__cal_import_yaml(pp_cal_set *s, int src, const char *name,
     pp_node *seq = NULL;
     const char *note = NULL;
     if ((rc = pp_map_node(root, "", "iterations", PP_REQUIRED, PP_NODE_SEQ,
-                          &seq, e)) < 0
-        || (rc = pp_map_string(root, "", "source", PP_OPTIONAL, &note, e)) < 0
-        || (rc = pp_map_done(root, "", e)) < 0)
+                          &seq, e)) < 0 ||
+        (rc = pp_map_string(root, "", "source", PP_OPTIONAL, &note, e)) < 0 ||
+        (rc = pp_map_done(root, "", e)) < 0)
         goto out;
     for (size_t i = 0; i < seq->n; i++) {
         char path[64];

@@ -14,7 +14,9 @@
 #include <gsl/gsl_multifit.h>
 #include <jansson.h>
 
-void pp_cal_gsl_init(void) { gsl_set_error_handler_off(); }
+void pp_cal_gsl_init(void) {
+    gsl_set_error_handler_off();
+}
 
 static const char *const kind_names[PP_CAL__KINDS] = {
     "collective", "p2p", "gemm", "membw", "iteration"};
@@ -27,7 +29,9 @@ const char *pp_cal_scope_name(pp_cal_scope s) {
     return s >= 0 && s <= PP_CAL_SCOPE_INTER ? scope_names[s] : "?";
 }
 
-void pp_cal_set_init(pp_cal_set *s) { memset(s, 0, sizeof *s); }
+void pp_cal_set_init(pp_cal_set *s) {
+    memset(s, 0, sizeof *s);
+}
 
 void pp_cal_set_fini(pp_cal_set *s) {
     if (!s) return;
@@ -75,7 +79,8 @@ void pp__cal_add_point(pp_cal_set *s, const pp_cal_point *p) {
 const char *pp_cal_point_loc(const pp_cal_set *s, const pp_cal_point *p,
                              char *buf, size_t len) {
     const char *f = p->source >= 0 && (size_t)p->source < s->n_src
-                        ? s->src[p->source].path : "?";
+                        ? s->src[p->source].path
+                        : "?";
     if (p->line > 0)
         snprintf(buf, len, "%s:%d", f, p->line);
     else if (p->where[0])
@@ -133,8 +138,10 @@ int pp__cal_wls(size_t n, size_t p, const double *X, const double *y,
                 pp_error *e) {
     pp_cal_gsl_init();
     if (n < p)
-        return pp_error_set(e, PP_EFAIL, "least squares: %zu points for %zu "
-                            "parameters", n, p);
+        return pp_error_set(e, PP_EFAIL,
+                            "least squares: %zu points for %zu "
+                            "parameters",
+                            n, p);
     gsl_matrix *gX = gsl_matrix_alloc(n, p), *gC = gsl_matrix_alloc(p, p);
     gsl_vector *gy = gsl_vector_alloc(n), *gw = gsl_vector_alloc(n),
                *gc = gsl_vector_alloc(p);
@@ -172,16 +179,14 @@ static bool same_key(const pp_cal_point *a, const pp_cal_point *b) {
     switch (a->kind) {
     case PP_CAL_COLL:
     case PP_CAL_P2P:
-        return a->bytes == b->bytes && a->ranks == b->ranks
-               && a->scope == b->scope && !strcmp(a->op, b->op)
-               && !strcmp(a->algo, b->algo) && !strcmp(a->link, b->link);
+        return a->bytes == b->bytes && a->ranks == b->ranks &&
+               a->scope == b->scope && !strcmp(a->op, b->op) &&
+               !strcmp(a->algo, b->algo) && !strcmp(a->link, b->link);
     case PP_CAL_GEMM:
-        return a->m == b->m && a->n == b->n && a->k == b->k
-               && a->batch == b->batch;
-    case PP_CAL_MEMBW:
-        return a->bytes == b->bytes;
-    default:
-        return false;
+        return a->m == b->m && a->n == b->n && a->k == b->k &&
+               a->batch == b->batch;
+    case PP_CAL_MEMBW: return a->bytes == b->bytes;
+    default: return false;
     }
 }
 
@@ -293,10 +298,12 @@ int pp_cal_set_write(const pp_cal_set *s, FILE *fp, pp_error *e) {
     }
     json_object_set_new(root, "sources", src);
     json_object_set_new(root, "points", pts);
-    int rc = json_dumpf(root, fp, JSON_INDENT(1) | JSON_PRESERVE_ORDER
-                                      | JSON_REAL_PRECISION(12));
+    int rc = json_dumpf(root, fp,
+                        JSON_INDENT(1) | JSON_PRESERVE_ORDER |
+                            JSON_REAL_PRECISION(12));
     fputc('\n', fp);
     json_decref(root);
-    if (rc) return pp_error_set(e, PP_EIO, "writing the measurement set failed");
+    if (rc)
+        return pp_error_set(e, PP_EIO, "writing the measurement set failed");
     return 0;
 }

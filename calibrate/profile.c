@@ -28,8 +28,10 @@ static void yaml_str(FILE *fp, const char *s) {
     fputc('"', fp);
     for (; *s; s++) {
         if (*s == '"' || *s == '\\') fputc('\\', fp);
-        if ((unsigned char)*s < 0x20) fputc(' ', fp);
-        else fputc(*s, fp);
+        if ((unsigned char)*s < 0x20)
+            fputc(' ', fp);
+        else
+            fputc(*s, fp);
     }
     fputc('"', fp);
 }
@@ -49,8 +51,10 @@ static void fit_stats(FILE *fp, const char *ind, const pp_cal_fit *f) {
     yaml_str(fp, f->what);
     fprintf(fp, "\n%s  points: %zu\n", ind, f->n_points);
     if (isfinite(f->r2)) fprintf(fp, "%s  r2: %.6g\n", ind, f->r2);
-    if (isfinite(f->chi2_dof)) fprintf(fp, "%s  chi2_dof: %.6g\n", ind, f->chi2_dof);
-    if (isfinite(f->rel_rms)) fprintf(fp, "%s  rel_rms: %.6g\n", ind, f->rel_rms);
+    if (isfinite(f->chi2_dof))
+        fprintf(fp, "%s  chi2_dof: %.6g\n", ind, f->chi2_dof);
+    if (isfinite(f->rel_rms))
+        fprintf(fp, "%s  rel_rms: %.6g\n", ind, f->rel_rms);
     if (f->n_params) {
         fprintf(fp, "%s  params:\n", ind);
         for (size_t i = 0; i < f->n_params; i++) {
@@ -73,10 +77,12 @@ int pp_cal_profile_write(const pp_cal_result *r, const pp_cal_provenance *pv,
     char b1[64], date[32];
     date_utc(date, sizeof date);
     const char *c = pv->plain ? "# " : "";
-    fprintf(fp, "# %s-fitted: GPU profile fitted by `podplan calibrate fit` "
-            "(podplan %s) on %s.\n", g->name, PODPLAN_VERSION, date);
+    fprintf(fp,
+            "# %s-fitted: GPU profile fitted by `podplan calibrate fit` "
+            "(podplan %s) on %s.\n",
+            g->name, PODPLAN_VERSION, date);
     fprintf(fp, "# Schema: topologies/profiles/a100.yaml; network: and "
-            "provenance: calibrate/README.md.\n");
+                "provenance: calibrate/README.md.\n");
     fprintf(fp, "name: %s-fitted\n", g->name);
     fprintf(fp, "peak: %s\n", q(g->peak_flops, PP_Q_FLOPRATE, b1, sizeof b1));
     fprintf(fp, "hbm_bw: %.8gB/s\n", g->hbm_Bps);
@@ -85,10 +91,10 @@ int pp_cal_profile_write(const pp_cal_result *r, const pp_cal_provenance *pv,
             g->gemm_efficiency, g->gemm_k_half);
     for (size_t i = 0; i < g->n_tiles; i++)
         fprintf(fp, "    - {m: %d, n: %d, efficiency: %.6g}\n",
-                (int)g->tiles[i].m, (int)g->tiles[i].n,
-                g->tiles[i].efficiency);
+                (int)g->tiles[i].m, (int)g->tiles[i].n, g->tiles[i].efficiency);
     fprintf(fp, "memory:\n  efficiency: %.6g\n", g->mem_efficiency);
-    fprintf(fp, "launch_overhead: %s\n", q(g->launch_s, PP_Q_TIME, b1, sizeof b1));
+    fprintf(fp, "launch_overhead: %s\n",
+            q(g->launch_s, PP_Q_TIME, b1, sizeof b1));
     fprintf(fp, "framework:\n  grad_accum_bytes: %.6g\n  efficiency: %.6g\n",
             g->grad_accum_bytes, g->framework_efficiency);
 
@@ -97,9 +103,10 @@ int pp_cal_profile_write(const pp_cal_result *r, const pp_cal_provenance *pv,
         for (size_t i = 0; i < r->n_net; i++) {
             const pp_cal_netfit *n = &r->net[i];
             if (!(n->beta_Bps > 0) || !isfinite(n->alpha_s)) continue;
-            fprintf(fp, "  - link: %s\n    scope: %s\n    op: %s\n"
-                    "    algo: %s\n", n->link, pp_cal_scope_name(n->scope),
-                    n->op, n->algo);
+            fprintf(fp,
+                    "  - link: %s\n    scope: %s\n    op: %s\n"
+                    "    algo: %s\n",
+                    n->link, pp_cal_scope_name(n->scope), n->op, n->algo);
             if (n->ranks) fprintf(fp, "    ranks: %lld\n", (long long)n->ranks);
             /* Seconds and bytes per second as plain numbers: exact. */
             fprintf(fp, "    alpha: %.8gs\n    beta: %.8gB/s\n", n->alpha_s,
@@ -107,9 +114,10 @@ int pp_cal_profile_write(const pp_cal_result *r, const pp_cal_provenance *pv,
             fprintf(fp, "    alpha_se: %.4gs\n    beta_se: %.4gB/s\n",
                     n->alpha_se, n->beta_se);
             if (n->knee)
-                fprintf(fp, "    knee: %.8gB\n    alpha_lo: %.8gs\n"
-                        "    beta_lo: %.8gB/s\n", n->knee_bytes, n->alpha_lo_s,
-                        n->beta_lo_Bps);
+                fprintf(fp,
+                        "    knee: %.8gB\n    alpha_lo: %.8gs\n"
+                        "    beta_lo: %.8gB/s\n",
+                        n->knee_bytes, n->alpha_lo_s, n->beta_lo_Bps);
         }
     }
     fprintf(fp, "%sprovenance:\n", c);
@@ -136,7 +144,8 @@ int pp_cal_profile_write(const pp_cal_result *r, const pp_cal_provenance *pv,
     for (size_t i = 0; i < r->n_net; i++) fit_stats(fp, ind, &r->net[i].fit);
     for (size_t i = 0; i < r->n_rank; i++) fit_stats(fp, ind, &r->rank[i].fit);
     if (r->stack.n_points) fit_stats(fp, ind, &r->stack);
-    if (ferror(fp)) return pp_error_set(e, PP_EIO, "writing the profile failed");
+    if (ferror(fp))
+        return pp_error_set(e, PP_EIO, "writing the profile failed");
     return 0;
 }
 
@@ -156,8 +165,9 @@ void pp_cal_network_fini(pp_cal_network *n) {
     n->n = 0;
 }
 
-static const char *const links[] = {"nvlink", "nvswitch", "pcie", "infiniband",
-                                    "roce", "ethernet", "unknown", NULL};
+static const char *const links[] = {"nvlink",     "nvswitch", "pcie",
+                                    "infiniband", "roce",     "ethernet",
+                                    "unknown",    NULL};
 static const char *const scopes[] = {"unknown", "intra", "inter", NULL};
 
 static int entry(pp_node *it, const char *path, pp_cal_net_entry *x,
@@ -166,34 +176,33 @@ static int entry(pp_node *it, const char *path, pp_cal_net_entry *x,
     const char *op = NULL, *algo = NULL;
     int64_t ranks = 0;
     memset(x, 0, sizeof *x);
-    if ((rc = pp_node_expect(it, path, PP_NODE_MAP, e)) < 0
-        || (rc = pp_map_enum(it, path, "link", PP_REQUIRED, links, &li, e)) < 0
-        || (rc = pp_map_enum(it, path, "scope", PP_REQUIRED, scopes, &sc, e)) < 0
-        || (rc = pp_map_string(it, path, "op", PP_REQUIRED, &op, e)) < 0
-        || (rc = pp_map_string(it, path, "algo", PP_OPTIONAL, &algo, e)) < 0
-        || (rc = pp_map_int(it, path, "ranks", PP_OPTIONAL, 0, 1 << 24,
-                            &ranks, e)) < 0
-        || (rc = pp_map_quantity(it, path, "alpha", PP_REQUIRED, PP_Q_TIME,
-                                 NULL, true, &x->alpha_s, e)) < 0
-        || (rc = pp_map_quantity(it, path, "beta", PP_REQUIRED,
-                                 PP_Q_BANDWIDTH, NULL, false, &x->beta_Bps,
-                                 e)) < 0
-        || (rc = pp_map_quantity(it, path, "alpha_se", PP_OPTIONAL, PP_Q_TIME,
-                                 NULL, true, &x->alpha_se, e)) < 0
-        || (rc = pp_map_quantity(it, path, "beta_se", PP_OPTIONAL,
-                                 PP_Q_BANDWIDTH, NULL, true, &x->beta_se,
-                                 e)) < 0
-        || (rc = pp_map_quantity(it, path, "knee", PP_OPTIONAL, PP_Q_BYTES,
-                                 NULL, false, &x->knee_bytes, e)) < 0
-        || (rc = pp_map_quantity(it, path, "alpha_lo", PP_OPTIONAL, PP_Q_TIME,
-                                 NULL, true, &x->alpha_lo_s, e)) < 0
-        || (rc = pp_map_quantity(it, path, "beta_lo", PP_OPTIONAL,
-                                 PP_Q_BANDWIDTH, NULL, false, &x->beta_lo_Bps,
-                                 e)) < 0
-        || (rc = pp_map_done(it, path, e)) < 0)
+    if ((rc = pp_node_expect(it, path, PP_NODE_MAP, e)) < 0 ||
+        (rc = pp_map_enum(it, path, "link", PP_REQUIRED, links, &li, e)) < 0 ||
+        (rc = pp_map_enum(it, path, "scope", PP_REQUIRED, scopes, &sc, e)) <
+            0 ||
+        (rc = pp_map_string(it, path, "op", PP_REQUIRED, &op, e)) < 0 ||
+        (rc = pp_map_string(it, path, "algo", PP_OPTIONAL, &algo, e)) < 0 ||
+        (rc = pp_map_int(it, path, "ranks", PP_OPTIONAL, 0, 1 << 24, &ranks,
+                         e)) < 0 ||
+        (rc = pp_map_quantity(it, path, "alpha", PP_REQUIRED, PP_Q_TIME, NULL,
+                              true, &x->alpha_s, e)) < 0 ||
+        (rc = pp_map_quantity(it, path, "beta", PP_REQUIRED, PP_Q_BANDWIDTH,
+                              NULL, false, &x->beta_Bps, e)) < 0 ||
+        (rc = pp_map_quantity(it, path, "alpha_se", PP_OPTIONAL, PP_Q_TIME,
+                              NULL, true, &x->alpha_se, e)) < 0 ||
+        (rc = pp_map_quantity(it, path, "beta_se", PP_OPTIONAL, PP_Q_BANDWIDTH,
+                              NULL, true, &x->beta_se, e)) < 0 ||
+        (rc = pp_map_quantity(it, path, "knee", PP_OPTIONAL, PP_Q_BYTES, NULL,
+                              false, &x->knee_bytes, e)) < 0 ||
+        (rc = pp_map_quantity(it, path, "alpha_lo", PP_OPTIONAL, PP_Q_TIME,
+                              NULL, true, &x->alpha_lo_s, e)) < 0 ||
+        (rc = pp_map_quantity(it, path, "beta_lo", PP_OPTIONAL, PP_Q_BANDWIDTH,
+                              NULL, false, &x->beta_lo_Bps, e)) < 0 ||
+        (rc = pp_map_done(it, path, e)) < 0)
         return rc;
     if (x->knee_bytes > 0 && !(x->beta_lo_Bps > 0))
-        return pp_error_at(e, PP_EINPUT, it, path, "knee: expected alpha_lo "
+        return pp_error_at(e, PP_EINPUT, it, path,
+                           "knee: expected alpha_lo "
                            "and beta_lo with it");
     pp__cal_strcpy(x->link, links[li]);
     x->scope = (pp_cal_scope)sc;
@@ -259,9 +268,11 @@ int pp_cal_profile_load(const char *path, const pp_gpu_spec *gpu,
     char line[4096];
     bool skip = false;
     while (fgets(line, sizeof line, in)) {
-        bool top = line[0] && !isspace((unsigned char)line[0]) && line[0] != '#';
+        bool top =
+            line[0] && !isspace((unsigned char)line[0]) && line[0] != '#';
         if (top)
-            skip = !strncmp(line, "network:", 8) || !strncmp(line, "provenance:", 11);
+            skip = !strncmp(line, "network:", 8) ||
+                   !strncmp(line, "provenance:", 11);
         fputs(skip ? "\n" : line, out);
     }
     fclose(in);

@@ -39,8 +39,7 @@ static int predict(const pp_cal_set *s, const pp_cal_result *r,
         return 0;
     case PP_CAL_ITER:
         return pp_cal_iter_predict(p, cluster, &r->profile, pred, meas, e);
-    default:
-        return 1;
+    default: return 1;
     }
 }
 
@@ -71,7 +70,11 @@ int pp_cal_validate(const pp_cal_set *s, const pp_cal_result *r, int holdout,
             double pred = 0, meas = 0;
             rc = predict(s, r, cluster, i, &pred, &meas, e);
             if (rc < 0) goto fail;
-            if (rc > 0) { v.skipped++; rc = 0; continue; }
+            if (rc > 0) {
+                v.skipped++;
+                rc = 0;
+                continue;
+            }
             add(&v, i, meas, pred, -1);
         }
     } else {
@@ -86,7 +89,8 @@ int pp_cal_validate(const pp_cal_set *s, const pp_cal_result *r, int holdout,
             for (size_t i = 0; i < s->n; i++)
                 if ((int)s->pts[i].kind == k) ix[m++] = i;
             if (m > 1) gsl_ran_shuffle(rng, ix, m, sizeof *ix);
-            for (size_t j = 0; j < m; j++) fold[ix[j]] = (int)(j % (size_t)holdout);
+            for (size_t j = 0; j < m; j++)
+                fold[ix[j]] = (int)(j % (size_t)holdout);
         }
         gsl_rng_free(rng);
         free(ix);
@@ -94,7 +98,10 @@ int pp_cal_validate(const pp_cal_set *s, const pp_cal_result *r, int holdout,
         for (int f = 0; f < holdout && rc == 0; f++) {
             for (size_t i = 0; i < s->n; i++) use[i] = fold[i] != f;
             pp_cal_fit_opts fo;
-            if (o) fo = *o; else pp_cal_fit_opts_init(&fo);
+            if (o)
+                fo = *o;
+            else
+                pp_cal_fit_opts_init(&fo);
             if (!fo.base) fo.base = &r->profile;
             fo.use = use;
             pp_cal_result rf;
@@ -104,9 +111,12 @@ int pp_cal_validate(const pp_cal_set *s, const pp_cal_result *r, int holdout,
                 if (fold[i] != f) continue;
                 double pred = 0, meas = 0;
                 int k = predict(s, &rf, cluster, i, &pred, &meas, e);
-                if (k < 0) rc = k;
-                else if (k > 0) v.skipped++;
-                else add(&v, i, meas, pred, f);
+                if (k < 0)
+                    rc = k;
+                else if (k > 0)
+                    v.skipped++;
+                else
+                    add(&v, i, meas, pred, f);
             }
             pp_cal_result_fini(&rf);
         }
@@ -136,7 +146,8 @@ void pp_cal_validation_fini(pp_cal_validation *v) {
 int pp_cal_plot(const pp_cal_set *s, const pp_cal_validation *v,
                 const char *svg_path, pp_error *e) {
     if (system("command -v gnuplot >/dev/null 2>&1") != 0)
-        return pp_error_set(e, PP_ENOSYS, "--plot: gnuplot not found: install "
+        return pp_error_set(e, PP_ENOSYS,
+                            "--plot: gnuplot not found: install "
                             "it (Debian: apt-get install gnuplot-nox)");
     /* One data file per kind (gnuplot's "index" over empty blocks is
      * fragile). */
@@ -184,7 +195,8 @@ int pp_cal_plot(const pp_cal_set *s, const pp_cal_validation *v,
     int st = system(cmd);
     if (st != 0) {
         unlink(tmp_svg);
-        rc = pp_error_set(e, PP_EFAIL, "--plot: gnuplot failed (status %d)", st);
+        rc =
+            pp_error_set(e, PP_EFAIL, "--plot: gnuplot failed (status %d)", st);
     } else if (rename(tmp_svg, svg_path) != 0) {
         unlink(tmp_svg);
         rc = pp_error_set(e, PP_EIO, "--plot: %s: %s", svg_path,

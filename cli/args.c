@@ -11,8 +11,8 @@ const char *const pp_format_names[] = {"table", "json", NULL};
 
 static int find_opt(const pp_cli_cmd *cmd, const char *name, size_t len) {
     for (int i = 0; cmd->opts[i].name; i++)
-        if (strlen(cmd->opts[i].name) == len
-            && strncmp(cmd->opts[i].name, name, len) == 0)
+        if (strlen(cmd->opts[i].name) == len &&
+            strncmp(cmd->opts[i].name, name, len) == 0)
             return i;
     return -1;
 }
@@ -28,7 +28,10 @@ static const char *suggest(const pp_cli_cmd *cmd, const char *name) {
     int best_d = 3;
     for (int i = 0; cmd->opts[i].name; i++) {
         int d = pp_edit_distance(name, cmd->opts[i].name, 2);
-        if (d < best_d) { best_d = d; best = cmd->opts[i].name; }
+        if (d < best_d) {
+            best_d = d;
+            best = cmd->opts[i].name;
+        }
     }
     return best;
 }
@@ -74,7 +77,10 @@ int pp_cli_parse(const pp_cli_cmd *cmd, int argc, char **argv, pp_args *a,
             a->positional[a->n_positional++] = argv[i];
             continue;
         }
-        if (strcmp(s, "--") == 0) { only_positional = true; continue; }
+        if (strcmp(s, "--") == 0) {
+            only_positional = true;
+            continue;
+        }
         if (strcmp(s, "-h") == 0 || strcmp(s, "--help") == 0) {
             pp_cli_help(cmd, stdout);
             return 1;
@@ -97,20 +103,24 @@ int pp_cli_parse(const pp_cli_cmd *cmd, int argc, char **argv, pp_args *a,
                                         nm, best, cmd->name);
                 return pp_error_set(e, PP_EUSAGE,
                                     "unknown option --%s; see `podplan %s "
-                                    "--help`", nm, cmd->name);
+                                    "--help`",
+                                    nm, cmd->name);
             }
             if (eq) val = eq + 1;
         } else {
             /* -b 8 or, as getopt takes it, -b8 */
             idx = find_short(cmd, s[1]);
             if (idx >= 0 && s[2] != '\0') {
-                if (cmd->opts[idx].arg) val = s + 2;
-                else idx = -1;
+                if (cmd->opts[idx].arg)
+                    val = s + 2;
+                else
+                    idx = -1;
             }
             if (idx < 0)
                 return pp_error_set(e, PP_EUSAGE,
                                     "unknown option %s; see `podplan %s "
-                                    "--help`", s, cmd->name);
+                                    "--help`",
+                                    s, cmd->name);
         }
         const pp_cli_opt *o = &cmd->opts[idx];
         if (o->arg && !val) {
@@ -184,10 +194,12 @@ int pp_args_int(const pp_args *a, const char *name, int64_t min, int64_t max,
         if (min == 1 && max == INT64_MAX)
             return pp_error_set(e, PP_EUSAGE,
                                 "--%s: expected a positive integer, got "
-                                "\"%s\"", name, v);
+                                "\"%s\"",
+                                name, v);
         return pp_error_set(e, PP_EUSAGE,
                             "--%s: expected an integer in %lld..%lld, got "
-                            "\"%s\"", name, (long long)min, (long long)max, v);
+                            "\"%s\"",
+                            name, (long long)min, (long long)max, v);
     }
     *out = x;
     return 0;
@@ -204,33 +216,39 @@ int pp_args_quantity(const pp_args *a, const char *name, pp_qkind kind,
                             why[0] ? why : "bad value",
                             strstr(why, "got ") ? " in " : ", got ", v);
     if (!(x > 0))
-        return pp_error_set(e, PP_EUSAGE, "--%s: expected a positive %s, got "
-                            "\"%s\"", name, pp_qkind_name(kind) + 2, v);
+        return pp_error_set(e, PP_EUSAGE,
+                            "--%s: expected a positive %s, got "
+                            "\"%s\"",
+                            name, pp_qkind_name(kind) + 2, v);
     *out = x;
     return 0;
 }
 
-int pp_args_enum(const pp_args *a, const char *name,
-                 const char *const *names, int *out, pp_error *e) {
+int pp_args_enum(const pp_args *a, const char *name, const char *const *names,
+                 int *out, pp_error *e) {
     const char *v = pp_args_get(a, name);
     if (!v) return 0;
     char list[256] = "";
     for (int i = 0; names[i]; i++) {
-        if (strcmp(v, names[i]) == 0) { *out = i; return 0; }
+        if (strcmp(v, names[i]) == 0) {
+            *out = i;
+            return 0;
+        }
         size_t used = strlen(list);
         snprintf(list + used, sizeof list - used, "%s%s", i ? "|" : "",
                  names[i]);
     }
     const char *near = pp_closest(v, names);
     if (near)
-        return pp_error_set(e, PP_EUSAGE, "--%s: expected %s, got \"%s\" "
-                            "(did you mean \"%s\"?)", name, list, v, near);
+        return pp_error_set(e, PP_EUSAGE,
+                            "--%s: expected %s, got \"%s\" "
+                            "(did you mean \"%s\"?)",
+                            name, list, v, near);
     return pp_error_set(e, PP_EUSAGE, "--%s: expected %s, got \"%s\"", name,
                         list, v);
 }
 
-int pp_args_choice(const pp_args *a, const char *name, int *out,
-                   pp_error *e) {
+int pp_args_choice(const pp_args *a, const char *name, int *out, pp_error *e) {
     int idx = opt_index(a, name);
     const pp_cli_opt *o = &a->cmd->opts[idx];
     const char *v = a->value[idx];
@@ -253,11 +271,9 @@ int pp_args_choice(const pp_args *a, const char *name, int *out,
             snprintf(ok + used, sizeof ok - used, "%s%s", used ? "|" : "",
                      o->choices->items[k].name);
         }
-        return pp_error_set(e, PP_EUSAGE, "--%s %s: %s; choose one of %s",
-                            name, v,
-                            o->unsupported_why ? o->unsupported_why
-                                               : "not supported here",
-                            ok);
+        return pp_error_set(
+            e, PP_EUSAGE, "--%s %s: %s; choose one of %s", name, v,
+            o->unsupported_why ? o->unsupported_why : "not supported here", ok);
     }
     *out = x;
     return 0;

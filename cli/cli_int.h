@@ -18,11 +18,11 @@
 #define PP_CLI_MAX_OPTS 64
 
 typedef struct pp_cli_opt {
-    const char *name;  /* long name without "--" */
-    char short_name;   /* or 0 */
-    const char *arg;   /* metavar, or NULL for a flag */
-    const char *help;  /* one line; "(default: x)" where there is one */
-    bool repeat;       /* may be given more than once (--set) */
+    const char *name; /* long name without "--" */
+    char short_name;  /* or 0 */
+    const char *arg;  /* metavar, or NULL for a flag */
+    const char *help; /* one line; "(default: x)" where there is one */
+    bool repeat;      /* may be given more than once (--set) */
     /* A named choice from a registry (podplan/vocab.h), or NULL: --help
      * lists its names with their help and pp_args_choice parses it, with
      * "did you mean", so the CLI never keeps a list of its own. */
@@ -36,9 +36,9 @@ typedef struct pp_cli_opt {
 
 typedef struct pp_cli_cmd {
     const char *name;
-    const char *summary; /* one line for `podplan help` */
-    const char *usage;   /* synopsis after "podplan " */
-    const char *details; /* paragraphs after the options, or NULL */
+    const char *summary;    /* one line for `podplan help` */
+    const char *usage;      /* synopsis after "podplan " */
+    const char *details;    /* paragraphs after the options, or NULL */
     const pp_cli_opt *opts; /* terminated by {NULL} */
     int (*run)(const struct pp_cli_cmd *cmd, int argc, char **argv);
 } pp_cli_cmd;
@@ -47,10 +47,13 @@ typedef struct pp_args {
     const pp_cli_cmd *cmd;
     const char *value[PP_CLI_MAX_OPTS]; /* last value given, or NULL */
     int count[PP_CLI_MAX_OPTS];
-    char *positional[16];               /* borrowed from argv */
+    char *positional[16]; /* borrowed from argv */
     int n_positional;
     /* every value of repeatable options, in order */
-    struct { int opt; const char *value; } multi[64];
+    struct {
+        int opt;
+        const char *value;
+    } multi[64];
     int n_multi;
 } pp_args;
 
@@ -78,8 +81,8 @@ int pp_args_quantity(const pp_args *a, const char *name, pp_qkind kind,
                      const char *default_unit, double *out, pp_error *e);
 /* An option with a small fixed list of its own (--format, on|off):
  * "--name: expected a|b, got "x" (did you mean "y"?)". */
-int pp_args_enum(const pp_args *a, const char *name,
-                 const char *const *names, int *out, pp_error *e);
+int pp_args_enum(const pp_args *a, const char *name, const char *const *names,
+                 int *out, pp_error *e);
 /* An option whose table entry names a registry: parsed by
  * pp_registry_parse (absent leaves *out unchanged and returns 0). */
 int pp_args_choice(const pp_args *a, const char *name, int *out, pp_error *e);
@@ -146,8 +149,8 @@ int pp_cli_emit(const pp_args *a, int fmt, json_t *json,
                 void (*table)(FILE *fp, const void *ctx), const void *ctx);
 
 /* Subcommands. */
-extern const pp_cli_cmd pp_cmd_plan, pp_cmd_flops, pp_cmd_estimate, pp_cmd_memory,
-    pp_cmd_topo, pp_cmd_collective, pp_cmd_flows, pp_cmd_list;
+extern const pp_cli_cmd pp_cmd_plan, pp_cmd_flops, pp_cmd_estimate,
+    pp_cmd_memory, pp_cmd_topo, pp_cmd_collective, pp_cmd_flows, pp_cmd_list;
 extern const pp_cli_cmd pp_cmd_simulate;
 /* `podplan exec` and its parts (argv[0] is the part's name). */
 extern const pp_cli_cmd pp_cmd_exec;

@@ -33,12 +33,33 @@ static int read_inputs(const pp_args *a, pp_cal_set *s, pp_error *e) {
     return 0;
 }
 
-#define HINT_OPTS                                                            \
-    {"link", 0, "CLASS", "link class of the measured path when the file does not say: nvlink|nvswitch|pcie|infiniband|roce|ethernet", false, NULL, 0, NULL}, \
-    {"op", 0, "OP", "collective of an nccl-tests output that does not name its test", false, NULL, 0, NULL}, \
-    {"algo", 0, "ALGO", "NCCL_ALGO the collectives ran with (default: auto)", false, NULL, 0, NULL}, \
-    {"model", 'm', "M", "model of a Megatron-LM log", false, NULL, 0, NULL},                  \
-    {"parallel", 'p', "SPEC", "layout of a Megatron-LM log", false, NULL, 0, NULL}
+#define HINT_OPTS                                                                \
+    {"link",                                                                     \
+     0,                                                                          \
+     "CLASS",                                                                    \
+     "link class of the measured path when the file does not say: "              \
+     "nvlink|nvswitch|pcie|infiniband|roce|ethernet",                            \
+     false,                                                                      \
+     NULL,                                                                       \
+     0,                                                                          \
+     NULL},                                                                      \
+        {"op",                                                                   \
+         0,                                                                      \
+         "OP",                                                                   \
+         "collective of an nccl-tests output that does not name its test",       \
+         false,                                                                  \
+         NULL,                                                                   \
+         0,                                                                      \
+         NULL},                                                                  \
+        {"algo", 0,                                                              \
+         "ALGO", "NCCL_ALGO the collectives ran with (default: auto)",           \
+         false,  NULL,                                                           \
+         0,      NULL},                                                          \
+        {"model", 'm', "M", "model of a Megatron-LM log", false, NULL, 0, NULL}, \
+    {                                                                            \
+        "parallel", 'p', "SPEC", "layout of a Megatron-LM log", false, NULL,     \
+            0, NULL                                                              \
+    }
 
 /* ------------------------------------------------------------------------
  * import
@@ -46,8 +67,10 @@ static int read_inputs(const pp_args *a, pp_cal_set *s, pp_error *e) {
 static const pp_cli_opt import_opts[] = {
     HINT_OPTS,
     {"cluster", 'c', "C", "cluster of a Megatron-LM log", false, NULL, 0, NULL},
-    {"format", 0, "FMT", "json|table (default: json: the measurement set)", false, NULL, 0, NULL},
-    {"output", 'o', "FILE", "write to FILE atomically (default: stdout)", false, NULL, 0, NULL},
+    {"format", 0, "FMT", "json|table (default: json: the measurement set)",
+     false, NULL, 0, NULL},
+    {"output", 'o', "FILE", "write to FILE atomically (default: stdout)", false,
+     NULL, 0, NULL},
     {NULL, 0, NULL, NULL, false, NULL, 0, NULL},
 };
 
@@ -62,7 +85,9 @@ static void import_table(FILE *fp, const void *ctx) {
     for (int k = 0; k < PP_CAL__KINDS; k++) {
         size_t n = 0;
         for (size_t j = 0; j < s->n; j++) n += (int)s->pts[j].kind == k;
-        if (n) fprintf(fp, "%-12s %zu points\n", pp_cal_kind_name((pp_cal_kind)k), n);
+        if (n)
+            fprintf(fp, "%-12s %zu points\n", pp_cal_kind_name((pp_cal_kind)k),
+                    n);
     }
 }
 
@@ -75,25 +100,30 @@ static int run_import(const pp_cli_cmd *cmd, int argc, char **argv) {
     int fmt = 0;
     int rc = pp_cli_parse(cmd, argc, argv, &a, &e);
     if (rc == 1) return 0;
-    if (rc || pp_args_enum(&a, "format", fmts, &fmt, &e)
-        || read_inputs(&a, &s, &e)) {
+    if (rc || pp_args_enum(&a, "format", fmts, &fmt, &e) ||
+        read_inputs(&a, &s, &e)) {
         pp_cal_set_fini(&s);
         return pp_cli_fail(cmd->name, &e);
     }
     pp_outfile of;
     rc = pp_outfile_open(&of, pp_args_get(&a, "output"), &e);
     if (rc == 0) {
-        if (fmt == 0) rc = pp_cal_set_write(&s, of.fp, &e);
-        else import_table(of.fp, &s);
-        if (rc) pp_outfile_abort(&of);
-        else rc = pp_outfile_commit(&of, &e);
+        if (fmt == 0)
+            rc = pp_cal_set_write(&s, of.fp, &e);
+        else
+            import_table(of.fp, &s);
+        if (rc)
+            pp_outfile_abort(&of);
+        else
+            rc = pp_outfile_commit(&of, &e);
     }
     pp_cal_set_fini(&s);
     return rc ? pp_cli_fail(cmd->name, &e) : 0;
 }
 
 static const pp_cli_cmd cmd_import = {
-    "calibrate import", "read measurement files into one measurement set",
+    "calibrate import",
+    "read measurement files into one measurement set",
     "calibrate import FILE... [--link L] [--op OP] [--model M --cluster C "
     "--parallel SPEC] [--format json|table] [-o FILE]",
     "Formats (detected from the content): nccl-tests output (any version,\n"
@@ -101,18 +131,31 @@ static const pp_cli_cmd cmd_import = {
     "ib_*_lat), `podplan exec` JSON, GEMM/membw CSVs, an iterations YAML,\n"
     "Megatron-LM logs, and measurement sets this command wrote.  Every\n"
     "point keeps its file and line.  Schemas: calibrate/README.md.",
-    import_opts, run_import};
+    import_opts,
+    run_import};
 
 /* ------------------------------------------------------------------------
  * fit
  * ---------------------------------------------------------------------- */
 static const pp_cli_opt fit_opts[] = {
     HINT_OPTS,
-    {"cluster", 'c', "C", "the cluster measured (its GPU; iterations that name none) (required)", false, NULL, 0, NULL},
-    {"profile", 0, "P", "profile to start from (default: the cluster GPU's shipped one)", false, NULL, 0, NULL},
-    {"only", 0, "LIST", "fits to run, comma-separated: net,gemm,mem,stack (default: all with points)", false, NULL, 0, NULL},
-    {"plain", 0, NULL, "write provenance as comments and no network: section (a profile today's --profile accepts)", false, NULL, 0, NULL},
-    {"output", 'o', "FILE", "write the profile to FILE atomically (default: stdout)", false, NULL, 0, NULL},
+    {"cluster", 'c', "C",
+     "the cluster measured (its GPU; iterations that name none) (required)",
+     false, NULL, 0, NULL},
+    {"profile", 0, "P",
+     "profile to start from (default: the cluster GPU's shipped one)", false,
+     NULL, 0, NULL},
+    {"only", 0, "LIST",
+     "fits to run, comma-separated: net,gemm,mem,stack (default: all with "
+     "points)",
+     false, NULL, 0, NULL},
+    {"plain", 0, NULL,
+     "write provenance as comments and no network: section (a profile today's "
+     "--profile accepts)",
+     false, NULL, 0, NULL},
+    {"output", 'o', "FILE",
+     "write the profile to FILE atomically (default: stdout)", false, NULL, 0,
+     NULL},
     {NULL, 0, NULL, NULL, false, NULL, 0, NULL},
 };
 
@@ -136,7 +179,8 @@ static void fit_summary(FILE *fp, const pp_cal_result *r) {
     if (r->mem.n_points) pp__cal_fit_print(fp, &r->mem);
     if (r->gemm.n_points) pp__cal_fit_print(fp, &r->gemm);
     for (size_t i = 0; i < r->n_net; i++) pp__cal_fit_print(fp, &r->net[i].fit);
-    for (size_t i = 0; i < r->n_rank; i++) pp__cal_fit_print(fp, &r->rank[i].fit);
+    for (size_t i = 0; i < r->n_rank; i++)
+        pp__cal_fit_print(fp, &r->rank[i].fit);
     if (r->stack.n_points) pp__cal_fit_print(fp, &r->stack);
 }
 
@@ -146,13 +190,19 @@ static int parse_only(const char *list, pp_cal_fit_opts *o, pp_error *e) {
     char buf[256];
     snprintf(buf, sizeof buf, "%s", list);
     for (char *t = strtok(buf, ","); t; t = strtok(NULL, ",")) {
-        if (!strcmp(t, "net")) o->net = true;
-        else if (!strcmp(t, "gemm")) o->gemm = true;
-        else if (!strcmp(t, "mem")) o->mem = true;
-        else if (!strcmp(t, "stack")) o->stack = true;
+        if (!strcmp(t, "net"))
+            o->net = true;
+        else if (!strcmp(t, "gemm"))
+            o->gemm = true;
+        else if (!strcmp(t, "mem"))
+            o->mem = true;
+        else if (!strcmp(t, "stack"))
+            o->stack = true;
         else
-            return pp_error_set(e, PP_EUSAGE, "--only: expected net, gemm, "
-                                "mem or stack, got \"%s\"", t);
+            return pp_error_set(e, PP_EUSAGE,
+                                "--only: expected net, gemm, "
+                                "mem or stack, got \"%s\"",
+                                t);
     }
     return 0;
 }
@@ -191,9 +241,8 @@ static int run_fit(const pp_cli_cmd *cmd, int argc, char **argv) {
     const char *cluster = NULL;
     int rc = pp_cli_parse(cmd, argc, argv, &a, &e);
     if (rc == 1) return 0;
-    if (rc || pp_args_need(&a, "cluster", &cluster, &e)
-        || parse_only(pp_args_get(&a, "only"), &o, &e)
-        || read_inputs(&a, &s, &e))
+    if (rc || pp_args_need(&a, "cluster", &cluster, &e) ||
+        parse_only(pp_args_get(&a, "only"), &o, &e) || read_inputs(&a, &s, &e))
         goto fail;
     o.cluster = cluster;
     if (pp_args_get(&a, "profile")) {
@@ -223,7 +272,8 @@ fail:
 }
 
 static const pp_cli_cmd cmd_fit = {
-    "calibrate fit", "fit a profile (network, GEMM, memory, stack) to measurements",
+    "calibrate fit",
+    "fit a profile (network, GEMM, memory, stack) to measurements",
     "calibrate fit --cluster C FILE... [--profile P] [--only LIST] [--plain] "
     "[-o profile.yaml]",
     "Network: alpha and beta per link class, scope, collective and algorithm\n"
@@ -235,19 +285,29 @@ static const pp_cli_cmd cmd_fit = {
     "simulation).  Each parameter comes with its standard error; a fit the\n"
     "data cannot pin down says which measurements to add.  The profile\n"
     "records its inputs (SHA-256) and the date (SOURCE_DATE_EPOCH if set).",
-    fit_opts, run_fit};
+    fit_opts,
+    run_fit};
 
 /* ------------------------------------------------------------------------
  * validate
  * ---------------------------------------------------------------------- */
 static const pp_cli_opt validate_opts[] = {
     HINT_OPTS,
-    {"profile", 0, "P", "the profile to check: a fitted one, a YAML path or a name in topologies/profiles/ (required)", false, NULL, 0, NULL},
-    {"cluster", 'c', "C", "cluster (its GPU; iterations that name none)", false, NULL, 0, NULL},
-    {"holdout", 'k', "K", "K-fold cross-validation: each point predicted by a fit of the others (default: off)", false, NULL, 0, NULL},
-    {"plot", 0, "FILE.svg", "draw measured vs predicted with gnuplot", false, NULL, 0, NULL},
+    {"profile", 0, "P",
+     "the profile to check: a fitted one, a YAML path or a name in "
+     "topologies/profiles/ (required)",
+     false, NULL, 0, NULL},
+    {"cluster", 'c', "C", "cluster (its GPU; iterations that name none)", false,
+     NULL, 0, NULL},
+    {"holdout", 'k', "K",
+     "K-fold cross-validation: each point predicted by a fit of the others "
+     "(default: off)",
+     false, NULL, 0, NULL},
+    {"plot", 0, "FILE.svg", "draw measured vs predicted with gnuplot", false,
+     NULL, 0, NULL},
     {"format", 0, "FMT", "table|json (default: table)", false, NULL, 0, NULL},
-    {"output", 'o', "FILE", "write to FILE atomically (default: stdout)", false, NULL, 0, NULL},
+    {"output", 'o', "FILE", "write to FILE atomically (default: stdout)", false,
+     NULL, 0, NULL},
     {NULL, 0, NULL, NULL, false, NULL, 0, NULL},
 };
 
@@ -269,8 +329,7 @@ static void describe(const pp_cal_point *p, char *buf, size_t len) {
     case PP_CAL_MEMBW:
         snprintf(buf, len, "membw %s", pp_fmtq(p->bytes, PP_Q_BYTES));
         break;
-    default:
-        snprintf(buf, len, "%s %s", p->model, p->parallel);
+    default: snprintf(buf, len, "%s %s", p->model, p->parallel);
     }
 }
 
@@ -288,10 +347,9 @@ static void validate_table(FILE *fp, const void *ctx) {
                 p->measured_s, p->predicted_s, 100 * p->error);
     }
     fprintf(fp, "\n%zu points%s: mean |error| %.2f%%, max |error| %.2f%%",
-            x->v->n, x->holdout >= 2 ? " (held out)" : "",
-            100 * x->v->mean_abs, 100 * x->v->max_abs);
-    if (x->v->skipped)
-        fprintf(fp, "; %zu points no fit covers", x->v->skipped);
+            x->v->n, x->holdout >= 2 ? " (held out)" : "", 100 * x->v->mean_abs,
+            100 * x->v->max_abs);
+    if (x->v->skipped) fprintf(fp, "; %zu points no fit covers", x->v->skipped);
     fputc('\n', fp);
 }
 
@@ -302,7 +360,9 @@ static json_t *validate_json(const vctx *x) {
         const pp_cal_vpoint *p = &x->v->v[i];
         const pp_cal_point *q = &x->s->pts[p->idx];
         json_t *j = json_object();
-        json_object_set_new(j, "source", json_string(pp_cal_point_loc(x->s, q, loc, sizeof loc)));
+        json_object_set_new(
+            j, "source",
+            json_string(pp_cal_point_loc(x->s, q, loc, sizeof loc)));
         json_object_set_new(j, "kind", json_string(pp_cal_kind_name(q->kind)));
         json_object_set_new(j, "measured_s", pp_json_num(p->measured_s));
         json_object_set_new(j, "predicted_s", pp_json_num(p->predicted_s));
@@ -332,10 +392,10 @@ static int run_validate(const pp_cli_cmd *cmd, int argc, char **argv) {
     const char *prof = NULL, *cluster = NULL;
     int rc = pp_cli_parse(cmd, argc, argv, &a, &e);
     if (rc == 1) return 0;
-    if (rc || pp_args_need(&a, "profile", &prof, &e)
-        || pp_args_int(&a, "holdout", 0, 1000, &k, &e)
-        || pp_args_enum(&a, "format", pp_format_names, &fmt, &e)
-        || read_inputs(&a, &s, &e))
+    if (rc || pp_args_need(&a, "profile", &prof, &e) ||
+        pp_args_int(&a, "holdout", 0, 1000, &k, &e) ||
+        pp_args_enum(&a, "format", pp_format_names, &fmt, &e) ||
+        read_inputs(&a, &s, &e))
         goto fail;
     cluster = pp_args_get(&a, "cluster");
     if (k == 1) {
@@ -367,8 +427,8 @@ static int run_validate(const pp_cli_cmd *cmd, int argc, char **argv) {
     o.cluster = cluster;
     o.base = &r.profile;
     if (pp_cal_validate(&s, &r, (int)k, &o, &v, &e) < 0) goto fail;
-    if (pp_args_get(&a, "plot")
-        && pp_cal_plot(&s, &v, pp_args_get(&a, "plot"), &e) < 0)
+    if (pp_args_get(&a, "plot") &&
+        pp_cal_plot(&s, &v, pp_args_get(&a, "plot"), &e) < 0)
         goto fail;
     vctx x = {&s, &v, (int)k};
     rc = pp_cli_emit(&a, fmt, fmt == PP_FMT_JSON ? validate_json(&x) : NULL,
@@ -387,7 +447,8 @@ fail:
 }
 
 static const pp_cli_cmd cmd_validate = {
-    "calibrate validate", "predictions beside measurements, with hold-out",
+    "calibrate validate",
+    "predictions beside measurements, with hold-out",
     "calibrate validate --profile P FILE... [--cluster C] [--holdout K] "
     "[--plot FILE.svg] [--format table|json] [-o FILE]",
     "For each point: the measured time, the prediction (network: the\n"
@@ -395,7 +456,8 @@ static const pp_cli_cmd cmd_validate = {
     "the simulator at analytic fidelity), the error pred/meas - 1; then the\n"
     "mean and max |error|.  --holdout K refits on K-1 folds and predicts the\n"
     "K-th, in turn.  --plot needs gnuplot (Debian: gnuplot-nox).",
-    validate_opts, run_validate};
+    validate_opts,
+    run_validate};
 
 /* run: cmd_calibrate_run.c. */
 extern const pp_cli_cmd pp__cmd_calibrate_run;
@@ -412,17 +474,24 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
         fprintf(fp, "usage: podplan %s\n\n", cmd->usage);
         for (int i = 0; subs[i]; i++)
             fprintf(fp, "  %-10s %s\n", subs[i]->name + 10, subs[i]->summary);
-        fprintf(fp, "\n`podplan calibrate <subcommand> --help` describes one.\n");
+        fprintf(fp,
+                "\n`podplan calibrate <subcommand> --help` describes one.\n");
         return argc < 2 ? 2 : 0;
     }
     for (int i = 0; subs[i]; i++)
         if (!strcmp(argv[1], subs[i]->name + 10))
             return subs[i]->run(subs[i], argc - 1, argv + 1);
-    fprintf(stderr, "podplan calibrate: unknown subcommand \"%s\" (import, "
-            "fit, validate, run)\n", argv[1]);
+    fprintf(stderr,
+            "podplan calibrate: unknown subcommand \"%s\" (import, "
+            "fit, validate, run)\n",
+            argv[1]);
     return 2;
 }
 
 const pp_cli_cmd pp_cmd_calibrate = {
-    "calibrate", "fit profiles to measurements (nccl-tests, perftest, GEMMs, iterations)",
-    "calibrate import|fit|validate|run ...", NULL, NULL, run};
+    "calibrate",
+    "fit profiles to measurements (nccl-tests, perftest, GEMMs, iterations)",
+    "calibrate import|fit|validate|run ...",
+    NULL,
+    NULL,
+    run};

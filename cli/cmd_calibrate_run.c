@@ -38,20 +38,45 @@ void pp__cal_fit_print(FILE *fp, const pp_cal_fit *f); /* cmd_calibrate.c */
 #define MAX_FILES (MAX_RANKS + 4)
 
 static const pp_cli_opt run_opts[] = {
-    {"cluster", 'c', "C", "the cluster this machine belongs to: its GPU's shipped profile is the base (default: dgx-h100-ndr)", false, NULL, 0, NULL},
-    {"profile", 0, "P", "base profile instead of the cluster GPU's", false, NULL, 0, NULL},
-    {"ranks", 0, "LIST", "rank counts of the collective sweeps (default: 2,3,4)", false, NULL, 0, NULL},
-    {"hold-ranks", 0, "N", "rank count held out of the rank-model fit and predicted (default: the largest of --ranks; 0: none)", false, NULL, 0, NULL},
-    {"minbytes", 'b', "SIZE", "smallest collective size (default: 4KiB)", false, NULL, 0, NULL},
-    {"maxbytes", 'e', "SIZE", "largest collective size (default: 16MiB)", false, NULL, 0, NULL},
-    {"stepfactor", 'f', "F", "size multiplier (default: 4)", false, NULL, 0, NULL},
-    {"iters", 'n', "N", "timed iterations per collective size (default: 20)", false, NULL, 0, NULL},
-    {"backend", 0, "B", "GEMM back-end: cuda|cpu (default: cuda when a GPU is usable, else cpu)", false, NULL, 0, NULL},
-    {"launch", 0, "CMD", "run each collective under this launcher instead of --np; {n} is the rank count (\"srun -N2 -n{n}\")", false, NULL, 0, NULL},
-    {"holdout", 'k', "K", "K-fold cross-validation of the fits (default: 5; 0: off)", false, NULL, 0, NULL},
-    {"keep", 0, "DIR", "keep the exec outputs in DIR (default: a temporary folder, removed)", false, NULL, 0, NULL},
-    {"report", 0, "FILE", "also write the report to FILE (JSON when FILE ends in .json, else text)", false, NULL, 0, NULL},
-    {"output", 'o', "FILE", "the fitted profile (required)", false, NULL, 0, NULL},
+    {"cluster", 'c', "C",
+     "the cluster this machine belongs to: its GPU's shipped profile is the "
+     "base (default: dgx-h100-ndr)",
+     false, NULL, 0, NULL},
+    {"profile", 0, "P", "base profile instead of the cluster GPU's", false,
+     NULL, 0, NULL},
+    {"ranks", 0, "LIST",
+     "rank counts of the collective sweeps (default: 2,3,4)", false, NULL, 0,
+     NULL},
+    {"hold-ranks", 0, "N",
+     "rank count held out of the rank-model fit and predicted (default: the "
+     "largest of --ranks; 0: none)",
+     false, NULL, 0, NULL},
+    {"minbytes", 'b', "SIZE", "smallest collective size (default: 4KiB)", false,
+     NULL, 0, NULL},
+    {"maxbytes", 'e', "SIZE", "largest collective size (default: 16MiB)", false,
+     NULL, 0, NULL},
+    {"stepfactor", 'f', "F", "size multiplier (default: 4)", false, NULL, 0,
+     NULL},
+    {"iters", 'n', "N", "timed iterations per collective size (default: 20)",
+     false, NULL, 0, NULL},
+    {"backend", 0, "B",
+     "GEMM back-end: cuda|cpu (default: cuda when a GPU is usable, else cpu)",
+     false, NULL, 0, NULL},
+    {"launch", 0, "CMD",
+     "run each collective under this launcher instead of --np; {n} is the rank "
+     "count (\"srun -N2 -n{n}\")",
+     false, NULL, 0, NULL},
+    {"holdout", 'k', "K",
+     "K-fold cross-validation of the fits (default: 5; 0: off)", false, NULL, 0,
+     NULL},
+    {"keep", 0, "DIR",
+     "keep the exec outputs in DIR (default: a temporary folder, removed)",
+     false, NULL, 0, NULL},
+    {"report", 0, "FILE",
+     "also write the report to FILE (JSON when FILE ends in .json, else text)",
+     false, NULL, 0, NULL},
+    {"output", 'o', "FILE", "the fitted profile (required)", false, NULL, 0,
+     NULL},
     {NULL, 0, NULL, NULL, false, NULL, 0, NULL},
 };
 
@@ -119,7 +144,8 @@ static int parse_ranks(const char *t, int64_t *v, size_t *n, pp_error *e) {
         char *end;
         long x = strtol(p, &end, 10);
         if (*end || x < 2 || x > 64 || *n >= MAX_RANKS)
-            return pp_error_set(e, PP_EUSAGE, "--ranks: expected up to %d "
+            return pp_error_set(e, PP_EUSAGE,
+                                "--ranks: expected up to %d "
                                 "rank counts from 2 to 64, got \"%s\"",
                                 MAX_RANKS, p);
         v[(*n)++] = x;
@@ -131,13 +157,16 @@ static void measured_only(FILE *fp, const pp_cal_set *s) {
     for (size_t i = 0; i < s->n; i++) {
         const pp_cal_point *p = &s->pts[i];
         if (p->kind == PP_CAL_GEMM && strcmp(p->device, "cuda"))
-            fprintf(fp, "  gemm %s %s %gx%gx%g: %.3g GFLOP/s (measured; a "
-                    "GPU profile is not fitted to a CPU)\n", p->device,
-                    p->dtype, p->m, p->n, p->k,
+            fprintf(fp,
+                    "  gemm %s %s %gx%gx%g: %.3g GFLOP/s (measured; a "
+                    "GPU profile is not fitted to a CPU)\n",
+                    p->device, p->dtype, p->m, p->n, p->k,
                     2 * p->batch * p->m * p->n * p->k / p->time_s / 1e9);
         if (p->kind == PP_CAL_MEMBW && strcmp(p->device, "cuda"))
-            fprintf(fp, "  membw host %s %s: %.3g GB/s (measured; not "
-                    "fitted)\n", p->op, pp_fmtq(p->bytes, PP_Q_BYTES),
+            fprintf(fp,
+                    "  membw host %s %s: %.3g GB/s (measured; not "
+                    "fitted)\n",
+                    p->op, pp_fmtq(p->bytes, PP_Q_BYTES),
                     p->bytes / p->time_s / 1e9);
     }
 }
@@ -150,12 +179,14 @@ static void report_text(FILE *fp, const void *ctx) {
     fprintf(fp, "\nfits:\n");
     if (x->r.mem.n_points) pp__cal_fit_print(fp, &x->r.mem);
     if (x->r.gemm.n_points) pp__cal_fit_print(fp, &x->r.gemm);
-    for (size_t i = 0; i < x->r.n_net; i++) pp__cal_fit_print(fp, &x->r.net[i].fit);
+    for (size_t i = 0; i < x->r.n_net; i++)
+        pp__cal_fit_print(fp, &x->r.net[i].fit);
     fprintf(fp, "\nrank models (t = steps(n) alpha + bw(n) S / beta, all "
-            "counts at once):\n");
+                "counts at once):\n");
     for (size_t i = 0; i < x->r.n_rank; i++) {
         const pp_cal_rankfit *f = &x->r.rank[i];
-        fprintf(fp, "  %s/%s ranks %lld..%lld: alpha %.4g us +- %.2g, beta "
+        fprintf(fp,
+                "  %s/%s ranks %lld..%lld: alpha %.4g us +- %.2g, beta "
                 "%.4g GB/s +- %.2g, R2 %.4f, rms error %.1f%%, %zu points\n",
                 f->op, f->algo, (long long)f->ranks_min,
                 (long long)f->ranks_max, f->alpha_s * 1e6, f->alpha_se * 1e6,
@@ -164,12 +195,14 @@ static void report_text(FILE *fp, const void *ctx) {
     }
     fprintf(fp, "\nheld out:\n");
     if (x->kfold_done)
-        fprintf(fp, "  sizes (%d-fold, every point predicted by a fit of the "
+        fprintf(fp,
+                "  sizes (%d-fold, every point predicted by a fit of the "
                 "others): %zu points, mean |error| %.1f%%, max %.1f%%\n",
                 x->holdout, x->kfold.n, 100 * x->kfold.mean_abs,
                 100 * x->kfold.max_abs);
     if (x->loro_done) {
-        fprintf(fp, "  rank count %lld (rank model fitted on the other "
+        fprintf(fp,
+                "  rank count %lld (rank model fitted on the other "
                 "counts): %zu points, mean |error| %.1f%%, max %.1f%%\n",
                 (long long)x->held, x->loro.n, 100 * x->loro.mean_abs,
                 100 * x->loro.max_abs);
@@ -248,12 +281,10 @@ static int write_report(const char *path, const run_state *x, pp_error *e) {
 
 /* Imports an exec output under its base name when the folder is a
  * temporary one (so the profile's provenance names no /tmp path). */
-static int import_file(run_state *x, const char *path, bool keep,
-                       pp_error *e) {
+static int import_file(run_state *x, const char *path, bool keep, pp_error *e) {
     if (keep) return pp_cal_import(&x->s, path, NULL, e);
     FILE *fp = fopen(path, "rb");
-    if (!fp)
-        return pp_error_set(e, PP_EIO, "%s: %s", path, strerror(errno));
+    if (!fp) return pp_error_set(e, PP_EIO, "%s: %s", path, strerror(errno));
     char *buf = NULL;
     size_t len = 0, cap = 0, got;
     do {
@@ -264,8 +295,8 @@ static int import_file(run_state *x, const char *path, bool keep,
     fclose(fp);
     buf[len] = '\0';
     const char *base = strrchr(path, '/');
-    int rc = pp_cal_import_text(&x->s, base ? base + 1 : path, buf, len, NULL,
-                                e);
+    int rc =
+        pp_cal_import_text(&x->s, base ? base + 1 : path, buf, len, NULL, e);
     free(buf);
     return rc;
 }
@@ -274,26 +305,36 @@ static int import_file(run_state *x, const char *path, bool keep,
 static int sweeps(const pp_args *a, run_state *x, const char *dir,
                   pp_error *e) {
     char file[4200], nbuf[16];
-    const char *b = pp_args_get(a, "minbytes"), *en = pp_args_get(a, "maxbytes"),
+    const char *b = pp_args_get(a, "minbytes"),
+               *en = pp_args_get(a, "maxbytes"),
                *f = pp_args_get(a, "stepfactor"), *it = pp_args_get(a, "iters"),
-               *be = pp_args_get(a, "backend"), *launch = pp_args_get(a, "launch");
+               *be = pp_args_get(a, "backend"),
+               *launch = pp_args_get(a, "launch");
     bool cuda = be ? !strcmp(be, "cuda") : pp_exec_cuda_usable(NULL, 0);
     int rc;
     /* GEMM: a few shapes, small on a CPU (seconds), the sizes that reach
      * a GPU's plateau on cuda. */
-    char *gemm[] = {"exec", "gemm", "--backend", cuda ? "cuda" : "cpu",
-                    "--square", cuda ? "1024,2048,4096,8192" : "128,256,512",
-                    "--iters", cuda ? "50" : "5", "--warmup", "2", NULL};
-    char *membw[] = {"exec", "membw", "--device", cuda ? "cuda" : "host",
-                     "--kernel", "copy,triad", "--sizes",
-                     cuda ? "64MiB,256MiB,1GiB" : "4MiB,16MiB,64MiB",
-                     "--iters", "5", NULL};
-    struct { const char *name; char **args; } fixed[] = {
-        {"exec-gemm.json", gemm}, {"exec-membw.json", membw}};
+    char *gemm[] = {"exec",      "gemm",
+                    "--backend", cuda ? "cuda" : "cpu",
+                    "--square",  cuda ? "1024,2048,4096,8192" : "128,256,512",
+                    "--iters",   cuda ? "50" : "5",
+                    "--warmup",  "2",
+                    NULL};
+    char *membw[] = {
+        "exec",     "membw",
+        "--device", cuda ? "cuda" : "host",
+        "--kernel", "copy,triad",
+        "--sizes",  cuda ? "64MiB,256MiB,1GiB" : "4MiB,16MiB,64MiB",
+        "--iters",  "5",
+        NULL};
+    struct {
+        const char *name;
+        char **args;
+    } fixed[] = {{"exec-gemm.json", gemm}, {"exec-membw.json", membw}};
     for (int i = 0; i < 2; i++) {
         snprintf(file, sizeof file, "%s/%s", dir, fixed[i].name);
-        if ((rc = run_exec(NULL, fixed[i].args, file, e)) < 0
-            || (rc = import_file(x, file, pp_args_get(a, "keep"), e)) < 0)
+        if ((rc = run_exec(NULL, fixed[i].args, file, e)) < 0 ||
+            (rc = import_file(x, file, pp_args_get(a, "keep"), e)) < 0)
             return rc;
     }
     for (size_t k = 0; k < x->n_ranks; k++) {
@@ -311,7 +352,8 @@ static int sweeps(const pp_args *a, run_state *x, const char *dir,
             else
                 snprintf(lbuf, sizeof lbuf, "%s", launch);
             size_t np = 0;
-            for (char *t = strtok(lbuf, " "); t && np < 23; t = strtok(NULL, " "))
+            for (char *t = strtok(lbuf, " "); t && np < 23;
+                 t = strtok(NULL, " "))
                 pre[np++] = t;
         } else {
             args[n++] = "--np";
@@ -332,8 +374,8 @@ static int sweeps(const pp_args *a, run_state *x, const char *dir,
         args[n] = NULL;
         snprintf(file, sizeof file, "%s/exec-collective-%sranks.json", dir,
                  nbuf);
-        if ((rc = run_exec(launch ? pre : NULL, args, file, e)) < 0
-            || (rc = import_file(x, file, pp_args_get(a, "keep"), e)) < 0)
+        if ((rc = run_exec(launch ? pre : NULL, args, file, e)) < 0 ||
+            (rc = import_file(x, file, pp_args_get(a, "keep"), e)) < 0)
             return rc;
     }
     return 0;
@@ -365,12 +407,12 @@ static int run_run(const pp_cli_cmd *cmd, int argc, char **argv) {
     int64_t k = 5, held = -1;
     int rc = pp_cli_parse(cmd, argc, argv, &a, &e);
     if (rc == 1) return 0;
-    if (rc || pp_args_need(&a, "output", &out, &e)
-        || pp_args_int(&a, "holdout", 0, 100, &k, &e)
-        || pp_args_int(&a, "hold-ranks", 0, 64, &held, &e)
-        || parse_ranks(pp_args_get(&a, "ranks") ? pp_args_get(&a, "ranks")
-                                                : "2,3,4",
-                       x.ranks, &x.n_ranks, &e))
+    if (rc || pp_args_need(&a, "output", &out, &e) ||
+        pp_args_int(&a, "holdout", 0, 100, &k, &e) ||
+        pp_args_int(&a, "hold-ranks", 0, 64, &held, &e) ||
+        parse_ranks(pp_args_get(&a, "ranks") ? pp_args_get(&a, "ranks")
+                                             : "2,3,4",
+                    x.ranks, &x.n_ranks, &e))
         goto fail;
     if (k == 1) {
         pp_error_set(&e, PP_EUSAGE, "--holdout: expected 0 (off) or K >= 2");
@@ -386,8 +428,8 @@ static int run_run(const pp_cli_cmd *cmd, int argc, char **argv) {
     if (!cluster && !pp_args_get(&a, "profile")) {
         cluster = "dgx-h100-ndr";
         pp_cli_note(&a, "no --cluster; the GPU part "
-                    "starts from dgx-h100-ndr's h100 profile (fitted only "
-                    "from cuda runs)");
+                        "starts from dgx-h100-ndr's h100 profile (fitted only "
+                        "from cuda runs)");
     }
     if ((dir = pp_args_get(&a, "keep"))) {
         if (mkdir(dir, 0777) < 0 && errno != EEXIST) {
@@ -469,7 +511,8 @@ fail:
 }
 
 const pp_cli_cmd pp__cmd_calibrate_run = {
-    "calibrate run", "exec sweeps on this machine, import, fit, validate",
+    "calibrate run",
+    "exec sweeps on this machine, import, fit, validate",
     "calibrate run -o profile.yaml [--cluster C] [--ranks 2,3,4] "
     "[-b 4KiB -e 16MiB -f 4] [--backend cuda|cpu] [--launch CMD] "
     "[--holdout K] [--report FILE] [--keep DIR]",
@@ -482,4 +525,5 @@ const pp_cli_cmd pp__cmd_calibrate_run = {
     "profile (-o) and prints the report.  CPU GEMMs and host memory are\n"
     "measured and reported but not fitted into the GPU profile.  The\n"
     "default run takes under a minute on a 2-core machine.",
-    run_opts, run_run};
+    run_opts,
+    run_run};

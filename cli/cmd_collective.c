@@ -21,24 +21,49 @@
 #define NOT_SIMULATED (UINT32_C(1) << PP_ALGO_RD)
 
 static const pp_cli_opt opts[] = {
-    {"cluster", 'c', "C", "cluster: YAML file or a name in topologies/ (required)", false, NULL, 0, NULL},
-    {"set", 0, "PATH=VALUE", "override a cluster field, e.g. node.nics.count=4 (repeatable)", true, NULL, 0, NULL},
-    {"op", 0, "OP", "the collective operation (default: allreduce):", false, &pp_reg_coll_op, 0, NULL},
-    {"algo", 0, "ALGO", "the algorithm (default: ring):", false, &pp_reg_coll_algo,
-     NOT_SIMULATED, "recursive doubling is not simulated (it is only run on real hardware)"},
-    {"bytes", 'b', "SIZE", "buffer size per GPU as nccl-tests counts it, e.g. 64MB (required)", false, NULL, 0, NULL},
-    {"gpus", 'n', "N", "group size: the first N GPUs; ps: N workers (default: all)", false, NULL, 0, NULL},
-    {"fidelity", 0, "F", "network model (default: flow):", false, &pp_reg_fidelity, 0, NULL},
-    {"granularity", 0, "G", "auto|step|stream (default: auto: step up to 64 GPUs)", false, NULL, 0, NULL},
-    {"channels", 0, "K", "ring channels (default: one per NIC of a server)", false, NULL, 0, NULL},
-    {"root", 0, "R", "root rank for broadcast and naive (default: 0)", false, NULL, 0, NULL},
-    {"reduce-bw", 0, "BW", "rate at which a GPU sums, e.g. 600GB/s (default: HBM bandwidth / 3)", false, NULL, 0, NULL},
-    {"step-time", 0, "T", "ps: training step time, for the server bandwidth it needs, e.g. 200ms", false, NULL, 0, NULL},
-    {"seed", 0, "N", "seed of the ECMP hash (default: 0)", false, NULL, 0, NULL},
-    {"trace", 0, "FILE", "write a Chrome/Perfetto trace (one track per GPU and per link)", false, NULL, 0, NULL},
-    {"links", 0, NULL, "list the 10 most utilised links: bytes, capacity, utilisation", false, NULL, 0, NULL},
+    {"cluster", 'c', "C",
+     "cluster: YAML file or a name in topologies/ (required)", false, NULL, 0,
+     NULL},
+    {"set", 0, "PATH=VALUE",
+     "override a cluster field, e.g. node.nics.count=4 (repeatable)", true,
+     NULL, 0, NULL},
+    {"op", 0, "OP", "the collective operation (default: allreduce):", false,
+     &pp_reg_coll_op, 0, NULL},
+    {"algo", 0, "ALGO", "the algorithm (default: ring):", false,
+     &pp_reg_coll_algo, NOT_SIMULATED,
+     "recursive doubling is not simulated (it is only run on real hardware)"},
+    {"bytes", 'b', "SIZE",
+     "buffer size per GPU as nccl-tests counts it, e.g. 64MB (required)", false,
+     NULL, 0, NULL},
+    {"gpus", 'n', "N",
+     "group size: the first N GPUs; ps: N workers (default: all)", false, NULL,
+     0, NULL},
+    {"fidelity", 0, "F", "network model (default: flow):", false,
+     &pp_reg_fidelity, 0, NULL},
+    {"granularity", 0, "G",
+     "auto|step|stream (default: auto: step up to 64 GPUs)", false, NULL, 0,
+     NULL},
+    {"channels", 0, "K", "ring channels (default: one per NIC of a server)",
+     false, NULL, 0, NULL},
+    {"root", 0, "R", "root rank for broadcast and naive (default: 0)", false,
+     NULL, 0, NULL},
+    {"reduce-bw", 0, "BW",
+     "rate at which a GPU sums, e.g. 600GB/s (default: HBM bandwidth / 3)",
+     false, NULL, 0, NULL},
+    {"step-time", 0, "T",
+     "ps: training step time, for the server bandwidth it needs, e.g. 200ms",
+     false, NULL, 0, NULL},
+    {"seed", 0, "N", "seed of the ECMP hash (default: 0)", false, NULL, 0,
+     NULL},
+    {"trace", 0, "FILE",
+     "write a Chrome/Perfetto trace (one track per GPU and per link)", false,
+     NULL, 0, NULL},
+    {"links", 0, NULL,
+     "list the 10 most utilised links: bytes, capacity, utilisation", false,
+     NULL, 0, NULL},
     {"format", 0, "FMT", "table|json (default: table)", false, NULL, 0, NULL},
-    {"output", 'o', "FILE", "write to FILE atomically (default: stdout)", false, NULL, 0, NULL},
+    {"output", 'o', "FILE", "write to FILE atomically (default: stdout)", false,
+     NULL, 0, NULL},
     {NULL, 0, NULL, NULL, false, NULL, 0, NULL},
 };
 
@@ -77,15 +102,17 @@ static void print_table(FILE *fp, const void *ctx) {
     const pp_coll_result *r = &x->r;
     char nm[128];
     fprintf(fp, "collective   %s, %s, %zu %s of %s\n",
-            pp_coll_op_name(x->spec.op), pp_coll_algo_name(x->spec.algo), x->spec.n_gpus,
-            x->spec.algo == PP_ALGO_PS ? "workers" : "GPUs", x->cluster);
+            pp_coll_op_name(x->spec.op), pp_coll_algo_name(x->spec.algo),
+            x->spec.n_gpus, x->spec.algo == PP_ALGO_PS ? "workers" : "GPUs",
+            x->cluster);
     /* What ran, with what was asked for when the choice was automatic. */
     fprintf(fp, "simulated    %s fidelity, granularity %s%s, %d channel%s%s\n",
             pp_fidelity_name((pp_fidelity)x->fid), gran_names[r->gran],
             x->spec.gran == PP_GRAN_AUTO ? " (auto)" : "", r->channels,
             r->channels == 1 ? "" : "s",
             x->spec.channels ? "" : " (one per NIC when leaving a server)");
-    fprintf(fp, "size         %s per GPU\n", pp_fmtq(x->spec.bytes, PP_Q_BYTES));
+    fprintf(fp, "size         %s per GPU\n",
+            pp_fmtq(x->spec.bytes, PP_Q_BYTES));
     fprintf(fp, "time         %s\n", pp_fmtq(r->time_s, PP_Q_TIME));
     fprintf(fp, "algbw        %s/s (%s)\n", pp_fmtq(r->algbw_Bps, PP_Q_BYTES),
             pp_fmtq(r->algbw_Bps, PP_Q_BANDWIDTH));
@@ -130,29 +157,36 @@ static json_t *to_json(const result *x) {
     json_t *o = json_object();
     json_object_set_new(o, "cluster", json_string(x->cluster));
     json_object_set_new(o, "op", json_string(pp_coll_op_name(x->spec.op)));
-    json_object_set_new(o, "algo", json_string(pp_coll_algo_name(x->spec.algo)));
+    json_object_set_new(o, "algo",
+                        json_string(pp_coll_algo_name(x->spec.algo)));
     json_object_set_new(o, "bytes", pp_json_num(x->spec.bytes));
     json_object_set_new(o, "gpus", json_integer((json_int_t)x->spec.n_gpus));
-    json_object_set_new(o, "fidelity", json_string(pp_fidelity_name((pp_fidelity)x->fid)));
+    json_object_set_new(o, "fidelity",
+                        json_string(pp_fidelity_name((pp_fidelity)x->fid)));
     /* The resolved values: what the simulation actually ran. */
     json_object_set_new(o, "granularity", json_string(gran_names[r->gran]));
     json_object_set_new(o, "channels", json_integer(r->channels));
     json_object_set_new(o, "time_s", pp_json_num(r->time_s));
     json_object_set_new(o, "algbw_GBps", pp_json_num(r->algbw_Bps / 1e9));
     json_object_set_new(o, "busbw_GBps", pp_json_num(r->busbw_Bps / 1e9));
-    json_object_set_new(o, "busbw_factor",
-                        pp_json_num(pp_coll_busbw_factor(x->spec.op, x->spec.n_gpus)));
+    json_object_set_new(
+        o, "busbw_factor",
+        pp_json_num(pp_coll_busbw_factor(x->spec.op, x->spec.n_gpus)));
     json_object_set_new(o, "transfers", json_integer((json_int_t)r->transfers));
     json_object_set_new(o, "events", json_integer((json_int_t)r->events));
     if (r->busiest_link >= 0) {
-        json_object_set_new(o, "busiest_link",
-                            json_string(link_name(x, r->busiest_link, nm, sizeof nm)));
-        json_object_set_new(o, "busiest_link_bytes", pp_json_num(r->busiest_bytes));
+        json_object_set_new(
+            o, "busiest_link",
+            json_string(link_name(x, r->busiest_link, nm, sizeof nm)));
+        json_object_set_new(o, "busiest_link_bytes",
+                            pp_json_num(r->busiest_bytes));
     }
     if (x->spec.algo == PP_ALGO_PS) {
-        json_object_set_new(o, "server", json_string(x->devs[x->spec.server].name));
+        json_object_set_new(o, "server",
+                            json_string(x->devs[x->spec.server].name));
         json_object_set_new(o, "server_bytes", pp_json_num(x->server_bytes));
-        json_object_set_new(o, "server_link_Bps", pp_json_num(x->server_link_Bps));
+        json_object_set_new(o, "server_link_Bps",
+                            pp_json_num(x->server_link_Bps));
         if (x->step_time > 0) {
             json_object_set_new(o, "step_time_s", pp_json_num(x->step_time));
             json_object_set_new(o, "server_Bps_needed_for_step",
@@ -164,9 +198,11 @@ static json_t *to_json(const result *x) {
         for (int i = 0; i < x->n_top; i++) {
             json_t *l = json_object();
             const link_row *row = &x->top[i];
-            json_object_set_new(l, "link", json_string(link_name(x, row->id, nm, sizeof nm)));
+            json_object_set_new(
+                l, "link", json_string(link_name(x, row->id, nm, sizeof nm)));
             json_object_set_new(l, "bytes", pp_json_num(row->bytes));
-            json_object_set_new(l, "capacity_Bps", pp_json_num(x->links[row->id].bw_Bps));
+            json_object_set_new(l, "capacity_Bps",
+                                pp_json_num(x->links[row->id].bw_Bps));
             json_object_set_new(l, "utilisation", pp_json_num(row->util));
             json_array_append_new(list, l);
         }
@@ -228,7 +264,8 @@ static int make_group(const pp_args *a, const pp_cluster *c, result *x,
     if (ps && info->nodes < 2)
         return pp_error_set(e, PP_EUSAGE,
                             "--algo ps: %s has one server; the parameter "
-                            "server needs a server of its own", info->name);
+                            "server needs a server of its own",
+                            info->name);
     int64_t n = avail;
     const char *v = pp_args_get(a, "gpus");
     if (pp_args_int(a, "gpus", 1, INT64_MAX, &n, e)) return PP_EUSAGE;
@@ -237,7 +274,8 @@ static int make_group(const pp_args *a, const pp_cluster *c, result *x,
             return pp_error_set(e, PP_EUSAGE,
                                 "--gpus: %s is more than the %lld worker GPUs "
                                 "of %s (its last server is the parameter "
-                                "server)", v, (long long)avail, info->name);
+                                "server)",
+                                v, (long long)avail, info->name);
         return pp_error_set(e, PP_EUSAGE,
                             "--gpus: %s is more than the %lld GPUs of %s", v,
                             (long long)avail, info->name);
@@ -273,20 +311,21 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
     bool tracing = false;
     int rc = pp_cli_parse(cmd, argc, argv, &a, &e);
     if (rc == 1) return 0;
-    if (rc || pp_args_need(&a, "cluster", &cspec, &e)
-        || pp_args_choice(&a, "op", &op, &e)
-        || pp_args_choice(&a, "algo", &algo, &e)
-        || pp_args_choice(&a, "fidelity", &fid, &e)
-        || pp_args_enum(&a, "granularity", gran_names, &gran, &e)
-        || pp_args_enum(&a, "format", pp_format_names, &fmt, &e)
-        || pp_args_int(&a, "channels", 1, 1024, &channels, &e)
-        || pp_args_int(&a, "root", 0, INT32_MAX, &root, &e)
-        || pp_args_int(&a, "seed", 0, INT64_MAX, &seed, &e)
-        || pp_args_quantity(&a, "reduce-bw", PP_Q_BANDWIDTH, NULL, &reduce, &e)
-        || pp_args_quantity(&a, "step-time", PP_Q_TIME, NULL, &step_time, &e))
+    if (rc || pp_args_need(&a, "cluster", &cspec, &e) ||
+        pp_args_choice(&a, "op", &op, &e) ||
+        pp_args_choice(&a, "algo", &algo, &e) ||
+        pp_args_choice(&a, "fidelity", &fid, &e) ||
+        pp_args_enum(&a, "granularity", gran_names, &gran, &e) ||
+        pp_args_enum(&a, "format", pp_format_names, &fmt, &e) ||
+        pp_args_int(&a, "channels", 1, 1024, &channels, &e) ||
+        pp_args_int(&a, "root", 0, INT32_MAX, &root, &e) ||
+        pp_args_int(&a, "seed", 0, INT64_MAX, &seed, &e) ||
+        pp_args_quantity(&a, "reduce-bw", PP_Q_BANDWIDTH, NULL, &reduce, &e) ||
+        pp_args_quantity(&a, "step-time", PP_Q_TIME, NULL, &step_time, &e))
         return pp_cli_fail(cmd->name, &e);
     if (!pp_args_get(&a, "bytes")) {
-        pp_error_set(&e, PP_EUSAGE, "--bytes is required (a byte size such "
+        pp_error_set(&e, PP_EUSAGE,
+                     "--bytes is required (a byte size such "
                      "as 64MB); see `podplan collective --help`");
         return pp_cli_fail(cmd->name, &e);
     }
@@ -315,14 +354,17 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
     x.links = pp_cluster_links(c, &nl);
     if ((rc = make_group(&a, c, &x, &gpus, &e))) goto out;
     if ((size_t)root >= x.spec.n_gpus) {
-        rc = pp_error_set(&e, PP_EUSAGE, "--root: %lld is not a rank of the "
-                          "%zu GPUs", (long long)root, x.spec.n_gpus);
+        rc = pp_error_set(&e, PP_EUSAGE,
+                          "--root: %lld is not a rank of the "
+                          "%zu GPUs",
+                          (long long)root, x.spec.n_gpus);
         goto out;
     }
     x.spec.root = (int32_t)root;
     x.spec.gpus = gpus;
 
-    if ((rc = pp_sim_new(c, (pp_fidelity)fid, (uint64_t)seed, &s, &e))) goto out;
+    if ((rc = pp_sim_new(c, (pp_fidelity)fid, (uint64_t)seed, &s, &e)))
+        goto out;
     const char *tpath = pp_args_get(&a, "trace");
     if (tpath) {
         if ((rc = pp_outfile_open(&tf, tpath, &e))) goto out;
@@ -362,15 +404,21 @@ const pp_cli_cmd pp_cmd_collective = {
     "[--fidelity F] [--granularity auto|step|stream] "
     "[--channels K] [--set PATH=VALUE]... [--trace FILE] [--links] "
     "[--format table|json] [-o FILE]",
-    "The group is the first N GPUs in server-major order.  ring uses NCCL-style\n"
-    "channels (one per NIC), rail-aligned between servers; tree is NCCL's double\n"
+    "The group is the first N GPUs in server-major order.  ring uses "
+    "NCCL-style\n"
+    "channels (one per NIC), rail-aligned between servers; tree is NCCL's "
+    "double\n"
     "binary tree; hier reduces inside servers, runs a ring per rail, gathers\n"
-    "inside servers; naive gathers to the root and broadcasts; ps: every worker\n"
-    "pushes S to the server (GPU 0 of the last server) and pulls S back; sharp\n"
+    "inside servers; naive gathers to the root and broadcasts; ps: every "
+    "worker\n"
+    "pushes S to the server (GPU 0 of the last server) and pulls S back; "
+    "sharp\n"
     "reduces in the switches.  algbw = S / time; busbw = algbw x 2(n-1)/n for\n"
     "allreduce, (n-1)/n for allgather, reducescatter and alltoall, 1 for\n"
-    "broadcast and sendrecv (nccl-tests' PERFORMANCE.md).  GB/s in JSON keys is\n"
-    "1e9 bytes per second.  A GPU sums at HBM bandwidth / 3 unless --reduce-bw.",
+    "broadcast and sendrecv (nccl-tests' PERFORMANCE.md).  GB/s in JSON keys "
+    "is\n"
+    "1e9 bytes per second.  A GPU sums at HBM bandwidth / 3 unless "
+    "--reduce-bw.",
     opts,
     run,
 };

@@ -7,21 +7,33 @@
 #include <math.h>
 
 static const pp_cli_opt opts[] = {
-    {"model", 'm', "M", "model (gives P, and F_iter with --iterations)", false, NULL, 0, NULL},
-    {"params", 0, "P", "parameter count instead of a model, e.g. 175e9 or 175B", false, NULL, 0, NULL},
-    {"tokens", 't', "T", "training tokens, e.g. 300e9, 300G or 300B", false, NULL, 0, NULL},
-    {"iterations", 0, "I", "iterations instead of tokens (needs --model, --global-batch)", false, NULL, 0, NULL},
-    {"global-batch", 'b', "B", "global batch in sequences, with --iterations", false, NULL, 0, NULL},
+    {"model", 'm', "M", "model (gives P, and F_iter with --iterations)", false,
+     NULL, 0, NULL},
+    {"params", 0, "P", "parameter count instead of a model, e.g. 175e9 or 175B",
+     false, NULL, 0, NULL},
+    {"tokens", 't', "T", "training tokens, e.g. 300e9, 300G or 300B", false,
+     NULL, 0, NULL},
+    {"iterations", 0, "I",
+     "iterations instead of tokens (needs --model, --global-batch)", false,
+     NULL, 0, NULL},
+    {"global-batch", 'b', "B", "global batch in sequences, with --iterations",
+     false, NULL, 0, NULL},
     {"gpus", 'n', "N", "number of GPUs (required)", false, NULL, 0, NULL},
-    {"tflops", 'x', "X", "achieved FLOP/s per GPU; bare numbers are TFLOPS (required)", false, NULL, 0, NULL},
-    {"recompute", 0, "MODE", "activation recomputation: none gives 6TP, the others 8TP (default: full):", false, &pp_reg_recompute, 0, NULL},
+    {"tflops", 'x', "X",
+     "achieved FLOP/s per GPU; bare numbers are TFLOPS (required)", false, NULL,
+     0, NULL},
+    {"recompute", 0, "MODE",
+     "activation recomputation: none gives 6TP, the others 8TP (default: "
+     "full):",
+     false, &pp_reg_recompute, 0, NULL},
     {"format", 0, "FMT", "table|json (default: table)", false, NULL, 0, NULL},
-    {"output", 'o', "FILE", "write to FILE atomically (default: stdout)", false, NULL, 0, NULL},
+    {"output", 'o', "FILE", "write to FILE atomically (default: stdout)", false,
+     NULL, 0, NULL},
     {NULL, 0, NULL, NULL, false, NULL, 0, NULL},
 };
 
 typedef struct result {
-    const char *model;   /* NULL with --params */
+    const char *model; /* NULL with --params */
     double params, tokens, gpus, flops_per_gpu;
     int64_t iterations, batch;
     double total_flops;
@@ -48,7 +60,8 @@ static void print_table(FILE *fp, const void *ctx) {
     }
     fprintf(fp, "  total compute    %s\n", pp_fmtq(r->total_flops, PP_Q_FLOPS));
     fprintf(fp, "  n GPUs           %.0f\n", r->gpus);
-    fprintf(fp, "  X per GPU        %s\n", pp_fmtq(r->flops_per_gpu, PP_Q_FLOPRATE));
+    fprintf(fp, "  X per GPU        %s\n",
+            pp_fmtq(r->flops_per_gpu, PP_Q_FLOPRATE));
     fprintf(fp, "\n  time to train    %.1f days", r->seconds / DAY_S);
     if (r->seconds >= YEAR_S) fprintf(fp, " (%.1f years)", r->seconds / YEAR_S);
     fputc('\n', fp);
@@ -56,9 +69,12 @@ static void print_table(FILE *fp, const void *ctx) {
 
 static json_t *to_json(const result *r) {
     json_t *o = json_object();
-    json_object_set_new(o, "model", r->model ? json_string(r->model) : json_null());
-    json_object_set_new(o, "method", json_string(r->iterations ? "iterations"
-                                                 : r->recompute ? "8TP/nX" : "6TP/nX"));
+    json_object_set_new(o, "model",
+                        r->model ? json_string(r->model) : json_null());
+    json_object_set_new(o, "method",
+                        json_string(r->iterations  ? "iterations"
+                                    : r->recompute ? "8TP/nX"
+                                                   : "6TP/nX"));
     json_object_set_new(o, "params", pp_json_num(r->params));
     if (r->iterations) {
         json_object_set_new(o, "iterations", json_integer(r->iterations));
@@ -86,16 +102,17 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
 
     int rc = pp_cli_parse(cmd, argc, argv, &a, &e);
     if (rc == 1) return 0;
-    if (rc || pp_args_need(&a, "gpus", &(const char *){0}, &e)
-        || pp_args_int(&a, "gpus", 1, INT64_MAX, &gpus, &e)
-        || pp_args_need(&a, "tflops", &(const char *){0}, &e)
-        || pp_args_quantity(&a, "tflops", PP_Q_FLOPRATE, "TFLOPS", &r.flops_per_gpu, &e)
-        || pp_args_quantity(&a, "params", PP_Q_COUNT, NULL, &r.params, &e)
-        || pp_args_quantity(&a, "tokens", PP_Q_COUNT, NULL, &r.tokens, &e)
-        || pp_args_int(&a, "iterations", 1, INT64_MAX, &r.iterations, &e)
-        || pp_args_int(&a, "global-batch", 1, INT64_MAX, &r.batch, &e)
-        || pp_args_choice(&a, "recompute", &mode, &e)
-        || pp_args_enum(&a, "format", pp_format_names, &fmt, &e))
+    if (rc || pp_args_need(&a, "gpus", &(const char *){0}, &e) ||
+        pp_args_int(&a, "gpus", 1, INT64_MAX, &gpus, &e) ||
+        pp_args_need(&a, "tflops", &(const char *){0}, &e) ||
+        pp_args_quantity(&a, "tflops", PP_Q_FLOPRATE, "TFLOPS",
+                         &r.flops_per_gpu, &e) ||
+        pp_args_quantity(&a, "params", PP_Q_COUNT, NULL, &r.params, &e) ||
+        pp_args_quantity(&a, "tokens", PP_Q_COUNT, NULL, &r.tokens, &e) ||
+        pp_args_int(&a, "iterations", 1, INT64_MAX, &r.iterations, &e) ||
+        pp_args_int(&a, "global-batch", 1, INT64_MAX, &r.batch, &e) ||
+        pp_args_choice(&a, "recompute", &mode, &e) ||
+        pp_args_enum(&a, "format", pp_format_names, &fmt, &e))
         return pp_cli_fail(cmd->name, &e);
     /* T_train has only the two constants: selective counts as full (the
      * extra attention forward is a fraction of a percent). */
@@ -115,7 +132,8 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
     if (r.iterations) {
         pp_flops f;
         if (!spec || !r.batch || pp_args_get(&a, "tokens")) {
-            pp_error_set(&e, PP_EUSAGE, "--iterations needs --model and "
+            pp_error_set(&e, PP_EUSAGE,
+                         "--iterations needs --model and "
                          "--global-batch, and no --tokens");
             return pp_cli_fail(cmd->name, &e);
         }
@@ -125,12 +143,13 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
         r.seconds = r.total_flops / (r.gpus * r.flops_per_gpu);
     } else {
         if (!r.params || !r.tokens) {
-            pp_error_set(&e, PP_EUSAGE, "give --tokens and one of --model or "
+            pp_error_set(&e, PP_EUSAGE,
+                         "give --tokens and one of --model or "
                          "--params (or --iterations with --model)");
             return pp_cli_fail(cmd->name, &e);
         }
-        r.seconds = pp_train_time_s(r.tokens, r.params, r.gpus,
-                                    r.flops_per_gpu, r.recompute);
+        r.seconds = pp_train_time_s(r.tokens, r.params, r.gpus, r.flops_per_gpu,
+                                    r.recompute);
         r.total_flops = r.seconds * r.gpus * r.flops_per_gpu;
     }
     return pp_cli_emit(&a, fmt, to_json(&r), print_table, &r);
@@ -140,10 +159,12 @@ const pp_cli_cmd pp_cmd_estimate = {
     "estimate",
     "time to train: T_train = 8 T P / (n X), or iterations x F_iter / (n X)",
     "estimate (--model M | --params P) --tokens T --gpus N --tflops X\n"
-    "       podplan estimate --model M --iterations I --global-batch B --gpus N --tflops X",
+    "       podplan estimate --model M --iterations I --global-batch B --gpus "
+    "N --tflops X",
     "T_train ~= 8 T P / (n X) with activation recomputation, 6 T P / (n X)\n"
     "without (Narayanan et al. 2021).  Example: GPT-3 175B, 300e9 tokens,\n"
-    "1040 A100 at 140 TFLOP/s:  podplan estimate --params 175e9 --tokens 300e9\n"
+    "1040 A100 at 140 TFLOP/s:  podplan estimate --params 175e9 --tokens "
+    "300e9\n"
     "--gpus 1040 --tflops 140   (33.4 days)",
     opts,
     run,

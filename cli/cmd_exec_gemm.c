@@ -19,27 +19,50 @@
 #define MAX_SHAPES 4096
 
 static const pp_cli_opt gemm_opts[] = {
-    {"backend", 'b', "B", "cuda|cpu (default: cuda when a GPU is usable, else cpu)", false, NULL, 0, NULL},
-    {"dtype", 't', "T", "bf16|fp16|tf32|fp32|fp8 (default: bf16 on cuda, fp32 on cpu)", false, NULL, 0, NULL},
-    {"m", 'm', "LIST", "rows: 4096,8192 or lo:hi:x2 or lo:hi:+S", false, NULL, 0, NULL},
-    {"n", 'n', "LIST", "columns (output features), same syntax", false, NULL, 0, NULL},
+    {"backend", 'b', "B",
+     "cuda|cpu (default: cuda when a GPU is usable, else cpu)", false, NULL, 0,
+     NULL},
+    {"dtype", 't', "T",
+     "bf16|fp16|tf32|fp32|fp8 (default: bf16 on cuda, fp32 on cpu)", false,
+     NULL, 0, NULL},
+    {"m", 'm', "LIST", "rows: 4096,8192 or lo:hi:x2 or lo:hi:+S", false, NULL,
+     0, NULL},
+    {"n", 'n', "LIST", "columns (output features), same syntax", false, NULL, 0,
+     NULL},
     {"k", 'k', "LIST", "inner dimension, same syntax", false, NULL, 0, NULL},
-    {"square", 's', "LIST", "m = n = k for each size in LIST", false, NULL, 0, NULL},
-    {"batch", 0, "N", "strided batch count of the sweep's GEMMs (default: 1)", false, NULL, 0, NULL},
-    {"model", 0, "M", "time the forward GEMMs of one layer of model M", false, NULL, 0, NULL},
-    {"parallel", 'p', "SPEC", "with --model: layout (tp and mbs matter; default tp=1)", false, NULL, 0, NULL},
-    {"iters", 'i', "N", "timed runs per shape, one sample each (default: 100)", false, NULL, 0, NULL},
-    {"warmup", 'w', "N", "untimed runs first (default: 10)", false, NULL, 0, NULL},
-    {"algos", 0, "N", "cuda: cuBLASLt heuristic candidates to try (default: 8)", false, NULL, 0, NULL},
-    {"threads", 0, "N", "cpu: OpenBLAS threads (default: OpenBLAS's own)", false, NULL, 0, NULL},
-    {"device", 0, "N", "cuda: device ordinal (default: 0)", false, NULL, 0, NULL},
-    {"peak", 0, "RATE", "peak to compare with, e.g. 989TFLOPS (default: the catalogue's)", false, NULL, 0, NULL},
-    {"gpu", 0, "NAME", "catalogue GPU whose peak to use (default: matched by device name)", false, NULL, 0, NULL},
-    {"no-check", 0, NULL, "skip the spot check against the CPU reference", false, NULL, 0, NULL},
-    {"list", 0, NULL, "print the shapes (name batch m n k) and time nothing", false, NULL, 0, NULL},
+    {"square", 's', "LIST", "m = n = k for each size in LIST", false, NULL, 0,
+     NULL},
+    {"batch", 0, "N", "strided batch count of the sweep's GEMMs (default: 1)",
+     false, NULL, 0, NULL},
+    {"model", 0, "M", "time the forward GEMMs of one layer of model M", false,
+     NULL, 0, NULL},
+    {"parallel", 'p', "SPEC",
+     "with --model: layout (tp and mbs matter; default tp=1)", false, NULL, 0,
+     NULL},
+    {"iters", 'i', "N", "timed runs per shape, one sample each (default: 100)",
+     false, NULL, 0, NULL},
+    {"warmup", 'w', "N", "untimed runs first (default: 10)", false, NULL, 0,
+     NULL},
+    {"algos", 0, "N", "cuda: cuBLASLt heuristic candidates to try (default: 8)",
+     false, NULL, 0, NULL},
+    {"threads", 0, "N", "cpu: OpenBLAS threads (default: OpenBLAS's own)",
+     false, NULL, 0, NULL},
+    {"device", 0, "N", "cuda: device ordinal (default: 0)", false, NULL, 0,
+     NULL},
+    {"peak", 0, "RATE",
+     "peak to compare with, e.g. 989TFLOPS (default: the catalogue's)", false,
+     NULL, 0, NULL},
+    {"gpu", 0, "NAME",
+     "catalogue GPU whose peak to use (default: matched by device name)", false,
+     NULL, 0, NULL},
+    {"no-check", 0, NULL, "skip the spot check against the CPU reference",
+     false, NULL, 0, NULL},
+    {"list", 0, NULL, "print the shapes (name batch m n k) and time nothing",
+     false, NULL, 0, NULL},
     {"seed", 0, "N", "random inputs' seed (default: 1)", false, NULL, 0, NULL},
     {"format", 0, "FMT", "table|json (default: table)", false, NULL, 0, NULL},
-    {"output", 'o', "FILE", "write to FILE atomically (default: stdout)", false, NULL, 0, NULL},
+    {"output", 'o', "FILE", "write to FILE atomically (default: stdout)", false,
+     NULL, 0, NULL},
     {NULL, 0, NULL, NULL, false, NULL, 0, NULL},
 };
 
@@ -47,9 +70,9 @@ typedef struct gemm_out {
     pp_exec_device dev;
     pp_exec_backend backend;
     pp_gemm_dtype dtype;
-    double peak;            /* 0 = unknown */
+    double peak; /* 0 = unknown */
     char peak_source[96];
-    const char *model;      /* or NULL */
+    const char *model; /* or NULL */
     char parallel[256];
     pp_exec_gemm_result *r;
     size_t n;
@@ -63,7 +86,9 @@ static const char *catalogue_name(const char *dev) {
     for (i = 0; dev[i] && i + 1 < sizeof low; i++)
         low[i] = (char)tolower((unsigned char)dev[i]);
     low[i] = '\0';
-    static const struct { const char *a, *b, *name; } map[] = {
+    static const struct {
+        const char *a, *b, *name;
+    } map[] = {
         {"h100", "pcie", "h100-pcie"},
         {"h100", NULL, "h100-sxm5"},
         {"h200", NULL, "h200-sxm"},
@@ -110,9 +135,11 @@ static int find_peak(const pp_args *a, gemm_out *o, pp_error *e) {
     const pp_gpu_spec *g = pp_catalog_gpu(cat, name);
     if (!g) {
         const char *s = pp_catalog_suggest(cat, PP_CAT_GPU, name);
-        rc = pp_error_set(e, PP_EUSAGE, "--gpu: no GPU \"%s\" in the "
-                          "catalogue%s%s%s", name, s ? " (did you mean \"" : "",
-                          s ? s : "", s ? "\"?)" : "");
+        rc = pp_error_set(e, PP_EUSAGE,
+                          "--gpu: no GPU \"%s\" in the "
+                          "catalogue%s%s%s",
+                          name, s ? " (did you mean \"" : "", s ? s : "",
+                          s ? "\"?)" : "");
     } else {
         o->peak = g->peak_flops[catalogue_dtype(o->dtype)];
         snprintf(o->peak_source, sizeof o->peak_source,
@@ -126,8 +153,8 @@ static void gemm_table(FILE *fp, const void *ctx) {
     const gemm_out *o = ctx;
     fprintf(fp, "backend %s, %s", pp_exec_backend_names[o->backend],
             pp_gemm_dtype_names[o->dtype]);
-    if (o->model) fprintf(fp, ", one layer of %s at %s (forward)", o->model,
-                          o->parallel);
+    if (o->model)
+        fprintf(fp, ", one layer of %s at %s (forward)", o->model, o->parallel);
     fprintf(fp, "\n");
     if (o->peak > 0) fprintf(fp, "peak from %s\n", o->peak_source);
     pp_exec_gemm_print(fp, &o->dev, o->r, o->n, o->peak);
@@ -144,15 +171,19 @@ static json_t *gemm_json(const gemm_out *o) {
         json_object_set_new(d, "threads", json_integer(o->dev.threads));
     }
     json_object_set_new(d, "info", json_string(o->dev.info));
-    json_object_set_new(j, "backend", json_string(pp_exec_backend_names[o->backend]));
+    json_object_set_new(j, "backend",
+                        json_string(pp_exec_backend_names[o->backend]));
     json_object_set_new(j, "device", d);
     json_object_set_new(j, "dtype", json_string(pp_gemm_dtype_names[o->dtype]));
     if (o->model) {
         json_object_set_new(j, "model", json_string(o->model));
         json_object_set_new(j, "parallel", json_string(o->parallel));
     }
-    json_object_set_new(j, "peak_flops", o->peak > 0 ? json_real(o->peak) : json_null());
-    json_object_set_new(j, "peak_source", o->peak > 0 ? json_string(o->peak_source) : json_null());
+    json_object_set_new(j, "peak_flops",
+                        o->peak > 0 ? json_real(o->peak) : json_null());
+    json_object_set_new(j, "peak_source",
+                        o->peak > 0 ? json_string(o->peak_source)
+                                    : json_null());
     for (size_t i = 0; i < o->n; i++) {
         const pp_exec_gemm_result *r = &o->r[i];
         json_t *x = json_object();
@@ -161,8 +192,10 @@ static json_t *gemm_json(const gemm_out *o) {
         json_object_set_new(x, "m", json_integer(r->shape.m));
         json_object_set_new(x, "n", json_integer(r->shape.n));
         json_object_set_new(x, "k", json_integer(r->shape.k));
-        json_object_set_new(x, "dtype", json_string(pp_gemm_dtype_names[r->dtype]));
-        json_object_set_new(x, "backend", json_string(pp_exec_backend_names[r->backend]));
+        json_object_set_new(x, "dtype",
+                            json_string(pp_gemm_dtype_names[r->dtype]));
+        json_object_set_new(x, "backend",
+                            json_string(pp_exec_backend_names[r->backend]));
         json_object_set_new(x, "iters", json_integer((json_int_t)r->time.n));
         json_object_set_new(x, "time_median_s", pp_json_num(r->time.median));
         json_object_set_new(x, "time_p10_s", pp_json_num(r->time.p10));
@@ -178,7 +211,8 @@ static json_t *gemm_json(const gemm_out *o) {
         json_object_set_new(x, "buffers_rotated", json_integer(r->buffers));
         json_object_set_new(x, "checked", json_boolean(r->checked));
         json_object_set_new(x, "check_error_ratio",
-                            r->checked ? pp_json_num(r->check_err) : json_null());
+                            r->checked ? pp_json_num(r->check_err)
+                                       : json_null());
         json_array_append_new(arr, x);
     }
     json_object_set_new(j, "results", arr);
@@ -203,11 +237,12 @@ static int build_shapes(const pp_args *a, gemm_out *o, pp_model *m,
     size_t nm = 0, nn = 0, nk = 0, ns = 0;
     int rc;
     const char *model = pp_args_get(a, "model");
-    bool any_dims = pp_args_get(a, "m") || pp_args_get(a, "n")
-                    || pp_args_get(a, "k");
+    bool any_dims =
+        pp_args_get(a, "m") || pp_args_get(a, "n") || pp_args_get(a, "k");
     bool square = pp_args_get(a, "square") != NULL;
     if ((model != NULL) + any_dims + square != 1)
-        return pp_error_set(e, PP_EUSAGE, "give one of --model, --square or "
+        return pp_error_set(e, PP_EUSAGE,
+                            "give one of --model, --square or "
                             "-m/-n/-k (see `podplan exec gemm --help`)");
     if (pp_args_get(a, "parallel") && !model)
         return pp_error_set(e, PP_EUSAGE, "--parallel goes with --model");
@@ -217,9 +252,9 @@ static int build_shapes(const pp_args *a, gemm_out *o, pp_model *m,
         pp_parallel p;
         pp_parallel_init(&p);
         const char *spec = pp_args_get(a, "parallel");
-        if ((spec && (rc = pp_parallel_parse(spec, &p, e)))
-            || (rc = pp_model_load(model, m, e))
-            || (rc = pp_parallel_validate(&p, m, e)))
+        if ((spec && (rc = pp_parallel_parse(spec, &p, e))) ||
+            (rc = pp_model_load(model, m, e)) ||
+            (rc = pp_parallel_validate(&p, m, e)))
             return rc;
         s = pp_xcalloc(8, sizeof *s);
         if ((rc = pp_layer_gemms(m, &p, s, 8, &ns, e)) < 0) {
@@ -235,16 +270,19 @@ static int build_shapes(const pp_args *a, gemm_out *o, pp_model *m,
         for (size_t i = 0; i < nm; i++)
             s[ns++] = (pp_gemm_shape){"", batch, vm[i], vm[i], vm[i]};
     } else {
-        if ((rc = dims_opt(a, "m", vm, &nm, e))
-            || (rc = dims_opt(a, "n", vn, &nn, e))
-            || (rc = dims_opt(a, "k", vk, &nk, e)))
+        if ((rc = dims_opt(a, "m", vm, &nm, e)) ||
+            (rc = dims_opt(a, "n", vn, &nn, e)) ||
+            (rc = dims_opt(a, "k", vk, &nk, e)))
             return rc;
         if (!nm || !nn || !nk)
-            return pp_error_set(e, PP_EUSAGE, "-m, -n and -k are all needed "
+            return pp_error_set(e, PP_EUSAGE,
+                                "-m, -n and -k are all needed "
                                 "(or --square LIST)");
         if (nm * nn * nk > MAX_SHAPES)
-            return pp_error_set(e, PP_ERANGE, "%zu x %zu x %zu shapes: at "
-                                "most %d", nm, nn, nk, MAX_SHAPES);
+            return pp_error_set(e, PP_ERANGE,
+                                "%zu x %zu x %zu shapes: at "
+                                "most %d",
+                                nm, nn, nk, MAX_SHAPES);
         s = pp_xcalloc(nm * nn * nk, sizeof *s);
         for (size_t i = 0; i < nm; i++)
             for (size_t j = 0; j < nn; j++)
@@ -270,8 +308,8 @@ static void list_table(FILE *fp, const void *ctx) {
         fprintf(fp, "%-12s %5lld %6lld %6lld %6lld %10.2f\n",
                 x->name[0] ? x->name : "-", (long long)x->batch,
                 (long long)x->m, (long long)x->n, (long long)x->k,
-                2e-9 * (double)x->batch * (double)x->m * (double)x->n
-                    * (double)x->k);
+                2e-9 * (double)x->batch * (double)x->m * (double)x->n *
+                    (double)x->k);
     }
 }
 
@@ -310,16 +348,17 @@ int pp_cli_exec_gemm(int argc, char **argv) {
     if (rc == 1) return 0;
     if (!rc && !pp_args_get(&a, "backend"))
         backend = pp_exec_cuda_usable(NULL, 0) ? PP_EXEC_CUDA : PP_EXEC_CPU;
-    if (rc || pp_args_enum(&a, "backend", pp_exec_backend_names, &backend, &e)
-        || pp_args_enum(&a, "dtype", pp_gemm_dtype_names, &dtype, &e)
-        || pp_args_int(&a, "iters", 1, 1000000, &iters, &e)
-        || pp_args_int(&a, "warmup", 0, 1000000, &warmup, &e)
-        || pp_args_int(&a, "algos", 1, 32, &algos, &e)
-        || pp_args_int(&a, "threads", 1, 1024, &threads, &e)
-        || pp_args_int(&a, "device", 0, 1024, &device, &e)
-        || pp_args_int(&a, "seed", 0, INT64_MAX, &seed, &e)
-        || pp_args_enum(&a, "format", pp_format_names, &fmt, &e)
-        || build_shapes(&a, &o, &m, &shapes, &o.n, &e))
+    if (rc ||
+        pp_args_enum(&a, "backend", pp_exec_backend_names, &backend, &e) ||
+        pp_args_enum(&a, "dtype", pp_gemm_dtype_names, &dtype, &e) ||
+        pp_args_int(&a, "iters", 1, 1000000, &iters, &e) ||
+        pp_args_int(&a, "warmup", 0, 1000000, &warmup, &e) ||
+        pp_args_int(&a, "algos", 1, 32, &algos, &e) ||
+        pp_args_int(&a, "threads", 1, 1024, &threads, &e) ||
+        pp_args_int(&a, "device", 0, 1024, &device, &e) ||
+        pp_args_int(&a, "seed", 0, INT64_MAX, &seed, &e) ||
+        pp_args_enum(&a, "format", pp_format_names, &fmt, &e) ||
+        build_shapes(&a, &o, &m, &shapes, &o.n, &e))
         goto fail;
     pp_exec_gemm_opts_init(&opt, (pp_exec_backend)backend);
     if (dtype >= 0) opt.dtype = (pp_gemm_dtype)dtype;
@@ -342,8 +381,8 @@ int pp_cli_exec_gemm(int argc, char **argv) {
                      pp_gemm_dtype_names[opt.dtype]);
         goto fail;
     }
-    if (pp_exec_device_info(opt.backend, opt.device, opt.threads, &o.dev, &e)
-        || find_peak(&a, &o, &e))
+    if (pp_exec_device_info(opt.backend, opt.device, opt.threads, &o.dev, &e) ||
+        find_peak(&a, &o, &e))
         goto fail;
     o.r = pp_xcalloc(o.n, sizeof *o.r);
     for (size_t i = 0; i < o.n; i++)
@@ -390,13 +429,18 @@ const pp_cli_cmd pp__cmd_exec_gemm = {
  * ---------------------------------------------------------------------- */
 static const pp_cli_opt membw_opts[] = {
     {"device", 'd', "D", "host|cuda (default: host)", false, NULL, 0, NULL},
-    {"kernel", 0, "LIST", "copy,triad,memcpy or all (default: copy,triad)", false, NULL, 0, NULL},
-    {"sizes", 0, "LIST", "bytes per array, e.g. 64MiB,1GiB (default: 256MiB on host, 1GiB on cuda)", false, NULL, 0, NULL},
-    {"iters", 'i', "N", "timed iterations, median reported (default: 20)", false, NULL, 0, NULL},
+    {"kernel", 0, "LIST", "copy,triad,memcpy or all (default: copy,triad)",
+     false, NULL, 0, NULL},
+    {"sizes", 0, "LIST",
+     "bytes per array, e.g. 64MiB,1GiB (default: 256MiB on host, 1GiB on cuda)",
+     false, NULL, 0, NULL},
+    {"iters", 'i', "N", "timed iterations, median reported (default: 20)",
+     false, NULL, 0, NULL},
     {"threads", 0, "N", "host: threads (default: 1)", false, NULL, 0, NULL},
     {"gpu", 0, "N", "cuda: device ordinal (default: 0)", false, NULL, 0, NULL},
     {"format", 0, "FMT", "table|json (default: table)", false, NULL, 0, NULL},
-    {"output", 'o', "FILE", "write to FILE atomically (default: stdout)", false, NULL, 0, NULL},
+    {"output", 'o', "FILE", "write to FILE atomically (default: stdout)", false,
+     NULL, 0, NULL},
     {NULL, 0, NULL, NULL, false, NULL, 0, NULL},
 };
 
@@ -407,7 +451,8 @@ typedef struct membw_out {
 
 static void membw_table(FILE *fp, const void *ctx) {
     const membw_out *o = ctx;
-    fprintf(fp, "STREAM definitions: copy moves 2 x array, triad 3 x array "
+    fprintf(fp,
+            "STREAM definitions: copy moves 2 x array, triad 3 x array "
             "(read + written); %zu iterations, median\n\n",
             o->n ? o->r[0].time.n : 0);
     pp_exec_membw_print(fp, o->r, o->n);
@@ -418,9 +463,13 @@ static json_t *membw_json(const membw_out *o) {
     for (size_t i = 0; i < o->n; i++) {
         const pp_exec_membw_result *r = &o->r[i];
         json_t *x = json_object();
-        json_object_set_new(x, "device", json_string(r->device == PP_EXEC_CUDA ? "cuda" : "host"));
-        json_object_set_new(x, "kernel", json_string(pp_membw_kind_names[r->kind]));
-        json_object_set_new(x, "array_bytes", json_integer((json_int_t)r->array_bytes));
+        json_object_set_new(
+            x, "device",
+            json_string(r->device == PP_EXEC_CUDA ? "cuda" : "host"));
+        json_object_set_new(x, "kernel",
+                            json_string(pp_membw_kind_names[r->kind]));
+        json_object_set_new(x, "array_bytes",
+                            json_integer((json_int_t)r->array_bytes));
         json_object_set_new(x, "bytes_moved", pp_json_num(r->bytes_moved));
         if (r->device != PP_EXEC_CUDA)
             json_object_set_new(x, "threads", json_integer(r->threads));
@@ -448,12 +497,14 @@ static int parse_kernels(const char *t, int *kinds, size_t *n, pp_error *e) {
         size_t len = strcspn(t, ",");
         int k;
         for (k = 0; k < PP_MEMBW__KINDS; k++)
-            if (strlen(pp_membw_kind_names[k]) == len
-                && strncmp(t, pp_membw_kind_names[k], len) == 0)
+            if (strlen(pp_membw_kind_names[k]) == len &&
+                strncmp(t, pp_membw_kind_names[k], len) == 0)
                 break;
         if (k == PP_MEMBW__KINDS || *n == PP_MEMBW__KINDS)
-            return pp_error_set(e, PP_EUSAGE, "--kernel: expected copy, triad,"
-                                " memcpy or all, got \"%.*s\"", (int)len, t);
+            return pp_error_set(e, PP_EUSAGE,
+                                "--kernel: expected copy, triad,"
+                                " memcpy or all, got \"%.*s\"",
+                                (int)len, t);
         kinds[(*n)++] = k;
         t += len;
         if (*t == ',') t++;
@@ -470,9 +521,10 @@ static int parse_sizes(const char *t, size_t *sizes, size_t max, size_t *n,
         char why[256] = "";
         double v;
         snprintf(buf, sizeof buf, "%.*s", (int)(len < 63 ? len : 63), t);
-        if (pp_unit_parse(buf, PP_Q_BYTES, NULL, &v, why, sizeof why) < 0
-            || v < 1024)
-            return pp_error_set(e, PP_EUSAGE, "--sizes: expected sizes of at "
+        if (pp_unit_parse(buf, PP_Q_BYTES, NULL, &v, why, sizeof why) < 0 ||
+            v < 1024)
+            return pp_error_set(e, PP_EUSAGE,
+                                "--sizes: expected sizes of at "
                                 "least 1KiB such as 64MiB, got \"%s\"%s%s",
                                 buf, why[0] ? ": " : "", why);
         if (*n == max)
@@ -500,16 +552,19 @@ int pp_cli_exec_membw(int argc, char **argv) {
         return 0;
     }
     const char *kt = NULL, *st = NULL;
-    if (rc || pp_args_enum(&a, "device", where_names, &where, &e)
-        || pp_args_int(&a, "iters", 1, 100000, &iters, &e)
-        || pp_args_int(&a, "threads", 1, 256, &threads, &e)
-        || pp_args_int(&a, "gpu", 0, 1024, &gpu, &e)
-        || pp_args_enum(&a, "format", pp_format_names, &fmt, &e))
+    if (rc || pp_args_enum(&a, "device", where_names, &where, &e) ||
+        pp_args_int(&a, "iters", 1, 100000, &iters, &e) ||
+        pp_args_int(&a, "threads", 1, 256, &threads, &e) ||
+        pp_args_int(&a, "gpu", 0, 1024, &gpu, &e) ||
+        pp_args_enum(&a, "format", pp_format_names, &fmt, &e))
         goto fail;
     kt = pp_args_get(&a, "kernel");
     st = pp_args_get(&a, "sizes");
-    if (parse_kernels(kt ? kt : "copy,triad", kinds, &nk, &e)
-        || parse_sizes(st ? st : where ? "1GiB" : "256MiB", sizes, 16, &ns, &e))
+    if (parse_kernels(kt ? kt : "copy,triad", kinds, &nk, &e) ||
+        parse_sizes(st      ? st
+                    : where ? "1GiB"
+                            : "256MiB",
+                    sizes, 16, &ns, &e))
         goto fail;
     for (size_t s = 0; s < ns; s++)
         for (size_t k = 0; k < nk; k++) {

@@ -4,11 +4,15 @@
 #include "cli_int.h"
 
 static const pp_cli_opt opts[] = {
-    {"model", 'm', "M", "model: YAML file, zoo name or inline spec (required)", false, NULL, 0, NULL},
-    {"global-batch", 'b', "B", "global batch in sequences (required)", false, NULL, 0, NULL},
-    {"recompute", 0, "MODE", "activation recomputation (default: full):", false, &pp_reg_recompute, 0, NULL},
+    {"model", 'm', "M", "model: YAML file, zoo name or inline spec (required)",
+     false, NULL, 0, NULL},
+    {"global-batch", 'b', "B", "global batch in sequences (required)", false,
+     NULL, 0, NULL},
+    {"recompute", 0, "MODE", "activation recomputation (default: full):", false,
+     &pp_reg_recompute, 0, NULL},
     {"format", 0, "FMT", "table|json (default: table)", false, NULL, 0, NULL},
-    {"output", 'o', "FILE", "write to FILE atomically (default: stdout)", false, NULL, 0, NULL},
+    {"output", 'o', "FILE", "write to FILE atomically (default: stdout)", false,
+     NULL, 0, NULL},
     {NULL, 0, NULL, NULL, false, NULL, 0, NULL},
 };
 
@@ -90,12 +94,12 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
 
     int rc = pp_cli_parse(cmd, argc, argv, &a, &e);
     if (rc == 1) return 0;
-    if (rc || pp_args_need(&a, "model", &spec, &e)
-        || pp_args_need(&a, "global-batch", &(const char *){0}, &e)
-        || pp_args_int(&a, "global-batch", 1, INT64_MAX, &r.batch, &e)
-        || pp_args_choice(&a, "recompute", &mode, &e)
-        || pp_args_enum(&a, "format", pp_format_names, &fmt, &e)
-        || pp_cli_load_model(&a, false, &r.m, &e))
+    if (rc || pp_args_need(&a, "model", &spec, &e) ||
+        pp_args_need(&a, "global-batch", &(const char *){0}, &e) ||
+        pp_args_int(&a, "global-batch", 1, INT64_MAX, &r.batch, &e) ||
+        pp_args_choice(&a, "recompute", &mode, &e) ||
+        pp_args_enum(&a, "format", pp_format_names, &fmt, &e) ||
+        pp_cli_load_model(&a, false, &r.m, &e))
         return pp_cli_fail(cmd->name, &e);
     r.rc = (pp_recompute)mode;
 

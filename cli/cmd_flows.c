@@ -15,14 +15,25 @@
 #include <string.h>
 
 static const pp_cli_opt opts[] = {
-    {"cluster", 'c', "C", "cluster: YAML file or a name in topologies/ (required)", false, NULL, 0, NULL},
-    {"input", 'i', "FILE", "the flows: YAML (flows: [...]) or CSV (src,dst,bytes,start); else a name in topologies/examples/ (required)", false, NULL, 0, NULL},
-    {"set", 0, "PATH=VALUE", "override a cluster field, e.g. node.nics.count=4 (repeatable)", true, NULL, 0, NULL},
-    {"fidelity", 0, "F", "network model (default: flow):", false, &pp_reg_fidelity, 0, NULL},
-    {"seed", 0, "N", "seed of the ECMP hash (default: 0)", false, NULL, 0, NULL},
+    {"cluster", 'c', "C",
+     "cluster: YAML file or a name in topologies/ (required)", false, NULL, 0,
+     NULL},
+    {"input", 'i', "FILE",
+     "the flows: YAML (flows: [...]) or CSV (src,dst,bytes,start); else a name "
+     "in topologies/examples/ (required)",
+     false, NULL, 0, NULL},
+    {"set", 0, "PATH=VALUE",
+     "override a cluster field, e.g. node.nics.count=4 (repeatable)", true,
+     NULL, 0, NULL},
+    {"fidelity", 0, "F", "network model (default: flow):", false,
+     &pp_reg_fidelity, 0, NULL},
+    {"seed", 0, "N", "seed of the ECMP hash (default: 0)", false, NULL, 0,
+     NULL},
     {"format", 0, "FMT", "table|json (default: table)", false, NULL, 0, NULL},
-    {"trace", 0, "FILE", "write a Chrome/Perfetto trace of the run to FILE", false, NULL, 0, NULL},
-    {"output", 'o', "FILE", "write to FILE atomically (default: stdout)", false, NULL, 0, NULL},
+    {"trace", 0, "FILE", "write a Chrome/Perfetto trace of the run to FILE",
+     false, NULL, 0, NULL},
+    {"output", 'o', "FILE", "write to FILE atomically (default: stdout)", false,
+     NULL, 0, NULL},
     {NULL, 0, NULL, NULL, false, NULL, 0, NULL},
 };
 
@@ -98,7 +109,8 @@ static json_t *to_json(const result *r) {
     const pp_device *d = pp_cluster_devices(fl->c, &nd);
     json_t *o = json_object(), *list = json_array();
     json_object_set_new(o, "cluster", json_string(r->cluster));
-    json_object_set_new(o, "fidelity", json_string(pp_fidelity_name((pp_fidelity)r->fidelity)));
+    json_object_set_new(
+        o, "fidelity", json_string(pp_fidelity_name((pp_fidelity)r->fidelity)));
     for (size_t i = 0; i < fl->t->n; i++) {
         const pp_traffic_flow *f = &fl->t->flows[i];
         json_t *x = json_object();
@@ -134,26 +146,26 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
 
     int rc = pp_cli_parse(cmd, argc, argv, &a, &e);
     if (rc == 1) return 0;
-    if (rc || pp_args_need(&a, "cluster", &spec, &e)
-        || pp_args_need(&a, "input", &input, &e)
-        || pp_args_choice(&a, "fidelity", &fid, &e)
-        || pp_args_int(&a, "seed", 0, INT64_MAX, &seed, &e)
-        || pp_args_enum(&a, "format", pp_format_names, &fmt, &e))
+    if (rc || pp_args_need(&a, "cluster", &spec, &e) ||
+        pp_args_need(&a, "input", &input, &e) ||
+        pp_args_choice(&a, "fidelity", &fid, &e) ||
+        pp_args_int(&a, "seed", 0, INT64_MAX, &seed, &e) ||
+        pp_args_enum(&a, "format", pp_format_names, &fmt, &e))
         return pp_cli_fail(cmd->name, &e);
     trace_path = pp_args_get(&a, "trace");
 
-    if ((rc = pp_cli_load_cluster(&a, &c, &e))
-        || (rc = pp_data_find("topologies/examples", input, path,
-                              sizeof path, &e))
-        || (rc = pp_traffic_load(path, c, (uint64_t)seed, &t, &e))
-        || (rc = pp_sim_new(c, (pp_fidelity)fid, (uint64_t)seed, &s, &e)))
+    if ((rc = pp_cli_load_cluster(&a, &c, &e)) ||
+        (rc = pp_data_find("topologies/examples", input, path, sizeof path,
+                           &e)) ||
+        (rc = pp_traffic_load(path, c, (uint64_t)seed, &t, &e)) ||
+        (rc = pp_sim_new(c, (pp_fidelity)fid, (uint64_t)seed, &s, &e)))
         goto fail;
     fl.c = c;
     fl.t = t;
     fl.finish_s = pp_xmalloc((t->n ? t->n : 1) * sizeof *fl.finish_s);
     if (trace_path) {
-        if ((rc = pp_outfile_open(&tf, trace_path, &e))
-            || (rc = pp_sim_trace(s, tf.fp, &e)))
+        if ((rc = pp_outfile_open(&tf, trace_path, &e)) ||
+            (rc = pp_sim_trace(s, tf.fp, &e)))
             goto fail;
         tracing = true;
     }
@@ -171,14 +183,12 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
     }
     result res = {pp_cluster_info_get(c)->name, fid, &fl, 0};
     for (size_t i = 0; i < t->n; i++)
-        if (fl.finish_s[i] > res.makespan_s)
-            res.makespan_s = fl.finish_s[i];
+        if (fl.finish_s[i] > res.makespan_s) res.makespan_s = fl.finish_s[i];
     pp_sim_free(s); /* writes the trace's closing bracket */
     s = NULL;
     if (tracing) {
         tracing = false;
-        if ((rc = pp_outfile_commit(&tf, &e)))
-            goto fail;
+        if ((rc = pp_outfile_commit(&tf, &e))) goto fail;
     }
     status = pp_cli_emit(&a, fmt, to_json(&res), print_table, &res);
     free(fl.finish_s);

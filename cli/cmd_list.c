@@ -16,13 +16,22 @@
 
 static const pp_cli_opt opts[] = {
     {"format", 0, "FMT", "table|json (default: table)", false, NULL, 0, NULL},
-    {"output", 'o', "FILE", "write to FILE atomically (default: stdout)", false, NULL, 0, NULL},
+    {"output", 'o', "FILE", "write to FILE atomically (default: stdout)", false,
+     NULL, 0, NULL},
     {NULL, 0, NULL, NULL, false, NULL, 0, NULL},
 };
 
-enum { L_MODELS, L_CLUSTERS, L_PROFILES, L_GPUS, L_SWITCHES, L_LINKS, L_SERVERS };
-static const char *const what_names[] = {"models", "clusters", "profiles",
-                                         "gpus", "switches", "links",
+enum {
+    L_MODELS,
+    L_CLUSTERS,
+    L_PROFILES,
+    L_GPUS,
+    L_SWITCHES,
+    L_LINKS,
+    L_SERVERS
+};
+static const char *const what_names[] = {"models",  "clusters", "profiles",
+                                         "gpus",    "switches", "links",
                                          "servers", NULL};
 static const char *const link_class[] = {"PCIe", "NVLink", "InfiniBand",
                                          "Ethernet", "socket link"};
@@ -57,9 +66,11 @@ static void describe_model(const char *name, char *d, size_t len) {
                  pp_fmtq(m.flops_per_sample, PP_Q_FLOPS));
         return;
     }
-    snprintf(d, len, "%s parameters: %lld layers, hidden %lld, %lld heads%s, "
-             "seq %lld, vocab %lld", pp_fmtq(pp_model_params(&m), PP_Q_COUNT),
-             (long long)m.layers, (long long)m.hidden, (long long)m.heads,
+    snprintf(d, len,
+             "%s parameters: %lld layers, hidden %lld, %lld heads%s, "
+             "seq %lld, vocab %lld",
+             pp_fmtq(pp_model_params(&m), PP_Q_COUNT), (long long)m.layers,
+             (long long)m.hidden, (long long)m.heads,
              m.kv_heads != m.heads ? " (GQA)" : "", (long long)m.seq,
              (long long)m.vocab);
 }
@@ -72,14 +83,15 @@ static void describe_cluster(const char *name, char *d, size_t len) {
         return;
     }
     const pp_cluster_info *i = pp_cluster_info_get(c);
-    int32_t sw = i->switches[PP_DEV_LEAF] + i->switches[PP_DEV_SPINE]
-                 + i->switches[PP_DEV_CORE];
-    snprintf(d, len, "%d server%s x %d %s, %d HCA%s per server (%s), %d "
-             "fabric switch%s", (int)i->nodes, i->nodes == 1 ? "" : "s",
-             (int)i->gpus_per_node,
+    int32_t sw = i->switches[PP_DEV_LEAF] + i->switches[PP_DEV_SPINE] +
+                 i->switches[PP_DEV_CORE];
+    snprintf(d, len,
+             "%d server%s x %d %s, %d HCA%s per server (%s), %d "
+             "fabric switch%s",
+             (int)i->nodes, i->nodes == 1 ? "" : "s", (int)i->gpus_per_node,
              i->gpu ? i->gpu->name : "?", (int)i->hcas_per_node,
-             i->hcas_per_node == 1 ? "" : "s",
-             i->nic ? i->nic->name : "none", (int)sw, sw == 1 ? "" : "es");
+             i->hcas_per_node == 1 ? "" : "s", i->nic ? i->nic->name : "none",
+             (int)sw, sw == 1 ? "" : "es");
     pp_cluster_free(c);
 }
 
@@ -101,23 +113,29 @@ static void describe_profile(const char *name, char *d, size_t len) {
         snprintf(d, len, "(does not load: %.400s)", e.msg);
         return;
     }
-    snprintf(d, len, "GPU profile for the %s* GPUs: large GEMMs at %.0f%% of "
+    snprintf(d, len,
+             "GPU profile for the %s* GPUs: large GEMMs at %.0f%% of "
              "peak, memory-bound kernels at %.0f%% of HBM, framework "
-             "efficiency %.2f", name, 100 * p.gemm_efficiency,
-             100 * p.mem_efficiency, p.framework_efficiency);
+             "efficiency %.2f",
+             name, 100 * p.gemm_efficiency, 100 * p.mem_efficiency,
+             p.framework_efficiency);
 }
 
-static int from_files(listing *l, const char *subdir, int what,
-                      pp_error *e) {
+static int from_files(listing *l, const char *subdir, int what, pp_error *e) {
     char **names = NULL, d[PP_ERROR_MSG_MAX + 64];
     size_t n = pp_data_names(subdir, &names, NULL);
     if (n == 0)
-        return pp_error_set(e, PP_ENOENT, "no %s found: no data folder has "
-                            "%s/ (set PODPLAN_DATA_DIR)", l->what, subdir);
+        return pp_error_set(e, PP_ENOENT,
+                            "no %s found: no data folder has "
+                            "%s/ (set PODPLAN_DATA_DIR)",
+                            l->what, subdir);
     for (size_t i = 0; i < n; i++) {
-        if (what == L_MODELS) describe_model(names[i], d, sizeof d);
-        else if (what == L_CLUSTERS) describe_cluster(names[i], d, sizeof d);
-        else describe_profile(names[i], d, sizeof d);
+        if (what == L_MODELS)
+            describe_model(names[i], d, sizeof d);
+        else if (what == L_CLUSTERS)
+            describe_cluster(names[i], d, sizeof d);
+        else
+            describe_profile(names[i], d, sizeof d);
         add(l, names[i], d);
     }
     pp_data_names_free(names, n);
@@ -160,8 +178,7 @@ static int from_catalog(listing *l, int what, pp_error *e) {
         } else {
             const pp_server_spec *s = x;
             snprintf(d, sizeof d, "server chassis, %.0f W%s", s->power_w,
-                     s->includes_gpus ? " (price and power include GPUs)"
-                                      : "");
+                     s->includes_gpus ? " (price and power include GPUs)" : "");
         }
         add(l, name, d);
     }
@@ -203,7 +220,8 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
     if (rc || pp_args_enum(&a, "format", pp_format_names, &fmt, &e))
         return pp_cli_fail(cmd->name, &e);
     if (a.n_positional != 1) {
-        pp_error_set(&e, PP_EUSAGE, "expected one of models, clusters, "
+        pp_error_set(&e, PP_EUSAGE,
+                     "expected one of models, clusters, "
                      "profiles, gpus, switches, links, servers; see `podplan "
                      "list --help`");
         return pp_cli_fail(cmd->name, &e);
@@ -214,21 +232,28 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
     if (what < 0) {
         const char *near = pp_closest(w, what_names);
         if (near)
-            pp_error_set(&e, PP_EUSAGE, "unknown list \"%s\" (did you mean "
+            pp_error_set(&e, PP_EUSAGE,
+                         "unknown list \"%s\" (did you mean "
                          "\"%s\"?); expected models, clusters, profiles, "
-                         "gpus, switches, links or servers", w, near);
+                         "gpus, switches, links or servers",
+                         w, near);
         else
-            pp_error_set(&e, PP_EUSAGE, "unknown list \"%s\"; expected "
+            pp_error_set(&e, PP_EUSAGE,
+                         "unknown list \"%s\"; expected "
                          "models, clusters, profiles, gpus, switches, links "
-                         "or servers", w);
+                         "or servers",
+                         w);
         return pp_cli_fail(cmd->name, &e);
     }
     l.what = what_names[what];
-    if (what == L_MODELS) rc = from_files(&l, "models/zoo", what, &e);
-    else if (what == L_CLUSTERS) rc = from_files(&l, "topologies", what, &e);
+    if (what == L_MODELS)
+        rc = from_files(&l, "models/zoo", what, &e);
+    else if (what == L_CLUSTERS)
+        rc = from_files(&l, "topologies", what, &e);
     else if (what == L_PROFILES)
         rc = from_files(&l, "topologies/profiles", what, &e);
-    else rc = from_catalog(&l, what, &e);
+    else
+        rc = from_catalog(&l, what, &e);
     status = rc ? pp_cli_fail(cmd->name, &e)
                 : pp_cli_emit(&a, fmt, to_json(&l), print_table, &l);
     for (size_t i = 0; i < l.n; i++) {
@@ -241,7 +266,8 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
 
 const pp_cli_cmd pp_cmd_list = {
     "list",
-    "list what ships: models, clusters, profiles, gpus, switches, links, servers",
+    "list what ships: models, clusters, profiles, gpus, switches, links, "
+    "servers",
     "list models|clusters|profiles|gpus|switches|links|servers "
     "[--format table|json] [-o FILE]",
     "models and clusters are the names --model and --cluster accept (the\n"

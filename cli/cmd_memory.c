@@ -4,15 +4,21 @@
 #include "cli_int.h"
 
 static const pp_cli_opt opts[] = {
-    {"model", 'm', "M", "model: YAML file, zoo name or inline spec (required)", false, NULL, 0, NULL},
-    {"parallel", 'p', "SPEC", "tp=8,pp=8,dp=16,mbs=1,gbs=1536[,vp=,sp=,recompute=,zero=,first=,last=] (required)", false, NULL, 0, NULL},
-    {"optimizer", 0, "OPT", "optimizer (default: adam-mixed):", false, &pp_reg_optimizer, 0, NULL},
-    {"gpu-memory", 0, "SIZE", "HBM per GPU to check the fit against, e.g. 80GB", false, NULL, 0, NULL},
+    {"model", 'm', "M", "model: YAML file, zoo name or inline spec (required)",
+     false, NULL, 0, NULL},
+    {"parallel", 'p', "SPEC",
+     "tp=8,pp=8,dp=16,mbs=1,gbs=1536[,vp=,sp=,recompute=,zero=,first=,last=] "
+     "(required)",
+     false, NULL, 0, NULL},
+    {"optimizer", 0, "OPT", "optimizer (default: adam-mixed):", false,
+     &pp_reg_optimizer, 0, NULL},
+    {"gpu-memory", 0, "SIZE", "HBM per GPU to check the fit against, e.g. 80GB",
+     false, NULL, 0, NULL},
     {"format", 0, "FMT", "table|json (default: table)", false, NULL, 0, NULL},
-    {"output", 'o', "FILE", "write to FILE atomically (default: stdout)", false, NULL, 0, NULL},
+    {"output", 'o', "FILE", "write to FILE atomically (default: stdout)", false,
+     NULL, 0, NULL},
     {NULL, 0, NULL, NULL, false, NULL, 0, NULL},
 };
-
 
 typedef struct result {
     pp_model m;
@@ -28,18 +34,23 @@ static void print_table(FILE *fp, const void *ctx) {
     char spec[256];
     fprintf(fp, "model        %s (%s parameters)\n", r->m.name,
             pp_fmtq(pp_model_params(&r->m), PP_Q_COUNT));
-    fprintf(fp, "parallel     %s\n", pp_parallel_format(&r->p, spec, sizeof spec));
-    fprintf(fp, "optimizer    %s\n\n", pp_optimizer_name((pp_optimizer)r->optimizer));
+    fprintf(fp, "parallel     %s\n",
+            pp_parallel_format(&r->p, spec, sizeof spec));
+    fprintf(fp, "optimizer    %s\n\n",
+            pp_optimizer_name((pp_optimizer)r->optimizer));
     if (r->p.pp > 1)
         fprintf(fp, "per GPU (pipeline stage %lld of %lld, the most loaded)\n",
                 (long long)x->stage, (long long)r->p.pp);
     else
         fprintf(fp, "per GPU\n");
-    fprintf(fp, "  %-26s %12s\n", "parameters held", pp_fmtq(x->params_per_gpu, PP_Q_COUNT));
+    fprintf(fp, "  %-26s %12s\n", "parameters held",
+            pp_fmtq(x->params_per_gpu, PP_Q_COUNT));
     fprintf(fp, "  %-26s %12s\n", "weights", pp_fmtq(x->weights, PP_Q_BYTES));
     fprintf(fp, "  %-26s %12s\n", "gradients", pp_fmtq(x->grads, PP_Q_BYTES));
-    fprintf(fp, "  %-26s %12s\n", "optimizer states", pp_fmtq(x->optimizer, PP_Q_BYTES));
-    fprintf(fp, "  %-26s %12s\n", "model states", pp_fmtq(x->model_states, PP_Q_BYTES));
+    fprintf(fp, "  %-26s %12s\n", "optimizer states",
+            pp_fmtq(x->optimizer, PP_Q_BYTES));
+    fprintf(fp, "  %-26s %12s\n", "model states",
+            pp_fmtq(x->model_states, PP_Q_BYTES));
     fprintf(fp, "  %-26s %12s  (%g micro-batches in flight)\n", "activations",
             pp_fmtq(x->activations, PP_Q_BYTES), x->inflight);
     fprintf(fp, "  %-26s %12s\n", "buffers", pp_fmtq(x->buffers, PP_Q_BYTES));
@@ -67,8 +78,12 @@ static json_t *to_json(const result *r) {
     char spec[256];
     json_t *o = json_object(), *b = json_object();
     json_object_set_new(o, "model", json_string(r->m.name));
-    json_object_set_new(o, "parallel", json_string(pp_parallel_format(&r->p, spec, sizeof spec)));
-    json_object_set_new(o, "optimizer", json_string(pp_optimizer_name((pp_optimizer)r->optimizer)));
+    json_object_set_new(
+        o, "parallel",
+        json_string(pp_parallel_format(&r->p, spec, sizeof spec)));
+    json_object_set_new(
+        o, "optimizer",
+        json_string(pp_optimizer_name((pp_optimizer)r->optimizer)));
     json_object_set_new(o, "memory_per_gpu_bytes", pp_json_num(x->total));
     json_object_set_new(o, "params_per_gpu", pp_json_num(x->params_per_gpu));
     json_object_set_new(b, "weights_bytes", pp_json_num(x->weights));
@@ -84,7 +99,8 @@ static json_t *to_json(const result *r) {
     if (r->hbm > 0) {
         json_object_set_new(o, "gpu_memory_bytes", pp_json_num(r->hbm));
         json_object_set_new(o, "fits", json_boolean(x->total <= r->hbm));
-        json_object_set_new(o, "headroom_bytes", pp_json_num(r->hbm - x->total));
+        json_object_set_new(o, "headroom_bytes",
+                            pp_json_num(r->hbm - x->total));
     }
     return o;
 }
@@ -99,15 +115,15 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
     pp_parallel_init(&r.p);
     int rc = pp_cli_parse(cmd, argc, argv, &a, &e);
     if (rc == 1) return 0;
-    if (rc || pp_args_need(&a, "model", &spec, &e)
-        || pp_args_need(&a, "parallel", &pspec, &e)
-        || pp_args_choice(&a, "optimizer", &r.optimizer, &e)
-        || pp_args_quantity(&a, "gpu-memory", PP_Q_BYTES, NULL, &r.hbm, &e)
-        || pp_args_enum(&a, "format", pp_format_names, &fmt, &e)
-        || pp_cli_load_parallel(&a, &r.p, NULL, &e)
-        || pp_cli_load_model(&a, false, &r.m, &e)
-        || pp_parallel_validate(&r.p, &r.m, &e)
-        || pp_memory_per_gpu(&r.m, &r.p, (pp_optimizer)r.optimizer, &r.mem, &e))
+    if (rc || pp_args_need(&a, "model", &spec, &e) ||
+        pp_args_need(&a, "parallel", &pspec, &e) ||
+        pp_args_choice(&a, "optimizer", &r.optimizer, &e) ||
+        pp_args_quantity(&a, "gpu-memory", PP_Q_BYTES, NULL, &r.hbm, &e) ||
+        pp_args_enum(&a, "format", pp_format_names, &fmt, &e) ||
+        pp_cli_load_parallel(&a, &r.p, NULL, &e) ||
+        pp_cli_load_model(&a, false, &r.m, &e) ||
+        pp_parallel_validate(&r.p, &r.m, &e) ||
+        pp_memory_per_gpu(&r.m, &r.p, (pp_optimizer)r.optimizer, &r.mem, &e))
         return pp_cli_fail(cmd->name, &e);
     return pp_cli_emit(&a, fmt, to_json(&r), print_table, &r);
 }
@@ -117,8 +133,10 @@ const pp_cli_cmd pp_cmd_memory = {
     "memory per GPU of a parallel layout: model states, activations, buffers",
     "memory --model M --parallel SPEC [--optimizer OPT] "
     "[--gpu-memory SIZE] [--format table|json] [-o FILE]",
-    "Model states (weights, gradients, optimizer) are sharded by ZeRO over dp;\n"
-    "the optimizer step also copies the 16-bit gradients to fp32 (Megatron-LM:\n"
+    "Model states (weights, gradients, optimizer) are sharded by ZeRO over "
+    "dp;\n"
+    "the optimizer step also copies the 16-bit gradients to fp32 "
+    "(Megatron-LM:\n"
     "20 bytes per parameter in all), while activations are freed, so the\n"
     "total is model states plus the larger of the two;\n"
     "activations follow Korthikanti et al. 2022 (TP, sequence parallelism,\n"

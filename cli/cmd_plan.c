@@ -11,32 +11,83 @@
 #include <string.h>
 
 static const pp_cli_opt opts[] = {
-    {"model", 'm', "M", "model: YAML file, zoo name or inline spec (required)", false, NULL, 0, NULL},
-    {"cluster", 'c', "C", "cluster: YAML file or a name in topologies/ (required)", false, NULL, 0, NULL},
-    {"set", 0, "PATH=VALUE", "override a cluster field, e.g. node.nics.count=4 (repeatable)", true, NULL, 0, NULL},
-    {"gpus", 'n', "N", "GPUs to use (default: every count up to the cluster's that suits the batch)", false, NULL, 0, NULL},
-    {"global-batch", 'b', "B", "global batch in sequences (default: the GPU count)", false, NULL, 0, NULL},
-    {"top", 'k', "K", "simulate the best K by the estimate; 0 ranks by the estimate alone (default: 10)", false, NULL, 0, NULL},
-    {"show", 0, "N", "candidates listed in full (default: max(K, 10))", false, NULL, 0, NULL},
-    {"fix", 0, "KEY=V", "pin a dimension: tp pp dp mbs gbs vp sp recompute zero overlap first last (repeatable, or a comma list)", true, NULL, 0, NULL},
-    {"exclude", 0, "KEY=V", "drop a value of a dimension, e.g. recompute=none (repeatable)", true, NULL, 0, NULL},
-    {"allow-cross-node-tp", 0, NULL, "let TP groups span servers", false, NULL, 0, NULL},
-    {"uneven", 0, NULL, "also try uneven pipeline splits (fewer or more layers on the first and last stages)", false, NULL, 0, NULL},
-    {"memory-reserve", 0, "F", "HBM kept free, e.g. 10% or 0.1 (default: 10%)", false, NULL, 0, NULL},
-    {"objective", 0, "O", "time (iteration) | train (time to train, needs --tokens) | cost (default: time)", false, NULL, 0, NULL},
-    {"tokens", 0, "T", "training tokens, e.g. 300e9: adds days (and cost per trained model)", false, NULL, 0, NULL},
-    {"fidelity", 0, "F", "network model of the simulations (default: flow):", false, &pp_reg_fidelity, 0, NULL},
-    {"optimizer", 0, "OPT", "optimizer, for the memory of model states (default: adam-mixed):", false, &pp_reg_optimizer, 0, NULL},
-    {"profile", 0, "P", "GPU profile: YAML file or a name in topologies/profiles/ (default: the GPU's)", false, NULL, 0, NULL},
-    {"amortization", 0, "YEARS", "capital cost spread over (default: 4)", false, NULL, 0, NULL},
-    {"usd-per-kwh", 0, "X", "electricity price (default: 0.10)", false, NULL, 0, NULL},
-    {"pue", 0, "X", "power usage effectiveness (default: 1.3)", false, NULL, 0, NULL},
-    {"placement", 0, "ORDER", "pin the rank order, innermost first: tp,pp,dp (Megatron-LM with --use-tp-pp-dp-mapping) or tp,dp,pp (Megatron-LM's own, DeepSpeed's and NeMo 2.0's only) (default: both searched; tp,dp,pp with --format deepspeed|nemo2)", false, NULL, 0, NULL},
-    {"seed", 0, "N", "seed of the ECMP hash in the simulations (default: 0)", false, NULL, 0, NULL},
-    {"jobs", 'j', "N", "simulations run at once (default: one per CPU; the result is the same)", false, NULL, 0, NULL},
-    {"no-timing", 0, NULL, "leave wall-clock figures out, for byte-identical output", false, NULL, 0, NULL},
-    {"format", 0, "FMT", "table|json|yaml|megatron|nemo|deepspeed|nemo2 (default: table)", false, NULL, 0, NULL},
-    {"output", 'o', "FILE", "write to FILE atomically (default: stdout)", false, NULL, 0, NULL},
+    {"model", 'm', "M", "model: YAML file, zoo name or inline spec (required)",
+     false, NULL, 0, NULL},
+    {"cluster", 'c', "C",
+     "cluster: YAML file or a name in topologies/ (required)", false, NULL, 0,
+     NULL},
+    {"set", 0, "PATH=VALUE",
+     "override a cluster field, e.g. node.nics.count=4 (repeatable)", true,
+     NULL, 0, NULL},
+    {"gpus", 'n', "N",
+     "GPUs to use (default: every count up to the cluster's that suits the "
+     "batch)",
+     false, NULL, 0, NULL},
+    {"global-batch", 'b', "B",
+     "global batch in sequences (default: the GPU count)", false, NULL, 0,
+     NULL},
+    {"top", 'k', "K",
+     "simulate the best K by the estimate; 0 ranks by the estimate alone "
+     "(default: 10)",
+     false, NULL, 0, NULL},
+    {"show", 0, "N", "candidates listed in full (default: max(K, 10))", false,
+     NULL, 0, NULL},
+    {"fix", 0, "KEY=V",
+     "pin a dimension: tp pp dp mbs gbs vp sp recompute zero overlap first "
+     "last (repeatable, or a comma list)",
+     true, NULL, 0, NULL},
+    {"exclude", 0, "KEY=V",
+     "drop a value of a dimension, e.g. recompute=none (repeatable)", true,
+     NULL, 0, NULL},
+    {"allow-cross-node-tp", 0, NULL, "let TP groups span servers", false, NULL,
+     0, NULL},
+    {"uneven", 0, NULL,
+     "also try uneven pipeline splits (fewer or more layers on the first and "
+     "last stages)",
+     false, NULL, 0, NULL},
+    {"memory-reserve", 0, "F", "HBM kept free, e.g. 10% or 0.1 (default: 10%)",
+     false, NULL, 0, NULL},
+    {"objective", 0, "O",
+     "time (iteration) | train (time to train, needs --tokens) | cost "
+     "(default: time)",
+     false, NULL, 0, NULL},
+    {"tokens", 0, "T",
+     "training tokens, e.g. 300e9: adds days (and cost per trained model)",
+     false, NULL, 0, NULL},
+    {"fidelity", 0, "F", "network model of the simulations (default: flow):",
+     false, &pp_reg_fidelity, 0, NULL},
+    {"optimizer", 0, "OPT",
+     "optimizer, for the memory of model states (default: adam-mixed):", false,
+     &pp_reg_optimizer, 0, NULL},
+    {"profile", 0, "P",
+     "GPU profile: YAML file or a name in topologies/profiles/ (default: the "
+     "GPU's)",
+     false, NULL, 0, NULL},
+    {"amortization", 0, "YEARS", "capital cost spread over (default: 4)", false,
+     NULL, 0, NULL},
+    {"usd-per-kwh", 0, "X", "electricity price (default: 0.10)", false, NULL, 0,
+     NULL},
+    {"pue", 0, "X", "power usage effectiveness (default: 1.3)", false, NULL, 0,
+     NULL},
+    {"placement", 0, "ORDER",
+     "pin the rank order, innermost first: tp,pp,dp (Megatron-LM with "
+     "--use-tp-pp-dp-mapping) or tp,dp,pp (Megatron-LM's own, DeepSpeed's and "
+     "NeMo 2.0's only) (default: both searched; tp,dp,pp with --format "
+     "deepspeed|nemo2)",
+     false, NULL, 0, NULL},
+    {"seed", 0, "N", "seed of the ECMP hash in the simulations (default: 0)",
+     false, NULL, 0, NULL},
+    {"jobs", 'j', "N",
+     "simulations run at once (default: one per CPU; the result is the same)",
+     false, NULL, 0, NULL},
+    {"no-timing", 0, NULL,
+     "leave wall-clock figures out, for byte-identical output", false, NULL, 0,
+     NULL},
+    {"format", 0, "FMT",
+     "table|json|yaml|megatron|nemo|deepspeed|nemo2 (default: table)", false,
+     NULL, 0, NULL},
+    {"output", 'o', "FILE", "write to FILE atomically (default: stdout)", false,
+     NULL, 0, NULL},
     {NULL, 0, NULL, NULL, false, NULL, 0, NULL},
 };
 
@@ -47,12 +98,15 @@ static int parse_fraction(const char *name, const char *v, double *out,
                           pp_error *e) {
     char *end;
     double x = strtod(v, &end);
-    if (end != v && *end == '%' && end[1] == '\0') x /= 100.0;
-    else if (end == v || *end != '\0') x = NAN;
+    if (end != v && *end == '%' && end[1] == '\0')
+        x /= 100.0;
+    else if (end == v || *end != '\0')
+        x = NAN;
     if (!(x >= 0 && x < 1))
         return pp_error_set(e, PP_EUSAGE,
                             "--%s: expected a fraction such as 10%% or 0.1, "
-                            "got \"%s\"", name, v);
+                            "got \"%s\"",
+                            name, v);
     *out = x;
     return 0;
 }
@@ -65,7 +119,8 @@ static int parse_number(const char *name, const char *v, double min,
     if (end == v || *end != '\0' || !(x >= min) || !isfinite(x))
         return pp_error_set(e, PP_EUSAGE,
                             "--%s: expected a number of at least %g, got "
-                            "\"%s\"", name, min, v);
+                            "\"%s\"",
+                            name, min, v);
     *out = x;
     return 0;
 }
@@ -89,27 +144,27 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
     pp_plan_options_init(&o);
     rc = pp_cli_parse(cmd, argc, argv, &a, &e);
     if (rc == 1) return 0;
-    if (rc || pp_args_need(&a, "model", &mspec, &e)
-        || pp_args_need(&a, "cluster", &cspec, &e)
-        || pp_args_int(&a, "gpus", 1, INT64_MAX, &o.gpus, &e)
-        || pp_args_int(&a, "global-batch", 1, INT64_MAX, &o.gbs, &e)
-        || pp_args_int(&a, "top", 0, 100000, &top, &e)
-        || pp_args_int(&a, "show", 1, 1000000, &show, &e)
-        || pp_args_int(&a, "seed", 0, INT64_MAX, &seed, &e)
-        || pp_args_int(&a, "jobs", 1, 1024, &jobs, &e)
-        || pp_args_enum(&a, "objective", objective_names, &obj, &e)
-        || pp_args_choice(&a, "fidelity", &fid, &e)
-        || pp_args_choice(&a, "optimizer", &optz, &e)
-        || pp_args_enum(&a, "format", pp_plan_format_names, &fmt, &e)
-        || parse_number("amortization", pp_args_get(&a, "amortization"),
-                        1e-9, &amort, &e)
-        || parse_number("usd-per-kwh", pp_args_get(&a, "usd-per-kwh"), 0,
-                        &kwh, &e)
-        || parse_number("pue", pp_args_get(&a, "pue"), 1, &pue, &e))
+    if (rc || pp_args_need(&a, "model", &mspec, &e) ||
+        pp_args_need(&a, "cluster", &cspec, &e) ||
+        pp_args_int(&a, "gpus", 1, INT64_MAX, &o.gpus, &e) ||
+        pp_args_int(&a, "global-batch", 1, INT64_MAX, &o.gbs, &e) ||
+        pp_args_int(&a, "top", 0, 100000, &top, &e) ||
+        pp_args_int(&a, "show", 1, 1000000, &show, &e) ||
+        pp_args_int(&a, "seed", 0, INT64_MAX, &seed, &e) ||
+        pp_args_int(&a, "jobs", 1, 1024, &jobs, &e) ||
+        pp_args_enum(&a, "objective", objective_names, &obj, &e) ||
+        pp_args_choice(&a, "fidelity", &fid, &e) ||
+        pp_args_choice(&a, "optimizer", &optz, &e) ||
+        pp_args_enum(&a, "format", pp_plan_format_names, &fmt, &e) ||
+        parse_number("amortization", pp_args_get(&a, "amortization"), 1e-9,
+                     &amort, &e) ||
+        parse_number("usd-per-kwh", pp_args_get(&a, "usd-per-kwh"), 0, &kwh,
+                     &e) ||
+        parse_number("pue", pp_args_get(&a, "pue"), 1, &pue, &e))
         return pp_cli_fail(cmd->name, &e);
-    if (pp_args_get(&a, "memory-reserve")
-        && parse_fraction("memory-reserve", pp_args_get(&a, "memory-reserve"),
-                          &o.memory_reserve, &e))
+    if (pp_args_get(&a, "memory-reserve") &&
+        parse_fraction("memory-reserve", pp_args_get(&a, "memory-reserve"),
+                       &o.memory_reserve, &e))
         return pp_cli_fail(cmd->name, &e);
     if (pp_args_get(&a, "tokens")) {
         if (pp_args_quantity(&a, "tokens", PP_Q_COUNT, NULL, &o.tokens, &e))
@@ -144,14 +199,15 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
     /* A launch format limits the search to what it can express. */
     o.target = pp_plan_format_target((pp_plan_format)fmt);
 
-    if ((rc = pp_cli_load_model(&a, false, &m, &e)) < 0
-        || (rc = pp_cli_load_cluster(&a, &c, &e)) < 0)
+    if ((rc = pp_cli_load_model(&a, false, &m, &e)) < 0 ||
+        (rc = pp_cli_load_cluster(&a, &c, &e)) < 0)
         goto out;
     const pp_cluster_info *info = pp_cluster_info_get(c);
     /* The planner's default batch, said out loud: a silent one sequence
      * per GPU surprised users comparing with their own runs. */
     if (o.gbs == 0 && !o.filter.fixed[PP_PLAN_DIM_GBS])
-        pp_cli_note(&a, "no --global-batch; using gbs=%lld (one sequence "
+        pp_cli_note(&a,
+                    "no --global-batch; using gbs=%lld (one sequence "
                     "per GPU of %s%s %lld)",
                     (long long)(o.gpus ? o.gpus : info->gpus),
                     o.gpus ? "--gpus" : info->name, o.gpus ? "" : "'s",
@@ -160,8 +216,7 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
     if ((rc = pp_cli_load_profile(&a, info->gpu, false, &prof, &e)) < 0)
         goto out;
     if (rc == 0) o.profile = &prof;
-    if ((rc = pp_plan_prices_get(c, amort, kwh, pue,
-                                 &prices, &e)) < 0)
+    if ((rc = pp_plan_prices_get(c, amort, kwh, pue, &prices, &e)) < 0)
         goto out;
     o.prices = &prices;
     if ((rc = pp_plan_search(&m, c, &o, &plan, &e)) < 0) goto out;
@@ -199,7 +254,8 @@ const pp_cli_cmd pp_cmd_plan = {
     "and DP overlap (DP > 1); with --uneven also pipeline splits whose first\n"
     "and last stages hold one or two chunks of layers fewer or more (first=,\n"
     "last= in the SPEC; Megatron-LM's --decoder-first/last-pipeline-num-\n"
-    "layers), which balance the embedding and the logits those stages add.  Layouts that do not fit in HBM less the\n"
+    "layers), which balance the embedding and the logits those stages add.  "
+    "Layouts that do not fit in HBM less the\n"
     "reserve are counted and dropped; the rest are scored in closed form and\n"
     "the best K simulated (podplan simulate) and ranked by the simulation.\n"
     "The launch formats restrict the search to what they can express\n"

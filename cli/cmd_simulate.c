@@ -9,26 +9,64 @@
 #include <string.h>
 
 static const pp_cli_opt opts[] = {
-    {"model", 'm', "M", "model: YAML file, zoo name or inline spec (required)", false, NULL, 0, NULL},
-    {"cluster", 'c', "C", "cluster: YAML file or name in topologies/ (required)", false, NULL, 0, NULL},
-    {"parallel", 'p', "SPEC", "tp=8,pp=8,dp=16,mbs=1,gbs=1536[,vp=,sp=,recompute=,zero=,first=,last=] (required)", false, NULL, 0, NULL},
-    {"fidelity", 0, "F", "network model (default: flow):", false, &pp_reg_fidelity, 0, NULL},
-    {"schedule", 0, "S", "pipeline schedule (default: interleaved when vp > 1, else 1f1b):", false, &pp_reg_schedule, 0, NULL},
-    {"placement", 0, "ORDER", "rank order, innermost first (default: tp,pp,dp)", false, NULL, 0, NULL},
-    {"dp-overlap", 0, "on|off", "start DP buckets during the last backward (default: off)", false, NULL, 0, NULL},
-    {"bucket", 0, "SIZE", "DP bucket size with --dp-overlap on (default: 40MB)", false, NULL, 0, NULL},
-    {"grad-dtype", 0, "T", "bf16|fp16|fp32: gradients in the DP sync (default: bf16; Megatron-LM reduces in fp32 when training in bf16)", false, NULL, 0, NULL},
-    {"p2p", 0, "sync|async", "a stage waits for its pipeline sends (sync, Megatron-LM 2021) or not (default: sync)", false, NULL, 0, NULL},
-    {"p2p-scatter-gather", 0, "on|off", "without sp, each TP rank sends 1/tp of a pipeline tensor and the receiver all-gathers it (on, Megatron-LM 2021) or every rank sends it whole (off, Megatron-core) (default: on)", false, NULL, 0, NULL},
-    {"profile", 0, "FILE", "GPU profile (default: topologies/profiles/ for the cluster's GPU)", false, NULL, 0, NULL},
-    {"compute-time", 0, "TIME", "generic models: compute per iteration per GPU, e.g. 0.4s (default: from flops_per_sample)", false, NULL, 0, NULL},
-    {"tokens", 0, "T", "training tokens, e.g. 300e9: adds training_days", false, NULL, 0, NULL},
-    {"set", 0, "PATH=VALUE", "override a cluster field, e.g. node.nics.count=4 (repeatable)", true, NULL, 0, NULL},
-    {"seed", 0, "N", "seed of ECMP path hashing (default: 0)", false, NULL, 0, NULL},
-    {"trace", 0, "FILE", "write a Perfetto/Chrome trace of the iteration (refused above an estimated 200MB)", false, NULL, 0, NULL},
-    {"trace-force", 0, NULL, "write the --trace even when it is estimated above 200MB", false, NULL, 0, NULL},
+    {"model", 'm', "M", "model: YAML file, zoo name or inline spec (required)",
+     false, NULL, 0, NULL},
+    {"cluster", 'c', "C",
+     "cluster: YAML file or name in topologies/ (required)", false, NULL, 0,
+     NULL},
+    {"parallel", 'p', "SPEC",
+     "tp=8,pp=8,dp=16,mbs=1,gbs=1536[,vp=,sp=,recompute=,zero=,first=,last=] "
+     "(required)",
+     false, NULL, 0, NULL},
+    {"fidelity", 0, "F", "network model (default: flow):", false,
+     &pp_reg_fidelity, 0, NULL},
+    {"schedule", 0, "S",
+     "pipeline schedule (default: interleaved when vp > 1, else 1f1b):", false,
+     &pp_reg_schedule, 0, NULL},
+    {"placement", 0, "ORDER", "rank order, innermost first (default: tp,pp,dp)",
+     false, NULL, 0, NULL},
+    {"dp-overlap", 0, "on|off",
+     "start DP buckets during the last backward (default: off)", false, NULL, 0,
+     NULL},
+    {"bucket", 0, "SIZE", "DP bucket size with --dp-overlap on (default: 40MB)",
+     false, NULL, 0, NULL},
+    {"grad-dtype", 0, "T",
+     "bf16|fp16|fp32: gradients in the DP sync (default: bf16; Megatron-LM "
+     "reduces in fp32 when training in bf16)",
+     false, NULL, 0, NULL},
+    {"p2p", 0, "sync|async",
+     "a stage waits for its pipeline sends (sync, Megatron-LM 2021) or not "
+     "(default: sync)",
+     false, NULL, 0, NULL},
+    {"p2p-scatter-gather", 0, "on|off",
+     "without sp, each TP rank sends 1/tp of a pipeline tensor and the "
+     "receiver all-gathers it (on, Megatron-LM 2021) or every rank sends it "
+     "whole (off, Megatron-core) (default: on)",
+     false, NULL, 0, NULL},
+    {"profile", 0, "FILE",
+     "GPU profile (default: topologies/profiles/ for the cluster's GPU)", false,
+     NULL, 0, NULL},
+    {"compute-time", 0, "TIME",
+     "generic models: compute per iteration per GPU, e.g. 0.4s (default: from "
+     "flops_per_sample)",
+     false, NULL, 0, NULL},
+    {"tokens", 0, "T", "training tokens, e.g. 300e9: adds training_days", false,
+     NULL, 0, NULL},
+    {"set", 0, "PATH=VALUE",
+     "override a cluster field, e.g. node.nics.count=4 (repeatable)", true,
+     NULL, 0, NULL},
+    {"seed", 0, "N", "seed of ECMP path hashing (default: 0)", false, NULL, 0,
+     NULL},
+    {"trace", 0, "FILE",
+     "write a Perfetto/Chrome trace of the iteration (refused above an "
+     "estimated 200MB)",
+     false, NULL, 0, NULL},
+    {"trace-force", 0, NULL,
+     "write the --trace even when it is estimated above 200MB", false, NULL, 0,
+     NULL},
     {"format", 0, "FMT", "table|json (default: table)", false, NULL, 0, NULL},
-    {"output", 'o', "FILE", "write to FILE atomically (default: stdout)", false, NULL, 0, NULL},
+    {"output", 'o', "FILE", "write to FILE atomically (default: stdout)", false,
+     NULL, 0, NULL},
     {NULL, 0, NULL, NULL, false, NULL, 0, NULL},
 };
 
@@ -43,7 +81,7 @@ typedef struct result {
     pp_step_config cfg;
     pp_gpu_profile prof;
     pp_step_result r;
-    double tokens;      /* 0 when not given */
+    double tokens; /* 0 when not given */
     double days;
     char placement[16];
 } result;
@@ -63,22 +101,29 @@ static void print_table(FILE *fp, const void *ctx) {
     fprintf(fp, "cluster      %s: %lld of %d x %s\n", x->info->name,
             (long long)r->gpus, (int)x->info->gpus,
             x->info->gpu ? x->info->gpu->name : "?");
-    fprintf(fp, "parallel     %s\n", pp_parallel_format(&x->p, spec, sizeof spec));
-    fprintf(fp, "schedule     %s, placement %s, dp overlap %s, p2p %s%s, %s fidelity\n",
-            pp_schedule_name(r->schedule), x->placement,
-            x->cfg.dp_overlap ? "on" : "off", x->cfg.p2p_sync ? "sync" : "async",
-            x->cfg.p2p_scatter ? "" : " (whole tensors)",
-            pp_fidelity_name(x->cfg.fidelity));
+    fprintf(fp, "parallel     %s\n",
+            pp_parallel_format(&x->p, spec, sizeof spec));
+    fprintf(
+        fp,
+        "schedule     %s, placement %s, dp overlap %s, p2p %s%s, %s fidelity\n",
+        pp_schedule_name(r->schedule), x->placement,
+        x->cfg.dp_overlap ? "on" : "off", x->cfg.p2p_sync ? "sync" : "async",
+        x->cfg.p2p_scatter ? "" : " (whole tensors)",
+        pp_fidelity_name(x->cfg.fidelity));
     if (x->prof.calibrated[0])
         fprintf(fp, "profile      %s (%s) (calibrated: %s)\n\n", x->prof.name,
                 x->prof.source, x->prof.calibrated);
     else
-        fprintf(fp, "profile      %s (%s) (uncalibrated: published figures)"
-                "\n\n", x->prof.name, x->prof.source);
+        fprintf(fp,
+                "profile      %s (%s) (uncalibrated: published figures)"
+                "\n\n",
+                x->prof.name, x->prof.source);
     fprintf(fp, "iteration    %.4f s\n", r->iteration_time_s);
-    fprintf(fp, "throughput   %.1f TFLOP/s per GPU (F_iter %s per iteration, "
+    fprintf(fp,
+            "throughput   %.1f TFLOP/s per GPU (F_iter %s per iteration, "
             "with recomputation); MFU %.1f%%\n",
-            r->tflops_per_gpu, pp_fmtq(r->flops_iter, PP_Q_FLOPS), 100 * r->mfu);
+            r->tflops_per_gpu, pp_fmtq(r->flops_iter, PP_Q_FLOPS),
+            100 * r->mfu);
     fprintf(fp, "memory       %s per GPU of %s\n",
             pp_fmtq(r->memory.total, PP_Q_BYTES),
             pp_fmtq(r->gpu_memory_bytes, PP_Q_BYTES));
@@ -86,7 +131,7 @@ static void print_table(FILE *fp, const void *ctx) {
         fprintf(fp, "training     %.1f days for %s tokens\n", x->days,
                 pp_fmtq(x->tokens, PP_Q_COUNT));
     fprintf(fp, "\nbreakdown per pipeline stage, seconds (each row adds up to "
-            "the iteration time)\n");
+                "the iteration time)\n");
     fprintf(fp, "  %-6s %9s %9s %9s %10s %9s %9s\n", "stage", "compute",
             "tp comm", "pp comm", "dp exposed", "bubble", "other");
     for (size_t i = 0; i < r->n_stages; i++) {
@@ -102,7 +147,8 @@ static json_t *bd_json(const pp_breakdown *b) {
     json_object_set_new(o, "compute_s", pp_json_num(b->compute_s));
     json_object_set_new(o, "tp_comm_s", pp_json_num(b->tp_comm_s));
     json_object_set_new(o, "pp_comm_s", pp_json_num(b->pp_comm_s));
-    json_object_set_new(o, "dp_comm_exposed_s", pp_json_num(b->dp_comm_exposed_s));
+    json_object_set_new(o, "dp_comm_exposed_s",
+                        pp_json_num(b->dp_comm_exposed_s));
     json_object_set_new(o, "bubble_s", pp_json_num(b->bubble_s));
     json_object_set_new(o, "other_s", pp_json_num(b->other_s));
     return o;
@@ -114,24 +160,33 @@ static json_t *to_json(const result *x) {
     json_t *o = json_object();
     json_object_set_new(o, "model", json_string(x->m.name));
     json_object_set_new(o, "cluster", json_string(x->info->name));
-    json_object_set_new(o, "parallel", json_string(pp_parallel_format(&x->p, spec, sizeof spec)));
+    json_object_set_new(
+        o, "parallel",
+        json_string(pp_parallel_format(&x->p, spec, sizeof spec)));
     json_object_set_new(o, "gpus", json_integer((json_int_t)r->gpus));
-    json_object_set_new(o, "schedule", json_string(pp_schedule_name(r->schedule)));
+    json_object_set_new(o, "schedule",
+                        json_string(pp_schedule_name(r->schedule)));
     json_object_set_new(o, "placement", json_string(x->placement));
-    json_object_set_new(o, "fidelity", json_string(pp_fidelity_name(x->cfg.fidelity)));
+    json_object_set_new(o, "fidelity",
+                        json_string(pp_fidelity_name(x->cfg.fidelity)));
     json_object_set_new(o, "dp_overlap", json_boolean(x->cfg.dp_overlap));
     json_object_set_new(o, "p2p_sync", json_boolean(x->cfg.p2p_sync));
-    json_object_set_new(o, "p2p_scatter_gather", json_boolean(x->cfg.p2p_scatter));
+    json_object_set_new(o, "p2p_scatter_gather",
+                        json_boolean(x->cfg.p2p_scatter));
     json_object_set_new(o, "profile", json_string(x->prof.name));
     json_object_set_new(o, "profile_calibrated",
                         json_boolean(x->prof.calibrated[0] != '\0'));
-    json_object_set_new(o, "iteration_time_s", pp_json_num(r->iteration_time_s));
+    json_object_set_new(o, "iteration_time_s",
+                        pp_json_num(r->iteration_time_s));
     json_object_set_new(o, "tflops_per_gpu", pp_json_num(r->tflops_per_gpu));
     json_object_set_new(o, "mfu", pp_json_num(r->mfu));
     json_object_set_new(o, "flops_per_iteration", pp_json_num(r->flops_iter));
-    json_object_set_new(o, "model_flops_per_iteration", pp_json_num(r->model_flops_iter));
-    json_object_set_new(o, "memory_per_gpu_bytes", pp_json_num(r->memory.total));
-    json_object_set_new(o, "gpu_memory_bytes", pp_json_num(r->gpu_memory_bytes));
+    json_object_set_new(o, "model_flops_per_iteration",
+                        pp_json_num(r->model_flops_iter));
+    json_object_set_new(o, "memory_per_gpu_bytes",
+                        pp_json_num(r->memory.total));
+    json_object_set_new(o, "gpu_memory_bytes",
+                        pp_json_num(r->gpu_memory_bytes));
     if (x->tokens > 0) {
         json_object_set_new(o, "tokens", pp_json_num(x->tokens));
         json_object_set_new(o, "training_days", pp_json_num(x->days));
@@ -143,11 +198,16 @@ static json_t *to_json(const result *x) {
     json_object_set_new(o, "stages", st);
     json_t *sim = json_object();
     json_object_set_new(sim, "events", json_integer((json_int_t)r->events));
-    json_object_set_new(sim, "transfers", json_integer((json_int_t)r->transfers));
-    json_object_set_new(sim, "collectives", json_integer((json_int_t)r->collectives));
-    json_object_set_new(sim, "flows", json_integer((json_int_t)r->net.flows_started));
-    json_object_set_new(sim, "solver_updates", json_integer((json_int_t)r->net.updates));
-    json_object_set_new(sim, "flows_touched", json_integer((json_int_t)r->net.flows_touched));
+    json_object_set_new(sim, "transfers",
+                        json_integer((json_int_t)r->transfers));
+    json_object_set_new(sim, "collectives",
+                        json_integer((json_int_t)r->collectives));
+    json_object_set_new(sim, "flows",
+                        json_integer((json_int_t)r->net.flows_started));
+    json_object_set_new(sim, "solver_updates",
+                        json_integer((json_int_t)r->net.updates));
+    json_object_set_new(sim, "flows_touched",
+                        json_integer((json_int_t)r->net.flows_touched));
     json_object_set_new(o, "simulator", sim);
     return o;
 }
@@ -164,8 +224,8 @@ static json_t *to_json(const result *x) {
  * 10% on those; an estimate to warn by, not a bound. */
 static double trace_estimate(const pp_model *m, const pp_parallel *p) {
     double layers = m->arch == PP_ARCH_TRANSFORMER ? (double)m->layers : 1;
-    return 4100.0 * (double)p->tp * pp_parallel_microbatches(p) * layers
-           * (p->dp > 1 ? 1.3 : 1.0);
+    return 4100.0 * (double)p->tp * pp_parallel_microbatches(p) * layers *
+           (p->dp > 1 ? 1.3 : 1.0);
 }
 
 static int get_enum(const pp_args *a, const char *name,
@@ -192,26 +252,26 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
     pp_step_config_init(&x.cfg);
     int rc = pp_cli_parse(cmd, argc, argv, &a, &e);
     if (rc == 1) return 0;
-    if (rc || pp_args_need(&a, "model", &mspec, &e)
-        || pp_args_need(&a, "cluster", &cspec, &e)
-        || pp_args_need(&a, "parallel", &pspec, &e)
-        || pp_args_choice(&a, "fidelity", &fid, &e)
-        || pp_args_choice(&a, "schedule", &sched, &e)
-        || get_enum(&a, "dp-overlap", onoff, &ov, &e)
-        || get_enum(&a, "p2p", p2p_names, &p2p, &e)
-        || get_enum(&a, "p2p-scatter-gather", onoff, &scatter, &e)
-        || get_enum(&a, "grad-dtype", gdt_names, &gdt, &e)
-        || get_enum(&a, "format", pp_format_names, &fmt, &e)
-        || pp_args_int(&a, "seed", 0, INT64_MAX, &seed, &e)
-        || pp_args_quantity(&a, "compute-time", PP_Q_TIME, NULL, &ctime, &e)
-        || pp_args_quantity(&a, "bucket", PP_Q_BYTES, NULL, &bucket, &e)
-        || pp_args_quantity(&a, "tokens", PP_Q_COUNT, NULL, &x.tokens, &e))
+    if (rc || pp_args_need(&a, "model", &mspec, &e) ||
+        pp_args_need(&a, "cluster", &cspec, &e) ||
+        pp_args_need(&a, "parallel", &pspec, &e) ||
+        pp_args_choice(&a, "fidelity", &fid, &e) ||
+        pp_args_choice(&a, "schedule", &sched, &e) ||
+        get_enum(&a, "dp-overlap", onoff, &ov, &e) ||
+        get_enum(&a, "p2p", p2p_names, &p2p, &e) ||
+        get_enum(&a, "p2p-scatter-gather", onoff, &scatter, &e) ||
+        get_enum(&a, "grad-dtype", gdt_names, &gdt, &e) ||
+        get_enum(&a, "format", pp_format_names, &fmt, &e) ||
+        pp_args_int(&a, "seed", 0, INT64_MAX, &seed, &e) ||
+        pp_args_quantity(&a, "compute-time", PP_Q_TIME, NULL, &ctime, &e) ||
+        pp_args_quantity(&a, "bucket", PP_Q_BYTES, NULL, &bucket, &e) ||
+        pp_args_quantity(&a, "tokens", PP_Q_COUNT, NULL, &x.tokens, &e))
         return pp_cli_fail(cmd->name, &e);
     const char *pl = pp_args_get(&a, "placement");
     if (pl && pp_placement_parse(pl, x.cfg.placement, &e))
         return pp_cli_fail(cmd->name, &e);
-    snprintf(x.placement, sizeof x.placement, "%cp,%cp,%cp",
-             x.cfg.placement[0], x.cfg.placement[1], x.cfg.placement[2]);
+    snprintf(x.placement, sizeof x.placement, "%cp,%cp,%cp", x.cfg.placement[0],
+             x.cfg.placement[1], x.cfg.placement[2]);
     if (sched >= 0) {
         x.cfg.schedule = (pp_schedule)sched;
         x.cfg.schedule_set = true;
@@ -224,12 +284,13 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
     x.cfg.grad_bytes = gdt == 2 ? 4.0 : 2.0;
     x.cfg.seed = (uint64_t)seed;
     int spec_ov;
-    if ((rc = pp_cli_load_parallel(&a, &x.p, &spec_ov, &e))
-        || (rc = pp_cli_load_model(&a, false, &x.m, &e)))
+    if ((rc = pp_cli_load_parallel(&a, &x.p, &spec_ov, &e)) ||
+        (rc = pp_cli_load_model(&a, false, &x.m, &e)))
         goto out;
     if (spec_ov >= 0) {
         if (pp_args_get(&a, "dp-overlap") && spec_ov != ov) {
-            rc = pp_error_set(&e, PP_EUSAGE, "--parallel says overlap=%s "
+            rc = pp_error_set(&e, PP_EUSAGE,
+                              "--parallel says overlap=%s "
                               "but --dp-overlap says %s",
                               spec_ov ? "on" : "off", ov ? "on" : "off");
             goto out;
@@ -283,8 +344,8 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
     if (x.tokens > 0) {
         /* Iterations to see T tokens, each gbs sequences of seq tokens
          * (a generic model's "tokens" are samples). */
-        double per = (double)x.p.gbs
-                     * (x.m.arch == PP_ARCH_TRANSFORMER ? (double)x.m.seq : 1);
+        double per = (double)x.p.gbs *
+                     (x.m.arch == PP_ARCH_TRANSFORMER ? (double)x.m.seq : 1);
         x.days = x.tokens / per * x.r.iteration_time_s / 86400.0;
     }
     rc = pp_cli_emit(&a, fmt, to_json(&x), print_table, &x);
@@ -301,24 +362,28 @@ out:
 
 const pp_cli_cmd pp_cmd_simulate = {
     "simulate",
-    "simulate one training iteration under TP x PP x DP: time, TFLOP/s, breakdown",
+    "simulate one training iteration under TP x PP x DP: time, TFLOP/s, "
+    "breakdown",
     "simulate --model M --cluster C --parallel SPEC [--fidelity F] "
     "[--schedule S] [--placement tp,pp,dp] "
     "[--dp-overlap on|off] [--p2p sync|async] [--p2p-scatter-gather on|off] "
     "[--profile FILE] [--compute-time TIME] [--tokens T] "
     "[--set PATH=VALUE]... [--trace FILE] [--format table|json] [-o FILE]",
     "Every kernel of every layer is timed by a roofline with the GPU profile\n"
-    "(topologies/profiles/); TP collectives, pipeline sends and the DP gradient\n"
+    "(topologies/profiles/); TP collectives, pipeline sends and the DP "
+    "gradient\n"
     "synchronisation run as transfers on the cluster's network (contending at\n"
     "flow fidelity).  tflops_per_gpu counts F_iter with recomputation (as the\n"
-    "Megatron-LM tables do); mfu counts model FLOPs without it.  A layout that\n"
+    "Megatron-LM tables do); mfu counts model FLOPs without it.  A layout "
+    "that\n"
     "does not fit in the GPU's memory fails with exit status 1 and the\n"
     "shortfall.  Ranks are laid out TP innermost, then PP, then DP, unless\n"
     "--placement says otherwise (Megatron-LM's initialize_model_parallel uses\n"
     "tp,dp,pp).  Only one data-parallel replica's compute is simulated (all\n"
     "are alike); every transfer of the others that can share a link with it\n"
     "is simulated too.  ZeRO-1 reduce-scatters the gradients once per\n"
-    "iteration; ZeRO-2 and 3 keep only a shard of them, so every micro-batch's\n"
+    "iteration; ZeRO-2 and 3 keep only a shard of them, so every "
+    "micro-batch's\n"
     "are reduce-scattered after its backward (DeepSpeed).",
     opts,
     run,

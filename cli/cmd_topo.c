@@ -10,16 +10,27 @@
 #include <string.h>
 
 static const pp_cli_opt opts[] = {
-    {"cluster", 'c', "C", "cluster: YAML file or a name in topologies/ (required)", false, NULL, 0, NULL},
-    {"set", 0, "PATH=VALUE", "override a cluster field, e.g. fabric.oversubscription=2:1 (repeatable)", true, NULL, 0, NULL},
-    {"format", 0, "FMT", "check, stats: table|json (default: table); export: graphml|json (default: graphml)", false, NULL, 0, NULL},
-    {"expand", 0, NULL, "dot: draw every device instead of one vertex per server", false, NULL, 0, NULL},
-    {"output", 'o', "FILE", "write to FILE atomically (default: stdout)", false, NULL, 0, NULL},
+    {"cluster", 'c', "C",
+     "cluster: YAML file or a name in topologies/ (required)", false, NULL, 0,
+     NULL},
+    {"set", 0, "PATH=VALUE",
+     "override a cluster field, e.g. fabric.oversubscription=2:1 (repeatable)",
+     true, NULL, 0, NULL},
+    {"format", 0, "FMT",
+     "check, stats: table|json (default: table); export: graphml|json "
+     "(default: graphml)",
+     false, NULL, 0, NULL},
+    {"expand", 0, NULL,
+     "dot: draw every device instead of one vertex per server", false, NULL, 0,
+     NULL},
+    {"output", 'o', "FILE", "write to FILE atomically (default: stdout)", false,
+     NULL, 0, NULL},
     {NULL, 0, NULL, NULL, false, NULL, 0, NULL},
 };
 
 enum { SUB_CHECK, SUB_STATS, SUB_DOT, SUB_EXPORT };
-static const char *const sub_names[] = {"check", "stats", "dot", "export", NULL};
+static const char *const sub_names[] = {"check", "stats", "dot", "export",
+                                        NULL};
 static const char *const export_names[] = {"graphml", "json", NULL};
 
 /* JSON keys are part of the CLI contract (DESIGN.md): fixed here rather
@@ -27,8 +38,10 @@ static const char *const export_names[] = {"graphml", "json", NULL};
 static const char *const level_keys[PP_DEV__COUNT] = {
     [PP_DEV_LEAF] = "leaf", [PP_DEV_SPINE] = "spine", [PP_DEV_CORE] = "core"};
 static const char *const cable_keys[PP_LINK__COUNT] = {
-    [PP_LINK_NVLINK] = "nvlink", [PP_LINK_PCIE] = "pcie",
-    [PP_LINK_SOCKET] = "socket", [PP_LINK_HOST] = "host",
+    [PP_LINK_NVLINK] = "nvlink",
+    [PP_LINK_PCIE] = "pcie",
+    [PP_LINK_SOCKET] = "socket",
+    [PP_LINK_HOST] = "host",
     [PP_LINK_FABRIC] = "fabric"};
 static const char *const sev_names[] = {"info", "warning", "error"};
 
@@ -62,7 +75,8 @@ static json_t *check_json(const check_ctx *x) {
     size_t n_err = 0, n_warn = 0;
     for (size_t i = 0; i < x->n; i++) {
         json_t *p = json_object();
-        json_object_set_new(p, "severity", json_string(sev_names[x->p[i].severity]));
+        json_object_set_new(p, "severity",
+                            json_string(sev_names[x->p[i].severity]));
         json_object_set_new(p, "where", json_string(x->p[i].where));
         json_object_set_new(p, "message", json_string(x->p[i].message));
         json_array_append_new(list, p);
@@ -135,7 +149,8 @@ static json_t *stats_json(const stats_ctx *x) {
     int ports_total = 0;
     for (int k = PP_DEV_LEAF; k <= PP_DEV_CORE; k++) {
         json_object_set_new(sw, level_keys[k], json_integer(s->switches[k]));
-        json_object_set_new(ports, level_keys[k], json_integer(s->ports_used[k]));
+        json_object_set_new(ports, level_keys[k],
+                            json_integer(s->ports_used[k]));
         ports_total += s->ports_used[k];
         if (s->switches[k] > 0)
             json_object_set_new(ov, level_keys[k],
@@ -149,8 +164,10 @@ static json_t *stats_json(const stats_ctx *x) {
     json_object_set_new(o, "switches", sw);
     json_object_set_new(o, "cables", cab);
     json_object_set_new(o, "ports_used", ports);
-    json_object_set_new(o, "injection_bandwidth_Bps", pp_json_num(s->injection_Bps));
-    json_object_set_new(o, "bisection_bandwidth_Bps", pp_json_num(s->bisection_Bps));
+    json_object_set_new(o, "injection_bandwidth_Bps",
+                        pp_json_num(s->injection_Bps));
+    json_object_set_new(o, "bisection_bandwidth_Bps",
+                        pp_json_num(s->bisection_Bps));
     json_object_set_new(o, "bisection_split", json_string(s->bisection_split));
     json_object_set_new(o, "non_blocking", json_boolean(s->non_blocking));
     json_object_set_new(o, "oversubscription", ov);
@@ -187,7 +204,8 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
     if (rc == 1) return 0;
     if (rc) return pp_cli_fail(cmd->name, &e);
     if (a.n_positional == 0) {
-        pp_error_set(&e, PP_EUSAGE, "expected a subcommand: check, stats, dot "
+        pp_error_set(&e, PP_EUSAGE,
+                     "expected a subcommand: check, stats, dot "
                      "or export; see `podplan topo --help`");
         return pp_cli_fail(cmd->name, &e);
     }
@@ -203,18 +221,25 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
         int best_d = 3;
         for (int i = 0; sub_names[i]; i++) {
             int d = pp_edit_distance(a.positional[0], sub_names[i], 2);
-            if (d < best_d) { best_d = d; best = sub_names[i]; }
+            if (d < best_d) {
+                best_d = d;
+                best = sub_names[i];
+            }
         }
         if (best)
-            pp_error_set(&e, PP_EUSAGE, "unknown subcommand \"%s\" (did you "
+            pp_error_set(&e, PP_EUSAGE,
+                         "unknown subcommand \"%s\" (did you "
                          "mean \"%s\"?); expected check, stats, dot or export",
                          a.positional[0], best);
         else
-            pp_error_set(&e, PP_EUSAGE, "unknown subcommand \"%s\"; expected "
-                         "check, stats, dot or export", a.positional[0]);
+            pp_error_set(&e, PP_EUSAGE,
+                         "unknown subcommand \"%s\"; expected "
+                         "check, stats, dot or export",
+                         a.positional[0]);
         return pp_cli_fail(cmd->name, &e);
     }
-    if (pp_args_need(&a, "cluster", &spec, &e)) return pp_cli_fail(cmd->name, &e);
+    if (pp_args_need(&a, "cluster", &spec, &e))
+        return pp_cli_fail(cmd->name, &e);
     if (sub == SUB_CHECK || sub == SUB_STATS)
         rc = pp_args_enum(&a, "format", pp_format_names, &fmt, &e);
     else if (sub == SUB_EXPORT)
@@ -223,8 +248,7 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
         rc = pp_error_set(&e, PP_EUSAGE, "--expand applies to `topo dot` only");
     if (rc) return pp_cli_fail(cmd->name, &e);
 
-    if (pp_cli_load_cluster(&a, &c, &e))
-        return pp_cli_fail(cmd->name, &e);
+    if (pp_cli_load_cluster(&a, &c, &e)) return pp_cli_fail(cmd->name, &e);
     const char *name = pp_cluster_info_get(c)->name;
 
     switch (sub) {
@@ -252,9 +276,7 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
         status = pp_cli_emit(&a, fmt, stats_json(&x), stats_table, &x);
         break;
     }
-    default:
-        status = write_graph(&a, c, sub, exp_fmt);
-        break;
+    default: status = write_graph(&a, c, sub, exp_fmt); break;
     }
     pp_cluster_free(c);
     return status;
@@ -262,21 +284,28 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
 
 const pp_cli_cmd pp_cmd_topo = {
     "topo",
-    "cluster analysis: check, stats (bisection, over-subscription), dot, export",
+    "cluster analysis: check, stats (bisection, over-subscription), dot, "
+    "export",
     "topo check|stats|dot|export --cluster C [--set PATH=VALUE]... "
     "[--format FMT] [--expand] [-o FILE]",
-    "check    validates the built cluster; exit 1 when any problem is an error.\n"
+    "check    validates the built cluster; exit 1 when any problem is an "
+    "error.\n"
     "         errors: a GPU cut off from the rest, a switch with more links\n"
     "         than ports, a rail or HCA with no leaf, a CPU socket whose PCIe\n"
     "         lane budget is exceeded (names the devices that drop to x8 and\n"
-    "         the bandwidth each is left with).  warnings: a PCIe switch whose\n"
+    "         the bandwidth each is left with).  warnings: a PCIe switch "
+    "whose\n"
     "         uplink is narrower than its devices, a GPU whose nearest HCA is\n"
     "         under the other socket (no GPUDirect RDMA path).\n"
-    "stats    counts (servers, GPUs, HCAs, switches per level, cables, ports),\n"
-    "         per-GPU injection bandwidth, over-subscription per level counted\n"
+    "stats    counts (servers, GPUs, HCAs, switches per level, cables, "
+    "ports),\n"
+    "         per-GPU injection bandwidth, over-subscription per level "
+    "counted\n"
     "         from the graph (downlink / uplink capacity; top level 1:1), and\n"
-    "         the bisection bandwidth: the smallest max-flow between two equal\n"
-    "         halves of the HCAs over the switch fabric only, split by server,\n"
+    "         the bisection bandwidth: the smallest max-flow between two "
+    "equal\n"
+    "         halves of the HCAs over the switch fabric only, split by "
+    "server,\n"
     "         by rail, by leaf and by pod.  non_blocking: every level 1:1 or\n"
     "         better and every split carries what its smaller half injects.\n"
     "dot      Graphviz DOT of the fabric, one vertex per server unless\n"

@@ -46,10 +46,9 @@ int pp_cli_load_cluster(const pp_args *a, pp_cluster **c, pp_error *e) {
     return pp_cluster_load(spec, sets, n_sets, NULL, c, e);
 }
 
-int pp_cli_load_profile(const pp_args *a, const pp_gpu_spec *gpu,
-                        bool required, pp_gpu_profile *p, pp_error *e) {
-    const char *spec = has_opt(a, "profile") ? pp_args_get(a, "profile")
-                                             : NULL;
+int pp_cli_load_profile(const pp_args *a, const pp_gpu_spec *gpu, bool required,
+                        pp_gpu_profile *p, pp_error *e) {
+    const char *spec = has_opt(a, "profile") ? pp_args_get(a, "profile") : NULL;
     if (!spec && !required) return 1;
     return pp_profile_load(spec, gpu, p, e);
 }
@@ -87,16 +86,17 @@ int pp_cli_load_parallel(const pp_args *a, pp_parallel *p, int *overlap,
             if (ov >= 0)
                 rc = pp_error_set(e, PP_EUSAGE,
                                   "--parallel: overlap: given twice");
-            else if ((vl == 2 && strncmp(v, "on", 2) == 0)
-                     || (vl == 4 && strncmp(v, "true", 4) == 0))
+            else if ((vl == 2 && strncmp(v, "on", 2) == 0) ||
+                     (vl == 4 && strncmp(v, "true", 4) == 0))
                 ov = 1;
-            else if ((vl == 3 && strncmp(v, "off", 3) == 0)
-                     || (vl == 5 && strncmp(v, "false", 5) == 0))
+            else if ((vl == 3 && strncmp(v, "off", 3) == 0) ||
+                     (vl == 5 && strncmp(v, "false", 5) == 0))
                 ov = 0;
             else
                 rc = pp_error_set(e, PP_EUSAGE,
                                   "--parallel: overlap: expected on or off, "
-                                  "got \"%.*s\"", (int)vl, v);
+                                  "got \"%.*s\"",
+                                  (int)vl, v);
         } else {
             if (item_is(s, len, "gbs")) has_gbs = true;
             size_t used = strlen(rest);
@@ -114,9 +114,10 @@ int pp_cli_load_parallel(const pp_args *a, pp_parallel *p, int *overlap,
     if (rc) return rc;
     if (overlap) *overlap = ov;
     if (!has_gbs)
-        pp_cli_note(a, "--parallel has no gbs=; using gbs=%lld (mbs x dp = "
-                    "%lld x %lld)", (long long)p->gbs, (long long)p->mbs,
-                    (long long)p->dp);
+        pp_cli_note(a,
+                    "--parallel has no gbs=; using gbs=%lld (mbs x dp = "
+                    "%lld x %lld)",
+                    (long long)p->gbs, (long long)p->mbs, (long long)p->dp);
     return 0;
 }
 

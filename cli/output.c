@@ -11,8 +11,8 @@ int pp_json_write(FILE *fp, json_t *v, pp_error *e) {
     /* Insertion order and a fixed precision make the output byte-identical
      * across runs; 12 digits keeps doubles readable without losing what
      * any model here can claim. */
-    char *s = json_dumps(v, JSON_INDENT(2) | JSON_PRESERVE_ORDER
-                                | JSON_REAL_PRECISION(12));
+    char *s = json_dumps(v, JSON_INDENT(2) | JSON_PRESERVE_ORDER |
+                                JSON_REAL_PRECISION(12));
     if (!s) return pp_error_set(e, PP_EINTERNAL, "cannot encode JSON");
     fputs(s, fp);
     fputc('\n', fp);
@@ -26,9 +26,11 @@ json_t *pp_json_num(double v) {
 
 int pp_cli_fail(const char *cmd, const pp_error *e) {
     if (cmd)
-        fprintf(stderr, "podplan %s: %s\n", cmd, e->msg[0] ? e->msg : pp_strerror(e->code));
+        fprintf(stderr, "podplan %s: %s\n", cmd,
+                e->msg[0] ? e->msg : pp_strerror(e->code));
     else
-        fprintf(stderr, "podplan: %s\n", e->msg[0] ? e->msg : pp_strerror(e->code));
+        fprintf(stderr, "podplan: %s\n",
+                e->msg[0] ? e->msg : pp_strerror(e->code));
     return pp_exit_code(e->code ? e->code : PP_EFAIL);
 }
 

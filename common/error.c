@@ -11,10 +11,9 @@ static const struct {
     int code;
     int exit_code;
     const char *str;
-} status_table[] = {
-    {PP_OK, 0, "success"},
+} status_table[] = {{PP_OK, 0, "success"},
 #define PP__XX(name, val, exitc, str) {PP_##name, exitc, str},
-    PP_ERRNO_MAP(PP__XX)
+                    PP_ERRNO_MAP(PP__XX)
 #undef PP__XX
 };
 

@@ -66,7 +66,9 @@ void pp_outfile_abort(pp_outfile *of) {
     memset(of, 0, sizeof *of);
 }
 
-static bool readable(const char *path) { return access(path, R_OK) == 0; }
+static bool readable(const char *path) {
+    return access(path, R_OK) == 0;
+}
 
 size_t pp_data_roots(const char **roots, size_t max) {
     static char exe_root[4096 + 32];
@@ -113,12 +115,12 @@ size_t pp_data_names(const char *subdir, char ***out, const char **root) {
         struct dirent *de;
         while ((de = readdir(d)) != NULL) {
             size_t l = strlen(de->d_name);
-            if (l <= 5 || strcmp(de->d_name + l - 5, ".yaml") != 0
-                || de->d_name[0] == '.')
+            if (l <= 5 || strcmp(de->d_name + l - 5, ".yaml") != 0 ||
+                de->d_name[0] == '.')
                 continue;
             /* hardware.yaml is the catalogue, not a cluster. */
-            if (strcmp(subdir, "topologies") == 0
-                && strcmp(de->d_name, "hardware.yaml") == 0)
+            if (strcmp(subdir, "topologies") == 0 &&
+                strcmp(de->d_name, "hardware.yaml") == 0)
                 continue;
             if (n == cap) {
                 cap = cap ? 2 * cap : 16;

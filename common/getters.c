@@ -26,8 +26,8 @@ int pp_error_at(pp_error *e, int code, const pp_node *n, const char *path,
     bool has_path = path && *path;
     if (n && n->file)
         return pp_error_set(e, code, "%s:%d:%d: %s%s%s", n->file, n->line,
-                            n->col, has_path ? path : "",
-                            has_path ? ": " : "", msg);
+                            n->col, has_path ? path : "", has_path ? ": " : "",
+                            msg);
     return pp_error_set(e, code, "%s%s%s", has_path ? path : "",
                         has_path ? ": " : "", msg);
 }
@@ -41,8 +41,7 @@ const char *pp_path(char *buf, size_t len, const char *prefix,
     return buf;
 }
 
-const char *pp_path_index(char *buf, size_t len, const char *prefix,
-                          size_t i) {
+const char *pp_path_index(char *buf, size_t len, const char *prefix, size_t i) {
     snprintf(buf, len, "%s[%zu]", prefix ? prefix : "", i);
     return buf;
 }
@@ -74,8 +73,8 @@ int pp_edit_distance(const char *a, const char *b, int cap) {
             int v = d[i - 1][j] + 1;
             if (d[i][j - 1] + 1 < v) v = d[i][j - 1] + 1;
             if (d[i - 1][j - 1] + cost < v) v = d[i - 1][j - 1] + cost;
-            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]
-                && d[i - 2][j - 2] + 1 < v)
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] &&
+                a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1 < v)
                 v = d[i - 2][j - 2] + 1;
             d[i][j] = v;
         }
@@ -139,8 +138,8 @@ static int lookup(pp_node *map, const char *path, const char *key, int flags,
         bool wanted = false;
         for (size_t j = 0; j < map->n_wanted && !wanted; j++)
             wanted = strcmp(map->wanted[j], k) == 0;
-        if (!wanted && pp_edit_distance(k, key, strlen(key) >= 6 ? 2 : 1)
-                           <= (strlen(key) >= 6 ? 2 : 1))
+        if (!wanted && pp_edit_distance(k, key, strlen(key) >= 6 ? 2 : 1) <=
+                           (strlen(key) >= 6 ? 2 : 1))
             return pp_error_at(e, PP_EINPUT, map->keys[i],
                                pp_path(p, sizeof p, path, k),
                                "unknown key (did you mean \"%s\"?)", key);
@@ -178,14 +177,14 @@ int pp_node_int(const pp_node *n, const char *path, int64_t min, int64_t max,
     char want_buf[64], got[64];
     const char *wanted = int_range_text(min, max, want_buf, sizeof want_buf);
     if (n->kind != PP_NODE_SCALAR || n->scalar[0] == '\0')
-        return pp_error_at(e, PP_EINPUT, n, path, "expected %s, got %s",
-                           wanted, pp__node_desc(n, got, sizeof got));
+        return pp_error_at(e, PP_EINPUT, n, path, "expected %s, got %s", wanted,
+                           pp__node_desc(n, got, sizeof got));
     char *end;
     errno = 0;
     long long v = strtoll(n->scalar, &end, 10);
     if (*end != '\0' || errno == ERANGE || v < min || v > max)
-        return pp_error_at(e, PP_EINPUT, n, path, "expected %s, got %s",
-                           wanted, pp__node_desc(n, got, sizeof got));
+        return pp_error_at(e, PP_EINPUT, n, path, "expected %s, got %s", wanted,
+                           pp__node_desc(n, got, sizeof got));
     *out = v;
     return 0;
 }
@@ -197,8 +196,8 @@ int pp_node_number(const pp_node *n, const char *path, double min, double max,
         char *end;
         errno = 0;
         double v = strtod(n->scalar, &end);
-        if (*end == '\0' && errno != ERANGE && isfinite(v) && v >= min
-            && v <= max) {
+        if (*end == '\0' && errno != ERANGE && isfinite(v) && v >= min &&
+            v <= max) {
             *out = v;
             return 0;
         }
@@ -219,7 +218,8 @@ int pp_node_quantity(const pp_node *n, const char *path, pp_qkind kind,
     double v;
     why[0] = '\0';
     if (pp_unit_parse(n->scalar, kind, default_unit, &v, why, sizeof why)) {
-        if (!why[0]) snprintf(why, sizeof why, "expected %s", pp_qkind_name(kind));
+        if (!why[0])
+            snprintf(why, sizeof why, "expected %s", pp_qkind_name(kind));
         return pp_error_at(e, PP_EINPUT, n, path, "%s%s%s", why,
                            strstr(why, "got ") ? " in " : ", got ",
                            pp__node_desc(n, got, sizeof got));
@@ -251,8 +251,9 @@ int pp_map_int(pp_node *map, const char *path, const char *key, int flags,
     pp_node *n;
     char p[256];
     int rc = lookup(map, path, key, flags, &n, e);
-    return rc ? rc : pp_node_int(n, pp_path(p, sizeof p, path, key), min, max,
-                                 out, e);
+    return rc ? rc
+              : pp_node_int(n, pp_path(p, sizeof p, path, key), min, max, out,
+                            e);
 }
 
 int pp_map_number(pp_node *map, const char *path, const char *key, int flags,
@@ -260,18 +261,20 @@ int pp_map_number(pp_node *map, const char *path, const char *key, int flags,
     pp_node *n;
     char p[256];
     int rc = lookup(map, path, key, flags, &n, e);
-    return rc ? rc : pp_node_number(n, pp_path(p, sizeof p, path, key), min,
-                                    max, out, e);
+    return rc ? rc
+              : pp_node_number(n, pp_path(p, sizeof p, path, key), min, max,
+                               out, e);
 }
 
-int pp_map_quantity(pp_node *map, const char *path, const char *key,
-                    int flags, pp_qkind kind, const char *default_unit,
-                    bool allow_zero, double *out, pp_error *e) {
+int pp_map_quantity(pp_node *map, const char *path, const char *key, int flags,
+                    pp_qkind kind, const char *default_unit, bool allow_zero,
+                    double *out, pp_error *e) {
     pp_node *n;
     char p[256];
     int rc = lookup(map, path, key, flags, &n, e);
-    return rc ? rc : pp_node_quantity(n, pp_path(p, sizeof p, path, key), kind,
-                                      default_unit, allow_zero, out, e);
+    return rc ? rc
+              : pp_node_quantity(n, pp_path(p, sizeof p, path, key), kind,
+                                 default_unit, allow_zero, out, e);
 }
 
 int pp_map_string(pp_node *map, const char *path, const char *key, int flags,
@@ -292,9 +295,15 @@ int pp_map_bool(pp_node *map, const char *path, const char *key, int flags,
     if (rc) return rc;
     if (n->kind == PP_NODE_SCALAR) {
         for (int i = 0; yes[i]; i++)
-            if (strcmp(n->scalar, yes[i]) == 0) { *out = true; return 0; }
+            if (strcmp(n->scalar, yes[i]) == 0) {
+                *out = true;
+                return 0;
+            }
         for (int i = 0; no[i]; i++)
-            if (strcmp(n->scalar, no[i]) == 0) { *out = false; return 0; }
+            if (strcmp(n->scalar, no[i]) == 0) {
+                *out = false;
+                return 0;
+            }
     }
     return pp_error_at(e, PP_EINPUT, n, pp_path(p, sizeof p, path, key),
                        "expected true or false, got %s",
@@ -315,7 +324,10 @@ int pp_map_enum(pp_node *map, const char *path, const char *key, int flags,
         }
         if (n->kind == PP_NODE_SCALAR) {
             int d = pp_edit_distance(n->scalar, names[i], 2);
-            if (d < best_d) { best_d = d; best = i; }
+            if (d < best_d) {
+                best_d = d;
+                best = i;
+            }
         }
         size_t used = strlen(list);
         snprintf(list + used, sizeof list - used, "%s%s", i ? "|" : "",
@@ -341,7 +353,10 @@ int pp_map_done(pp_node *map, const char *path, pp_error *e) {
         int best_d = strlen(key) >= 6 ? 3 : 2;
         for (size_t j = 0; j < map->n_wanted; j++) {
             int d = pp_edit_distance(key, map->wanted[j], best_d - 1);
-            if (d < best_d) { best_d = d; best = map->wanted[j]; }
+            if (d < best_d) {
+                best_d = d;
+                best = map->wanted[j];
+            }
         }
         char p[256];
         pp_path(p, sizeof p, path, key);

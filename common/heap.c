@@ -7,8 +7,7 @@
 #include "podplan/common.h"
 
 void pp_iheap_heapify(pp_iheap *h, int32_t *pos) {
-    for (size_t i = h->n / 2; i-- > 0;)
-        pp_iheap_down(h, pos, i);
+    for (size_t i = h->n / 2; i-- > 0;) pp_iheap_down(h, pos, i);
 }
 
 void pp_iheap_fini(pp_iheap *h) {

@@ -32,8 +32,8 @@ static bool ieq(const char *a, const char *b) {
 
 static bool iprefix(const char *word, const char *name) {
     for (; *word; word++, name++)
-        if (!*name || tolower((unsigned char)*word)
-                          != tolower((unsigned char)*name))
+        if (!*name ||
+            tolower((unsigned char)*word) != tolower((unsigned char)*name))
             return false;
     return true;
 }
@@ -48,8 +48,8 @@ static void join_name(char *buf, size_t len, const char *name, size_t k,
              k == 0 ? "" : (k + 1 == total ? " or " : ", "), name);
 }
 
-int pp_suggest(const char *word, const char *const *names, size_t n,
-               char *buf, size_t len) {
+int pp_suggest(const char *word, const char *const *names, size_t n, char *buf,
+               size_t len) {
     enum { MAX_LISTED = 8 };
     size_t hit[MAX_LISTED], nh = 0, all = 0;
     if (len) buf[0] = '\0';
@@ -94,8 +94,7 @@ int pp_parse_i64(const char *text, int64_t min, int64_t max, int64_t *out) {
     char *end;
     /* strtoll skips leading blanks; a value on the command line must not
      * have any, nor anything after the digits. */
-    if (!text || text[0] == '\0' || isspace((unsigned char)text[0]))
-        return -1;
+    if (!text || text[0] == '\0' || isspace((unsigned char)text[0])) return -1;
     errno = 0;
     long long v = strtoll(text, &end, 10);
     if (errno != 0 || *end != '\0' || v < min || v > max) return -1;
@@ -137,22 +136,22 @@ int pp_kv_parse(const char *spec, const char *what, const char *const *keys,
             char list[256] = "";
             for (int i = 0; keys[i]; i++) {
                 size_t used = strlen(list);
-                snprintf(list + used, sizeof list - used, "%s%s",
-                         i ? ", " : "", keys[i]);
+                snprintf(list + used, sizeof list - used, "%s%s", i ? ", " : "",
+                         keys[i]);
             }
             if (near)
                 rc = pp_error_set(e, PP_EINPUT,
                                   "%s: unknown key \"%.100s\" (did you mean "
-                                  "\"%s\"?)", what, item, near);
+                                  "\"%s\"?)",
+                                  what, item, near);
             else
                 rc = pp_error_set(e, PP_EINPUT,
-                                  "%s: unknown key \"%.100s\" (keys: %s)",
-                                  what, item, list);
+                                  "%s: unknown key \"%.100s\" (keys: %s)", what,
+                                  item, list);
             goto out;
         }
         if (got & (UINT64_C(1) << k)) {
-            rc = pp_error_set(e, PP_EINPUT, "%s: %s: given twice", what,
-                              item);
+            rc = pp_error_set(e, PP_EINPUT, "%s: %s: given twice", what, item);
             goto out;
         }
         got |= UINT64_C(1) << k;

@@ -36,55 +36,74 @@ typedef struct {
     const char *why; /* Q_AMBIG only: what to write instead */
 } unit_def;
 
-#define U(s, k, e, m) {s, k, e, m, NULL}
+#define U(s, k, e, m)                                                          \
+    { s, k, e, m, NULL }
 /* The six SI prefixes every family has (k M G T P on top of the base). */
-#define SI6(k, s, m)                                                       \
-    U(s, k, 0, m), U("k" s, k, 3, m), U("M" s, k, 6, m), U("G" s, k, 9, m), \
+#define SI6(k, s, m)                                                           \
+    U(s, k, 0, m), U("k" s, k, 3, m), U("M" s, k, 6, m), U("G" s, k, 9, m),    \
         U("T" s, k, 12, m), U("P" s, k, 15, m)
-#define AMB(s, w) {s, Q_AMBIG, 0, 0, w}
-#define AMB_BPS(p)                                                      \
-    AMB(p "Bps", "\"" p "Bps\" is ambiguous: write " p "B/s for bytes " \
+#define AMB(s, w)                                                              \
+    { s, Q_AMBIG, 0, 0, w }
+#define AMB_BPS(p)                                                             \
+    AMB(p "Bps", "\"" p "Bps\" is ambiguous: write " p "B/s for bytes "        \
                  "or " p "bps for bits per second")
 
 /* One table for every kind: the parser accepts a symbol only under its own
  * kind and uses the others to explain a refusal; the formatter looks its
  * preferred symbols up here, so the two cannot drift apart. */
 static const unit_def units[] = {
-    U("k", PP_Q_COUNT, 3, 1), U("K", PP_Q_COUNT, 3, 1),
-    U("M", PP_Q_COUNT, 6, 1), U("G", PP_Q_COUNT, 9, 1),
-    U("T", PP_Q_COUNT, 12, 1), U("P", PP_Q_COUNT, 15, 1),
+    U("k", PP_Q_COUNT, 3, 1),
+    U("K", PP_Q_COUNT, 3, 1),
+    U("M", PP_Q_COUNT, 6, 1),
+    U("G", PP_Q_COUNT, 9, 1),
+    U("T", PP_Q_COUNT, 12, 1),
+    U("P", PP_Q_COUNT, 15, 1),
 
     SI6(PP_Q_BYTES, "B", 1),
-    U("KiB", PP_Q_BYTES, 0, 0x1p10), U("MiB", PP_Q_BYTES, 0, 0x1p20),
-    U("GiB", PP_Q_BYTES, 0, 0x1p30), U("TiB", PP_Q_BYTES, 0, 0x1p40),
+    U("KiB", PP_Q_BYTES, 0, 0x1p10),
+    U("MiB", PP_Q_BYTES, 0, 0x1p20),
+    U("GiB", PP_Q_BYTES, 0, 0x1p30),
+    U("TiB", PP_Q_BYTES, 0, 0x1p40),
     U("PiB", PP_Q_BYTES, 0, 0x1p50),
 
     /* Bit counts are never a valid quantity; they are here to say so. */
-    SI6(Q_BITS, "b", 0.125), U("Kb", Q_BITS, 3, 0.125),
+    SI6(Q_BITS, "b", 0.125),
+    U("Kb", Q_BITS, 3, 0.125),
     SI6(Q_BITS, "bit", 0.125),
 
-    SI6(PP_Q_BANDWIDTH, "bps", 0.125), U("Kbps", PP_Q_BANDWIDTH, 3, 0.125),
-    SI6(PP_Q_BANDWIDTH, "b/s", 0.125), U("Kb/s", PP_Q_BANDWIDTH, 3, 0.125),
+    SI6(PP_Q_BANDWIDTH, "bps", 0.125),
+    U("Kbps", PP_Q_BANDWIDTH, 3, 0.125),
+    SI6(PP_Q_BANDWIDTH, "b/s", 0.125),
+    U("Kb/s", PP_Q_BANDWIDTH, 3, 0.125),
     SI6(PP_Q_BANDWIDTH, "bit/s", 0.125),
     SI6(PP_Q_BANDWIDTH, "B/s", 1),
-    U("KiB/s", PP_Q_BANDWIDTH, 0, 0x1p10), U("MiB/s", PP_Q_BANDWIDTH, 0, 0x1p20),
-    U("GiB/s", PP_Q_BANDWIDTH, 0, 0x1p30), U("TiB/s", PP_Q_BANDWIDTH, 0, 0x1p40),
+    U("KiB/s", PP_Q_BANDWIDTH, 0, 0x1p10),
+    U("MiB/s", PP_Q_BANDWIDTH, 0, 0x1p20),
+    U("GiB/s", PP_Q_BANDWIDTH, 0, 0x1p30),
+    U("TiB/s", PP_Q_BANDWIDTH, 0, 0x1p40),
     U("PiB/s", PP_Q_BANDWIDTH, 0, 0x1p50),
 
     SI6(PP_Q_FLOPS, "FLOP", 1),
-    U("EFLOP", PP_Q_FLOPS, 18, 1), U("ZFLOP", PP_Q_FLOPS, 21, 1),
+    U("EFLOP", PP_Q_FLOPS, 18, 1),
+    U("ZFLOP", PP_Q_FLOPS, 21, 1),
     /* "FLOPs" is the plural of FLOP, a count; a rate is FLOPS or FLOP/s. */
     SI6(PP_Q_FLOPS, "FLOPs", 1),
-    U("EFLOPs", PP_Q_FLOPS, 18, 1), U("ZFLOPs", PP_Q_FLOPS, 21, 1),
+    U("EFLOPs", PP_Q_FLOPS, 18, 1),
+    U("ZFLOPs", PP_Q_FLOPS, 21, 1),
 
-    SI6(PP_Q_FLOPRATE, "FLOPS", 1), U("EFLOPS", PP_Q_FLOPRATE, 18, 1),
-    SI6(PP_Q_FLOPRATE, "FLOP/s", 1), U("EFLOP/s", PP_Q_FLOPRATE, 18, 1),
+    SI6(PP_Q_FLOPRATE, "FLOPS", 1),
+    U("EFLOPS", PP_Q_FLOPRATE, 18, 1),
+    SI6(PP_Q_FLOPRATE, "FLOP/s", 1),
+    U("EFLOP/s", PP_Q_FLOPRATE, 18, 1),
 
-    U("ns", PP_Q_TIME, -9, 1), U("us", PP_Q_TIME, -6, 1),
+    U("ns", PP_Q_TIME, -9, 1),
+    U("us", PP_Q_TIME, -6, 1),
     U("\xc2\xb5s", PP_Q_TIME, -6, 1), /* U+00B5 MICRO SIGN */
     U("\xce\xbcs", PP_Q_TIME, -6, 1), /* U+03BC GREEK SMALL LETTER MU */
-    U("ms", PP_Q_TIME, -3, 1), U("s", PP_Q_TIME, 0, 1),
-    U("min", PP_Q_TIME, 0, 60), U("h", PP_Q_TIME, 0, 3600),
+    U("ms", PP_Q_TIME, -3, 1),
+    U("s", PP_Q_TIME, 0, 1),
+    U("min", PP_Q_TIME, 0, 60),
+    U("h", PP_Q_TIME, 0, 3600),
     U("d", PP_Q_TIME, 0, 86400),
 
     /* Spellings that mean 1000 to some readers and 1024 to others, or
@@ -94,12 +113,16 @@ static const unit_def units[] = {
                 "(1024 B/s)"),
     AMB("KBps", "\"KBps\" is ambiguous: write kB/s for bytes or kbps for "
                 "bits per second"),
-    AMB_BPS(""), AMB_BPS("k"), AMB_BPS("M"), AMB_BPS("G"), AMB_BPS("T"),
+    AMB_BPS(""),
+    AMB_BPS("k"),
+    AMB_BPS("M"),
+    AMB_BPS("G"),
+    AMB_BPS("T"),
     AMB_BPS("P"),
 };
 
 static const struct {
-    const char *name;     /* "a ..." (callers skip the "a ") */
+    const char *name; /* "a ..." (callers skip the "a ") */
     const char *examples;
 } kinds[] = {
     [PP_Q_COUNT] = {"a count", "300e9, 300G or 300B"},
@@ -133,7 +156,8 @@ static double pow10i(int n) {
 #if defined(__GNUC__)
 __attribute__((format(printf, 3, 4)))
 #endif
-static int fail(char *why, size_t len, const char *fmt, ...) {
+static int
+fail(char *why, size_t len, const char *fmt, ...) {
     if (why && len) {
         va_list ap;
         va_start(ap, fmt);
@@ -154,7 +178,9 @@ typedef struct {
     const char *end;                 /* first character after the number */
 } number;
 
-static bool is_digit(char c) { return c >= '0' && c <= '9'; }
+static bool is_digit(char c) {
+    return c >= '0' && c <= '9';
+}
 
 /* Scans [sign] digits [. digits] [e [sign] digits] from s (not past e).
  * Only decimal: no nan, inf or hex, which strtod would take.  An 'e' not
@@ -216,51 +242,59 @@ static int parse_ratio(const number *a, const char *p, const char *e,
     while (p < e && is_space(*p)) p++;
     if (p == e || *p != ':')
         return fail(why, len, "expected a ratio such as 2:1 or 1.5");
-    for (p++; p < e && is_space(*p); p++) {}
+    for (p++; p < e && is_space(*p); p++) {
+    }
     if (scan_number(p, e, &b) || b.end != e)
         return fail(why, len, "expected a ratio such as 2:1 or 1.5");
     if (!number_value(a, 0, &x) || !number_value(&b, 0, &y))
         return fail(why, len, "number out of range in a ratio");
     if (!(x > 0 && y > 0))
-        return fail(why, len, "both sides of a ratio must be positive, "
-                              "such as 2:1");
+        return fail(why, len,
+                    "both sides of a ratio must be positive, "
+                    "such as 2:1");
     *out = x / y;
     return 0;
 }
 
 /* Says why `unit` (u: its entry, or NULL when unknown) is not one of
  * `kind`.  num is the number as written, for "did you mean". */
-static int explain(pp_qkind kind, const char *unit, int ulen,
-                   const unit_def *u, const char *num, int nlen, char *why,
-                   size_t len) {
+static int explain(pp_qkind kind, const char *unit, int ulen, const unit_def *u,
+                   const char *num, int nlen, char *why, size_t len) {
     const char *nm = kinds[kind].name, *ex = kinds[kind].examples;
     if (!u) {
         bool zero = nlen > 0 && num[nlen - 1] == '0' &&
                     (nlen == 1 || (nlen == 2 && !is_digit(num[0])));
         if (zero && (unit[0] == 'x' || unit[0] == 'X'))
-            return fail(why, len, "expected %s such as %s; hexadecimal "
-                                  "numbers are not accepted", nm, ex);
+            return fail(why, len,
+                        "expected %s such as %s; hexadecimal "
+                        "numbers are not accepted",
+                        nm, ex);
         return fail(why, len, "expected %s such as %s; unknown unit \"%.*s\"",
                     nm, ex, ulen > 32 ? 32 : ulen, unit);
     }
     if (u->kind == Q_AMBIG)
         return fail(why, len, "expected %s such as %s; %s", nm, ex, u->why);
     if (kind == PP_Q_COUNT)
-        return fail(why, len, "expected %s such as %s (\"%s\" is not a "
-                              "count suffix)", nm, ex, u->sym);
+        return fail(why, len,
+                    "expected %s such as %s (\"%s\" is not a "
+                    "count suffix)",
+                    nm, ex, u->sym);
     if (kind == PP_Q_BYTES && u->kind == Q_BITS)
-        return fail(why, len, "expected %s such as %s; \"%s\" is bits", nm,
-                    ex, u->sym);
+        return fail(why, len, "expected %s such as %s; \"%s\" is bits", nm, ex,
+                    u->sym);
     if (kind == PP_Q_BANDWIDTH && u->kind == Q_BITS) {
         bool bit = ulen >= 3 && strcmp(u->sym + ulen - 3, "bit") == 0;
-        return fail(why, len, "expected %s such as %s, got a bit count; did "
-                              "you mean %.*s%s%s?", nm, ex,
-                    nlen > 32 ? 32 : nlen, num, u->sym, bit ? "/s" : "ps");
+        return fail(why, len,
+                    "expected %s such as %s, got a bit count; did "
+                    "you mean %.*s%s%s?",
+                    nm, ex, nlen > 32 ? 32 : nlen, num, u->sym,
+                    bit ? "/s" : "ps");
     }
     if (kind == PP_Q_FLOPRATE && u->kind == PP_Q_FLOPS && ulen >= 5 &&
         strcmp(u->sym + ulen - 5, "FLOPs") == 0)
-        return fail(why, len, "expected %s such as %s; \"%s\" reads as a "
-                              "count: write %.*sFLOPS or %.*sFLOP/s for a rate",
+        return fail(why, len,
+                    "expected %s such as %s; \"%s\" reads as a "
+                    "count: write %.*sFLOPS or %.*sFLOP/s for a rate",
                     nm, ex, u->sym, ulen - 5, u->sym, ulen - 5, u->sym);
     return fail(why, len, "expected %s such as %s, got %s", nm, ex,
                 kinds[u->kind].name);
@@ -277,15 +311,19 @@ int pp_unit_parse(const char *text, pp_qkind kind, const char *default_unit,
     const char *s = text, *e = text + strlen(text);
     while (s < e && is_space(*s)) s++;
     while (e > s && is_space(e[-1])) e--;
-    if (s == e) return fail(why, why_len, "empty; expected %s such as %s", nm, ex);
+    if (s == e)
+        return fail(why, why_len, "empty; expected %s such as %s", nm, ex);
 
     number n;
     int rc = scan_number(s, e, &n);
     if (rc == 2)
-        return fail(why, why_len, "expected %s such as %s; the number has "
-                                  "more than %d digits", nm, ex, NUM_MAX_DIGITS);
+        return fail(why, why_len,
+                    "expected %s such as %s; the number has "
+                    "more than %d digits",
+                    nm, ex, NUM_MAX_DIGITS);
     if (rc)
-        return fail(why, why_len, "expected %s such as %s, not a number", nm, ex);
+        return fail(why, why_len, "expected %s such as %s, not a number", nm,
+                    ex);
     const char *unit = n.end;
     while (unit < e && is_space(*unit)) unit++;
     size_t ulen = (size_t)(e - unit);
@@ -345,10 +383,10 @@ static const char *const fmt_units[PP_Q__COUNT][9] = {
                        "kFLOPS", "FLOPS"},
     [PP_Q_TIME] = {"d", "h", "min", "s", "ms", "us", "ns"},
 };
-static const char *const fmt_binary[] = {"PiB", "TiB", "GiB", "MiB", "KiB",
-                                         "B", NULL};
+static const char *const fmt_binary[] = {"PiB", "TiB", "GiB", "MiB",
+                                         "KiB", "B",   NULL};
 static const char *const fmt_zero[PP_Q__COUNT] = {
-    [PP_Q_BYTES] = "B", [PP_Q_BANDWIDTH] = "bps", [PP_Q_FLOPS] = "FLOP",
+    [PP_Q_BYTES] = "B",        [PP_Q_BANDWIDTH] = "bps", [PP_Q_FLOPS] = "FLOP",
     [PP_Q_FLOPRATE] = "FLOPS", [PP_Q_TIME] = "s",
 };
 
@@ -412,14 +450,15 @@ char *pp_unit_format(double value, pp_qkind kind, int digits, char *buf,
         return buf;
     }
     const char *const *list = kind == PP_Q_BYTES && looks_binary(value)
-                                  ? fmt_binary : fmt_units[kind];
+                                  ? fmt_binary
+                                  : fmt_units[kind];
     const unit_def *u = NULL;
     for (size_t i = 0; list[i]; i++) {
         u = find_unit(list[i], strlen(list[i]));
         /* The first unit whose rounded mantissa is at least 1: 999999B
          * at 3 digits is "1MB", not "1e+03kB". */
-        if (print_shifted(num, sizeof num, value / u->mul, u->exp10,
-                          digits) >= 0)
+        if (print_shifted(num, sizeof num, value / u->mul, u->exp10, digits) >=
+            0)
             break;
     }
     snprintf(buf, len, "%s%s", num, u->sym);

@@ -87,7 +87,6 @@ static pp_node *map_find(const pp_node *map, const char *key, size_t upto) {
     return NULL;
 }
 
-
 static int add_child(builder *b, pp_node *child, pp_node **pending_keys) {
     if (b->depth == 0) {
         b->doc->root = child;
@@ -180,16 +179,15 @@ static void offset_mark(const builder *b, size_t off, int *line, int *col) {
 
 static int syntax_error(builder *b, const yaml_parser_t *parser) {
     pp_node where = {.file = b->doc->file};
-    const char *problem = parser->problem ? parser->problem
-                                          : "unreadable YAML";
+    const char *problem = parser->problem ? parser->problem : "unreadable YAML";
     if (parser->error == YAML_READER_ERROR) {
         offset_mark(b, parser->problem_offset, &where.line, &where.col);
         if (parser->problem_value != -1)
             return pp_error_at(b->err, PP_EINPUT, &where, NULL,
                                "syntax error: %s (byte 0x%02x)", problem,
                                (unsigned)parser->problem_value & 0xffu);
-        return pp_error_at(b->err, PP_EINPUT, &where, NULL,
-                           "syntax error: %s", problem);
+        return pp_error_at(b->err, PP_EINPUT, &where, NULL, "syntax error: %s",
+                           problem);
     }
     where.line = (int)parser->problem_mark.line + 1;
     where.col = (int)parser->problem_mark.column + 1;
@@ -203,10 +201,9 @@ static int syntax_error(builder *b, const yaml_parser_t *parser) {
     /* libyaml's context says what it was reading and where that began:
      * often the real mistake (an unclosed quote) is there, not at the end
      * of the stream where it gave up. */
-    if (parser->context && (parser->context_mark.line !=
-                                parser->problem_mark.line ||
-                            parser->context_mark.column !=
-                                parser->problem_mark.column))
+    if (parser->context &&
+        (parser->context_mark.line != parser->problem_mark.line ||
+         parser->context_mark.column != parser->problem_mark.column))
         return pp_error_at(b->err, PP_EINPUT, &where, NULL,
                            "syntax error: %s %s (begun at line %d, "
                            "column %d)",
@@ -234,9 +231,7 @@ static int parse_events(builder *b, yaml_parser_t *parser) {
         }
         pp_node *n = NULL;
         switch (ev.type) {
-        case YAML_STREAM_END_EVENT:
-            done = true;
-            break;
+        case YAML_STREAM_END_EVENT: done = true; break;
         case YAML_DOCUMENT_START_EVENT:
             if (++docs > 1) {
                 pp_node where = {.file = b->doc->file,
@@ -263,8 +258,9 @@ static int parse_events(builder *b, yaml_parser_t *parser) {
                                  .col = (int)ev.start_mark.column + 1};
                 /* Name the key whose value it is, when there is one. */
                 const char *key = NULL;
-                if (b->depth > 0 && b->stack[b->depth - 1]->kind ==
-                                        PP_NODE_MAP && pending[b->depth - 1])
+                if (b->depth > 0 &&
+                    b->stack[b->depth - 1]->kind == PP_NODE_MAP &&
+                    pending[b->depth - 1])
                     key = pending[b->depth - 1]->scalar;
                 rc = pp_error_at(b->err, PP_EINPUT, &where, key,
                                  "unknown anchor \"%s\"", name);
@@ -276,8 +272,7 @@ static int parse_events(builder *b, yaml_parser_t *parser) {
         case YAML_SEQUENCE_START_EVENT:
         case YAML_MAPPING_START_EVENT: {
             bool is_map = ev.type == YAML_MAPPING_START_EVENT;
-            n = node_new(b, is_map ? PP_NODE_MAP : PP_NODE_SEQ,
-                         ev.start_mark);
+            n = node_new(b, is_map ? PP_NODE_MAP : PP_NODE_SEQ, ev.start_mark);
             remember_anchor(b,
                             is_map ? ev.data.mapping_start.anchor
                                    : ev.data.sequence_start.anchor,
@@ -303,8 +298,7 @@ static int parse_events(builder *b, yaml_parser_t *parser) {
             n = b->stack[--b->depth];
             if (n->kind == PP_NODE_MAP) rc = apply_merges(b, n);
             break;
-        default:
-            break;
+        default: break;
         }
         yaml_event_delete(&ev);
         if (rc) break;
@@ -313,8 +307,8 @@ static int parse_events(builder *b, yaml_parser_t *parser) {
     return rc;
 }
 
-static int load(const char *name, const char *text, size_t len,
-                pp_doc **out, pp_error *e) {
+static int load(const char *name, const char *text, size_t len, pp_doc **out,
+                pp_error *e) {
     yaml_parser_t parser;
     if (!yaml_parser_initialize(&parser)) pp_oom();
     yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
@@ -363,7 +357,8 @@ int pp_doc_load_file(const char *path, pp_doc **out, pp_error *e) {
                 fclose(fp);
                 return pp_error_set(e, PP_EINPUT,
                                     "%s: larger than %u MiB: not an input "
-                                    "file", path, PP_DOC_MAX_BYTES >> 20);
+                                    "file",
+                                    path, PP_DOC_MAX_BYTES >> 20);
             }
             cap *= 2;
             text = pp_xrealloc(text, cap);
@@ -393,7 +388,9 @@ void pp_doc_free(pp_doc *doc) {
     free(doc);
 }
 
-pp_node *pp_doc_root(const pp_doc *doc) { return doc->root; }
+pp_node *pp_doc_root(const pp_doc *doc) {
+    return doc->root;
+}
 
 /* ------------------------------------------------------------------------
  * Overrides: "node.nics.count=4" sets one scalar before a loader reads the
@@ -413,7 +410,8 @@ int pp_doc_set(pp_doc *doc, const char *assignment, int which, pp_error *e) {
     if (!eq || eq == assignment)
         return pp_error_set(e, PP_EUSAGE,
                             "--set \"%s\": expected path=value, e.g. "
-                            "node.nics.count=4", assignment);
+                            "node.nics.count=4",
+                            assignment);
     char path[256];
     size_t plen = (size_t)(eq - assignment);
     if (plen >= sizeof path)
@@ -443,8 +441,8 @@ int pp_doc_set(pp_doc *doc, const char *assignment, int which, pp_error *e) {
         snprintf(walked + wl, sizeof walked - wl, "%s%s", wl ? "." : "", seg);
         if (cur->kind != PP_NODE_MAP)
             return pp_error_set(e, PP_EUSAGE,
-                                "--set \"%s\": %s is not a mapping",
-                                assignment, walked);
+                                "--set \"%s\": %s is not a mapping", assignment,
+                                walked);
         pp_node *next = NULL;
         for (size_t i = 0; i < cur->n; i++)
             if (strcmp(cur->keys[i]->scalar, seg) == 0) next = cur->items[i];
@@ -457,8 +455,8 @@ int pp_doc_set(pp_doc *doc, const char *assignment, int which, pp_error *e) {
             pp_node *key = set_node(doc, PP_NODE_SCALAR, which, 1);
             free(key->scalar);
             key->scalar = pp_xstrdup(seg);
-            next = set_node(doc, last ? PP_NODE_SCALAR : PP_NODE_MAP, which,
-                            col);
+            next =
+                set_node(doc, last ? PP_NODE_SCALAR : PP_NODE_MAP, which, col);
             push_item(cur, key, next);
         }
         if (index >= 0) {

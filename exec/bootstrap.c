@@ -39,9 +39,9 @@ struct pp__boot {
     int rank, nranks;
     bool mpi;
     double timeout_s;
-    int lfd;       /* rank 0: listening socket */
-    int *fds;      /* rank 0: one per rank (fds[0] unused) */
-    int fd;        /* others: to rank 0 */
+    int lfd;  /* rank 0: listening socket */
+    int *fds; /* rank 0: one per rank (fds[0] unused) */
+    int fd;   /* others: to rank 0 */
     char master[300];
     size_t blob_max; /* the all-gather's stride: every rank's blob fits */
 };
@@ -62,7 +62,8 @@ static void guess_local_ip(char ip[64]) {
     for (struct ifaddrs *i = ifs; i; i = i->ifa_next) {
         if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET) continue;
         if (!(i->ifa_flags & IFF_UP) || (i->ifa_flags & IFF_LOOPBACK)) continue;
-        inet_ntop(AF_INET, &((struct sockaddr_in *)i->ifa_addr)->sin_addr, ip, 64);
+        inet_ntop(AF_INET, &((struct sockaddr_in *)i->ifa_addr)->sin_addr, ip,
+                  64);
         break;
     }
     freeifaddrs(ifs);
@@ -110,7 +111,10 @@ int pp__boot_open(const pp_exec_world *w, double timeout_s, pp__boot **out,
         return pp_error_set(e, PP_EUSAGE, "this podplan was built without MPI");
 #endif
     }
-    if (w->nranks == 1) { *out = b; return 0; }
+    if (w->nranks == 1) {
+        *out = b;
+        return 0;
+    }
     struct sockaddr_in sa;
     if (w->rank == 0 && w->listen_fd >= 0) {
         b->lfd = w->listen_fd;
@@ -123,14 +127,17 @@ int pp__boot_open(const pp_exec_world *w, double timeout_s, pp__boot **out,
             b->lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
             int one = 1;
             setsockopt(b->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-            if (b->lfd < 0 || bind(b->lfd, (struct sockaddr *)&sa, sizeof sa) != 0
-                || listen(b->lfd, 1024) != 0) {
+            if (b->lfd < 0 ||
+                bind(b->lfd, (struct sockaddr *)&sa, sizeof sa) != 0 ||
+                listen(b->lfd, 1024) != 0) {
                 rc = pp_error_set(e, PP_EIO, "rank 0: listen on %s: %s",
                                   b->master, strerror(errno));
                 goto fail;
             }
-            if (sa.sin_addr.s_addr == htonl(INADDR_ANY)) guess_local_ip(local_ip);
-            else inet_ntop(AF_INET, &sa.sin_addr, local_ip, 64);
+            if (sa.sin_addr.s_addr == htonl(INADDR_ANY))
+                guess_local_ip(local_ip);
+            else
+                inet_ntop(AF_INET, &sa.sin_addr, local_ip, 64);
         } else {
             /* Rank 0 may not listen yet (refused: retried) or its host
              * may not answer at all (poll()ed): either way this rank gives
@@ -142,8 +149,10 @@ int pp__boot_open(const pp_exec_world *w, double timeout_s, pp__boot **out,
             if (inet_pton(AF_INET, w->master_addr, &num) == 1)
                 snprintf(what, sizeof what, "rank 0's rendezvous");
             else
-                snprintf(what, sizeof what, "rank 0's rendezvous (MASTER_ADDR "
-                         "%s)", w->master_addr);
+                snprintf(what, sizeof what,
+                         "rank 0's rendezvous (MASTER_ADDR "
+                         "%s)",
+                         w->master_addr);
             if ((rc = pp__sock_connect(&sa, pp_exec_now() + timeout_s, what,
                                        &b->fd, e))) {
                 pp_error_prefix(e, "rank %d", w->rank);
@@ -190,9 +199,11 @@ static int accept_ranks(pp__boot *b, char *blobs, size_t *lens, pp_error *e) {
             for (int r = 1; r < b->nranks; r++) {
                 size_t u = strlen(list);
                 if (b->fds[r] < 0 && u < sizeof list - 16)
-                    snprintf(list + u, sizeof list - u, "%s%d", u ? "," : "", r);
+                    snprintf(list + u, sizeof list - u, "%s%d", u ? "," : "",
+                             r);
             }
-            return pp_error_set(e, PP_ETIMEOUT, "rank 0: rendezvous at %s: "
+            return pp_error_set(e, PP_ETIMEOUT,
+                                "rank 0: rendezvous at %s: "
                                 "rank%s %s did not join within %g s%s%s",
                                 b->master, missing > 1 ? "s" : "", list,
                                 b->timeout_s, rejected[0] ? "; rejected: " : "",
@@ -212,27 +223,34 @@ static int accept_ranks(pp__boot *b, char *blobs, size_t *lens, pp_error *e) {
                               "a joining rank", &tmp) != 0)
             snprintf(why, sizeof why, "incomplete hello (%.100s)", tmp.msg);
         else if (h.magic != PP__BOOT_MAGIC || h.version != PP__BOOT_VERSION)
-            snprintf(why, sizeof why, "not a podplan rank (magic 0x%08x, "
-                     "version %u; expected 0x%08x, %u)", h.magic, h.version,
-                     PP__BOOT_MAGIC, PP__BOOT_VERSION);
+            snprintf(why, sizeof why,
+                     "not a podplan rank (magic 0x%08x, "
+                     "version %u; expected 0x%08x, %u)",
+                     h.magic, h.version, PP__BOOT_MAGIC, PP__BOOT_VERSION);
         else if (h.nranks != (uint32_t)b->nranks)
-            snprintf(why, sizeof why, "rank %u says the world has %u ranks; "
-                     "rank 0 has %d", h.rank, h.nranks, b->nranks);
+            snprintf(why, sizeof why,
+                     "rank %u says the world has %u ranks; "
+                     "rank 0 has %d",
+                     h.rank, h.nranks, b->nranks);
         else if (h.rank == 0 || h.rank >= (uint32_t)b->nranks)
             snprintf(why, sizeof why, "rank %u out of range 1..%d", h.rank,
                      b->nranks - 1);
         else if (b->fds[h.rank] >= 0)
             snprintf(why, sizeof why, "duplicate rank %u", h.rank);
         else if (h.blob_len == 0 || h.blob_len > b->blob_max)
-            snprintf(why, sizeof why, "rank %u: address blob of %u bytes "
-                     "(1..%zu allowed)", h.rank, h.blob_len, b->blob_max);
+            snprintf(why, sizeof why,
+                     "rank %u: address blob of %u bytes "
+                     "(1..%zu allowed)",
+                     h.rank, h.blob_len, b->blob_max);
         else if (pp__sock_read_all(fd, blobs + (size_t)h.rank * b->blob_max,
                                    h.blob_len, pp_exec_now() + 2.0,
                                    "a joining rank", &tmp) != 0)
             snprintf(why, sizeof why, "rank %u: incomplete blob", h.rank);
         if (why[0]) {
-            fprintf(stderr, "podplan: rank 0: rendezvous: rejected a "
-                    "connection: %s\n", why);
+            fprintf(stderr,
+                    "podplan: rank 0: rendezvous: rejected a "
+                    "connection: %s\n",
+                    why);
             size_t u = strlen(rejected);
             if (u < sizeof rejected - 2)
                 snprintf(rejected + u, sizeof rejected - u, "%s%s",
@@ -252,13 +270,17 @@ int pp__boot_set_blob_max(pp__boot *b, size_t n, pp_error *e) {
      * rendezvous never allocates more than it can check. */
     if (n < PP_XPORT_ADDR_MAX) n = PP_XPORT_ADDR_MAX;
     if (n > (1u << 20))
-        return pp_error_set(e, PP_EUSAGE, "address blobs of %zu bytes: too "
-                            "many ranks x channels for one exchange", n);
+        return pp_error_set(e, PP_EUSAGE,
+                            "address blobs of %zu bytes: too "
+                            "many ranks x channels for one exchange",
+                            n);
     b->blob_max = n;
     return 0;
 }
 
-size_t pp__boot_blob_max(const pp__boot *b) { return b->blob_max; }
+size_t pp__boot_blob_max(const pp__boot *b) {
+    return b->blob_max;
+}
 
 int pp__boot_allgather(pp__boot *b, const void *mine, size_t len, char *blobs,
                        size_t *lens, pp_error *e) {
@@ -270,13 +292,14 @@ int pp__boot_allgather(pp__boot *b, const void *mine, size_t len, char *blobs,
     if (b->nranks == 1) return 0;
 #ifdef PODPLAN_HAVE_MPI
     if (b->mpi) {
-        unsigned long l = len, *all = pp_xcalloc((size_t)b->nranks, sizeof *all);
+        unsigned long l = len,
+                      *all = pp_xcalloc((size_t)b->nranks, sizeof *all);
         MPI_Allgather(&l, 1, MPI_UNSIGNED_LONG, all, 1, MPI_UNSIGNED_LONG,
                       MPI_COMM_WORLD);
         char *tmp = pp_xmalloc(b->blob_max);
         memcpy(tmp, blobs + (size_t)b->rank * b->blob_max, b->blob_max);
-        MPI_Allgather(tmp, b->blob_max, MPI_CHAR, blobs, b->blob_max,
-                      MPI_CHAR, MPI_COMM_WORLD);
+        MPI_Allgather(tmp, b->blob_max, MPI_CHAR, blobs, b->blob_max, MPI_CHAR,
+                      MPI_COMM_WORLD);
         for (int r = 0; r < b->nranks; r++) lens[r] = all[r];
         free(tmp);
         free(all);
@@ -302,16 +325,21 @@ int pp__boot_allgather(pp__boot *b, const void *mine, size_t len, char *blobs,
             char what[32];
             snprintf(what, sizeof what, "rank %d", r);
             rc = pp__sock_write_all(b->fds[r], &h, sizeof h, deadline, what, e);
-            if (!rc) rc = pp__sock_write_all(b->fds[r], table, tab, deadline, what, e);
+            if (!rc)
+                rc = pp__sock_write_all(b->fds[r], table, tab, deadline, what,
+                                        e);
         }
         if (rc) pp_error_prefix(e, "rank 0: rendezvous");
     } else {
         pp__boot_hello h = {PP__BOOT_MAGIC, PP__BOOT_VERSION, (uint32_t)b->rank,
                             (uint32_t)b->nranks, (uint32_t)len};
         reply_hdr rh;
-        if ((rc = pp__sock_write_all(b->fd, &h, sizeof h, deadline, "rank 0", e))
-            || (rc = pp__sock_write_all(b->fd, mine, len, deadline, "rank 0", e))
-            || (rc = pp__sock_read_all(b->fd, &rh, sizeof rh, deadline, "rank 0", e))) {
+        if ((rc = pp__sock_write_all(b->fd, &h, sizeof h, deadline, "rank 0",
+                                     e)) ||
+            (rc =
+                 pp__sock_write_all(b->fd, mine, len, deadline, "rank 0", e)) ||
+            (rc = pp__sock_read_all(b->fd, &rh, sizeof rh, deadline, "rank 0",
+                                    e))) {
             pp_error_prefix(e, "rank %d: rendezvous at %s", b->rank, b->master);
             goto out;
         }
@@ -320,17 +348,21 @@ int pp__boot_allgather(pp__boot *b, const void *mine, size_t len, char *blobs,
             size_t n = rh.len < 256 ? rh.len : 256;
             pp_error tmp = PP_ERROR_INIT;
             pp__sock_read_all(b->fd, why, n, deadline, "rank 0", &tmp);
-            rc = pp_error_set(e, PP_EUSAGE, "rank %d: rendezvous at %s: rank 0 "
-                              "rejected this rank: %s", b->rank, b->master, why);
+            rc = pp_error_set(e, PP_EUSAGE,
+                              "rank %d: rendezvous at %s: rank 0 "
+                              "rejected this rank: %s",
+                              b->rank, b->master, why);
             goto out;
         }
         if (rh.len != tab) {
-            rc = pp_error_set(e, PP_EPEER, "rank %d: rendezvous at %s: address "
-                              "book of %u bytes, expected %zu", b->rank,
-                              b->master, rh.len, tab);
+            rc = pp_error_set(e, PP_EPEER,
+                              "rank %d: rendezvous at %s: address "
+                              "book of %u bytes, expected %zu",
+                              b->rank, b->master, rh.len, tab);
             goto out;
         }
-        if ((rc = pp__sock_read_all(b->fd, table, tab, deadline, "rank 0", e))) {
+        if ((rc =
+                 pp__sock_read_all(b->fd, table, tab, deadline, "rank 0", e))) {
             pp_error_prefix(e, "rank %d: rendezvous", b->rank);
             goto out;
         }
@@ -343,8 +375,7 @@ int pp__boot_allgather(pp__boot *b, const void *mine, size_t len, char *blobs,
             }
             lens[r] = l;
             memcpy(blobs + (size_t)r * b->blob_max,
-                   table + (size_t)r * (4 + b->blob_max) + 4,
-                   b->blob_max);
+                   table + (size_t)r * (4 + b->blob_max) + 4, b->blob_max);
         }
     }
 out:
@@ -371,8 +402,8 @@ int pp__boot_gather(pp__boot *b, const void *mine, size_t len, void *all,
     if (b->rank == 0) {
         for (int r = 1; r < b->nranks && !rc; r++) {
             snprintf(what, sizeof what, "rank %d", r);
-            rc = pp__sock_read_all(b->fds[r], (char *)all + (size_t)r * len, len,
-                                   deadline, what, e);
+            rc = pp__sock_read_all(b->fds[r], (char *)all + (size_t)r * len,
+                                   len, deadline, what, e);
         }
     } else {
         rc = pp__sock_write_all(b->fd, mine, len, deadline, "rank 0", e);
@@ -406,7 +437,10 @@ int pp__boot_bcast(pp__boot *b, void *buf, size_t len, pp_error *e) {
 
 int pp__boot_barrier(pp__boot *b, pp_error *e) {
 #ifdef PODPLAN_HAVE_MPI
-    if (b->mpi) { MPI_Barrier(MPI_COMM_WORLD); return 0; }
+    if (b->mpi) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        return 0;
+    }
 #endif
     char one = 1, *all = b->rank == 0 ? pp_xcalloc((size_t)b->nranks, 1) : NULL;
     int rc = pp__boot_gather(b, &one, 1, all, e);

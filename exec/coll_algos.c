@@ -15,12 +15,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-static size_t md(long a, int n) { return (size_t)(((a % n) + n) % n); }
+static size_t md(long a, int n) {
+    return (size_t)(((a % n) + n) % n);
+}
 
 static int run_ring(pp__comm *c, char *buf, const size_t *bounds, int n_steps,
                     pp__step *st, pp_error *e) {
-    pp__sched s = {.steps = st, .n_steps = n_steps, .n_chunks = (size_t)c->nranks,
-                   .chunk_begin = bounds, .channels = c->channels,
+    pp__sched s = {.steps = st,
+                   .n_steps = n_steps,
+                   .n_chunks = (size_t)c->nranks,
+                   .chunk_begin = bounds,
+                   .channels = c->channels,
                    .slice_elems = c->slice_bytes / c->esize};
     return pp__sched_run(c, &s, buf, e);
 }
@@ -45,9 +50,11 @@ int pp__ring_steps(int n, int r, int o, bool allgather_after, pp__step *st) {
     int nrs = n - 1, nag = allgather_after ? n - 1 : 0;
     int next = (r + 1) % n, prev = (r + n - 1) % n;
     for (int t = 0; t < nrs; t++)
-        st[t] = (pp__step){next, prev, md(r - t - o, n), md(r - t - 1 - o, n), true};
+        st[t] = (pp__step){next, prev, md(r - t - o, n), md(r - t - 1 - o, n),
+                           true};
     for (int u = 0; u < nag; u++)
-        st[nrs + u] = (pp__step){next, prev, md(r + 1 - u, n), md(r - u, n), false};
+        st[nrs + u] =
+            (pp__step){next, prev, md(r + 1 - u, n), md(r - u, n), false};
     return nrs + nag;
 }
 
@@ -106,7 +113,10 @@ int pp__coll_broadcast_chain(pp__comm *c, char *buf, size_t count, int root,
         {-1, k > 0 ? (r + n - 1) % n : -1, 0, 0, false},
         {k < n - 1 ? (r + 1) % n : -1, -1, 0, 0, false},
     };
-    pp__sched s = {.steps = st, .n_steps = 2, .n_chunks = 1, .chunk_begin = b,
+    pp__sched s = {.steps = st,
+                   .n_steps = 2,
+                   .n_chunks = 1,
+                   .chunk_begin = b,
                    .channels = c->channels,
                    .slice_elems = c->slice_bytes / c->esize};
     c->what = "broadcast chain";
@@ -131,8 +141,11 @@ static int exchange(pp__comm *c, int to, const char *sbuf, size_t slen,
             pp__split(slen, (size_t)nch, (size_t)k, &b, &en);
             if (en > b) {
                 pp_xreq *r = &rq[2 * k];
-                *r = (pp_xreq){.peer = to, .is_send = true, .buf = (char *)sbuf + b,
-                               .len = en - b, .channel = k};
+                *r = (pp_xreq){.peer = to,
+                               .is_send = true,
+                               .buf = (char *)sbuf + b,
+                               .len = en - b,
+                               .channel = k};
                 if (!(rc = c->ops->post(c->x, r, c->mr_buf, e))) wl[nw++] = r;
             }
         }
@@ -140,8 +153,11 @@ static int exchange(pp__comm *c, int to, const char *sbuf, size_t slen,
             pp__split(rlen, (size_t)nch, (size_t)k, &b, &en);
             if (en > b) {
                 pp_xreq *r = &rq[2 * k + 1];
-                *r = (pp_xreq){.peer = from, .is_send = false, .buf = rbuf + b,
-                               .len = en - b, .channel = k};
+                *r = (pp_xreq){.peer = from,
+                               .is_send = false,
+                               .buf = rbuf + b,
+                               .len = en - b,
+                               .channel = k};
                 if (!(rc = c->ops->post(c->x, r, rmr, e))) wl[nw++] = r;
             }
         }
@@ -169,11 +185,16 @@ static int exchange(pp__comm *c, int to, const char *sbuf, size_t slen,
  *     doubling (mask 1 up to p/2: swap the ranges held).  2 log2(p) steps
  *     but only 2 (p-1)/p * len bytes each way, so it wins on large
  *     buffers while rd wins on latency. */
-static int real_rank(int nr, int rem) { return nr < rem ? nr * 2 + 1 : nr + rem; }
+static int real_rank(int nr, int rem) {
+    return nr < rem ? nr * 2 + 1 : nr + rem;
+}
 
 int pp__rd_steps(int n, int r, bool rabenseifner, pp__xstep *st) {
     int p = 1, lg = 0, ns = 0, rem;
-    while (p * 2 <= n) { p *= 2; lg++; }
+    while (p * 2 <= n) {
+        p *= 2;
+        lg++;
+    }
     rem = n - p;
     const pp__xstep idle = {-1, -1, 0, 0, 0, 0, false};
     int newrank = r < 2 * rem ? (r % 2 ? r / 2 : -1) : r - rem;
@@ -188,27 +209,39 @@ int pp__rd_steps(int n, int r, bool rabenseifner, pp__xstep *st) {
     if (!rabenseifner) {
         for (int mask = 1; mask < p; mask <<= 1) {
             int peer = newrank < 0 ? -1 : real_rank(newrank ^ mask, rem);
-            st[ns++] = newrank < 0 ? idle
-                                   : (pp__xstep){peer, peer, 0, p, 0, p, true};
+            st[ns++] =
+                newrank < 0 ? idle : (pp__xstep){peer, peer, 0, p, 0, p, true};
         }
     } else {
         int lo = 0, hi = p;
         for (int mask = p / 2; mask >= 1; mask >>= 1) {
-            if (newrank < 0) { st[ns++] = idle; continue; }
+            if (newrank < 0) {
+                st[ns++] = idle;
+                continue;
+            }
             int peer = real_rank(newrank ^ mask, rem), mid = lo + mask;
             if (newrank & mask)
-                st[ns++] = (pp__xstep){peer, peer, lo, mid, mid, hi, true}, lo = mid;
+                st[ns++] = (pp__xstep){peer, peer, lo, mid, mid, hi, true},
+                lo = mid;
             else
-                st[ns++] = (pp__xstep){peer, peer, mid, hi, lo, mid, true}, hi = mid;
+                st[ns++] = (pp__xstep){peer, peer, mid, hi, lo, mid, true},
+                hi = mid;
         }
         for (int mask = 1; mask < p; mask <<= 1) {
-            if (newrank < 0) { st[ns++] = idle; continue; }
+            if (newrank < 0) {
+                st[ns++] = idle;
+                continue;
+            }
             int peer = real_rank(newrank ^ mask, rem);
             /* the partner holds the mask-wide range on the other side */
             if (newrank & mask)
-                st[ns++] = (pp__xstep){peer, peer, lo, hi, lo - mask, lo, false}, lo -= mask;
+                st[ns++] =
+                    (pp__xstep){peer, peer, lo, hi, lo - mask, lo, false},
+                lo -= mask;
             else
-                st[ns++] = (pp__xstep){peer, peer, lo, hi, hi, hi + mask, false}, hi += mask;
+                st[ns++] =
+                    (pp__xstep){peer, peer, lo, hi, hi, hi + mask, false},
+                hi += mask;
         }
     }
     if (rem) {
@@ -269,7 +302,8 @@ int pp__coll_alltoall_pairwise(pp__comm *c, const char *send, char *recv,
     for (int s = 1; s < n && !rc; s++) {
         int to = (r + s) % n, from = (r - s + n) % n;
         rc = exchange(c, to, send + (size_t)to * blk, blk, from,
-                      recv + (size_t)from * blk, blk, c->mr_buf, s - 1, n - 1, e);
+                      recv + (size_t)from * blk, blk, c->mr_buf, s - 1, n - 1,
+                      e);
     }
     return rc;
 }

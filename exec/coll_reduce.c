@@ -13,10 +13,20 @@
 
 #include <string.h>
 
-static inline uint32_t f2u(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
-static inline float u2f(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+static inline uint32_t f2u(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+static inline float u2f(uint32_t u) {
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
 
-float pp__bf16_to_f32(uint16_t h) { return u2f((uint32_t)h << 16); }
+float pp__bf16_to_f32(uint16_t h) {
+    return u2f((uint32_t)h << 16);
+}
 
 static inline uint16_t bf16_rne(float f) {
     uint32_t u = f2u(f);
@@ -26,7 +36,9 @@ static inline uint16_t bf16_rne(float f) {
     return (uint16_t)((u & 0x7FFFFFFFu) > 0x7F800000u ? nan : r);
 }
 
-uint16_t pp__f32_to_bf16(float f) { return bf16_rne(f); }
+uint16_t pp__f32_to_bf16(float f) {
+    return bf16_rne(f);
+}
 
 static inline float fp16_to_f32(uint16_t h) {
     uint32_t o = ((uint32_t)h & 0x7FFFu) << 13;
@@ -47,30 +59,36 @@ static inline uint16_t f32_to_fp16(float f) {
     /* subnormal results: adding the magic number aligns and rounds */
     const uint32_t magic = ((127u - 15u) + (23u - 10u) + 1u) << 23;
     uint32_t sub = f2u(u2f(u) + u2f(magic)) - magic;
-    uint32_t norm = (u + ((uint32_t)(15 - 127) << 23) + 0xFFFu
-                     + ((u >> 13) & 1u)) >> 13;
-    uint32_t o = u >= ((127u + 16u) << 23) ? big : u < (113u << 23) ? sub : norm;
+    uint32_t norm =
+        (u + ((uint32_t)(15 - 127) << 23) + 0xFFFu + ((u >> 13) & 1u)) >> 13;
+    uint32_t o = u >= ((127u + 16u) << 23) ? big
+                 : u < (113u << 23)        ? sub
+                                           : norm;
     return (uint16_t)(o | (sign >> 16));
 }
 
-float pp__fp16_to_f32(uint16_t h) { return fp16_to_f32(h); }
-uint16_t pp__f32_to_fp16(float f) { return f32_to_fp16(f); }
+float pp__fp16_to_f32(uint16_t h) {
+    return fp16_to_f32(h);
+}
+uint16_t pp__f32_to_fp16(float f) {
+    return f32_to_fp16(f);
+}
 
 #define OP_SUM(a, b) ((a) + (b))
 #define OP_MAX(a, b) ((a) > (b) ? (a) : (b))
 #define OP_MIN(a, b) ((a) < (b) ? (a) : (b))
 
-#define DEF_F32(name, OP)                                                   \
-    static void name(float *restrict d, const float *restrict s, size_t n) { \
-        for (size_t i = 0; i < n; i++) d[i] = OP(d[i], s[i]);              \
+#define DEF_F32(name, OP)                                                      \
+    static void name(float *restrict d, const float *restrict s, size_t n) {   \
+        for (size_t i = 0; i < n; i++) d[i] = OP(d[i], s[i]);                  \
     }
-#define DEF_H(name, OP, TOF, FROMF)                                         \
-    static void name(uint16_t *restrict d, const uint16_t *restrict s,      \
-                     size_t n) {                                            \
-        for (size_t i = 0; i < n; i++) {                                    \
-            float a = TOF(d[i]), b = TOF(s[i]);                             \
-            d[i] = FROMF(OP(a, b));                                         \
-        }                                                                   \
+#define DEF_H(name, OP, TOF, FROMF)                                            \
+    static void name(uint16_t *restrict d, const uint16_t *restrict s,         \
+                     size_t n) {                                               \
+        for (size_t i = 0; i < n; i++) {                                       \
+            float a = TOF(d[i]), b = TOF(s[i]);                                \
+            d[i] = FROMF(OP(a, b));                                            \
+        }                                                                      \
     }
 
 DEF_F32(sum_f32, OP_SUM)

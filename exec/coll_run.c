@@ -19,9 +19,9 @@
 #include <string.h>
 #include <unistd.h>
 
-_Static_assert((int)PP_EXEC_DT_BF16 == (int)PP_XDT_BF16
-                   && (int)PP_EXEC_DT_FP16 == (int)PP_XDT_FP16
-                   && (int)PP_EXEC_RED_MIN == (int)PP_XOP_MIN,
+_Static_assert((int)PP_EXEC_DT_BF16 == (int)PP_XDT_BF16 &&
+                   (int)PP_EXEC_DT_FP16 == (int)PP_XDT_FP16 &&
+                   (int)PP_EXEC_RED_MIN == (int)PP_XOP_MIN,
                "exec.h and devmem.h enums must agree");
 
 static const char *const dt_names[] = {"float", "bfloat16", "half"};
@@ -74,9 +74,12 @@ static float value(int r, size_t i) {
 }
 
 static void put(pp_xdtype t, void *buf, size_t i, float v) {
-    if (t == PP_XDT_FP32) ((float *)buf)[i] = v;
-    else if (t == PP_XDT_BF16) ((uint16_t *)buf)[i] = pp__f32_to_bf16(v);
-    else ((uint16_t *)buf)[i] = pp__f32_to_fp16(v);
+    if (t == PP_XDT_FP32)
+        ((float *)buf)[i] = v;
+    else if (t == PP_XDT_BF16)
+        ((uint16_t *)buf)[i] = pp__f32_to_bf16(v);
+    else
+        ((uint16_t *)buf)[i] = pp__f32_to_fp16(v);
 }
 
 static bool same(pp_xdtype t, const void *buf, size_t i, float v) {
@@ -94,8 +97,9 @@ static float reduce_ranks(pp_exec_redop op, int n, size_t i) {
     float a = value(0, i);
     for (int r = 1; r < n; r++) {
         float b = value(r, i);
-        a = op == PP_EXEC_RED_SUM ? a + b : op == PP_EXEC_RED_MAX ? fmaxf(a, b)
-                                                                  : fminf(a, b);
+        a = op == PP_EXEC_RED_SUM   ? a + b
+            : op == PP_EXEC_RED_MAX ? fmaxf(a, b)
+                                    : fminf(a, b);
     }
     return a;
 }
@@ -106,19 +110,19 @@ typedef struct run {
     pp__comm c;
     int n, r;
     char *send, *recv, *scratch;
-    size_t cap;                /* bytes of each buffer */
-    size_t total, per;         /* elements: the whole buffer, and per rank
+    size_t cap;        /* bytes of each buffer */
+    size_t total, per; /* elements: the whole buffer, and per rank
                                   block for allgather/reducescatter/alltoall */
     pp_coll_algo algo;
-    const char *impl;          /* the row's impl (exec.h) */
-    char *arena;               /* send, recv, scratch, rd scratch: one region */
+    const char *impl; /* the row's impl (exec.h) */
+    char *arena;      /* send, recv, scratch, rd scratch: one region */
     /* --device cuda: the buffer on the GPU, and reduction scratch */
     void *d_in, *d_a, *d_b;
 } run;
 
 static bool blocked(pp_coll_op op) {
-    return op == PP_COLL_ALLGATHER || op == PP_COLL_REDUCESCATTER
-           || op == PP_COLL_ALLTOALL;
+    return op == PP_COLL_ALLGATHER || op == PP_COLL_REDUCESCATTER ||
+           op == PP_COLL_ALLTOALL;
 }
 
 /* The input of this rank for one run, in place or not. */
@@ -195,11 +199,11 @@ static int cuda_reduce(void *ctx, void *dst, const void *src, size_t count,
     run *u = ctx;
     size_t len = count * u->c.esize;
     int rc;
-    if ((rc = pp_cuda_h2d(u->d_a, dst, len, e))
-        || (rc = pp_cuda_h2d(u->d_b, src, len, e))
-        || (rc = pp_cuda_reduce(u->c.dtype, (pp_xredop)u->o->redop, u->d_a,
-                                u->d_b, count, e))
-        || (rc = pp_cuda_d2h(dst, u->d_a, len, e)))
+    if ((rc = pp_cuda_h2d(u->d_a, dst, len, e)) ||
+        (rc = pp_cuda_h2d(u->d_b, src, len, e)) ||
+        (rc = pp_cuda_reduce(u->c.dtype, (pp_xredop)u->o->redop, u->d_a, u->d_b,
+                             count, e)) ||
+        (rc = pp_cuda_d2h(dst, u->d_a, len, e)))
         return rc;
     return 0;
 }
@@ -220,7 +224,8 @@ static int run_once(run *u, bool inplace, pp_error *e) {
         if (!inplace) memcpy(u->recv, u->send, total);
         rc = pp__coll_reducescatter_ring(c, u->recv, u->per, e);
         /* out of place, NCCL's output is the start of recvbuff */
-        if (!rc && !inplace && u->r) memmove(u->recv, u->recv + (size_t)u->r * per, per);
+        if (!rc && !inplace && u->r)
+            memmove(u->recv, u->recv + (size_t)u->r * per, per);
         return rc;
     }
     case PP_COLL_ALLGATHER:
@@ -233,7 +238,10 @@ static int run_once(run *u, bool inplace, pp_error *e) {
     case PP_COLL_SENDRECV: {
         /* not in place by nature: in place works from a copy */
         const char *in = u->send;
-        if (inplace) { memcpy(u->scratch, u->recv, total); in = u->scratch; }
+        if (inplace) {
+            memcpy(u->scratch, u->recv, total);
+            in = u->scratch;
+        }
         return u->o->op == PP_COLL_ALLTOALL
                    ? pp__coll_alltoall_pairwise(c, in, u->recv, u->per, e)
                    : pp__coll_sendrecv_ring(c, in, u->recv, u->total, e);
@@ -251,7 +259,8 @@ static int run_timed(run *u, bool inplace, pp_error *e) {
     char *host = inplace ? u->recv : u->send;
     if (u->o->on_device && (rc = pp_cuda_d2h(host, u->d_in, len, e))) return rc;
     if ((rc = run_once(u, inplace, e))) return rc;
-    if (u->o->on_device && (rc = pp_cuda_h2d(u->d_in, u->recv, len, e))) return rc;
+    if (u->o->on_device && (rc = pp_cuda_h2d(u->d_in, u->recv, len, e)))
+        return rc;
     return 0;
 }
 
@@ -263,7 +272,7 @@ static int cmp_double(const void *a, const void *b) {
 }
 
 void pp__coll_stats(pp_exec_coll_side *sd, const double *all, int n, int iters,
-                  double bytes, double factor, int average) {
+                    double bytes, double factor, int average) {
     double *worst = pp_xcalloc((size_t)iters, sizeof *worst), comb = 0;
     sd->slowest = pp_xcalloc((size_t)iters, sizeof *sd->slowest);
     for (int r = 0; r < n; r++) {
@@ -271,13 +280,20 @@ void pp__coll_stats(pp_exec_coll_side *sd, const double *all, int n, int iters,
         for (int i = 0; i < iters; i++) {
             double t = all[(size_t)r * (size_t)iters + (size_t)i];
             sum += t;
-            if (t > worst[i]) { worst[i] = t; sd->slowest[i] = r; }
+            if (t > worst[i]) {
+                worst[i] = t;
+                sd->slowest[i] = r;
+            }
         }
         double m = sum / iters;
-        if (average == 0) comb = r == 0 ? m : comb;
-        else if (average == 2) comb = r == 0 || m < comb ? m : comb;
-        else if (average == 3) comb = m > comb ? m : comb;
-        else comb += m / n;
+        if (average == 0)
+            comb = r == 0 ? m : comb;
+        else if (average == 2)
+            comb = r == 0 || m < comb ? m : comb;
+        else if (average == 3)
+            comb = m > comb ? m : comb;
+        else
+            comb += m / n;
     }
     sd->time_s = comb;
     sd->algbw_Bps = sd->time_s > 0 ? bytes / sd->time_s : 0;
@@ -301,12 +317,15 @@ static void parse_fault(pp__comm *c) {
     const char *f = getenv("PODPLAN_EXEC_FAULT");
     char mode[16] = "";
     c->fault_mode = 0;
-    if (f && sscanf(f, "rank=%d,step=%d,mode=%15s", &c->fault_rank,
-                    &c->fault_step, mode) == 3 && c->fault_step >= 1) {
+    if (f &&
+        sscanf(f, "rank=%d,step=%d,mode=%15s", &c->fault_rank, &c->fault_step,
+               mode) == 3 &&
+        c->fault_step >= 1) {
         c->fault_step--; /* steps are numbered from 1 in messages */
-        c->fault_mode = strcmp(mode, "stop") == 0 ? 's'
-                        : strcmp(mode, "kill") == 0 ? 'k'
-                        : strcmp(mode, "corrupt") == 0 ? 'c' : 'x';
+        c->fault_mode = strcmp(mode, "stop") == 0      ? 's'
+                        : strcmp(mode, "kill") == 0    ? 'k'
+                        : strcmp(mode, "corrupt") == 0 ? 'c'
+                                                       : 'x';
     }
 }
 
@@ -315,19 +334,24 @@ static int check_opts(const pp_exec_world *w, const pp_exec_coll_opts *o,
     if ((unsigned)o->op >= PP_COLL__COUNT)
         return pp_error_set(e, PP_EUSAGE, "bad collective op");
     if (o->algo != -1 && o->algo != PP_ALGO_RING && o->algo != PP_ALGO_RD)
-        return pp_error_set(e, PP_EUSAGE, "--algo: exec runs ring, rd or auto, "
-                            "not %s", pp_coll_algo_name(o->algo));
+        return pp_error_set(e, PP_EUSAGE,
+                            "--algo: exec runs ring, rd or auto, "
+                            "not %s",
+                            pp_coll_algo_name(o->algo));
     if (o->algo == PP_ALGO_RD && o->op != PP_COLL_ALLREDUCE)
-        return pp_error_set(e, PP_EUSAGE, "--algo rd: recursive doubling is an "
-                            "allreduce algorithm; %s uses ring (or --algo auto)",
-                            pp_coll_op_name(o->op));
+        return pp_error_set(
+            e, PP_EUSAGE,
+            "--algo rd: recursive doubling is an "
+            "allreduce algorithm; %s uses ring (or --algo auto)",
+            pp_coll_op_name(o->op));
     if (o->root < 0 || o->root >= w->nranks)
         return pp_error_set(e, PP_EUSAGE, "--root %d: not a rank of 0..%d",
                             o->root, w->nranks - 1);
-    if (o->iters < 1 || o->warmup < 0 || o->channels < 1 || o->channels > 64
-        || o->min_bytes > o->max_bytes || o->timeout_s <= 0
-        || o->agg_iters < 1 || o->average < 0 || o->average > 3)
-        return pp_error_set(e, PP_EUSAGE, "bad iterations, channels, sizes, "
+    if (o->iters < 1 || o->warmup < 0 || o->channels < 1 || o->channels > 64 ||
+        o->min_bytes > o->max_bytes || o->timeout_s <= 0 || o->agg_iters < 1 ||
+        o->average < 0 || o->average > 3)
+        return pp_error_set(e, PP_EUSAGE,
+                            "bad iterations, channels, sizes, "
                             "timeout, agg iterations or average mode");
     if (strcmp(o->transport, "tcp") == 0) {
         *ops = &pp_xport_tcp;
@@ -335,18 +359,21 @@ static int check_opts(const pp_exec_world *w, const pp_exec_coll_opts *o,
 #ifdef PODPLAN_HAVE_VERBS
         *ops = &pp_xport_verbs;
 #else
-        return pp_error_set(e, PP_ENODEV, "--transport verbs: podplan was "
+        return pp_error_set(e, PP_ENODEV,
+                            "--transport verbs: podplan was "
                             "built without libibverbs");
 #endif
     } else {
-        return pp_error_set(e, PP_EUSAGE, "--transport: expected tcp|verbs, got "
-                            "\"%s\"", o->transport);
+        return pp_error_set(e, PP_EUSAGE,
+                            "--transport: expected tcp|verbs, got "
+                            "\"%s\"",
+                            o->transport);
     }
     if (o->on_device) {
         char why[256];
         if (!pp_cuda_available(why, sizeof why))
-            return pp_error_set(e, PP_ENODEV, "--device cuda: no usable GPU (%s)",
-                                why);
+            return pp_error_set(e, PP_ENODEV,
+                                "--device cuda: no usable GPU (%s)", why);
     }
     return 0;
 }
@@ -380,8 +407,9 @@ static int sweep(run *u, pp__boot *b, pp_exec_coll_result *res, pp_error *e) {
     size_t es = u->c.esize, unit = es * (blocked(o->op) ? (size_t)u->n : 1);
     double factor = pp_coll_busbw_factor(o->op, (size_t)u->n);
     double *mine = pp_xcalloc((size_t)o->iters, sizeof *mine);
-    double *all = u->r == 0 ? pp_xcalloc((size_t)u->n * (size_t)o->iters,
-                                         sizeof *all) : NULL;
+    double *all = u->r == 0
+                      ? pp_xcalloc((size_t)u->n * (size_t)o->iters, sizeof *all)
+                      : NULL;
     int64_t *wrong_all = pp_xcalloc((size_t)u->n, sizeof *wrong_all);
     int rc = 0;
     size_t cap_rows = 0;
@@ -391,9 +419,11 @@ static int sweep(run *u, pp__boot *b, pp_exec_coll_result *res, pp_error *e) {
         u->per = blocked(o->op) ? nel / (size_t)u->n : nel;
         u->total = blocked(o->op) ? u->per * (size_t)u->n : nel;
         size_t bytes = u->total * es;
-        u->algo = o->op == PP_COLL_ALLREDUCE && (o->algo == PP_ALGO_RD
-                  || (o->algo == -1 && bytes <= o->rd_max_bytes))
-                      ? PP_ALGO_RD : PP_ALGO_RING;
+        u->algo = o->op == PP_COLL_ALLREDUCE &&
+                          (o->algo == PP_ALGO_RD ||
+                           (o->algo == -1 && bytes <= o->rd_max_bytes))
+                      ? PP_ALGO_RD
+                      : PP_ALGO_RING;
         u->impl = impl_name(o->op, u->algo, bytes, o->rd_max_bytes);
         pp_exec_coll_row row;
         memset(&row, 0, sizeof row);
@@ -408,12 +438,14 @@ static int sweep(run *u, pp__boot *b, pp_exec_coll_result *res, pp_error *e) {
             if (o->check) {
                 fill_inputs(u, inplace);
                 if (o->on_device)
-                    rc = pp_cuda_h2d(u->d_in, inplace ? u->recv : u->send, bytes, e);
+                    rc = pp_cuda_h2d(u->d_in, inplace ? u->recv : u->send,
+                                     bytes, e);
                 if (!rc) rc = run_timed(u, inplace, e);
                 if (rc) break;
                 /* mode=corrupt: this rank's first element is off by one,
                  * so the tests see the check fail */
-                if (u->c.fault_mode == 'c' && u->r == u->c.fault_rank && u->total)
+                if (u->c.fault_mode == 'c' && u->r == u->c.fault_rank &&
+                    u->total)
                     put(u->c.dtype, u->recv, 0, 1000.0f);
                 wrong = count_wrong(u, inplace);
             }
@@ -424,19 +456,20 @@ static int sweep(run *u, pp__boot *b, pp_exec_coll_result *res, pp_error *e) {
                  * back (nccl-tests' -m) and counts the time per one */
                 int agg = i >= o->warmup ? o->agg_iters : 1;
                 double t0 = pp_exec_now();
-                for (int k = 0; k < agg && !rc; k++) rc = run_timed(u, inplace, e);
+                for (int k = 0; k < agg && !rc; k++)
+                    rc = run_timed(u, inplace, e);
                 if (i >= o->warmup)
                     mine[i - o->warmup] = (pp_exec_now() - t0) / agg;
             }
             if (rc) break;
             if ((rc = pp__boot_gather(b, mine, (size_t)o->iters * sizeof *mine,
-                                      all, e))
-                || (rc = pp__boot_gather(b, &wrong, sizeof wrong, wrong_all, e)))
+                                      all, e)) ||
+                (rc = pp__boot_gather(b, &wrong, sizeof wrong, wrong_all, e)))
                 break;
             if (u->r != 0) continue;
             for (int r = 0; r < u->n; r++) total_wrong += wrong_all[r];
-            pp__coll_stats(&row.side[side], all, u->n, o->iters, (double)bytes, factor,
-                  o->average);
+            pp__coll_stats(&row.side[side], all, u->n, o->iters, (double)bytes,
+                           factor, o->average);
             row.side[side].wrong = o->check ? total_wrong : -1;
         }
         if (rc) {
@@ -446,11 +479,13 @@ static int sweep(run *u, pp__boot *b, pp_exec_coll_result *res, pp_error *e) {
         if (u->r == 0) {
             if (res->n_rows == cap_rows) {
                 cap_rows = cap_rows ? 2 * cap_rows : 16;
-                res->rows = pp_xrealloc(res->rows, cap_rows * sizeof *res->rows);
+                res->rows =
+                    pp_xrealloc(res->rows, cap_rows * sizeof *res->rows);
             }
             res->rows[res->n_rows++] = row;
         }
-        if (o->step_bytes == 0 && o->step_factor <= 1 && s == o->max_bytes) break;
+        if (o->step_bytes == 0 && o->step_factor <= 1 && s == o->max_bytes)
+            break;
     }
     free(mine);
     free(all);
@@ -491,10 +526,13 @@ int pp_exec_coll_run(const pp_exec_world *w, const pp_exec_coll_opts *o,
     const char **addrs = NULL;
     int *peers = NULL;
     if ((rc = pp__boot_open(w, o->timeout_s, &b, ip, e))) goto out;
-    pp_xport_opts xo = {.rank = w->rank, .nranks = w->nranks,
-                        .channels = o->channels, .timeout_s = o->timeout_s,
+    pp_xport_opts xo = {.rank = w->rank,
+                        .nranks = w->nranks,
+                        .channels = o->channels,
+                        .timeout_s = o->timeout_s,
                         .device = strcmp(ops->name, "tcp") == 0 ? ip : NULL,
-                        .ib_port = 1, .gid_index = -1};
+                        .ib_port = 1,
+                        .gid_index = -1};
     size_t bmax = pp_xport_addr_max(ops, &xo);
     if ((rc = pp__boot_set_blob_max(b, bmax, e))) goto out;
     blob = pp_xcalloc(1, bmax);
@@ -525,8 +563,10 @@ int pp_exec_coll_run(const pp_exec_world *w, const pp_exec_coll_opts *o,
     u.arena = malloc((size_t)nbuf * u.cap);
     c->tmp = malloc(c->tmp_bytes);
     if (!u.arena || !c->tmp) {
-        rc = pp_error_set(e, PP_ENOMEM, "rank %d: cannot allocate %d buffers of "
-                          "%zu bytes (--maxbytes)", u.r, nbuf, u.cap);
+        rc = pp_error_set(e, PP_ENOMEM,
+                          "rank %d: cannot allocate %d buffers of "
+                          "%zu bytes (--maxbytes)",
+                          u.r, nbuf, u.cap);
         goto out;
     }
     u.send = u.arena;
@@ -535,14 +575,15 @@ int pp_exec_coll_run(const pp_exec_world *w, const pp_exec_coll_opts *o,
     c->rd_tmp = nbuf == 4 ? u.arena + 3 * u.cap : NULL;
     if (o->on_device) {
         size_t dcap = u.cap > c->slice_bytes ? u.cap : c->slice_bytes;
-        if ((rc = pp_cuda_set_device(w->local_rank, e))
-            || (rc = pp_cuda_malloc(&u.d_in, u.cap, e))
-            || (rc = pp_cuda_malloc(&u.d_a, dcap, e))
-            || (rc = pp_cuda_malloc(&u.d_b, dcap, e)))
+        if ((rc = pp_cuda_set_device(w->local_rank, e)) ||
+            (rc = pp_cuda_malloc(&u.d_in, u.cap, e)) ||
+            (rc = pp_cuda_malloc(&u.d_a, dcap, e)) ||
+            (rc = pp_cuda_malloc(&u.d_b, dcap, e)))
             goto out;
     }
-    if ((rc = ops->reg(x, u.arena, (size_t)nbuf * u.cap, false, &c->mr_buf, e))
-        || (rc = ops->reg(x, c->tmp, c->tmp_bytes, false, &c->mr_tmp, e)))
+    if ((rc = ops->reg(x, u.arena, (size_t)nbuf * u.cap, false, &c->mr_buf,
+                       e)) ||
+        (rc = ops->reg(x, c->tmp, c->tmp_bytes, false, &c->mr_tmp, e)))
         goto out;
 
     /* Who is where, for the report. */
@@ -553,7 +594,8 @@ int pp_exec_coll_run(const pp_exec_world *w, const pp_exec_coll_opts *o,
     int *pids = u.r == 0 ? pp_xcalloc((size_t)u.n, sizeof *pids) : NULL;
     /* Which GPU each rank landed on: local ranks beyond the GPU count
      * share GPUs (pp_cuda_set_device), and the table says so. */
-    int dev = -1, *devs = u.r == 0 ? pp_xcalloc((size_t)u.n, sizeof *devs) : NULL;
+    int dev = -1,
+        *devs = u.r == 0 ? pp_xcalloc((size_t)u.n, sizeof *devs) : NULL;
     if (o->on_device) {
         pp_error ignore = PP_ERROR_INIT;
         if (pp_cuda_get_device(&dev, &ignore)) dev = -1;
@@ -598,7 +640,10 @@ int pp_exec_coll_run(const pp_exec_world *w, const pp_exec_coll_opts *o,
     if (!rc || rc == PP_EFAIL) {
         pp_error tmp = PP_ERROR_INIT;
         int brc = pp__boot_barrier(b, &tmp);
-        if (brc && !rc) { rc = brc; pp_error_set(e, brc, "%s", tmp.msg); }
+        if (brc && !rc) {
+            rc = brc;
+            pp_error_set(e, brc, "%s", tmp.msg);
+        }
     }
 out:
     if (c->mr_buf) ops->dereg(x, c->mr_buf);

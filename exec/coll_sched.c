@@ -49,17 +49,21 @@ void pp__sched_slice(const pp__sched *s, size_t k, int c, size_t j,
 }
 
 void pp__fault_point(const pp__comm *c, int step) {
-    if (c->fault_mode == 0 || c->fault_mode == 'c' || c->rank != c->fault_rank
-        || step != c->fault_step)
+    if (c->fault_mode == 0 || c->fault_mode == 'c' ||
+        c->rank != c->fault_rank || step != c->fault_step)
         return;
-    fprintf(stderr, "podplan: rank %d (pid %d): injected fault at %s step %d: "
-            "%s\n", c->rank, (int)getpid(), c->what, step + 1,
-            c->fault_mode == 's' ? "stopping" : c->fault_mode == 'k'
-                                                    ? "killing itself"
-                                                    : "exiting");
+    fprintf(stderr,
+            "podplan: rank %d (pid %d): injected fault at %s step %d: "
+            "%s\n",
+            c->rank, (int)getpid(), c->what, step + 1,
+            c->fault_mode == 's'   ? "stopping"
+            : c->fault_mode == 'k' ? "killing itself"
+                                   : "exiting");
     fflush(stderr);
-    if (c->fault_mode == 's') raise(SIGSTOP);
-    else if (c->fault_mode == 'k') raise(SIGKILL);
+    if (c->fault_mode == 's')
+        raise(SIGSTOP);
+    else if (c->fault_mode == 'k')
+        raise(SIGKILL);
     _exit(1);
 }
 
@@ -81,11 +85,11 @@ int pp__step_error(const pp__comm *c, int step, int n_steps, int rc,
 
 /* Per channel: the flat sequence of (step, slice) items, i = t*nsl + j. */
 typedef struct chan {
-    size_t rpost, rproc;   /* next receive to post / to process */
-    size_t spost, sdone;   /* next send to post / to see completed */
+    size_t rpost, rproc; /* next receive to post / to process */
+    size_t spost, sdone; /* next send to post / to see completed */
     pp_xreq rreq[PP__SLOTS], sreq[PP__SLOTS];
     size_t rbeg[PP__SLOTS], rend[PP__SLOTS]; /* element range of a slot */
-    int started;           /* highest step touched + 1 */
+    int started;                             /* highest step touched + 1 */
 } chan;
 
 static char *slot_buf(pp__comm *c, int ch, size_t slot) {
@@ -137,12 +141,14 @@ int pp__sched_run(pp__comm *c, const pp__sched *s, char *buf, pp_error *e) {
                     if (en > b) {
                         r->peer = st->recv_peer;
                         r->is_send = false;
-                        r->buf = st->reduce ? slot_buf(c, k, slot) : buf + b * es;
+                        r->buf =
+                            st->reduce ? slot_buf(c, k, slot) : buf + b * es;
                         r->len = (en - b) * es;
                         r->channel = k;
                         r->done = false;
-                        if ((rc = c->ops->post(c->x, r, st->reduce ? c->mr_tmp
-                                                                   : c->mr_buf, e))) {
+                        if ((rc = c->ops->post(
+                                 c->x, r, st->reduce ? c->mr_tmp : c->mr_buf,
+                                 e))) {
                             fail_step = (int)t;
                             goto out;
                         }
@@ -155,8 +161,8 @@ int pp__sched_run(pp__comm *c, const pp__sched *s, char *buf, pp_error *e) {
             /* Sends: slice j of step t once slice j of step t-1 is in. */
             while (h->spost < total && h->spost - h->sdone < PP__SLOTS) {
                 size_t t = h->spost / nsl, j = h->spost % nsl;
-                if (t > 0 && s->steps[t - 1].recv_peer >= 0
-                    && h->rproc <= (t - 1) * nsl + j)
+                if (t > 0 && s->steps[t - 1].recv_peer >= 0 &&
+                    h->rproc <= (t - 1) * nsl + j)
                     break;
                 const pp__step *st = &s->steps[t];
                 pp_xreq *r = &h->sreq[h->spost % PP__SLOTS];
@@ -197,7 +203,8 @@ int pp__sched_run(pp__comm *c, const pp__sched *s, char *buf, pp_error *e) {
             /* the step of the oldest thing outstanding */
             fail_step = s->n_steps;
             for (int k = 0; k < nch; k++) {
-                size_t a = ch[k].rproc < ch[k].sdone ? ch[k].rproc : ch[k].sdone;
+                size_t a =
+                    ch[k].rproc < ch[k].sdone ? ch[k].rproc : ch[k].sdone;
                 if ((int)(a / nsl) < fail_step) fail_step = (int)(a / nsl);
             }
             goto out;

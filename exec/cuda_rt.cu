@@ -16,12 +16,12 @@
 #include "devmem.h"
 #include "gemm_int.h"
 
-#define CK(call)                                                          \
-    do {                                                                  \
-        cudaError_t err_ = (call);                                        \
-        if (err_ != cudaSuccess)                                          \
-            return pp_error_set(e, PP_EFAIL, "%s: %s", #call,             \
-                                cudaGetErrorString(err_));                \
+#define CK(call)                                                               \
+    do {                                                                       \
+        cudaError_t err_ = (call);                                             \
+        if (err_ != cudaSuccess)                                               \
+            return pp_error_set(e, PP_EFAIL, "%s: %s", #call,                  \
+                                cudaGetErrorString(err_));                     \
     } while (0)
 
 extern "C" bool pp_cuda_available(char *why, size_t len) {
@@ -73,10 +73,9 @@ extern "C" int pp_cuda_malloc(void **out, size_t bytes, pp_error *e) {
     void *p = NULL;
     cudaError_t err = cudaMalloc(&p, bytes);
     if (err != cudaSuccess)
-        return pp_error_set(e, err == cudaErrorMemoryAllocation ? PP_ENOMEM
-                                                                : PP_EFAIL,
-                            "cudaMalloc(%zu bytes): %s", bytes,
-                            cudaGetErrorString(err));
+        return pp_error_set(
+            e, err == cudaErrorMemoryAllocation ? PP_ENOMEM : PP_EFAIL,
+            "cudaMalloc(%zu bytes): %s", bytes, cudaGetErrorString(err));
     *out = p;
     return 0;
 }
@@ -103,16 +102,28 @@ extern "C" int pp_cuda_d2h(void *dst, const void *src, size_t bytes,
  * ---------------------------------------------------------------------- */
 template <typename T> struct cvt;
 template <> struct cvt<float> {
-    __device__ static float load(float x) { return x; }
-    __device__ static float store(float x) { return x; }
+    __device__ static float load(float x) {
+        return x;
+    }
+    __device__ static float store(float x) {
+        return x;
+    }
 };
 template <> struct cvt<__nv_bfloat16> {
-    __device__ static float load(__nv_bfloat16 x) { return __bfloat162float(x); }
-    __device__ static __nv_bfloat16 store(float x) { return __float2bfloat16(x); }
+    __device__ static float load(__nv_bfloat16 x) {
+        return __bfloat162float(x);
+    }
+    __device__ static __nv_bfloat16 store(float x) {
+        return __float2bfloat16(x);
+    }
 };
 template <> struct cvt<__half> {
-    __device__ static float load(__half x) { return __half2float(x); }
-    __device__ static __half store(float x) { return __float2half(x); }
+    __device__ static float load(__half x) {
+        return __half2float(x);
+    }
+    __device__ static __half store(float x) {
+        return __float2half(x);
+    }
 };
 
 template <typename T, int OP>
@@ -121,8 +132,9 @@ __global__ void reduce_kernel(T *dst, const T *src, size_t n) {
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
          i += stride) {
         float a = cvt<T>::load(dst[i]), b = cvt<T>::load(src[i]);
-        float r = OP == PP_XOP_SUM ? a + b : OP == PP_XOP_MAX ? fmaxf(a, b)
-                                                              : fminf(a, b);
+        float r = OP == PP_XOP_SUM   ? a + b
+                  : OP == PP_XOP_MAX ? fmaxf(a, b)
+                                     : fminf(a, b);
         dst[i] = cvt<T>::store(r);
     }
 }
@@ -168,15 +180,16 @@ extern "C" int pp_cuda_reduce(pp_xdtype t, pp_xredop op, void *dst,
  * STREAM on the device: 16-byte (float4) accesses, grid-stride loops,
  * the float tail (sizes are multiples of 16 bytes: none) handled anyway.
  * ---------------------------------------------------------------------- */
-__global__ void copy_kernel(float4 *__restrict__ c, const float4 *__restrict__ a,
-                            size_t n4) {
+__global__ void copy_kernel(float4 *__restrict__ c,
+                            const float4 *__restrict__ a, size_t n4) {
     size_t stride = (size_t)gridDim.x * blockDim.x;
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n4;
          i += stride)
         c[i] = a[i];
 }
 
-__global__ void triad_kernel(float4 *__restrict__ a, const float4 *__restrict__ b,
+__global__ void triad_kernel(float4 *__restrict__ a,
+                             const float4 *__restrict__ b,
                              const float4 *__restrict__ c, float s, size_t n4) {
     size_t stride = (size_t)gridDim.x * blockDim.x;
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n4;
@@ -207,19 +220,19 @@ extern "C" int pp__cuda_membw(pp_membw_kind kind, size_t bytes, int iters,
     char why[256];
     if (!pp_cuda_available(why, sizeof why))
         return pp_error_set(e, PP_ENODEV, "--device cuda: %s", why);
-    if ((rc = pp_cuda_set_device(device, e)) < 0
-        || (rc = pp_cuda_malloc((void **)&a, bytes, e)) < 0
-        || (rc = pp_cuda_malloc((void **)&b, bytes, e)) < 0
-        || (rc = pp_cuda_malloc((void **)&c, bytes, e)) < 0)
+    if ((rc = pp_cuda_set_device(device, e)) < 0 ||
+        (rc = pp_cuda_malloc((void **)&a, bytes, e)) < 0 ||
+        (rc = pp_cuda_malloc((void **)&b, bytes, e)) < 0 ||
+        (rc = pp_cuda_malloc((void **)&c, bytes, e)) < 0)
         goto out;
-#define CKG(call)                                                         \
-    do {                                                                  \
-        cudaError_t err_ = (call);                                        \
-        if (err_ != cudaSuccess) {                                        \
-            rc = pp_error_set(e, PP_EFAIL, "%s: %s", #call,               \
-                              cudaGetErrorString(err_));                  \
-            goto out;                                                     \
-        }                                                                 \
+#define CKG(call)                                                              \
+    do {                                                                       \
+        cudaError_t err_ = (call);                                             \
+        if (err_ != cudaSuccess) {                                             \
+            rc = pp_error_set(e, PP_EFAIL, "%s: %s", #call,                    \
+                              cudaGetErrorString(err_));                       \
+            goto out;                                                          \
+        }                                                                      \
     } while (0)
     grid = grid_for(n4, 256);
     fill_kernel<<<grid, 256>>>(a, bytes / 4, 1.0f);

@@ -90,13 +90,13 @@ void pp__split(size_t n, size_t parts, size_t i, size_t *begin, size_t *end);
 typedef struct pp__step {
     int send_peer, recv_peer;
     size_t send_chunk, recv_chunk;
-    bool reduce;  /* received bytes: reduce into the chunk (else copy) */
+    bool reduce; /* received bytes: reduce into the chunk (else copy) */
 } pp__step;
 
 typedef struct pp__sched {
     const pp__step *steps;
     int n_steps;
-    size_t n_chunks;    /* the buffer is n_chunks chunks of ... */
+    size_t n_chunks;           /* the buffer is n_chunks chunks of ... */
     const size_t *chunk_begin; /* n_chunks + 1 element offsets */
     int channels;
     size_t slice_elems;
@@ -112,27 +112,26 @@ void pp__sched_slice(const pp__sched *s, size_t k, int c, size_t j,
 /* What a collective needs at run time (coll_algos.c). */
 typedef struct pp__reducer {
     /* dst[i] = op(dst[i], src[i]) for count elements */
-    int (*fn)(void *ctx, void *dst, const void *src, size_t count,
-              pp_error *e);
+    int (*fn)(void *ctx, void *dst, const void *src, size_t count, pp_error *e);
     void *ctx;
 } pp__reducer;
 
 typedef struct pp__comm {
     const pp_xport_ops *ops;
     pp_xport *x;
-    pp_xmr *mr_buf, *mr_tmp;  /* the work buffer and the scratch */
+    pp_xmr *mr_buf, *mr_tmp; /* the work buffer and the scratch */
     int rank, nranks, channels;
     double timeout_s;
     pp_xdtype dtype;
     size_t esize;
     pp__reducer red;
-    char *tmp;                /* scratch: channels * PP__SLOTS slices */
-    char *rd_tmp;             /* scratch of a whole buffer (recursive doubling) */
+    char *tmp;    /* scratch: channels * PP__SLOTS slices */
+    char *rd_tmp; /* scratch of a whole buffer (recursive doubling) */
     size_t tmp_bytes;
     size_t slice_bytes;
     /* debug fault injection (PODPLAN_EXEC_FAULT) */
     int fault_rank, fault_step;
-    char fault_mode;          /* 'x' _exit, 's' stop, 0 none */
+    char fault_mode; /* 'x' _exit, 's' stop, 0 none */
     /* what is running, for messages: "allreduce ring" */
     const char *what;
 } pp__comm;

@@ -22,8 +22,8 @@
 #endif
 
 const char *const pp_exec_backend_names[] = {"cpu", "cuda", NULL};
-const char *const pp_gemm_dtype_names[] = {"bf16", "fp16", "tf32", "fp32",
-                                           "fp8", NULL};
+const char *const pp_gemm_dtype_names[] = {"bf16", "fp16", "tf32",
+                                           "fp32", "fp8",  NULL};
 
 bool pp_exec_cuda_usable(char *why, size_t len) {
     return pp_cuda_available(why, len);
@@ -40,8 +40,8 @@ void pp_exec_gemm_opts_init(pp_exec_gemm_opts *o, pp_exec_backend b) {
     o->seed = 1;
 }
 
-void pp_exec_gemm_ref(const float *a, const float *w, double *c,
-                      int64_t batch, int64_t m, int64_t n, int64_t k) {
+void pp_exec_gemm_ref(const float *a, const float *w, double *c, int64_t batch,
+                      int64_t m, int64_t n, int64_t k) {
     for (int64_t b = 0; b < batch; b++)
         for (int64_t i = 0; i < m; i++)
             for (int64_t j = 0; j < n; j++) {
@@ -67,28 +67,32 @@ double pp__check_tol(pp_gemm_dtype t) {
 }
 
 #ifdef PODPLAN_HAVE_CBLAS
-int pp_exec_sgemm_cpu(const float *a, const float *w, float *c,
-                      int64_t batch, int64_t m, int64_t n, int64_t k,
-                      pp_error *e) {
+int pp_exec_sgemm_cpu(const float *a, const float *w, float *c, int64_t batch,
+                      int64_t m, int64_t n, int64_t k, pp_error *e) {
     for (int64_t b = 0; b < batch; b++)
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)m, (int)n,
-                    (int)k, 1.0f, a + b * m * k, (int)k, w + b * n * k,
-                    (int)k, 0.0f, c + b * m * n, (int)n);
+                    (int)k, 1.0f, a + b * m * k, (int)k, w + b * n * k, (int)k,
+                    0.0f, c + b * m * n, (int)n);
     return 0;
 }
 static int blas_threads(int want) {
     if (want > 0) openblas_set_num_threads(want);
     return openblas_get_num_threads();
 }
-static const char *blas_config(void) { return openblas_get_config(); }
+static const char *blas_config(void) {
+    return openblas_get_config();
+}
 #else
-int pp_exec_sgemm_cpu(const float *a, const float *w, float *c,
-                      int64_t batch, int64_t m, int64_t n, int64_t k,
-                      pp_error *e) {
+int pp_exec_sgemm_cpu(const float *a, const float *w, float *c, int64_t batch,
+                      int64_t m, int64_t n, int64_t k, pp_error *e) {
     return pp_error_set(e, PP_ENODEV, "cpu GEMM: built without a CBLAS");
 }
-static int blas_threads(int want) { return want > 0 ? want : 1; }
-static const char *blas_config(void) { return "no BLAS"; }
+static int blas_threads(int want) {
+    return want > 0 ? want : 1;
+}
+static const char *blas_config(void) {
+    return "no BLAS";
+}
 #endif
 
 static double now_s(void) {
@@ -128,8 +132,9 @@ static int cpu_check(const float *a, const float *w, const float *c,
         if (!(ratio <= 1.0))
             return pp_error_set(e, PP_EFAIL,
                                 "check failed at batch %lld, C[%lld][%lld]: "
-                                "got %.6g, reference %.6g", (long long)b,
-                                (long long)i, (long long)j, got, ref);
+                                "got %.6g, reference %.6g",
+                                (long long)b, (long long)i, (long long)j, got,
+                                ref);
         if (ratio > *worst) *worst = ratio;
     }
     return 0;
@@ -170,9 +175,8 @@ static int cpu_run(const pp_exec_gemm_opts *o, const pp_gemm_shape *s,
     for (int it = 0; it < o->warmup + o->iters; it++) {
         int x = it % sets;
         double t0 = now_s();
-        if ((rc = pp_exec_sgemm_cpu(buf[3 * x], buf[3 * x + 1],
-                                    buf[3 * x + 2], s->batch, s->m, s->n,
-                                    s->k, e)) < 0)
+        if ((rc = pp_exec_sgemm_cpu(buf[3 * x], buf[3 * x + 1], buf[3 * x + 2],
+                                    s->batch, s->m, s->n, s->k, e)) < 0)
             goto out;
         double t1 = now_s();
         if (it >= o->warmup) samples[it - o->warmup] = t1 - t0;
@@ -180,8 +184,8 @@ static int cpu_run(const pp_exec_gemm_opts *o, const pp_gemm_shape *s,
     pp_exec_gemm_result r;
     memset(&r, 0, sizeof r);
     if (o->check) {
-        if ((rc = cpu_check(buf[0], buf[1], buf[2], s, o->dtype,
-                            &r.check_err, e)) < 0)
+        if ((rc = cpu_check(buf[0], buf[1], buf[2], s, o->dtype, &r.check_err,
+                            e)) < 0)
             goto out;
         r.checked = true;
     }
@@ -210,15 +214,15 @@ int pp_exec_gemm_run(const pp_exec_gemm_opts *o, const pp_gemm_shape *s,
                                         : cpu_run(o, s, &r, e);
     if (rc < 0) {
         pp_error_prefix(e, "GEMM %s%s%lldx%lldx%lld", s->name,
-                        s->name[0] ? " " : "", (long long)s->m,
-                        (long long)s->n, (long long)s->k);
+                        s->name[0] ? " " : "", (long long)s->m, (long long)s->n,
+                        (long long)s->k);
         return rc;
     }
     r.shape = *s;
     r.dtype = o->dtype;
     r.backend = o->backend;
-    r.flops = 2.0 * (double)s->batch * (double)s->m * (double)s->n
-              * (double)s->k;
+    r.flops =
+        2.0 * (double)s->batch * (double)s->m * (double)s->n * (double)s->k;
     r.flops_per_s = r.flops / r.time.median;
     *out = r;
     return 0;
@@ -263,26 +267,29 @@ void pp_exec_gemm_print(FILE *fp, const pp_exec_device *dev,
                         double peak_flops) {
     if (dev) {
         fprintf(fp, "device  %s", dev->name);
-        if (dev->cc_major) fprintf(fp, " (cc %d.%d)", dev->cc_major, dev->cc_minor);
+        if (dev->cc_major)
+            fprintf(fp, " (cc %d.%d)", dev->cc_major, dev->cc_minor);
         if (dev->threads) fprintf(fp, ", %d BLAS threads", dev->threads);
         fprintf(fp, "\n        %s\n", dev->info);
     }
     if (n == 0) return;
-    fprintf(fp, "timing  %zu samples per shape (median, p10, p90, cv); "
+    fprintf(fp,
+            "timing  %zu samples per shape (median, p10, p90, cv); "
             "%d buffer set(s) rotated for the first shape\n",
             r[0].time.n, r[0].buffers);
     if (peak_flops > 0)
         fprintf(fp, "peak    %.1f TFLOP/s (%s)\n", peak_flops / 1e12,
                 pp_gemm_dtype_names[r[0].dtype]);
-    fprintf(fp, "\n%-12s %5s %6s %6s %6s %-5s %10s %10s %10s %6s %8s",
-            "gemm", "batch", "m", "n", "k", "dtype", "median", "p10", "p90",
-            "cv", "TFLOP/s");
+    fprintf(fp, "\n%-12s %5s %6s %6s %6s %-5s %10s %10s %10s %6s %8s", "gemm",
+            "batch", "m", "n", "k", "dtype", "median", "p10", "p90", "cv",
+            "TFLOP/s");
     if (peak_flops > 0) fprintf(fp, " %6s", "%peak");
     fprintf(fp, "  %s\n", "algorithm");
     for (size_t i = 0; i < n; i++) {
         const pp_exec_gemm_result *x = &r[i];
         char t0[32], t1[32], t2[32];
-        fprintf(fp, "%-12s %5lld %6lld %6lld %6lld %-5s %10s %10s "
+        fprintf(fp,
+                "%-12s %5lld %6lld %6lld %6lld %-5s %10s %10s "
                 "%10s %5.1f%% %8.3f",
                 x->shape.name[0] ? x->shape.name : "-",
                 (long long)x->shape.batch, (long long)x->shape.m,
@@ -294,7 +301,6 @@ void pp_exec_gemm_print(FILE *fp, const pp_exec_device *dev,
                 x->flops_per_s / 1e12);
         if (peak_flops > 0)
             fprintf(fp, " %5.1f%%", 100 * x->flops_per_s / peak_flops);
-        fprintf(fp, "  %s%s\n", x->algo,
-                x->checked ? "" : " (unchecked)");
+        fprintf(fp, "  %s%s\n", x->algo, x->checked ? "" : " (unchecked)");
     }
 }

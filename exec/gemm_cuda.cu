@@ -32,24 +32,24 @@
 #define MAX_SETS 16
 #define MAX_ALGOS 32
 
-#define CU(call)                                                          \
-    do {                                                                  \
-        cudaError_t err_ = (call);                                        \
-        if (err_ != cudaSuccess) {                                        \
-            rc = pp_error_set(e, err_ == cudaErrorMemoryAllocation        \
-                                     ? PP_ENOMEM : PP_EFAIL,              \
-                              "%s: %s", #call, cudaGetErrorString(err_)); \
-            goto out;                                                     \
-        }                                                                 \
+#define CU(call)                                                               \
+    do {                                                                       \
+        cudaError_t err_ = (call);                                             \
+        if (err_ != cudaSuccess) {                                             \
+            rc = pp_error_set(                                                 \
+                e, err_ == cudaErrorMemoryAllocation ? PP_ENOMEM : PP_EFAIL,   \
+                "%s: %s", #call, cudaGetErrorString(err_));                    \
+            goto out;                                                          \
+        }                                                                      \
     } while (0)
-#define LT(call)                                                          \
-    do {                                                                  \
-        cublasStatus_t st_ = (call);                                      \
-        if (st_ != CUBLAS_STATUS_SUCCESS) {                               \
-            rc = pp_error_set(e, PP_EFAIL, "%s: %s", #call,               \
-                              cublasLtGetStatusString(st_));              \
-            goto out;                                                     \
-        }                                                                 \
+#define LT(call)                                                               \
+    do {                                                                       \
+        cublasStatus_t st_ = (call);                                           \
+        if (st_ != CUBLAS_STATUS_SUCCESS) {                                    \
+            rc = pp_error_set(e, PP_EFAIL, "%s: %s", #call,                    \
+                              cublasLtGetStatusString(st_));                   \
+            goto out;                                                          \
+        }                                                                      \
     } while (0)
 
 typedef struct dt_info {
@@ -60,21 +60,29 @@ typedef struct dt_info {
 
 static dt_info dt_of(pp_gemm_dtype t) {
     switch (t) {
-    case PP_GEMM_BF16: return {CUDA_R_16BF, CUDA_R_16BF, CUBLAS_COMPUTE_32F, 2, 2};
-    case PP_GEMM_FP16: return {CUDA_R_16F, CUDA_R_16F, CUBLAS_COMPUTE_32F, 2, 2};
-    case PP_GEMM_TF32: return {CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32, 4, 4};
-    case PP_GEMM_FP32: return {CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F, 4, 4};
+    case PP_GEMM_BF16:
+        return {CUDA_R_16BF, CUDA_R_16BF, CUBLAS_COMPUTE_32F, 2, 2};
+    case PP_GEMM_FP16:
+        return {CUDA_R_16F, CUDA_R_16F, CUBLAS_COMPUTE_32F, 2, 2};
+    case PP_GEMM_TF32:
+        return {CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32, 4, 4};
+    case PP_GEMM_FP32:
+        return {CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F, 4, 4};
     default: return {CUDA_R_8F_E4M3, CUDA_R_16BF, CUBLAS_COMPUTE_32F, 1, 2};
     }
 }
 
 /* Random values in [-1, 1), never 0, rounded to the element type. */
 template <typename T> __device__ T from_float(float x);
-template <> __device__ float from_float<float>(float x) { return x; }
+template <> __device__ float from_float<float>(float x) {
+    return x;
+}
 template <> __device__ __nv_bfloat16 from_float<__nv_bfloat16>(float x) {
     return __float2bfloat16(x);
 }
-template <> __device__ __half from_float<__half>(float x) { return __float2half(x); }
+template <> __device__ __half from_float<__half>(float x) {
+    return __float2half(x);
+}
 template <> __device__ __nv_fp8_e4m3 from_float<__nv_fp8_e4m3>(float x) {
     return __nv_fp8_e4m3(x);
 }
@@ -95,9 +103,13 @@ static void fill(cudaDataType_t t, void *p, size_t n, uint64_t seed) {
     int g = (int)((n + 255) / 256 < 4096 ? (n + 255) / 256 : 4096);
     if (g < 1) g = 1;
     switch (t) {
-    case CUDA_R_16BF: rand_kernel<<<g, 256>>>((__nv_bfloat16 *)p, n, seed); break;
+    case CUDA_R_16BF:
+        rand_kernel<<<g, 256>>>((__nv_bfloat16 *)p, n, seed);
+        break;
     case CUDA_R_16F: rand_kernel<<<g, 256>>>((__half *)p, n, seed); break;
-    case CUDA_R_8F_E4M3: rand_kernel<<<g, 256>>>((__nv_fp8_e4m3 *)p, n, seed); break;
+    case CUDA_R_8F_E4M3:
+        rand_kernel<<<g, 256>>>((__nv_fp8_e4m3 *)p, n, seed);
+        break;
     default: rand_kernel<<<g, 256>>>((float *)p, n, seed); break;
     }
 }
@@ -145,8 +157,8 @@ static int check(const dt_info &dt, pp_gemm_dtype t, const pp_gemm_shape *s,
         if (!(ratio <= 1.0)) {
             rc = pp_error_set(e, PP_EFAIL,
                               "check failed at batch %zu, C[%zu][%zu]: got "
-                              "%.6g, reference %.6g (bound %.3g)", b, i, j,
-                              got, ref, pp__check_tol(t) * mag);
+                              "%.6g, reference %.6g (bound %.3g)",
+                              b, i, j, got, ref, pp__check_tol(t) * mag);
             goto out;
         }
         if (ratio > *worst) *worst = ratio;
@@ -163,8 +175,8 @@ static int layout(cublasLtMatrixLayout_t *l, cudaDataType_t t, uint64_t rows,
     int64_t stride = (int64_t)(rows * cols);
     LT(cublasLtMatrixLayoutCreate(l, t, rows, cols, (int64_t)rows));
     if (batch > 1) {
-        LT(cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT,
-                                            &batch, sizeof batch));
+        LT(cublasLtMatrixLayoutSetAttribute(
+            *l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch, sizeof batch));
         LT(cublasLtMatrixLayoutSetAttribute(
             *l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
             sizeof stride));
@@ -180,8 +192,8 @@ static void algo_words(const cublasLtMatmulAlgo_t *a, int *id, char *buf,
     size_t w;
     cublasLtMatmulAlgoConfigGetAttribute(a, CUBLASLT_ALGO_CONFIG_ID, &cfg,
                                          sizeof cfg, &w);
-    cublasLtMatmulAlgoConfigGetAttribute(a, CUBLASLT_ALGO_CONFIG_TILE_ID,
-                                         &tile, sizeof tile, &w);
+    cublasLtMatmulAlgoConfigGetAttribute(a, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile,
+                                         sizeof tile, &w);
     cublasLtMatmulAlgoConfigGetAttribute(a, CUBLASLT_ALGO_CONFIG_STAGES_ID,
                                          &stages, sizeof stages, &w);
     cublasLtMatmulAlgoConfigGetAttribute(a, CUBLASLT_ALGO_CONFIG_SPLITK_NUM,
@@ -207,9 +219,10 @@ extern "C" int pp__cuda_device_info(int device, pp_exec_device *out,
     out->cc_minor = p.minor;
     snprintf(out->info, sizeof out->info,
              "CUDA runtime %d.%d, driver %d.%d, cuBLASLt %zu, %d SMs, "
-             "L2 %d MiB, %.0f GiB", rt / 1000, rt % 1000 / 10, drv / 1000,
-             drv % 1000 / 10, cublasLtGetVersion(), p.multiProcessorCount,
-             p.l2CacheSize >> 20, (double)p.totalGlobalMem / (1 << 30));
+             "L2 %d MiB, %.0f GiB",
+             rt / 1000, rt % 1000 / 10, drv / 1000, drv % 1000 / 10,
+             cublasLtGetVersion(), p.multiProcessorCount, p.l2CacheSize >> 20,
+             (double)p.totalGlobalMem / (1 << 30));
 out:
     return rc;
 }
@@ -252,7 +265,8 @@ extern "C" int pp__cuda_gemm_run(const pp_exec_gemm_opts *o,
     if (o->dtype == PP_GEMM_FP8 && prop.major * 10 + prop.minor < 89)
         return pp_error_set(e, PP_ENODEV,
                             "fp8 needs compute capability 8.9 or later; %s "
-                            "is %d.%d", prop.name, prop.major, prop.minor);
+                            "is %d.%d",
+                            prop.name, prop.major, prop.minor);
     ws_bytes = (size_t)(prop.major >= 9 ? 32 : 4) << 20;
     CU(cudaMemGetInfo(&free_b, &total_b));
     /* Rotate until a pass over the sets is twice L2, within half the free
@@ -260,10 +274,9 @@ extern "C" int pp__cuda_gemm_run(const pp_exec_gemm_opts *o,
     sets = pp__rotate_sets(set_bytes, (double)prop.l2CacheSize,
                            0.5 * (double)free_b, MAX_SETS);
     if (set_bytes + ws_bytes > 0.9 * (double)free_b) {
-        rc = pp_error_set(e, PP_ENOMEM,
-                          "needs %.3g GB, %.3g GB free on %s",
-                          (set_bytes + ws_bytes) / 1e9, free_b / 1e9,
-                          prop.name);
+        rc =
+            pp_error_set(e, PP_ENOMEM, "needs %.3g GB, %.3g GB free on %s",
+                         (set_bytes + ws_bytes) / 1e9, free_b / 1e9, prop.name);
         goto out;
     }
     for (int i = 0; i < sets; i++) {
@@ -279,33 +292,41 @@ extern "C" int pp__cuda_gemm_run(const pp_exec_gemm_opts *o,
 
     LT(cublasLtCreate(&lt));
     LT(cublasLtMatmulDescCreate(&op, dt.compute, CUDA_R_32F));
-    LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
-    LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+    LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta,
+                                      sizeof ta));
+    LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb,
+                                      sizeof tb));
     if (o->dtype == PP_GEMM_FP8) {
         /* Per-tensor scales (1: the inputs are already in e4m3's range),
          * as Transformer Engine passes them. */
         const float one = 1.0f;
         CU(cudaMalloc((void **)&scale, sizeof one));
         CU(cudaMemcpy(scale, &one, sizeof one, cudaMemcpyHostToDevice));
-        LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER,
-                                          &scale, sizeof scale));
-        LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER,
-                                          &scale, sizeof scale));
+        LT(cublasLtMatmulDescSetAttribute(
+            op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &scale, sizeof scale));
+        LT(cublasLtMatmulDescSetAttribute(
+            op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &scale, sizeof scale));
     }
     /* A = W (k x n, transposed), B = X (k x m), C = D (n x m). */
-    if ((rc = layout(&la, dt.ab, (uint64_t)s->k, (uint64_t)s->n, batch, e)) < 0
-        || (rc = layout(&lb, dt.ab, (uint64_t)s->k, (uint64_t)s->m, batch, e)) < 0
-        || (rc = layout(&lc, dt.cd, (uint64_t)s->n, (uint64_t)s->m, batch, e)) < 0)
+    if ((rc = layout(&la, dt.ab, (uint64_t)s->k, (uint64_t)s->n, batch, e)) <
+            0 ||
+        (rc = layout(&lb, dt.ab, (uint64_t)s->k, (uint64_t)s->m, batch, e)) <
+            0 ||
+        (rc = layout(&lc, dt.cd, (uint64_t)s->n, (uint64_t)s->m, batch, e)) < 0)
         goto out;
     LT(cublasLtMatmulPreferenceCreate(&pref));
     LT(cublasLtMatmulPreferenceSetAttribute(
-        pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_bytes, sizeof ws_bytes));
+        pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_bytes,
+        sizeof ws_bytes));
     LT(cublasLtMatmulAlgoGetHeuristic(lt, op, la, lb, lc, lc, pref, o->algos,
                                       heur, &n_algos));
     if (n_algos == 0) {
-        rc = pp_error_set(e, PP_EFAIL, "cuBLASLt has no algorithm for this "
-                          "shape and dtype%s", o->dtype == PP_GEMM_FP8
-                          ? " (fp8 wants m, n, k multiples of 16)" : "");
+        rc = pp_error_set(e, PP_EFAIL,
+                          "cuBLASLt has no algorithm for this "
+                          "shape and dtype%s",
+                          o->dtype == PP_GEMM_FP8
+                              ? " (fp8 wants m, n, k multiples of 16)"
+                              : "");
         goto out;
     }
     n_ev = (o->iters > 10 ? o->iters : 10) + 1;
@@ -319,9 +340,8 @@ extern "C" int pp__cuda_gemm_run(const pp_exec_gemm_opts *o,
         for (int it = 0; it < 12 && st == CUBLAS_STATUS_SUCCESS; it++) {
             int q = it % sets;
             if (it == 2) CU(cudaEventRecord(ev[0]));
-            st = cublasLtMatmul(lt, op, &alpha, w[q], la, x[q], lb, &beta,
-                                d[q], lc, d[q], lc, &heur[a].algo, ws,
-                                ws_bytes, 0);
+            st = cublasLtMatmul(lt, op, &alpha, w[q], la, x[q], lb, &beta, d[q],
+                                lc, d[q], lc, &heur[a].algo, ws, ws_bytes, 0);
         }
         if (st != CUBLAS_STATUS_SUCCESS) continue; /* not runnable: skip */
         CU(cudaEventRecord(ev[1]));
@@ -334,8 +354,10 @@ extern "C" int pp__cuda_gemm_run(const pp_exec_gemm_opts *o,
         }
     }
     if (best < 0) {
-        rc = pp_error_set(e, PP_EFAIL, "none of the %d cuBLASLt candidates "
-                          "ran", n_algos);
+        rc = pp_error_set(e, PP_EFAIL,
+                          "none of the %d cuBLASLt candidates "
+                          "ran",
+                          n_algos);
         goto out;
     }
 
@@ -360,13 +382,15 @@ extern "C" int pp__cuda_gemm_run(const pp_exec_gemm_opts *o,
         samples[it] = 1e-3 * (double)ms;
     }
     if (o->check) {
-        if ((rc = check(dt, o->dtype, s, x[0], w[0], d[0], &r.check_err, e)) < 0)
+        if ((rc = check(dt, o->dtype, s, x[0], w[0], d[0], &r.check_err, e)) <
+            0)
             goto out;
         r.checked = true;
     }
     if ((rc = pp_exec_stats_compute(samples, (size_t)o->iters, &r.time, e)) < 0)
         goto out;
-    algo_words(&heur[best].algo, &best_id, r.algo, sizeof r.algo, best, n_algos);
+    algo_words(&heur[best].algo, &best_id, r.algo, sizeof r.algo, best,
+               n_algos);
     r.algo_id = best_id;
     r.algos_tried = n_algos;
     r.buffers = sets;

@@ -24,8 +24,10 @@ static int env_int(const char *name, int min, int max, int *out, bool *seen,
     if (!v) return 0;
     int64_t x;
     if (pp_parse_i64(v, min, max, &x) != 0)
-        return pp_error_set(e, PP_EUSAGE, "%s: expected an integer in %d..%d, "
-                            "got \"%s\"", name, min, max, v);
+        return pp_error_set(e, PP_EUSAGE,
+                            "%s: expected an integer in %d..%d, "
+                            "got \"%s\"",
+                            name, min, max, v);
     *out = (int)x;
     if (seen) *seen = true;
     return 0;
@@ -52,9 +54,10 @@ int pp_exec_world_from_env(pp_exec_world *w, pp_error *e) {
     for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
         if (!getenv(kinds[k].rank)) continue;
         bool seen_size = false;
-        if ((rc = env_int(kinds[k].size, 1, 1 << 20, &x.nranks, &seen_size, e))
-            || (rc = env_int(kinds[k].rank, 0, 1 << 20, &x.rank, NULL, e))
-            || (rc = env_int(kinds[k].local, 0, 1 << 20, &x.local_rank, NULL, e)))
+        if ((rc = env_int(kinds[k].size, 1, 1 << 20, &x.nranks, &seen_size,
+                          e)) ||
+            (rc = env_int(kinds[k].rank, 0, 1 << 20, &x.rank, NULL, e)) ||
+            (rc = env_int(kinds[k].local, 0, 1 << 20, &x.local_rank, NULL, e)))
             return rc;
         if (!seen_size)
             return pp_error_set(e, PP_EUSAGE, "%s is set but %s is not",
@@ -71,13 +74,15 @@ int pp_exec_world_from_env(pp_exec_world *w, pp_error *e) {
     if (x.nranks > 1 && !x.use_mpi) {
         const char *addr = getenv("MASTER_ADDR");
         if (!addr || !*addr)
-            return pp_error_set(e, PP_EUSAGE, "%d ranks under %s: MASTER_ADDR "
+            return pp_error_set(e, PP_EUSAGE,
+                                "%d ranks under %s: MASTER_ADDR "
                                 "and MASTER_PORT must name rank 0's rendezvous "
-                                "(host and a free port)%s", x.nranks,
-                                x.launcher,
+                                "(host and a free port)%s",
+                                x.nranks, x.launcher,
                                 strcmp(x.launcher, "mpirun") == 0
                                     ? "; pass them with mpirun -x, or build "
-                                      "with MPI" : "");
+                                      "with MPI"
+                                    : "");
         snprintf(x.master_addr, sizeof x.master_addr, "%s", addr);
         if (!getenv("MASTER_PORT"))
             return pp_error_set(e, PP_EUSAGE, "MASTER_PORT is not set");
@@ -91,7 +96,9 @@ int pp_exec_world_from_env(pp_exec_world *w, pp_error *e) {
 /* ---- --np --------------------------------------------------------------- */
 
 static volatile sig_atomic_t got_signal;
-static void on_signal(int sig) { got_signal = sig; }
+static void on_signal(int sig) {
+    got_signal = sig;
+}
 
 static int exit_of(int status) {
     if (WIFEXITED(status)) return WEXITSTATUS(status);
@@ -110,9 +117,9 @@ int pp_exec_spawn_local(int np, pp_exec_rank_fn fn, void *ctx, double grace_s,
     sa.sin_family = AF_INET;
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     socklen_t sl = sizeof sa;
-    if (lfd < 0 || bind(lfd, (struct sockaddr *)&sa, sizeof sa) != 0
-        || listen(lfd, 1024) != 0
-        || getsockname(lfd, (struct sockaddr *)&sa, &sl) != 0) {
+    if (lfd < 0 || bind(lfd, (struct sockaddr *)&sa, sizeof sa) != 0 ||
+        listen(lfd, 1024) != 0 ||
+        getsockname(lfd, (struct sockaddr *)&sa, &sl) != 0) {
         int err = errno;
         if (lfd >= 0) close(lfd);
         return pp_error_set(e, PP_EIO, "--np: rendezvous socket: %s",
@@ -164,7 +171,10 @@ int pp_exec_spawn_local(int np, pp_exec_rank_fn fn, void *ctx, double grace_s,
     sigaction(SIGTERM, &sa_new, &sa_term);
     double kill_at = worst ? pp_exec_now() : -1;
     while (running > 0) {
-        if (got_signal && pgid) { kill(-pgid, SIGKILL); kill_at = -1; }
+        if (got_signal && pgid) {
+            kill(-pgid, SIGKILL);
+            kill_at = -1;
+        }
         if (kill_at >= 0 && pp_exec_now() >= kill_at && pgid) {
             /* A stopped rank never reads its sockets: SIGKILL ends it too. */
             kill(-pgid, SIGKILL);

@@ -48,9 +48,7 @@ static void kernel(host_job *j, int id) {
     case PP_MEMBW_TRIAD:
         for (size_t i = lo; i < hi; i++) a[i] = b[i] + s * c[i];
         break;
-    default:
-        memcpy(c + lo, a + lo, (hi - lo) * sizeof *a);
-        break;
+    default: memcpy(c + lo, a + lo, (hi - lo) * sizeof *a); break;
     }
 }
 
@@ -135,8 +133,10 @@ int pp_exec_membw_run(pp_exec_backend where, pp_membw_kind kind,
                       pp_exec_membw_result *out, pp_error *e) {
     array_bytes &= ~(size_t)15;
     if (array_bytes < 16 * (size_t)(threads > 0 ? threads : 1))
-        return pp_error_set(e, PP_EINVAL, "membw: arrays of %zu bytes are "
-                            "too small", array_bytes);
+        return pp_error_set(e, PP_EINVAL,
+                            "membw: arrays of %zu bytes are "
+                            "too small",
+                            array_bytes);
     if (iters < 1 || threads < 1 || threads > 256)
         return pp_error_set(e, PP_EINVAL,
                             "membw: need iters >= 1 and 1..256 threads");
@@ -171,8 +171,10 @@ void pp_exec_membw_print(FILE *fp, const pp_exec_membw_result *r, size_t n) {
             snprintf(where, sizeof where, "cuda");
         else
             snprintf(where, sizeof where, "host%d", x->threads);
-        fprintf(fp, "%-6s %-7s %10.1fMB %10.1fMB %10s %10s %5.1f%% "
-                "%10.1f %10.1f\n", where, pp_membw_kind_names[x->kind],
+        fprintf(fp,
+                "%-6s %-7s %10.1fMB %10.1fMB %10s %10s %5.1f%% "
+                "%10.1f %10.1f\n",
+                where, pp_membw_kind_names[x->kind],
                 (double)x->array_bytes / 1e6, x->bytes_moved / 1e6,
                 pp__fmt_s(x->time.median, t0, sizeof t0),
                 pp__fmt_s(x->time.p90, t1, sizeof t1), 100 * x->time.cv,

@@ -70,36 +70,35 @@ static int parse_pos(const char *t, size_t len, int64_t *out) {
 }
 
 /* One comma-separated item: "N" or "lo:hi:xF" / "lo:hi:+S". */
-static int parse_item(const char *t, size_t len, const char *what,
-                      int64_t *out, size_t max, size_t *n, pp_error *e) {
+static int parse_item(const char *t, size_t len, const char *what, int64_t *out,
+                      size_t max, size_t *n, pp_error *e) {
     const char *c1 = memchr(t, ':', len);
     int64_t lo, hi, step;
     if (!c1) {
         if (parse_pos(t, len, &lo))
             return pp_error_set(e, PP_EUSAGE,
                                 "%s: expected a positive integer or a range "
-                                "lo:hi:xF / lo:hi:+S, got \"%.*s\"", what,
-                                (int)len, t);
+                                "lo:hi:xF / lo:hi:+S, got \"%.*s\"",
+                                what, (int)len, t);
         if (*n == max) goto too_many;
         out[(*n)++] = lo;
         return 0;
     }
     const char *c2 = memchr(c1 + 1, ':', len - (size_t)(c1 + 1 - t));
     const char *end = t + len;
-    if (!c2 || c2 + 1 >= end || (c2[1] != 'x' && c2[1] != '+')
-        || parse_pos(t, (size_t)(c1 - t), &lo)
-        || parse_pos(c1 + 1, (size_t)(c2 - c1 - 1), &hi)
-        || parse_pos(c2 + 2, (size_t)(end - c2 - 2), &step))
+    if (!c2 || c2 + 1 >= end || (c2[1] != 'x' && c2[1] != '+') ||
+        parse_pos(t, (size_t)(c1 - t), &lo) ||
+        parse_pos(c1 + 1, (size_t)(c2 - c1 - 1), &hi) ||
+        parse_pos(c2 + 2, (size_t)(end - c2 - 2), &step))
         return pp_error_set(e, PP_EUSAGE,
                             "%s: bad range \"%.*s\": expected lo:hi:xF "
                             "(1024:8192:x2) or lo:hi:+S (1024:4096:+1024)",
                             what, (int)len, t);
     bool mul = c2[1] == 'x';
     if (hi < lo || (mul && step < 2))
-        return pp_error_set(e, PP_EUSAGE,
-                            "%s: bad range \"%.*s\": %s", what, (int)len, t,
-                            hi < lo ? "hi is below lo"
-                                    : "the factor must be at least 2");
+        return pp_error_set(
+            e, PP_EUSAGE, "%s: bad range \"%.*s\": %s", what, (int)len, t,
+            hi < lo ? "hi is below lo" : "the factor must be at least 2");
     for (int64_t v = lo; v <= hi; v = mul ? v * step : v + step) {
         if (*n == max) goto too_many;
         out[(*n)++] = v;
@@ -136,8 +135,8 @@ int pp__rotate_sets(double set_bytes, double cache_bytes, double budget,
                     int max_sets) {
     if (set_bytes <= 0) return 1;
     int sets = 1;
-    while (sets < max_sets && set_bytes * sets < 2.0 * cache_bytes
-           && set_bytes * (sets + 1) <= budget)
+    while (sets < max_sets && set_bytes * sets < 2.0 * cache_bytes &&
+           set_bytes * (sets + 1) <= budget)
         sets++;
     return sets;
 }

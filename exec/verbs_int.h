@@ -31,17 +31,17 @@
 
 /* A peer's blob, decoded (verbs_addr.c). */
 typedef struct pp__vb_addr {
-    uint8_t link_layer;    /* IBV_LINK_LAYER_* */
+    uint8_t link_layer; /* IBV_LINK_LAYER_* */
     uint8_t port;
-    uint8_t mtu;           /* enum ibv_mtu, the port's active MTU */
-    uint8_t flags;         /* PP_VB_FLAG_* */
+    uint8_t mtu;   /* enum ibv_mtu, the port's active MTU */
+    uint8_t flags; /* PP_VB_FLAG_* */
     uint16_t lid;
     uint16_t channels;
     uint32_t rank, nranks;
-    uint32_t psn;          /* first PSN of every QP this rank sends on */
-    uint32_t max_msg;      /* the port's max_msg_sz */
+    uint32_t psn;     /* first PSN of every QP this rank sends on */
+    uint32_t max_msg; /* the port's max_msg_sz */
     union ibv_gid gid;
-    uint64_t ctl_addr;     /* the credit slots (verbs_post.c) */
+    uint64_t ctl_addr; /* the credit slots (verbs_post.c) */
     uint32_t ctl_rkey;
     const unsigned char *qpns; /* borrowed: into the blob */
 } pp__vb_addr;
@@ -52,27 +52,27 @@ typedef struct pp__vb_req pp__vb_req;
 typedef struct pp__vb_qp {
     struct ibv_qp *qp;
     int peer, ch;
-    bool up;               /* in RTS */
-    size_t chunk;          /* bytes per work request: min of both ports */
-    uint32_t sq_used, rq_used;   /* work requests outstanding */
-    uint64_t rx_posted;    /* receive WQEs posted on this QP, ever */
-    uint64_t credit_sent;  /* rx_posted as last written to the peer */
-    uint64_t tx_posted;    /* send chunks posted, ever */
-    uint64_t remote_ctl;   /* the peer's credit slot for this QP */
+    bool up;                   /* in RTS */
+    size_t chunk;              /* bytes per work request: min of both ports */
+    uint32_t sq_used, rq_used; /* work requests outstanding */
+    uint64_t rx_posted;        /* receive WQEs posted on this QP, ever */
+    uint64_t credit_sent;      /* rx_posted as last written to the peer */
+    uint64_t tx_posted;        /* send chunks posted, ever */
+    uint64_t remote_ctl;       /* the peer's credit slot for this QP */
     uint32_t remote_rkey;
-    pp__vb_req *txq, *txq_tail;  /* sends not fully posted, in order */
-    pp__vb_req *rxq, *rxq_tail;  /* receives not fully posted */
+    pp__vb_req *txq, *txq_tail; /* sends not fully posted, in order */
+    pp__vb_req *rxq, *rxq_tail; /* receives not fully posted */
 } pp__vb_qp;
 
 /* A registered region.  For GPU memory that cannot be registered by
  * dma-buf, `stage` is a registered host copy (verbs_dmabuf.c). */
 struct pp_xmr {
-    struct ibv_mr *mr;     /* covers buf, or stage when staged */
+    struct ibv_mr *mr; /* covers buf, or stage when staged */
     char *buf;
     size_t len;
     bool on_device;
-    char *stage;           /* NULL unless staged */
-    pp_xmr *prev, *next;   /* in the transport's list */
+    char *stage;         /* NULL unless staged */
+    pp_xmr *prev, *next; /* in the transport's list */
 };
 
 /* A posted transfer (pp_xreq.priv). */
@@ -81,29 +81,29 @@ struct pp__vb_req {
     pp__vb_qp *q;
     pp_xmr *mr;
     size_t nchunks, posted, completed;
-    size_t bytes;          /* received so far */
-    pp__vb_req *next;      /* in q's txq/rxq */
+    size_t bytes;              /* received so far */
+    pp__vb_req *next;          /* in q's txq/rxq */
     pp__vb_req *lprev, *lnext; /* in the transport's live list */
 };
 
 struct pp_xport {
-    pp_xport_opts o;       /* device points at devname */
+    pp_xport_opts o; /* device points at devname */
     char devname[64];
     struct ibv_context *ctx;
     struct ibv_pd *pd;
-    struct ibv_cq *cq;     /* one CQ for every QP, send and receive */
+    struct ibv_cq *cq; /* one CQ for every QP, send and receive */
     struct ibv_port_attr port;
-    int gid_index;         /* -1: no GID (IB without GRH) */
+    int gid_index; /* -1: no GID (IB without GRH) */
     union ibv_gid gid;
     uint32_t psn;
-    pp__vb_qp *qps;        /* nranks * channels, [peer * channels + ch] */
-    int *conn;             /* indices into qps of the QPs in RTS */
+    pp__vb_qp *qps; /* nranks * channels, [peer * channels + ch] */
+    int *conn;      /* indices into qps of the QPs in RTS */
     size_t n_conn;
-    uint64_t *ctl;         /* credit slots: [peer * channels + ch] */
+    uint64_t *ctl; /* credit slots: [peer * channels + ch] */
     struct ibv_mr *ctl_mr;
-    pp__vb_req *live;      /* posted, not yet done */
-    pp_xmr *mrs;           /* registered, not yet deregistered */
-    int err_code;          /* sticky: a completion failed, QPs in error */
+    pp__vb_req *live; /* posted, not yet done */
+    pp_xmr *mrs;      /* registered, not yet deregistered */
+    int err_code;     /* sticky: a completion failed, QPs in error */
     char err_msg[PP_ERROR_MSG_MAX];
 };
 
@@ -113,10 +113,10 @@ extern const char *pp__vb_sysfs_root;
 
 /* verbs_addr.c */
 size_t pp__vb_addr_size(int nranks, int channels);
-size_t pp__vb_addr_max(const pp_xport_opts *o);   /* ops->addr_size */
+size_t pp__vb_addr_max(const pp_xport_opts *o); /* ops->addr_size */
 void pp__vb_addr_encode(const pp_xport *t, char *buf, size_t *len);
-int pp__vb_addr_decode(const pp_xport *t, int peer, const char *buf,
-                       size_t len, pp__vb_addr *out, pp_error *e);
+int pp__vb_addr_decode(const pp_xport *t, int peer, const char *buf, size_t len,
+                       pp__vb_addr *out, pp_error *e);
 uint32_t pp__vb_addr_qpn(const pp__vb_addr *a, int peer, int ch);
 /* Picks the GID index of a RoCE port: the first RoCE v2 GID holding an
  * IPv4-mapped address, else the first RoCE v2 GID.  PP_ENODEV if none. */
@@ -125,8 +125,8 @@ int pp__vb_choose_gid(const char *dev, int port, int tbl_len, int *out,
 
 /* verbs_post.c */
 int pp__vb_post(pp_xport *t, pp_xreq *r, pp_xmr *mr, pp_error *e);
-int pp__vb_wait(pp_xport *t, pp_xreq *const *reqs, size_t n,
-                double deadline, pp_error *e);
+int pp__vb_wait(pp_xport *t, pp_xreq *const *reqs, size_t n, double deadline,
+                pp_error *e);
 void pp__vb_free_reqs(pp_xport *t);
 double pp__vb_now(void);
 

@@ -39,36 +39,36 @@
 
 #define PP_XPORT_ADDR_MAX 256 /* bytes of one rank's address blob */
 
-typedef struct pp_xport pp_xport;     /* a transport instance, one per rank */
-typedef struct pp_xmr pp_xmr;         /* a registered memory region */
+typedef struct pp_xport pp_xport; /* a transport instance, one per rank */
+typedef struct pp_xmr pp_xmr;     /* a registered memory region */
 
 /* One posted transfer.  The caller owns the struct and keeps it alive
  * until wait() says it is done; `done` and `bytes` are set by the
  * transport. */
 typedef struct pp_xreq {
-    int peer;          /* rank on the other side */
+    int peer; /* rank on the other side */
     bool is_send;
-    void *buf;         /* where the bytes are read from / written to */
-    size_t len;        /* bytes */
-    int channel;       /* connection to use: 0 .. channels-1 */
-    bool done;         /* set by the transport */
-    void *priv;        /* the transport's */
+    void *buf;   /* where the bytes are read from / written to */
+    size_t len;  /* bytes */
+    int channel; /* connection to use: 0 .. channels-1 */
+    bool done;   /* set by the transport */
+    void *priv;  /* the transport's */
 } pp_xreq;
 
 /* Options common to every transport (plain data, caller-owned). */
 typedef struct pp_xport_opts {
     int rank, nranks;
-    int channels;        /* connections per peer (tcp sockets, verbs QPs) */
-    double timeout_s;    /* connect and per-wait limit */
-    const char *device;  /* verbs: HCA name ("mlx5_0"), NULL = first
+    int channels;       /* connections per peer (tcp sockets, verbs QPs) */
+    double timeout_s;   /* connect and per-wait limit */
+    const char *device; /* verbs: HCA name ("mlx5_0"), NULL = first
                             active; tcp: interface address to bind, NULL
                             = any */
-    int ib_port;         /* verbs: port number (default 1) */
-    int gid_index;       /* verbs: -1 = choose (RoCE v2 IPv4 GID if any) */
+    int ib_port;        /* verbs: port number (default 1) */
+    int gid_index;      /* verbs: -1 = choose (RoCE v2 IPv4 GID if any) */
 } pp_xport_opts;
 
 typedef struct pp_xport_ops {
-    const char *name;    /* "tcp", "verbs" */
+    const char *name; /* "tcp", "verbs" */
     /* Opens the transport and writes this rank's address blob into
      * addr (*addr_len bytes used).  On failure *out is untouched. */
     int (*create)(const pp_xport_opts *o, pp_xport **out, char *addr,
@@ -81,16 +81,16 @@ typedef struct pp_xport_ops {
     /* Registers [buf, buf+len) for transfers; on_device says it is GPU
      * memory (verbs registers it by dma-buf or stages it; tcp stages).
      * A transport with nothing to register returns a dummy region. */
-    int (*reg)(pp_xport *t, void *buf, size_t len, bool on_device,
-               pp_xmr **out, pp_error *e);
+    int (*reg)(pp_xport *t, void *buf, size_t len, bool on_device, pp_xmr **out,
+               pp_error *e);
     void (*dereg)(pp_xport *t, pp_xmr *mr);
     /* Posts a transfer described by *r (buf inside a registered region
      * mr).  Returns at once; completion is seen through wait(). */
     int (*post)(pp_xport *t, pp_xreq *r, pp_xmr *mr, pp_error *e);
     /* Drives progress until every request in reqs[0..n) is done, or the
      * deadline (absolute, pp_exec_now() seconds) passes: PP_ETIMEOUT. */
-    int (*wait)(pp_xport *t, pp_xreq *const *reqs, size_t n,
-                double deadline, pp_error *e);
+    int (*wait)(pp_xport *t, pp_xreq *const *reqs, size_t n, double deadline,
+                pp_error *e);
     void (*destroy)(pp_xport *t); /* NULL is a no-op */
     /* Optional (NULL: PP_XPORT_ADDR_MAX suffices).  The bytes create()
      * may write into addr for these options, for a transport whose blob
@@ -111,8 +111,7 @@ typedef struct pp_xport_ops {
 /* The room create() needs in its addr buffer: the larger of
  * PP_XPORT_ADDR_MAX and ops->addr_size(o). */
 static inline size_t pp_xport_addr_max(const pp_xport_ops *ops,
-                                       const pp_xport_opts *o)
-{
+                                       const pp_xport_opts *o) {
     size_t n = ops->addr_size ? ops->addr_size(o) : 0;
     return n > PP_XPORT_ADDR_MAX ? n : PP_XPORT_ADDR_MAX;
 }

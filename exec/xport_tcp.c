@@ -64,7 +64,10 @@ static int sock_io_all(int fd, void *buf, size_t len, bool wr, double deadline,
     while (off < len) {
         ssize_t k = wr ? send(fd, (char *)buf + off, len - off, MSG_NOSIGNAL)
                        : recv(fd, (char *)buf + off, len - off, 0);
-        if (k > 0) { off += (size_t)k; continue; }
+        if (k > 0) {
+            off += (size_t)k;
+            continue;
+        }
         if (k == 0 && !wr)
             return pp_error_set(e, PP_EPEER, "%s from %s: connection closed",
                                 "recv", what);
@@ -97,9 +100,9 @@ int pp__sock_read_all(int fd, void *buf, size_t len, double deadline,
  * is not up yet (refused), its backlog is full, or the route is still
  * coming up.  Anything else (EACCES, EADDRNOTAVAIL, ...) is final. */
 static bool connect_transient(int err) {
-    return err == ECONNREFUSED || err == ETIMEDOUT || err == EAGAIN
-           || err == EINTR || err == ECONNRESET || err == ECONNABORTED
-           || err == EHOSTUNREACH || err == ENETUNREACH;
+    return err == ECONNREFUSED || err == ETIMEDOUT || err == EAGAIN ||
+           err == EINTR || err == ECONNRESET || err == ECONNABORTED ||
+           err == EHOSTUNREACH || err == ENETUNREACH;
 }
 
 /* One non-blocking connect() attempt, completed by poll() before
@@ -115,7 +118,8 @@ static int connect_once(int fd, const struct sockaddr_in *sa, double deadline) {
         if (n > 0) {
             int err = 0;
             socklen_t len = sizeof err;
-            if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) return errno;
+            if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0)
+                return errno;
             return err;
         }
         if (pp_exec_now() >= deadline) return ETIMEDOUT;
@@ -164,9 +168,11 @@ int pp__sock_connect(const struct sockaddr_in *sa, double deadline,
         }
         if (pp_exec_now() >= deadline) break;
     }
-    return pp_error_set(e, PP_ETIMEOUT, "connect to %s at %s:%u: no connection "
-                        "after %.1f s (%d attempt%s; last: %s)", what, ip, port,
-                        pp_exec_now() - t0, tries, tries == 1 ? "" : "s",
+    return pp_error_set(e, PP_ETIMEOUT,
+                        "connect to %s at %s:%u: no connection "
+                        "after %.1f s (%d attempt%s; last: %s)",
+                        what, ip, port, pp_exec_now() - t0, tries,
+                        tries == 1 ? "" : "s",
                         err == ETIMEDOUT ? "no answer" : strerror(err));
 }
 
@@ -180,7 +186,7 @@ typedef struct qitem {
 } qitem;
 
 typedef struct conn {
-    int fd;                 /* -1 when not connected */
+    int fd; /* -1 when not connected */
     int peer, channel;
     qitem *sq, *sq_tail, *rq, *rq_tail;
 } conn;
@@ -189,15 +195,17 @@ struct pp_xport {
     int rank, nranks, channels;
     double timeout_s;
     int lfd;
-    conn *conns;            /* nranks * channels, [peer * channels + ch] */
+    conn *conns; /* nranks * channels, [peer * channels + ch] */
     qitem *free_items;
-    struct pollfd *pfd;     /* scratch for wait */
+    struct pollfd *pfd; /* scratch for wait */
     int *pconn;
-    int dead_peer;          /* first peer whose connection failed, or -1 */
-    pp_error dead;          /* and why: every later wait reports it */
+    int dead_peer; /* first peer whose connection failed, or -1 */
+    pp_error dead; /* and why: every later wait reports it */
 };
 
-struct pp_xmr { int dummy; };
+struct pp_xmr {
+    int dummy;
+};
 static pp_xmr the_mr;
 
 static conn *conn_of(pp_xport *t, int peer, int ch) {
@@ -206,11 +214,12 @@ static conn *conn_of(pp_xport *t, int peer, int ch) {
 
 static int tcp_create(const pp_xport_opts *o, pp_xport **out, char *addr,
                       size_t *addr_len, pp_error *e) {
-    if (o->nranks < 1 || o->rank < 0 || o->rank >= o->nranks || o->channels < 1
-        || o->channels > 64)
-        return pp_error_set(e, PP_EUSAGE, "tcp: bad rank %d of %d or %d "
-                            "channels (1..64)", o->rank, o->nranks,
-                            o->channels);
+    if (o->nranks < 1 || o->rank < 0 || o->rank >= o->nranks ||
+        o->channels < 1 || o->channels > 64)
+        return pp_error_set(e, PP_EUSAGE,
+                            "tcp: bad rank %d of %d or %d "
+                            "channels (1..64)",
+                            o->rank, o->nranks, o->channels);
     struct sockaddr_in sa;
     memset(&sa, 0, sizeof sa);
     sa.sin_family = AF_INET;
@@ -221,12 +230,14 @@ static int tcp_create(const pp_xport_opts *o, pp_xport **out, char *addr,
         return pp_error_set(e, PP_EUSAGE, "tcp: \"%s\" is not an IPv4 address",
                             ip);
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) return pp_error_set(e, PP_EIO, "tcp: socket: %s", strerror(errno));
+    if (fd < 0)
+        return pp_error_set(e, PP_EIO, "tcp: socket: %s", strerror(errno));
     int one = 1;
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     socklen_t sl = sizeof sa;
-    if (bind(fd, (struct sockaddr *)&sa, sizeof sa) != 0 || listen(fd, 1024) != 0
-        || getsockname(fd, (struct sockaddr *)&sa, &sl) != 0) {
+    if (bind(fd, (struct sockaddr *)&sa, sizeof sa) != 0 ||
+        listen(fd, 1024) != 0 ||
+        getsockname(fd, (struct sockaddr *)&sa, &sl) != 0) {
         int err = errno;
         close(fd);
         return pp_error_set(e, PP_EIO, "tcp: listen: %s", strerror(err));
@@ -241,7 +252,8 @@ static int tcp_create(const pp_xport_opts *o, pp_xport **out, char *addr,
     t->timeout_s = o->timeout_s > 0 ? o->timeout_s : 30;
     t->lfd = fd;
     t->dead_peer = -1;
-    t->conns = pp_xcalloc((size_t)o->nranks * (size_t)o->channels, sizeof(conn));
+    t->conns =
+        pp_xcalloc((size_t)o->nranks * (size_t)o->channels, sizeof(conn));
     for (int p = 0; p < o->nranks; p++)
         for (int c = 0; c < o->channels; c++) {
             conn *k = conn_of(t, p, c);
@@ -259,8 +271,8 @@ static int tcp_create(const pp_xport_opts *o, pp_xport **out, char *addr,
 static int parse_blob(const char *a, size_t len, struct sockaddr_in *sa) {
     char ip[64];
     unsigned port;
-    if (len == 0 || len > PP_XPORT_ADDR_MAX || a[len - 1] != '\0'
-        || sscanf(a, "tcp %63s %u", ip, &port) != 2 || port == 0 || port > 65535)
+    if (len == 0 || len > PP_XPORT_ADDR_MAX || a[len - 1] != '\0' ||
+        sscanf(a, "tcp %63s %u", ip, &port) != 2 || port == 0 || port > 65535)
         return -1;
     memset(sa, 0, sizeof *sa);
     sa->sin_family = AF_INET;
@@ -280,11 +292,16 @@ static int tcp_connect(pp_xport *t, const int *peers, size_t n_peers,
         int p = peers[i];
         if (p < 0 || p >= t->nranks || p == t->rank)
             return pp_error_set(e, PP_EINTERNAL, "tcp: bad peer %d", p);
-        if (p < t->rank) { expect += t->channels; continue; }
+        if (p < t->rank) {
+            expect += t->channels;
+            continue;
+        }
         struct sockaddr_in sa;
         if (parse_blob(addrs[p], addr_lens[p], &sa) != 0)
-            return pp_error_set(e, PP_EPEER, "rank %d: bad tcp address from "
-                                "rank %d", t->rank, p);
+            return pp_error_set(e, PP_EPEER,
+                                "rank %d: bad tcp address from "
+                                "rank %d",
+                                t->rank, p);
         for (int c = 0; c < t->channels; c++) {
             int fd = -1;
             /* The peer listens before the blobs are exchanged, so a refusal
@@ -292,10 +309,17 @@ static int tcp_connect(pp_xport *t, const int *peers, size_t n_peers,
              * it, and gives up at the deadline however far the peer is. */
             snprintf(what, sizeof what, "rank %d", p);
             int rc = pp__sock_connect(&sa, deadline, what, &fd, e);
-            if (rc) { pp_error_prefix(e, "rank %d", t->rank); return rc; }
+            if (rc) {
+                pp_error_prefix(e, "rank %d", t->rank);
+                return rc;
+            }
             uint32_t hello[3] = {CONN_MAGIC, (uint32_t)t->rank, (uint32_t)c};
             rc = pp__sock_write_all(fd, hello, sizeof hello, deadline, what, e);
-            if (rc) { close(fd); pp_error_prefix(e, "rank %d", t->rank); return rc; }
+            if (rc) {
+                close(fd);
+                pp_error_prefix(e, "rank %d", t->rank);
+                return rc;
+            }
             set_nonblock(fd);
             conn_of(t, p, c)->fd = fd;
         }
@@ -303,9 +327,11 @@ static int tcp_connect(pp_xport *t, const int *peers, size_t n_peers,
     while (expect > 0) {
         struct pollfd pl = {t->lfd, POLLIN, 0};
         if (pp_exec_now() >= deadline)
-            return pp_error_set(e, PP_ETIMEOUT, "rank %d: %d connection%s from "
-                                "lower ranks not made within %g s", t->rank,
-                                expect, expect == 1 ? "" : "s", t->timeout_s);
+            return pp_error_set(e, PP_ETIMEOUT,
+                                "rank %d: %d connection%s from "
+                                "lower ranks not made within %g s",
+                                t->rank, expect, expect == 1 ? "" : "s",
+                                t->timeout_s);
         if (poll(&pl, 1, ms_left(deadline)) <= 0) continue;
         int fd = accept(t->lfd, NULL, NULL);
         if (fd < 0) continue;
@@ -315,9 +341,9 @@ static int tcp_connect(pp_xport *t, const int *peers, size_t n_peers,
         pp_error tmp = PP_ERROR_INIT;
         /* A stranger (a port scanner, a stale rank) is dropped, not fatal. */
         if (pp__sock_read_all(fd, hello, sizeof hello, pp_exec_now() + 2.0,
-                              "a connecting rank", &tmp) != 0
-            || hello[0] != CONN_MAGIC || hello[1] >= (uint32_t)t->rank
-            || hello[2] >= (uint32_t)t->channels) {
+                              "a connecting rank", &tmp) != 0 ||
+            hello[0] != CONN_MAGIC || hello[1] >= (uint32_t)t->rank ||
+            hello[2] >= (uint32_t)t->channels) {
             close(fd);
             continue;
         }
@@ -325,7 +351,10 @@ static int tcp_connect(pp_xport *t, const int *peers, size_t n_peers,
         bool wanted = false;
         for (size_t i = 0; i < n_peers; i++) wanted |= peers[i] == p;
         conn *k = conn_of(t, p, (int)hello[2]);
-        if (!wanted || k->fd >= 0) { close(fd); continue; }
+        if (!wanted || k->fd >= 0) {
+            close(fd);
+            continue;
+        }
         set_nonblock(fd);
         k->fd = fd;
         expect--;
@@ -336,7 +365,8 @@ static int tcp_connect(pp_xport *t, const int *peers, size_t n_peers,
 static int tcp_reg(pp_xport *t, void *buf, size_t len, bool on_device,
                    pp_xmr **out, pp_error *e) {
     if (on_device)
-        return pp_error_set(e, PP_ENOSYS, "tcp: device memory must be staged "
+        return pp_error_set(e, PP_ENOSYS,
+                            "tcp: device memory must be staged "
                             "through host buffers");
     *out = &the_mr;
     return 0;
@@ -345,26 +375,32 @@ static int tcp_reg(pp_xport *t, void *buf, size_t len, bool on_device,
 static void tcp_dereg(pp_xport *t, pp_xmr *mr) {}
 
 static int tcp_post(pp_xport *t, pp_xreq *r, pp_xmr *mr, pp_error *e) {
-    if (r->peer < 0 || r->peer >= t->nranks || r->channel < 0
-        || r->channel >= t->channels)
+    if (r->peer < 0 || r->peer >= t->nranks || r->channel < 0 ||
+        r->channel >= t->channels)
         return pp_error_set(e, PP_EINTERNAL, "tcp: post to rank %d channel %d",
                             r->peer, r->channel);
     conn *k = conn_of(t, r->peer, r->channel);
     if (k->fd < 0)
-        return pp_error_set(e, PP_EINTERNAL, "rank %d: no connection to rank "
-                            "%d", t->rank, r->peer);
+        return pp_error_set(e, PP_EINTERNAL,
+                            "rank %d: no connection to rank "
+                            "%d",
+                            t->rank, r->peer);
     r->done = r->len == 0;
     if (r->done) return 0;
     qitem *q = t->free_items;
-    if (q) t->free_items = q->next;
-    else q = pp_xmalloc(sizeof *q);
+    if (q)
+        t->free_items = q->next;
+    else
+        q = pp_xmalloc(sizeof *q);
     q->r = r;
     q->off = 0;
     q->next = NULL;
     qitem **head = r->is_send ? &k->sq : &k->rq;
     qitem **tail = r->is_send ? &k->sq_tail : &k->rq_tail;
-    if (*head) (*tail)->next = q;
-    else *head = q;
+    if (*head)
+        (*tail)->next = q;
+    else
+        *head = q;
     *tail = q;
     r->priv = q;
     return 0;
@@ -378,8 +414,9 @@ static int progress_conn(pp_xport *t, conn *k, bool wr, pp_error *e) {
         qitem *q = *head;
         pp_xreq *r = q->r;
         size_t want = r->len - q->off;
-        ssize_t n = wr ? send(k->fd, (char *)r->buf + q->off, want, MSG_NOSIGNAL)
-                       : recv(k->fd, (char *)r->buf + q->off, want, 0);
+        ssize_t n =
+            wr ? send(k->fd, (char *)r->buf + q->off, want, MSG_NOSIGNAL)
+               : recv(k->fd, (char *)r->buf + q->off, want, 0);
         if (n > 0) {
             q->off += (size_t)n;
             if (q->off < r->len) continue;
@@ -412,7 +449,8 @@ static int progress(pp_xport *t, double deadline, pp_error *e) {
         conn *k = &t->conns[i];
         if (k->fd < 0 || (!k->sq && !k->rq)) continue;
         t->pfd[np].fd = k->fd;
-        t->pfd[np].events = (short)((k->sq ? POLLOUT : 0) | (k->rq ? POLLIN : 0));
+        t->pfd[np].events =
+            (short)((k->sq ? POLLOUT : 0) | (k->rq ? POLLIN : 0));
         t->pfd[np].revents = 0;
         t->pconn[np++] = (int)i;
     }
@@ -443,8 +481,10 @@ static int timeout_msg(pp_xport *t, pp_xreq *const *reqs, size_t n,
                        pp_error *e) {
     for (size_t i = 0; i < n; i++)
         if (!reqs[i]->done)
-            return pp_error_set(e, PP_ETIMEOUT, "rank %d: %s rank %d: no "
-                                "progress within %g s", t->rank,
+            return pp_error_set(e, PP_ETIMEOUT,
+                                "rank %d: %s rank %d: no "
+                                "progress within %g s",
+                                t->rank,
                                 reqs[i]->is_send ? "send to" : "recv from",
                                 reqs[i]->peer, t->timeout_s);
     return pp_error_set(e, PP_ETIMEOUT, "rank %d: timed out", t->rank);
@@ -487,10 +527,19 @@ static void tcp_destroy(pp_xport *t) {
         conn *k = &t->conns[i];
         if (k->fd >= 0) close(k->fd);
         /* queued items point at the caller's requests: just free ours */
-        for (qitem *q = k->sq, *nx; q; q = nx) { nx = q->next; free(q); }
-        for (qitem *q = k->rq, *nx; q; q = nx) { nx = q->next; free(q); }
+        for (qitem *q = k->sq, *nx; q; q = nx) {
+            nx = q->next;
+            free(q);
+        }
+        for (qitem *q = k->rq, *nx; q; q = nx) {
+            nx = q->next;
+            free(q);
+        }
     }
-    for (qitem *q = t->free_items, *nx; q; q = nx) { nx = q->next; free(q); }
+    for (qitem *q = t->free_items, *nx; q; q = nx) {
+        nx = q->next;
+        free(q);
+    }
     if (t->lfd >= 0) close(t->lfd);
     free(t->conns);
     free(t->pfd);

@@ -48,15 +48,14 @@
 
 /* " (ulimit -l is 8 MiB: run with ulimit -l unlimited)" for the errnos
  * a memlock limit produces, "" otherwise. */
-static const char *memlock_hint(int err, char *buf, size_t len)
-{
+static const char *memlock_hint(int err, char *buf, size_t len) {
     struct rlimit rl;
 
     buf[0] = '\0';
-    if (err != ENOMEM && err != EPERM && err != EAGAIN)
-        return buf;
+    if (err != ENOMEM && err != EPERM && err != EAGAIN) return buf;
     if (getrlimit(RLIMIT_MEMLOCK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
-        snprintf(buf, len, " (locked memory is limited to %llu KiB: run "
+        snprintf(buf, len,
+                 " (locked memory is limited to %llu KiB: run "
                  "with ulimit -l unlimited)",
                  (unsigned long long)(rl.rlim_cur / 1024));
     return buf;
@@ -64,8 +63,7 @@ static const char *memlock_hint(int err, char *buf, size_t len)
 
 /* Opens dev and checks its port; on success t->ctx and t->port are set. */
 static int open_port(pp_xport *t, struct ibv_device *dev, char *why,
-                     size_t why_len, pp_error *e)
-{
+                     size_t why_len, pp_error *e) {
     const char *name = pp__ibv_get_device_name(dev);
     int port = t->o.ib_port, rc = 0, err;
 
@@ -100,8 +98,7 @@ out:
 }
 
 /* opts->device, or the first device whose port is ACTIVE. */
-static int pick_device(pp_xport *t, pp_error *e)
-{
+static int pick_device(pp_xport *t, pp_error *e) {
     struct ibv_device **list;
     char why[256], all[768] = "";
     int n = 0, rc = PP_ENODEV, code = PP_ENODEV;
@@ -109,7 +106,8 @@ static int pick_device(pp_xport *t, pp_error *e)
 
     list = pp__ibv_get_device_list(&n);
     if (!list || n == 0) {
-        pp_error_set(e, PP_ENODEV, "rank %d: no RDMA device found "
+        pp_error_set(e, PP_ENODEV,
+                     "rank %d: no RDMA device found "
                      "(ibv_get_device_list: %s): is an HCA present, its "
                      "driver loaded and rdma-core's provider installed?",
                      t->o.rank, list ? "none" : strerror(errno));
@@ -119,8 +117,7 @@ static int pick_device(pp_xport *t, pp_error *e)
         const char *name = pp__ibv_get_device_name(list[i]);
         int r;
 
-        if (t->o.device && strcmp(name, t->o.device))
-            continue;
+        if (t->o.device && strcmp(name, t->o.device)) continue;
         found = true;
         r = open_port(t, list[i], why, sizeof why, e);
         if (r == 0) {
@@ -128,10 +125,9 @@ static int pick_device(pp_xport *t, pp_error *e)
             goto free;
         }
         if (r == PP_EIO)
-            code = PP_EIO;   /* a device that failed beats one not up */
+            code = PP_EIO; /* a device that failed beats one not up */
         size_t used = strlen(all);
-        snprintf(all + used, sizeof all - used, "%s%s", used ? "; " : "",
-                 why);
+        snprintf(all + used, sizeof all - used, "%s%s", used ? "; " : "", why);
     }
     if (!found) {
         size_t used = 0;
@@ -140,52 +136,52 @@ static int pick_device(pp_xport *t, pp_error *e)
             snprintf(all + used, sizeof all - used, "%s%s", i ? ", " : "",
                      pp__ibv_get_device_name(list[i]));
         }
-        rc = pp_error_set(e, PP_ENODEV, "rank %d: no RDMA device named "
-                          "\"%s\" (have: %s)", t->o.rank, t->o.device, all);
+        rc = pp_error_set(e, PP_ENODEV,
+                          "rank %d: no RDMA device named "
+                          "\"%s\" (have: %s)",
+                          t->o.rank, t->o.device, all);
         goto free;
     }
-    rc = pp_error_set(e, code, "rank %d: no usable RDMA port %d: %s",
-                      t->o.rank, t->o.ib_port, all);
+    rc = pp_error_set(e, code, "rank %d: no usable RDMA port %d: %s", t->o.rank,
+                      t->o.ib_port, all);
 free:
     /* Opened contexts outlive the list (libibverbs' rule). */
-    if (list)
-        pp__ibv_free_device_list(list);
+    if (list) pp__ibv_free_device_list(list);
     return rc;
 }
 
 /* The GID: IB uses it only when gid_index is given; RoCE always. */
-static int pick_gid(pp_xport *t, pp_error *e)
-{
+static int pick_gid(pp_xport *t, pp_error *e) {
     int rc = 0, err;
 
     t->gid_index = t->o.gid_index;
     if (t->gid_index < 0 && t->port.link_layer == IBV_LINK_LAYER_ETHERNET) {
-        rc = pp__vb_choose_gid(t->devname, t->o.ib_port,
-                               t->port.gid_tbl_len, &t->gid_index, e);
-        if (rc)
-            goto out;
+        rc = pp__vb_choose_gid(t->devname, t->o.ib_port, t->port.gid_tbl_len,
+                               &t->gid_index, e);
+        if (rc) goto out;
     }
-    if (t->gid_index < 0)
-        goto out;
+    if (t->gid_index < 0) goto out;
     if (t->gid_index >= t->port.gid_tbl_len) {
-        rc = pp_error_set(e, PP_ERANGE, "rank %d: gid_index %d: %s port %d "
-                          "has %d GIDs", t->o.rank, t->gid_index,
-                          t->devname, t->o.ib_port, t->port.gid_tbl_len);
+        rc = pp_error_set(e, PP_ERANGE,
+                          "rank %d: gid_index %d: %s port %d "
+                          "has %d GIDs",
+                          t->o.rank, t->gid_index, t->devname, t->o.ib_port,
+                          t->port.gid_tbl_len);
         goto out;
     }
-    err = pp__ibv_query_gid(t->ctx, (uint8_t)t->o.ib_port, t->gid_index,
-                            &t->gid);
+    err =
+        pp__ibv_query_gid(t->ctx, (uint8_t)t->o.ib_port, t->gid_index, &t->gid);
     if (err)
-        rc = pp_error_set(e, PP_EIO, "rank %d: ibv_query_gid(%s port %d, "
-                          "index %d): %s", t->o.rank, t->devname,
-                          t->o.ib_port, t->gid_index,
+        rc = pp_error_set(e, PP_EIO,
+                          "rank %d: ibv_query_gid(%s port %d, "
+                          "index %d): %s",
+                          t->o.rank, t->devname, t->o.ib_port, t->gid_index,
                           strerror(err > 0 ? err : errno));
 out:
     return rc;
 }
 
-static int create_qps(pp_xport *t, int max_wr, pp_error *e)
-{
+static int create_qps(pp_xport *t, int max_wr, pp_error *e) {
     struct ibv_qp_init_attr ia;
     char hint[160];
     int rc = 0, C = t->o.channels;
@@ -198,7 +194,7 @@ static int create_qps(pp_xport *t, int max_wr, pp_error *e)
             ia.send_cq = t->cq;
             ia.recv_cq = t->cq;
             ia.qp_type = IBV_QPT_RC;
-            ia.sq_sig_all = 1;   /* every WR completes: simple accounting */
+            ia.sq_sig_all = 1; /* every WR completes: simple accounting */
             ia.cap.max_send_wr = (uint32_t)max_wr;
             ia.cap.max_recv_wr = (uint32_t)max_wr;
             ia.cap.max_send_sge = 1;
@@ -207,7 +203,8 @@ static int create_qps(pp_xport *t, int max_wr, pp_error *e)
             q->qp = pp__ibv_create_qp(t->pd, &ia);
             if (!q->qp) {
                 int err = errno ? errno : ENOMEM;
-                rc = pp_error_set(e, PP_EIO, "rank %d: ibv_create_qp for "
+                rc = pp_error_set(e, PP_EIO,
+                                  "rank %d: ibv_create_qp for "
                                   "rank %d (channel %d) on %s: %s%s",
                                   t->o.rank, p, c, t->devname, strerror(err),
                                   memlock_hint(err, hint, sizeof hint));
@@ -222,8 +219,7 @@ out:
 static void vb_destroy(pp_xport *t);
 
 static int vb_create(const pp_xport_opts *o, pp_xport **out, char *addr,
-                     size_t *addr_len, pp_error *e)
-{
+                     size_t *addr_len, pp_error *e) {
     pp_xport *t = NULL;
     struct ibv_device_attr da;
     struct timespec ts;
@@ -233,16 +229,16 @@ static int vb_create(const pp_xport_opts *o, pp_xport **out, char *addr,
 
     if (!o || !out || !addr || !addr_len || o->nranks < 1 || o->rank < 0 ||
         o->rank >= o->nranks || o->channels < 1 || o->channels > 0xffff) {
-        pp_error_set(e, rc, "verbs: bad options (rank %d of %d, %d "
-                     "channels)", o ? o->rank : -1, o ? o->nranks : 0,
-                     o ? o->channels : 0);
+        pp_error_set(e, rc,
+                     "verbs: bad options (rank %d of %d, %d "
+                     "channels)",
+                     o ? o->rank : -1, o ? o->nranks : 0, o ? o->channels : 0);
         goto out;
     }
     t = pp_xcalloc(1, sizeof *t);
     t->o = *o;
     t->o.device = NULL;
-    if (t->o.ib_port <= 0)
-        t->o.ib_port = 1;
+    if (t->o.ib_port <= 0) t->o.ib_port = 1;
     t->gid_index = -1;
     nq = (size_t)o->nranks * (size_t)o->channels;
     t->qps = pp_xcalloc(nq, sizeof *t->qps);
@@ -251,11 +247,10 @@ static int vb_create(const pp_xport_opts *o, pp_xport **out, char *addr,
         t->qps[i].peer = (int)(i / (size_t)o->channels);
         t->qps[i].ch = (int)(i % (size_t)o->channels);
     }
-    t->o.device = o->device;      /* borrowed for pick_device only */
+    t->o.device = o->device; /* borrowed for pick_device only */
     rc = pick_device(t, e);
     t->o.device = t->devname;
-    if (rc)
-        goto fail;
+    if (rc) goto fail;
     err = pp__ibv_query_device(t->ctx, &da);
     if (err) {
         rc = pp_error_set(e, PP_EIO, "rank %d: ibv_query_device(%s): %s",
@@ -264,51 +259,48 @@ static int vb_create(const pp_xport_opts *o, pp_xport **out, char *addr,
         goto fail;
     }
     rc = pick_gid(t, e);
-    if (rc)
-        goto fail;
-    if (!t->port.max_msg_sz)
-        t->port.max_msg_sz = PP_VB_MAX_MSG_DEFAULT;
+    if (rc) goto fail;
+    if (!t->port.max_msg_sz) t->port.max_msg_sz = PP_VB_MAX_MSG_DEFAULT;
     /* A fresh PSN per run, so late packets of a previous run that reused
      * a QP number do not match (rc_pingpong draws it the same way). */
     clock_gettime(CLOCK_REALTIME, &ts);
-    t->psn = ((uint32_t)ts.tv_nsec ^ (uint32_t)getpid() * 2654435761u) &
-             0xffffffu;
+    t->psn =
+        ((uint32_t)ts.tv_nsec ^ (uint32_t)getpid() * 2654435761u) & 0xffffffu;
 
     t->pd = pp__ibv_alloc_pd(t->ctx);
     if (!t->pd) {
-        rc = pp_error_set(e, PP_EIO, "rank %d: ibv_alloc_pd(%s): %s",
-                          t->o.rank, t->devname, strerror(errno));
+        rc = pp_error_set(e, PP_EIO, "rank %d: ibv_alloc_pd(%s): %s", t->o.rank,
+                          t->devname, strerror(errno));
         goto fail;
     }
     /* The credit slots (verbs_post.c): peers RDMA-write into them. */
     t->ctl = pp_xcalloc(nq, sizeof *t->ctl);
-    t->ctl_mr = pp__ibv_reg_mr(t->pd, t->ctl, nq * sizeof *t->ctl,
-                               IBV_ACCESS_LOCAL_WRITE |
-                               IBV_ACCESS_REMOTE_WRITE);
+    t->ctl_mr =
+        pp__ibv_reg_mr(t->pd, t->ctl, nq * sizeof *t->ctl,
+                       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
     if (!t->ctl_mr) {
         err = errno;
-        rc = pp_error_set(e, PP_EIO, "rank %d: ibv_reg_mr(%zu bytes of "
-                          "credit slots): %s%s", t->o.rank,
-                          nq * sizeof *t->ctl, strerror(err),
+        rc = pp_error_set(e, PP_EIO,
+                          "rank %d: ibv_reg_mr(%zu bytes of "
+                          "credit slots): %s%s",
+                          t->o.rank, nq * sizeof *t->ctl, strerror(err),
                           memlock_hint(err, hint, sizeof hint));
         goto fail;
     }
     wr = PP_VB_SQ_DEPTH;
-    if (da.max_qp_wr > 0 && da.max_qp_wr < wr)
-        wr = da.max_qp_wr;
+    if (da.max_qp_wr > 0 && da.max_qp_wr < wr) wr = da.max_qp_wr;
     cqe = 2 * wr * (int)(nq > 1 ? nq - (size_t)o->channels : 1);
-    if (da.max_cqe > 0 && cqe > da.max_cqe)
-        cqe = da.max_cqe;
+    if (da.max_cqe > 0 && cqe > da.max_cqe) cqe = da.max_cqe;
     t->cq = pp__ibv_create_cq(t->ctx, cqe);
     if (!t->cq) {
-        rc = pp_error_set(e, PP_EIO, "rank %d: ibv_create_cq(%s, %d "
-                          "entries): %s", t->o.rank, t->devname, cqe,
-                          strerror(errno));
+        rc = pp_error_set(e, PP_EIO,
+                          "rank %d: ibv_create_cq(%s, %d "
+                          "entries): %s",
+                          t->o.rank, t->devname, cqe, strerror(errno));
         goto fail;
     }
     rc = create_qps(t, wr, e);
-    if (rc)
-        goto fail;
+    if (rc) goto fail;
     pp__vb_addr_encode(t, addr, addr_len);
     *out = t;
     goto out;
@@ -321,9 +313,7 @@ out:
 /* RESET -> INIT -> RTR -> RTS for one QP.  The attribute masks are the
  * ones the verbs spec requires for RC in each transition (rc_pingpong's
  * pp_connect_ctx). */
-static int qp_up(pp_xport *t, pp__vb_qp *q, const pp__vb_addr *a,
-                 pp_error *e)
-{
+static int qp_up(pp_xport *t, pp__vb_qp *q, const pp__vb_addr *a, pp_error *e) {
     struct ibv_qp_attr at;
     const char *step = "INIT";
     int rc = 0, err;
@@ -334,20 +324,20 @@ static int qp_up(pp_xport *t, pp__vb_qp *q, const pp__vb_addr *a,
     at.port_num = (uint8_t)t->o.ib_port;
     at.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
                          IBV_ACCESS_REMOTE_READ;
-    err = pp__ibv_modify_qp(q->qp, &at, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-                            IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
-    if (err)
-        goto fail;
+    err = pp__ibv_modify_qp(q->qp, &at,
+                            IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+                                IBV_QP_ACCESS_FLAGS);
+    if (err) goto fail;
 
     step = "RTR";
     memset(&at, 0, sizeof at);
     at.qp_state = IBV_QPS_RTR;
-    at.path_mtu = (enum ibv_mtu)(a->mtu < t->port.active_mtu ?
-                                 a->mtu : t->port.active_mtu);
+    at.path_mtu = (enum ibv_mtu)(
+        a->mtu < t->port.active_mtu ? a->mtu : t->port.active_mtu);
     at.dest_qp_num = pp__vb_addr_qpn(a, t->o.rank, q->ch);
     at.rq_psn = a->psn;
     at.max_dest_rd_atomic = 1;
-    at.min_rnr_timer = 12;             /* 0.64 ms */
+    at.min_rnr_timer = 12; /* 0.64 ms */
     at.ah_attr.dlid = a->lid;
     at.ah_attr.sl = 0;
     at.ah_attr.src_path_bits = 0;
@@ -357,51 +347,50 @@ static int qp_up(pp_xport *t, pp__vb_qp *q, const pp__vb_addr *a,
         at.ah_attr.is_global = 1;
         at.ah_attr.grh.dgid = a->gid;
         at.ah_attr.grh.sgid_index = (uint8_t)t->gid_index;
-        at.ah_attr.grh.hop_limit = 64;  /* RoCE v2 crosses IP routers */
+        at.ah_attr.grh.hop_limit = 64; /* RoCE v2 crosses IP routers */
         at.ah_attr.grh.flow_label = 0;
         at.ah_attr.grh.traffic_class = 0;
     }
-    err = pp__ibv_modify_qp(q->qp, &at, IBV_QP_STATE | IBV_QP_AV |
-                            IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-                            IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-                            IBV_QP_MIN_RNR_TIMER);
-    if (err)
-        goto fail;
+    err = pp__ibv_modify_qp(
+        q->qp, &at,
+        IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+            IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+    if (err) goto fail;
 
     step = "RTS";
     memset(&at, 0, sizeof at);
     at.qp_state = IBV_QPS_RTS;
-    at.timeout = 14;                   /* 4.096 us * 2^14 = 67 ms */
+    at.timeout = 14; /* 4.096 us * 2^14 = 67 ms */
     at.retry_cnt = 7;
-    at.rnr_retry = 7;                  /* 7 = retry forever */
+    at.rnr_retry = 7; /* 7 = retry forever */
     at.sq_psn = t->psn;
     at.max_rd_atomic = 1;
-    err = pp__ibv_modify_qp(q->qp, &at, IBV_QP_STATE | IBV_QP_TIMEOUT |
-                            IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-                            IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
-    if (err)
-        goto fail;
+    err = pp__ibv_modify_qp(q->qp, &at,
+                            IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+                                IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
+                                IBV_QP_MAX_QP_RD_ATOMIC);
+    if (err) goto fail;
     goto out;
 fail:
-    rc = pp_error_set(e, PP_EIO, "rank %d: connect to rank %d (channel %d): "
-                      "ibv_modify_qp to %s: %s%s", t->o.rank, q->peer, q->ch,
-                      step, strerror(err > 0 ? err : errno),
-                      step[1] == 'T' && step[2] == 'R' ?
-                      " (peer address, MTU or GID wrong?)" : "");
+    rc = pp_error_set(
+        e, PP_EIO,
+        "rank %d: connect to rank %d (channel %d): "
+        "ibv_modify_qp to %s: %s%s",
+        t->o.rank, q->peer, q->ch, step, strerror(err > 0 ? err : errno),
+        step[1] == 'T' && step[2] == 'R' ? " (peer address, MTU or GID wrong?)"
+                                         : "");
 out:
     return rc;
 }
 
-static int cmp_int(const void *a, const void *b)
-{
+static int cmp_int(const void *a, const void *b) {
     int x = *(const int *)a, y = *(const int *)b;
     return (x > y) - (x < y);
 }
 
 static int vb_connect(pp_xport *t, const int *peers, size_t n_peers,
                       const char *const *addrs, const size_t *addr_lens,
-                      pp_error *e)
-{
+                      pp_error *e) {
     pp__vb_addr a;
     int *order = NULL, rc = 0, C = t->o.channels;
 
@@ -419,27 +408,25 @@ static int vb_connect(pp_xport *t, const int *peers, size_t n_peers,
         int p = order[i];
 
         if (p < 0 || p >= t->o.nranks || p == t->o.rank) {
-            rc = pp_error_set(e, PP_EINVAL, "rank %d: connect: peer %d is "
-                              "not another rank of %d", t->o.rank, p,
-                              t->o.nranks);
+            rc = pp_error_set(e, PP_EINVAL,
+                              "rank %d: connect: peer %d is "
+                              "not another rank of %d",
+                              t->o.rank, p, t->o.nranks);
             goto out;
         }
-        if (i && p == order[i - 1])
-            continue;
+        if (i && p == order[i - 1]) continue;
         rc = pp__vb_addr_decode(t, p, addrs[p], addr_lens[p], &a, e);
-        if (rc)
-            goto out;
+        if (rc) goto out;
         for (int c = 0; c < C; c++) {
             pp__vb_qp *q = &t->qps[p * C + c];
 
-            if (q->up)
-                continue;
+            if (q->up) continue;
             rc = qp_up(t, q, &a, e);
-            if (rc)
-                goto out;
+            if (rc) goto out;
             q->up = true;
-            q->chunk = a.max_msg && a.max_msg < t->port.max_msg_sz ?
-                       a.max_msg : t->port.max_msg_sz;
+            q->chunk = a.max_msg && a.max_msg < t->port.max_msg_sz
+                           ? a.max_msg
+                           : t->port.max_msg_sz;
             q->remote_ctl = a.ctl_addr + 8u * (uint64_t)(t->o.rank * C + c);
             q->remote_rkey = a.ctl_rkey;
             t->conn[t->n_conn++] = p * C + c;
@@ -451,8 +438,7 @@ out:
 }
 
 static int vb_reg(pp_xport *t, void *buf, size_t len, bool on_device,
-                  pp_xmr **out, pp_error *e)
-{
+                  pp_xmr **out, pp_error *e) {
     pp_xmr *x = NULL;
     char hint[160];
     int rc = 0, err;
@@ -468,23 +454,22 @@ static int vb_reg(pp_xport *t, void *buf, size_t len, bool on_device,
     x->on_device = on_device;
     if (on_device) {
         rc = pp__vb_reg_device(t, x, e);
-        if (rc)
-            goto fail;
+        if (rc) goto fail;
     } else {
         /* Local write only: SEND/RECV never let the peer address it. */
         x->mr = pp__ibv_reg_mr(t->pd, buf, len, IBV_ACCESS_LOCAL_WRITE);
         if (!x->mr) {
             err = errno;
-            rc = pp_error_set(e, PP_EIO, "rank %d: ibv_reg_mr(%zu bytes) "
-                              "on %s: %s%s", t->o.rank, len, t->devname,
-                              strerror(err),
+            rc = pp_error_set(e, PP_EIO,
+                              "rank %d: ibv_reg_mr(%zu bytes) "
+                              "on %s: %s%s",
+                              t->o.rank, len, t->devname, strerror(err),
                               memlock_hint(err, hint, sizeof hint));
             goto fail;
         }
     }
     x->next = t->mrs;
-    if (t->mrs)
-        t->mrs->prev = x;
+    if (t->mrs) t->mrs->prev = x;
     t->mrs = x;
     *out = x;
     goto out;
@@ -494,16 +479,13 @@ out:
     return rc;
 }
 
-static void vb_dereg(pp_xport *t, pp_xmr *x)
-{
-    if (!t || !x)
-        return;
+static void vb_dereg(pp_xport *t, pp_xmr *x) {
+    if (!t || !x) return;
     if (x->prev)
         x->prev->next = x->next;
     else
         t->mrs = x->next;
-    if (x->next)
-        x->next->prev = x->prev;
+    if (x->next) x->next->prev = x->prev;
     if (x->on_device)
         pp__vb_dereg_device(x);
     else if (x->mr)
@@ -514,35 +496,26 @@ static void vb_dereg(pp_xport *t, pp_xmr *x)
 /* Frees in the reverse order of create(); every step checks what exists,
  * so a transport that failed half-way is freed the same way.  Regions
  * the caller did not deregister are deregistered here. */
-static void vb_destroy(pp_xport *t)
-{
+static void vb_destroy(pp_xport *t) {
     size_t nq;
 
-    if (!t)
-        return;
+    if (!t) return;
     nq = (size_t)t->o.nranks * (size_t)t->o.channels;
     pp__vb_free_reqs(t);
-    while (t->mrs)
-        vb_dereg(t, t->mrs);
+    while (t->mrs) vb_dereg(t, t->mrs);
     for (size_t i = nq; t->qps && i-- > 0;)
-        if (t->qps[i].qp)
-            pp__ibv_destroy_qp(t->qps[i].qp);
-    if (t->cq)
-        pp__ibv_destroy_cq(t->cq);
-    if (t->ctl_mr)
-        pp__ibv_dereg_mr(t->ctl_mr);
+        if (t->qps[i].qp) pp__ibv_destroy_qp(t->qps[i].qp);
+    if (t->cq) pp__ibv_destroy_cq(t->cq);
+    if (t->ctl_mr) pp__ibv_dereg_mr(t->ctl_mr);
     free(t->ctl);
-    if (t->pd)
-        pp__ibv_dealloc_pd(t->pd);
-    if (t->ctx)
-        pp__ibv_close_device(t->ctx);
+    if (t->pd) pp__ibv_dealloc_pd(t->pd);
+    if (t->ctx) pp__ibv_close_device(t->ctx);
     free(t->conn);
     free(t->qps);
     free(t);
 }
 
-size_t pp__vb_addr_max(const pp_xport_opts *o)
-{
+size_t pp__vb_addr_max(const pp_xport_opts *o) {
     return pp__vb_addr_size(o->nranks, o->channels);
 }
 

@@ -15,13 +15,11 @@
 #include "models_int.h"
 
 int pp_comm_per_iter(const pp_model *m, const pp_parallel *p,
-                     pp_comm_volume *out, pp_error *e)
-{
+                     pp_comm_volume *out, pp_error *e) {
     pp_comm_volume v;
     int rc;
 
-    if ((rc = pp_parallel_validate(p, m, e)) < 0)
-        return rc;
+    if ((rc = pp_parallel_validate(p, m, e)) < 0) return rc;
     memset(&v, 0, sizeof v);
     double nmb = pp_parallel_microbatches(p);
 

@@ -35,8 +35,7 @@
  * 4 B s^2 l h FLOPs, on top of the 'none' total.
  * ---------------------------------------------------------------------- */
 int pp_flops_closed(const pp_model *m, int64_t batch, pp_recompute r,
-                    pp_flops *out, pp_error *e)
-{
+                    pp_flops *out, pp_error *e) {
     if (batch < 1)
         return pp_error_set(e, PP_EINVAL,
                             "flops: batch must be a positive integer, got "
@@ -62,11 +61,8 @@ int pp_flops_closed(const pp_model *m, int64_t batch, pp_recompute r,
     f.model = dense + attn + logit;
 
     switch (r) {
-    case PP_RECOMPUTE_NONE:
-        break;
-    case PP_RECOMPUTE_SELECTIVE:
-        attn += 4.0 * B * s * s * l * h;
-        break;
+    case PP_RECOMPUTE_NONE: break;
+    case PP_RECOMPUTE_SELECTIVE: attn += 4.0 * B * s * s * l * h; break;
     case PP_RECOMPUTE_FULL: {
         double base96 = 96.0 * B * s * l * h * h;
         dense = base96;
@@ -74,8 +70,7 @@ int pp_flops_closed(const pp_model *m, int64_t batch, pp_recompute r,
         logit = base96 * V / (16.0 * l * h);
         break;
     }
-    case PP_RECOMPUTE__COUNT:
-        break;
+    case PP_RECOMPUTE__COUNT: break;
     }
     f.dense = dense;
     f.attn = attn;
@@ -100,8 +95,7 @@ int pp_flops_closed(const pp_model *m, int64_t batch, pp_recompute r,
  * (norms, softmax, activations) is ignored, as in the closed form.
  * ---------------------------------------------------------------------- */
 int pp_flops_count(const pp_model *m, int64_t batch, pp_recompute r,
-                   pp_flops *out, pp_error *e)
-{
+                   pp_flops *out, pp_error *e) {
     if (batch < 1)
         return pp_error_set(e, PP_EINVAL,
                             "flops: batch must be a positive integer, got "
@@ -129,8 +123,8 @@ int pp_flops_count(const pp_model *m, int64_t batch, pp_recompute r,
     double tokens = B * s;
 
     /* per token, per layer, forward */
-    double gemm = 2.0 * h * (h + 2.0 * kv) + 2.0 * h * h +
-                  mlp_mats * 2.0 * h * ff;
+    double gemm =
+        2.0 * h * (h + 2.0 * kv) + 2.0 * h * h + mlp_mats * 2.0 * h * ff;
     double core = 2.0 * s * h + 2.0 * s * h;
     double logits = 2.0 * h * V; /* per token, forward */
 
@@ -157,10 +151,8 @@ int pp_flops_count(const pp_model *m, int64_t batch, pp_recompute r,
  * per token forward, 4 backward, 2 more for the recompute forward.  It
  * drops the attention and logit terms (a few % for GPT-3). */
 double pp_train_time_s(double tokens, double params, double gpus,
-                       double flops_per_gpu, bool recompute)
-{
+                       double flops_per_gpu, bool recompute) {
     double k = recompute ? 8.0 : 6.0;
-    if (!(gpus > 0) || !(flops_per_gpu > 0))
-        return INFINITY;
+    if (!(gpus > 0) || !(flops_per_gpu > 0)) return INFINITY;
     return k * tokens * params / (gpus * flops_per_gpu);
 }

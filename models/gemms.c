@@ -24,8 +24,8 @@ static void put(pp_gemm_shape *g, const char *name, int64_t batch, int64_t m,
     g->k = k;
 }
 
-int pp_layer_gemms(const pp_model *m, const pp_parallel *p,
-                   pp_gemm_shape *out, size_t max, size_t *n, pp_error *e) {
+int pp_layer_gemms(const pp_model *m, const pp_parallel *p, pp_gemm_shape *out,
+                   size_t max, size_t *n, pp_error *e) {
     enum { COUNT = 6 };
     if (m->arch != PP_ARCH_TRANSFORMER)
         return pp_error_set(e, PP_EINVAL,
@@ -43,8 +43,8 @@ int pp_layer_gemms(const pp_model *m, const pp_parallel *p,
     if (t < 1 || b < 1 || a % t != 0 || h % t != 0 || f % t != 0)
         return pp_error_set(e, PP_EINVAL,
                             "layer GEMMs: tp=%lld must divide heads (%lld), "
-                            "hidden and ffn_hidden", (long long)t,
-                            (long long)a);
+                            "hidden and ffn_hidden",
+                            (long long)t, (long long)a);
     int64_t tok = s * b;
     pp_gemm_shape g[COUNT];
     put(&g[0], "qkv", 1, tok, (h + 2 * kvd) / t, h);

@@ -39,60 +39,49 @@ static const pp_optimizer_bytes optimizer_bytes[PP_OPT__COUNT] = {
     [PP_OPT_ADAM_FP32] = {4.0, 4.0, 8.0, 0.0, 38.0},
 };
 
-const pp_optimizer_bytes *pp_optimizer_bytes_get(pp_optimizer o)
-{
-    if ((int)o < 0 || o >= PP_OPT__COUNT)
-        o = PP_OPT_ADAM_MIXED;
+const pp_optimizer_bytes *pp_optimizer_bytes_get(pp_optimizer o) {
+    if ((int)o < 0 || o >= PP_OPT__COUNT) o = PP_OPT_ADAM_MIXED;
     return &optimizer_bytes[o];
 }
 
-double pp_activation_bytes(const pp_model *m, int64_t mbs)
-{
+double pp_activation_bytes(const pp_model *m, int64_t mbs) {
     return PP_ACT_BYTES * (double)m->seq * (double)mbs * (double)m->hidden;
 }
 
-bool pp_memory_peak_at_step(const pp_memory *x)
-{
+bool pp_memory_peak_at_step(const pp_memory *x) {
     return x->step_grads > x->activations + x->buffers;
 }
 
-double pp_parallel_microbatches(const pp_parallel *p)
-{
+double pp_parallel_microbatches(const pp_parallel *p) {
     double n = floor((double)p->gbs / ((double)p->mbs * (double)p->dp));
     return n < 1.0 ? 1.0 : n;
 }
 
 /* The stages that can differ: the first, one between the ends (stage 1:
  * the one with the most in flight) and the last.  Returns how many. */
-static int stage_kinds(const pp_parallel *p, int64_t kinds[3])
-{
+static int stage_kinds(const pp_parallel *p, int64_t kinds[3]) {
     kinds[0] = 0;
     kinds[1] = 1;
     kinds[2] = p->pp - 1;
     return p->pp <= 1 ? 1 : p->pp == 2 ? 2 : 3;
 }
 
-double pp__stage_params(const pp_model *m, const pp_parallel *p)
-{
+double pp__stage_params(const pp_model *m, const pp_parallel *p) {
     int64_t kinds[3];
     int n = stage_kinds(p, kinds);
     double best = 0;
     for (int i = 0; i < n; i++) {
         double x = pp__stage_params_of(m, p, kinds[i]);
-        if (x > best)
-            best = x;
+        if (x > best) best = x;
     }
     return best;
 }
 
 double pp__stage_params_of(const pp_model *m, const pp_parallel *p,
-                           int64_t stage)
-{
-    if (m->arch == PP_ARCH_GENERIC)
-        return m->params;
+                           int64_t stage) {
+    if (m->arch == PP_ARCH_GENERIC) return m->params;
     double tp = (double)p->tp;
-    if (p->pp <= 1)
-        return pp_model_params(m) / tp;
+    if (p->pp <= 1) return pp_model_params(m) / tp;
     /* ceil: with layers not divisible by pp (only when the caller skipped
      * pp_parallel_validate) the first stage takes the extra layer. */
     double layers = p->first || p->last
@@ -103,8 +92,8 @@ double pp__stage_params_of(const pp_model *m, const pp_parallel *p,
      * replicated, which we ignore (< 0.1% of a layer for h >= 1024).  The
      * first stage holds the embedding and the last the output layer (with
      * tied embeddings a copy of it): V x h either way. */
-    double ends = (stage == 0 || stage == p->pp - 1)
-                      ? pp__embedding_params(m) : 0.0;
+    double ends =
+        (stage == 0 || stage == p->pp - 1) ? pp__embedding_params(m) : 0.0;
     return (layers * pp__layer_params(m) + ends) / tp;
 }
 
@@ -115,8 +104,7 @@ double pp__stage_params_of(const pp_model *m, const pp_parallel *p,
  * output 2, its dropout mask 1, dropout output 2).  For GQA and SwiGLU
  * layers it is an approximation. */
 static double act_layer(const pp_model *m, const pp_parallel *p,
-                        pp_recompute r)
-{
+                        pp_recompute r) {
     double s = (double)m->seq, b = (double)p->mbs, h = (double)m->hidden;
     double t = (double)p->tp, a = (double)m->heads;
     double sbh = s * b * h;
@@ -137,16 +125,14 @@ static double act_layer(const pp_model *m, const pp_parallel *p,
         /* Only the layer's input is kept, 2 s b h bytes (sec. 4.1), split
          * over t with sequence parallelism. */
         return sp ? 2.0 * sbh / t : 2.0 * sbh;
-    case PP_RECOMPUTE__COUNT:
-        break;
+    case PP_RECOMPUTE__COUNT: break;
     }
     return 0.0;
 }
 
 /* Stage `st`'s memory; model states in r->weights..model_states. */
 static void stage_memory(const pp_model *m, const pp_parallel *p,
-                         pp_optimizer opt, int64_t st, pp_memory *out)
-{
+                         pp_optimizer opt, int64_t st, pp_memory *out) {
     pp_memory r;
     memset(&r, 0, sizeof r);
     r.stage = st;
@@ -197,9 +183,8 @@ static void stage_memory(const pp_model *m, const pp_parallel *p,
          * chunk than that.  For the first stage that is l/pp x (pp + (pp -
          * 1)/vp) layers' worth, Korthikanti's 1 + (pp-1)/(pp vp) factor
          * (sec. 4.2.3, citing Narayanan sec. 2.2.2). */
-        double chunks = fmin(2.0 * (ppd - (double)st - 1.0)
-                                 + (vp - 1.0) * ppd + 1.0,
-                             nmb * vp);
+        double chunks = fmin(
+            2.0 * (ppd - (double)st - 1.0) + (vp - 1.0) * ppd + 1.0, nmb * vp);
         r.inflight = chunks / vp;
     } else {
         /* 1F1B (Narayanan et al. 2021, sec. 2.2.1): stage st runs pp - st
@@ -220,21 +205,17 @@ static void stage_memory(const pp_model *m, const pp_parallel *p,
      * stage the dropout mask of the input embedding, 1 byte per element,
      * s b h per micro-batch in flight (/t with sp); on the last the fp32
      * logits of the softmax cross-entropy, 4 s b V / t (vocab-parallel). */
-    if (st == 0)
-        r.buffers = s * b * h * r.inflight / (sp ? t : 1.0);
-    if (st == p->pp - 1)
-        r.buffers += 4.0 * s * b * (double)m->vocab / t;
+    if (st == 0) r.buffers = s * b * h * r.inflight / (sp ? t : 1.0);
+    if (st == p->pp - 1) r.buffers += 4.0 * s * b * (double)m->vocab / t;
 
     r.total = r.model_states + fmax(r.activations + r.buffers, r.step_grads);
     *out = r;
 }
 
-int pp_memory_per_gpu(const pp_model *m, const pp_parallel *p,
-                      pp_optimizer opt, pp_memory *out, pp_error *e)
-{
+int pp_memory_per_gpu(const pp_model *m, const pp_parallel *p, pp_optimizer opt,
+                      pp_memory *out, pp_error *e) {
     int rc;
-    if ((rc = pp_parallel_validate(p, m, e)) < 0)
-        return rc;
+    if ((rc = pp_parallel_validate(p, m, e)) < 0) return rc;
     /* The most loaded kind of stage; on a tie the earlier is reported. */
     int64_t kinds[3];
     int n = stage_kinds(p, kinds);
@@ -242,8 +223,7 @@ int pp_memory_per_gpu(const pp_model *m, const pp_parallel *p,
     for (int i = 1; i < n; i++) {
         pp_memory r;
         stage_memory(m, p, opt, kinds[i], &r);
-        if (r.total > out->total)
-            *out = r;
+        if (r.total > out->total) *out = r;
     }
     return 0;
 }

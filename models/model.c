@@ -38,8 +38,7 @@ static const char *const ffn_names[] = {"gelu", "swiglu", NULL};
  * published counts exactly: LLaMA-2 7B 6,738,415,616, LLaMA-2 70B
  * 68,976,648,192.
  * ---------------------------------------------------------------------- */
-double pp__layer_params(const pp_model *m)
-{
+double pp__layer_params(const pp_model *m) {
     double h = (double)m->hidden;
     double f = (double)m->ffn_hidden;
     double kv = (double)m->kv_heads * (double)(m->hidden / m->heads);
@@ -55,18 +54,15 @@ double pp__layer_params(const pp_model *m)
     return attn + mlp + norms;
 }
 
-double pp__embedding_params(const pp_model *m)
-{
+double pp__embedding_params(const pp_model *m) {
     double p = (double)m->vocab * (double)m->hidden;
     if (m->ffn != PP_FFN_SWIGLU)
         p += (double)m->seq * (double)m->hidden; /* learned positions */
     return p;
 }
 
-double pp_model_params(const pp_model *m)
-{
-    if (m->arch == PP_ARCH_GENERIC)
-        return m->params;
+double pp_model_params(const pp_model *m) {
+    if (m->arch == PP_ARCH_GENERIC) return m->params;
     double h = (double)m->hidden;
     double p = (double)m->layers * pp__layer_params(m);
     p += pp__embedding_params(m);
@@ -95,8 +91,7 @@ static int model_bad(const pp_where *w, pp_error *e, const char *key,
     ;
 
 static int model_bad(const pp_where *w, pp_error *e, const char *key,
-                     const char *fmt, ...)
-{
+                     const char *fmt, ...) {
     char msg[512];
     va_list ap;
     va_start(ap, fmt);
@@ -111,8 +106,7 @@ static int model_bad(const pp_where *w, pp_error *e, const char *key,
     return pp_error_set(e, PP_EINPUT, "%s%s: %s", w->prefix, key, msg);
 }
 
-static int model_check(const pp_model *m, const pp_where *w, pp_error *e)
-{
+static int model_check(const pp_model *m, const pp_where *w, pp_error *e) {
     if (m->arch == PP_ARCH_GENERIC) {
         if (!(m->params > 0))
             return model_bad(w, e, "params", "expected a positive count");
@@ -124,9 +118,12 @@ static int model_check(const pp_model *m, const pp_where *w, pp_error *e)
     struct {
         const char *key;
         int64_t v;
-    } dims[] = {{"layers", m->layers}, {"hidden", m->hidden},
-                {"heads", m->heads},   {"kv_heads", m->kv_heads},
-                {"seq", m->seq},       {"vocab", m->vocab},
+    } dims[] = {{"layers", m->layers},
+                {"hidden", m->hidden},
+                {"heads", m->heads},
+                {"kv_heads", m->kv_heads},
+                {"seq", m->seq},
+                {"vocab", m->vocab},
                 {"ffn_hidden", m->ffn_hidden}};
     for (size_t i = 0; i < sizeof dims / sizeof dims[0]; i++)
         if (dims[i].v < 1 || dims[i].v > PP_MODEL_DIM_MAX)
@@ -142,14 +139,12 @@ static int model_check(const pp_model *m, const pp_where *w, pp_error *e)
     /* GQA: each K/V head serves heads/kv_heads query heads (Ainslie et al.
      * 2023), so kv_heads must divide heads. */
     if (m->heads % m->kv_heads != 0)
-        return model_bad(w, e, "kv_heads",
-                         "%lld does not divide heads (%lld)",
+        return model_bad(w, e, "kv_heads", "%lld does not divide heads (%lld)",
                          (long long)m->kv_heads, (long long)m->heads);
     return 0;
 }
 
-int pp_model_validate(const pp_model *m, pp_error *e)
-{
+int pp_model_validate(const pp_model *m, pp_error *e) {
     pp_where w = {NULL, NULL, ""};
     return model_check(m, &w, e);
 }
@@ -157,8 +152,7 @@ int pp_model_validate(const pp_model *m, pp_error *e)
 /* ------------------------------------------------------------------------
  * Defaults and names.
  * ---------------------------------------------------------------------- */
-static void model_defaults(pp_model *m)
-{
+static void model_defaults(pp_model *m) {
     memset(m, 0, sizeof *m);
     m->arch = PP_ARCH_TRANSFORMER;
     m->ffn = PP_FFN_GELU;
@@ -167,29 +161,23 @@ static void model_defaults(pp_model *m)
 
 /* Fills the defaults that depend on other fields (kv_heads = heads,
  * ffn_hidden = 4h), for fields still 0. */
-static void model_derive(pp_model *m)
-{
-    if (m->kv_heads == 0)
-        m->kv_heads = m->heads;
-    if (m->ffn_hidden == 0)
-        m->ffn_hidden = 4 * m->hidden;
+static void model_derive(pp_model *m) {
+    if (m->kv_heads == 0) m->kv_heads = m->heads;
+    if (m->ffn_hidden == 0) m->ffn_hidden = 4 * m->hidden;
 }
 
 /* ------------------------------------------------------------------------
  * YAML.
  * ---------------------------------------------------------------------- */
 int pp_model_from_node(pp_node *map, const char *path, pp_model *out,
-                       pp_error *e)
-{
+                       pp_error *e) {
     pp_model m;
     const char *name = NULL;
     int arch = PP_ARCH_TRANSFORMER, ffn = PP_FFN_GELU;
     int rc;
 
-    if (!path)
-        path = "";
-    if ((rc = pp_node_expect(map, path, PP_NODE_MAP, e)) < 0)
-        return rc;
+    if (!path) path = "";
+    if ((rc = pp_node_expect(map, path, PP_NODE_MAP, e)) < 0) return rc;
     model_defaults(&m);
     if ((rc = pp_map_string(map, path, "name", PP_OPTIONAL, &name, e)) < 0)
         return rc;
@@ -200,8 +188,8 @@ int pp_model_from_node(pp_node *map, const char *path, pp_model *out,
 
     if (m.arch == PP_ARCH_GENERIC) {
         /* A model known by its size and cost only (ResNet-50, ViT). */
-        if ((rc = pp_map_quantity(map, path, "params", PP_REQUIRED,
-                                  PP_Q_COUNT, NULL, false, &m.params, e)) < 0)
+        if ((rc = pp_map_quantity(map, path, "params", PP_REQUIRED, PP_Q_COUNT,
+                                  NULL, false, &m.params, e)) < 0)
             return rc;
         if ((rc = pp_map_quantity(map, path, "flops_per_sample", PP_REQUIRED,
                                   PP_Q_FLOPS, "FLOP", false,
@@ -233,12 +221,10 @@ int pp_model_from_node(pp_node *map, const char *path, pp_model *out,
         /* Absent: GPT-style models have biases, LLaMA-style (SwiGLU)
          * ones do not. */
         m.bias = m.ffn != PP_FFN_SWIGLU;
-        if ((rc = pp_map_bool(map, path, "bias", PP_OPTIONAL, &m.bias, e))
-            < 0)
+        if ((rc = pp_map_bool(map, path, "bias", PP_OPTIONAL, &m.bias, e)) < 0)
             return rc;
     }
-    if ((rc = pp_map_done(map, path, e)) < 0)
-        return rc;
+    if ((rc = pp_map_done(map, path, e)) < 0) return rc;
 
     pp_where w = {map, path, ""};
     /* Blame the key the user wrote, not the default derived from it. */
@@ -260,8 +246,7 @@ int pp_model_from_node(pp_node *map, const char *path, pp_model *out,
     } else {
         pp_file_stem(map->file, m.name, sizeof m.name);
     }
-    if ((rc = model_check(&m, &w, e)) < 0)
-        return rc;
+    if ((rc = model_check(&m, &w, e)) < 0) return rc;
     *out = m;
     return 0;
 }
@@ -270,14 +255,24 @@ int pp_model_from_node(pp_node *map, const char *path, pp_model *out,
  * Inline: "layers=96,hidden=12288,heads=96,seq=2048,vocab=51200[,...]".
  * ---------------------------------------------------------------------- */
 static const char *const inline_keys[] = {
-    "layers", "hidden",     "heads", "seq",  "vocab", "kv_heads",
-    "ffn_hidden", "ffn", "tied_embeddings", "name", "bias", NULL};
+    "layers",     "hidden", "heads",           "seq",  "vocab", "kv_heads",
+    "ffn_hidden", "ffn",    "tied_embeddings", "name", "bias",  NULL};
 
-enum { I_LAYERS, I_HIDDEN, I_HEADS, I_SEQ, I_VOCAB, I_KV_HEADS,
-       I_FFN_HIDDEN, I_FFN, I_TIED, I_NAME, I_BIAS };
+enum {
+    I_LAYERS,
+    I_HIDDEN,
+    I_HEADS,
+    I_SEQ,
+    I_VOCAB,
+    I_KV_HEADS,
+    I_FFN_HIDDEN,
+    I_FFN,
+    I_TIED,
+    I_NAME,
+    I_BIAS
+};
 
-static int inline_value(void *ctx, int k, const char *val, pp_error *e)
-{
+static int inline_value(void *ctx, int k, const char *val, pp_error *e) {
     pp_model *m = ctx;
     const char *pre = "--model: ";
     int64_t *dims[] = {&m->layers, &m->hidden,   &m->heads,     &m->seq,
@@ -321,17 +316,15 @@ static int inline_value(void *ctx, int k, const char *val, pp_error *e)
     return 0;
 }
 
-static int model_parse_inline(const char *spec, pp_model *out, pp_error *e)
-{
+static int model_parse_inline(const char *spec, pp_model *out, pp_error *e) {
     const char *pre = "--model: ";
     pp_model m;
     uint64_t seen = 0; /* bit i: inline_keys[i] given */
 
     model_defaults(&m);
-    int rc = pp_kv_parse(spec, "--model", inline_keys, inline_value, &m,
-                         &seen, e);
-    if (rc < 0)
-        return rc;
+    int rc =
+        pp_kv_parse(spec, "--model", inline_keys, inline_value, &m, &seen, e);
+    if (rc < 0) return rc;
     /* The first five keys are required. */
     for (int k = I_LAYERS; k <= I_VOCAB; k++)
         if (!(seen & (UINT64_C(1) << k)))
@@ -346,8 +339,7 @@ static int model_parse_inline(const char *spec, pp_model *out, pp_error *e)
         snprintf(m.name, sizeof m.name, "custom-%lldL-%lldh",
                  (long long)m.layers, (long long)m.hidden);
     pp_where w = {NULL, NULL, pre};
-    if ((rc = model_check(&m, &w, e)) < 0)
-        return rc;
+    if ((rc = model_check(&m, &w, e)) < 0) return rc;
     *out = m;
     return 0;
 }
@@ -355,8 +347,7 @@ static int model_parse_inline(const char *spec, pp_model *out, pp_error *e)
 /* ------------------------------------------------------------------------
  * Loading.
  * ---------------------------------------------------------------------- */
-int pp_model_load(const char *spec, pp_model *out, pp_error *e)
-{
+int pp_model_load(const char *spec, pp_model *out, pp_error *e) {
     char path[4096];
     pp_doc *doc = NULL;
     int rc;
@@ -367,8 +358,7 @@ int pp_model_load(const char *spec, pp_model *out, pp_error *e)
         return model_parse_inline(spec, out, e);
     if ((rc = pp_data_find("models/zoo", spec, path, sizeof path, e)) < 0)
         return rc;
-    if ((rc = pp_doc_load_file(path, &doc, e)) < 0)
-        return rc;
+    if ((rc = pp_doc_load_file(path, &doc, e)) < 0) return rc;
     rc = pp_model_from_node(pp_doc_root(doc), "", out, e);
     pp_doc_free(doc);
     return rc;

@@ -25,5 +25,4 @@ double pp__stage_params(const pp_model *m, const pp_parallel *p);
 double pp__stage_params_of(const pp_model *m, const pp_parallel *p,
                            int64_t stage);
 
-
 #endif /* PODPLAN_MODELS_INT_H */

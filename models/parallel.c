@@ -13,16 +13,24 @@
  * products such as mbs * dp * pp far from int64 overflow. */
 #define PP_PARALLEL_MAX 1000000000LL
 
-static const char *const spec_keys[] = {"tp", "pp", "dp", "mbs", "gbs",
-                                        "vp", "sp", "recompute", "zero",
-                                        "first", "last", NULL};
+static const char *const spec_keys[] = {"tp",   "pp",    "dp",   "mbs",
+                                        "gbs",  "vp",    "sp",   "recompute",
+                                        "zero", "first", "last", NULL};
 enum {
-    K_TP, K_PP, K_DP, K_MBS, K_GBS, K_VP, K_SP, K_RECOMPUTE, K_ZERO,
-    K_FIRST, K_LAST
+    K_TP,
+    K_PP,
+    K_DP,
+    K_MBS,
+    K_GBS,
+    K_VP,
+    K_SP,
+    K_RECOMPUTE,
+    K_ZERO,
+    K_FIRST,
+    K_LAST
 };
 
-void pp_parallel_init(pp_parallel *p)
-{
+void pp_parallel_init(pp_parallel *p) {
     memset(p, 0, sizeof *p);
     p->tp = p->pp = p->dp = 1;
     p->mbs = 1;
@@ -35,8 +43,7 @@ void pp_parallel_init(pp_parallel *p)
     p->zero = 0;
 }
 
-static int spec_value(void *ctx, int k, const char *val, pp_error *e)
-{
+static int spec_value(void *ctx, int k, const char *val, pp_error *e) {
     pp_parallel *p = ctx;
     const char *pre = "--parallel: ";
     int64_t *dst = NULL;
@@ -94,14 +101,12 @@ static int spec_value(void *ctx, int k, const char *val, pp_error *e)
     int64_t z;
     if (pp_parse_i64(val, 0, 3, &z) < 0)
         return pp_error_set(e, PP_EINPUT,
-                            "%szero: expected 0..3, got \"%.100s\"", pre,
-                            val);
+                            "%szero: expected 0..3, got \"%.100s\"", pre, val);
     p->zero = (int)z;
     return 0;
 }
 
-int pp_parallel_parse(const char *spec, pp_parallel *p, pp_error *e)
-{
+int pp_parallel_parse(const char *spec, pp_parallel *p, pp_error *e) {
     pp_parallel q = *p;
     uint64_t seen = 0;
 
@@ -109,10 +114,9 @@ int pp_parallel_parse(const char *spec, pp_parallel *p, pp_error *e)
         return pp_error_set(e, PP_EINPUT,
                             "--parallel: empty specification (expected e.g. "
                             "tp=8,pp=8,dp=16,mbs=1,gbs=1536)");
-    int rc = pp_kv_parse(spec, "--parallel", spec_keys, spec_value, &q, &seen,
-                         e);
-    if (rc < 0)
-        return rc;
+    int rc =
+        pp_kv_parse(spec, "--parallel", spec_keys, spec_value, &q, &seen, e);
+    if (rc < 0) return rc;
     /* gbs follows mbs * dp while it has its default value and the SPEC
      * does not set it ("tp=8,dp=4" means one micro-batch per replica). */
     if (!(seen & (UINT64_C(1) << K_GBS)) && p->gbs == p->mbs * p->dp)
@@ -121,8 +125,7 @@ int pp_parallel_parse(const char *spec, pp_parallel *p, pp_error *e)
     return 0;
 }
 
-char *pp_parallel_format(const pp_parallel *p, char *buf, size_t len)
-{
+char *pp_parallel_format(const pp_parallel *p, char *buf, size_t len) {
     int n = snprintf(buf, len,
                      "tp=%lld,pp=%lld,dp=%lld,mbs=%lld,gbs=%lld,vp=%lld,"
                      "sp=%s,recompute=%s,zero=%d",
@@ -139,20 +142,15 @@ char *pp_parallel_format(const pp_parallel *p, char *buf, size_t len)
 }
 
 /* Stages that take an even share of what first/last leave. */
-static int64_t middle_stages(const pp_parallel *p)
-{
+static int64_t middle_stages(const pp_parallel *p) {
     return p->pp - (p->first > 0) - (p->last > 0);
 }
 
 int64_t pp_parallel_stage_layers(const pp_parallel *p, const pp_model *m,
-                                 int64_t stage)
-{
-    if (p->pp <= 1)
-        return m->layers;
-    if (stage == 0 && p->first > 0)
-        return p->first;
-    if (stage == p->pp - 1 && p->last > 0)
-        return p->last;
+                                 int64_t stage) {
+    if (p->pp <= 1) return m->layers;
+    if (stage == 0 && p->first > 0) return p->first;
+    if (stage == p->pp - 1 && p->last > 0) return p->last;
     int64_t mid = middle_stages(p);
     return mid > 0 ? (m->layers - p->first - p->last) / mid : 0;
 }
@@ -162,14 +160,12 @@ int64_t pp_parallel_stage_layers(const pp_parallel *p, const pp_model *m,
  * they are given, every other stage an equal share of the rest, and with
  * vp chunks each stage's layers split evenly over its chunks. */
 static int validate_split(const pp_parallel *p, const pp_model *m,
-                          const char *pre, pp_error *e)
-{
+                          const char *pre, pp_error *e) {
     if (p->pp < 2)
         return pp_error_set(e, PP_EINPUT,
                             "%s%s: an uneven pipeline split needs pp > 1, "
                             "got pp=%lld",
-                            pre, p->first ? "first" : "last",
-                            (long long)p->pp);
+                            pre, p->first ? "first" : "last", (long long)p->pp);
     if (p->first + p->last > m->layers)
         return pp_error_set(e, PP_EINPUT,
                             "%sfirst, last: %lld + %lld layers exceed the "
@@ -197,15 +193,14 @@ static int validate_split(const pp_parallel *p, const pp_model *m,
                                 "%s%s: %lld layers on %s stage are not "
                                 "divisible by vp (%lld)",
                                 pre, key[i], (long long)n[i],
-                                i == 0 ? "the first" : i == 1 ? "the last"
-                                                              : "each middle",
+                                i == 0   ? "the first"
+                                : i == 1 ? "the last"
+                                         : "each middle",
                                 (long long)p->vp);
     return 0;
 }
 
-int pp_parallel_validate(const pp_parallel *p, const pp_model *m,
-                         pp_error *e)
-{
+int pp_parallel_validate(const pp_parallel *p, const pp_model *m, pp_error *e) {
     const char *pre = "--parallel: ";
     struct {
         const char *key;
@@ -219,19 +214,18 @@ int pp_parallel_validate(const pp_parallel *p, const pp_model *m,
                                 "%lld, got %lld",
                                 pre, deg[i].key, PP_PARALLEL_MAX,
                                 (long long)deg[i].v);
-    if (p->first < 0 || p->last < 0 || p->first > PP_PARALLEL_MAX
-        || p->last > PP_PARALLEL_MAX)
-        return pp_error_set(e, PP_EINPUT,
-                            "%s%s: expected a number of layers (0 for an "
-                            "even share), got %lld",
-                            pre, p->first < 0 || p->first > PP_PARALLEL_MAX
-                                     ? "first" : "last",
-                            (long long)(p->first < 0
-                                                || p->first > PP_PARALLEL_MAX
-                                            ? p->first : p->last));
+    if (p->first < 0 || p->last < 0 || p->first > PP_PARALLEL_MAX ||
+        p->last > PP_PARALLEL_MAX)
+        return pp_error_set(
+            e, PP_EINPUT,
+            "%s%s: expected a number of layers (0 for an "
+            "even share), got %lld",
+            pre, p->first < 0 || p->first > PP_PARALLEL_MAX ? "first" : "last",
+            (long long)(p->first < 0 || p->first > PP_PARALLEL_MAX ? p->first
+                                                                   : p->last));
     if (p->zero < 0 || p->zero > 3)
-        return pp_error_set(e, PP_EINPUT, "%szero: expected 0..3, got %d",
-                            pre, p->zero);
+        return pp_error_set(e, PP_EINPUT, "%szero: expected 0..3, got %d", pre,
+                            p->zero);
 
     /* The global batch is split into micro-batches of mbs on each of the dp
      * replicas (Megatron-LM: global_batch_size % (micro_batch_size *
@@ -278,8 +272,7 @@ int pp_parallel_validate(const pp_parallel *p, const pp_model *m,
     bool uneven = p->first > 0 || p->last > 0;
     if (uneven) {
         int rc = validate_split(p, m, pre, e);
-        if (rc < 0)
-            return rc;
+        if (rc < 0) return rc;
     }
     /* Otherwise every stage holds the same number of layers. */
     if (!uneven && m->layers % p->pp != 0)

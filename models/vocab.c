@@ -11,11 +11,11 @@
 
 #define PP__CHOICE(e, n, h) {n, h},
 #define PP__NAME(e, n, h) n,
-#define PP__REGISTRY(var, what, MAP)                                       \
-    static const pp_choice var##_items[] = {MAP(PP__CHOICE)};              \
-    static const char *const var##_names[] = {MAP(PP__NAME) NULL};         \
-    const pp_registry var = {what, var##_items,                           \
-                             (int)(sizeof var##_items / sizeof *var##_items), \
+#define PP__REGISTRY(var, what, MAP)                                           \
+    static const pp_choice var##_items[] = {MAP(PP__CHOICE)};                  \
+    static const char *const var##_names[] = {MAP(PP__NAME) NULL};             \
+    const pp_registry var = {what, var##_items,                                \
+                             (int)(sizeof var##_items / sizeof *var##_items),  \
                              var##_names};
 
 PP__REGISTRY(pp_reg_coll_op, "collective op", PP_COLL_OP_MAP)
@@ -49,8 +49,8 @@ char *pp_registry_choices(const pp_registry *r, char *buf, size_t len) {
     return buf;
 }
 
-int pp_registry_parse(const pp_registry *r, const char *field,
-                      const char *name, int *out, pp_error *e) {
+int pp_registry_parse(const pp_registry *r, const char *field, const char *name,
+                      int *out, pp_error *e) {
     int v = pp_registry_find(r, name);
     if (v >= 0) {
         *out = v;
@@ -63,8 +63,8 @@ int pp_registry_parse(const pp_registry *r, const char *field,
         return pp_error_set(e, PP_EUSAGE,
                             "%s: expected one of %s, got \"%s\" (did you "
                             "mean \"%s\"?)",
-                            field ? field : r->what, choices,
-                            name ? name : "", near);
+                            field ? field : r->what, choices, name ? name : "",
+                            near);
     return pp_error_set(e, PP_EUSAGE, "%s: expected one of %s, got \"%s\"",
                         field ? field : r->what, choices, name ? name : "");
 }
@@ -116,9 +116,12 @@ int pp_placement_parse(const char *text, char order[3], pp_error *e) {
         size_t len = (size_t)(c - s);
         while (len && s[len - 1] == ' ') len--;
         char k = 0;
-        if (len == 2 && s[0] == 't' && s[1] == 'p') k = 't';
-        else if (len == 2 && s[0] == 'p' && s[1] == 'p') k = 'p';
-        else if (len == 2 && s[0] == 'd' && s[1] == 'p') k = 'd';
+        if (len == 2 && s[0] == 't' && s[1] == 'p')
+            k = 't';
+        else if (len == 2 && s[0] == 'p' && s[1] == 'p')
+            k = 'p';
+        else if (len == 2 && s[0] == 'd' && s[1] == 'p')
+            k = 'd';
         if (!k || n == 3)
             return pp_error_set(e, PP_EUSAGE,
                                 "--placement: expected a permutation of "
@@ -128,7 +131,8 @@ int pp_placement_parse(const char *text, char order[3], pp_error *e) {
             if (o[i] == k)
                 return pp_error_set(e, PP_EUSAGE,
                                     "--placement: %.2s given twice in "
-                                    "\"%s\"", s, text);
+                                    "\"%s\"",
+                                    s, text);
         o[n++] = k;
         s = *c ? c + 1 : c;
     }
@@ -150,9 +154,18 @@ int64_t pp_placement_rank3(int64_t tp, int64_t pp, int64_t dp,
     for (int i = 0; i < 3; i++) {
         int64_t idx, deg;
         switch (order[i]) {
-        case 't': idx = t; deg = tp; break;
-        case 'p': idx = p; deg = pp; break;
-        default: idx = d; deg = dp; break;
+        case 't':
+            idx = t;
+            deg = tp;
+            break;
+        case 'p':
+            idx = p;
+            deg = pp;
+            break;
+        default:
+            idx = d;
+            deg = dp;
+            break;
         }
         r += idx * stride;
         stride *= deg;

@@ -33,18 +33,21 @@ static void note_missing(pp_plan_prices *p, const char *what) {
              what);
 }
 
-int pp_plan_prices_get(const pp_cluster *c,
-                       double amortization_years, double usd_per_kwh,
-                       double pue, pp_plan_prices *out, pp_error *e) {
+int pp_plan_prices_get(const pp_cluster *c, double amortization_years,
+                       double usd_per_kwh, double pue, pp_plan_prices *out,
+                       pp_error *e) {
     const pp_cluster_info *info = pp_cluster_info_get(c);
 
     if (!(amortization_years > 0))
-        return pp_error_set(e, PP_EUSAGE, "--amortization: expected a "
+        return pp_error_set(e, PP_EUSAGE,
+                            "--amortization: expected a "
                             "positive number of years, got %g",
                             amortization_years);
     if (!(usd_per_kwh >= 0))
-        return pp_error_set(e, PP_EUSAGE, "--usd-per-kwh: expected 0 or "
-                            "more, got %g", usd_per_kwh);
+        return pp_error_set(e, PP_EUSAGE,
+                            "--usd-per-kwh: expected 0 or "
+                            "more, got %g",
+                            usd_per_kwh);
     if (!(pue >= 1))
         return pp_error_set(e, PP_EUSAGE, "--pue: expected 1 or more, got %g",
                             pue);
@@ -83,8 +86,9 @@ int pp_plan_prices_get(const pp_cluster *c,
     p.capex_usd = nodes * per_node;
     p.power_w = nodes * per_node_w;
 
-    double switches = info->switches[PP_DEV_LEAF] + info->switches[PP_DEV_SPINE]
-                      + info->switches[PP_DEV_CORE];
+    double switches = info->switches[PP_DEV_LEAF] +
+                      info->switches[PP_DEV_SPINE] +
+                      info->switches[PP_DEV_CORE];
     if (switches > 0) {
         const pp_switch_spec *sw = info->fabric_switch;
         if (sw && sw->price_usd > 0) {
@@ -107,8 +111,8 @@ int pp_plan_prices_get(const pp_cluster *c,
         else
             note_missing(&p, "cable");
     }
-    double per_hour = p.capex_usd / (amortization_years * 8760.0)
-                      + p.power_w / 1000.0 * pue * usd_per_kwh;
+    double per_hour = p.capex_usd / (amortization_years * 8760.0) +
+                      p.power_w / 1000.0 * pue * usd_per_kwh;
     p.usd_per_gpu_hour = info->gpus > 0 ? per_hour / info->gpus : 0;
     *out = p;
     return 0;

@@ -27,7 +27,9 @@ pp_plan_target pp_plan_format_target(pp_plan_format f) {
     }
 }
 
-static json_t *num(double v) { return isfinite(v) ? json_real(v) : json_null(); }
+static json_t *num(double v) {
+    return isfinite(v) ? json_real(v) : json_null();
+}
 
 static const char *fidelity_name(pp_fidelity f) {
     return f == PP_FIDELITY_ANALYTIC ? "analytic" : "flow";
@@ -58,7 +60,10 @@ static json_t *breakdown_json(const pp_breakdown *b) {
 const char *pp__plan_why(const pp_plan *p, size_t i, char *buf, size_t len) {
     const pp_plan_candidate *a = &p->cand[0], *c = &p->cand[i];
     const pp_breakdown *x = &a->breakdown, *y = &c->breakdown;
-    struct { const char *name; double d; } parts[6] = {
+    struct {
+        const char *name;
+        double d;
+    } parts[6] = {
         {"compute", y->compute_s - x->compute_s},
         {"TP comm", y->tp_comm_s - x->tp_comm_s},
         {"PP comm", y->pp_comm_s - x->pp_comm_s},
@@ -69,8 +74,11 @@ const char *pp__plan_why(const pp_plan *p, size_t i, char *buf, size_t len) {
      * order above). */
     int order[6] = {0, 1, 2, 3, 4, 5};
     for (int k = 1; k < 6; k++)
-        for (int j = k; j > 0 && parts[order[j]].d > parts[order[j - 1]].d; j--) {
-            int t = order[j]; order[j] = order[j - 1]; order[j - 1] = t;
+        for (int j = k; j > 0 && parts[order[j]].d > parts[order[j - 1]].d;
+             j--) {
+            int t = order[j];
+            order[j] = order[j - 1];
+            order[j - 1] = t;
         }
     buf[0] = '\0';
     size_t u = 0;
@@ -79,16 +87,17 @@ const char *pp__plan_why(const pp_plan *p, size_t i, char *buf, size_t len) {
     /* Another rank order moves the same traffic over other links: say so
      * first, the parts below are where it shows. */
     if (memcmp(c->placement, a->placement, 3) != 0)
-        u += (size_t)snprintf(buf, len, "ranks %s: ",
-                              pp__placement_name(c->placement));
+        u += (size_t)snprintf(buf, len,
+                              "ranks %s: ", pp__placement_name(c->placement));
     if (c->gpus != a->gpus) {
         /* Different GPU counts: the parts of one iteration do not compare;
          * what does is the count and the time (the cost is their
          * product). */
         u += (size_t)snprintf(buf + u, len - u,
                               "%lld GPUs vs %lld, %.4g s vs %.4g s per "
-                              "iteration", (long long)c->gpus,
-                              (long long)a->gpus, c->iteration_time_s, T);
+                              "iteration",
+                              (long long)c->gpus, (long long)a->gpus,
+                              c->iteration_time_s, T);
         shown = 3;
     }
     for (int k = 0; k < 6 && shown < 3 && u < len; k++) {
@@ -119,9 +128,9 @@ static json_t *candidate_json(const pp_plan *p, size_t i) {
     char spec[256], why[256];
     json_t *o = json_object();
     json_object_set_new(o, "rank", json_integer((json_int_t)i + 1));
-    json_object_set_new(o, "parallel",
-                        json_string(pp_parallel_format(&c->par, spec,
-                                                       sizeof spec)));
+    json_object_set_new(
+        o, "parallel",
+        json_string(pp_parallel_format(&c->par, spec, sizeof spec)));
     json_object_set_new(o, "dp_overlap", json_boolean(c->dp_overlap));
     json_object_set_new(o, "placement",
                         json_string(pp__placement_name(c->placement)));
@@ -141,8 +150,7 @@ static json_t *candidate_json(const pp_plan *p, size_t i) {
     json_object_set_new(o, "training_days", num(c->training_days));
     json_object_set_new(o, "cost_usd", num(c->cost_usd));
     json_object_set_new(o, "score", num(c->score));
-    json_object_set_new(o, "vs_best",
-                        num(c->score / p->cand[0].score));
+    json_object_set_new(o, "vs_best", num(c->score / p->cand[0].score));
     json_object_set_new(o, "why",
                         i ? json_string(pp__plan_why(p, i, why, sizeof why))
                           : json_null());
@@ -169,8 +177,8 @@ json_t *pp__plan_json(const pp_plan *p, bool timing) {
                         json_string(pp__placement_name(p->cand[0].placement)));
     json_t *pls = json_array();
     for (int k = 0; k < p->n_placements; k++)
-        json_array_append_new(pls, json_string(pp__placement_name(
-                                       p->placements[k])));
+        json_array_append_new(
+            pls, json_string(pp__placement_name(p->placements[k])));
     json_object_set_new(root, "placements_searched", pls);
     json_object_set_new(root, "profile", json_string(p->profile.name));
     json_object_set_new(root, "profile_calibrated",
@@ -178,16 +186,18 @@ json_t *pp__plan_json(const pp_plan *p, bool timing) {
     json_object_set_new(root, "top", json_integer(o->top));
     json_object_set_new(root, "memory_reserve", num(o->memory_reserve));
     json_object_set_new(root, "gpu_memory_bytes", num(p->gpu.hbm_bytes));
-    json_object_set_new(root, "tokens", o->tokens > 0 ? num(o->tokens)
-                                                      : json_null());
+    json_object_set_new(root, "tokens",
+                        o->tokens > 0 ? num(o->tokens) : json_null());
     json_object_set_new(root, "usd_per_gpu_hour",
                         p->has_prices ? num(p->prices.usd_per_gpu_hour)
                                       : json_null());
 
     json_t *s = json_object();
-    json_object_set_new(s, "considered", json_integer((json_int_t)st->considered));
+    json_object_set_new(s, "considered",
+                        json_integer((json_int_t)st->considered));
     json_object_set_new(s, "feasible", json_integer((json_int_t)st->feasible));
-    json_object_set_new(s, "simulated", json_integer((json_int_t)st->simulated));
+    json_object_set_new(s, "simulated",
+                        json_integer((json_int_t)st->simulated));
     json_object_set_new(s, "gpus_min", json_integer(st->gpus_min));
     json_object_set_new(s, "gpus_max", json_integer(st->gpus_max));
     if (timing) {
@@ -221,9 +231,9 @@ json_t *pp__plan_json(const pp_plan *p, bool timing) {
     for (size_t i = 0; i < p->n; i++) {
         const pp_plan_candidate *c = &p->cand[i];
         json_t *e = json_object();
-        json_object_set_new(e, "parallel",
-                            json_string(pp_parallel_format(&c->par, spec,
-                                                           sizeof spec)));
+        json_object_set_new(
+            e, "parallel",
+            json_string(pp_parallel_format(&c->par, spec, sizeof spec)));
         json_object_set_new(e, "dp_overlap", json_boolean(c->dp_overlap));
         json_object_set_new(e, "placement",
                             json_string(pp__placement_name(c->placement)));
@@ -266,7 +276,9 @@ static void yaml_scalar(FILE *fp, json_t *v) {
         free(s);
         break;
     }
-    case JSON_INTEGER: fprintf(fp, "%lld", (long long)json_integer_value(v)); break;
+    case JSON_INTEGER:
+        fprintf(fp, "%lld", (long long)json_integer_value(v));
+        break;
     case JSON_REAL: yaml_real(fp, json_real_value(v)); break;
     case JSON_TRUE: fputs("true", fp); break;
     case JSON_FALSE: fputs("false", fp); break;
@@ -275,8 +287,8 @@ static void yaml_scalar(FILE *fp, json_t *v) {
 }
 
 static bool is_container(json_t *v) {
-    return (json_is_object(v) && json_object_size(v) > 0)
-           || (json_is_array(v) && json_array_size(v) > 0);
+    return (json_is_object(v) && json_object_size(v) > 0) ||
+           (json_is_array(v) && json_array_size(v) > 0);
 }
 
 static void yaml_value(FILE *fp, json_t *v, int indent);
@@ -294,9 +306,12 @@ static void yaml_object(FILE *fp, json_t *o, int indent, bool first_inline) {
             yaml_value(fp, v, indent + 2);
         } else {
             fputc(' ', fp);
-            if (json_is_object(v)) fputs("{}", fp);
-            else if (json_is_array(v)) fputs("[]", fp);
-            else yaml_scalar(fp, v);
+            if (json_is_object(v))
+                fputs("{}", fp);
+            else if (json_is_array(v))
+                fputs("[]", fp);
+            else
+                yaml_scalar(fp, v);
             fputc('\n', fp);
         }
     }
@@ -326,26 +341,25 @@ static void yaml_value(FILE *fp, json_t *v, int indent) {
 /* ------------------------------------------------------------------------
  * The table.
  * ---------------------------------------------------------------------- */
-static void short_layout(const pp_plan *p, const pp_plan_candidate *c,
-                         char *b, size_t len) {
+static void short_layout(const pp_plan *p, const pp_plan_candidate *c, char *b,
+                         size_t len) {
     static const char *const rc[] = {"none", "sel", "full"};
-    int n = snprintf(b, len, "tp%lld pp%lld dp%lld mb%lld vp%lld %s %s z%d %s",
-                     (long long)c->par.tp, (long long)c->par.pp,
-                     (long long)c->par.dp, (long long)c->par.mbs,
-                     (long long)c->par.vp, c->par.sp ? "sp" : "--",
-                     rc[c->par.recompute], c->par.zero,
-                     c->dp_overlap ? "ov" : "--");
+    int n = snprintf(
+        b, len, "tp%lld pp%lld dp%lld mb%lld vp%lld %s %s z%d %s",
+        (long long)c->par.tp, (long long)c->par.pp, (long long)c->par.dp,
+        (long long)c->par.mbs, (long long)c->par.vp, c->par.sp ? "sp" : "--",
+        rc[c->par.recompute], c->par.zero, c->dp_overlap ? "ov" : "--");
     /* An uneven split as layers on the first/a middle/the last stage. */
     if ((c->par.first || c->par.last) && n >= 0 && (size_t)n < len) {
         const pp_parallel *q = &c->par;
-        int64_t mid = q->pp > 2 ? pp_parallel_stage_layers(q, &p->model, 1)
-                                : -1;
+        int64_t mid =
+            q->pp > 2 ? pp_parallel_stage_layers(q, &p->model, 1) : -1;
         if (mid >= 0)
-            snprintf(b + n, len - (size_t)n, " %lld/%lld/%lld",
-                     (long long)pp_parallel_stage_layers(q, &p->model, 0),
-                     (long long)mid,
-                     (long long)pp_parallel_stage_layers(q, &p->model,
-                                                         q->pp - 1));
+            snprintf(
+                b + n, len - (size_t)n, " %lld/%lld/%lld",
+                (long long)pp_parallel_stage_layers(q, &p->model, 0),
+                (long long)mid,
+                (long long)pp_parallel_stage_layers(q, &p->model, q->pp - 1));
         else
             snprintf(b + n, len - (size_t)n, " %lld/%lld",
                      (long long)pp_parallel_stage_layers(q, &p->model, 0),
@@ -357,8 +371,8 @@ static void write_table(const pp_plan *p, bool timing, FILE *fp) {
     const pp_plan_options *o = &p->opt;
     const pp_plan_stats *st = &p->st;
     char b1[48], b2[48];
-    fprintf(fp, "podplan plan: %s on %s (%s), ", p->model.name,
-            p->cluster_name, p->gpu.name);
+    fprintf(fp, "podplan plan: %s on %s (%s), ", p->model.name, p->cluster_name,
+            p->gpu.name);
     if (o->gpus)
         fprintf(fp, "%lld GPUs", (long long)o->gpus);
     else
@@ -398,21 +412,25 @@ static void write_table(const pp_plan *p, bool timing, FILE *fp) {
     fprintf(fp, "%s\n", any ? "" : " none");
     if (o->top > 0) {
         if (p->n_placements > 1)
-            fprintf(fp, "simulated: the best %d of ranks tp,pp,dp and the "
+            fprintf(fp,
+                    "simulated: the best %d of ranks tp,pp,dp and the "
                     "best %d of tp,dp,pp by the estimate, at %s fidelity, "
-                    "%llu succeeded", o->top, (o->top + 1) / 2,
-                    fidelity_name(o->fidelity),
+                    "%llu succeeded",
+                    o->top, (o->top + 1) / 2, fidelity_name(o->fidelity),
                     (unsigned long long)st->simulated);
         else
-            fprintf(fp, "simulated: the best %d by the estimate at %s "
-                    "fidelity, %llu succeeded", o->top,
-                    fidelity_name(o->fidelity),
+            fprintf(fp,
+                    "simulated: the best %d by the estimate at %s "
+                    "fidelity, %llu succeeded",
+                    o->top, fidelity_name(o->fidelity),
                     (unsigned long long)st->simulated);
         if (timing) fprintf(fp, " (%.2f s)", st->simulate_s);
         fputc('\n', fp);
         if (st->sim_error[0])
-            fprintf(fp, "warning: simulation failed, ranked by the estimate: "
-                    "%s\n", st->sim_error);
+            fprintf(fp,
+                    "warning: simulation failed, ranked by the estimate: "
+                    "%s\n",
+                    st->sim_error);
     } else {
         fprintf(fp, "ranked by the closed-form estimate alone (--top 0)\n");
     }
@@ -426,8 +444,8 @@ static void write_table(const pp_plan *p, bool timing, FILE *fp) {
         if ((int)strlen(lay) > w) w = (int)strlen(lay);
     }
     fprintf(fp, "\n %3s  %-*s %-8s %9s %8s %7s %6s %9s %8s %7s %7s %7s %7s %7s",
-            "#", w, "layout", "ranks", "iter s", "est s", "TFLOP/s", "MFU", "memory",
-            "compute", "TP", "PP", "DP exp", "bubble", "other");
+            "#", w, "layout", "ranks", "iter s", "est s", "TFLOP/s", "MFU",
+            "memory", "compute", "TP", "PP", "DP exp", "bubble", "other");
     if (days) fprintf(fp, " %8s", "days");
     if (cost) fprintf(fp, " %10s", "cost $");
     fputc('\n', fp);
@@ -436,24 +454,24 @@ static void write_table(const pp_plan *p, bool timing, FILE *fp) {
         const pp_breakdown *b = &c->breakdown;
         char lay[96], mem[48];
         short_layout(p, c, lay, sizeof lay);
-        fprintf(fp, " %3zu  %-*s %-8s %8.4g%s %8.4g %7.1f %5.1f%% %9s %8.3g "
+        fprintf(fp,
+                " %3zu  %-*s %-8s %8.4g%s %8.4g %7.1f %5.1f%% %9s %8.3g "
                 "%7.3g %7.3g %7.3g %7.3g %7.3g",
                 i + 1, w, lay, pp__placement_name(c->placement),
-                c->iteration_time_s, c->simulated ? " " : "*",
-                c->est_time_s, c->tflops_per_gpu, 100 * c->mfu,
-                pp_unit_format(c->memory.total, PP_Q_BYTES, 3, mem,
-                               sizeof mem),
-                b->compute_s, b->tp_comm_s, b->pp_comm_s,
-                b->dp_comm_exposed_s, b->bubble_s, b->other_s);
+                c->iteration_time_s, c->simulated ? " " : "*", c->est_time_s,
+                c->tflops_per_gpu, 100 * c->mfu,
+                pp_unit_format(c->memory.total, PP_Q_BYTES, 3, mem, sizeof mem),
+                b->compute_s, b->tp_comm_s, b->pp_comm_s, b->dp_comm_exposed_s,
+                b->bubble_s, b->other_s);
         if (days) fprintf(fp, " %8.3g", c->training_days);
         if (cost) fprintf(fp, " %10.4g", c->cost_usd);
         fputc('\n', fp);
     }
     fprintf(fp, "\n(* estimated, not simulated; times in seconds per "
-            "iteration; layout: tp pp dp, micro-batch, interleaving, "
-            "sp, recompute, ZeRO stage, DP overlap[, layers on the first/"
-            "a middle/the last stage when uneven]; ranks: the rank order, "
-            "innermost first)\n");
+                "iteration; layout: tp pp dp, micro-batch, interleaving, "
+                "sp, recompute, ZeRO stage, DP overlap[, layers on the first/"
+                "a middle/the last stage when uneven]; ranks: the rank order, "
+                "innermost first)\n");
     if (p->n > 1) {
         fprintf(fp, "\nwhy each loses to #1:\n");
         for (size_t i = 1; i < p->n && i < show; i++) {
@@ -469,12 +487,13 @@ static void write_table(const pp_plan *p, bool timing, FILE *fp) {
             pp_parallel_format(&best->par, spec, sizeof spec),
             best->dp_overlap ? " with DP overlap" : "",
             pp__placement_name(best->placement));
-    fprintf(fp, "      %s per GPU of %s usable",
-            pp_unit_format(best->memory.total, PP_Q_BYTES, 4, b1, sizeof b1),
-            pp_unit_format(best->memory_limit_bytes, PP_Q_BYTES, 4, b2,
-                           sizeof b2));
-    if (days) fprintf(fp, "; %.1f days for %.3g tokens", best->training_days,
-                      o->tokens);
+    fprintf(
+        fp, "      %s per GPU of %s usable",
+        pp_unit_format(best->memory.total, PP_Q_BYTES, 4, b1, sizeof b1),
+        pp_unit_format(best->memory_limit_bytes, PP_Q_BYTES, 4, b2, sizeof b2));
+    if (days)
+        fprintf(fp, "; %.1f days for %.3g tokens", best->training_days,
+                o->tokens);
     if (cost) fprintf(fp, "; $%.4g", best->cost_usd);
     fputc('\n', fp);
 }
@@ -487,17 +506,15 @@ int pp_plan_write(const pp_plan *p, pp_plan_format f, bool timing, FILE *fp,
     if (p->n == 0)
         return pp_error_set(e, PP_EINFEASIBLE, "the plan has no candidate");
     switch (f) {
-    case PP_PLAN_FMT_TABLE:
-        write_table(p, timing, fp);
-        return 0;
+    case PP_PLAN_FMT_TABLE: write_table(p, timing, fp); return 0;
     case PP_PLAN_FMT_JSON:
     case PP_PLAN_FMT_YAML: {
         json_t *j = pp__plan_json(p, timing);
         if (f == PP_PLAN_FMT_JSON) {
             /* The CLI's settings (cli/output.c): insertion order and a
              * fixed precision make the output byte-identical across runs. */
-            char *s = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER
-                                        | JSON_REAL_PRECISION(12));
+            char *s = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER |
+                                        JSON_REAL_PRECISION(12));
             if (!s) {
                 json_decref(j);
                 return pp_error_set(e, PP_EINTERNAL, "cannot encode JSON");

@@ -66,15 +66,15 @@ typedef struct cost_entry {
     int64_t tp, mbs;
     int sp, rec;
     bool used;
-    pp_layer_cost lc;           /* one layer, the embedding, the head */
-    pp_layer_cost emb, head;    /* head.params: with a pipeline */
-    double head_params_pp1;     /* head.params without one (the key has
+    pp_layer_cost lc;        /* one layer, the embedding, the head */
+    pp_layer_cost emb, head; /* head.params: with a pipeline */
+    double head_params_pp1;  /* head.params without one (the key has
                                    no pp: only this depends on it) */
-    double t_coll;              /* one TP collective of the layer */
-    double layer_w;             /* fwd + bwd (+ recompute) + TP comm */
+    double t_coll;           /* one TP collective of the layer */
+    double layer_w;          /* fwd + bwd (+ recompute) + TP comm */
     double layer_compute, layer_tp;
-    double embed_c, embed_tp;   /* fwd + bwd of the embedding */
-    double head_c, head_tp;     /* fwd + bwd of the logits and the loss */
+    double embed_c, embed_tp; /* fwd + bwd of the embedding */
+    double head_c, head_tp;   /* fwd + bwd of the logits and the loss */
 } cost_entry;
 
 struct pp_plan_estimator {
@@ -83,12 +83,12 @@ struct pp_plan_estimator {
     pp_gpu_profile prof;
     pp_optimizer opt;
     int64_t gpn, hcas, nodes;
-    double nvl_Bps, nvl_lat;    /* GPU to GPU inside a server */
-    double net_Bps, net_lat;    /* GPU to GPU on the next server */
-    double nic_gpu_Bps;         /* a GPU's share of its server's NICs */
-    double reduce_Bps;          /* summing rate (pp_coll_reduce_Bps) */
-    bool spines;                /* the fabric has more than one level */
-    char order[3];              /* rank placement, innermost first */
+    double nvl_Bps, nvl_lat; /* GPU to GPU inside a server */
+    double net_Bps, net_lat; /* GPU to GPU on the next server */
+    double nic_gpu_Bps;      /* a GPU's share of its server's NICs */
+    double reduce_Bps;       /* summing rate (pp_coll_reduce_Bps) */
+    bool spines;             /* the fabric has more than one level */
+    char order[3];           /* rank placement, innermost first */
     cost_entry *cache;
     size_t cap, used;
 };
@@ -126,16 +126,16 @@ int pp_plan_estimator_new(const pp_model *m, const pp_cluster *c,
     x->reduce_Bps = pp_coll_reduce_Bps(info->gpu);
     if ((rc = pp_router_new(c, 0, &r, e)) < 0) goto fail;
     x->nvl_Bps = INFINITY, x->nvl_lat = 0;
-    if (x->gpn > 1
-        && (rc = route_pair(r, pp_cluster_gpu(c, 0, 0), pp_cluster_gpu(c, 0, 1),
-                            &x->nvl_Bps, &x->nvl_lat, e)) < 0)
+    if (x->gpn > 1 &&
+        (rc = route_pair(r, pp_cluster_gpu(c, 0, 0), pp_cluster_gpu(c, 0, 1),
+                         &x->nvl_Bps, &x->nvl_lat, e)) < 0)
         goto fail;
     x->net_Bps = x->nvl_Bps, x->net_lat = x->nvl_lat;
     x->nic_gpu_Bps = x->nvl_Bps;
     if (x->nodes > 1) {
-        if ((rc = route_pair(r, pp_cluster_gpu(c, 0, 0),
-                             pp_cluster_gpu(c, 1, 0), &x->net_Bps,
-                             &x->net_lat, e)) < 0)
+        if ((rc =
+                 route_pair(r, pp_cluster_gpu(c, 0, 0), pp_cluster_gpu(c, 1, 0),
+                            &x->net_Bps, &x->net_lat, e)) < 0)
             goto fail;
         double share = info->nic_Bps * (double)x->hcas / (double)x->gpn;
         x->nic_gpu_Bps = share > 0 ? fmin(share, x->net_Bps) : x->net_Bps;
@@ -172,8 +172,7 @@ static double ring_s(const pp_plan_estimator *x, pp_coll_op op, double n,
  * placement: the rank of index 1 of that degree (sim's numbering). */
 static int64_t stride(const pp_plan_estimator *x, const pp_parallel *p,
                       char dim) {
-    return pp_placement_rank(p, x->order, dim == 't', dim == 'p',
-                             dim == 'd');
+    return pp_placement_rank(p, x->order, dim == 't', dim == 'p', dim == 'd');
 }
 
 /* The bandwidth and latency of the ring of a group whose members sit
@@ -199,9 +198,9 @@ static int fill_entry(pp_plan_estimator *x, const pp_parallel *par,
     const pp_model *m = x->m;
     int rc;
     /* The simulator's own kernel lists (sim/train/compute.c), summed. */
-    if ((rc = pp_layer_cost_get(&x->prof, m, par, &ce->lc, e)) < 0
-        || (rc = pp_embed_cost_get(&x->prof, m, par, &ce->emb, e)) < 0
-        || (rc = pp_head_cost_get(&x->prof, m, par, &ce->head, e)) < 0)
+    if ((rc = pp_layer_cost_get(&x->prof, m, par, &ce->lc, e)) < 0 ||
+        (rc = pp_embed_cost_get(&x->prof, m, par, &ce->emb, e)) < 0 ||
+        (rc = pp_head_cost_get(&x->prof, m, par, &ce->head, e)) < 0)
         return rc;
     /* Without a pipeline a tied output layer is the embedding's own table
      * (counted there); with one the last stage keeps a copy. */
@@ -227,18 +226,18 @@ static int fill_entry(pp_plan_estimator *x, const pp_parallel *par,
 
     const pp_layer_cost *lc = &ce->lc;
     ce->layer_compute = lc->fwd_s + lc->bwd_s + lc->recompute_s;
-    ce->layer_tp = (double)(lc->fwd_colls + lc->bwd_colls
-                            + lc->recompute_colls) * ce->t_coll;
+    ce->layer_tp =
+        (double)(lc->fwd_colls + lc->bwd_colls + lc->recompute_colls) *
+        ce->t_coll;
     ce->layer_w = ce->layer_compute + ce->layer_tp;
 
     const pp_layer_cost *em = &ce->emb, *hd = &ce->head;
     ce->embed_c = em->fwd_s + em->bwd_s;
     ce->embed_tp = (double)(em->fwd_colls + em->bwd_colls) * ce->t_coll;
     ce->head_c = hd->fwd_s + hd->bwd_s;
-    ce->head_tp = (double)(hd->fwd_colls + hd->bwd_colls) * ce->t_coll
-                  + (double)hd->aux_colls
-                        * ring_s(x, PP_COLL_ALLREDUCE, t, hd->aux_coll_bytes,
-                                 B, lat);
+    ce->head_tp = (double)(hd->fwd_colls + hd->bwd_colls) * ce->t_coll +
+                  (double)hd->aux_colls * ring_s(x, PP_COLL_ALLREDUCE, t,
+                                                 hd->aux_coll_bytes, B, lat);
     return 0;
 }
 
@@ -269,8 +268,8 @@ static int lookup(pp_plan_estimator *x, const pp_parallel *par,
     size_t j = key_hash(par->tp, par->mbs, sp, rec) & (x->cap - 1);
     while (x->cache[j].used) {
         cost_entry *c = &x->cache[j];
-        if (c->tp == par->tp && c->mbs == par->mbs && c->sp == sp
-            && c->rec == rec) {
+        if (c->tp == par->tp && c->mbs == par->mbs && c->sp == sp &&
+            c->rec == rec) {
             *out = c;
             return 0;
         }
@@ -338,27 +337,25 @@ static int estimate_generic(pp_plan_estimator *x, const pp_parallel *p,
 int pp_plan_estimator_optimizer(pp_plan_estimator *x, pp_optimizer opt,
                                 pp_error *e) {
     if ((int)opt < 0 || opt >= PP_OPT__COUNT)
-        return pp_error_set(e, PP_EUSAGE, "optimizer: %d is not one",
-                            (int)opt);
+        return pp_error_set(e, PP_EUSAGE, "optimizer: %d is not one", (int)opt);
     x->opt = opt;
     return 0;
 }
 
 int pp_plan_estimator_placement(pp_plan_estimator *x, const char order[3],
                                 pp_error *e) {
-    if (order[0] != 't' || !((order[1] == 'p' && order[2] == 'd')
-                             || (order[1] == 'd' && order[2] == 'p')))
+    if (order[0] != 't' || !((order[1] == 'p' && order[2] == 'd') ||
+                             (order[1] == 'd' && order[2] == 'p')))
         return pp_error_set(e, PP_EUSAGE,
                             "placement: expected tp,pp,dp or tp,dp,pp (TP "
-                            "innermost), got %cp,%cp,%cp", order[0], order[1],
-                            order[2]);
+                            "innermost), got %cp,%cp,%cp",
+                            order[0], order[1], order[2]);
     memcpy(x->order, order, 3);
     return 0;
 }
 
-int pp_plan_estimate(pp_plan_estimator *x, const pp_parallel *p,
-                     bool overlap, double *time_s, pp_breakdown *out,
-                     pp_error *e) {
+int pp_plan_estimate(pp_plan_estimator *x, const pp_parallel *p, bool overlap,
+                     double *time_s, pp_breakdown *out, pp_error *e) {
     const pp_model *m = x->m;
     if (m->arch != PP_ARCH_TRANSFORMER)
         return estimate_generic(x, p, overlap, time_s, out);
@@ -388,8 +385,8 @@ int pp_plan_estimate(pp_plan_estimator *x, const pp_parallel *p,
          * stage is smaller than a server, leave on one rail and arrive on
          * another, through spines whose static (ECMP) hashing collides. */
         bool cross_rail = stride(x, p, 'p') % x->gpn != 0 && x->spines;
-        double share = cross_rail ? x->prof.p2p_share_cross_rail
-                                  : x->prof.p2p_share_rail;
+        double share =
+            cross_rail ? x->prof.p2p_share_cross_rail : x->prof.p2p_share_rail;
         double B = net ? x->nic_gpu_Bps * share : x->nvl_Bps;
         double lat = net ? x->net_lat : x->nvl_lat;
         t_hop = lat + act / (double)p->tp / B;
@@ -413,16 +410,16 @@ int pp_plan_estimate(pp_plan_estimator *x, const pp_parallel *p,
         for (int k = 0; k < 3; k++)
             z[k] = 2.0 * ring_s(x, PP_COLL_ALLGATHER, n,
                                 PP_PARAM_GATHER_BYTES * Ls[k] * ce->lc.params,
-                                B, lat)
-                   + steps;
+                                B, lat) +
+                   steps;
         z3_mid = z[1];
-        z3_first = z[0] + 2.0 * ring_s(x, PP_COLL_ALLGATHER, n,
-                                       PP_PARAM_GATHER_BYTES * ce->emb.params,
-                                       B, lat);
+        z3_first =
+            z[0] + 2.0 * ring_s(x, PP_COLL_ALLGATHER, n,
+                                PP_PARAM_GATHER_BYTES * ce->emb.params, B, lat);
         z3_last = z[2] + 2.0 * ring_s(x, PP_COLL_ALLGATHER, n,
-                                      PP_PARAM_GATHER_BYTES
-                                          * (p->pp == 1 ? ce->head_params_pp1
-                                                        : ce->head.params),
+                                      PP_PARAM_GATHER_BYTES *
+                                          (p->pp == 1 ? ce->head_params_pp1
+                                                      : ce->head.params),
                                       B, lat);
     }
 
@@ -432,8 +429,8 @@ int pp_plan_estimate(pp_plan_estimator *x, const pp_parallel *p,
     double sum_tp, w_max, sum_z3;
     double L = (double)m->layers;
     if (p->pp == 1) {
-        w_first = w_last = L * lw + ce->embed_c + ce->embed_tp + ce->head_c
-                           + ce->head_tp + z3_first + z3_last - z3_mid;
+        w_first = w_last = L * lw + ce->embed_c + ce->embed_tp + ce->head_c +
+                           ce->head_tp + z3_first + z3_last - z3_mid;
         sum_w = w_first;
         sum_z3 = z3_first + z3_last - z3_mid;
     } else {
@@ -464,8 +461,8 @@ int pp_plan_estimate(pp_plan_estimator *x, const pp_parallel *p,
      * leave them waiting at the barrier (bubble), as the simulator
      * counts it. */
     double Lk[3] = {Lf, Lm, Ll}, wk[3] = {1.0, pp - 2.0, 1.0};
-    double Pk[3] = {Lf * ce->lc.params + ce->emb.params
-                        + (p->pp == 1 ? ce->head_params_pp1 : 0),
+    double Pk[3] = {Lf * ce->lc.params + ce->emb.params +
+                        (p->pp == 1 ? ce->head_params_pp1 : 0),
                     Lm * ce->lc.params, Ll * ce->lc.params + ce->head.params};
     if (p->pp == 1) wk[1] = wk[2] = 0;
     double shard = p->zero >= 1 ? (double)p->dp : 1.0;
@@ -488,14 +485,13 @@ int pp_plan_estimate(pp_plan_estimator *x, const pp_parallel *p,
         }
         double exposed = t_sync;
         if (overlap && p->dp > 1 && S > 0) {
-            double window = Lk[k] * (ce->lc.bwd_s + ce->lc.recompute_s
-                                     + (double)(ce->lc.bwd_colls
-                                                + ce->lc.recompute_colls)
-                                           * ce->t_coll);
-            double last = fmin(S, (k == 0 ? PP_GRAD_SYNC_BYTES
-                                                * ce->emb.params
-                                          : 0)
-                                      + PP_STEP_BUCKET_BYTES);
+            double window =
+                Lk[k] * (ce->lc.bwd_s + ce->lc.recompute_s +
+                         (double)(ce->lc.bwd_colls + ce->lc.recompute_colls) *
+                             ce->t_coll);
+            double last =
+                fmin(S, (k == 0 ? PP_GRAD_SYNC_BYTES * ce->emb.params : 0) +
+                            PP_STEP_BUCKET_BYTES);
             exposed = fmax(t_sync - window, t_sync * last / S);
         }
         if (k == 0) hidden0 = times * (t_sync - exposed);
@@ -520,8 +516,8 @@ int pp_plan_estimate(pp_plan_estimator *x, const pp_parallel *p,
             B = x->nic_gpu_Bps, lat = x->net_lat;
         /* The word table's gradient (the position table is not tied). */
         t_emb = ring_s(x, PP_COLL_ALLREDUCE, 2,
-                       PP_GRAD_SYNC_BYTES * (double)m->vocab
-                           * (double)m->hidden / (double)p->tp,
+                       PP_GRAD_SYNC_BYTES * (double)m->vocab *
+                           (double)m->hidden / (double)p->tp,
                        B, lat);
     }
 
@@ -540,7 +536,7 @@ int pp_plan_estimate(pp_plan_estimator *x, const pp_parallel *p,
     b.other_s = opt_mean + (p->pp > 1 ? 2.0 * t_emb / pp : 0);
     b.bubble_s += path - (dp_mean + gat_mean + b.other_s);
     *out = b;
-    *time_s = b.compute_s + b.tp_comm_s + b.bubble_s + b.pp_comm_s
-              + b.dp_comm_exposed_s + b.other_s;
+    *time_s = b.compute_s + b.tp_comm_s + b.bubble_s + b.pp_comm_s +
+              b.dp_comm_exposed_s + b.other_s;
     return 0;
 }

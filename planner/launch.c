@@ -33,17 +33,18 @@ static void header(const pp_plan *p, FILE *fp, const char *cmt) {
             pp_parallel_format(&c->par, spec, sizeof spec),
             c->dp_overlap ? " with DP overlap" : "",
             pp__placement_name(c->placement));
-    fprintf(fp, "%s iteration %.4g s (%s), %.1f TFLOP/s per GPU, MFU %.1f%%, "
-            "%s of %s per GPU\n",
-            cmt, c->iteration_time_s,
-            c->simulated ? (p->opt.fidelity == PP_FIDELITY_FLOW
-                                ? "simulated at flow fidelity"
-                                : "simulated at analytic fidelity")
-                         : "closed-form estimate",
-            c->tflops_per_gpu, 100 * c->mfu,
-            pp_unit_format(c->memory.total, PP_Q_BYTES, 4, b1, sizeof b1),
-            pp_unit_format(c->memory_limit_bytes, PP_Q_BYTES, 4, b2,
-                           sizeof b2));
+    fprintf(
+        fp,
+        "%s iteration %.4g s (%s), %.1f TFLOP/s per GPU, MFU %.1f%%, "
+        "%s of %s per GPU\n",
+        cmt, c->iteration_time_s,
+        c->simulated ? (p->opt.fidelity == PP_FIDELITY_FLOW
+                            ? "simulated at flow fidelity"
+                            : "simulated at analytic fidelity")
+                     : "closed-form estimate",
+        c->tflops_per_gpu, 100 * c->mfu,
+        pp_unit_format(c->memory.total, PP_Q_BYTES, 4, b1, sizeof b1),
+        pp_unit_format(c->memory_limit_bytes, PP_Q_BYTES, 4, b2, sizeof b2));
     char note[256];
     fprintf(fp, "%s GPU profile %s\n", cmt,
             pp__plan_profile_note(p, note, sizeof note));
@@ -52,22 +53,28 @@ static void header(const pp_plan *p, FILE *fp, const char *cmt) {
 static int64_t train_iters(const pp_plan *p) {
     const pp_plan_options *o = &p->opt;
     if (!(o->tokens > 0) || p->model.seq <= 0) return 0;
-    return (int64_t)ceil(o->tokens
-                         / ((double)p->st.gbs * (double)p->model.seq));
+    return (int64_t)ceil(o->tokens /
+                         ((double)p->st.gbs * (double)p->model.seq));
 }
 
 /* Servers and processes per server for torchrun / NeMo's trainer. */
 static void nodes_of(const pp_plan *p, int64_t gpus, int64_t *nodes,
                      int64_t *per) {
     int64_t gpn = p->gpus_per_node;
-    if (gpus <= gpn) { *nodes = 1; *per = gpus; return; }
+    if (gpus <= gpn) {
+        *nodes = 1;
+        *per = gpus;
+        return;
+    }
     *per = gpn;
     *nodes = (gpus + gpn - 1) / gpn;
 }
 
 /* GPUs without bf16 (P100, V100: the catalogue's fp16_only) train in
  * fp16 with loss scaling; the 16-bit rate the plan used is the same. */
-static bool use_fp16(const pp_plan *p) { return p->gpu.fp16_only; }
+static bool use_fp16(const pp_plan *p) {
+    return p->gpu.fp16_only;
+}
 
 static int64_t ffn_of(const pp_model *m) {
     return m->ffn_hidden > 0 ? m->ffn_hidden : 4 * m->hidden;
@@ -88,22 +95,30 @@ int pp__write_megatron(const pp_plan *p, FILE *fp, pp_error *e) {
     if (q->zero > 1)
         return pp_error_set(e, PP_EINTERNAL,
                             "--format megatron: ZeRO-%d has no Megatron-LM "
-                            "flag", q->zero);
+                            "flag",
+                            q->zero);
     int64_t nodes, per;
     nodes_of(p, c->gpus, &nodes, &per);
     fputs("#!/bin/sh\n", fp);
     header(p, fp, "#");
-    fprintf(fp, "# Run on each of the %lld servers with NODE_RANK and "
+    fprintf(fp,
+            "# Run on each of the %lld servers with NODE_RANK and "
             "MASTER_ADDR set; add data,\n# tokenizer and optimizer arguments "
-            "after the script's own (\"$@\").\n", (long long)nodes);
-    fprintf(fp, "torchrun --nnodes=%lld --nproc-per-node=%lld "
+            "after the script's own (\"$@\").\n",
+            (long long)nodes);
+    fprintf(fp,
+            "torchrun --nnodes=%lld --nproc-per-node=%lld "
             "--node-rank=\"${NODE_RANK:-0}\" \\\n"
             "    --master-addr=\"${MASTER_ADDR:-localhost}\" "
             "--master-port=\"${MASTER_PORT:-6000}\" \\\n"
             "    pretrain_gpt.py \\\n",
             (long long)nodes, (long long)per);
-#define ARG(...) do { fputs("    ", fp); fprintf(fp, __VA_ARGS__); \
-                      fputs(" \\\n", fp); } while (0)
+#define ARG(...)                                                               \
+    do {                                                                       \
+        fputs("    ", fp);                                                     \
+        fprintf(fp, __VA_ARGS__);                                              \
+        fputs(" \\\n", fp);                                                    \
+    } while (0)
     ARG("--tensor-model-parallel-size %lld", (long long)q->tp);
     ARG("--pipeline-model-parallel-size %lld", (long long)q->pp);
     if (q->first || q->last) {
@@ -160,8 +175,10 @@ int pp__write_megatron(const pp_plan *p, FILE *fp, pp_error *e) {
     /* LLaMA-style models have no biases (add_bias_linear=False). */
     if (!m->bias) ARG("--disable-bias-linear");
     if (!m->tied_embeddings) ARG("--untie-embeddings-and-output-weights");
-    if (use_fp16(p)) ARG("--fp16"); /* dynamic loss scaling by default */
-    else ARG("--bf16");
+    if (use_fp16(p))
+        ARG("--fp16"); /* dynamic loss scaling by default */
+    else
+        ARG("--bf16");
     int64_t it = train_iters(p);
     if (it > 0) ARG("--train-iters %lld", (long long)it);
 #undef ARG
@@ -179,14 +196,18 @@ int pp__write_nemo(const pp_plan *p, FILE *fp, pp_error *e) {
     if (m->arch != PP_ARCH_TRANSFORMER)
         return pp_error_set(e, PP_EUSAGE,
                             "--format nemo: model %s is generic (no "
-                            "transformer shape)", m->name);
+                            "transformer shape)",
+                            m->name);
     int64_t nodes, per;
     nodes_of(p, c->gpus, &nodes, &per);
     header(p, fp, "#");
     fputs("# The trainer and model parallelism keys of a NeMo GPT config "
-          "(megatron_gpt_config.yaml).\n", fp);
-    fprintf(fp, "trainer:\n  devices: %lld\n  num_nodes: %lld\n"
-            "  precision: %s\n", (long long)per, (long long)nodes,
+          "(megatron_gpt_config.yaml).\n",
+          fp);
+    fprintf(fp,
+            "trainer:\n  devices: %lld\n  num_nodes: %lld\n"
+            "  precision: %s\n",
+            (long long)per, (long long)nodes,
             use_fp16(p) ? "16-mixed" : "bf16-mixed");
     int64_t it = train_iters(p);
     if (it > 0) fprintf(fp, "  max_steps: %lld\n", (long long)it);
@@ -271,7 +292,9 @@ int pp__write_nemo(const pp_plan *p, FILE *fp, pp_error *e) {
  * global_batch_size), nl.MegatronMixedPrecision(precision=...), Megatron-
  * core's DistributedDataParallelConfig and OptimizerConfig.
  * ---------------------------------------------------------------------- */
-static const char *py_bool(bool b) { return b ? "True" : "False"; }
+static const char *py_bool(bool b) {
+    return b ? "True" : "False";
+}
 
 int pp__write_nemo2(const pp_plan *p, FILE *fp, pp_error *e) {
     const pp_plan_candidate *c = &p->cand[0];
@@ -280,7 +303,8 @@ int pp__write_nemo2(const pp_plan *p, FILE *fp, pp_error *e) {
     if (m->arch != PP_ARCH_TRANSFORMER)
         return pp_error_set(e, PP_EUSAGE,
                             "--format nemo2: model %s is generic (no "
-                            "transformer shape)", m->name);
+                            "transformer shape)",
+                            m->name);
     int64_t nodes, per;
     nodes_of(p, c->gpus, &nodes, &per);
     bool fp16 = use_fp16(p);
@@ -295,7 +319,8 @@ int pp__write_nemo2(const pp_plan *p, FILE *fp, pp_error *e) {
           "DistributedDataParallelConfig\n"
           "from megatron.core.optimizer import OptimizerConfig\n"
           "from nemo import lightning as nl\n"
-          "from nemo.collections import llm\n\n", fp);
+          "from nemo.collections import llm\n\n",
+          fp);
 
     fputs("config = llm.GPTConfig(\n", fp);
     fprintf(fp, "    num_layers=%lld,\n", (long long)m->layers);
@@ -308,7 +333,8 @@ int pp__write_nemo2(const pp_plan *p, FILE *fp, pp_error *e) {
         fputs("    gated_linear_unit=True,\n"
               "    activation_func=torch.nn.functional.silu,\n"
               "    normalization=\"RMSNorm\",\n"
-              "    position_embedding_type=\"rope\",\n", fp);
+              "    position_embedding_type=\"rope\",\n",
+              fp);
     fprintf(fp, "    add_bias_linear=%s,\n", py_bool(m->bias));
     fprintf(fp, "    share_embeddings_and_output_weights=%s,\n",
             py_bool(m->tied_embeddings));
@@ -322,14 +348,13 @@ int pp__write_nemo2(const pp_plan *p, FILE *fp, pp_error *e) {
     case PP_RECOMPUTE_FULL:
         fputs("    recompute_granularity=\"full\",\n"
               "    recompute_method=\"uniform\",\n"
-              "    recompute_num_layers=1,\n", fp);
+              "    recompute_num_layers=1,\n",
+              fp);
         break;
     case PP_RECOMPUTE_SELECTIVE:
         fputs("    recompute_granularity=\"selective\",\n", fp);
         break;
-    default:
-        fputs("    recompute_granularity=None,\n", fp);
-        break;
+    default: fputs("    recompute_granularity=None,\n", fp); break;
     }
     fputs(")\n\n", fp);
 
@@ -346,42 +371,47 @@ int pp__write_nemo2(const pp_plan *p, FILE *fp, pp_error *e) {
     if (q->pp > 1)
         fprintf(fp, "    pipeline_dtype=torch.%s,\n",
                 fp16 ? "float16" : "bfloat16");
-    fprintf(fp, "    ddp=DistributedDataParallelConfig(\n"
-                "        check_for_nan_in_grad=True,\n"
-                "        use_distributed_optimizer=%s,\n"
-                "        overlap_grad_reduce=%s,\n"
-                "    ),\n)\n\n",
+    fprintf(fp,
+            "    ddp=DistributedDataParallelConfig(\n"
+            "        check_for_nan_in_grad=True,\n"
+            "        use_distributed_optimizer=%s,\n"
+            "        overlap_grad_reduce=%s,\n"
+            "    ),\n)\n\n",
             py_bool(q->zero >= 1), py_bool(c->dp_overlap));
 
     fputs("trainer = nl.Trainer(\n", fp);
-    fprintf(fp, "    devices=%lld,\n    num_nodes=%lld,\n",
-            (long long)per, (long long)nodes);
+    fprintf(fp, "    devices=%lld,\n    num_nodes=%lld,\n", (long long)per,
+            (long long)nodes);
     int64_t it = train_iters(p);
     if (it > 0) fprintf(fp, "    max_steps=%lld,\n", (long long)it);
-    fprintf(fp, "    accelerator=\"gpu\",\n"
-                "    strategy=strategy,\n"
-                "    plugins=nl.MegatronMixedPrecision(precision=\"%s\"),\n"
-                ")\n\n",
+    fprintf(fp,
+            "    accelerator=\"gpu\",\n"
+            "    strategy=strategy,\n"
+            "    plugins=nl.MegatronMixedPrecision(precision=\"%s\"),\n"
+            ")\n\n",
             fp16 ? "16-mixed" : "bf16-mixed");
 
-    fprintf(fp, "data = llm.MockDataModule(\n"
-                "    seq_length=%lld,\n"
-                "    micro_batch_size=%lld,\n"
-                "    global_batch_size=%lld,\n"
-                ")\n\n",
+    fprintf(fp,
+            "data = llm.MockDataModule(\n"
+            "    seq_length=%lld,\n"
+            "    micro_batch_size=%lld,\n"
+            "    global_batch_size=%lld,\n"
+            ")\n\n",
             (long long)m->seq, (long long)q->mbs, (long long)q->gbs);
 
-    fprintf(fp, "optim = nl.MegatronOptimizerModule(\n"
-                "    config=OptimizerConfig(\n"
-                "        optimizer=\"adam\",\n"
-                "        lr=3e-4,  # yours\n"
-                "        %s=True,\n"
-                "        use_distributed_optimizer=%s,\n"
-                "    ),\n)\n\n",
+    fprintf(fp,
+            "optim = nl.MegatronOptimizerModule(\n"
+            "    config=OptimizerConfig(\n"
+            "        optimizer=\"adam\",\n"
+            "        lr=3e-4,  # yours\n"
+            "        %s=True,\n"
+            "        use_distributed_optimizer=%s,\n"
+            "    ),\n)\n\n",
             fp16 ? "fp16" : "bf16", py_bool(q->zero >= 1));
     fputs("if __name__ == \"__main__\":\n"
           "    llm.pretrain(llm.GPTModel(config), data, trainer, "
-          "optim=optim)\n", fp);
+          "optim=optim)\n",
+          fp);
     return 0;
 }
 
@@ -424,8 +454,7 @@ int pp__write_deepspeed(const pp_plan *p, FILE *fp, pp_error *e) {
         json_t *ac = json_object();
         json_object_set_new(ac, "partition_activations", json_false());
         json_object_set_new(ac, "cpu_checkpointing", json_false());
-        json_object_set_new(ac, "contiguous_memory_optimization",
-                            json_false());
+        json_object_set_new(ac, "contiguous_memory_optimization", json_false());
         json_object_set_new(ac, "synchronize_checkpoint_boundary",
                             json_false());
         json_object_set_new(ac, "profile", json_false());
@@ -448,8 +477,8 @@ int pp__write_deepspeed(const pp_plan *p, FILE *fp, pp_error *e) {
     json_object_set_new(o, "gradient_clipping", json_real(1.0));
     json_object_set_new(o, "steps_per_print", json_integer(10));
     json_object_set_new(o, "wall_clock_breakdown", json_false());
-    char *s = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER
-                                | JSON_REAL_PRECISION(12));
+    char *s = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER |
+                                JSON_REAL_PRECISION(12));
     json_decref(o);
     if (!s) return pp_error_set(e, PP_EINTERNAL, "cannot encode JSON");
     fputs(s, fp);
@@ -466,11 +495,16 @@ int pp_plan_write_assumptions(const pp_plan *p, pp_plan_format f,
     const pp_model *m = &p->model;
     char spec[256];
     int n = 0;
-#define LINE(...) do { fputs(prefix, fp); fprintf(fp, __VA_ARGS__); \
-                       fputc('\n', fp); n++; } while (0)
+#define LINE(...)                                                              \
+    do {                                                                       \
+        fputs(prefix, fp);                                                     \
+        fprintf(fp, __VA_ARGS__);                                              \
+        fputc('\n', fp);                                                       \
+        n++;                                                                   \
+    } while (0)
     char note[256];
-    LINE("%s on %s: %s%s, %.4g s per iteration (%s)", m->name,
-         p->cluster_name, pp_parallel_format(q, spec, sizeof spec),
+    LINE("%s on %s: %s%s, %.4g s per iteration (%s)", m->name, p->cluster_name,
+         pp_parallel_format(q, spec, sizeof spec),
          c->dp_overlap ? " with DP overlap" : "", c->iteration_time_s,
          c->simulated ? "simulated" : "estimated");
     LINE("GPU profile %s", pp__plan_profile_note(p, note, sizeof note));

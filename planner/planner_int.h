@@ -18,17 +18,17 @@
 struct pp_plan {
     pp_model model;
     char cluster_name[PP_NAME_MAX];
-    pp_gpu_spec gpu;            /* copied from the cluster's catalogue */
+    pp_gpu_spec gpu; /* copied from the cluster's catalogue */
     int32_t gpus_per_node, cluster_gpus;
-    pp_plan_options opt;        /* copied; profile and prices point into
+    pp_plan_options opt; /* copied; profile and prices point into
                                    the plan's own copies below */
     pp_gpu_profile profile;
     pp_plan_prices prices;
     bool has_prices;
-    double peak_flops;          /* bf16 dense, for MFU */
-    char placements[2][3];      /* the rank orders searched, in order */
-    int n_placements;           /* 1 (pinned) or 2 */
-    pp_plan_candidate *cand;    /* ranked */
+    double peak_flops;       /* bf16 dense, for MFU */
+    char placements[2][3];   /* the rank orders searched, in order */
+    int n_placements;        /* 1 (pinned) or 2 */
+    pp_plan_candidate *cand; /* ranked */
     size_t n, cap;
     pp_plan_stats st;
 };
@@ -40,13 +40,13 @@ typedef struct pp__space {
     const pp_model *m;
     int64_t gpus_per_node;
     int64_t cluster_gpus;
-    int64_t gpus;               /* 0: every count up to cluster_gpus */
+    int64_t gpus; /* 0: every count up to cluster_gpus */
     int64_t gbs;
     bool cross_node_tp;
     bool uneven;
     pp_plan_target target;
     const pp_plan_filter *filter;
-    uint64_t *rejected;         /* PP_PLAN_REJECT__COUNT counters, or NULL */
+    uint64_t *rejected; /* PP_PLAN_REJECT__COUNT counters, or NULL */
 } pp__space;
 
 /* Called for every layout that passes the rules (not yet the memory
@@ -57,8 +57,7 @@ typedef int (*pp__space_fn)(void *ctx, const pp_parallel *p, bool overlap,
 /* Walks the space in a fixed order (tp, pp, dp, mbs, vp, first, last, sp,
  * recompute, zero, overlap, each ascending).  Returns 0, 1 when fn stopped it, or
  * fn's error. */
-int pp__space_walk(const pp__space *s, pp__space_fn fn, void *ctx,
-                   pp_error *e);
+int pp__space_walk(const pp__space *s, pp__space_fn fn, void *ctx, pp_error *e);
 
 /* Checks pins against rules that no layout could meet (a pinned tp that
  * does not divide the heads, ...): PP_EUSAGE naming "--fix". */

@@ -75,7 +75,7 @@ typedef struct visit {
     pp_plan *plan;
     pp_plan_estimator *est;
     const pp_model *m;
-    double limit;               /* bytes usable per GPU */
+    double limit; /* bytes usable per GPU */
     /* The closest layout that did not fit. */
     bool have_closest;
     pp_parallel closest;
@@ -117,8 +117,8 @@ static int visit_fn(void *ctx, const pp_parallel *p, bool overlap,
     for (int k = 0; k < nvar; k++) {
         if (plan->n == plan->cap) {
             plan->cap = plan->cap ? 2 * plan->cap : 1024;
-            plan->cand = pp_xrealloc(plan->cand,
-                                     plan->cap * sizeof *plan->cand);
+            plan->cand =
+                pp_xrealloc(plan->cand, plan->cap * sizeof *plan->cand);
         }
         pp_plan_candidate *c = &plan->cand[plan->n];
         memset(c, 0, sizeof *c);
@@ -130,9 +130,9 @@ static int visit_fn(void *ctx, const pp_parallel *p, bool overlap,
         c->memory_limit_bytes = v->limit;
         /* Setting the order is a copy; the estimator's layer-cost cache
          * does not depend on it. */
-        if ((rc = pp_plan_estimator_placement(v->est, c->placement, e)) < 0
-            || (rc = pp_plan_estimate(v->est, p, overlap, &c->est_time_s,
-                                      &c->est, e)) < 0)
+        if ((rc = pp_plan_estimator_placement(v->est, c->placement, e)) < 0 ||
+            (rc = pp_plan_estimate(v->est, p, overlap, &c->est_time_s, &c->est,
+                                   e)) < 0)
             return rc;
         plan->n++;
     }
@@ -158,8 +158,7 @@ static void metrics(const pp_plan *plan, const flops_cache *fc,
                  ? fc->model[c->par.recompute] / (n * T * plan->peak_flops)
                  : NAN;
     double seq = plan->model.seq > 0 ? (double)plan->model.seq : 1.0;
-    double iters = o->tokens > 0 ? o->tokens / ((double)c->par.gbs * seq)
-                                 : NAN;
+    double iters = o->tokens > 0 ? o->tokens / ((double)c->par.gbs * seq) : NAN;
     c->training_days = o->tokens > 0 ? iters * T / 86400.0 : NAN;
     c->cost_usd = NAN;
     if (plan->has_prices) {
@@ -176,9 +175,18 @@ static void metrics(const pp_plan *plan, const flops_cache *fc,
 /* A total order on layouts, so that ties rank the same way every run. */
 static int cmp_layout(const pp_plan_candidate *a, const pp_plan_candidate *b) {
     const pp_parallel *x = &a->par, *y = &b->par;
-#define CMP(f) if (x->f != y->f) return x->f < y->f ? -1 : 1
-    CMP(tp); CMP(pp); CMP(dp); CMP(mbs); CMP(vp); CMP(sp); CMP(recompute);
-    CMP(zero); CMP(first); CMP(last);
+#define CMP(f)                                                                 \
+    if (x->f != y->f) return x->f < y->f ? -1 : 1
+    CMP(tp);
+    CMP(pp);
+    CMP(dp);
+    CMP(mbs);
+    CMP(vp);
+    CMP(sp);
+    CMP(recompute);
+    CMP(zero);
+    CMP(first);
+    CMP(last);
 #undef CMP
     if (a->dp_overlap != b->dp_overlap)
         return (int)a->dp_overlap - (int)b->dp_overlap;
@@ -204,8 +212,8 @@ static int cmp_est(const void *pa, const void *pb) {
  * No feasible layout: what came closest and what would make it fit.
  * ---------------------------------------------------------------------- */
 static void suggest_variants(const visit *v, const pp_model *m,
-                             pp_optimizer opt, pp_plan_target target,
-                             char *buf, size_t len) {
+                             pp_optimizer opt, pp_plan_target target, char *buf,
+                             size_t len) {
     /* Apply the memory savers one after another, cheapest first, and say
      * which combination is the first to fit. */
     pp_parallel p = v->closest;
@@ -215,8 +223,8 @@ static void suggest_variants(const visit *v, const pp_model *m,
         if (step == 0 && p.recompute != PP_RECOMPUTE_FULL) {
             p.recompute = PP_RECOMPUTE_FULL;
             snprintf(what, sizeof what, "full recomputation");
-        } else if (step == 1 && p.tp > 1 && !p.sp
-                   && target != PP_PLAN_TARGET_DEEPSPEED) {
+        } else if (step == 1 && p.tp > 1 && !p.sp &&
+                   target != PP_PLAN_TARGET_DEEPSPEED) {
             p.sp = true;
             snprintf(what, sizeof what, "sequence parallelism");
         } else if (step == 2 && p.mbs > 1) {
@@ -234,11 +242,11 @@ static void suggest_variants(const visit *v, const pp_model *m,
         size_t u = strlen(done);
         snprintf(done + u, sizeof done - u, "%s%s", u ? " + " : "", what);
         pp_memory mem;
-        if (pp_memory_per_gpu(m, &p, opt, &mem, NULL) == 0
-            && mem.total <= v->limit) {
-            snprintf(buf, len, "; with %s it would fit (%s)", done,
-                     pp_unit_format(mem.total, PP_Q_BYTES, 4,
-                                    (char[48]){0}, 48));
+        if (pp_memory_per_gpu(m, &p, opt, &mem, NULL) == 0 &&
+            mem.total <= v->limit) {
+            snprintf(
+                buf, len, "; with %s it would fit (%s)", done,
+                pp_unit_format(mem.total, PP_Q_BYTES, 4, (char[48]){0}, 48));
             return;
         }
     }
@@ -255,17 +263,15 @@ static int infeasible(pp_plan *plan, visit *v, const pp__space *sp,
     for (int r = 0; r < PP_PLAN_REJECT__COUNT; r++) {
         if (!st->rejected[r]) continue;
         size_t u = strlen(counts);
-        snprintf(counts + u, sizeof counts - u, "%s%s %llu",
-                 u ? ", " : "", reject_names[r],
-                 (unsigned long long)st->rejected[r]);
+        snprintf(counts + u, sizeof counts - u, "%s%s %llu", u ? ", " : "",
+                 reject_names[r], (unsigned long long)st->rejected[r]);
     }
     if (!v->have_closest)
         return pp_error_set(e, PP_EINFEASIBLE,
                             "no layout satisfies the rules for %s on %s%lld "
                             "GPUs with global batch %lld (rejected: %s)",
                             plan->model.name, sp->gpus ? "" : "up to ",
-                            (long long)(sp->gpus ? sp->gpus
-                                                 : sp->cluster_gpus),
+                            (long long)(sp->gpus ? sp->gpus : sp->cluster_gpus),
                             (long long)sp->gbs, counts[0] ? counts : "none");
     char spec[256], need[48], have[48], short_[48], hbm[48], fix[256];
     pp_parallel_format(&v->closest, spec, sizeof spec);
@@ -296,7 +302,11 @@ static int infeasible(pp_plan *plan, visit *v, const pp__space *sp,
         s2.gpus = k * gpn;
         mv.found = false;
         if (pp__space_walk(&s2, visit_fn, &mv, NULL) < 0) break;
-        if (mv.found) { hi = k; fit = mv.fit; break; }
+        if (mv.found) {
+            hi = k;
+            fit = mv.fit;
+            break;
+        }
         lo = k;
         if (k == maxk) break;
         k *= 2;
@@ -306,8 +316,11 @@ static int infeasible(pp_plan *plan, visit *v, const pp__space *sp,
         s2.gpus = mid * gpn;
         mv.found = false;
         if (pp__space_walk(&s2, visit_fn, &mv, NULL) < 0) break;
-        if (mv.found) { hi = mid; fit = mv.fit; }
-        else lo = mid;
+        if (mv.found) {
+            hi = mid;
+            fit = mv.fit;
+        } else
+            lo = mid;
     }
     if (hi > 0) {
         char fspec[256];
@@ -327,34 +340,40 @@ static int infeasible(pp_plan *plan, visit *v, const pp__space *sp,
                         "%g%% reserve): %s short%s%s (rejected: %s)",
                         plan->model.name,
                         (long long)(sp->gpus ? sp->gpus : sp->cluster_gpus),
-                        spec, need, have, hbm,
-                        plan->opt.memory_reserve * 100.0, short_, fix, more,
-                        counts);
+                        spec, need, have, hbm, plan->opt.memory_reserve * 100.0,
+                        short_, fix, more, counts);
 }
 
 /* ------------------------------------------------------------------------
  * The search.
  * ---------------------------------------------------------------------- */
 static int check_options(const pp_model *m, const pp_cluster_info *info,
-                         const pp_plan_options *o, int64_t *gbs,
-                         pp_error *e) {
+                         const pp_plan_options *o, int64_t *gbs, pp_error *e) {
     if (o->gpus < 0)
-        return pp_error_set(e, PP_EUSAGE, "--gpus: expected a positive "
-                            "integer, got %lld", (long long)o->gpus);
+        return pp_error_set(e, PP_EUSAGE,
+                            "--gpus: expected a positive "
+                            "integer, got %lld",
+                            (long long)o->gpus);
     if (o->gpus > info->gpus)
         return pp_error_set(e, PP_EUSAGE,
                             "--gpus: %lld is more than the %d GPUs of "
                             "cluster %s",
                             (long long)o->gpus, info->gpus, info->name);
     if (o->gbs < 0)
-        return pp_error_set(e, PP_EUSAGE, "--global-batch: expected a "
-                            "positive integer, got %lld", (long long)o->gbs);
+        return pp_error_set(e, PP_EUSAGE,
+                            "--global-batch: expected a "
+                            "positive integer, got %lld",
+                            (long long)o->gbs);
     if (o->top < 0)
-        return pp_error_set(e, PP_EUSAGE, "--top: expected 0 or more, got "
-                            "%d", o->top);
+        return pp_error_set(e, PP_EUSAGE,
+                            "--top: expected 0 or more, got "
+                            "%d",
+                            o->top);
     if (!(o->memory_reserve >= 0 && o->memory_reserve < 1))
-        return pp_error_set(e, PP_EUSAGE, "--memory-reserve: expected a "
-                            "fraction in [0, 1), got %g", o->memory_reserve);
+        return pp_error_set(e, PP_EUSAGE,
+                            "--memory-reserve: expected a "
+                            "fraction in [0, 1), got %g",
+                            o->memory_reserve);
     if (o->objective == PP_PLAN_OBJ_TRAIN && !(o->tokens > 0))
         return pp_error_set(e, PP_EUSAGE, "--objective train needs --tokens");
     if (o->objective == PP_PLAN_OBJ_COST && !o->prices)
@@ -385,14 +404,13 @@ static int check_options(const pp_model *m, const pp_cluster_info *info,
  * has no argument for another order than Megatron-core's default
  * (tp-cp-ep-dp-pp; nemo/lightning/pytorch/strategies/megatron_strategy.py
  * takes none): those targets get tp,dp,pp only. */
-static int placements_of(const pp_plan_options *o, pp_plan *plan,
-                         pp_error *e) {
-    bool fixed_tdp = o->target == PP_PLAN_TARGET_DEEPSPEED
-                     || o->target == PP_PLAN_TARGET_NEMO2;
+static int placements_of(const pp_plan_options *o, pp_plan *plan, pp_error *e) {
+    bool fixed_tdp = o->target == PP_PLAN_TARGET_DEEPSPEED ||
+                     o->target == PP_PLAN_TARGET_NEMO2;
     if (o->placement[0]) {
-        if (o->placement[0] != 't'
-            || !((o->placement[1] == 'p' && o->placement[2] == 'd')
-                 || (o->placement[1] == 'd' && o->placement[2] == 'p')))
+        if (o->placement[0] != 't' ||
+            !((o->placement[1] == 'p' && o->placement[2] == 'd') ||
+              (o->placement[1] == 'd' && o->placement[2] == 'p')))
             return pp_error_set(e, PP_EUSAGE,
                                 "--placement: expected tp,pp,dp or tp,dp,pp");
         if (fixed_tdp && o->placement[1] != 'd')
@@ -463,15 +481,16 @@ int pp_plan_search(const pp_model *m, const pp_cluster *c,
         .rejected = plan->st.rejected,
     };
     if ((rc = pp__space_check_pins(&sp, e)) < 0) goto fail;
-    if ((rc = pp_plan_estimator_new(m, c, &plan->profile, &est, e)) < 0
-        || (rc = pp_plan_estimator_placement(est, plan->placements[0],
-                                             e)) < 0
-        || (rc = pp_plan_estimator_optimizer(est, plan->opt.optimizer, e)) < 0)
+    if ((rc = pp_plan_estimator_new(m, c, &plan->profile, &est, e)) < 0 ||
+        (rc = pp_plan_estimator_placement(est, plan->placements[0], e)) < 0 ||
+        (rc = pp_plan_estimator_optimizer(est, plan->opt.optimizer, e)) < 0)
         goto fail;
 
     /* Enumerate, prune and estimate. */
     double t0 = now_s();
-    visit v = {.plan = plan, .est = est, .m = m,
+    visit v = {.plan = plan,
+               .est = est,
+               .m = m,
                .limit = info->gpu->hbm_bytes * (1.0 - o->memory_reserve)};
     if ((rc = pp__space_walk(&sp, visit_fn, &v, e)) < 0) goto fail;
     plan->st.feasible = plan->n;
@@ -536,27 +555,35 @@ void pp_plan_free(pp_plan *p) {
     free(p);
 }
 
-size_t pp_plan_count(const pp_plan *p) { return p->n; }
+size_t pp_plan_count(const pp_plan *p) {
+    return p->n;
+}
 
 const pp_plan_candidate *pp_plan_get(const pp_plan *p, size_t i) {
     return i < p->n ? &p->cand[i] : NULL;
 }
 
-const pp_plan_stats *pp_plan_stats_get(const pp_plan *p) { return &p->st; }
+const pp_plan_stats *pp_plan_stats_get(const pp_plan *p) {
+    return &p->st;
+}
 const pp_plan_options *pp_plan_options_get(const pp_plan *p) {
     return &p->opt;
 }
-const pp_model *pp_plan_model(const pp_plan *p) { return &p->model; }
-const char *pp_plan_cluster_name(const pp_plan *p) { return p->cluster_name; }
+const pp_model *pp_plan_model(const pp_plan *p) {
+    return &p->model;
+}
+const char *pp_plan_cluster_name(const pp_plan *p) {
+    return p->cluster_name;
+}
 
 long pp_plan_find(const pp_plan *p, const pp_parallel *par, bool overlap) {
     for (size_t i = 0; i < p->n; i++) {
         const pp_parallel *q = &p->cand[i].par;
-        if (q->tp == par->tp && q->pp == par->pp && q->dp == par->dp
-            && q->mbs == par->mbs && q->gbs == par->gbs && q->vp == par->vp
-            && q->sp == par->sp && q->recompute == par->recompute
-            && q->zero == par->zero && q->first == par->first
-            && q->last == par->last && p->cand[i].dp_overlap == overlap)
+        if (q->tp == par->tp && q->pp == par->pp && q->dp == par->dp &&
+            q->mbs == par->mbs && q->gbs == par->gbs && q->vp == par->vp &&
+            q->sp == par->sp && q->recompute == par->recompute &&
+            q->zero == par->zero && q->first == par->first &&
+            q->last == par->last && p->cand[i].dp_overlap == overlap)
             return (long)i;
     }
     return -1;

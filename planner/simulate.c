@@ -18,7 +18,7 @@
 
 typedef struct job {
     pp_step_config cfg;
-    size_t idx;              /* into plan->cand */
+    size_t idx; /* into plan->cand */
     int rc;
     pp_error err;
     pp_step_result res;
@@ -70,10 +70,11 @@ static void run_all(job *jobs, size_t n, int threads) {
  * keep their estimate and rank after the simulated ones. */
 static bool twins(const pp_plan_candidate *c, const pp_plan_candidate *d) {
     const pp_parallel *a = &c->par, *b = &d->par;
-    return d->est_time_s == c->est_time_s && d->dp_overlap == c->dp_overlap
-           && memcmp(c->placement, d->placement, 3) == 0 && a->tp == b->tp && a->pp == b->pp && a->dp == b->dp
-           && a->mbs == b->mbs && a->gbs == b->gbs && a->vp == b->vp
-           && a->sp == b->sp && a->recompute == b->recompute;
+    return d->est_time_s == c->est_time_s && d->dp_overlap == c->dp_overlap &&
+           memcmp(c->placement, d->placement, 3) == 0 && a->tp == b->tp &&
+           a->pp == b->pp && a->dp == b->dp && a->mbs == b->mbs &&
+           a->gbs == b->gbs && a->vp == b->vp && a->sp == b->sp &&
+           a->recompute == b->recompute;
 }
 
 int pp__plan_jobs(int jobs) {
@@ -112,34 +113,33 @@ void pp__plan_simulate(pp_plan *plan, const pp_model *m, const pp_cluster *c,
          * is its own twin, so none is taken twice). */
         size_t nb = 0, per[2] = {0, 0};
         for (size_t i = 0; i < plan->n; i++)
-            if (tried[i])
-                per[npl > 1 && plan->cand[i].placement[1] == 'd']++;
+            if (tried[i]) per[npl > 1 && plan->cand[i].placement[1] == 'd']++;
         for (int pass = 0; pass < 2 && done + nb < total; pass++)
-        for (size_t i = 0; i < plan->n && done + nb < total; i++) {
-            if (tried[i]) continue;
-            int pk = npl > 1 && plan->cand[i].placement[1] == 'd';
-            if (pass == 0 && per[pk] >= quota[pk]) continue;
-            bool twin = false;
-            for (size_t j = 0; j < i && !twin; j++)
-                if (tried[j]) twin = twins(&plan->cand[i], &plan->cand[j]);
-            for (size_t k = 0; k < nb && !twin; k++)
-                twin = twins(&plan->cand[i], &plan->cand[batch[k].idx]);
-            if (twin) continue;
-            per[pk]++;
-            job *jb = &batch[nb++];
-            memset(jb, 0, sizeof *jb);
-            jb->idx = i;
-            pp_step_config_init(&jb->cfg);
-            jb->cfg.model = m;
-            jb->cfg.par = &plan->cand[i].par;
-            jb->cfg.cluster = c;
-            jb->cfg.profile = &plan->profile;
-            jb->cfg.fidelity = o->fidelity;
-            jb->cfg.dp_overlap = plan->cand[i].dp_overlap;
-            jb->cfg.optimizer = o->optimizer;
-            jb->cfg.seed = o->seed;
-            memcpy(jb->cfg.placement, plan->cand[i].placement, 3);
-        }
+            for (size_t i = 0; i < plan->n && done + nb < total; i++) {
+                if (tried[i]) continue;
+                int pk = npl > 1 && plan->cand[i].placement[1] == 'd';
+                if (pass == 0 && per[pk] >= quota[pk]) continue;
+                bool twin = false;
+                for (size_t j = 0; j < i && !twin; j++)
+                    if (tried[j]) twin = twins(&plan->cand[i], &plan->cand[j]);
+                for (size_t k = 0; k < nb && !twin; k++)
+                    twin = twins(&plan->cand[i], &plan->cand[batch[k].idx]);
+                if (twin) continue;
+                per[pk]++;
+                job *jb = &batch[nb++];
+                memset(jb, 0, sizeof *jb);
+                jb->idx = i;
+                pp_step_config_init(&jb->cfg);
+                jb->cfg.model = m;
+                jb->cfg.par = &plan->cand[i].par;
+                jb->cfg.cluster = c;
+                jb->cfg.profile = &plan->profile;
+                jb->cfg.fidelity = o->fidelity;
+                jb->cfg.dp_overlap = plan->cand[i].dp_overlap;
+                jb->cfg.optimizer = o->optimizer;
+                jb->cfg.seed = o->seed;
+                memcpy(jb->cfg.placement, plan->cand[i].placement, 3);
+            }
         if (nb == 0) break;
         run_all(batch, nb, threads);
 
@@ -155,10 +155,9 @@ void pp__plan_simulate(pp_plan *plan, const pp_model *m, const pp_cluster *c,
                 dropped = true;
             } else if (jb->rc < 0) {
                 if (!plan->st.sim_error[0])
-                    snprintf(plan->st.sim_error, sizeof plan->st.sim_error,
-                             "%.200s",
-                             jb->err.msg[0] ? jb->err.msg
-                                            : pp_strerror(jb->rc));
+                    snprintf(
+                        plan->st.sim_error, sizeof plan->st.sim_error, "%.200s",
+                        jb->err.msg[0] ? jb->err.msg : pp_strerror(jb->rc));
                 tried[jb->idx] = true;
                 done++;
             } else {

@@ -21,17 +21,18 @@
  * Pins and exclusions.
  * ---------------------------------------------------------------------- */
 static const char *const dim_names[PP_PLAN_DIM__COUNT + 1] = {
-    "tp", "pp", "dp", "mbs", "gbs", "vp", "sp", "recompute", "zero",
-    "overlap", "first", "last", NULL};
+    "tp",        "pp",   "dp",      "mbs",   "gbs",  "vp", "sp",
+    "recompute", "zero", "overlap", "first", "last", NULL};
 
 const char *pp_plan_dim_name(pp_plan_dim d) {
     return (unsigned)d < PP_PLAN_DIM__COUNT ? dim_names[d] : "?";
 }
 
-void pp_plan_filter_init(pp_plan_filter *f) { memset(f, 0, sizeof *f); }
+void pp_plan_filter_init(pp_plan_filter *f) {
+    memset(f, 0, sizeof *f);
+}
 
-bool pp_plan_filter_allows(const pp_plan_filter *f, pp_plan_dim d,
-                           int64_t v) {
+bool pp_plan_filter_allows(const pp_plan_filter *f, pp_plan_dim d, int64_t v) {
     if (!f) return true;
     if (f->fixed[d] && f->value[d] != v) return false;
     for (int i = 0; i < f->n_exclude[d]; i++)
@@ -46,9 +47,12 @@ typedef struct filter_ctx {
 } filter_ctx;
 
 static int on_off(const char *v, int64_t *out) {
-    if (strcmp(v, "on") == 0 || strcmp(v, "true") == 0) *out = 1;
-    else if (strcmp(v, "off") == 0 || strcmp(v, "false") == 0) *out = 0;
-    else return -1;
+    if (strcmp(v, "on") == 0 || strcmp(v, "true") == 0)
+        *out = 1;
+    else if (strcmp(v, "off") == 0 || strcmp(v, "false") == 0)
+        *out = 0;
+    else
+        return -1;
     return 0;
 }
 
@@ -196,11 +200,9 @@ static bool target_allows(pp_plan_target t, const pp_parallel *p) {
          * parallelism, and checkpoints whole layers or nothing
          * (deepspeed.checkpointing: no Megatron-style selective
          * recomputation).  vp is checked in walk_batch already. */
-        return (p->pp == 1 || p->zero <= 1) && !p->first && !p->last
-               && p->vp == 1 && !p->sp
-               && p->recompute != PP_RECOMPUTE_SELECTIVE;
-    default:
-        return true;
+        return (p->pp == 1 || p->zero <= 1) && !p->first && !p->last &&
+               p->vp == 1 && !p->sp && p->recompute != PP_RECOMPUTE_SELECTIVE;
+    default: return true;
     }
 }
 
@@ -341,8 +343,8 @@ int pp__space_walk(const pp__space *s, pp__space_fn fn, void *ctx,
             reject(s, PP_PLAN_REJECT_TP_KV_HEADS);
             continue;
         }
-        if (!s->cross_node_tp
-            && (tp > s->gpus_per_node || s->gpus_per_node % tp != 0)) {
+        if (!s->cross_node_tp &&
+            (tp > s->gpus_per_node || s->gpus_per_node % tp != 0)) {
             reject(s, PP_PLAN_REJECT_TP_CROSS_NODE);
             continue;
         }
@@ -418,10 +420,9 @@ int pp__space_check_pins(const pp__space *s, pp_error *e) {
             return pp_error_set(e, PP_EUSAGE,
                                 "--fix tp=%lld: does not divide the %lld K/V "
                                 "heads of %s",
-                                (long long)tp, (long long)m->kv_heads,
-                                m->name);
-        if (!s->cross_node_tp
-            && (tp > s->gpus_per_node || s->gpus_per_node % tp != 0))
+                                (long long)tp, (long long)m->kv_heads, m->name);
+        if (!s->cross_node_tp &&
+            (tp > s->gpus_per_node || s->gpus_per_node % tp != 0))
             return pp_error_set(e, PP_EUSAGE,
                                 "--fix tp=%lld: a TP group would span servers "
                                 "of %lld GPUs; add --allow-cross-node-tp",
@@ -490,8 +491,8 @@ int pp__space_check_pins(const pp__space *s, pp_error *e) {
                             "--fix mbs=%lld: does not divide the global batch "
                             "%lld",
                             (long long)v[PP_PLAN_DIM_MBS], (long long)s->gbs);
-    if (x[PP_PLAN_DIM_SP] && v[PP_PLAN_DIM_SP]
-        && ((x[PP_PLAN_DIM_TP] && v[PP_PLAN_DIM_TP] == 1) || generic))
+    if (x[PP_PLAN_DIM_SP] && v[PP_PLAN_DIM_SP] &&
+        ((x[PP_PLAN_DIM_TP] && v[PP_PLAN_DIM_TP] == 1) || generic))
         return pp_error_set(e, PP_EUSAGE,
                             "--fix sp=on: sequence parallelism needs tp > 1");
     if (s->target == PP_PLAN_TARGET_DEEPSPEED) {
@@ -504,16 +505,15 @@ int pp__space_check_pins(const pp__space *s, pp_error *e) {
             return pp_error_set(e, PP_EUSAGE,
                                 "--fix sp=on: DeepSpeed's pipeline engine has "
                                 "no sequence parallelism");
-        if (x[PP_PLAN_DIM_RECOMPUTE]
-            && v[PP_PLAN_DIM_RECOMPUTE] == PP_RECOMPUTE_SELECTIVE)
+        if (x[PP_PLAN_DIM_RECOMPUTE] &&
+            v[PP_PLAN_DIM_RECOMPUTE] == PP_RECOMPUTE_SELECTIVE)
             return pp_error_set(e, PP_EUSAGE,
                                 "--fix recompute=selective: DeepSpeed "
                                 "checkpoints whole layers (full) or none");
     }
-    if (x[PP_PLAN_DIM_ZERO] && v[PP_PLAN_DIM_ZERO] > 1
-        && (s->target == PP_PLAN_TARGET_MEGATRON
-            || s->target == PP_PLAN_TARGET_NEMO
-            || s->target == PP_PLAN_TARGET_NEMO2))
+    if (x[PP_PLAN_DIM_ZERO] && v[PP_PLAN_DIM_ZERO] > 1 &&
+        (s->target == PP_PLAN_TARGET_MEGATRON ||
+         s->target == PP_PLAN_TARGET_NEMO || s->target == PP_PLAN_TARGET_NEMO2))
         return pp_error_set(e, PP_EUSAGE,
                             "--fix zero=%lld: Megatron-LM and NeMo shard the "
                             "optimizer only (ZeRO-1); use --format deepspeed "
@@ -528,15 +528,14 @@ int pp__space_check_pins(const pp__space *s, pp_error *e) {
             return pp_error_set(e, PP_EUSAGE,
                                 "--fix overlap=on: DP overlap needs dp > 1");
     }
-    if (x[PP_PLAN_DIM_TP] && x[PP_PLAN_DIM_PP] && x[PP_PLAN_DIM_DP]
-        && s->gpus > 0
-        && v[PP_PLAN_DIM_TP] * v[PP_PLAN_DIM_PP] * v[PP_PLAN_DIM_DP]
-               != s->gpus)
+    if (x[PP_PLAN_DIM_TP] && x[PP_PLAN_DIM_PP] && x[PP_PLAN_DIM_DP] &&
+        s->gpus > 0 &&
+        v[PP_PLAN_DIM_TP] * v[PP_PLAN_DIM_PP] * v[PP_PLAN_DIM_DP] != s->gpus)
         return pp_error_set(e, PP_EUSAGE,
                             "--fix: tp x pp x dp = %lld, not the %lld GPUs of "
                             "--gpus",
-                            (long long)(v[PP_PLAN_DIM_TP] * v[PP_PLAN_DIM_PP]
-                                        * v[PP_PLAN_DIM_DP]),
+                            (long long)(v[PP_PLAN_DIM_TP] * v[PP_PLAN_DIM_PP] *
+                                        v[PP_PLAN_DIM_DP]),
                             (long long)s->gpus);
     return 0;
 }

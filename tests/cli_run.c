@@ -35,7 +35,8 @@ static char *slurp(const char *path) {
 }
 
 void cli_run(cli_result *r, const char *const *argv) {
-    char out_path[] = "/tmp/podplan-out-XXXXXX", err_path[] = "/tmp/podplan-err-XXXXXX";
+    char out_path[] = "/tmp/podplan-out-XXXXXX",
+         err_path[] = "/tmp/podplan-err-XXXXXX";
     int ofd = mkstemp(out_path), efd = mkstemp(err_path);
     assert_true(ofd >= 0 && efd >= 0);
     const char *args[64];
@@ -50,7 +51,8 @@ void cli_run(cli_result *r, const char *const *argv) {
     posix_spawn_file_actions_adddup2(&fa, efd, 2);
     posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
     pid_t pid;
-    int rc = posix_spawn(&pid, PODPLAN_BIN, &fa, NULL, (char *const *)args, environ);
+    int rc =
+        posix_spawn(&pid, PODPLAN_BIN, &fa, NULL, (char *const *)args, environ);
     posix_spawn_file_actions_destroy(&fa);
     assert_int_equal(rc, 0);
     int st;
@@ -87,7 +89,9 @@ void cli_result_free(cli_result *r) {
 json_t *cli_json(const cli_result *r) {
     json_error_t je;
     json_t *j = json_loads(r->out, 0, &je);
-    if (!j) fprintf(stderr, "not JSON (%s): %s\nstderr: %s\n", je.text, r->out, r->err);
+    if (!j)
+        fprintf(stderr, "not JSON (%s): %s\nstderr: %s\n", je.text, r->out,
+                r->err);
     assert_non_null(j);
     return j;
 }

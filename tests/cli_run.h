@@ -7,9 +7,9 @@
 #include <jansson.h>
 
 typedef struct cli_result {
-    int status;  /* exit code, or 128 + signal when killed */
-    char *out;   /* stdout, NUL-terminated, owned */
-    char *err;   /* stderr, NUL-terminated, owned */
+    int status; /* exit code, or 128 + signal when killed */
+    char *out;  /* stdout, NUL-terminated, owned */
+    char *err;  /* stderr, NUL-terminated, owned */
 } cli_result;
 
 /* Runs PODPLAN_BIN with argv (NULL-terminated, without argv[0]). */

@@ -5,8 +5,7 @@
 #include "flow_util.h"
 
 bool close_rel(double got, double want, double rel) {
-    if (got == want)
-        return true;
+    if (got == want) return true;
     return fabs(got - want) <= rel * fmax(fabs(want), fabs(got));
 }
 
@@ -20,7 +19,9 @@ uint64_t rnd(void) {
 int rnd_int(int lo, int hi) {
     return lo + (int)(rnd() % (uint64_t)(hi - lo + 1));
 }
-double rnd_unit(void) { return (double)(rnd() >> 11) * 0x1p-53; }
+double rnd_unit(void) {
+    return (double)(rnd() >> 11) * 0x1p-53;
+}
 
 double g_uniform_cap;
 
@@ -31,8 +32,7 @@ void random_inst(inst *in, int groups, size_t nl, size_t nf) {
     for (size_t l = 0; l < in->nl; l++)
         in->cap[l] = rnd() % 2 ? caps[rnd() % 6] : 1 + 99 * rnd_unit();
     if (g_uniform_cap > 0)
-        for (size_t l = 0; l < in->nl; l++)
-            in->cap[l] = g_uniform_cap;
+        for (size_t l = 0; l < in->nl; l++) in->cap[l] = g_uniform_cap;
     size_t per = (in->nl + (size_t)groups - 1) / (size_t)groups;
     in->off[0] = 0;
     for (size_t f = 0; f < in->nf; f++) {
@@ -41,22 +41,16 @@ void random_inst(inst *in, int groups, size_t nl, size_t nf) {
         int32_t *p = in->links + in->off[f];
         int n = 0;
         for (int tries = 0; n < len && tries < 50; tries++) {
-            size_t l = rnd() % 8 == 0 ? rnd() % in->nl
-                                      : g * per + rnd() % per;
-            if (l >= in->nl)
-                continue;
+            size_t l = rnd() % 8 == 0 ? rnd() % in->nl : g * per + rnd() % per;
+            if (l >= in->nl) continue;
             bool dup = false;
-            for (int k = 0; k < n; k++)
-                dup |= p[k] == (int32_t)l;
-            if (!dup)
-                p[n++] = (int32_t)l;
+            for (int k = 0; k < n; k++) dup |= p[k] == (int32_t)l;
+            if (!dup) p[n++] = (int32_t)l;
         }
-        if (n == 0)
-            p[n++] = 0;
+        if (n == 0) p[n++] = 0;
         in->off[f + 1] = in->off[f] + n;
     }
 }
-
 
 void solve(size_t nl, const double *cap, size_t nf, const int32_t *off,
            const int32_t *links, double *rates) {

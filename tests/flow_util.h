@@ -23,16 +23,15 @@
 
 bool close_rel(double got, double want, double rel);
 
-#define assert_close(got, want, rel)                                       \
-    do {                                                                   \
-        double g_ = (got), w_ = (want);                                    \
-        if (!close_rel(g_, w_, (rel))) {                                   \
-            print_error("%s:%d: got %.17g, want %.17g\n", __FILE__,        \
-                        __LINE__, g_, w_);                                 \
-            fail();                                                        \
-        }                                                                  \
+#define assert_close(got, want, rel)                                           \
+    do {                                                                       \
+        double g_ = (got), w_ = (want);                                        \
+        if (!close_rel(g_, w_, (rel))) {                                       \
+            print_error("%s:%d: got %.17g, want %.17g\n", __FILE__, __LINE__,  \
+                        g_, w_);                                               \
+            fail();                                                            \
+        }                                                                      \
     } while (0)
-
 
 /* A small deterministic PRNG (splitmix64): the same instances everywhere. */
 extern uint64_t rng_state;

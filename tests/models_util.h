@@ -22,56 +22,49 @@
 #define YEAR_S (365.0 * DAY_S)
 
 /* |got - want| <= rel * |want|, with a message naming both. */
-#define assert_rel(got, want, rel)                                          \
-    do {                                                                    \
-        double g_ = (got), w_ = (want);                                     \
-        if (!(fabs(g_ - w_) <= (rel) * fabs(w_))) {                         \
-            print_error("%s = %.10g, want %.10g (rel %.3g)\n", #got, g_,    \
-                        w_, (double)(rel));                                 \
-            fail();                                                         \
-        }                                                                   \
+#define assert_rel(got, want, rel)                                             \
+    do {                                                                       \
+        double g_ = (got), w_ = (want);                                        \
+        if (!(fabs(g_ - w_) <= (rel)*fabs(w_))) {                              \
+            print_error("%s = %.10g, want %.10g (rel %.3g)\n", #got, g_, w_,   \
+                        (double)(rel));                                        \
+            fail();                                                            \
+        }                                                                      \
     } while (0)
 
-#define assert_contains(hay, needle)                                        \
-    do {                                                                    \
-        if (!strstr((hay), (needle))) {                                     \
-            print_error("\"%s\" does not contain \"%s\"\n", (hay),          \
-                        (needle));                                          \
-            fail();                                                         \
-        }                                                                   \
+#define assert_contains(hay, needle)                                           \
+    do {                                                                       \
+        if (!strstr((hay), (needle))) {                                        \
+            print_error("\"%s\" does not contain \"%s\"\n", (hay), (needle));  \
+            fail();                                                            \
+        }                                                                      \
     } while (0)
 
-static inline pp_model load(const char *name)
-{
+static inline pp_model load(const char *name) {
     pp_model m;
     pp_error e = PP_ERROR_INIT;
     int rc = pp_model_load(name, &m, &e);
-    if (rc != 0)
-        print_error("pp_model_load(%s): %s\n", name, e.msg);
+    if (rc != 0) print_error("pp_model_load(%s): %s\n", name, e.msg);
     assert_int_equal(rc, 0);
     return m;
 }
 
-static inline pp_parallel layout(const char *spec)
-{
+static inline pp_parallel layout(const char *spec) {
     pp_parallel p;
     pp_error e = PP_ERROR_INIT;
     pp_parallel_init(&p);
     int rc = pp_parallel_parse(spec, &p, &e);
-    if (rc != 0)
-        print_error("pp_parallel_parse(%s): %s\n", spec, e.msg);
+    if (rc != 0) print_error("pp_parallel_parse(%s): %s\n", spec, e.msg);
     assert_int_equal(rc, 0);
     return p;
 }
 
 /* Loads a model from YAML text; returns the status, message in e. */
-static inline int model_from_text(const char *name, const char *text, pp_model *m,
-                           pp_error *e)
-{
+static inline int model_from_text(const char *name, const char *text,
+                                  pp_model *m, pp_error *e) {
     pp_doc *doc = NULL;
     int rc = pp_doc_load_string(name, text, strlen(text), &doc, e);
-    if (rc == 0)
-        rc = pp_model_from_node(pp_doc_root(doc), "", m, e);
+    if (rc == 0) rc = pp_model_from_node(pp_doc_root(doc), "", m, e);
     pp_doc_free(doc);
     return rc;
 }

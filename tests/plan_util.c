@@ -45,8 +45,8 @@ static const char *const megatron_args[] = {
     "--swiglu", "--squared-relu", "--openai-gelu",
     "--untie-embeddings-and-output-weights", "--seq-length",
     "--micro-batch-size", "--global-batch-size", "--rampup-batch-size",
-    "--recompute-activations", "--recompute-granularity",
-    "--recompute-method", "--recompute-num-layers", "--recompute-modules",
+    "--recompute-activations", "--recompute-granularity", "--recompute-method",
+    "--recompute-num-layers", "--recompute-modules",
     "--distribute-saved-activations", "--train-iters", "--train-samples",
     "--sequence-parallel", "--tensor-model-parallel-size",
     "--pipeline-model-parallel-size", "--num-layers-per-virtual-pipeline-stage",
@@ -61,8 +61,7 @@ static const char *const megatron_args[] = {
     "--data-path", "--vocab-file", "--merge-file", "--tokenizer-type",
     /* _add_distributed_args: rank order tp-cp-ep-pp-dp instead of the
      * default tp-cp-ep-dp-pp */
-    "--use-tp-pp-dp-mapping",
-    NULL};
+    "--use-tp-pp-dp-mapping", NULL};
 
 bool megatron_arg(const char *name) {
     for (int i = 0; megatron_args[i]; i++)
@@ -70,8 +69,8 @@ bool megatron_arg(const char *name) {
     return false;
 }
 
-const char *megatron_value(const char *script, const char *want,
-                                  char *buf, size_t len) {
+const char *megatron_value(const char *script, const char *want, char *buf,
+                           size_t len) {
     const char *p = strstr(script, "pretrain_gpt.py");
     assert_non_null(p);
     p += strlen("pretrain_gpt.py");
@@ -90,8 +89,8 @@ const char *megatron_value(const char *script, const char *want,
                 found = "";
                 if (buf) buf[0] = '\0';
             }
-        } else if (strcmp(tok, "\"$@\"") != 0 && strcmp(prev, want) == 0
-                   && buf) {
+        } else if (strcmp(tok, "\"$@\"") != 0 && strcmp(prev, want) == 0 &&
+                   buf) {
             snprintf(buf, len, "%.*s", (int)len - 1, tok);
             found = buf;
         }

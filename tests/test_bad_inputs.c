@@ -106,7 +106,8 @@ int main(int argc, char **argv) {
             cap *= 2;
             cases = realloc(cases, cap * sizeof *cases);
         }
-        snprintf(cases[n++].path, sizeof cases[0].path, "%s/%s", argv[1], de->d_name);
+        snprintf(cases[n++].path, sizeof cases[0].path, "%s/%s", argv[1],
+                 de->d_name);
     }
     closedir(dir);
     qsort(cases, n, sizeof *cases, by_name);

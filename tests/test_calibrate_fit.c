@@ -35,8 +35,8 @@ void pp__cal_point_init(pp_cal_point *p, pp_cal_kind kind, int source,
 static void a100(pp_gpu_profile *g) {
     pp_error e = PP_ERROR_INIT;
     pp_catalog *cat = NULL;
-    if (pp_catalog_load(NULL, &cat, &e)
-        || pp_profile_load("a100", pp_catalog_gpu(cat, "a100-sxm4-80gb"), g, &e))
+    if (pp_catalog_load(NULL, &cat, &e) ||
+        pp_profile_load("a100", pp_catalog_gpu(cat, "a100-sxm4-80gb"), g, &e))
         fail_msg("%s", e.msg);
     pp_catalog_free(cat);
 }
@@ -54,8 +54,8 @@ static const unsigned long seeds[] = {1, 2, 3, 4, 5};
 static int n_checked, n_within2;
 static double sum_z2;
 
-static void within(const char *what, unsigned long seed, double got,
-                   double se, double truth) {
+static void within(const char *what, unsigned long seed, double got, double se,
+                   double truth) {
     double z = (got - truth) / se;
     printf("    seed %lu %-22s %12.6g +- %-10.3g truth %-12.6g (%+.2f se)\n",
            seed, what, got, se, truth, z);
@@ -64,15 +64,16 @@ static void within(const char *what, unsigned long seed, double got,
     if (fabs(z) <= 2) n_within2++;
     if (!(se > 0) || !(fabs(z) <= 3))
         fail_msg("seed %lu: %s = %.6g +- %.3g, truth %.6g: %.2f standard "
-                 "errors away", seed, what, got, se, truth, fabs(z));
+                 "errors away",
+                 seed, what, got, se, truth, fabs(z));
 }
 
 static void test_coverage(void **state) {
     (void)state;
     double rms = sqrt(sum_z2 / n_checked);
     printf("  %d of %d estimates within 2 standard errors (%.0f%%), rms of "
-           "(estimate - truth) / se %.2f\n", n_within2, n_checked,
-           100.0 * n_within2 / n_checked, rms);
+           "(estimate - truth) / se %.2f\n",
+           n_within2, n_checked, 100.0 * n_within2 / n_checked, rms);
     assert_true(n_checked >= 40);
     assert_true(n_within2 >= 0.85 * n_checked);
     assert_true(rms >= 0.7 && rms <= 1.3);
@@ -128,8 +129,11 @@ static void test_net_recovery(void **state) {
  * 2% relative noise, one alpha and beta recovered across the counts. */
 static void test_rank_model_recovery(void **state) {
     (void)state;
-    static const struct { const char *algo; double alpha, beta, lo, hi;
-                          int ranks[5]; } c[] = {
+    static const struct {
+        const char *algo;
+        double alpha, beta, lo, hi;
+        int ranks[5];
+    } c[] = {
         {"ring", 15e-6, 4e9, 4096, 64 << 20, {2, 3, 4, 8, 0}},
         {"rd", 30e-6, 2e9, 8, 65536, {2, 3, 5, 6, 8}},
     };
@@ -213,7 +217,8 @@ static void test_net_knee_recovery(void **state) {
         assert_true(v[0].knee);
         assert_true(v[0].knee_bytes >= 65536 && v[0].knee_bytes < 131072);
         within("alpha_lo_s", seeds[k], v[0].alpha_lo_s, v[0].alpha_lo_se, a_lo);
-        within("beta_lo_Bps", seeds[k], v[0].beta_lo_Bps, v[0].beta_lo_se, b_lo);
+        within("beta_lo_Bps", seeds[k], v[0].beta_lo_Bps, v[0].beta_lo_se,
+               b_lo);
         within("alpha_s", seeds[k], v[0].alpha_s, v[0].alpha_se, a);
         within("beta_Bps", seeds[k], v[0].beta_Bps, v[0].beta_se, b);
         pp_cal_fit_fini(&v[0].fit);
@@ -232,7 +237,8 @@ static void gemm_point(pp_cal_set *s, const pp_gpu_profile *g, gsl_rng *r,
         p.m = m;
         p.n = n;
         p.k = k;
-        p.time_s = pp_gemm_time_s(g, b, m, n, k) * (1 + gsl_ran_gaussian(r, rel));
+        p.time_s =
+            pp_gemm_time_s(g, b, m, n, k) * (1 + gsl_ran_gaussian(r, rel));
         pp__cal_add_point(s, &p);
     }
 }
@@ -256,16 +262,16 @@ static void test_gemm_recovery(void **state) {
         pp_cal_set_init(&s);
         pp__cal_add_source(&s, "synthetic", "test", NULL, 0);
         const double rel = 0.01;
-        for (double x = 1024; x <= 8192; x *= 2)        /* squares */
+        for (double x = 1024; x <= 8192; x *= 2) /* squares */
             gemm_point(&s, &truth, r, rel, 1, x, x, x);
-        for (double kk = 32; kk <= 1024; kk *= 2)       /* small k */
+        for (double kk = 32; kk <= 1024; kk *= 2) /* small k */
             gemm_point(&s, &truth, r, rel, 1, 8192, 8192, kk);
-        for (double x = 64; x <= 512; x *= 2) {         /* narrow m or n */
+        for (double x = 64; x <= 512; x *= 2) { /* narrow m or n */
             gemm_point(&s, &truth, r, rel, 1, x, 12288, 12288);
             gemm_point(&s, &truth, r, rel, 1, 12288, x, 12288);
             gemm_point(&s, &truth, r, rel, 96, x, x, 8192);
         }
-        for (double x = 96; x <= 1536; x *= 2)          /* odd sizes */
+        for (double x = 96; x <= 1536; x *= 2) /* odd sizes */
             gemm_point(&s, &truth, r, rel, 1, 3 * x, x, 4096);
         pp_gpu_profile g = start;
         pp_cal_fit f;
@@ -275,17 +281,21 @@ static void test_gemm_recovery(void **state) {
                f.advice[0] ? ", " : "", f.advice);
         assert_true(f.n_params >= 4);
         for (size_t i = 0; i < f.n_params; i++)
-            printf("    %s = %.6g +- %.3g\n", f.p[i].name, f.p[i].value, f.p[i].se);
+            printf("    %s = %.6g +- %.3g\n", f.p[i].name, f.p[i].value,
+                   f.p[i].se);
         for (size_t i = 0; i < f.n_params; i++) {
             double tv = NAN;
-            if (!strcmp(f.p[i].name, "gemm.efficiency")) tv = truth.gemm_efficiency;
-            else if (!strcmp(f.p[i].name, "gemm.k_half")) tv = truth.gemm_k_half;
+            if (!strcmp(f.p[i].name, "gemm.efficiency"))
+                tv = truth.gemm_efficiency;
+            else if (!strcmp(f.p[i].name, "gemm.k_half"))
+                tv = truth.gemm_k_half;
             else
                 for (size_t t = 0; t < truth.n_tiles; t++) {
                     char nm[64];
                     snprintf(nm, sizeof nm, "tile.area=%d",
                              truth.tiles[t].m * truth.tiles[t].n);
-                    if (!strcmp(nm, f.p[i].name)) tv = truth.tiles[t].efficiency;
+                    if (!strcmp(nm, f.p[i].name))
+                        tv = truth.tiles[t].efficiency;
                 }
             within(f.p[i].name, seeds[k], f.p[i].value, f.p[i].se, tv);
         }
@@ -315,7 +325,8 @@ static void test_mem_recovery(void **state) {
                 pp_cal_point p;
                 pp__cal_point_init(&p, PP_CAL_MEMBW, 0, (int)s.n + 1);
                 p.bytes = B;
-                p.time_s = pp_memop_time_s(&truth, B) * (1 + gsl_ran_gaussian(r, 0.01));
+                p.time_s = pp_memop_time_s(&truth, B) *
+                           (1 + gsl_ran_gaussian(r, 0.01));
                 pp__cal_add_point(&s, &p);
             }
         pp_gpu_profile g = g0;

@@ -31,8 +31,8 @@ static void near(double got, double want, double rel) {
 static const pp_cal_point *find(const pp_cal_set *s, const char *op,
                                 double bytes, const char *variant) {
     for (size_t i = 0; i < s->n; i++)
-        if (!strcmp(s->pts[i].op, op) && s->pts[i].bytes == bytes
-            && (!variant || !strcmp(s->pts[i].variant, variant)))
+        if (!strcmp(s->pts[i].op, op) && s->pts[i].bytes == bytes &&
+            (!variant || !strcmp(s->pts[i].variant, variant)))
             return &s->pts[i];
     fail_msg("no %s point at %g bytes", op, bytes);
     return NULL;
@@ -47,12 +47,16 @@ static void test_sha256(void **state) {
     (void)state;
     char h[65];
     pp__sha256_hex("abc", 3, h);
-    assert_string_equal(h, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    assert_string_equal(
+        h, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
     pp__sha256_hex("", 0, h);
-    assert_string_equal(h, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
-    const char *two = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
+    assert_string_equal(
+        h, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+    const char *two =
+        "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
     pp__sha256_hex(two, strlen(two), h);
-    assert_string_equal(h, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+    assert_string_equal(
+        h, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
 }
 
 static void test_nccl_multinode(void **state) {
@@ -95,7 +99,7 @@ static void test_nccl_old_format(void **state) {
     assert_int_equal(s.n, 24);
     const pp_cal_point *p = find(&s, "allgather", 65536, "out-of-place");
     near(p->time_s, 16.57e-6, 1e-12);
-    assert_int_equal(p->ranks, 2);  /* nThread 1 x nGpus 2, one process */
+    assert_int_equal(p->ranks, 2); /* nThread 1 x nGpus 2, one process */
     assert_int_equal(p->scope, PP_CAL_SCOPE_INTRA);
     p = find(&s, "allgather", 134217728, "in-place");
     near(p->time_s, 3070.3e-6, 1e-12);
@@ -137,44 +141,44 @@ static void test_perftest_mbytes_and_latency(void **state) {
     near(p->bw_Bps, 4096 * 1.579554e6, 1e-4);
     assert_string_equal(p->link, "infiniband");
     p = find(&s, "send_lat", 2, NULL);
-    near(p->time_s, 1.67e-6, 1e-12);    /* t_typical: the median */
+    near(p->time_s, 1.67e-6, 1e-12); /* t_typical: the median */
     near(p->time_sd_s, 0.28e-6, 1e-12);
     p = find(&s, "send_lat", 4096, NULL);
     near(p->time_s, 3.73e-6, 1e-12);
     pp_cal_set_fini(&s);
 }
 
-static const char csv[] =
-    "# a GEMM sweep\n"
-    "m,n,k,batch,time_us,repeats\n"
-    "4096,4096,4096,1,520.5,10\n"
-    "1024, 1024, 64, 8, 35.25, 10\n";
+static const char csv[] = "# a GEMM sweep\n"
+                          "m,n,k,batch,time_us,repeats\n"
+                          "4096,4096,4096,1,520.5,10\n"
+                          "1024, 1024, 64, 8, 35.25, 10\n";
 
-static const char yaml[] =
-    "source: Narayanan et al. 2021, Table 1\n"
-    "iterations:\n"
-    "  - model: megatron-1.7b\n"
-    "    cluster: selene-like\n"
-    "    parallel: tp=1,pp=1,dp=32,mbs=16,gbs=512\n"
-    "    tflops_per_gpu: 137\n"
-    "    dp_overlap: true\n"
-    "    bucket: 25MB\n"
-    "  - model: megatron-3.6b\n"
-    "    parallel: tp=2,pp=1,dp=32,mbs=16,gbs=512\n"
-    "    seconds: 4.5s\n";
+static const char yaml[] = "source: Narayanan et al. 2021, Table 1\n"
+                           "iterations:\n"
+                           "  - model: megatron-1.7b\n"
+                           "    cluster: selene-like\n"
+                           "    parallel: tp=1,pp=1,dp=32,mbs=16,gbs=512\n"
+                           "    tflops_per_gpu: 137\n"
+                           "    dp_overlap: true\n"
+                           "    bucket: 25MB\n"
+                           "  - model: megatron-3.6b\n"
+                           "    parallel: tp=2,pp=1,dp=32,mbs=16,gbs=512\n"
+                           "    seconds: 4.5s\n";
 
 static const char mlog[] =
     "some preamble\n"
-    " iteration       10/  500000 | consumed samples: 5120 | elapsed time per iteration (ms): 4120.3 | lr: 1.5E-05 |\n"
-    " iteration       20/  500000 | consumed samples: 10240 | elapsed time per iteration (ms): 4101.9\n";
+    " iteration       10/  500000 | consumed samples: 5120 | elapsed time per "
+    "iteration (ms): 4120.3 | lr: 1.5E-05 |\n"
+    " iteration       20/  500000 | consumed samples: 10240 | elapsed time per "
+    "iteration (ms): 4101.9\n";
 
 static void test_other_formats(void **state) {
     (void)state;
     pp_cal_set s;
     pp_error e = PP_ERROR_INIT;
     pp_cal_set_init(&s);
-    if (pp_cal_import_text(&s, "sweep.csv", csv, strlen(csv), NULL, &e)
-        || pp_cal_import_text(&s, "it.yaml", yaml, strlen(yaml), NULL, &e))
+    if (pp_cal_import_text(&s, "sweep.csv", csv, strlen(csv), NULL, &e) ||
+        pp_cal_import_text(&s, "it.yaml", yaml, strlen(yaml), NULL, &e))
         fail_msg("%s", e.msg);
     pp_cal_hints h = {0};
     h.model = "megatron-1.7b";
@@ -214,10 +218,13 @@ static void test_other_formats(void **state) {
     assert_int_equal(t.n, s.n);
     for (size_t i = 0; i < s.n; i++) {
         assert_int_equal(t.pts[i].kind, s.pts[i].kind);
-        near(t.pts[i].time_s + t.pts[i].tflops, s.pts[i].time_s + s.pts[i].tflops, 1e-11);
+        near(t.pts[i].time_s + t.pts[i].tflops,
+             s.pts[i].time_s + s.pts[i].tflops, 1e-11);
         assert_int_equal(t.pts[i].line, s.pts[i].line);
-        assert_string_equal(t.src[t.pts[i].source].path, s.src[s.pts[i].source].path);
-        assert_string_equal(t.src[t.pts[i].source].sha256, s.src[s.pts[i].source].sha256);
+        assert_string_equal(t.src[t.pts[i].source].path,
+                            s.src[s.pts[i].source].path);
+        assert_string_equal(t.src[t.pts[i].source].sha256,
+                            s.src[s.pts[i].source].sha256);
     }
     free(buf);
     pp_cal_set_fini(&t);
@@ -231,9 +238,11 @@ static void test_errors_leave_set_unchanged(void **state) {
     pp_cal_set_init(&s);
     if (pp_cal_import_text(&s, "sweep.csv", csv, strlen(csv), NULL, &e))
         fail_msg("%s", e.msg);
-    const char bad_json[] = "{\"backend\": \"cpu\",\n \"dtype\": \"fp32\",\n \"results\": [}\n";
+    const char bad_json[] =
+        "{\"backend\": \"cpu\",\n \"dtype\": \"fp32\",\n \"results\": [}\n";
     assert_int_equal(pp_cal_import_text(&s, "bad.json", bad_json,
-                                        strlen(bad_json), NULL, &e), PP_EINPUT);
+                                        strlen(bad_json), NULL, &e),
+                     PP_EINPUT);
     assert_non_null(strstr(e.msg, "bad.json:3:"));
     assert_int_equal(s.n, 2);
     assert_int_equal(s.n_src, 1);
@@ -241,9 +250,11 @@ static void test_errors_leave_set_unchanged(void **state) {
     const char bad_exec[] = "{\"backend\": \"cuda\", \"dtype\": \"bf16\", "
                             "\"results\": [{\"m\": 1, \"n\": 2, "
                             "\"time_median_s\": 1e-3}]}";
-    assert_int_equal(pp_cal_import_text(&s, "g.json", bad_exec, strlen(bad_exec),
-                                        NULL, &e), PP_EINPUT);
-    assert_string_equal(e.msg, "g.json:results[0]: k: expected a number (missing)");
+    assert_int_equal(
+        pp_cal_import_text(&s, "g.json", bad_exec, strlen(bad_exec), NULL, &e),
+        PP_EINPUT);
+    assert_string_equal(e.msg,
+                        "g.json:results[0]: k: expected a number (missing)");
     assert_int_equal(s.n, 2);
     pp_cal_set_fini(&s);
 }
@@ -255,7 +266,8 @@ static char *save(const cli_result *r, const char *name) {
     static char path[4][256];
     static int k;
     char *p = path[k++ % 4];
-    snprintf(p, sizeof path[0], "calibrate-import-%s-%d.json", name, (int)getpid());
+    snprintf(p, sizeof path[0], "calibrate-import-%s-%d.json", name,
+             (int)getpid());
     FILE *fp = fopen(p, "w");
     if (!fp || fputs(r->out, fp) < 0) fail_msg("cannot write %s", p);
     fclose(fp);
@@ -268,11 +280,11 @@ static void test_exec_json(void **state) {
     (void)state;
     cli_result c, g, m;
     cli_runf(&c, "exec collective --np 3 -b 1K -e 64K -f 8 -n 3 -w 1 "
-             "--format json");
+                 "--format json");
     cli_runf(&g, "exec gemm --backend cpu --square 32,64 --iters 3 --warmup 1 "
-             "--format json");
+                 "--format json");
     cli_runf(&m, "exec membw --sizes 1MiB --iters 3 --kernel copy,triad "
-             "--format json");
+                 "--format json");
     assert_int_equal(c.status, 0);
     assert_int_equal(g.status, 0);
     assert_int_equal(m.status, 0);
@@ -281,8 +293,8 @@ static void test_exec_json(void **state) {
     pp_cal_set s;
     pp_error e = PP_ERROR_INIT;
     pp_cal_set_init(&s);
-    if (pp_cal_import(&s, pc, NULL, &e) || pp_cal_import(&s, pg, NULL, &e)
-        || pp_cal_import(&s, pm, NULL, &e))
+    if (pp_cal_import(&s, pc, NULL, &e) || pp_cal_import(&s, pg, NULL, &e) ||
+        pp_cal_import(&s, pm, NULL, &e))
         fail_msg("%s", e.msg);
     assert_string_equal(s.src[0].format, "exec-collective");
     assert_string_equal(s.src[1].format, "exec-gemm");
@@ -294,7 +306,8 @@ static void test_exec_json(void **state) {
     const pp_cal_point *p = &s.pts[0];
     assert_int_equal(p->kind, PP_CAL_COLL);
     assert_string_equal(p->op, "allreduce");
-    assert_string_equal(p->algo, json_string_value(json_object_get(r0, "algo")));
+    assert_string_equal(p->algo,
+                        json_string_value(json_object_get(r0, "algo")));
     assert_string_equal(p->link, "ethernet");
     assert_string_equal(p->variant, "out-of-place");
     assert_string_equal(p->where, "results[0].out_of_place");
@@ -302,8 +315,10 @@ static void test_exec_json(void **state) {
     assert_int_equal(p->nodes, 1);
     assert_int_equal(p->scope, PP_CAL_SCOPE_INTRA);
     near(p->bytes, 1024, 0);
-    near(p->time_s, json_real_value(json_object_get(
-             json_object_get(r0, "out_of_place"), "time_s")), 1e-12);
+    near(p->time_s,
+         json_real_value(
+             json_object_get(json_object_get(r0, "out_of_place"), "time_s")),
+         1e-12);
     assert_string_equal(s.pts[1].variant, "in-place");
     near(s.pts[5].bytes, 65536, 0);
     json_decref(cj);
@@ -325,9 +340,8 @@ static void test_exec_json(void **state) {
     pp_cal_fit f;
     pp_gpu_profile gp;
     pp_catalog *cat = NULL;
-    if (pp_catalog_load(NULL, &cat, &e)
-        || pp_profile_load("a100", pp_catalog_gpu(cat, "a100-sxm4-80gb"), &gp,
-                           &e))
+    if (pp_catalog_load(NULL, &cat, &e) ||
+        pp_profile_load("a100", pp_catalog_gpu(cat, "a100-sxm4-80gb"), &gp, &e))
         fail_msg("%s", e.msg);
     pp_catalog_free(cat);
     if (pp_cal_fit_gemm(&s, NULL, &gp, &f, &e)) fail_msg("%s", e.msg);
@@ -366,8 +380,10 @@ static void test_cli_run(void **state) {
     snprintf(prof, sizeof prof, "calibrate-run-%d.yaml", (int)getpid());
     snprintf(rep, sizeof rep, "calibrate-run-%d.json", (int)getpid());
     cli_result r;
-    cli_runf(&r, "calibrate run --ranks 2,3 -b 4KiB -e 1MiB -f 4 -n 10 "
-             "--holdout 3 --backend cpu -o %s --report %s", prof, rep);
+    cli_runf(&r,
+             "calibrate run --ranks 2,3 -b 4KiB -e 1MiB -f 4 -n 10 "
+             "--holdout 3 --backend cpu -o %s --report %s",
+             prof, rep);
     if (r.status) fail_msg("exit %d: %s", r.status, r.err);
     assert_non_null(strstr(r.out, "rank count 3 (rank model fitted on the "
                                   "other counts)"));
@@ -415,21 +431,27 @@ static void test_cli_fit_validate(void **state) {
     (void)state;
     const char *prof = "/tmp/podplan-test-cal-profile.yaml";
     const char *inputs = DATA "nccl-h100-2x8-allreduce.txt " DATA
-                         "perftest-ib_write_bw-gbits.txt";
+                              "perftest-ib_write_bw-gbits.txt";
     setenv("SOURCE_DATE_EPOCH", "1700000000", 1);
     cli_result r;
     char *a = NULL, *b = NULL;
     for (int i = 0; i < 2; i++) {
-        cli_runf(&r, "calibrate fit --cluster selene-like --link ethernet %s -o %s",
+        cli_runf(&r,
+                 "calibrate fit --cluster selene-like --link ethernet %s -o %s",
                  inputs, prof);
         if (r.status != 0) fail_msg("%s", r.err);
         assert_non_null(strstr(r.out, "alpha_s"));
         cli_result_free(&r);
-        if (i == 0) a = slurp(prof); else b = slurp(prof);
+        if (i == 0)
+            a = slurp(prof);
+        else
+            b = slurp(prof);
     }
-    assert_string_equal(a, b);   /* same inputs, same date: same bytes */
+    assert_string_equal(a, b); /* same inputs, same date: same bytes */
     assert_non_null(strstr(a, "date: \"2023-11-14T22:13:20Z\""));
-    assert_non_null(strstr(a, "sha256: \"dffab8f4a81daaab42ff50a81bc6a5227f92d64aa3a0c4b541f21273df053b8f\""));
+    assert_non_null(strstr(a, "sha256: "
+                              "\"dffab8f4a81daaab42ff50a81bc6a5227f92d64aa3a0c4"
+                              "b541f21273df053b8f\""));
     assert_non_null(strstr(a, "\nnetwork:\n"));
     free(a);
     free(b);
@@ -437,7 +459,8 @@ static void test_cli_fit_validate(void **state) {
     pp_cal_network net;
     pp_error e = PP_ERROR_INIT;
     if (pp_cal_network_load(prof, &net, &e)) fail_msg("%s", e.msg);
-    assert_int_equal(net.n, 2);  /* allreduce over ethernet; write_bw over roce */
+    assert_int_equal(net.n,
+                     2); /* allreduce over ethernet; write_bw over roce */
     bool seen = false;
     for (size_t i = 0; i < net.n; i++)
         if (!strcmp(net.v[i].op, "allreduce")) {
@@ -452,7 +475,8 @@ static void test_cli_fit_validate(void **state) {
     assert_true(seen);
     pp_cal_network_fini(&net);
 
-    cli_runf(&r, "calibrate validate --profile %s --link ethernet --format json %s",
+    cli_runf(&r,
+             "calibrate validate --profile %s --link ethernet --format json %s",
              prof, inputs);
     if (r.status != 0) fail_msg("%s", r.err);
     json_t *j = cli_json(&r);
@@ -463,7 +487,8 @@ static void test_cli_fit_validate(void **state) {
     json_decref(j);
     cli_result_free(&r);
 
-    cli_runf(&r, "calibrate validate --profile %s --link ethernet --holdout 4 %s",
+    cli_runf(&r,
+             "calibrate validate --profile %s --link ethernet --holdout 4 %s",
              prof, DATA "nccl-h100-2x8-allreduce.txt");
     if (r.status != 0) fail_msg("%s", r.err);
     assert_non_null(strstr(r.out, "(held out)"));
@@ -474,9 +499,11 @@ static void test_cli_fit_validate(void **state) {
              DATA "nccl-h100-2x8-allreduce.txt", prof);
     assert_int_equal(r.status, 0);
     cli_result_free(&r);
-    cli_runf(&r, "simulate --model megatron-1.7b --cluster selene-like "
+    cli_runf(&r,
+             "simulate --model megatron-1.7b --cluster selene-like "
              "--parallel tp=1,pp=1,dp=32,mbs=16,gbs=512 --fidelity analytic "
-             "--profile %s", prof);
+             "--profile %s",
+             prof);
     if (r.status != 0) fail_msg("%s", r.err);
     assert_non_null(strstr(r.out, "a100-fitted"));
     cli_result_free(&r);
@@ -489,8 +516,10 @@ static void test_cli_plot(void **state) {
     const char *svg = "/tmp/podplan-test-cal.svg";
     unlink(svg);
     cli_result r;
-    cli_runf(&r, "calibrate validate --profile a100 --cluster selene-like "
-             "--plot %s %s", svg, PODPLAN_SOURCE_DIR "/calibrate/examples/gemm-sweep.csv");
+    cli_runf(&r,
+             "calibrate validate --profile a100 --cluster selene-like "
+             "--plot %s %s",
+             svg, PODPLAN_SOURCE_DIR "/calibrate/examples/gemm-sweep.csv");
     if (system("command -v gnuplot >/dev/null 2>&1") != 0) {
         assert_int_equal(r.status, 1);
         assert_non_null(strstr(r.err, "gnuplot not found"));

@@ -100,9 +100,9 @@ static void test_stack_fit_one_row(void **state) {
     pp_error e = PP_ERROR_INIT;
     pp_catalog *cat = NULL;
     pp_gpu_profile shipped, before;
-    if (pp_catalog_load(NULL, &cat, &e)
-        || pp_profile_load("a100", pp_catalog_gpu(cat, "a100-sxm4-80gb"),
-                           &shipped, &e))
+    if (pp_catalog_load(NULL, &cat, &e) ||
+        pp_profile_load("a100", pp_catalog_gpu(cat, "a100-sxm4-80gb"), &shipped,
+                        &e))
         fail_msg("%s", e.msg);
     pp_catalog_free(cat);
     before = shipped;
@@ -133,7 +133,8 @@ static void test_stack_fit_one_row(void **state) {
     double mb = held_out_mean(eb), ma = held_out_mean(ea),
            ms = held_out_mean(es);
     printf("  held-out mean |error|: before %.2f%%, after %.2f%%, shipped "
-           "%.2f%%\n", 100 * mb, 100 * ma, 100 * ms);
+           "%.2f%%\n",
+           100 * mb, 100 * ma, 100 * ms);
     assert_true(ma <= mb);
     pp_cal_fit_fini(&f);
     pp_cal_set_fini(&s);

@@ -24,13 +24,11 @@
 
 #include "podplan/hw.h"
 
-static pp_catalog *load_shipped(void)
-{
+static pp_catalog *load_shipped(void) {
     pp_catalog *c = NULL;
     pp_error e = PP_ERROR_INIT;
     int rc = pp_catalog_load(NULL, &c, &e);
-    if (rc != 0)
-        print_error("pp_catalog_load(NULL): %s\n", e.msg);
+    if (rc != 0) print_error("pp_catalog_load(NULL): %s\n", e.msg);
     assert_int_equal(rc, 0);
     assert_non_null(c);
     return c;
@@ -38,14 +36,13 @@ static pp_catalog *load_shipped(void)
 
 /* A GPU profile read and used through podplan_sim_hw alone: the shipped
  * A100 profile, a GEMM's roofline time, a memory-bound kernel's. */
-static void test_profile_hw_alone(void **state)
-{
+static void test_profile_hw_alone(void **state) {
     (void)state;
     pp_catalog *c = load_shipped();
     pp_gpu_profile g;
     pp_error e = PP_ERROR_INIT;
-    assert_int_equal(pp_profile_load(NULL, pp_catalog_gpu(c, "a100-sxm4-80gb"),
-                                     &g, &e), 0);
+    assert_int_equal(
+        pp_profile_load(NULL, pp_catalog_gpu(c, "a100-sxm4-80gb"), &g, &e), 0);
     assert_string_equal(g.name, "a100");
     double t = pp_gemm_time_s(&g, 1, 8192, 8192, 8192);
     assert_true(t > 2.0 * 8192.0 * 8192 * 8192 / g.peak_flops);
@@ -56,8 +53,7 @@ static void test_profile_hw_alone(void **state)
 /* ------------------------------------------------------------------------
  * The shipped catalogue.
  * ---------------------------------------------------------------------- */
-static void test_shipped_a100(void **state)
-{
+static void test_shipped_a100(void **state) {
     (void)state;
     pp_catalog *c = load_shipped();
     const pp_gpu_spec *g = pp_catalog_gpu(c, "a100-sxm4-80gb");
@@ -94,8 +90,7 @@ static void test_shipped_a100(void **state)
     pp_catalog_free(c);
 }
 
-static void test_shipped_gpus(void **state)
-{
+static void test_shipped_gpus(void **state) {
     (void)state;
     static const struct {
         const char *name;
@@ -111,27 +106,27 @@ static void test_shipped_gpus(void **state)
     pp_catalog *c = load_shipped();
     for (size_t i = 0; i < sizeof gpus / sizeof gpus[0]; i++) {
         const pp_gpu_spec *g = pp_catalog_gpu(c, gpus[i].name);
-        if (!g)
-            print_error("missing GPU %s\n", gpus[i].name);
+        if (!g) print_error("missing GPU %s\n", gpus[i].name);
         assert_non_null(g);
         assert_int_equal(g->nvlink_gen, gpus[i].nvlink_gen);
         assert_true(g->nvlink_Bps == gpus[i].nvlink_Bps);
         /* Every GPU has the 16-bit tensor rate and fp32. */
-        assert_true(g->peak_flops[PP_DTYPE_BF16] > g->peak_flops[PP_DTYPE_FP32]);
+        assert_true(g->peak_flops[PP_DTYPE_BF16] >
+                    g->peak_flops[PP_DTYPE_FP32]);
         assert_true(g->peak_flops[PP_DTYPE_FP32] > 0);
         assert_true(g->hbm_bytes > 0 && g->hbm_Bps > 0);
         assert_true(g->sms > 0 && g->tdp_w > 0);
         assert_true(g->pcie_gen >= 3 && g->pcie_lanes == 16);
     }
     /* fp8 from Hopper on only. */
-    assert_true(pp_catalog_gpu(c, "v100-sxm2-32gb")->peak_flops[PP_DTYPE_FP8] == 0);
+    assert_true(pp_catalog_gpu(c, "v100-sxm2-32gb")->peak_flops[PP_DTYPE_FP8] ==
+                0);
     assert_true(pp_catalog_gpu(c, "h100-sxm5")->peak_flops[PP_DTYPE_FP8] ==
                 1979e12);
     pp_catalog_free(c);
 }
 
-static void test_shipped_links(void **state)
-{
+static void test_shipped_links(void **state) {
     (void)state;
     pp_catalog *c = load_shipped();
     const pp_link_spec *l = pp_catalog_link(c, "hdr");
@@ -163,8 +158,7 @@ static void test_shipped_links(void **state)
     };
     for (size_t i = 0; i < sizeof links / sizeof links[0]; i++) {
         const pp_link_spec *x = pp_catalog_link(c, links[i].name);
-        if (!x)
-            print_error("missing link %s\n", links[i].name);
+        if (!x) print_error("missing link %s\n", links[i].name);
         assert_non_null(x);
         assert_int_equal(x->cls, links[i].cls);
         assert_true(x->bw_Bps == links[i].bw_Bps);
@@ -182,8 +176,7 @@ static void test_shipped_links(void **state)
     pp_catalog_free(c);
 }
 
-static void test_shipped_switches_servers(void **state)
-{
+static void test_shipped_switches_servers(void **state) {
     (void)state;
     pp_catalog *c = load_shipped();
     const pp_switch_spec *s = pp_catalog_switch(c, "qm8700");
@@ -212,8 +205,7 @@ static void test_shipped_switches_servers(void **state)
     pp_catalog_free(c);
 }
 
-static void test_lookup_and_suggest(void **state)
-{
+static void test_lookup_and_suggest(void **state) {
     (void)state;
     pp_catalog *c = load_shipped();
     assert_null(pp_catalog_gpu(c, "a100-sxm-80gb"));
@@ -234,8 +226,7 @@ static void test_lookup_and_suggest(void **state)
     pp_catalog_free(NULL);
 }
 
-static void test_load_by_name_and_path(void **state)
-{
+static void test_load_by_name_and_path(void **state) {
     (void)state;
     pp_catalog *c = NULL;
     pp_error e = PP_ERROR_INIT;
@@ -288,11 +279,9 @@ typedef struct {
     char path[128];
 } tmpcat;
 
-static int setup_tmp(void **state)
-{
+static int setup_tmp(void **state) {
     tmpcat *t = calloc(1, sizeof *t);
-    if (!t)
-        return -1;
+    if (!t) return -1;
     snprintf(t->dir, sizeof t->dir, "/tmp/podplan-cat-XXXXXX");
     if (!mkdtemp(t->dir)) {
         free(t);
@@ -303,8 +292,7 @@ static int setup_tmp(void **state)
     return 0;
 }
 
-static int teardown_tmp(void **state)
-{
+static int teardown_tmp(void **state) {
     tmpcat *t = *state;
     remove(t->path);
     rmdir(t->dir);
@@ -316,14 +304,12 @@ static int teardown_tmp(void **state)
  * `text` (NULL deletes it; line 0 changes nothing) and loads it.
  * Returns the status; the message is in e. */
 static int load_variant(const tmpcat *t, size_t line, const char *text,
-                        pp_error *e)
-{
+                        pp_error *e) {
     FILE *fp = fopen(t->path, "w");
     assert_non_null(fp);
     for (size_t i = 0; i < N_GOOD; i++) {
         if (i + 1 == line) {
-            if (text)
-                fprintf(fp, "%s\n", text);
+            if (text) fprintf(fp, "%s\n", text);
         } else {
             fprintf(fp, "%s\n", good_lines[i]);
         }
@@ -338,8 +324,7 @@ static int load_variant(const tmpcat *t, size_t line, const char *text,
 
 /* The variant must fail with "<path>:<want>". */
 static void expect_error(const tmpcat *t, size_t line, const char *text,
-                         const char *want)
-{
+                         const char *want) {
     pp_error e = PP_ERROR_INIT;
     char full[PP_ERROR_MSG_MAX];
     int rc = load_variant(t, line, text, &e);
@@ -351,17 +336,14 @@ static void expect_error(const tmpcat *t, size_t line, const char *text,
     assert_string_equal(e.msg, full);
 }
 
-static void test_minimal_loads(void **state)
-{
+static void test_minimal_loads(void **state) {
     pp_error e = PP_ERROR_INIT;
     int rc = load_variant(*state, 0, NULL, &e);
-    if (rc)
-        print_error("%s\n", e.msg);
+    if (rc) print_error("%s\n", e.msg);
     assert_int_equal(rc, 0);
 }
 
-static void test_bad_unknown_key(void **state)
-{
+static void test_bad_unknown_key(void **state) {
     expect_error(*state, 10,
                  "  hdr: {class: infiniband, bw: 200Gbps, latency: 600ns, "
                  "hca_power: 15}",
@@ -376,9 +358,9 @@ static void test_bad_unknown_key(void **state)
                  "bf16, which covers fp16)");
 }
 
-static void test_bad_switch_port(void **state)
-{
-    expect_error(*state, 13, "  qm8700: {radix: 40, port: hdrr, latency: 130ns}",
+static void test_bad_switch_port(void **state) {
+    expect_error(*state, 13,
+                 "  qm8700: {radix: 40, port: hdrr, latency: 130ns}",
                  "13:29: switches.qm8700.port: unknown link \"hdrr\" (did "
                  "you mean \"hdr\"?)");
     expect_error(*state, 13, "  qm8700: {radix: 40, port: opa, latency: 130ns}",
@@ -391,8 +373,7 @@ static void test_bad_switch_port(void **state)
                  "nvlink");
 }
 
-static void test_bad_bandwidth_unit(void **state)
-{
+static void test_bad_bandwidth_unit(void **state) {
     expect_error(*state, 10,
                  "  hdr: {class: infiniband, bw: 200GB, latency: 600ns}",
                  "10:32: links.hdr.bw: expected a bandwidth such as 200Gbps "
@@ -402,24 +383,21 @@ static void test_bad_bandwidth_unit(void **state)
                  "\"0GB/s\"");
 }
 
-static void test_bad_missing_peak(void **state)
-{
+static void test_bad_missing_peak(void **state) {
     expect_error(*state, 3, NULL, "3:5: gpus.g1.peak: missing (required)");
     expect_error(*state, 3, "    peak: {}",
                  "3:11: gpus.g1.peak: expected at least one of fp64, "
                  "fp64_tc, fp32, tf32, bf16, fp8, int8");
 }
 
-static void test_bad_latency(void **state)
-{
+static void test_bad_latency(void **state) {
     expect_error(*state, 10,
                  "  hdr: {class: infiniband, bw: 200Gbps, latency: -600ns}",
                  "10:50: links.hdr.latency: expected a non-negative time, "
                  "got \"-600ns\"");
 }
 
-static void test_bad_other(void **state)
-{
+static void test_bad_other(void **state) {
     expect_error(*state, 10,
                  "  hdr: {class: infiniband, bw: 200Gbps, latency: 600ns, "
                  "hca_usd: 1500}",
@@ -437,8 +415,7 @@ static void test_bad_other(void **state)
                  "15:7: servers.s1.power_w: missing (required)");
 }
 
-int main(void)
-{
+int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_shipped_a100),
         cmocka_unit_test(test_shipped_gpus),

@@ -45,8 +45,10 @@ static void test_flops_gpt3(void **state) {
     assert_non_null(t);
     double sum = num(t, "dense") + num(t, "attention") + num(t, "logit");
     assert_rel(sum, num(j, "flops_per_iteration"), 1e-12);
-    assert_rel(num(t, "attention") / num(t, "dense"), 2048.0 / (6 * 12288), 1e-9);
-    assert_rel(num(t, "logit") / num(t, "dense"), 51200.0 / (16.0 * 96 * 12288), 1e-9);
+    assert_rel(num(t, "attention") / num(t, "dense"), 2048.0 / (6 * 12288),
+               1e-9);
+    assert_rel(num(t, "logit") / num(t, "dense"), 51200.0 / (16.0 * 96 * 12288),
+               1e-9);
     json_decref(j);
     cli_result_free(&r);
 
@@ -62,7 +64,8 @@ static void test_flops_gpt3(void **state) {
 static double estimate_days(const char *args) {
     cli_result r;
     cli_runf(&r, "estimate %s --format json", args);
-    if (r.status != 0) fail_msg("estimate %s: exit %d: %s", args, r.status, r.err);
+    if (r.status != 0)
+        fail_msg("estimate %s: exit %d: %s", args, r.status, r.err);
     json_t *j = cli_json(&r);
     double d = num(j, "training_days");
     json_decref(j);
@@ -73,12 +76,20 @@ static double estimate_days(const char *args) {
 /* domain.md section 4: 33.4 days, 5.7 days, 30.5 years. */
 static void test_estimate(void **state) {
     (void)state;
-    assert_abs(estimate_days("--params 175e9 --tokens 300e9 --gpus 1040 --tflops 140"), 33.4, 0.05);
-    assert_abs(estimate_days("--params 7.5e9 --tokens 300G --gpus 256 --tflops 142TFLOPS"), 5.7, 0.05);
-    double years = estimate_days("--model gpt3-175b --iterations 100000 --global-batch 1024 --gpus 1 --tflops 312") / 365.0;
+    assert_abs(
+        estimate_days("--params 175e9 --tokens 300e9 --gpus 1040 --tflops 140"),
+        33.4, 0.05);
+    assert_abs(
+        estimate_days(
+            "--params 7.5e9 --tokens 300G --gpus 256 --tflops 142TFLOPS"),
+        5.7, 0.05);
+    double years = estimate_days("--model gpt3-175b --iterations 100000 "
+                                 "--global-batch 1024 --gpus 1 --tflops 312") /
+                   365.0;
     assert_abs(years, 30.5, 0.1);
     /* 6TP/nX without recomputation is 3/4 of 8TP/nX. */
-    assert_rel(estimate_days("--params 175e9 --tokens 300e9 --gpus 1040 --tflops 140 --recompute none"),
+    assert_rel(estimate_days("--params 175e9 --tokens 300e9 --gpus 1040 "
+                             "--tflops 140 --recompute none"),
                0.75 * 33.4, 0.01);
 }
 
@@ -87,7 +98,9 @@ static void test_estimate(void **state) {
 static void test_memory_gpt3(void **state) {
     (void)state;
     cli_result r;
-    cli_runf(&r, "memory --model gpt3-175b --parallel tp=1,pp=1,dp=1,mbs=1,gbs=1 --optimizer adam-fp32 --format json");
+    cli_runf(&r,
+             "memory --model gpt3-175b --parallel tp=1,pp=1,dp=1,mbs=1,gbs=1 "
+             "--optimizer adam-fp32 --format json");
     assert_int_equal(r.status, 0);
     json_t *j = cli_json(&r);
     json_t *m = json_object_get(j, "memory");
@@ -99,7 +112,9 @@ static void test_memory_gpt3(void **state) {
     json_decref(j);
     cli_result_free(&r);
 
-    cli_runf(&r, "memory --model gpt3-175b --parallel tp=1,pp=1,dp=64,mbs=1,gbs=64,zero=3 --optimizer adam-fp32 --format json");
+    cli_runf(&r, "memory --model gpt3-175b --parallel "
+                 "tp=1,pp=1,dp=64,mbs=1,gbs=64,zero=3 --optimizer adam-fp32 "
+                 "--format json");
     assert_int_equal(r.status, 0);
     j = cli_json(&r);
     m = json_object_get(j, "memory");
@@ -111,14 +126,17 @@ static void test_memory_gpt3(void **state) {
 static void test_memory_fit(void **state) {
     (void)state;
     cli_result r;
-    cli_runf(&r, "memory --model gpt3-175b --parallel tp=1,pp=1,dp=1,mbs=1,gbs=1 --gpu-memory 80GB --format json");
+    cli_runf(&r, "memory --model gpt3-175b --parallel "
+                 "tp=1,pp=1,dp=1,mbs=1,gbs=1 --gpu-memory 80GB --format json");
     assert_int_equal(r.status, 0);
     json_t *j = cli_json(&r);
     assert_true(json_is_false(json_object_get(j, "fits")));
     assert_true(num(j, "headroom_bytes") < -2e12);
     json_decref(j);
     cli_result_free(&r);
-    cli_runf(&r, "memory --model gpt3-175b --parallel tp=8,pp=16,dp=8,mbs=1,gbs=1536 --gpu-memory 80GB --format json");
+    cli_runf(&r,
+             "memory --model gpt3-175b --parallel "
+             "tp=8,pp=16,dp=8,mbs=1,gbs=1536 --gpu-memory 80GB --format json");
     assert_int_equal(r.status, 0);
     j = cli_json(&r);
     assert_true(json_is_true(json_object_get(j, "fits")));
@@ -130,30 +148,46 @@ static void expect_usage_error(const char *args, const char *msg) {
     cli_result r;
     cli_runf(&r, "%s", args);
     if (r.status != 2 || !strstr(r.err, msg))
-        fail_msg("`podplan %s`: exit %d, stderr: %s\nwant exit 2 and: %s", args, r.status, r.err, msg);
+        fail_msg("`podplan %s`: exit %d, stderr: %s\nwant exit 2 and: %s", args,
+                 r.status, r.err, msg);
     assert_string_equal(r.out, "");
     cli_result_free(&r);
 }
 
 static void test_usage_errors(void **state) {
     (void)state;
-    expect_usage_error("flops --model gpt3-175b --global-bacth 8", "unknown option --global-bacth (did you mean --global-batch?)");
+    expect_usage_error(
+        "flops --model gpt3-175b --global-bacth 8",
+        "unknown option --global-bacth (did you mean --global-batch?)");
     expect_usage_error("flops --model gpt3-175b", "--global-batch is required");
-    expect_usage_error("flops --model gpt3-175b --global-batch -3", "--global-batch: expected a positive integer, got \"-3\"");
-    expect_usage_error("flops --model gpt3-175b --global-batch 8 --format xml", "--format: expected table|json, got \"xml\"");
-    expect_usage_error("flops --model no-such-model --global-batch 8", "no-such-model");
-    expect_usage_error("flops --model layers=96,hidden=12288 --global-batch 8", "--model");
-    expect_usage_error("estimate --params 175e9 --tokens 300GB --gpus 8 --tflops 140", "--tokens");
-    expect_usage_error("estimate --params 175e9 --tokens 300e9 --gpus 8 --tflops 140Gbps", "--tflops");
+    expect_usage_error(
+        "flops --model gpt3-175b --global-batch -3",
+        "--global-batch: expected a positive integer, got \"-3\"");
+    expect_usage_error("flops --model gpt3-175b --global-batch 8 --format xml",
+                       "--format: expected table|json, got \"xml\"");
+    expect_usage_error("flops --model no-such-model --global-batch 8",
+                       "no-such-model");
+    expect_usage_error("flops --model layers=96,hidden=12288 --global-batch 8",
+                       "--model");
+    expect_usage_error(
+        "estimate --params 175e9 --tokens 300GB --gpus 8 --tflops 140",
+        "--tokens");
+    expect_usage_error(
+        "estimate --params 175e9 --tokens 300e9 --gpus 8 --tflops 140Gbps",
+        "--tflops");
     expect_usage_error("memory --model gpt3-175b --parallel tp=7", "tp");
-    expect_usage_error("memory --model gpt3-175b --parallel tp=8,zero=9", "zero");
-    expect_usage_error("flosp", "unknown command \"flosp\" (did you mean \"flops\"?)");
-    expect_usage_error("flops --model gpt3-175b --global-batch 8 --format", "--format needs a value");
+    expect_usage_error("memory --model gpt3-175b --parallel tp=8,zero=9",
+                       "zero");
+    expect_usage_error("flosp",
+                       "unknown command \"flosp\" (did you mean \"flops\"?)");
+    expect_usage_error("flops --model gpt3-175b --global-batch 8 --format",
+                       "--format needs a value");
 }
 
 static void test_help_and_version(void **state) {
     (void)state;
-    const char *cmds[] = {"flops --help", "estimate --help", "memory -h", "help", "--version", "help memory"};
+    const char *cmds[] = {"flops --help", "estimate --help", "memory -h",
+                          "help",         "--version",       "help memory"};
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
         cli_result r;
         cli_runf(&r, "%s", cmds[i]);
@@ -170,7 +204,8 @@ static void test_help_and_version(void **state) {
 static void test_deterministic_and_atomic_output(void **state) {
     (void)state;
     cli_result a, b, c;
-    const char *cmd = "memory --model megatron-145.6b --parallel tp=8,pp=8,dp=24,mbs=1,gbs=2304,vp=2,sp=on --format json";
+    const char *cmd = "memory --model megatron-145.6b --parallel "
+                      "tp=8,pp=8,dp=24,mbs=1,gbs=2304,vp=2,sp=on --format json";
     cli_runf(&a, "%s", cmd);
     cli_runf(&b, "%s", cmd);
     assert_int_equal(a.status, 0);

@@ -35,8 +35,10 @@ static void test_gpu_suggestions(void **state) {
     const char *base = "topo stats --cluster titan --set node.gpus.type=";
     char cmd[160];
     snprintf(cmd, sizeof cmd, "%sa100", base);
-    expect_fail(cmd, 2, "unknown GPU \"a100\" (did you mean \"a100-pcie-40gb\", "
-                "\"a100-sxm4-40gb\", \"a100-pcie-80gb\" or \"a100-sxm4-80gb\"?)");
+    expect_fail(
+        cmd, 2,
+        "unknown GPU \"a100\" (did you mean \"a100-pcie-40gb\", "
+        "\"a100-sxm4-40gb\", \"a100-pcie-80gb\" or \"a100-sxm4-80gb\"?)");
     snprintf(cmd, sizeof cmd, "%sA100", base);
     expect_fail(cmd, 2, "\"a100-sxm4-80gb\"?)");
     snprintf(cmd, sizeof cmd, "%sh100", base);
@@ -54,8 +56,9 @@ static void test_name_suggestions(void **state) {
                 "\"gtp3-175b\" is neither a file nor a name in models/zoo/ "
                 "(did you mean \"gpt3-175b\"?); `podplan list models` shows "
                 "them");
-    expect_fail("topo stats --cluster titn", 2,
-                "(did you mean \"titan\"?); `podplan list clusters` shows them");
+    expect_fail(
+        "topo stats --cluster titn", 2,
+        "(did you mean \"titan\"?); `podplan list clusters` shows them");
     expect_fail("simulate --model llama2 --cluster titan --parallel tp=8", 2,
                 "(did you mean \"llama2-70b\" or \"llama2-7b\"?)");
 }
@@ -68,7 +71,7 @@ static void test_list(void **state) {
     assert_non_null(strstr(r.out, "\na100-sxm4-80gb  80GB HBM"));
     cli_result_free(&r);
     static const char *const kinds[] = {"models", "clusters", "profiles",
-                                        "gpus", "switches", "links",
+                                        "gpus",   "switches", "links",
                                         "servers"};
     for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
         cli_runf(&r, "list %s --format json", kinds[k]);
@@ -79,7 +82,8 @@ static void test_list(void **state) {
             const char *d = json_string_value(
                 json_object_get(json_array_get(items, i), "description"));
             assert_non_null(d);
-            if (strstr(d, "does not load")) fail_msg("list %s: %s", kinds[k], d);
+            if (strstr(d, "does not load"))
+                fail_msg("list %s: %s", kinds[k], d);
         }
         json_decref(j);
         cli_result_free(&r);
@@ -102,29 +106,35 @@ static void test_profile_calibrated(void **state) {
     } cases[] = {{"titan", false}, {"dgx-h100-ndr", true}};
     for (size_t i = 0; i < 2; i++) {
         cli_result r;
-        cli_runf(&r, "simulate --model megatron-1.7b --cluster %s "
+        cli_runf(&r,
+                 "simulate --model megatron-1.7b --cluster %s "
                  "--parallel tp=1,pp=1,dp=8,mbs=4,gbs=32 --fidelity analytic "
-                 "--format json", cases[i].cluster);
+                 "--format json",
+                 cases[i].cluster);
         if (r.status) fail_msg("simulate on %s: %s", cases[i].cluster, r.err);
         json_t *j = cli_json(&r);
         assert_int_equal(json_is_true(json_object_get(j, "profile_calibrated")),
                          cases[i].calibrated);
         json_decref(j);
         cli_result_free(&r);
-        cli_runf(&r, "plan --model megatron-1.7b --cluster %s --gpus 8 "
-                 "--global-batch 32 --top 0 --format json", cases[i].cluster);
+        cli_runf(&r,
+                 "plan --model megatron-1.7b --cluster %s --gpus 8 "
+                 "--global-batch 32 --top 0 --format json",
+                 cases[i].cluster);
         if (r.status) fail_msg("plan on %s: %s", cases[i].cluster, r.err);
         j = cli_json(&r);
         assert_int_equal(json_is_true(json_object_get(j, "profile_calibrated")),
                          cases[i].calibrated);
         json_decref(j);
         cli_result_free(&r);
-        cli_runf(&r, "plan --model megatron-1.7b --cluster %s --gpus 8 "
-                 "--global-batch 32 --top 0", cases[i].cluster);
+        cli_runf(&r,
+                 "plan --model megatron-1.7b --cluster %s --gpus 8 "
+                 "--global-batch 32 --top 0",
+                 cases[i].cluster);
         assert_int_equal(r.status, 0);
-        assert_non_null(strstr(r.out, cases[i].calibrated
-                                          ? "(calibrated: "
-                                          : "(uncalibrated: published figures)"));
+        assert_non_null(strstr(
+            r.out, cases[i].calibrated ? "(calibrated: "
+                                       : "(uncalibrated: published figures)"));
         cli_result_free(&r);
     }
 }
@@ -144,8 +154,9 @@ static void test_defaults_said(void **state) {
     cli_runf(&a, "plan --model megatron-1.7b --cluster titan --gpus 16 --top 0 "
                  "--no-timing");
     assert_int_equal(a.status, 0);
-    assert_non_null(strstr(a.err, "podplan plan: no --global-batch; using "
-                                  "gbs=16 (one sequence per GPU of --gpus 16)"));
+    assert_non_null(strstr(a.err,
+                           "podplan plan: no --global-batch; using "
+                           "gbs=16 (one sequence per GPU of --gpus 16)"));
     cli_result_free(&a);
 }
 
@@ -167,10 +178,10 @@ static void test_plan_pastes_into_simulate(void **state) {
         snprintf(spec, sizeof spec, "%s,overlap=%s",
                  json_string_value(json_object_get(c, "parallel")),
                  ov ? "on" : "off");
-        const char *argv[] = {"simulate", "--model", "megatron-1.7b",
-                              "--cluster", "titan", "--parallel", spec,
-                              "--fidelity", "analytic", "--format", "json",
-                              NULL};
+        const char *argv[] = {"simulate",  "--model",    "megatron-1.7b",
+                              "--cluster", "titan",      "--parallel",
+                              spec,        "--fidelity", "analytic",
+                              "--format",  "json",       NULL};
         cli_result s;
         cli_run(&s, argv);
         if (s.status != 0) fail_msg("simulate --parallel %s: %s", spec, s.err);
@@ -182,25 +193,33 @@ static void test_plan_pastes_into_simulate(void **state) {
     json_decref(j);
     cli_result_free(&r);
     expect_fail("simulate --model megatron-1.7b --cluster titan --parallel "
-                "tp=8,dp=2,overlap=maybe", 2,
-                "--parallel: overlap: expected on or off, got \"maybe\"");
+                "tp=8,dp=2,overlap=maybe",
+                2, "--parallel: overlap: expected on or off, got \"maybe\"");
     expect_fail("simulate --model megatron-1.7b --cluster titan --parallel "
-                "tp=8,dp=2,gbs=2,overlap=on --dp-overlap off", 2,
-                "--parallel says overlap=on but --dp-overlap says off");
+                "tp=8,dp=2,gbs=2,overlap=on --dp-overlap off",
+                2, "--parallel says overlap=on but --dp-overlap says off");
 }
 
 static void test_blanks_after_commas(void **state) {
     (void)state;
-    const char *argv[] = {"memory", "--model", "gpt3-175b", "--parallel",
-                          "tp=8, pp=8, dp = 2, gbs=4", NULL};
+    const char *argv[] = {"memory",
+                          "--model",
+                          "gpt3-175b",
+                          "--parallel",
+                          "tp=8, pp=8, dp = 2, gbs=4",
+                          NULL};
     cli_result r;
     cli_run(&r, argv);
     if (r.status != 0) fail_msg("%s", r.err);
     assert_non_null(strstr(r.out, "parallel     tp=8,pp=8,dp=2,mbs=1,gbs=4,"));
     cli_result_free(&r);
-    const char *inl[] = {"flops", "--model",
+    const char *inl[] = {"flops",
+                         "--model",
                          "layers=96, hidden=12288, heads=96, seq=2048, "
-                         "vocab=51200", "--global-batch", "1024", NULL};
+                         "vocab=51200",
+                         "--global-batch",
+                         "1024",
+                         NULL};
     cli_run(&r, inl);
     if (r.status != 0) fail_msg("%s", r.err);
     assert_non_null(strstr(r.out, "3.0073e+18"));
@@ -220,16 +239,20 @@ static double days(const char *args) {
 
 static void test_count_suffixes(void **state) {
     (void)state;
-    double want = days("--params 175e9 --tokens 300e9 --gpus 1040 --tflops 140");
+    double want =
+        days("--params 175e9 --tokens 300e9 --gpus 1040 --tflops 140");
     assert_close(days("--params 175B --tokens 300B --gpus 1040 --tflops 140"),
                  want, 1e-12);
-    assert_close(days("--params 175000M --tokens 0.3T --gpus 1040 --tflops 140"),
-                 want, 1e-12);
-    assert_close(days("--params 175000000K --tokens 300G --gpus 1040 --tflops 140"),
-                 want, 1e-12);
+    assert_close(
+        days("--params 175000M --tokens 0.3T --gpus 1040 --tflops 140"), want,
+        1e-12);
+    assert_close(
+        days("--params 175000000K --tokens 300G --gpus 1040 --tflops 140"),
+        want, 1e-12);
     /* A byte unit is never a count. */
     expect_fail("estimate --params 175GB --tokens 300B --gpus 8 --tflops 140",
-                2, "--params: expected a count such as 300e9, 300G or 300B "
+                2,
+                "--params: expected a count such as 300e9, 300G or 300B "
                 "(\"GB\" is not a count suffix)");
 }
 
@@ -238,17 +261,21 @@ static void test_trace_limit(void **state) {
     char path[64];
     snprintf(path, sizeof path, "/tmp/pp_trace_%ld.json", (long)getpid());
     char cmd[256];
-    snprintf(cmd, sizeof cmd, "simulate --model gpt3-175b --cluster "
+    snprintf(cmd, sizeof cmd,
+             "simulate --model gpt3-175b --cluster "
              "selene-like --parallel tp=8,pp=16,dp=8,mbs=1,gbs=1536 --trace %s",
              path);
-    expect_fail(cmd, 2, "--trace: this iteration's trace would be about "
+    expect_fail(cmd, 2,
+                "--trace: this iteration's trace would be about "
                 "785.9MB (192 micro-batches x 96 layers x 8 TP ranks");
     expect_fail(cmd, 2, "add --trace-force to write it anyway");
     assert_int_equal(access(path, F_OK), -1); /* nothing written */
     /* A small one is written without asking. */
     cli_result r;
-    cli_runf(&r, "simulate --model megatron-1.7b --cluster titan --parallel "
-             "tp=8,dp=1,gbs=2 --fidelity analytic --trace %s", path);
+    cli_runf(&r,
+             "simulate --model megatron-1.7b --cluster titan --parallel "
+             "tp=8,dp=1,gbs=2 --fidelity analytic --trace %s",
+             path);
     if (r.status != 0) fail_msg("%s", r.err);
     assert_int_equal(access(path, F_OK), 0);
     remove(path);
@@ -274,7 +301,8 @@ static void help_lists(const char *cmd, const pp_registry *reg) {
     cli_runf(&r, "%s --help", cmd);
     assert_int_equal(r.status, 0);
     for (int i = 0; i < reg->n; i++) {
-        if (!strstr(r.out, reg->items[i].name) || !strstr(r.out, reg->items[i].help))
+        if (!strstr(r.out, reg->items[i].name) ||
+            !strstr(r.out, reg->items[i].help))
             fail_msg("`podplan %s --help` lacks %s \"%s\"", cmd, reg->what,
                      reg->items[i].name);
     }
@@ -294,7 +322,8 @@ static void test_help_from_registries(void **state) {
     help_lists("estimate", &pp_reg_recompute);
     help_lists("flows", &pp_reg_fidelity);
     expect_fail("simulate --model gpt3-175b --cluster titan --parallel tp=8 "
-                "--schedule 1f1c", 2,
+                "--schedule 1f1c",
+                2,
                 "--schedule: expected one of gpipe|1f1b|interleaved, got "
                 "\"1f1c\" (did you mean \"1f1b\"?)");
     expect_fail("memory --model gpt3-175b --parallel tp=8 --optimizer adam", 2,

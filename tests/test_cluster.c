@@ -23,62 +23,63 @@
 
 #include "podplan/sim.h"
 
-static const char *const shipped[] = {
-    "hyperconnect-superpod", "titan",     "selene-like", "dgx-h100-ndr",
-    "ethernet-10g",          "big-basin-50g", "etri-ps", "pcie-only",
-    "pcie-7dev",             "fat-tree-16k", "explicit-example", NULL};
+static const char *const shipped[] = {"hyperconnect-superpod",
+                                      "titan",
+                                      "selene-like",
+                                      "dgx-h100-ndr",
+                                      "ethernet-10g",
+                                      "big-basin-50g",
+                                      "etri-ps",
+                                      "pcie-only",
+                                      "pcie-7dev",
+                                      "fat-tree-16k",
+                                      "explicit-example",
+                                      NULL};
 
 static pp_catalog *cat; /* shared by every test: loaded once */
 
 static pp_cluster *load_sets(const char *name, const char *const *sets,
-                             size_t n)
-{
+                             size_t n) {
     pp_cluster *c = NULL;
     pp_error e = PP_ERROR_INIT;
     int rc = pp_cluster_load(name, sets, n, cat, &c, &e);
-    if (rc != 0)
-        fail_msg("pp_cluster_load(%s): %s", name, e.msg);
+    if (rc != 0) fail_msg("pp_cluster_load(%s): %s", name, e.msg);
     assert_non_null(c);
     return c;
 }
 
-static pp_cluster *load(const char *name) { return load_sets(name, NULL, 0); }
+static pp_cluster *load(const char *name) {
+    return load_sets(name, NULL, 0);
+}
 
-static int32_t find(const pp_cluster *c, const char *name)
-{
+static int32_t find(const pp_cluster *c, const char *name) {
     int32_t id = pp_cluster_find(c, name);
-    if (id < 0)
-        fail_msg("no device \"%s\"", name);
+    if (id < 0) fail_msg("no device \"%s\"", name);
     return id;
 }
 
 /* Physical links of a kind leaving devices of kind `from` (each cable is
  * counted once, from its first direction). */
 static int count_cables(const pp_cluster *c, pp_link_kind kind,
-                        pp_dev_kind from)
-{
+                        pp_dev_kind from) {
     size_t nd, nl;
     const pp_device *d = pp_cluster_devices(c, &nd);
     const pp_link *l = pp_cluster_links(c, &nl);
     int n = 0;
     for (size_t i = 0; i < nl; i++)
-        if (l[i].kind == kind && d[l[i].src].kind == from)
-            n++;
+        if (l[i].kind == kind && d[l[i].src].kind == from) n++;
     return n;
 }
 
-static int count_devs(const pp_cluster *c, pp_dev_kind kind)
-{
+static int count_devs(const pp_cluster *c, pp_dev_kind kind) {
     size_t nd;
     const pp_device *d = pp_cluster_devices(c, &nd);
     int n = 0;
-    for (size_t i = 0; i < nd; i++)
-        n += d[i].kind == kind;
+    for (size_t i = 0; i < nd; i++) n += d[i].kind == kind;
     return n;
 }
 
-static int group_setup(void **state)
-{
+static int group_setup(void **state) {
     (void)state;
     pp_error e = PP_ERROR_INIT;
     if (pp_catalog_load(NULL, &cat, &e) != 0) {
@@ -88,8 +89,7 @@ static int group_setup(void **state)
     return 0;
 }
 
-static int group_teardown(void **state)
-{
+static int group_teardown(void **state) {
     (void)state;
     pp_catalog_free(cat);
     return 0;
@@ -102,8 +102,7 @@ static int group_teardown(void **state)
 /* Every cable is two directed links that point at each other, with the
  * same bandwidth and kind; the CSR lists exactly each device's outgoing
  * links in id order; every name resolves to its device. */
-static void check_invariants(const pp_cluster *c)
-{
+static void check_invariants(const pp_cluster *c) {
     size_t nd, nl;
     const pp_device *d = pp_cluster_devices(c, &nd);
     const pp_link *l = pp_cluster_links(c, &nl);
@@ -126,8 +125,7 @@ static void check_invariants(const pp_cluster *c)
         const int32_t *out = pp_cluster_out(c, (int32_t)v, &n);
         for (size_t k = 0; k < n; k++) {
             assert_int_equal(l[out[k]].src, (int32_t)v);
-            if (k > 0)
-                assert_true(out[k] > out[k - 1]);
+            if (k > 0) assert_true(out[k] > out[k - 1]);
         }
         seen += n;
         assert_int_equal(pp_cluster_find(c, d[v].name), (int32_t)v);
@@ -162,8 +160,7 @@ static void check_invariants(const pp_cluster *c)
     assert_int_equal(pp_cluster_hca(c, 0, in->hcas_per_node), -1);
 }
 
-static void test_shipped_load(void **state)
-{
+static void test_shipped_load(void **state) {
     (void)state;
     for (size_t i = 0; shipped[i]; i++) {
         pp_cluster *c = load(shipped[i]);
@@ -175,8 +172,7 @@ static void test_shipped_load(void **state)
 }
 
 /* Every cluster file in topologies/ is in the list above. */
-static void test_shipped_list_complete(void **state)
-{
+static void test_shipped_list_complete(void **state) {
     (void)state;
     char dir[4096];
     snprintf(dir, sizeof dir, "%s/topologies",
@@ -187,13 +183,13 @@ static void test_shipped_list_complete(void **state)
     struct dirent *de;
     while ((de = readdir(dp)) != NULL) {
         size_t len = strlen(de->d_name);
-        if (len < 6 || strcmp(de->d_name + len - 5, ".yaml") != 0
-            || strcmp(de->d_name, "hardware.yaml") == 0)
+        if (len < 6 || strcmp(de->d_name + len - 5, ".yaml") != 0 ||
+            strcmp(de->d_name, "hardware.yaml") == 0)
             continue;
         bool listed = false;
         for (size_t i = 0; shipped[i]; i++)
-            listed |= strlen(shipped[i]) == len - 5
-                      && strncmp(shipped[i], de->d_name, len - 5) == 0;
+            listed |= strlen(shipped[i]) == len - 5 &&
+                      strncmp(shipped[i], de->d_name, len - 5) == 0;
         if (!listed)
             fail_msg("topologies/%s is not in the shipped list", de->d_name);
     }
@@ -201,8 +197,7 @@ static void test_shipped_list_complete(void **state)
 }
 
 /* The catalogue is loaded and owned by the cluster when none is given. */
-static void test_own_catalog(void **state)
-{
+static void test_own_catalog(void **state) {
     (void)state;
     pp_cluster *c = NULL;
     pp_error e = PP_ERROR_INIT;
@@ -213,8 +208,7 @@ static void test_own_catalog(void **state)
     pp_cluster_free(NULL);
 }
 
-static void test_not_found(void **state)
-{
+static void test_not_found(void **state) {
     (void)state;
     static char sentinel;
     pp_cluster *c = (pp_cluster *)&sentinel; /* must stay untouched */
@@ -228,8 +222,7 @@ static void test_not_found(void **state)
 /* ------------------------------------------------------------------------
  * Hyperconnect: the acceptance figures.
  * ---------------------------------------------------------------------- */
-static void test_hyperconnect(void **state)
-{
+static void test_hyperconnect(void **state) {
     (void)state;
     pp_cluster *c = load("hyperconnect-superpod");
     const pp_cluster_info *in = pp_cluster_info_get(c);
@@ -243,7 +236,7 @@ static void test_hyperconnect(void **state)
     assert_int_equal(in->switches[PP_DEV_LEAF], 8);
     assert_int_equal(in->switches[PP_DEV_SPINE], 4);
     assert_int_equal(in->switches[PP_DEV_CORE], 0);
-    assert_true(in->nic_Bps == 25e9);          /* HDR 200Gb/s */
+    assert_true(in->nic_Bps == 25e9); /* HDR 200Gb/s */
     assert_true(in->stated_oversubscription == 1);
     assert_string_equal(in->gpu->name, "a100-sxm4-80gb");
 
@@ -255,8 +248,7 @@ static void test_hyperconnect(void **state)
             const int32_t *out = pp_cluster_out(c, hca, &k);
             int host = 0;
             for (size_t j = 0; j < k; j++) {
-                if (l[out[j]].kind != PP_LINK_HOST)
-                    continue;
+                if (l[out[j]].kind != PP_LINK_HOST) continue;
                 host++;
                 const pp_device *leaf = &d[l[out[j]].dst];
                 assert_int_equal(leaf->kind, PP_DEV_LEAF);
@@ -284,8 +276,7 @@ static void test_hyperconnect(void **state)
                 per_spine[to->local]++;
         }
         assert_int_equal(down, 20);
-        for (int s = 0; s < 4; s++)
-            assert_int_equal(per_spine[s], 5);
+        for (int s = 0; s < 4; s++) assert_int_equal(per_spine[s], 5);
     }
     /* GPU i's nearest HCA is HCA i (same PCIe switch). */
     for (int32_t g = 0; g < 8; g++)
@@ -309,8 +300,7 @@ static void test_hyperconnect(void **state)
     pp_cluster_free(c);
 }
 
-static void test_set_nics(void **state)
-{
+static void test_set_nics(void **state) {
     (void)state;
     const char *sets[] = {"node.nics.count=4"};
     pp_cluster *c = load_sets("hyperconnect-superpod", sets, 1);
@@ -326,8 +316,7 @@ static void test_set_nics(void **state)
     pp_cluster_free(c);
 }
 
-static void test_set_oversubscription(void **state)
-{
+static void test_set_oversubscription(void **state) {
     (void)state;
     pp_cluster *c = load("hyperconnect-superpod");
     int up = count_cables(c, PP_LINK_FABRIC, PP_DEV_LEAF);
@@ -345,31 +334,29 @@ static void test_set_oversubscription(void **state)
 }
 
 /* An override's bad value is located at "--set". */
-static void test_set_errors(void **state)
-{
+static void test_set_errors(void **state) {
     (void)state;
     pp_cluster *c = NULL;
     pp_error e = PP_ERROR_INIT;
     const char *sets[] = {"node.count=20", "node.nics.count=many"};
-    assert_int_equal(pp_cluster_load("hyperconnect-superpod", sets, 2, cat, &c,
-                                     &e),
-                     PP_EINPUT);
+    assert_int_equal(
+        pp_cluster_load("hyperconnect-superpod", sets, 2, cat, &c, &e),
+        PP_EINPUT);
     assert_null(c);
     assert_string_equal(e.msg, "--set:2:17: node.nics.count: expected an "
                                "integer in 0..256, got \"many\"");
     pp_error_clear(&e);
     const char *bad[] = {"node.count"};
-    assert_int_equal(pp_cluster_load("hyperconnect-superpod", bad, 1, cat, &c,
-                                     &e),
-                     PP_EUSAGE);
+    assert_int_equal(
+        pp_cluster_load("hyperconnect-superpod", bad, 1, cat, &c, &e),
+        PP_EUSAGE);
     assert_int_equal(pp_exit_code(PP_EUSAGE), 2);
 }
 
 /* ------------------------------------------------------------------------
  * The other shipped clusters.
  * ---------------------------------------------------------------------- */
-static void test_titan(void **state)
-{
+static void test_titan(void **state) {
     (void)state;
     pp_cluster *c = load("titan");
     const pp_cluster_info *in = pp_cluster_info_get(c);
@@ -394,8 +381,7 @@ static void test_titan(void **state)
 
 /* Two sockets of 48 lanes, 7 x16 devices: the socket with four gives two
  * of them x8 (GPU 2 and HCA 0), the other socket's three keep x16. */
-static void test_pcie_7dev(void **state)
-{
+static void test_pcie_7dev(void **state) {
     (void)state;
     pp_cluster *c = load("pcie-7dev");
     const pp_device *d = pp_cluster_devices(c, NULL);
@@ -408,15 +394,14 @@ static void test_pcie_7dev(void **state)
         int devices = 0, x8 = 0, lanes = 0;
         for (size_t j = 0; j < k; j++) {
             const pp_link *x = &l[out[j]];
-            if (x->kind != PP_LINK_PCIE)
-                continue;
+            if (x->kind != PP_LINK_PCIE) continue;
             devices++;
             lanes += x->lanes;
             if (x->lanes == 8) {
                 x8++;
                 assert_true(fabs(x->bw_Bps - 8 * 15.754e9 / 16) < 1e3);
-                assert_true(strcmp(d[x->dst].name, "n0.gpu2") == 0
-                            || strcmp(d[x->dst].name, "n0.hca0") == 0);
+                assert_true(strcmp(d[x->dst].name, "n0.gpu2") == 0 ||
+                            strcmp(d[x->dst].name, "n0.hca0") == 0);
             } else {
                 assert_int_equal(x->lanes, 16);
             }
@@ -428,8 +413,7 @@ static void test_pcie_7dev(void **state)
     pp_cluster_free(c);
 }
 
-static void test_fat_tree_16k(void **state)
-{
+static void test_fat_tree_16k(void **state) {
     (void)state;
     pp_cluster *c = load("fat-tree-16k");
     const pp_cluster_info *in = pp_cluster_info_get(c);
@@ -456,8 +440,7 @@ static void test_fat_tree_16k(void **state)
     pp_cluster_free(c);
 }
 
-static void test_small_clusters(void **state)
-{
+static void test_small_clusters(void **state) {
     (void)state;
     pp_cluster *c = load("ethernet-10g");
     const pp_cluster_info *in = pp_cluster_info_get(c);
@@ -495,8 +478,7 @@ static void test_small_clusters(void **state)
     pp_cluster_free(c);
 }
 
-static void test_explicit(void **state)
-{
+static void test_explicit(void **state) {
     (void)state;
     pp_cluster *c = load("explicit-example");
     const pp_device *d = pp_cluster_devices(c, NULL);
@@ -525,8 +507,7 @@ static void test_explicit(void **state)
 }
 
 /* Loading twice gives identical arrays. */
-static void test_deterministic(void **state)
-{
+static void test_deterministic(void **state) {
     (void)state;
     const char *names[] = {"selene-like", "explicit-example", "pcie-7dev"};
     for (size_t i = 0; i < 3; i++) {
@@ -566,8 +547,7 @@ static void test_deterministic(void **state)
  * on stderr, with exit code 2.  "--set X" words of the run line are
  * applied as overrides.
  * ---------------------------------------------------------------------- */
-static void test_bad_clusters(void **state)
-{
+static void test_bad_clusters(void **state) {
     (void)state;
     char dir[4096];
     snprintf(dir, sizeof dir, "%s/tests/bad_clusters", PODPLAN_SOURCE_DIR);
@@ -577,8 +557,7 @@ static void test_bad_clusters(void **state)
     int cases = 0, failed = 0;
     while ((de = readdir(dp)) != NULL) {
         size_t len = strlen(de->d_name);
-        if (len < 6 || strcmp(de->d_name + len - 5, ".yaml") != 0)
-            continue;
+        if (len < 6 || strcmp(de->d_name + len - 5, ".yaml") != 0) continue;
         char path[8192], line[1024], expect[1024] = "", run[1024] = "";
         snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
         FILE *fp = fopen(path, "r");
@@ -591,8 +570,7 @@ static void test_bad_clusters(void **state)
                 snprintf(run, sizeof run, "%s", line + 7);
         }
         fclose(fp);
-        if (!expect[0])
-            fail_msg("%s: no '# expect:' line", de->d_name);
+        if (!expect[0]) fail_msg("%s: no '# expect:' line", de->d_name);
         const char *sets[8];
         size_t n_sets = 0;
         char *save = NULL;
@@ -611,16 +589,14 @@ static void test_bad_clusters(void **state)
                         e.msg, want);
             failed++;
         }
-        if (c)
-            fail_msg("%s: cluster returned with an error", de->d_name);
+        if (c) fail_msg("%s: cluster returned with an error", de->d_name);
     }
     closedir(dp);
     assert_true(cases >= 20);
     assert_int_equal(failed, 0);
 }
 
-int main(void)
-{
+int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_shipped_load),
         cmocka_unit_test(test_shipped_list_complete),

@@ -121,25 +121,28 @@ static void test_ring_closed_form(void **state) {
     double want = 2.0 * (n - 1) * (lat + S / n / bw) + (n - 1) * (S / n) / R;
     for (int f = 0; f < 2; f++)
         for (int gr = PP_GRAN_STEP; gr <= PP_GRAN_STREAM; gr++) {
-            pp_coll_spec sp = spec_of(PP_COLL_ALLREDUCE, PP_ALGO_RING, S, g,
-                                      n, (pp_granularity)gr);
+            pp_coll_spec sp = spec_of(PP_COLL_ALLREDUCE, PP_ALGO_RING, S, g, n,
+                                      (pp_granularity)gr);
             sp.reduce_Bps = R;
             pp_coll_result r = run_spec(c, (pp_fidelity)f, &sp);
             assert_rel(r.time_s, want, 1e-9);
             assert_rel(r.algbw_Bps, S / want, 1e-9);
             assert_rel(r.busbw_Bps, S / want * 2.0 * (n - 1) / n, 1e-9);
             /* one channel (one NIC), n transfers per step */
-            assert_int_equal(r.transfers, gr == PP_GRAN_STEP ? 2 * (n - 1) * n : n);
+            assert_int_equal(r.transfers,
+                             gr == PP_GRAN_STEP ? 2 * (n - 1) * n : n);
             /* every link of the ring carries 2(n-1)/n S */
             assert_rel(r.busiest_bytes, 2.0 * (n - 1) / n * S, 1e-9);
         }
     /* The default summing rate is the GPU's HBM bandwidth / 3. */
     const pp_gpu_spec *gpu = pp_cluster_info_get(c)->gpu;
-    pp_coll_spec sp = spec_of(PP_COLL_ALLREDUCE, PP_ALGO_RING, S, g, n,
-                              PP_GRAN_AUTO);
+    pp_coll_spec sp =
+        spec_of(PP_COLL_ALLREDUCE, PP_ALGO_RING, S, g, n, PP_GRAN_AUTO);
     pp_coll_result r = run_spec(c, PP_FIDELITY_FLOW, &sp);
-    assert_rel(r.time_s, 2.0 * (n - 1) * (lat + S / n / bw)
-                             + (n - 1) * (S / n) / (gpu->hbm_Bps / 3), 1e-9);
+    assert_rel(r.time_s,
+               2.0 * (n - 1) * (lat + S / n / bw) +
+                   (n - 1) * (S / n) / (gpu->hbm_Bps / 3),
+               1e-9);
     /* AllGather: n-1 steps, no reduction; ReduceScatter: n-1 with it. */
     sp.op = PP_COLL_ALLGATHER;
     r = run_spec(c, PP_FIDELITY_FLOW, &sp);
@@ -243,8 +246,8 @@ static void test_channels_and_nics(void **state) {
     pp_cluster *c8 = load("hyperconnect-superpod", NULL);
     pp_cluster *c1 = load("hyperconnect-superpod", "node.nics.count=1");
     int32_t *g8 = first_gpus(c8, 16), *g1 = first_gpus(c1, 16);
-    pp_coll_spec sp = spec_of(PP_COLL_ALLREDUCE, PP_ALGO_RING, 1e9, g8, 16,
-                              PP_GRAN_AUTO);
+    pp_coll_spec sp =
+        spec_of(PP_COLL_ALLREDUCE, PP_ALGO_RING, 1e9, g8, 16, PP_GRAN_AUTO);
     sp.reduce_Bps = 1e30; /* communication only */
     pp_coll_result r8 = run_spec(c8, PP_FIDELITY_FLOW, &sp);
     assert_rel(r8.busbw_Bps, 8 * 25e9, 0.05);
@@ -291,8 +294,8 @@ static void test_concurrent(void **state) {
     (void)state;
     pp_cluster *c = load("hyperconnect-superpod", NULL);
     int32_t *g = first_gpus(c, 32);
-    pp_coll_spec a = spec_of(PP_COLL_ALLREDUCE, PP_ALGO_RING, 1e9, g, 16,
-                             PP_GRAN_STREAM);
+    pp_coll_spec a =
+        spec_of(PP_COLL_ALLREDUCE, PP_ALGO_RING, 1e9, g, 16, PP_GRAN_STREAM);
     pp_coll_spec b = a;
     b.gpus = g + 16;
     pp_coll_result alone = run_spec(c, PP_FIDELITY_FLOW, &a);
@@ -320,8 +323,8 @@ static void test_library_errors(void **state) {
     assert_int_equal(pp_sim_new(c, PP_FIDELITY_FLOW, 0, &s, &e), 0);
     int32_t g[3] = {pp_cluster_gpu(c, 0, 0), pp_cluster_gpu(c, 0, 1),
                     pp_cluster_gpu(c, 0, 0)};
-    pp_coll_spec sp = spec_of(PP_COLL_ALLREDUCE, PP_ALGO_RING, 1e6, g, 3,
-                              PP_GRAN_AUTO);
+    pp_coll_spec sp =
+        spec_of(PP_COLL_ALLREDUCE, PP_ALGO_RING, 1e6, g, 3, PP_GRAN_AUTO);
     assert_int_equal(pp_sim_collective(s, &sp, &r, &e), PP_EINVAL);
     assert_non_null(strstr(e.msg, "twice"));
     pp_error_clear(&e);
@@ -356,7 +359,8 @@ static void test_library_errors(void **state) {
 static json_t *coll_json(const char *args) {
     cli_result r;
     cli_runf(&r, "collective %s --format json", args);
-    if (r.status != 0) fail_msg("collective %s: exit %d: %s", args, r.status, r.err);
+    if (r.status != 0)
+        fail_msg("collective %s: exit %d: %s", args, r.status, r.err);
     json_t *j = cli_json(&r);
     cli_result_free(&r);
     return j;
@@ -376,12 +380,14 @@ static void test_nccl_article(void **state) {
     double t = num(j, "time_s");
     assert_rel(t, 2 * 172e6 / 1.25e9, 0.05);
     assert_true(t > 2.0 * 23 / 24 * 172e6 / 1.25e9); /* the ring's bound */
-    assert_rel(num(j, "busbw_GBps"), 1.25, 0.02);   /* the 10GbE link */
-    assert_string_equal(json_string_value(json_object_get(j, "op")), "allreduce");
+    assert_rel(num(j, "busbw_GBps"), 1.25, 0.02);    /* the 10GbE link */
+    assert_string_equal(json_string_value(json_object_get(j, "op")),
+                        "allreduce");
     assert_string_equal(json_string_value(json_object_get(j, "algo")), "ring");
     assert_int_equal((int)num(j, "gpus"), 24);
     assert_rel(num(j, "bytes"), 172e6, 1e-12);
-    assert_string_equal(json_string_value(json_object_get(j, "fidelity")), "flow");
+    assert_string_equal(json_string_value(json_object_get(j, "fidelity")),
+                        "flow");
     assert_true(num(j, "transfers") > 0);
     json_decref(j);
 
@@ -392,7 +398,8 @@ static void test_nccl_article(void **state) {
 
     /* Iteration time: 0.4 s of compute + the AllReduce = 0.675 s; three
      * times the GPUs give 3 x 0.42 / (0.4 + t) = 1.86x the throughput. */
-    j = coll_json("--cluster ethernet-10g --bytes 172MB --gpus 24 --fidelity analytic");
+    j = coll_json(
+        "--cluster ethernet-10g --bytes 172MB --gpus 24 --fidelity analytic");
     assert_rel(3 * 0.42 / (0.4 + num(j, "time_s")), 1.86, 0.03);
     json_decref(j);
 }
@@ -426,9 +433,11 @@ static void test_etri_ps(void **state) {
  * where the mean uplink load is below the host link's 9 x 8 / 80 S). */
 static void test_oversubscription(void **state) {
     (void)state;
-    json_t *a = coll_json("--cluster hyperconnect-superpod --bytes 256MB --gpus 160");
-    json_t *b = coll_json("--cluster hyperconnect-superpod --bytes 256MB --gpus 160 "
-                          "--set fabric.oversubscription=2:1");
+    json_t *a =
+        coll_json("--cluster hyperconnect-superpod --bytes 256MB --gpus 160");
+    json_t *b =
+        coll_json("--cluster hyperconnect-superpod --bytes 256MB --gpus 160 "
+                  "--set fabric.oversubscription=2:1");
     assert_rel(num(b, "time_s"), num(a, "time_s"), 1e-12);
     json_decref(a);
     json_decref(b);
@@ -437,9 +446,11 @@ static void test_oversubscription(void **state) {
     double t[2];
     for (int k = 0; k < 2; k++) {
         char args[256];
-        snprintf(args, sizeof args, "--cluster hyperconnect-superpod --op alltoall "
+        snprintf(args, sizeof args,
+                 "--cluster hyperconnect-superpod --op alltoall "
                  "--bytes 1GB --gpus 80 --links --set node.count=10 "
-                 "--set fabric.oversubscription=%s", k ? "2:1" : "1:1");
+                 "--set fabric.oversubscription=%s",
+                 k ? "2:1" : "1:1");
         json_t *j = coll_json(args);
         t[k] = num(j, "time_s");
         json_t *top = json_array_get(json_object_get(j, "links"), 0);
@@ -459,9 +470,11 @@ static void test_oversubscription(void **state) {
  * falls to about one NIC's 25 GB/s. */
 static void test_one_nic(void **state) {
     (void)state;
-    json_t *a = coll_json("--cluster hyperconnect-superpod --bytes 1GB --gpus 160");
-    json_t *b = coll_json("--cluster hyperconnect-superpod --bytes 1GB --gpus 160 "
-                          "--set node.nics.count=1");
+    json_t *a =
+        coll_json("--cluster hyperconnect-superpod --bytes 1GB --gpus 160");
+    json_t *b =
+        coll_json("--cluster hyperconnect-superpod --bytes 1GB --gpus 160 "
+                  "--set node.nics.count=1");
     assert_true(num(a, "busbw_GBps") > 6 * 25);
     assert_rel(num(b, "busbw_GBps"), 25, 0.05);
     json_decref(a);
@@ -525,7 +538,8 @@ static void test_determinism(void **state) {
 static void expect_usage(const char *args, const char *msg) {
     cli_result r;
     cli_runf(&r, "collective %s", args);
-    if (r.status != 2) fail_msg("collective %s: exit %d, want 2", args, r.status);
+    if (r.status != 2)
+        fail_msg("collective %s: exit %d, want 2", args, r.status);
     if (!strstr(r.err, msg))
         fail_msg("collective %s: stderr \"%s\" lacks \"%s\"", args, r.err, msg);
     assert_string_equal(r.out, "");
@@ -552,8 +566,9 @@ static void test_usage_errors(void **state) {
                  "--algo rd: recursive doubling is not simulated");
     expect_usage("--cluster ethernet-10g --bytes 64MB --op allredcue",
                  "did you mean \"allreduce\"?");
-    expect_usage("--cluster ethernet-10g --bytes 64MB --op allgather --algo tree",
-                 "the tree algorithm implements allreduce only");
+    expect_usage(
+        "--cluster ethernet-10g --bytes 64MB --op allgather --algo tree",
+        "the tree algorithm implements allreduce only");
     expect_usage("--cluster ethernet-10g --bytes 64MB --gpus 1", "at least 2");
     expect_usage("--cluster ethernet-10g --bytes 64MB --gpus 12 --algo hier",
                  "hier needs the same number of GPUs on every server");
@@ -566,7 +581,9 @@ static void test_usage_errors(void **state) {
 static void test_table(void **state) {
     (void)state;
     cli_result r;
-    cli_runf(&r, "collective --cluster ethernet-10g --bytes 172MB --gpus 24 --links");
+    cli_runf(
+        &r,
+        "collective --cluster ethernet-10g --bytes 172MB --gpus 24 --links");
     assert_int_equal(r.status, 0);
     assert_non_null(strstr(r.out, "allreduce, ring, 24 GPUs of ethernet-10g"));
     assert_non_null(strstr(r.out, "busbw"));

@@ -102,8 +102,7 @@ static void test_engine_run_until(void **state) {
 static void chain(pp_engine *eng, void *ctx, uint64_t arg) {
     trace *tr = ctx;
     rec(eng, ctx, arg);
-    if (arg < 3)
-        pp_engine_after(eng, 0.0, chain, tr, arg + 1);
+    if (arg < 3) pp_engine_after(eng, 0.0, chain, tr, arg + 1);
 }
 
 static void test_engine_reentrant_schedule(void **state) {
@@ -115,31 +114,35 @@ static void test_engine_reentrant_schedule(void **state) {
     pp_engine_run(eng, INFINITY);
     uint64_t want[] = {0, 100, 1, 2, 3};
     assert_int_equal(tr.n, 5);
-    for (int i = 0; i < 5; i++)
-        assert_int_equal(tr.got[i], want[i]);
+    for (int i = 0; i < 5; i++) assert_int_equal(tr.got[i], want[i]);
     pp_engine_free(eng);
 }
 
 /* Many events with random times (many ties) and random cancellations
  * against a sort of what should run. */
-typedef struct ev_ref { double t; uint64_t seq; bool cancelled; } ev_ref;
+typedef struct ev_ref {
+    double t;
+    uint64_t seq;
+    bool cancelled;
+} ev_ref;
 
 static int ev_cmp(const void *a, const void *b) {
     const ev_ref *x = a, *y = b;
-    if (x->t != y->t)
-        return x->t < y->t ? -1 : 1;
+    if (x->t != y->t) return x->t < y->t ? -1 : 1;
     return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-typedef struct order_ck { const ev_ref *want; size_t next; bool ok; } order_ck;
+typedef struct order_ck {
+    const ev_ref *want;
+    size_t next;
+    bool ok;
+} order_ck;
 
 static void ck_order(pp_engine *eng, void *ctx, uint64_t arg) {
     order_ck *ck = ctx;
-    while (ck->want[ck->next].cancelled)
-        ck->next++;
+    while (ck->want[ck->next].cancelled) ck->next++;
     const ev_ref *w = &ck->want[ck->next];
-    if (w->seq != arg || pp_engine_now(eng) != w->t)
-        ck->ok = false;
+    if (w->seq != arg || pp_engine_now(eng) != w->t) ck->ok = false;
     ck->next++;
 }
 

@@ -73,9 +73,9 @@
 #define PER_PAIR 10
 
 enum { T_COMPUTE, T_TP, T_PP, T_DP, T_BUBBLE, T_OTHER, T_TOTAL, T__N };
-static const char *const term_names[T__N] = {
-    "compute", "tp", "pp", "dp", "bubble", "other", "total"};
-static const double tols[T__N] = {TOL_EXACT,  TOL_EXACT, TOL_PP,  TOL_DP,
+static const char *const term_names[T__N] = {"compute", "tp",    "pp",   "dp",
+                                             "bubble",  "other", "total"};
+static const double tols[T__N] = {TOL_EXACT,  TOL_EXACT, TOL_PP,   TOL_DP,
                                   TOL_BUBBLE, TOL_EXACT, TOL_TOTAL};
 
 /* "other" is exact but for the tied embedding's AllReduce (pp > 1, tied
@@ -92,8 +92,8 @@ static void terms(const pp_breakdown *b, double v[T__N]) {
     v[T_DP] = b->dp_comm_exposed_s;
     v[T_BUBBLE] = b->bubble_s;
     v[T_OTHER] = b->other_s;
-    v[T_TOTAL] = b->compute_s + b->tp_comm_s + b->pp_comm_s
-                 + b->dp_comm_exposed_s + b->bubble_s + b->other_s;
+    v[T_TOTAL] = b->compute_s + b->tp_comm_s + b->pp_comm_s +
+                 b->dp_comm_exposed_s + b->bubble_s + b->other_s;
 }
 
 static uint64_t rng = 0x9E3779B97F4A7C15ULL;
@@ -131,8 +131,7 @@ static void test_terms(void **state) {
     static const char *const clusters[] = {"hyperconnect-superpod",
                                            "dgx-h100-ndr"};
     static const int64_t tps[] = {1, 2, 4, 8}, pps[] = {1, 2, 4},
-                         dps[] = {1, 2, 4, 8}, mbss[] = {1, 2},
-                         vps[] = {1, 2};
+                         dps[] = {1, 2, 4, 8}, mbss[] = {1, 2}, vps[] = {1, 2};
     bool verbose = getenv("PP_VERBOSE") != NULL;
     worst w[T__N];
     memset(w, 0, sizeof w);
@@ -171,8 +170,8 @@ static void test_terms(void **state) {
                 p.gbs = p.mbs * p.dp * 2 * p.pp;
                 bool overlap = pick(2);
                 const char *order = pick(2) ? "tdp" : "tpd";
-                if (p.tp * p.pp * p.dp > pp_cluster_info_get(c)->gpus
-                    || pp_parallel_validate(&p, &m, NULL) != 0)
+                if (p.tp * p.pp * p.dp > pp_cluster_info_get(c)->gpus ||
+                    pp_parallel_validate(&p, &m, NULL) != 0)
                     continue;
                 have++;
                 n++;
@@ -203,8 +202,7 @@ static void test_terms(void **state) {
                 char spec[160], what[240];
                 pp_parallel_format(&p, spec, sizeof spec);
                 snprintf(what, sizeof what, "%s %s %s %s%s", models[mi],
-                         clusters[ci], spec, order,
-                         overlap ? " overlap" : "");
+                         clusters[ci], spec, order, overlap ? " overlap" : "");
                 bool bad = false;
                 for (int k = 0; k < T__N; k++) {
                     double err = (ve[k] - vs[k]) / T;

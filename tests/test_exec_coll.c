@@ -35,13 +35,15 @@ static double now(void) {
 /* Runs the sweep -b 0 -e max -f f and requires exit 0, every size
  * present and nothing wrong; returns the JSON (the caller frees it). */
 static json_t *sweep_json(const char *coll, int np, const char *dt,
-                          const char *red, long max, long f, const char *extra) {
+                          const char *red, long max, long f,
+                          const char *extra) {
     cli_result r;
-    cli_runf(&r, "exec collective --coll %s --np %d -d %s -o %s -n 1 -w 0 "
-             "--timeout 10 --format json -b 0 -e %ld -f %ld %s", coll, np, dt,
-             red, max, f, extra);
-    bool blocked = !strcmp(coll, "allgather") || !strcmp(coll, "reducescatter")
-                   || !strcmp(coll, "alltoall");
+    cli_runf(&r,
+             "exec collective --coll %s --np %d -d %s -o %s -n 1 -w 0 "
+             "--timeout 10 --format json -b 0 -e %ld -f %ld %s",
+             coll, np, dt, red, max, f, extra);
+    bool blocked = !strcmp(coll, "allgather") ||
+                   !strcmp(coll, "reducescatter") || !strcmp(coll, "alltoall");
     long unit = (strcmp(dt, "float") ? 2 : 4) * (blocked ? np : 1);
     size_t rows = 1;
     for (long s = unit; s <= max; s *= f) rows++;
@@ -60,7 +62,8 @@ static json_t *sweep_json(const char *coll, int np, const char *dt,
         json_t *p = json_object_get(row, "in_place");
         assert_int_equal(json_integer_value(json_object_get(o, "wrong")), 0);
         assert_int_equal(json_integer_value(json_object_get(p, "wrong")), 0);
-        assert_int_equal(json_array_size(json_object_get(o, "slowest_rank")), 1);
+        assert_int_equal(json_array_size(json_object_get(o, "slowest_rank")),
+                         1);
     }
     json_t *setup = json_object_get(j, "setup");
     assert_int_equal(json_integer_value(json_object_get(setup, "ranks")), np);
@@ -80,17 +83,18 @@ static void expect_impl(json_t *j, long rd_max, const char *want_upto,
     size_t i;
     json_t *row;
     json_array_foreach(json_object_get(j, "results"), i, row) {
-        long bytes = (long)json_integer_value(json_object_get(row, "size_bytes"));
+        long bytes =
+            (long)json_integer_value(json_object_get(row, "size_bytes"));
         const char *impl = json_string_value(json_object_get(row, "impl"));
         const char *want = bytes > rd_max ? want_above : want_upto;
         if (!impl || strcmp(impl, want))
-            fail_msg("%ld bytes: impl %s, want %s", bytes, impl ? impl : "(none)",
-                     want);
+            fail_msg("%ld bytes: impl %s, want %s", bytes,
+                     impl ? impl : "(none)", want);
     }
 }
 
 static const char *const colls[] = {"allreduce", "allgather", "reducescatter",
-                                    "broadcast", "alltoall", "sendrecv"};
+                                    "broadcast", "alltoall",  "sendrecv"};
 static const char *const dts[] = {"float", "bfloat16", "half"};
 static const char *const reds[] = {"sum", "max", "min"};
 
@@ -134,11 +138,17 @@ static void test_algos(void **state) {
         sweep("allreduce", n, "float", "min", 3000, 3, "--algo ring");
     }
     cli_result r;
-    cli_runf(&r, "exec collective --np 3 -b 1K -e 1M -f 1024 -n 1 -w 0 --format json");
+    cli_runf(
+        &r,
+        "exec collective --np 3 -b 1K -e 1M -f 1024 -n 1 -w 0 --format json");
     json_t *j = cli_json(&r);
     json_t *res = json_object_get(j, "results");
-    assert_string_equal(json_string_value(json_object_get(json_array_get(res, 0), "algo")), "rd");
-    assert_string_equal(json_string_value(json_object_get(json_array_get(res, 1), "algo")), "ring");
+    assert_string_equal(
+        json_string_value(json_object_get(json_array_get(res, 0), "algo")),
+        "rd");
+    assert_string_equal(
+        json_string_value(json_object_get(json_array_get(res, 1), "algo")),
+        "ring");
     json_decref(j);
     cli_result_free(&r);
 }
@@ -151,9 +161,10 @@ static void test_rabenseifner(void **state) {
     (void)state;
     for (int n = 2; n <= 7; n++) {
         for (int k = 0; k < 3; k++) {
-            json_t *j = sweep_json("allreduce", n, dts[(n + k) % 3], reds[k],
-                                   3000, 3, "--algo rd --rd-max 0 --channels 3 "
-                                   "--slice 64");
+            json_t *j =
+                sweep_json("allreduce", n, dts[(n + k) % 3], reds[k], 3000, 3,
+                           "--algo rd --rd-max 0 --channels 3 "
+                           "--slice 64");
             expect_impl(j, 0, "rd", "rabenseifner");
             json_decref(j);
         }
@@ -164,11 +175,12 @@ static void test_rabenseifner(void **state) {
         json_decref(j);
     }
     /* --rd-max moves auto's switch to the ring too */
-    json_t *j = sweep_json("allreduce", 3, "float", "sum", 3000, 3,
-                           "--rd-max 100");
+    json_t *j =
+        sweep_json("allreduce", 3, "float", "sum", 3000, 3, "--rd-max 100");
     expect_impl(j, 100, "rd", "ring");
     assert_int_equal(json_integer_value(json_object_get(
-                         json_object_get(j, "setup"), "rd_max_bytes")), 100);
+                         json_object_get(j, "setup"), "rd_max_bytes")),
+                     100);
     json_decref(j);
 }
 
@@ -223,7 +235,8 @@ static void test_peer_stalls(void **state) {
     unsetenv("PODPLAN_EXEC_FAULT");
     assert_int_equal(r.status, 1);
     assert_true(dt >= 2.0 && dt < 9.0);
-    assert_non_null(strstr(r.err, "injected fault at allreduce ring step 2: stopping"));
+    assert_non_null(
+        strstr(r.err, "injected fault at allreduce ring step 2: stopping"));
     assert_non_null(strstr(r.err, "from rank 1: no progress within 2 s"));
     pid_t pid = fault_pid(r.err);
     assert_true(pid > 0);
@@ -247,14 +260,19 @@ static void test_usage(void **state) {
     expect_usage("--coll allreduse --np 2", 2, "did you mean \"allreduce\"");
     expect_usage("--coll allgather --algo rd --np 2", 2,
                  "recursive doubling is an allreduce algorithm");
-    expect_usage("-d double --np 2", 2, "--datatype: expected float|bfloat16|half");
-    expect_usage("-b 2M -e 1M --np 2", 2, "--minbytes 2097152 is above --maxbytes");
-    expect_usage("--np 2 -r 2 --coll broadcast", 2, "--root 2: not a rank of 0..1");
-    expect_usage("--np 2 --transport ucx", 2, "--transport: expected tcp|verbs");
+    expect_usage("-d double --np 2", 2,
+                 "--datatype: expected float|bfloat16|half");
+    expect_usage("-b 2M -e 1M --np 2", 2,
+                 "--minbytes 2097152 is above --maxbytes");
+    expect_usage("--np 2 -r 2 --coll broadcast", 2,
+                 "--root 2: not a rank of 0..1");
+    expect_usage("--np 2 --transport ucx", 2,
+                 "--transport: expected tcp|verbs");
     /* GPU buffers: where a GPU is usable the run must be right (#wrong
      * 0); elsewhere it must say why it cannot run. */
     cli_result g;
-    cli_runf(&g, "exec collective --np 2 --device cuda -b 1K -e 64K -f 8 -n 2 -w 1");
+    cli_runf(
+        &g, "exec collective --np 2 --device cuda -b 1K -e 64K -f 8 -n 2 -w 1");
     if (g.status == 0)
         assert_non_null(strstr(g.out, "# Out of bounds values : 0 OK\n"));
     else if (g.status != 1 || !strstr(g.err, "--device cuda: no usable GPU"))
@@ -276,9 +294,11 @@ static void test_nccl_flags(void **state) {
     char path[64];
     snprintf(path, sizeof path, "/tmp/podplan_test_J_%d.json", (int)getpid());
     cli_result r;
-    cli_runf(&r, "exec collective --np 3 -b8 -e 4K -f 8 -n 2 -w 1 -c 3 -z 1 "
+    cli_runf(&r,
+             "exec collective --np 3 -b8 -e 4K -f 8 -n 2 -w 1 -c 3 -z 1 "
              "-t 2 -g 1 -p 1 -N 1 -y 0 -G 1 -C 1 -S 0 -R 1 -x 0 -D 0 -V 16 "
-             "-M 0 -m 3 -a 2 -T 5 -J %s", path);
+             "-M 0 -m 3 -a 2 -T 5 -J %s",
+             path);
     if (r.status != 0) fail_msg("exit %d: %s", r.status, r.err);
     assert_non_null(strstr(r.out, "minBytes 8 maxBytes 4096 "));
     assert_non_null(strstr(r.out, " agg iters: 3 validation: 1 "));
@@ -293,8 +313,10 @@ static void test_nccl_flags(void **state) {
     unlink(path);
     assert_non_null(j);
     json_t *setup = json_object_get(j, "setup");
-    assert_int_equal(json_integer_value(json_object_get(setup, "agg_iters")), 3);
-    assert_string_equal(json_string_value(json_object_get(setup, "average")), "min");
+    assert_int_equal(json_integer_value(json_object_get(setup, "agg_iters")),
+                     3);
+    assert_string_equal(json_string_value(json_object_get(setup, "average")),
+                        "min");
     assert_int_equal(json_array_size(json_object_get(j, "results")), 4);
     assert_int_equal(json_integer_value(json_object_get(j, "wrong_total")), 0);
     json_decref(j);
@@ -310,27 +332,26 @@ static void test_table(void **state) {
     cli_result r;
     cli_runf(&r, "exec collective --np 2 -b 8 -e 64 -f 2 -n 2 -w 1");
     assert_int_equal(r.status, 0);
-    assert_non_null(strstr(r.out, "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"));
+    assert_non_null(strstr(
+        r.out, "#       size         count      type   redop    root     time  "
+               " algbw   busbw #wrong     time   algbw   busbw #wrong\n"));
     assert_non_null(strstr(r.out, "#  Rank  1 Group  0 Pid "));
     assert_non_null(strstr(r.out, "# Out of bounds values : 0 OK\n"));
     assert_non_null(strstr(r.out, "# Avg bus bandwidth    : "));
-    assert_non_null(strstr(r.out, "\n           8             2     float     sum      -1  "));
-    assert_non_null(strstr(r.out, "\n          64            16     float     sum      -1  "));
+    assert_non_null(strstr(
+        r.out, "\n           8             2     float     sum      -1  "));
+    assert_non_null(strstr(
+        r.out, "\n          64            16     float     sum      -1  "));
     cli_result_free(&r);
 }
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_table),
-        cmocka_unit_test(test_usage),
-        cmocka_unit_test(test_nccl_flags),
-        cmocka_unit_test(test_matrix),
-        cmocka_unit_test(test_large),
-        cmocka_unit_test(test_algos),
-        cmocka_unit_test(test_rabenseifner),
-        cmocka_unit_test(test_check_fails),
-        cmocka_unit_test(test_peer_dies),
-        cmocka_unit_test(test_peer_stalls),
+        cmocka_unit_test(test_table),        cmocka_unit_test(test_usage),
+        cmocka_unit_test(test_nccl_flags),   cmocka_unit_test(test_matrix),
+        cmocka_unit_test(test_large),        cmocka_unit_test(test_algos),
+        cmocka_unit_test(test_rabenseifner), cmocka_unit_test(test_check_fails),
+        cmocka_unit_test(test_peer_dies),    cmocka_unit_test(test_peer_stalls),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

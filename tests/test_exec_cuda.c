@@ -20,14 +20,14 @@
 
 static int failures;
 
-#define CHECK(cond, ...)                                                  \
-    do {                                                                  \
-        if (!(cond)) {                                                    \
-            failures++;                                                   \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__);                   \
-            printf(__VA_ARGS__);                                          \
-            printf("\n");                                                 \
-        }                                                                 \
+#define CHECK(cond, ...)                                                       \
+    do {                                                                       \
+        if (!(cond)) {                                                         \
+            failures++;                                                        \
+            printf("FAIL %s:%d: ", __FILE__, __LINE__);                        \
+            printf(__VA_ARGS__);                                               \
+            printf("\n");                                                      \
+        }                                                                      \
     } while (0)
 
 /* Exact encodings for the values used (quarters below 64): no rounding
@@ -65,9 +65,12 @@ static float h2f(uint16_t h) {
 }
 
 static void put(pp_xdtype t, void *p, size_t i, float v) {
-    if (t == PP_XDT_FP32) ((float *)p)[i] = v;
-    else if (t == PP_XDT_BF16) ((uint16_t *)p)[i] = f2bf(v);
-    else ((uint16_t *)p)[i] = f2h(v);
+    if (t == PP_XDT_FP32)
+        ((float *)p)[i] = v;
+    else if (t == PP_XDT_BF16)
+        ((uint16_t *)p)[i] = f2bf(v);
+    else
+        ((uint16_t *)p)[i] = f2h(v);
 }
 static float get(pp_xdtype t, const void *p, size_t i) {
     if (t == PP_XDT_FP32) return ((const float *)p)[i];
@@ -76,28 +79,35 @@ static float get(pp_xdtype t, const void *p, size_t i) {
 }
 
 static void test_reduce(void) {
-    static const char *tn[] = {"fp32", "bf16", "fp16"}, *on[] = {"sum", "max", "min"};
+    static const char *tn[] = {"fp32", "bf16", "fp16"},
+                      *on[] = {"sum", "max", "min"};
     const size_t n = (1u << 20) + 3; /* not a multiple of anything nice */
     for (int t = 0; t < PP_XDT__COUNT; t++)
         for (int op = 0; op < PP_XOP__COUNT; op++) {
             pp_error e = PP_ERROR_INIT;
             size_t es = pp_xdtype_size((pp_xdtype)t), bad = 0;
-            void *hd = malloc(n * es), *hs = malloc(n * es), *out = malloc(n * es);
+            void *hd = malloc(n * es), *hs = malloc(n * es),
+                 *out = malloc(n * es);
             void *dd = NULL, *ds = NULL;
             for (size_t i = 0; i < n; i++) {
                 put((pp_xdtype)t, hd, i, (float)((int)(i % 61) - 30) * 0.25f);
-                put((pp_xdtype)t, hs, i, (float)((int)(i * 7 % 53) - 26) * 0.25f);
+                put((pp_xdtype)t, hs, i,
+                    (float)((int)(i * 7 % 53) - 26) * 0.25f);
             }
             int rc = pp_cuda_malloc(&dd, n * es, &e);
             if (!rc) rc = pp_cuda_malloc(&ds, n * es, &e);
             if (!rc) rc = pp_cuda_h2d(dd, hd, n * es, &e);
             if (!rc) rc = pp_cuda_h2d(ds, hs, n * es, &e);
-            if (!rc) rc = pp_cuda_reduce((pp_xdtype)t, (pp_xredop)op, dd, ds, n, &e);
+            if (!rc)
+                rc = pp_cuda_reduce((pp_xdtype)t, (pp_xredop)op, dd, ds, n, &e);
             if (!rc) rc = pp_cuda_d2h(out, dd, n * es, &e);
             CHECK(rc == 0, "reduce %s %s: %s", tn[t], on[op], e.msg);
             for (size_t i = 0; rc == 0 && i < n; i++) {
-                float a = get((pp_xdtype)t, hd, i), b = get((pp_xdtype)t, hs, i);
-                float want = op == PP_XOP_SUM ? a + b : op == PP_XOP_MAX ? fmaxf(a, b) : fminf(a, b);
+                float a = get((pp_xdtype)t, hd, i),
+                      b = get((pp_xdtype)t, hs, i);
+                float want = op == PP_XOP_SUM   ? a + b
+                             : op == PP_XOP_MAX ? fmaxf(a, b)
+                                                : fminf(a, b);
                 if (get((pp_xdtype)t, out, i) != want && bad++ < 3)
                     CHECK(0, "reduce %s %s: [%zu] = %g, want %g", tn[t], on[op],
                           i, get((pp_xdtype)t, out, i), want);
@@ -112,8 +122,10 @@ static void test_reduce(void) {
         }
     /* count 0 is a no-op, a bad dtype an error. */
     pp_error e = PP_ERROR_INIT;
-    CHECK(pp_cuda_reduce(PP_XDT_FP32, PP_XOP_SUM, NULL, NULL, 0, &e) == 0, "count 0");
-    CHECK(pp_cuda_reduce(PP_XDT__COUNT, PP_XOP_SUM, NULL, NULL, 1, &e) == PP_EINVAL,
+    CHECK(pp_cuda_reduce(PP_XDT_FP32, PP_XOP_SUM, NULL, NULL, 0, &e) == 0,
+          "count 0");
+    CHECK(pp_cuda_reduce(PP_XDT__COUNT, PP_XOP_SUM, NULL, NULL, 1, &e) ==
+              PP_EINVAL,
           "bad dtype");
 }
 
@@ -133,7 +145,8 @@ static void test_gemm(int cc) {
         for (size_t q = 0; q < sizeof shapes / sizeof shapes[0]; q++) {
             const pp_gemm_shape *s = &shapes[q];
             /* cuBLASLt's fp8 needs sizes that are multiples of 16. */
-            if (t == PP_GEMM_FP8 && (s->m % 16 || s->n % 16 || s->k % 16)) continue;
+            if (t == PP_GEMM_FP8 && (s->m % 16 || s->n % 16 || s->k % 16))
+                continue;
             pp_exec_gemm_opts o;
             pp_exec_gemm_opts_init(&o, PP_EXEC_CUDA);
             o.dtype = (pp_gemm_dtype)t;
@@ -142,16 +155,18 @@ static void test_gemm(int cc) {
             pp_exec_gemm_result r;
             pp_error e = PP_ERROR_INIT;
             int rc = pp_exec_gemm_run(&o, s, &r, &e);
-            CHECK(rc == 0, "gemm %s %s: %s", pp_gemm_dtype_names[t], s->name, e.msg);
+            CHECK(rc == 0, "gemm %s %s: %s", pp_gemm_dtype_names[t], s->name,
+                  e.msg);
             if (rc) continue;
             CHECK(r.checked && r.check_err <= 1, "gemm %s %s: not checked",
                   pp_gemm_dtype_names[t], s->name);
             CHECK(r.time.median > 0 && r.flops_per_s > 0, "gemm timing");
             printf("gemm %-4s %-8s %lldx%lldx%lldx%lld: %.2f us, %.2f TFLOP/s, "
-                   "error %.3f of bound, %s\n", pp_gemm_dtype_names[t], s->name,
-                   (long long)s->batch, (long long)s->m, (long long)s->n,
-                   (long long)s->k, r.time.median * 1e6, r.flops_per_s / 1e12,
-                   r.check_err, r.algo);
+                   "error %.3f of bound, %s\n",
+                   pp_gemm_dtype_names[t], s->name, (long long)s->batch,
+                   (long long)s->m, (long long)s->n, (long long)s->k,
+                   r.time.median * 1e6, r.flops_per_s / 1e12, r.check_err,
+                   r.algo);
         }
     }
 }
@@ -180,7 +195,8 @@ int main(void) {
     pp_error e = PP_ERROR_INIT;
     char name[128];
     int major = 0, minor = 0;
-    if (pp_cuda_set_device(0, &e) || pp_cuda_device_name(name, sizeof name, &major, &minor, &e)) {
+    if (pp_cuda_set_device(0, &e) ||
+        pp_cuda_device_name(name, sizeof name, &major, &minor, &e)) {
         printf("test_exec_cuda: %s\n", e.msg);
         return 1;
     }
@@ -188,7 +204,7 @@ int main(void) {
     test_reduce();
     test_gemm(major * 10 + minor);
     test_membw();
-    printf("test_exec_cuda: %s (%d failure%s)\n", failures ? "FAILED" : "passed",
-           failures, failures == 1 ? "" : "s");
+    printf("test_exec_cuda: %s (%d failure%s)\n",
+           failures ? "FAILED" : "passed", failures, failures == 1 ? "" : "s");
     return failures ? 1 : 0;
 }

@@ -72,7 +72,8 @@ static void parse_bad(const char *t, int code, const char *msg) {
     size_t n = 99;
     assert_int_equal(pp_exec_parse_dims(t, "-m", v, 8, &n, &e), code);
     assert_int_equal(n, 99); /* untouched */
-    if (!strstr(e.msg, msg)) fail_msg("\"%s\": got \"%s\", want \"%s\"", t, e.msg, msg);
+    if (!strstr(e.msg, msg))
+        fail_msg("\"%s\": got \"%s\", want \"%s\"", t, e.msg, msg);
 }
 
 static void test_parse_dims(void **state) {
@@ -101,8 +102,8 @@ static void test_parse_dims(void **state) {
 static void test_cpu_gemm_correct(void **state) {
     (void)state;
     static const int64_t shapes[][4] = {
-        {1, 1, 1, 1}, {1, 3, 5, 7}, {2, 17, 13, 31}, {3, 33, 65, 129},
-        {1, 127, 1, 255}, {1, 1, 200, 3},
+        {1, 1, 1, 1},     {1, 3, 5, 7},     {2, 17, 13, 31},
+        {3, 33, 65, 129}, {1, 127, 1, 255}, {1, 1, 200, 3},
     };
     for (size_t q = 0; q < sizeof shapes / sizeof shapes[0]; q++) {
         int64_t b = shapes[q][0], m = shapes[q][1], n = shapes[q][2],
@@ -111,8 +112,10 @@ static void test_cpu_gemm_correct(void **state) {
         float *w = malloc((size_t)(b * n * k) * sizeof *w);
         float *c = malloc((size_t)(b * m * n) * sizeof *c);
         double *ref = malloc((size_t)(b * m * n) * sizeof *ref);
-        for (int64_t i = 0; i < b * m * k; i++) a[i] = (float)((i * 37 % 101) - 50) / 50.0f;
-        for (int64_t i = 0; i < b * n * k; i++) w[i] = (float)((i * 53 % 97) - 48) / 48.0f;
+        for (int64_t i = 0; i < b * m * k; i++)
+            a[i] = (float)((i * 37 % 101) - 50) / 50.0f;
+        for (int64_t i = 0; i < b * n * k; i++)
+            w[i] = (float)((i * 53 % 97) - 48) / 48.0f;
         pp_error e = PP_ERROR_INIT;
         assert_int_equal(pp_exec_sgemm_cpu(a, w, c, b, m, n, k, &e), 0);
         /* The naive triple loop, written out here rather than trusted. */
@@ -121,17 +124,18 @@ static void test_cpu_gemm_correct(void **state) {
                 for (int64_t j = 0; j < n; j++) {
                     double s = 0, mag = 0;
                     for (int64_t l = 0; l < k; l++) {
-                        double p = (double)a[(x * m + i) * k + l]
-                                   * w[(x * n + j) * k + l];
+                        double p = (double)a[(x * m + i) * k + l] *
+                                   w[(x * n + j) * k + l];
                         s += p;
                         mag += fabs(p);
                     }
                     double got = c[(x * m + i) * n + j];
                     if (fabs(got - s) > 1e-5 * mag + 1e-30)
                         fail_msg("%lldx%lldx%lldx%lld: C[%lld][%lld][%lld] = "
-                                 "%g, want %g", (long long)b, (long long)m,
-                                 (long long)n, (long long)k, (long long)x,
-                                 (long long)i, (long long)j, got, s);
+                                 "%g, want %g",
+                                 (long long)b, (long long)m, (long long)n,
+                                 (long long)k, (long long)x, (long long)i,
+                                 (long long)j, got, s);
                 }
         /* And the library's reference agrees with the loop. */
         pp_exec_gemm_ref(a, w, ref, b, m, n, k);
@@ -157,8 +161,8 @@ static void test_cpu_gemm_run(void **state) {
     pp_error e = PP_ERROR_INIT;
     if (pp_exec_gemm_run(&o, &s, &r, &e)) fail_msg("%s", e.msg);
     assert_int_equal(r.time.n, 7);
-    assert_true(r.time.min <= r.time.p10 && r.time.p10 <= r.time.median
-                && r.time.median <= r.time.p90 && r.time.p90 <= r.time.max);
+    assert_true(r.time.min <= r.time.p10 && r.time.p10 <= r.time.median &&
+                r.time.median <= r.time.p90 && r.time.p90 <= r.time.max);
     assert_true(r.time.min > 0);
     assert_true(r.flops == 2.0 * 2 * 37 * 29 * 53);
     assert_true(isfinite(r.flops_per_s) && r.flops_per_s > 0);
@@ -185,8 +189,9 @@ static void test_cuda_absent(void **state) {
     assert_non_null(strstr(e.msg, why));
     pp_error_clear(&e);
     pp_exec_membw_result m;
-    assert_int_equal(pp_exec_membw_run(PP_EXEC_CUDA, PP_MEMBW_COPY, 1 << 20,
-                                       3, 1, 0, &m, &e), PP_ENODEV);
+    assert_int_equal(pp_exec_membw_run(PP_EXEC_CUDA, PP_MEMBW_COPY, 1 << 20, 3,
+                                       1, 0, &m, &e),
+                     PP_ENODEV);
 }
 
 /* --- the layer's GEMMs --------------------------------------------------- */
@@ -208,7 +213,10 @@ static void test_layer_gemms(void **state) {
     size_t n = 0;
     assert_int_equal(pp_layer_gemms(&m, &p, g, 8, &n, &e), 0);
     assert_int_equal(n, 6);
-    static const struct { const char *name; int64_t b, m, n, k; } want[] = {
+    static const struct {
+        const char *name;
+        int64_t b, m, n, k;
+    } want[] = {
         {"qkv", 1, 2048, 4608, 12288},
         {"attn scores", 12, 2048, 2048, 128},
         {"attn values", 12, 2048, 128, 2048},
@@ -234,7 +242,8 @@ static void test_layer_gemms(void **state) {
 static void test_cli_model_list(void **state) {
     (void)state;
     cli_result r;
-    cli_runf(&r, "exec gemm --model gpt3-175b --parallel tp=8 --list --format json");
+    cli_runf(
+        &r, "exec gemm --model gpt3-175b --parallel tp=8 --list --format json");
     if (r.status != 0) fail_msg("status %d: %s", r.status, r.err);
     json_t *j = cli_json(&r);
     json_t *s = json_object_get(j, "shapes");
@@ -257,7 +266,7 @@ static void test_cli_cpu_run(void **state) {
     (void)state;
     cli_result r;
     cli_runf(&r, "exec gemm --backend cpu -m 64,33 -n 48 -k 32 --iters 5 "
-             "--warmup 1 --peak 1TFLOPS --format json");
+                 "--warmup 1 --peak 1TFLOPS --format json");
     if (r.status != 0) fail_msg("status %d: %s", r.status, r.err);
     json_t *j = cli_json(&r);
     json_t *res = json_object_get(j, "results");
@@ -271,7 +280,8 @@ static void test_cli_cpu_run(void **state) {
     assert_true(med > 0 && p10 <= med && tf > 0);
     assert_true(fabs(frac - tf) < 1e-9 * (1 + tf)); /* peak 1 TFLOP/s */
     assert_true(json_is_true(json_object_get(x, "checked")));
-    assert_string_equal(json_string_value(json_object_get(x, "backend")), "cpu");
+    assert_string_equal(json_string_value(json_object_get(x, "backend")),
+                        "cpu");
     json_decref(j);
     cli_result_free(&r);
 }
@@ -287,17 +297,23 @@ static void expect_usage(const char *cmdline, const char *msg) {
 
 static void test_cli_usage(void **state) {
     (void)state;
-    expect_usage("exec gemm -m 8192:1024:x2 -n 1 -k 1 --list",
-                 "podplan exec gemm: -m: bad range \"8192:1024:x2\": hi is below lo");
-    expect_usage("exec gemm -m abc -n 1 -k 1", "-m: expected a positive integer");
+    expect_usage(
+        "exec gemm -m 8192:1024:x2 -n 1 -k 1 --list",
+        "podplan exec gemm: -m: bad range \"8192:1024:x2\": hi is below lo");
+    expect_usage("exec gemm -m abc -n 1 -k 1",
+                 "-m: expected a positive integer");
     expect_usage("exec gemm -m 64 -n 64", "-m, -n and -k are all needed");
-    expect_usage("exec gemm --model gpt3-175b --square 64", "give one of --model");
-    expect_usage("exec gemm --square 64 --parallel tp=8", "--parallel goes with --model");
-    expect_usage("exec gemm --backend cpu --dtype bf16 --square 64", "fp32 only");
+    expect_usage("exec gemm --model gpt3-175b --square 64",
+                 "give one of --model");
+    expect_usage("exec gemm --square 64 --parallel tp=8",
+                 "--parallel goes with --model");
+    expect_usage("exec gemm --backend cpu --dtype bf16 --square 64",
+                 "fp32 only");
     expect_usage("exec gemm --backend tpu --square 64", "--backend");
     expect_usage("exec gemm --square 1:65536:+1", "more than 64 sizes");
     expect_usage("exec gemm --model gpt3-175b --parallel tp=7 --list", "tp");
-    expect_usage("exec gemm --backend cpu --square 64 --gpu h100-sxm", "did you mean \"h100-sxm5\"");
+    expect_usage("exec gemm --backend cpu --square 64 --gpu h100-sxm",
+                 "did you mean \"h100-sxm5\"");
     expect_usage("exec gem", "did you mean \"gemm\"");
     expect_usage("exec membw --sizes 12", "--sizes");
     expect_usage("exec membw --kernel scale", "--kernel: expected copy, triad");
@@ -315,20 +331,24 @@ static void test_membw_host(void **state) {
                                   threads, 0, &r, &e))
                 fail_msg("%s", e.msg);
             assert_int_equal(r.time.n, 5);
-            assert_true(r.bytes_moved == (k == PP_MEMBW_TRIAD ? 3 : 2) * (double)(8u << 20));
+            assert_true(r.bytes_moved ==
+                        (k == PP_MEMBW_TRIAD ? 3 : 2) * (double)(8u << 20));
             /* Plausible: above 100 MB/s, below 10 TB/s, finite. */
-            assert_true(isfinite(r.bw_Bps) && r.bw_Bps > 1e8 && r.bw_Bps < 1e13);
+            assert_true(isfinite(r.bw_Bps) && r.bw_Bps > 1e8 &&
+                        r.bw_Bps < 1e13);
             assert_true(r.best_Bps >= r.bw_Bps);
         }
     pp_exec_membw_result r;
-    assert_int_equal(pp_exec_membw_run(PP_EXEC_CPU, PP_MEMBW_COPY, 8, 5, 1, 0,
-                                       &r, &e), PP_EINVAL);
+    assert_int_equal(
+        pp_exec_membw_run(PP_EXEC_CPU, PP_MEMBW_COPY, 8, 5, 1, 0, &r, &e),
+        PP_EINVAL);
 }
 
 static void test_cli_membw(void **state) {
     (void)state;
     cli_result r;
-    cli_runf(&r, "exec membw --sizes 4MiB --kernel all --iters 4 --format json");
+    cli_runf(&r,
+             "exec membw --sizes 4MiB --kernel all --iters 4 --format json");
     if (r.status != 0) fail_msg("status %d: %s", r.status, r.err);
     json_t *j = cli_json(&r);
     json_t *res = json_object_get(j, "results");
@@ -337,7 +357,8 @@ static void test_cli_membw(void **state) {
         json_t *x = json_array_get(res, i);
         double bw = json_number_value(json_object_get(x, "bandwidth_Bps"));
         assert_true(isfinite(bw) && bw > 0);
-        assert_int_equal(json_integer_value(json_object_get(x, "array_bytes")), 4 << 20);
+        assert_int_equal(json_integer_value(json_object_get(x, "array_bytes")),
+                         4 << 20);
     }
     json_decref(j);
     cli_result_free(&r);

@@ -46,8 +46,10 @@ static void test_slices_cover(void **state) {
     size_t bounds[5] = {0, 7, 7, 20, 1001};
     for (int ch = 1; ch <= 5; ch++)
         for (size_t sl = 1; sl < 300; sl += 37) {
-            pp__sched s = {.n_chunks = 4, .chunk_begin = bounds,
-                           .channels = ch, .slice_elems = sl};
+            pp__sched s = {.n_chunks = 4,
+                           .chunk_begin = bounds,
+                           .channels = ch,
+                           .slice_elems = sl};
             size_t nsl = pp__sched_slices(&s);
             unsigned char seen[1001] = {0};
             for (size_t k = 0; k < 4; k++)
@@ -120,7 +122,10 @@ static void play_rd(int n, bool rab) {
     pp__xstep st[N][PP__RD_STEPS_MAX];
     uint32_t have[N][16]; /* [rank][block], p <= 16 */
     int ns = -1, p = 1, lg = 0;
-    while (p * 2 <= n) { p *= 2; lg++; }
+    while (p * 2 <= n) {
+        p *= 2;
+        lg++;
+    }
     for (int r = 0; r < n; r++) {
         int k = pp__rd_steps(n, r, rab, st[r]);
         if (ns >= 0) assert_int_equal(k, ns); /* the same count everywhere */
@@ -173,9 +178,9 @@ static void test_rd_schedule(void **state) {
  * per iteration whatever the mode. */
 static void test_stats_average(void **state) {
     (void)state;
-    const double all[3 * 2] = {2, 4,   /* rank 0: mean 3 */
-                               1, 1,   /* rank 1: mean 1 */
-                               5, 7};  /* rank 2: mean 6 */
+    const double all[3 * 2] = {2, 4,  /* rank 0: mean 3 */
+                               1, 1,  /* rank 1: mean 1 */
+                               5, 7}; /* rank 2: mean 6 */
     const double want[4] = {3, 10.0 / 3, 1, 6};
     for (int a = 0; a < 4; a++) {
         pp_exec_coll_side sd;
@@ -196,18 +201,21 @@ static void test_bf16_fp16(void **state) {
     /* round to nearest even: 1 + 2^-8 is halfway between two bf16 values
      * and goes to the even one (1.0); 1 + 3 * 2^-8 goes up to 1 + 2^-6 */
     assert_true(pp__bf16_to_f32(pp__f32_to_bf16(1.0f + ldexpf(1, -8))) == 1.0f);
-    assert_true(pp__bf16_to_f32(pp__f32_to_bf16(1.0f + 3 * ldexpf(1, -8)))
-                == 1.0f + ldexpf(1, -6));
+    assert_true(pp__bf16_to_f32(pp__f32_to_bf16(1.0f + 3 * ldexpf(1, -8))) ==
+                1.0f + ldexpf(1, -6));
     assert_true(isnan(pp__bf16_to_f32(pp__f32_to_bf16(NAN))));
     assert_true(isinf(pp__bf16_to_f32(pp__f32_to_bf16(INFINITY))));
     /* fp16: 1 + 2^-11 halfway, to even; overflow, subnormals, NaN */
-    assert_true(pp__fp16_to_f32(pp__f32_to_fp16(1.0f + ldexpf(1, -11))) == 1.0f);
-    assert_true(pp__fp16_to_f32(pp__f32_to_fp16(1.0f + 3 * ldexpf(1, -11)))
-                == 1.0f + ldexpf(1, -9));
+    assert_true(pp__fp16_to_f32(pp__f32_to_fp16(1.0f + ldexpf(1, -11))) ==
+                1.0f);
+    assert_true(pp__fp16_to_f32(pp__f32_to_fp16(1.0f + 3 * ldexpf(1, -11))) ==
+                1.0f + ldexpf(1, -9));
     assert_true(pp__fp16_to_f32(pp__f32_to_fp16(65504.0f)) == 65504.0f);
     assert_true(isinf(pp__fp16_to_f32(pp__f32_to_fp16(70000.0f))));
-    assert_true(pp__fp16_to_f32(pp__f32_to_fp16(ldexpf(1, -24))) == ldexpf(1, -24));
-    assert_true(pp__fp16_to_f32(pp__f32_to_fp16(-ldexpf(3, -20))) == -ldexpf(3, -20));
+    assert_true(pp__fp16_to_f32(pp__f32_to_fp16(ldexpf(1, -24))) ==
+                ldexpf(1, -24));
+    assert_true(pp__fp16_to_f32(pp__f32_to_fp16(-ldexpf(3, -20))) ==
+                -ldexpf(3, -20));
     assert_true(isnan(pp__fp16_to_f32(pp__f32_to_fp16(NAN))));
     /* every finite fp16 and bf16 value survives the round trip */
     for (uint32_t h = 0; h < 65536; h++) {
@@ -226,35 +234,59 @@ static void test_reduce_cpu(void **state) {
     for (int t = 0; t < 3; t++)
         for (int op = 0; op < 3; op++) {
             for (int i = 0; i < N; i++) {
-                float x = (float)((i * 37) % 101) * 0.37f - 11, y = (float)((i * 53) % 89) * 0.29f - 9;
+                float x = (float)((i * 37) % 101) * 0.37f - 11,
+                      y = (float)((i * 53) % 89) * 0.29f - 9;
                 a[i] = x;
                 b[i] = y;
-                if (t == PP_XDT_BF16) { ha[i] = pp__f32_to_bf16(x); hb[i] = pp__f32_to_bf16(y); }
-                if (t == PP_XDT_FP16) { ha[i] = pp__f32_to_fp16(x); hb[i] = pp__f32_to_fp16(y); }
+                if (t == PP_XDT_BF16) {
+                    ha[i] = pp__f32_to_bf16(x);
+                    hb[i] = pp__f32_to_bf16(y);
+                }
+                if (t == PP_XDT_FP16) {
+                    ha[i] = pp__f32_to_fp16(x);
+                    hb[i] = pp__f32_to_fp16(y);
+                }
             }
-            if (t == PP_XDT_FP32) pp__reduce_cpu(PP_XDT_FP32, (pp_xredop)op, a, b, N);
-            else pp__reduce_cpu((pp_xdtype)t, (pp_xredop)op, ha, hb, N);
+            if (t == PP_XDT_FP32)
+                pp__reduce_cpu(PP_XDT_FP32, (pp_xredop)op, a, b, N);
+            else
+                pp__reduce_cpu((pp_xdtype)t, (pp_xredop)op, ha, hb, N);
             for (int i = 0; i < N; i++) {
-                float x = (float)((i * 37) % 101) * 0.37f - 11, y = (float)((i * 53) % 89) * 0.29f - 9;
+                float x = (float)((i * 37) % 101) * 0.37f - 11,
+                      y = (float)((i * 53) % 89) * 0.29f - 9;
                 if (t == PP_XDT_FP32) {
-                    float want = op == 0 ? x + y : op == 1 ? fmaxf(x, y) : fminf(x, y);
+                    float want = op == 0   ? x + y
+                                 : op == 1 ? fmaxf(x, y)
+                                           : fminf(x, y);
                     assert_true(a[i] == want);
                     continue;
                 }
-                float (*to)(uint16_t) = t == PP_XDT_BF16 ? pp__bf16_to_f32 : pp__fp16_to_f32;
-                uint16_t (*from)(float) = t == PP_XDT_BF16 ? pp__f32_to_bf16 : pp__f32_to_fp16;
+                float (*to)(uint16_t) =
+                    t == PP_XDT_BF16 ? pp__bf16_to_f32 : pp__fp16_to_f32;
+                uint16_t (*from)(float) =
+                    t == PP_XDT_BF16 ? pp__f32_to_bf16 : pp__f32_to_fp16;
                 float xa = to(from(x)), yb = to(from(y));
-                float want = op == 0 ? xa + yb : op == 1 ? fmaxf(xa, yb) : fminf(xa, yb);
+                float want = op == 0   ? xa + yb
+                             : op == 1 ? fmaxf(xa, yb)
+                                       : fminf(xa, yb);
                 assert_int_equal(ha[i], from(want));
             }
         }
 }
 
 static void clear_env(void) {
-    const char *v[] = {"RANK", "WORLD_SIZE", "LOCAL_RANK", "SLURM_PROCID",
-                       "SLURM_NTASKS", "SLURM_LOCALID", "OMPI_COMM_WORLD_RANK",
-                       "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
-                       "MASTER_ADDR", "MASTER_PORT", NULL};
+    const char *v[] = {"RANK",
+                       "WORLD_SIZE",
+                       "LOCAL_RANK",
+                       "SLURM_PROCID",
+                       "SLURM_NTASKS",
+                       "SLURM_LOCALID",
+                       "OMPI_COMM_WORLD_RANK",
+                       "OMPI_COMM_WORLD_SIZE",
+                       "OMPI_COMM_WORLD_LOCAL_RANK",
+                       "MASTER_ADDR",
+                       "MASTER_PORT",
+                       NULL};
     for (int i = 0; v[i]; i++) unsetenv(v[i]);
 }
 
@@ -295,7 +327,8 @@ static void test_world_env(void **state) {
 
 static int connect_to(int port) {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    struct sockaddr_in sa = {.sin_family = AF_INET,
+                             .sin_port = htons((uint16_t)port)};
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof sa), 0);
     return fd;
@@ -313,7 +346,10 @@ static uint32_t hello(int port, uint32_t magic, uint32_t rank, uint32_t nranks,
         snprintf(blob, sizeof blob, "blob of %u", rank);
         assert_int_equal(write(fd, blob, blob_len), (ssize_t)blob_len);
     }
-    if (keep) { *keep = fd; return 0; }
+    if (keep) {
+        *keep = fd;
+        return 0;
+    }
     uint32_t hdr[2] = {0, 0};
     ssize_t k = read(fd, hdr, sizeof hdr);
     assert_int_equal(k, (ssize_t)sizeof hdr);
@@ -349,28 +385,37 @@ static void test_rendezvous_rejects(void **state) {
         if (pp__boot_open(&w, 5.0, &b, ip, &e) != 0) _exit(10);
         int rc = pp__boot_allgather(b, "blob of 0", 10, blobs, lens, &e);
         pp__boot_close(b);
-        _exit(rc == 0 && lens[1] == 10 && strcmp(blobs + PP_XPORT_ADDR_MAX, "blob of 1") == 0
-                  ? 0 : 11);
+        _exit(rc == 0 && lens[1] == 10 &&
+                      strcmp(blobs + PP_XPORT_ADDR_MAX, "blob of 1") == 0
+                  ? 0
+                  : 11);
     }
     close(lfd);
     char why[300];
-    assert_int_equal(hello(port, PP__BOOT_MAGIC, 5, 3, 10, why, sizeof why, NULL), 1);
+    assert_int_equal(
+        hello(port, PP__BOOT_MAGIC, 5, 3, 10, why, sizeof why, NULL), 1);
     assert_string_equal(why, "rank 5 out of range 1..2");
-    assert_int_equal(hello(port, PP__BOOT_MAGIC, 1, 4, 10, why, sizeof why, NULL), 1);
+    assert_int_equal(
+        hello(port, PP__BOOT_MAGIC, 1, 4, 10, why, sizeof why, NULL), 1);
     assert_string_equal(why, "rank 1 says the world has 4 ranks; rank 0 has 3");
-    assert_int_equal(hello(port, PP__BOOT_MAGIC, 1, 3, 100000, why, sizeof why, NULL), 1);
-    assert_string_equal(why, "rank 1: address blob of 100000 bytes (1..256 allowed)");
-    assert_int_equal(hello(port, 0xdeadbeef, 1, 3, 10, why, sizeof why, NULL), 1);
+    assert_int_equal(
+        hello(port, PP__BOOT_MAGIC, 1, 3, 100000, why, sizeof why, NULL), 1);
+    assert_string_equal(
+        why, "rank 1: address blob of 100000 bytes (1..256 allowed)");
+    assert_int_equal(hello(port, 0xdeadbeef, 1, 3, 10, why, sizeof why, NULL),
+                     1);
     assert_non_null(strstr(why, "not a podplan rank"));
     int r1, r2;
     hello(port, PP__BOOT_MAGIC, 1, 3, 10, why, sizeof why, &r1);
-    assert_int_equal(hello(port, PP__BOOT_MAGIC, 1, 3, 10, why, sizeof why, NULL), 1);
+    assert_int_equal(
+        hello(port, PP__BOOT_MAGIC, 1, 3, 10, why, sizeof why, NULL), 1);
     assert_string_equal(why, "duplicate rank 1");
     hello(port, PP__BOOT_MAGIC, 2, 3, 10, why, sizeof why, &r2);
     /* both good ranks get status 0 and the address book */
     for (int k = 0; k < 2; k++) {
         uint32_t hdr[2];
-        assert_int_equal(read(k ? r2 : r1, hdr, sizeof hdr), (ssize_t)sizeof hdr);
+        assert_int_equal(read(k ? r2 : r1, hdr, sizeof hdr),
+                         (ssize_t)sizeof hdr);
         assert_int_equal(hdr[0], 0);
         assert_int_equal(hdr[1], 3 * (4 + PP_XPORT_ADDR_MAX));
         close(k ? r2 : r1);
@@ -420,7 +465,9 @@ static void test_rendezvous_client_told(void **state) {
 
 /* ---- bounded connects ---------------------------------------------------- */
 
-static double now_s(void) { return pp_exec_now(); }
+static double now_s(void) {
+    return pp_exec_now();
+}
 
 /* A port on 127.0.0.1 that is bound but never listened on: every connect
  * is refused. */
@@ -463,7 +510,8 @@ static void close_all(int *fds, int n) {
 static void test_connect_refused_bounded(void **state) {
     (void)state;
     int bfd, port = refusing_port(&bfd);
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    struct sockaddr_in sa = {.sin_family = AF_INET,
+                             .sin_port = htons((uint16_t)port)};
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     pp_error e = PP_ERROR_INIT;
     int fd = -7;
@@ -475,8 +523,8 @@ static void test_connect_refused_bounded(void **state) {
     assert_int_equal(fd, -7);
     char want[64];
     snprintf(want, sizeof want, "connect to rank 5 at 127.0.0.1:%d: ", port);
-    if (!strstr(e.msg, want) || !strstr(e.msg, "no connection after 1.")
-        || !strstr(e.msg, "Connection refused"))
+    if (!strstr(e.msg, want) || !strstr(e.msg, "no connection after 1.") ||
+        !strstr(e.msg, "Connection refused"))
         fail_msg("message: %s", e.msg);
     close(bfd);
 }
@@ -485,7 +533,8 @@ static void test_connect_refused_bounded(void **state) {
 static void test_connect_silent_bounded(void **state) {
     (void)state;
     int fds[3], port = silent_port(fds);
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    struct sockaddr_in sa = {.sin_family = AF_INET,
+                             .sin_port = htons((uint16_t)port)};
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     pp_error e = PP_ERROR_INIT;
     int fd = -1;
@@ -509,7 +558,10 @@ static void test_connect_silent_bounded(void **state) {
 static void test_connect_bounded_callers(void **state) {
     (void)state;
     int bfd, port = refusing_port(&bfd);
-    pp_xport_opts o = {.rank = 0, .nranks = 2, .channels = 2, .timeout_s = 1.0,
+    pp_xport_opts o = {.rank = 0,
+                       .nranks = 2,
+                       .channels = 2,
+                       .timeout_s = 1.0,
                        .device = "127.0.0.1"};
     pp_xport *x = NULL;
     char addr[PP_XPORT_ADDR_MAX], peer[PP_XPORT_ADDR_MAX];
@@ -526,8 +578,10 @@ static void test_connect_bounded_callers(void **state) {
                      PP_ETIMEOUT);
     assert_true(now_s() - t0 < 1.0 + 3.0);
     char want[80];
-    snprintf(want, sizeof want, "rank 0: connect to rank 1 at 127.0.0.1:%d: "
-             "no connection after", port);
+    snprintf(want, sizeof want,
+             "rank 0: connect to rank 1 at 127.0.0.1:%d: "
+             "no connection after",
+             port);
     if (!strstr(e.msg, want)) fail_msg("message: %s", e.msg);
     pp_xport_tcp.destroy(x);
     close(bfd);
@@ -542,11 +596,17 @@ static void test_connect_bounded_callers(void **state) {
     t0 = now_s();
     int rc = pp__boot_open(&w, 1.0, &b, ip, &e);
     double dt = now_s() - t0;
-    if (rc == 0) { pp__boot_close(b); close_all(fds, 3); skip(); }
+    if (rc == 0) {
+        pp__boot_close(b);
+        close_all(fds, 3);
+        skip();
+    }
     assert_int_equal(rc, PP_ETIMEOUT);
     assert_true(dt < 1.0 + 3.0);
-    snprintf(want, sizeof want, "rank 1: connect to rank 0's rendezvous at "
-             "127.0.0.1:%d: no connection after", w.master_port);
+    snprintf(want, sizeof want,
+             "rank 1: connect to rank 0's rendezvous at "
+             "127.0.0.1:%d: no connection after",
+             w.master_port);
     if (!strstr(e.msg, want)) fail_msg("message: %s", e.msg);
     close_all(fds, 3);
 }

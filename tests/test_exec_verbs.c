@@ -33,27 +33,23 @@ typedef struct world {
 
 static const pp_xport_ops *V = &pp_xport_verbs;
 
-static pp_xport_opts opts(int rank, int n, int C)
-{
+static pp_xport_opts opts(int rank, int n, int C) {
     pp_xport_opts o = {rank, n, C, 5.0, NULL, 1, -1};
     return o;
 }
 
-static int setup(void **state)
-{
+static int setup(void **state) {
     fake_reset();
     pp__vb_sysfs_root = "/nonexistent";
     return 0;
 }
 
-static int teardown(void **state)
-{
+static int teardown(void **state) {
     return fake_leaks() ? -1 : 0;
 }
 
 /* Creates n ranks; lid and MTU may differ per rank. */
-static void world_create(world *w, int n, int C, const enum ibv_mtu *mtu)
-{
+static void world_create(world *w, int n, int C, const enum ibv_mtu *mtu) {
     pp_error e = PP_ERROR_INIT;
 
     memset(w, 0, sizeof *w);
@@ -63,64 +59,53 @@ static void world_create(world *w, int n, int C, const enum ibv_mtu *mtu)
         pp_xport_opts o = opts(r, n, C);
 
         fake.lid = (uint16_t)(10 + r);
-        if (mtu)
-            fake.mtu = mtu[r];
+        if (mtu) fake.mtu = mtu[r];
         assert_int_equal(V->create(&o, &w->t[r], w->addr[r], &w->len[r], &e),
                          0);
         w->ap[r] = w->addr[r];
     }
 }
 
-static int world_connect(world *w, int r, pp_error *e)
-{
+static int world_connect(world *w, int r, pp_error *e) {
     int peers[NR], k = 0;
 
-    for (int p = w->n - 1; p >= 0; p--)   /* high first: connect sorts */
-        if (p != r)
-            peers[k++] = p;
+    for (int p = w->n - 1; p >= 0; p--) /* high first: connect sorts */
+        if (p != r) peers[k++] = p;
     return V->connect(w->t[r], peers, (size_t)k, w->ap, w->len, e);
 }
 
-static void world_up(world *w, int n, int C)
-{
+static void world_up(world *w, int n, int C) {
     pp_error e = PP_ERROR_INIT;
 
     world_create(w, n, C, NULL);
-    for (int r = 0; r < n; r++)
-        assert_int_equal(world_connect(w, r, &e), 0);
+    for (int r = 0; r < n; r++) assert_int_equal(world_connect(w, r, &e), 0);
 }
 
-static void world_free(world *w)
-{
-    for (int r = 0; r < w->n; r++)
-        V->destroy(w->t[r]);
+static void world_free(world *w) {
+    for (int r = 0; r < w->n; r++) V->destroy(w->t[r]);
 }
 
 /* Runs one poll-and-progress round on each rank in turn (deadline in
  * the past) until every rank's requests are done. */
 static int drive(world *w, pp_xreq **reqs[NR], const size_t *nreq,
-                 pp_error *e)
-{
+                 pp_error *e) {
     for (int round = 0; round < 10000; round++) {
         bool all = true;
 
         for (int r = 0; r < w->n; r++) {
             pp_error tmp = PP_ERROR_INIT;
-            int rc = nreq[r] ? V->wait(w->t[r], reqs[r], nreq[r], 0, &tmp)
-                             : 0;
+            int rc = nreq[r] ? V->wait(w->t[r], reqs[r], nreq[r], 0, &tmp) : 0;
             if (rc == PP_ETIMEOUT)
                 all = false;
             else if (rc)
                 return pp_error_set(e, rc, "%s", tmp.msg);
         }
-        if (all)
-            return 0;
+        if (all) return 0;
     }
     return PP_ETIMEOUT;
 }
 
-static void expect_msg(const pp_error *e, const char *want)
-{
+static void expect_msg(const pp_error *e, const char *want) {
     if (!strstr(e->msg, want))
         fail_msg("message \"%s\" lacks \"%s\"", e->msg, want);
 }
@@ -141,11 +126,11 @@ static const create_case create_cases[] = {
     {"reg_mr", 0, EFAULT, PP_EIO, "bytes of credit slots): Bad address"},
     {"create_cq", 0, ENOMEM, PP_EIO, "ibv_create_cq(mlx5_0"},
     {"create_qp", 3, ENOSYS, PP_EIO,
-     "ibv_create_qp for rank 2 (channel 1) on mlx5_0: Function not implemented"},
+     "ibv_create_qp for rank 2 (channel 1) on mlx5_0: Function not "
+     "implemented"},
 };
 
-static void test_create_fails(void **state)
-{
+static void test_create_fails(void **state) {
     const create_case *c = *state;
     pp_xport_opts o = opts(1, 4, 2);
     pp_xport *sentinel = (pp_xport *)&o, *t = sentinel;
@@ -159,12 +144,11 @@ static void test_create_fails(void **state)
     assert_int_equal(V->create(&o, &t, addr, &len, &e), c->code);
     expect_msg(&e, c->msg);
     expect_msg(&e, "rank 1: ");
-    assert_ptr_equal(t, sentinel);   /* outputs untouched */
+    assert_ptr_equal(t, sentinel); /* outputs untouched */
     assert_int_equal(len, 0);
 }
 
-static void test_no_device(void **state)
-{
+static void test_no_device(void **state) {
     pp_xport_opts o = opts(0, 2, 1);
     pp_xport *t = NULL;
     pp_error e = PP_ERROR_INIT;
@@ -177,8 +161,7 @@ static void test_no_device(void **state)
     assert_null(t);
 }
 
-static void test_no_active_port(void **state)
-{
+static void test_no_active_port(void **state) {
     pp_xport_opts o = opts(0, 2, 1);
     pp_xport *t = NULL;
     pp_error e = PP_ERROR_INIT;
@@ -191,12 +174,11 @@ static void test_no_active_port(void **state)
     fake.port_state[1] = IBV_PORT_INIT;
     assert_int_equal(V->create(&o, &t, addr, &len, &e), PP_ENODEV);
     expect_msg(&e, "no usable RDMA port 1: mlx5_0 port 1 is down, not "
-               "ACTIVE; mlx5_1 port 1 is init, not ACTIVE");
+                   "ACTIVE; mlx5_1 port 1 is init, not ACTIVE");
     assert_null(t);
 }
 
-static void test_device_choice(void **state)
-{
+static void test_device_choice(void **state) {
     pp_xport_opts o = opts(0, 2, 1);
     pp_xport *t = NULL;
     pp_error e = PP_ERROR_INIT;
@@ -212,7 +194,7 @@ static void test_device_choice(void **state)
     /* The first ACTIVE one... */
     assert_int_equal(V->create(&o, &t, addr, &len, &e), 0);
     assert_string_equal(t->devname, "mlx5_1");
-    assert_int_equal(fake.live_ctx, 1);    /* mlx5_0 was closed */
+    assert_int_equal(fake.live_ctx, 1); /* mlx5_0 was closed */
     V->destroy(t);
     /* ...or the one named, */
     o.device = "mlx5_2";
@@ -224,12 +206,11 @@ static void test_device_choice(void **state)
     t = NULL;
     assert_int_equal(V->create(&o, &t, addr, &len, &e), PP_ENODEV);
     expect_msg(&e, "no RDMA device named \"mlx5_9\" (have: mlx5_0, mlx5_1, "
-               "mlx5_2)");
+                   "mlx5_2)");
     assert_null(t);
 }
 
-static void test_bad_options(void **state)
-{
+static void test_bad_options(void **state) {
     pp_xport_opts o = opts(2, 2, 1);
     pp_xport *t = NULL;
     pp_error e = PP_ERROR_INIT;
@@ -243,8 +224,7 @@ static void test_bad_options(void **state)
 
 /* ---- the blob --------------------------------------------------------- */
 
-static void test_blob(void **state)
-{
+static void test_blob(void **state) {
     world w;
     pp__vb_addr a;
     pp_error e = PP_ERROR_INIT;
@@ -252,16 +232,16 @@ static void test_blob(void **state)
 
     world_create(&w, 3, 2, NULL);
     assert_int_equal(w.len[1], PP_VB_HDR_BYTES + 3 * 3 * 2);
-    assert_int_equal(pp__vb_addr_decode(w.t[0], 1, w.addr[1], w.len[1], &a,
-                                        &e), 0);
+    assert_int_equal(pp__vb_addr_decode(w.t[0], 1, w.addr[1], w.len[1], &a, &e),
+                     0);
     assert_int_equal(a.rank, 1);
     assert_int_equal(a.lid, 11);
     assert_int_equal(a.psn, w.t[1]->psn);
     assert_int_equal(a.ctl_rkey, w.t[1]->ctl_mr->rkey);
     for (int p = 0; p < 3; p++)
         for (int c = 0; c < 2; c++)
-            assert_int_equal(pp__vb_addr_qpn(&a, p, c), p == 1 ? 0 :
-                             w.t[1]->qps[p * 2 + c].qp->qp_num);
+            assert_int_equal(pp__vb_addr_qpn(&a, p, c),
+                             p == 1 ? 0 : w.t[1]->qps[p * 2 + c].qp->qp_num);
     /* Sizes: the additive hook of xport.h. */
     assert_int_equal(pp_xport_addr_max(V, &small), PP_XPORT_ADDR_MAX);
     assert_int_equal(pp_xport_addr_max(V, &big), 64 + 3 * 128 * 4);
@@ -284,8 +264,8 @@ static void test_blob(void **state)
 
 /* ---- connect(): the transitions --------------------------------------- */
 
-static const int MASK_INIT = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-                             IBV_QP_ACCESS_FLAGS;
+static const int MASK_INIT =
+    IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
 static const int MASK_RTR = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
                             IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
                             IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
@@ -294,39 +274,37 @@ static const int MASK_RTS = IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
                             IBV_QP_MAX_QP_RD_ATOMIC;
 
 /* Checks rank r's log of one peer's QPs from entry k; returns the next. */
-static int check_peer(world *w, int r, int p, int k, bool roce)
-{
+static int check_peer(world *w, int r, int p, int k, bool roce) {
     pp_xport *t = w->t[r], *u = w->t[p];
 
     for (int c = 0; c < w->C; c++, k += 3) {
         const fake_modify *m = &fake.modify[k];
         uint32_t qpn = t->qps[p * w->C + c].qp->qp_num;
 
-        for (int s = 0; s < 3; s++)
-            assert_int_equal(m[s].qpn, qpn);
+        for (int s = 0; s < 3; s++) assert_int_equal(m[s].qpn, qpn);
         assert_int_equal(m[0].attr.qp_state, IBV_QPS_INIT);
         assert_int_equal(m[0].mask, MASK_INIT);
         assert_int_equal(m[0].attr.port_num, 1);
         assert_int_equal(m[0].attr.pkey_index, 0);
         assert_int_equal(m[0].attr.qp_access_flags,
                          IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-                         IBV_ACCESS_REMOTE_READ);
+                             IBV_ACCESS_REMOTE_READ);
         assert_int_equal(m[1].attr.qp_state, IBV_QPS_RTR);
         assert_int_equal(m[1].mask, MASK_RTR);
         assert_int_equal(m[1].attr.dest_qp_num,
                          u->qps[r * w->C + c].qp->qp_num);
         assert_int_equal(m[1].attr.rq_psn, u->psn);
         assert_int_equal(m[1].attr.path_mtu,
-                         t->port.active_mtu < u->port.active_mtu ?
-                         t->port.active_mtu : u->port.active_mtu);
+                         t->port.active_mtu < u->port.active_mtu
+                             ? t->port.active_mtu
+                             : u->port.active_mtu);
         assert_int_equal(m[1].attr.max_dest_rd_atomic, 1);
         assert_int_equal(m[1].attr.min_rnr_timer, 12);
         assert_int_equal(m[1].attr.ah_attr.port_num, 1);
         assert_int_equal(m[1].attr.ah_attr.is_global, roce ? 1 : 0);
         if (roce) {
             assert_int_equal(m[1].attr.ah_attr.grh.sgid_index, t->gid_index);
-            assert_memory_equal(m[1].attr.ah_attr.grh.dgid.raw, u->gid.raw,
-                                16);
+            assert_memory_equal(m[1].attr.ah_attr.grh.dgid.raw, u->gid.raw, 16);
             assert_int_equal(m[1].attr.ah_attr.grh.hop_limit, 64);
         } else {
             assert_int_equal(m[1].attr.ah_attr.dlid, 10 + p);
@@ -342,8 +320,7 @@ static int check_peer(world *w, int r, int p, int k, bool roce)
     return k;
 }
 
-static void test_connect_ib(void **state)
-{
+static void test_connect_ib(void **state) {
     const enum ibv_mtu mtu[3] = {IBV_MTU_1024, IBV_MTU_4096, IBV_MTU_2048};
     int peers[2] = {2, 0};
     pp_error e = PP_ERROR_INIT;
@@ -354,8 +331,8 @@ static void test_connect_ib(void **state)
     fake.n_modify = 0;
     assert_int_equal(V->connect(w.t[1], peers, 2, w.ap, w.len, &e), 0);
     assert_int_equal(fake.n_modify, 2 * 2 * 3);
-    k = check_peer(&w, 1, 0, 0, false);        /* rank 0 first... */
-    k = check_peer(&w, 1, 2, k, false);        /* ...then rank 2 */
+    k = check_peer(&w, 1, 0, 0, false); /* rank 0 first... */
+    k = check_peer(&w, 1, 2, k, false); /* ...then rank 2 */
     assert_int_equal(fake.modify[1].attr.path_mtu, IBV_MTU_1024);
     assert_int_equal(fake.modify[7].attr.path_mtu, IBV_MTU_2048);
     /* Connecting again moves nothing. */
@@ -363,14 +340,12 @@ static void test_connect_ib(void **state)
     assert_int_equal(fake.n_modify, k);
     /* Not a peer: itself. */
     peers[0] = 1;
-    assert_int_equal(V->connect(w.t[1], peers, 1, w.ap, w.len, &e),
-                     PP_EINVAL);
+    assert_int_equal(V->connect(w.t[1], peers, 1, w.ap, w.len, &e), PP_EINVAL);
     expect_msg(&e, "peer 1 is not another rank");
     world_free(&w);
 }
 
-static void test_modify_fails(void **state)
-{
+static void test_modify_fails(void **state) {
     static const enum ibv_qp_state st[3] = {IBV_QPS_INIT, IBV_QPS_RTR,
                                             IBV_QPS_RTS};
     static const char *const msg[3] = {"ibv_modify_qp to INIT: Invalid",
@@ -397,8 +372,7 @@ static void test_modify_fails(void **state)
 
 static char sysfs[64];
 
-static void put_file(const char *sub, int i, const char *text)
-{
+static void put_file(const char *sub, int i, const char *text) {
     char path[256], cmd[320];
     FILE *f;
 
@@ -412,15 +386,13 @@ static void put_file(const char *sub, int i, const char *text)
     fclose(f);
 }
 
-static void put_gid(int i, const char *type, const char *gid)
-{
+static void put_gid(int i, const char *type, const char *gid) {
     put_file("gid_attrs/types", i, type);
     put_file("gids", i, gid);
-    fake.gid[i].raw[0] = (uint8_t)(0xa0 + i);   /* what query_gid says */
+    fake.gid[i].raw[0] = (uint8_t)(0xa0 + i); /* what query_gid says */
 }
 
-static void roce_setup(void)
-{
+static void roce_setup(void) {
     snprintf(sysfs, sizeof sysfs, "/tmp/pp_sysfs_XXXXXX");
     assert_non_null(mkdtemp(sysfs));
     pp__vb_sysfs_root = sysfs;
@@ -429,16 +401,14 @@ static void roce_setup(void)
     fake.gid_tbl_len = 5;
 }
 
-static void roce_cleanup(void)
-{
+static void roce_cleanup(void) {
     char cmd[128];
 
     snprintf(cmd, sizeof cmd, "rm -rf %s", sysfs);
     assert_int_equal(system(cmd), 0);
 }
 
-static void test_roce_gid(void **state)
-{
+static void test_roce_gid(void **state) {
     pp_error e = PP_ERROR_INIT;
     world w;
 
@@ -459,8 +429,7 @@ static void test_roce_gid(void **state)
     roce_cleanup();
 }
 
-static void test_roce_gid_fallback(void **state)
-{
+static void test_roce_gid_fallback(void **state) {
     pp_xport_opts o = opts(0, 2, 1);
     pp_error e = PP_ERROR_INIT;
     char addr[PP_XPORT_ADDR_MAX];
@@ -493,20 +462,16 @@ static void test_roce_gid_fallback(void **state)
 
 /* ---- data: credits, chunks, completions ------------------------------- */
 
-static pp_xreq req(int peer, bool send, void *buf, size_t len, int ch)
-{
+static pp_xreq req(int peer, bool send, void *buf, size_t len, int ch) {
     pp_xreq r = {peer, send, buf, len, ch, false, NULL};
     return r;
 }
 
-static void fill(char *p, size_t n, int seed)
-{
-    for (size_t i = 0; i < n; i++)
-        p[i] = (char)(i * 31 + (size_t)seed);
+static void fill(char *p, size_t n, int seed) {
+    for (size_t i = 0; i < n; i++) p[i] = (char)(i * 31 + (size_t)seed);
 }
 
-static void test_sendrecv(void **state)
-{
+static void test_sendrecv(void **state) {
     enum { BIG = 64 * 300 + 17, SMALL = 150 };
     char *a0 = calloc(1, BIG), *b1 = calloc(1, BIG);
     char *a1 = calloc(1, SMALL), *b0 = calloc(1, SMALL);
@@ -518,7 +483,7 @@ static void test_sendrecv(void **state)
     pp_error e = PP_ERROR_INIT;
     world w;
 
-    fake.max_msg = 64;   /* 301 chunks: more than a queue holds */
+    fake.max_msg = 64; /* 301 chunks: more than a queue holds */
     world_up(&w, 2, 2);
     fill(a0, BIG, 1);
     fill(a1, SMALL, 2);
@@ -545,15 +510,14 @@ static void test_sendrecv(void **state)
     assert_int_equal(V->post(w.t[0], &r0, m[1], &e), 0);
     assert_int_equal(V->post(w.t[0], &z0, m[1], &e), 0);
     assert_int_equal(drive(&w, reqs, nreq, &e), 0);
-    assert_true(s0.done && r0.done && z0.done && s1.done && r1.done &&
-                z1.done);
+    assert_true(s0.done && r0.done && z0.done && s1.done && r1.done && z1.done);
     assert_memory_equal(a0, b1, BIG);
     assert_memory_equal(a1, b0, SMALL);
     assert_int_equal(fake.rnr, 0);
     assert_int_equal(fake.n_send_posted, 301 + 3 + 1);
     assert_null(w.t[0]->live);
     assert_null(w.t[1]->live);
-    V->dereg(w.t[0], m[0]);       /* m[1..3]: destroy deregisters */
+    V->dereg(w.t[0], m[0]); /* m[1..3]: destroy deregisters */
     world_free(&w);
     free(a0);
     free(b1);
@@ -564,8 +528,7 @@ static void test_sendrecv(void **state)
 /* Rank 1 posts a receive (its credit reaches rank 0), then rank 0 posts
  * a send that the fake completes with `status`. */
 static int failed_send(enum ibv_wc_status status, pp_error *e, world *w,
-                       pp_xreq *s, pp_xreq *r, char *buf, pp_xmr **m)
-{
+                       pp_xreq *s, pp_xreq *r, char *buf, pp_xmr **m) {
     pp_xreq *l[1] = {s};
 
     world_up(w, 2, 1);
@@ -580,37 +543,36 @@ static int failed_send(enum ibv_wc_status status, pp_error *e, world *w,
     return V->wait(w->t[0], l, 1, pp__vb_now() + 5, e);
 }
 
-static void test_wc_error(void **state)
-{
+static void test_wc_error(void **state) {
     char buf[128], want[160];
     pp_error e = PP_ERROR_INIT;
     pp_xreq s, r, s2;
     pp_xmr *m[2];
     world w;
 
-    assert_int_equal(failed_send(IBV_WC_RETRY_EXC_ERR, &e, &w, &s, &r, buf,
-                                 m), PP_EPEER);
-    snprintf(want, sizeof want, "rank 0: send to rank 1 (channel 0): wc "
-             "status %d (%s), vendor_err 0x81", IBV_WC_RETRY_EXC_ERR,
-             ibv_wc_status_str(IBV_WC_RETRY_EXC_ERR));
+    assert_int_equal(failed_send(IBV_WC_RETRY_EXC_ERR, &e, &w, &s, &r, buf, m),
+                     PP_EPEER);
+    snprintf(want, sizeof want,
+             "rank 0: send to rank 1 (channel 0): wc "
+             "status %d (%s), vendor_err 0x81",
+             IBV_WC_RETRY_EXC_ERR, ibv_wc_status_str(IBV_WC_RETRY_EXC_ERR));
     expect_msg(&e, want);
     /* The QP is in error now: the transport keeps saying so. */
     pp_error_clear(&e);
     s2 = req(1, true, buf, 8, 0);
     assert_int_equal(V->post(w.t[0], &s2, m[0], &e), PP_EPEER);
     expect_msg(&e, want);
-    world_free(&w);   /* r is still posted: destroy frees it */
+    world_free(&w); /* r is still posted: destroy frees it */
     assert_null(r.priv);
 
     pp_error_clear(&e);
-    assert_int_equal(failed_send(IBV_WC_LOC_PROT_ERR, &e, &w, &s, &r, buf,
-                                 m), PP_EIO);
+    assert_int_equal(failed_send(IBV_WC_LOC_PROT_ERR, &e, &w, &s, &r, buf, m),
+                     PP_EIO);
     expect_msg(&e, ibv_wc_status_str(IBV_WC_LOC_PROT_ERR));
     world_free(&w);
 }
 
-static void test_post_fails(void **state)
-{
+static void test_post_fails(void **state) {
     char buf[128];
     pp_error e = PP_ERROR_INIT;
     pp_xreq s, r;
@@ -627,7 +589,7 @@ static void test_post_fails(void **state)
     s = req(1, true, buf, 64, 0);
     assert_int_equal(V->post(w.t[0], &s, m[0], &e), PP_EIO);
     expect_msg(&e, "rank 0: send to rank 1 (channel 0): ibv_post_send: "
-               "Cannot allocate memory");
+                   "Cannot allocate memory");
     fake.fail = "post_recv";
     pp_error_clear(&e);
     r = req(0, false, buf + 64, 64, 0);
@@ -649,8 +611,7 @@ static void test_post_fails(void **state)
     world_free(&w);
 }
 
-static void test_reg_fails(void **state)
-{
+static void test_reg_fails(void **state) {
     char buf[4096];
     pp_error e = PP_ERROR_INIT;
     pp_xmr *m = NULL;
@@ -661,15 +622,14 @@ static void test_reg_fails(void **state)
     fake.fail_errno = ENOMEM;
     assert_int_equal(V->reg(w.t[0], buf, sizeof buf, false, &m, &e), PP_EIO);
     expect_msg(&e, "rank 0: ibv_reg_mr(4096 bytes) on mlx5_0: Cannot "
-               "allocate memory");
+                   "allocate memory");
     assert_null(m);
     pp_error_clear(&e);
     assert_int_equal(V->reg(w.t[0], NULL, 0, false, &m, &e), PP_EINVAL);
     world_free(&w);
 }
 
-static void test_wait_timeout(void **state)
-{
+static void test_wait_timeout(void **state) {
     char buf[128];
     pp_error e = PP_ERROR_INIT;
     pp_xreq s, r;
@@ -681,22 +641,22 @@ static void test_wait_timeout(void **state)
     world_up(&w, 2, 1);
     assert_int_equal(V->reg(w.t[0], buf, sizeof buf, false, &m, &e), 0);
     r = req(1, false, buf, 64, 0);
-    s = req(1, true, buf + 64, 64, 0);   /* rank 1 posts no receive */
+    s = req(1, true, buf + 64, 64, 0); /* rank 1 posts no receive */
     assert_int_equal(V->post(w.t[0], &r, m, &e), 0);
     assert_int_equal(V->post(w.t[0], &s, m, &e), 0);
     t0 = pp__vb_now();
     assert_int_equal(V->wait(w.t[0], l, 2, t0 + 0.05, &e), PP_ETIMEOUT);
     assert_true(pp__vb_now() - t0 >= 0.05);
     expect_msg(&e, "rank 0: timed out");
-    expect_msg(&e, "2 transfers not done: recv from rank 1 (channel 0, 0 "
+    expect_msg(&e,
+               "2 transfers not done: recv from rank 1 (channel 0, 0 "
                "of 1 chunks done), send to rank 1 (channel 0, 0 of 1 chunks "
                "done, no credit from the peer yet)");
     assert_int_equal(fake.n_send_posted, 0);
     world_free(&w);
 }
 
-static void test_on_device(void **state)
-{
+static void test_on_device(void **state) {
     char buf[64];
     pp_error e = PP_ERROR_INIT;
     pp_xmr *m = NULL;
@@ -719,19 +679,22 @@ static void test_on_device(void **state)
     world_free(&w);
 }
 
-int main(void)
-{
+int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_no_device, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_no_active_port, setup,
-                                        teardown),
+        cmocka_unit_test_setup_teardown(test_no_active_port, setup, teardown),
         cmocka_unit_test_setup_teardown(test_device_choice, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_options, setup, teardown),
-#define CASE(i)                                                           \
-    cmocka_unit_test_prestate_setup_teardown(test_create_fails, setup,    \
-                                             teardown,                   \
-                                             (void *)&create_cases[i])
-        CASE(0), CASE(1), CASE(2), CASE(3), CASE(4), CASE(5), CASE(6),
+#define CASE(i)                                                                \
+    cmocka_unit_test_prestate_setup_teardown(                                  \
+        test_create_fails, setup, teardown, (void *)&create_cases[i])
+        CASE(0),
+        CASE(1),
+        CASE(2),
+        CASE(3),
+        CASE(4),
+        CASE(5),
+        CASE(6),
 #undef CASE
         cmocka_unit_test_setup_teardown(test_blob, setup, teardown),
         cmocka_unit_test_setup_teardown(test_connect_ib, setup, teardown),

@@ -30,8 +30,7 @@ typedef struct finrec {
 
 static pp_engine *g_eng; /* for the simple callbacks below */
 
-static void note_done(pp_flownet *net, pp_flow_id id, void *ctx,
-                      uint64_t arg) {
+static void note_done(pp_flownet *net, pp_flow_id id, void *ctx, uint64_t arg) {
     (void)net;
     (void)arg;
     finrec *fr = ctx;
@@ -133,8 +132,7 @@ static void test_flow_one_event_armed(void **state) {
     enum { N = 1000 };
     g_eng = pp_engine_new();
     double *cap = malloc(N * sizeof *cap);
-    for (int i = 0; i < N; i++)
-        cap[i] = 1e9;
+    for (int i = 0; i < N; i++) cap[i] = 1e9;
     pp_flownet *net = pp_flownet_new(g_eng, cap, N);
     for (int32_t i = 0; i < N; i++)
         pp_flow_start(net, &i, 1, 1e6 * (1 + i % 7), 0.0, NULL, NULL, 0);
@@ -181,8 +179,7 @@ static void test_flow_selective(void **state) {
     enum { G = 50, K = 6 };
     g_eng = pp_engine_new();
     double cap[G * 2];
-    for (int i = 0; i < G * 2; i++)
-        cap[i] = 100.0;
+    for (int i = 0; i < G * 2; i++) cap[i] = 100.0;
     pp_flownet *net = pp_flownet_new(g_eng, cap, G * 2);
     for (int g = 0; g < G; g++)
         for (int k = 0; k < K; k++) {
@@ -254,8 +251,7 @@ static void dyn_check(pp_engine *eng, void *ctx, uint64_t arg) {
     int32_t off[MAXF + 1] = {0}, links[MAXF * 6], map[MAXF];
     size_t na = 0;
     for (size_t f = 0; f < in->nf; f++) {
-        if (d->done[f] || d->join[f] > now)
-            continue;
+        if (d->done[f] || d->join[f] > now) continue;
         map[na] = (int32_t)f;
         int32_t n = in->off[f + 1] - in->off[f];
         memcpy(links + off[na], in->links + in->off[f],
@@ -313,8 +309,7 @@ static void dyn_run(const inst *in, uint64_t seed, double *bytes, double *fin,
     for (size_t f = 0; f < in->nf; f++)
         pp_engine_at(d->eng, d->join[f], dyn_check_later, d, 0);
     pp_engine_run(d->eng, INFINITY);
-    for (size_t f = 0; f < in->nf; f++)
-        assert_true(d->done[f]);
+    for (size_t f = 0; f < in->nf; f++) assert_true(d->done[f]);
     memcpy(fin, d->fin, in->nf * sizeof *fin);
     memcpy(bytes, d->bytes, in->nf * sizeof *bytes);
     memcpy(link_bytes, pp_flownet_link_bytes(d->net),
@@ -343,8 +338,7 @@ static void dynamic_random(int runs, uint64_t seed, int max_groups,
             double want = 0;
             for (size_t f = 0; f < in.nf; f++)
                 for (int32_t j = in.off[f]; j < in.off[f + 1]; j++)
-                    if (in.links[j] == (int32_t)l)
-                        want += bytes[f];
+                    if (in.links[j] == (int32_t)l) want += bytes[f];
             assert_close(lb[l], want, 4 * REL);
         }
         /* determinism: the same run again, bit for bit */
@@ -399,13 +393,11 @@ static void test_flow_order_independent(void **state) {
                                    note_done, &fr, 0);
         }
         pp_engine_run(g_eng, INFINITY);
-        for (int i = 0; i < 4; i++)
-            fin[pass][i] = fr.t[ids[i]];
+        for (int i = 0; i < 4; i++) fin[pass][i] = fr.t[ids[i]];
         pp_flownet_free(net);
         pp_engine_free(g_eng);
     }
-    for (int i = 0; i < 4; i++)
-        assert_close(fin[1][i], fin[0][i], 1e-12);
+    for (int i = 0; i < 4; i++) assert_close(fin[1][i], fin[0][i], 1e-12);
 }
 
 /* Freeing a network with events pending leaves the engine usable. */

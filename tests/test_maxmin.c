@@ -24,8 +24,7 @@ static void test_maxmin_one_bottleneck(void **state) {
     int32_t links[] = {0, 0, 1, 1, 0};
     double r[3];
     solve(2, cap, 3, off, links, r);
-    for (int i = 0; i < 3; i++)
-        assert_close(r[i], 3.0, 1e-15);
+    for (int i = 0; i < 3; i++) assert_close(r[i], 3.0, 1e-15);
 }
 
 /* The textbook case: a flow limited elsewhere frees capacity. */
@@ -49,15 +48,13 @@ static void test_maxmin_parking_lot(void **state) {
     int32_t links[] = {0, 1, 2, 3, 0, 1, 2, 3};
     double r[5];
     solve(4, cap, 5, off, links, r);
-    for (int i = 0; i < 5; i++)
-        assert_close(r[i], 0.5, 1e-15);
+    for (int i = 0; i < 5; i++) assert_close(r[i], 0.5, 1e-15);
     /* Growing capacities: the long flow is held at the first link and the
      * short ones take the rest. */
     double cap2[] = {1.0, 2.0, 3.0, 4.0};
     solve(4, cap2, 5, off, links, r);
     double want[] = {0.5, 0.5, 1.5, 2.5, 3.5};
-    for (int i = 0; i < 5; i++)
-        assert_close(r[i], want[i], 1e-15);
+    for (int i = 0; i < 5; i++) assert_close(r[i], want[i], 1e-15);
 }
 
 /* Paths of different lengths and three bottleneck levels:
@@ -72,20 +69,19 @@ static void test_maxmin_levels(void **state) {
     double r[5];
     solve(3, cap, 5, off, links, r);
     double want[] = {0.5, 0.5, 0.75, 0.75, 1.75};
-    for (int i = 0; i < 5; i++)
-        assert_close(r[i], want[i], 1e-15);
+    for (int i = 0; i < 5; i++) assert_close(r[i], want[i], 1e-15);
 }
 
 static void test_maxmin_edges(void **state) {
     (void)state;
     double cap[] = {0.0, 5.0};
-    int32_t off[] = {0, 0, 2, 3};  /* no links; {0,1}; {1} */
+    int32_t off[] = {0, 0, 2, 3}; /* no links; {0,1}; {1} */
     int32_t links[] = {0, 1, 1};
     double r[3];
     solve(2, cap, 3, off, links, r);
     assert_true(isinf(r[0]));
-    assert_true(r[1] == 0.0);  /* a dead link holds it at 0 */
-    assert_true(r[2] == 5.0);  /* and the other takes everything */
+    assert_true(r[1] == 0.0); /* a dead link holds it at 0 */
+    assert_true(r[2] == 5.0); /* and the other takes everything */
 
     pp_error e = PP_ERROR_INIT;
     int32_t bad[] = {0, 2, 3};
@@ -114,8 +110,8 @@ static void check_maxmin_definition(const inst *in, const double *r) {
         bool has = false;
         for (int32_t j = in->off[f]; j < in->off[f + 1]; j++) {
             int32_t l = in->links[j];
-            has |= load[l] >= in->cap[l] * (1 - REL) &&
-                   r[f] >= top[l] * (1 - REL);
+            has |=
+                load[l] >= in->cap[l] * (1 - REL) && r[f] >= top[l] * (1 - REL);
         }
         if (!has) {
             print_error("flow %zu (rate %g) has no bottleneck\n", f, r[f]);
@@ -129,8 +125,7 @@ static void naive_maxmin(const inst *in, double *r) {
     double rc[MAXL];
     int cnt[MAXL];
     memcpy(rc, in->cap, sizeof rc);
-    for (size_t f = 0; f < in->nf; f++)
-        r[f] = -1;
+    for (size_t f = 0; f < in->nf; f++) r[f] = -1;
     for (;;) {
         memset(cnt, 0, sizeof cnt);
         for (size_t f = 0; f < in->nf; f++)
@@ -142,17 +137,14 @@ static void naive_maxmin(const inst *in, double *r) {
             if (cnt[l] > 0 &&
                 (best < 0 || rc[l] / cnt[l] < rc[best] / cnt[best]))
                 best = (int)l;
-        if (best < 0)
-            return;
+        if (best < 0) return;
         double s = rc[best] / cnt[best];
         for (size_t f = 0; f < in->nf; f++) {
-            if (r[f] >= 0)
-                continue;
+            if (r[f] >= 0) continue;
             bool on = false;
             for (int32_t j = in->off[f]; j < in->off[f + 1]; j++)
                 on |= in->links[j] == best;
-            if (!on)
-                continue;
+            if (!on) continue;
             r[f] = s;
             for (int32_t j = in->off[f]; j < in->off[f + 1]; j++)
                 rc[in->links[j]] -= s;
@@ -171,8 +163,7 @@ static void test_maxmin_random(void **state) {
         solve(in.nl, in.cap, in.nf, in.off, in.links, r);
         check_maxmin_definition(&in, r);
         naive_maxmin(&in, nv);
-        for (size_t f = 0; f < in.nf; f++)
-            assert_close(r[f], nv[f], REL);
+        for (size_t f = 0; f < in.nf; f++) assert_close(r[f], nv[f], REL);
 
         /* The network: every flow at t=0, rates after the first update. */
         pp_engine *eng = pp_engine_new();
@@ -180,7 +171,8 @@ static void test_maxmin_random(void **state) {
         for (size_t f = 0; f < in.nf; f++)
             assert_int_equal(pp_flow_start(net, in.links + in.off[f],
                                            (size_t)(in.off[f + 1] - in.off[f]),
-                                           1e6, 0.0, NULL, NULL, 0), (int)f);
+                                           1e6, 0.0, NULL, NULL, 0),
+                             (int)f);
         pp_engine_run(eng, 0.0);
         pp_flownet_stats st;
         pp_flownet_stats_get(net, &st);

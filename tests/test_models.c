@@ -12,8 +12,7 @@
 /* ------------------------------------------------------------------------
  * Parameter counts.
  * ---------------------------------------------------------------------- */
-static void test_gpt3_params(void **state)
-{
+static void test_gpt3_params(void **state) {
     (void)state;
     pp_model m = load("gpt3-175b");
     assert_string_equal(m.name, "gpt3-175b");
@@ -21,13 +20,13 @@ static void test_gpt3_params(void **state)
     assert_int_equal(m.kv_heads, 96);
     assert_int_equal(m.ffn_hidden, 4 * 12288);
     double l = 96, h = 12288, V = 51200, s = 2048;
-    double closed = 12 * l * h * h * (1 + 13 / (12 * h) + (V + s) / (12 * l * h));
+    double closed =
+        12 * l * h * h * (1 + 13 / (12 * h) + (V + s) / (12 * l * h));
     assert_rel(pp_model_params(&m), closed, 0.005);
     assert_rel(pp_model_params(&m), 174.6e9, 0.005);
 }
 
-static void test_megatron_table_params(void **state)
-{
+static void test_megatron_table_params(void **state) {
     (void)state;
     /* domain.md sec. 5, the "params (B)" column. */
     static const struct {
@@ -47,8 +46,7 @@ static void test_megatron_table_params(void **state)
     }
 }
 
-static void test_llama_params(void **state)
-{
+static void test_llama_params(void **state) {
     (void)state;
     pp_model m7 = load("llama2-7b");
     assert_false(m7.tied_embeddings);
@@ -67,8 +65,7 @@ static void test_llama_params(void **state)
                80.0 * 2 * 8192 * (8192 - 1024), 1e-12);
 }
 
-static void test_generic_models(void **state)
-{
+static void test_generic_models(void **state) {
     (void)state;
     pp_model r = load("resnet50");
     assert_int_equal(r.arch, PP_ARCH_GENERIC);
@@ -101,8 +98,7 @@ static void test_generic_models(void **state)
 /* ------------------------------------------------------------------------
  * Model files and inline specs: good and bad.
  * ---------------------------------------------------------------------- */
-static void test_inline_model(void **state)
-{
+static void test_inline_model(void **state) {
     (void)state;
     pp_model m;
     pp_error e = PP_ERROR_INIT;
@@ -126,8 +122,7 @@ static void test_inline_model(void **state)
     assert_true(pp_model_params(&m) == 6738415616.0);
 }
 
-static void expect_inline_error(const char *spec, const char *msg)
-{
+static void expect_inline_error(const char *spec, const char *msg) {
     pp_model m;
     memset(&m, 0x5a, sizeof m);
     pp_model before = m;
@@ -140,8 +135,7 @@ static void expect_inline_error(const char *spec, const char *msg)
     assert_memory_equal(&m, &before, sizeof m); /* untouched on failure */
 }
 
-static void test_inline_model_errors(void **state)
-{
+static void test_inline_model_errors(void **state) {
     (void)state;
     expect_inline_error("layers=x,hidden=12288,heads=96,seq=2048,vocab=51200",
                         "--model: layers: expected a positive integer, got "
@@ -170,8 +164,7 @@ static void test_inline_model_errors(void **state)
                         "expected key=value");
 }
 
-static void test_model_file_errors(void **state)
-{
+static void test_model_file_errors(void **state) {
     (void)state;
     pp_model m;
     pp_error e = PP_ERROR_INIT;
@@ -232,8 +225,7 @@ static void test_model_file_errors(void **state)
 /* ------------------------------------------------------------------------
  * Parallel layouts.
  * ---------------------------------------------------------------------- */
-static void test_parallel_parse_format(void **state)
-{
+static void test_parallel_parse_format(void **state) {
     (void)state;
     char buf[256];
     pp_parallel p;
@@ -270,8 +262,7 @@ static void test_parallel_parse_format(void **state)
     assert_string_equal(pp_recompute_name(PP_RECOMPUTE_FULL), "full");
 }
 
-static void expect_parallel_error(const char *spec, const char *msg)
-{
+static void expect_parallel_error(const char *spec, const char *msg) {
     pp_parallel p, before;
     pp_error e = PP_ERROR_INIT;
     pp_parallel_init(&p);
@@ -283,8 +274,7 @@ static void expect_parallel_error(const char *spec, const char *msg)
     assert_memory_equal(&p, &before, sizeof p);
 }
 
-static void test_parallel_parse_errors(void **state)
-{
+static void test_parallel_parse_errors(void **state) {
     (void)state;
     expect_parallel_error("tp=8,zero=5", "--parallel: zero: expected 0..3, "
                                          "got \"5\"");
@@ -306,16 +296,14 @@ static void test_parallel_parse_errors(void **state)
 }
 
 static void expect_invalid(const pp_model *m, const char *spec,
-                           const char *msg)
-{
+                           const char *msg) {
     pp_parallel p = layout(spec);
     pp_error e = PP_ERROR_INIT;
     assert_int_equal(pp_parallel_validate(&p, m, &e), PP_EINPUT);
     assert_contains(e.msg, msg);
 }
 
-static void test_parallel_validate(void **state)
-{
+static void test_parallel_validate(void **state) {
     (void)state;
     pp_model m = load("gpt3-175b"); /* 96 heads, 96 layers */
     pp_error e = PP_ERROR_INIT;
@@ -329,8 +317,9 @@ static void test_parallel_validate(void **state)
     /* 12 micro-batches are not a multiple of pp=8. */
     expect_invalid(&m, "pp=8,vp=2,dp=2,gbs=24",
                    "number of micro-batches (gbs / (mbs * dp) = 12)");
-    expect_invalid(&m, "dp=16,mbs=2,gbs=1000", "gbs: 1000 is not divisible "
-                                               "by mbs * dp");
+    expect_invalid(&m, "dp=16,mbs=2,gbs=1000",
+                   "gbs: 1000 is not divisible "
+                   "by mbs * dp");
     /* Allowed, and without effect: ZeRO without dp, sp without tp. */
     p = layout("zero=3,sp=on");
     assert_int_equal(pp_parallel_validate(&p, &m, &e), 0);
@@ -344,8 +333,7 @@ static void test_parallel_validate(void **state)
 
 /* Uneven pipeline splits (Megatron-core's --decoder-first/last-pipeline-
  * num-layers): the stages between share what the ends leave, evenly. */
-static void test_parallel_uneven(void **state)
-{
+static void test_parallel_uneven(void **state) {
     (void)state;
     pp_model m = load("gpt3-175b"); /* 96 layers */
     pp_error e = PP_ERROR_INIT;
@@ -380,8 +368,9 @@ static void test_parallel_uneven(void **state)
     expect_invalid(&m, "pp=8,first=11,last=12",
                    "the 73 layers left are not an equal share for each of "
                    "the other 6 stages");
-    expect_invalid(&m, "first=3", "first: an uneven pipeline split needs "
-                                  "pp > 1");
+    expect_invalid(&m, "first=3",
+                   "first: an uneven pipeline split needs "
+                   "pp > 1");
     expect_invalid(&m, "pp=2,first=40,last=40",
                    "with pp=2 they must add up to the 96 layers");
     expect_invalid(&m, "pp=4,vp=2,dp=2,gbs=16,first=21,last=21",
@@ -404,8 +393,7 @@ static void test_parallel_uneven(void **state)
      * flight) now holds the most, and more than any stage did before. */
     p = layout("tp=8,pp=4,dp=32,gbs=1536,recompute=selective,first=18,"
                "last=18");
-    assert_int_equal(pp_memory_per_gpu(&m, &p, PP_OPT_ADAM_MIXED, &mid, &e),
-                     0);
+    assert_int_equal(pp_memory_per_gpu(&m, &p, PP_OPT_ADAM_MIXED, &mid, &e), 0);
     assert_int_equal(mid.stage, 1);
     assert_int_equal(mid.inflight, 3);
     assert_true(mid.total > even.total);
@@ -428,8 +416,7 @@ static void test_parallel_uneven(void **state)
     assert_true(ends.buffers >= 4.0 * 2048 * 8 * 51200);
 }
 
-int main(void)
-{
+int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gpt3_params),
         cmocka_unit_test(test_megatron_table_params),

@@ -10,13 +10,11 @@
 /* ------------------------------------------------------------------------
  * FLOPs and training time.
  * ---------------------------------------------------------------------- */
-static void test_flops_gpt3(void **state)
-{
+static void test_flops_gpt3(void **state) {
     (void)state;
     pp_model m = load("gpt3-175b");
     pp_flops f;
-    assert_int_equal(pp_flops_closed(&m, 1024, PP_RECOMPUTE_FULL, &f, NULL),
-                     0);
+    assert_int_equal(pp_flops_closed(&m, 1024, PP_RECOMPUTE_FULL, &f, NULL), 0);
     /* domain.md sec. 4: 3.00e18 FLOPs per iteration (3.0072e18). */
     assert_rel(f.total, 3.0072e18, 0.0005);
     double base = 96.0 * 1024 * 2048 * 96 * 12288.0 * 12288.0;
@@ -26,8 +24,7 @@ static void test_flops_gpt3(void **state)
     assert_rel(f.total, f.dense + f.attn + f.logit, 1e-15);
 
     pp_flops none;
-    assert_int_equal(pp_flops_closed(&m, 1024, PP_RECOMPUTE_NONE, &none,
-                                     NULL),
+    assert_int_equal(pp_flops_closed(&m, 1024, PP_RECOMPUTE_NONE, &none, NULL),
                      0);
     double b72 = 72.0 * 1024 * 2048 * 96 * 12288.0 * 12288.0;
     assert_rel(none.total,
@@ -41,8 +38,7 @@ static void test_flops_gpt3(void **state)
     assert_true(fabs(years - 30.5) <= 0.1);
 }
 
-static void test_flops_count_equals_closed(void **state)
-{
+static void test_flops_count_equals_closed(void **state) {
     (void)state;
     pp_model m = load("gpt3-175b");
     const pp_recompute rs[] = {PP_RECOMPUTE_NONE, PP_RECOMPUTE_SELECTIVE,
@@ -69,8 +65,7 @@ static void test_flops_count_equals_closed(void **state)
     assert_true(full.total > s.total && s.total > n.total);
 }
 
-static void test_flops_swiglu_gqa(void **state)
-{
+static void test_flops_swiglu_gqa(void **state) {
     (void)state;
     pp_model m = load("llama2-7b");
     pp_flops f, g;
@@ -101,8 +96,7 @@ static void test_flops_swiglu_gqa(void **state)
                3 * 4096.0 * 80 * 2 * 8192 * 2 * (8192 - 1024), 1e-12);
 }
 
-static void test_train_time(void **state)
-{
+static void test_train_time(void **state) {
     (void)state;
     /* domain.md sec. 4: 175B, 300B tokens, 1040 A100 at 140 TFLOP/s. */
     double d = pp_train_time_s(300e9, 175e9, 1040, 140e12, true) / DAY_S;
@@ -112,27 +106,23 @@ static void test_train_time(void **state)
     assert_true(fabs(d - 5.7) <= 0.05);
     /* 6 instead of 8 without recomputation. */
     assert_rel(pp_train_time_s(300e9, 175e9, 1040, 140e12, false),
-               0.75 * pp_train_time_s(300e9, 175e9, 1040, 140e12, true),
-               1e-15);
+               0.75 * pp_train_time_s(300e9, 175e9, 1040, 140e12, true), 1e-15);
 }
 
 /* ------------------------------------------------------------------------
  * Memory.
  * ---------------------------------------------------------------------- */
-static pp_memory memory(const pp_model *m, const char *spec, pp_optimizer o)
-{
+static pp_memory memory(const pp_model *m, const char *spec, pp_optimizer o) {
     pp_parallel p = layout(spec);
     pp_memory r;
     pp_error e = PP_ERROR_INIT;
     int rc = pp_memory_per_gpu(m, &p, o, &r, &e);
-    if (rc != 0)
-        print_error("pp_memory_per_gpu(%s): %s\n", spec, e.msg);
+    if (rc != 0) print_error("pp_memory_per_gpu(%s): %s\n", spec, e.msg);
     assert_int_equal(rc, 0);
     return r;
 }
 
-static void test_memory_gpt3_states(void **state)
-{
+static void test_memory_gpt3_states(void **state) {
     (void)state;
     pp_model m = load("gpt3-175b");
     /* domain.md sec. 4: 700 GB weights, 700 GB grads, 1,400 GB optimizer,
@@ -179,8 +169,7 @@ static void test_memory_gpt3_states(void **state)
     assert_rel(a.total, a.model_states + a.activations + a.buffers, 1e-15);
 }
 
-static void test_memory_monotonic(void **state)
-{
+static void test_memory_monotonic(void **state) {
     (void)state;
     pp_model m = load("gpt3-175b");
     const char *tps[] = {"tp=1,pp=8,dp=4,gbs=64,recompute=none",
@@ -192,8 +181,9 @@ static void test_memory_monotonic(void **state)
         pp_memory r = memory(&m, tps[i], PP_OPT_ADAM_MIXED);
         assert_true(r.total < prev);
         assert_true(r.activations < prev_act);
-        assert_rel(r.total, r.model_states
-                               + fmax(r.activations + r.buffers, r.step_grads),
+        assert_rel(r.total,
+                   r.model_states +
+                       fmax(r.activations + r.buffers, r.step_grads),
                    1e-15);
         prev = r.total;
         prev_act = r.activations;
@@ -215,8 +205,8 @@ static void test_memory_monotonic(void **state)
         assert_true(f.model_states == n.model_states);
     }
     /* Sequence parallelism helps when tp > 1. */
-    pp_memory off = memory(&m, "tp=8,pp=8,gbs=64,recompute=selective",
-                           PP_OPT_ADAM_MIXED);
+    pp_memory off =
+        memory(&m, "tp=8,pp=8,gbs=64,recompute=selective", PP_OPT_ADAM_MIXED);
     pp_memory on = memory(&m, "tp=8,pp=8,gbs=64,sp=on,recompute=selective",
                           PP_OPT_ADAM_MIXED);
     assert_true(on.activations < off.activations);
@@ -225,8 +215,8 @@ static void test_memory_monotonic(void **state)
     /* 1F1B keeps pp micro-batches in flight on stage 0, fewer if there are
      * fewer; interleaving adds (1 + (pp-1)/(pp*vp)). */
     assert_rel(off.inflight, 8, 0);
-    pp_memory few = memory(&m, "tp=8,pp=8,gbs=3,recompute=selective",
-                           PP_OPT_ADAM_MIXED);
+    pp_memory few =
+        memory(&m, "tp=8,pp=8,gbs=3,recompute=selective", PP_OPT_ADAM_MIXED);
     assert_rel(few.inflight, 3, 0);
     pp_memory il = memory(&m, "tp=8,pp=8,gbs=64,vp=2,recompute=selective",
                           PP_OPT_ADAM_MIXED);
@@ -240,20 +230,17 @@ static void test_memory_monotonic(void **state)
 /* ------------------------------------------------------------------------
  * Communication volumes.
  * ---------------------------------------------------------------------- */
-static pp_comm_volume comm(const pp_model *m, const char *spec)
-{
+static pp_comm_volume comm(const pp_model *m, const char *spec) {
     pp_parallel p = layout(spec);
     pp_comm_volume v;
     pp_error e = PP_ERROR_INIT;
     int rc = pp_comm_per_iter(m, &p, &v, &e);
-    if (rc != 0)
-        print_error("pp_comm_per_iter(%s): %s\n", spec, e.msg);
+    if (rc != 0) print_error("pp_comm_per_iter(%s): %s\n", spec, e.msg);
     assert_int_equal(rc, 0);
     return v;
 }
 
-static void test_comm(void **state)
-{
+static void test_comm(void **state) {
     (void)state;
     pp_model m = load("gpt3-175b");
     pp_comm_volume one = comm(&m, "tp=1,pp=1,dp=1");
@@ -295,8 +282,7 @@ static void test_comm(void **state)
     assert_rel(vd.dp_grad_bytes, 172e6, 1e-12);
 }
 
-int main(void)
-{
+int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_flops_gpt3),
         cmocka_unit_test(test_flops_count_equals_closed),

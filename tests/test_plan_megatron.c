@@ -38,12 +38,12 @@
 
 typedef struct row {
     const char *model;
-    int64_t gpus, gbs, tp, pp;   /* the table */
-    double tflops;               /* the table's measured TFLOP/s per GPU */
-    int top;                     /* layouts simulated */
-    bool agree;                  /* top 5, or within 3% */
-    int64_t pick_tp, pick_pp;    /* the planner's simulated top pick */
-    double gap_lo, gap_hi;       /* table's best vs the pick, percent */
+    int64_t gpus, gbs, tp, pp; /* the table */
+    double tflops;             /* the table's measured TFLOP/s per GPU */
+    int top;                   /* layouts simulated */
+    bool agree;                /* top 5, or within 3% */
+    int64_t pick_tp, pick_pp;  /* the planner's simulated top pick */
+    double gap_lo, gap_hi;     /* table's best vs the pick, percent */
     const char *why;
 } row;
 
@@ -88,8 +88,8 @@ static const row rows[] = {
 
 static const row *the_row;
 
-static pp_plan *plan_row(const pp_model *m, const pp_cluster *c,
-                         const row *r, int top, bool pin) {
+static pp_plan *plan_row(const pp_model *m, const pp_cluster *c, const row *r,
+                         int top, bool pin) {
     pp_plan_options o;
     pp_plan_options_init(&o);
     o.gpus = r->gpus;
@@ -97,8 +97,9 @@ static pp_plan *plan_row(const pp_model *m, const pp_cluster *c,
     o.top = top;
     memcpy(o.placement, "tdp", 3);
     pp_error e = PP_ERROR_INIT;
-    if (pp_plan_filter_add(&o.filter, "recompute=full,sp=off,zero=0,overlap=off",
-                           false, "--fix", &e))
+    if (pp_plan_filter_add(&o.filter,
+                           "recompute=full,sp=off,zero=0,overlap=off", false,
+                           "--fix", &e))
         fail_msg("%s", e.msg);
     if (pin) {
         char spec[64];
@@ -121,8 +122,8 @@ static void test_row(void **state) {
     pp_error e = PP_ERROR_INIT;
     pp_model m;
     pp_cluster *c = NULL;
-    if (pp_model_load(r->model, &m, &e)
-        || pp_cluster_load("selene-like", NULL, 0, NULL, &c, &e))
+    if (pp_model_load(r->model, &m, &e) ||
+        pp_cluster_load("selene-like", NULL, 0, NULL, &c, &e))
         fail_msg("%s", e.msg);
     int top = r->top;
 

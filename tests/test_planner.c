@@ -27,7 +27,9 @@
 
 /* ---- the space against a brute force ------------------------------------ */
 
-static bool divides(int64_t a, int64_t b) { return b % a == 0; }
+static bool divides(int64_t a, int64_t b) {
+    return b % a == 0;
+}
 
 /* Every layout of the rules, enumerated the slow way, sized with
  * pp_memory_per_gpu: returns how many fit and how many do not, each
@@ -37,8 +39,8 @@ static void brute_force(const pp_model *m, int64_t gpus, int64_t gbs,
                         uint64_t *nofit) {
     *fit = *nofit = 0;
     for (int64_t tp = 1; tp <= gpn; tp++) {
-        if (!divides(tp, gpn) || !divides(tp, m->heads)
-            || !divides(tp, m->kv_heads))
+        if (!divides(tp, gpn) || !divides(tp, m->heads) ||
+            !divides(tp, m->kv_heads))
             continue;
         for (int64_t pp = 1; pp <= m->layers; pp++) {
             if (!divides(pp, m->layers) || !divides(tp * pp, gpus)) continue;
@@ -48,8 +50,8 @@ static void brute_force(const pp_model *m, int64_t gpus, int64_t gbs,
                 if (!divides(mbs, gbs / dp)) continue;
                 int64_t nmb = gbs / dp / mbs;
                 for (int64_t vp = 1; vp <= m->layers; vp++) {
-                    if (vp > 1 && (pp <= 2 || !divides(pp * vp, m->layers)
-                                   || nmb % pp))
+                    if (vp > 1 &&
+                        (pp <= 2 || !divides(pp * vp, m->layers) || nmb % pp))
                         continue;
                     for (int sp = 0; sp <= (tp > 1); sp++)
                         for (int r = 0; r < 3; r++)
@@ -65,12 +67,15 @@ static void brute_force(const pp_model *m, int64_t gpus, int64_t gbs,
                                     assert_int_equal(
                                         pp_memory_per_gpu(m, &p,
                                                           PP_OPT_ADAM_MIXED,
-                                                          &mem, NULL), 0);
+                                                          &mem, NULL),
+                                        0);
                                     /* Both rank orders are searched:
                                      * they differ with PP and DP. */
                                     uint64_t nv = pp > 1 && dp > 1 ? 2 : 1;
-                                    if (mem.total <= limit) *fit += nv;
-                                    else *nofit += nv;
+                                    if (mem.total <= limit)
+                                        *fit += nv;
+                                    else
+                                        *nofit += nv;
                                 }
                 }
             }
@@ -118,9 +123,9 @@ static void test_space_complete(void **state) {
         assert_false(k->simulated);
         assert_true(isfinite(k->est_time_s) && k->est_time_s > 0);
         if (i) assert_true(pp_plan_get(plan, i - 1)->score <= k->score);
-        double sum_b = k->est.compute_s + k->est.tp_comm_s + k->est.pp_comm_s
-                       + k->est.dp_comm_exposed_s + k->est.bubble_s
-                       + k->est.other_s;
+        double sum_b = k->est.compute_s + k->est.tp_comm_s + k->est.pp_comm_s +
+                       k->est.dp_comm_exposed_s + k->est.bubble_s +
+                       k->est.other_s;
         assert_true(fabs(sum_b - k->est_time_s) <= 1e-9 * k->est_time_s);
     }
     pp_plan_free(plan);
@@ -154,12 +159,13 @@ static void test_pins(void **state) {
     o.gbs = 1536;
     o.top = 0;
     pp_error e = PP_ERROR_INIT;
-    assert_int_equal(pp_plan_filter_add(&o.filter, "tp=8,pp=8", false,
-                                        "--fix", &e), 0);
-    assert_int_equal(pp_plan_filter_add(&o.filter, "recompute=none", true,
-                                        "--exclude", &e), 0);
-    assert_int_equal(pp_plan_filter_add(&o.filter, "overlap=on", true,
-                                        "--exclude", &e), 0);
+    assert_int_equal(
+        pp_plan_filter_add(&o.filter, "tp=8,pp=8", false, "--fix", &e), 0);
+    assert_int_equal(
+        pp_plan_filter_add(&o.filter, "recompute=none", true, "--exclude", &e),
+        0);
+    assert_int_equal(
+        pp_plan_filter_add(&o.filter, "overlap=on", true, "--exclude", &e), 0);
     pp_plan *plan = NULL;
     if (pp_plan_search(&m, c, &o, &plan, &e)) fail_msg("%s", e.msg);
     assert_true(pp_plan_count(plan) > 0);
@@ -172,24 +178,24 @@ static void test_pins(void **state) {
         assert_false(k->dp_overlap);
     }
     assert_true(pp_plan_stats_get(plan)->rejected[PP_PLAN_REJECT_PINNED] > 0);
-    assert_true(pp_plan_stats_get(plan)->rejected[PP_PLAN_REJECT_EXCLUDED]
-                > 0);
+    assert_true(pp_plan_stats_get(plan)->rejected[PP_PLAN_REJECT_EXCLUDED] > 0);
     pp_plan_free(plan);
 
     /* Pins no layout can meet are usage errors. */
-    static const char *const bad[] = {"tp=7", "tp=16", "pp=5", "mbs=5",
-                                      "vp=5", "zero=1,dp=1"};
+    static const char *const bad[] = {"tp=7",  "tp=16", "pp=5",
+                                      "mbs=5", "vp=5",  "zero=1,dp=1"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         pp_plan_options_init(&o);
         o.gpus = 1024;
         o.gbs = 1536;
         o.top = 0;
         pp_error_clear(&e);
-        assert_int_equal(pp_plan_filter_add(&o.filter, bad[i], false,
-                                            "--fix", &e), 0);
+        assert_int_equal(
+            pp_plan_filter_add(&o.filter, bad[i], false, "--fix", &e), 0);
         plan = NULL;
         int rc = pp_plan_search(&m, c, &o, &plan, &e);
-        if (rc != PP_EUSAGE) fail_msg("--fix %s: got %d (%s)", bad[i], rc, e.msg);
+        if (rc != PP_EUSAGE)
+            fail_msg("--fix %s: got %d (%s)", bad[i], rc, e.msg);
         assert_null(plan);
         assert_non_null(strstr(e.msg, "--fix"));
     }
@@ -217,9 +223,9 @@ static void test_filter_errors(void **state) {
     assert_int_equal(pp_plan_filter_add(&f, "pt=8", false, "--fix", &e),
                      PP_EUSAGE);
     assert_non_null(strstr(e.msg, "did you mean"));
-    static const char *const bad[] = {"tp=x", "tp=0", "sp=maybe",
+    static const char *const bad[] = {"tp=x",           "tp=0",   "sp=maybe",
                                       "recompute=some", "zero=4", "tp",
-                                      "overlap=1x", ""};
+                                      "overlap=1x",     ""};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         pp_error_clear(&e);
         if (pp_plan_filter_add(&f, bad[i], false, "--fix", &e) != PP_EUSAGE)
@@ -303,8 +309,7 @@ static void test_cost(void **state) {
     pp_cluster *c = load_cluster("titan");
     pp_plan_prices pr;
     pp_error e = PP_ERROR_INIT;
-    if (pp_plan_prices_get(c, 4, 0.10, 1.3, &pr, &e))
-        fail_msg("%s", e.msg);
+    if (pp_plan_prices_get(c, 4, 0.10, 1.3, &pr, &e)) fail_msg("%s", e.msg);
     assert_true(pr.complete);
     /* 130 servers at $70,000 + 8 GPUs + 8 HCAs, 82 switches, 2,080 cables. */
     double gpu = pp_cluster_info_get(c)->gpu->price_usd;
@@ -328,12 +333,12 @@ static void test_cost(void **state) {
     for (size_t i = 0; i < pp_plan_count(plan); i++) {
         const pp_plan_candidate *k = pp_plan_get(plan, i);
         double iters = 300e9 / (512.0 * 2048.0);
-        double want_c = pr.usd_per_gpu_hour * (double)k->gpus
-                        * k->iteration_time_s / 3600 * iters;
+        double want_c = pr.usd_per_gpu_hour * (double)k->gpus *
+                        k->iteration_time_s / 3600 * iters;
         assert_true(fabs(k->cost_usd - want_c) <= 1e-9 * want_c);
-        assert_true(fabs(k->training_days
-                         - iters * k->iteration_time_s / 86400)
-                    <= 1e-9 * k->training_days);
+        assert_true(
+            fabs(k->training_days - iters * k->iteration_time_s / 86400) <=
+            1e-9 * k->training_days);
         if (i) assert_true(pp_plan_get(plan, i - 1)->cost_usd <= k->cost_usd);
     }
     pp_plan_free(plan);
@@ -348,12 +353,26 @@ static void test_cost(void **state) {
 static void test_usage_errors(void **state) {
     (void)state;
     static const char *const cmds[] = {
-        "--gpus 0", "--gpus abc", "--gpus 99999", "--gpus -8",
-        "--global-batch 0", "--global-batch x", "--fix tp=abc", "--fix foo=1",
-        "--fix tp=7", "--fix tp=8 --fix tp=4", "--fix gbs=512 --global-batch 256",
-        "--exclude zero=9", "--top -1", "--memory-reserve 150%",
-        "--objective speed", "--objective train", "--format csv",
-        "--placement pp,tp,dp", "--placement tp,pp", "--placement dp,pp,tp",
+        "--gpus 0",
+        "--gpus abc",
+        "--gpus 99999",
+        "--gpus -8",
+        "--global-batch 0",
+        "--global-batch x",
+        "--fix tp=abc",
+        "--fix foo=1",
+        "--fix tp=7",
+        "--fix tp=8 --fix tp=4",
+        "--fix gbs=512 --global-batch 256",
+        "--exclude zero=9",
+        "--top -1",
+        "--memory-reserve 150%",
+        "--objective speed",
+        "--objective train",
+        "--format csv",
+        "--placement pp,tp,dp",
+        "--placement tp,pp",
+        "--placement dp,pp,tp",
         "--placement tp,pp,dp --format deepspeed",
     };
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
@@ -375,8 +394,10 @@ static void test_infeasible_cli(void **state) {
     int fd = mkstemp(out);
     close(fd);
     unlink(out);
-    cli_runf(&r, "plan --model megatron-1t --cluster selene-like --gpus 8 "
-                 "-o %s", out);
+    cli_runf(&r,
+             "plan --model megatron-1t --cluster selene-like --gpus 8 "
+             "-o %s",
+             out);
     assert_int_equal(r.status, 1);
     assert_string_equal(r.out, "");
     assert_non_null(strstr(r.err, "no feasible layout"));
@@ -399,8 +420,8 @@ static void test_determinism_and_formats(void **state) {
     (void)state;
     const char *base = "plan --model megatron-3.6b --cluster selene-like "
                        "--gpus 64 --global-batch 512 --top 1 --no-timing";
-    static const char *const fmts[] = {"table", "json", "yaml", "megatron",
-                                       "nemo", "deepspeed"};
+    static const char *const fmts[] = {"table",    "json", "yaml",
+                                       "megatron", "nemo", "deepspeed"};
     char *json = NULL, *yaml = NULL, *nemo = NULL, *ds = NULL;
     for (size_t i = 0; i < 6; i++) {
         cli_result a, b;
@@ -420,9 +441,11 @@ static void test_determinism_and_formats(void **state) {
     char *one = NULL;
     for (int jobs = 1; jobs <= 4; jobs += 3) {
         cli_result a;
-        cli_runf(&a, "plan --model megatron-3.6b --cluster selene-like "
-                     "--gpus 64 --global-batch 512 --top 4 --no-timing "
-                     "--format json --jobs %d", jobs);
+        cli_runf(&a,
+                 "plan --model megatron-3.6b --cluster selene-like "
+                 "--gpus 64 --global-batch 512 --top 4 --no-timing "
+                 "--format json --jobs %d",
+                 jobs);
         assert_int_equal(a.status, 0);
         if (jobs == 1)
             one = strdup(a.out);
@@ -467,9 +490,9 @@ static void test_determinism_and_formats(void **state) {
     pp_node *y0 = cands->items[0];
     assert_string_equal(pp_map_get(y0, "parallel")->scalar,
                         json_string_value(json_object_get(c0, "parallel")));
-    assert_true(fabs(atof(pp_map_get(y0, "iteration_time_s")->scalar)
-                     - num(c0, "iteration_time_s"))
-                <= 1e-9 * num(c0, "iteration_time_s"));
+    assert_true(fabs(atof(pp_map_get(y0, "iteration_time_s")->scalar) -
+                     num(c0, "iteration_time_s")) <=
+                1e-9 * num(c0, "iteration_time_s"));
     pp_doc_free(doc);
 
     /* NeMo: the layout's parallelism keys. */
@@ -481,13 +504,13 @@ static void test_determinism_and_formats(void **state) {
         fail_msg("%s", e.msg);
     root = pp_doc_root(doc);
     pp_node *tr = pp_map_get(root, "trainer"), *md = pp_map_get(root, "model");
-    assert_int_equal(atoll(pp_map_get(tr, "devices")->scalar)
-                         * atoll(pp_map_get(tr, "num_nodes")->scalar),
+    assert_int_equal(atoll(pp_map_get(tr, "devices")->scalar) *
+                         atoll(pp_map_get(tr, "num_nodes")->scalar),
                      64);
-    assert_int_equal(atoll(pp_map_get(md, "tensor_model_parallel_size")->scalar),
-                     p.tp);
-    assert_int_equal(atoll(pp_map_get(md, "pipeline_model_parallel_size")->scalar),
-                     p.pp);
+    assert_int_equal(
+        atoll(pp_map_get(md, "tensor_model_parallel_size")->scalar), p.tp);
+    assert_int_equal(
+        atoll(pp_map_get(md, "pipeline_model_parallel_size")->scalar), p.pp);
     assert_int_equal(atoll(pp_map_get(md, "micro_batch_size")->scalar), p.mbs);
     assert_int_equal(atoll(pp_map_get(md, "global_batch_size")->scalar), 512);
     assert_int_equal(atoll(pp_map_get(md, "num_layers")->scalar), 30);

@@ -38,14 +38,15 @@ static void test_gpt3_titan(void **state) {
     assert_true(num(c0, "memory_headroom_bytes") >= 0);
     assert_true(json_is_true(json_object_get(c0, "simulated")));
     assert_true(num(c0, "iteration_time_s") > 0);
-    assert_true(num(c0, "tflops_per_gpu") > 50 && num(c0, "tflops_per_gpu") < 312);
+    assert_true(num(c0, "tflops_per_gpu") > 50 &&
+                num(c0, "tflops_per_gpu") < 312);
     assert_true(num(c0, "mfu") > 0 && num(c0, "mfu") < 1);
     json_t *b = json_object_get(c0, "breakdown");
-    double sum = num(b, "compute_s") + num(b, "tp_comm_s") + num(b, "pp_comm_s")
-                 + num(b, "dp_comm_exposed_s") + num(b, "bubble_s")
-                 + num(b, "other_s");
-    assert_true(fabs(sum - num(c0, "iteration_time_s"))
-                <= 1e-6 * num(c0, "iteration_time_s"));
+    double sum = num(b, "compute_s") + num(b, "tp_comm_s") +
+                 num(b, "pp_comm_s") + num(b, "dp_comm_exposed_s") +
+                 num(b, "bubble_s") + num(b, "other_s");
+    assert_true(fabs(sum - num(c0, "iteration_time_s")) <=
+                1e-6 * num(c0, "iteration_time_s"));
     assert_true(json_is_null(json_object_get(c0, "training_days")));
     pp_parallel p;
     pp_parallel_init(&p);
@@ -54,43 +55,43 @@ static void test_gpt3_titan(void **state) {
     assert_int_equal(pp_parallel_parse(spec, &p, &e), 0);
     assert_int_equal(p.tp * p.pp * p.dp, 1024);
     assert_int_equal(p.gbs, 1536);
-    assert_true(json_array_size(json_object_get(j, "evaluated"))
-                == (size_t)num(json_object_get(j, "search"), "feasible"));
+    assert_true(json_array_size(json_object_get(j, "evaluated")) ==
+                (size_t)num(json_object_get(j, "search"), "feasible"));
     assert_true(num(json_object_get(j, "rejected"), "memory") > 0);
-    assert_null(json_object_get(json_object_get(j, "search"),
-                                "search_time_s"));
+    assert_null(json_object_get(json_object_get(j, "search"), "search_time_s"));
     json_decref(j);
     cli_result_free(&r);
 
     /* The launch line: every flag a Megatron-LM argument, the layout's
      * values, ZeRO limited to the distributed optimizer. */
-    cli_runf(&r, "plan --model gpt3-175b --cluster titan --gpus 1024 "
-                 "--global-batch 1536 --top 2 --format megatron --tokens 300e9");
+    cli_runf(&r,
+             "plan --model gpt3-175b --cluster titan --gpus 1024 "
+             "--global-batch 1536 --top 2 --format megatron --tokens 300e9");
     if (r.status) fail_msg("exit %d: %s", r.status, r.err);
     char v[64];
-    int64_t tp = atoll(megatron_value(r.out, "--tensor-model-parallel-size",
-                                      v, sizeof v));
-    int64_t pp = atoll(megatron_value(r.out, "--pipeline-model-parallel-size",
-                                      v, sizeof v));
-    int64_t mbs = atoll(megatron_value(r.out, "--micro-batch-size", v,
-                                       sizeof v));
+    int64_t tp = atoll(
+        megatron_value(r.out, "--tensor-model-parallel-size", v, sizeof v));
+    int64_t pp = atoll(
+        megatron_value(r.out, "--pipeline-model-parallel-size", v, sizeof v));
+    int64_t mbs =
+        atoll(megatron_value(r.out, "--micro-batch-size", v, sizeof v));
     assert_true(tp >= 1 && pp >= 1 && mbs >= 1);
     assert_true(1024 % (tp * pp) == 0);
     assert_true(1536 % (mbs * (1024 / (tp * pp))) == 0);
-    assert_string_equal(megatron_value(r.out, "--global-batch-size", v,
-                                       sizeof v), "1536");
+    assert_string_equal(
+        megatron_value(r.out, "--global-batch-size", v, sizeof v), "1536");
     assert_string_equal(megatron_value(r.out, "--num-layers", v, sizeof v),
                         "96");
     assert_string_equal(megatron_value(r.out, "--hidden-size", v, sizeof v),
                         "12288");
-    assert_string_equal(megatron_value(r.out, "--num-attention-heads", v,
-                                       sizeof v), "96");
+    assert_string_equal(
+        megatron_value(r.out, "--num-attention-heads", v, sizeof v), "96");
     assert_string_equal(megatron_value(r.out, "--seq-length", v, sizeof v),
                         "2048");
-    assert_string_equal(megatron_value(r.out, "--ffn-hidden-size", v,
-                                       sizeof v), "49152");
-    assert_non_null(megatron_value(r.out, "--max-position-embeddings", v,
-                                   sizeof v));
+    assert_string_equal(megatron_value(r.out, "--ffn-hidden-size", v, sizeof v),
+                        "49152");
+    assert_non_null(
+        megatron_value(r.out, "--max-position-embeddings", v, sizeof v));
     assert_non_null(megatron_value(r.out, "--train-iters", v, sizeof v));
     assert_int_equal(atoll(v), (long long)ceil(300e9 / (1536.0 * 2048)));
     assert_null(megatron_value(r.out, "--swiglu", NULL, 0));
@@ -102,11 +103,11 @@ static void test_gpt3_titan(void **state) {
                  "--global-batch 64 --top 0 --format megatron");
     if (r.status) fail_msg("exit %d: %s", r.status, r.err);
     assert_non_null(megatron_value(r.out, "--group-query-attention", NULL, 0));
-    assert_string_equal(megatron_value(r.out, "--num-query-groups", v,
-                                       sizeof v), "8");
+    assert_string_equal(
+        megatron_value(r.out, "--num-query-groups", v, sizeof v), "8");
     assert_non_null(megatron_value(r.out, "--swiglu", NULL, 0));
-    assert_non_null(megatron_value(r.out, "--untie-embeddings-and-output-weights",
-                                   NULL, 0));
+    assert_non_null(megatron_value(
+        r.out, "--untie-embeddings-and-output-weights", NULL, 0));
     cli_result_free(&r);
 }
 
@@ -180,11 +181,13 @@ static void test_uneven(void **state) {
     cli_runf(&r, "%s --fix first=7,last=7 --format megatron", base);
     if (r.status) fail_msg("exit %d: %s", r.status, r.err);
     assert_string_equal(megatron_value(r.out,
-                                       "--decoder-first-pipeline-num-layers",
-                                       v, sizeof v), "7");
+                                       "--decoder-first-pipeline-num-layers", v,
+                                       sizeof v),
+                        "7");
     assert_string_equal(megatron_value(r.out,
-                                       "--decoder-last-pipeline-num-layers",
-                                       v, sizeof v), "7");
+                                       "--decoder-last-pipeline-num-layers", v,
+                                       sizeof v),
+                        "7");
     cli_result_free(&r);
     /* With interleaving the chunks are given per rank. */
     cli_runf(&r, "plan --model " BIG_VOCAB " --cluster selene-like --gpus 64 "
@@ -193,7 +196,8 @@ static void test_uneven(void **state) {
     if (r.status) fail_msg("exit %d: %s", r.status, r.err);
     assert_string_equal(megatron_value(r.out,
                                        "--num-virtual-stages-per-pipeline-rank",
-                                       v, sizeof v), "2");
+                                       v, sizeof v),
+                        "2");
     assert_null(megatron_value(r.out, "--num-layers-per-virtual-pipeline-stage",
                                v, sizeof v));
     cli_result_free(&r);
@@ -231,23 +235,43 @@ static void test_uneven(void **state) {
  * tensor_parallel: runtime/tensor_parallel/config.py (TPTrainingConfig,
  * DeepSpeed >= 0.16.4). */
 static const char *const deepspeed_keys[] = {
-    "train_batch_size", "train_micro_batch_size_per_gpu",
-    "gradient_accumulation_steps", "steps_per_print", "gradient_clipping",
-    "prescale_gradients", "gradient_predivide_factor",
-    "wall_clock_breakdown", "memory_breakdown", "dump_state",
-    "zero_allow_untested_optimizer", "communication_data_type",
-    "optimizer", "scheduler",
-    "fp16", "fp16.enabled", "fp16.auto_cast", "fp16.loss_scale",
-    "fp16.initial_scale_power", "fp16.loss_scale_window", "fp16.hysteresis",
-    "fp16.consecutive_hysteresis", "fp16.min_loss_scale",
-    "bf16", "bf16.enabled", "bf16.immediate_grad_update",
-    "zero_optimization", "zero_optimization.stage",
+    "train_batch_size",
+    "train_micro_batch_size_per_gpu",
+    "gradient_accumulation_steps",
+    "steps_per_print",
+    "gradient_clipping",
+    "prescale_gradients",
+    "gradient_predivide_factor",
+    "wall_clock_breakdown",
+    "memory_breakdown",
+    "dump_state",
+    "zero_allow_untested_optimizer",
+    "communication_data_type",
+    "optimizer",
+    "scheduler",
+    "fp16",
+    "fp16.enabled",
+    "fp16.auto_cast",
+    "fp16.loss_scale",
+    "fp16.initial_scale_power",
+    "fp16.loss_scale_window",
+    "fp16.hysteresis",
+    "fp16.consecutive_hysteresis",
+    "fp16.min_loss_scale",
+    "bf16",
+    "bf16.enabled",
+    "bf16.immediate_grad_update",
+    "zero_optimization",
+    "zero_optimization.stage",
     "zero_optimization.contiguous_gradients",
-    "zero_optimization.reduce_scatter", "zero_optimization.reduce_bucket_size",
+    "zero_optimization.reduce_scatter",
+    "zero_optimization.reduce_bucket_size",
     "zero_optimization.allgather_partitions",
     "zero_optimization.allgather_bucket_size",
-    "zero_optimization.overlap_comm", "zero_optimization.offload_param",
-    "zero_optimization.offload_optimizer", "zero_optimization.sub_group_size",
+    "zero_optimization.overlap_comm",
+    "zero_optimization.offload_param",
+    "zero_optimization.offload_optimizer",
+    "zero_optimization.sub_group_size",
     "zero_optimization.round_robin_gradients",
     "activation_checkpointing",
     "activation_checkpointing.partition_activations",
@@ -256,10 +280,15 @@ static const char *const deepspeed_keys[] = {
     "activation_checkpointing.number_checkpoints",
     "activation_checkpointing.synchronize_checkpoint_boundary",
     "activation_checkpointing.profile",
-    "pipeline", "pipeline.stages", "pipeline.partition",
-    "pipeline.seed_layers", "pipeline.activation_checkpoint_interval",
-    "pipeline.pipe_partitioned", "pipeline.grad_partitioned",
-    "tensor_parallel", "tensor_parallel.autotp_size",
+    "pipeline",
+    "pipeline.stages",
+    "pipeline.partition",
+    "pipeline.seed_layers",
+    "pipeline.activation_checkpoint_interval",
+    "pipeline.pipe_partitioned",
+    "pipeline.grad_partitioned",
+    "tensor_parallel",
+    "tensor_parallel.autotp_size",
     NULL};
 
 static void check_deepspeed_keys(json_t *o, const char *parent) {
@@ -267,8 +296,7 @@ static void check_deepspeed_keys(json_t *o, const char *parent) {
     json_t *v;
     json_object_foreach(o, k, v) {
         char path[256];
-        snprintf(path, sizeof path, "%s%s%s", parent, parent[0] ? "." : "",
-                 k);
+        snprintf(path, sizeof path, "%s%s%s", parent, parent[0] ? "." : "", k);
         bool known = false;
         for (int i = 0; deepspeed_keys[i] && !known; i++)
             known = strcmp(deepspeed_keys[i], path) == 0;
@@ -306,7 +334,8 @@ static void test_deepspeed(void **state) {
      * offered: no interleaving, no sequence parallelism, no selective
      * recomputation. */
     json_t *d = deepspeed_plan("--model gpt3-175b --cluster titan --gpus 1024 "
-                               "--global-batch 1536", &r, &p);
+                               "--global-batch 1536",
+                               &r, &p);
     assert_int_equal(p.vp, 1);
     assert_false(p.sp);
     assert_int_not_equal(p.recompute, PP_RECOMPUTE_SELECTIVE);
@@ -316,12 +345,11 @@ static void test_deepspeed(void **state) {
     assert_int_equal((int64_t)num(json_object_get(d, "pipeline"),
                                   "activation_checkpoint_interval"),
                      p.recompute == PP_RECOMPUTE_FULL);
-    assert_int_equal((int64_t)num(d, "train_micro_batch_size_per_gpu")
-                         * (int64_t)num(d, "gradient_accumulation_steps")
-                         * p.dp,
+    assert_int_equal((int64_t)num(d, "train_micro_batch_size_per_gpu") *
+                         (int64_t)num(d, "gradient_accumulation_steps") * p.dp,
                      1536);
-    assert_true(json_is_true(json_object_get(json_object_get(d, "bf16"),
-                                             "enabled")));
+    assert_true(
+        json_is_true(json_object_get(json_object_get(d, "bf16"), "enabled")));
     assert_null(json_object_get(d, "fp16"));
     assert_int_equal(r.out[0], '{'); /* the JSON alone on stdout */
     json_decref(d);
@@ -329,31 +357,34 @@ static void test_deepspeed(void **state) {
 
     /* Full recomputation pinned: DeepSpeed's activation_checkpointing. */
     d = deepspeed_plan("--model gpt3-175b --cluster titan --gpus 1024 "
-                       "--global-batch 1536 --fix pp=8,recompute=full", &r,
-                       &p);
+                       "--global-batch 1536 --fix pp=8,recompute=full",
+                       &r, &p);
     assert_int_equal(p.recompute, PP_RECOMPUTE_FULL);
     assert_non_null(json_object_get(d, "activation_checkpointing"));
     assert_int_equal((int64_t)num(json_object_get(d, "pipeline"),
-                                  "activation_checkpoint_interval"), 1);
+                                  "activation_checkpoint_interval"),
+                     1);
     json_decref(d);
     cli_result_free(&r);
 
     /* No pipelining: AutoTP carries the TP degree, ZeRO 2 and 3 allowed. */
     d = deepspeed_plan("--model megatron-1.7b --cluster selene-like --gpus 16 "
-                       "--global-batch 256 --fix pp=1,tp=2,zero=3", &r, &p);
+                       "--global-batch 256 --fix pp=1,tp=2,zero=3",
+                       &r, &p);
     assert_null(json_object_get(d, "pipeline"));
-    assert_int_equal((int64_t)num(json_object_get(d, "tensor_parallel"),
-                                  "autotp_size"), 2);
-    assert_int_equal((int64_t)num(json_object_get(d, "zero_optimization"),
-                                  "stage"), 3);
+    assert_int_equal(
+        (int64_t)num(json_object_get(d, "tensor_parallel"), "autotp_size"), 2);
+    assert_int_equal(
+        (int64_t)num(json_object_get(d, "zero_optimization"), "stage"), 3);
     json_decref(d);
     cli_result_free(&r);
 
     /* A V100 cluster: fp16 with loss scaling, and stderr says why. */
     d = deepspeed_plan("--model megatron-1.7b --cluster ethernet-10g "
-                       "--gpus 16 --global-batch 256", &r, &p);
-    assert_true(json_is_true(json_object_get(json_object_get(d, "fp16"),
-                                             "enabled")));
+                       "--gpus 16 --global-batch 256",
+                       &r, &p);
+    assert_true(
+        json_is_true(json_object_get(json_object_get(d, "fp16"), "enabled")));
     assert_null(json_object_get(d, "bf16"));
     assert_non_null(strstr(r.err, "has no bf16"));
     json_decref(d);
@@ -364,8 +395,9 @@ static void test_deepspeed(void **state) {
                                       "--fix recompute=selective",
                                       "--placement tp,pp,dp"};
     for (size_t i = 0; i < 4; i++) {
-        cli_runf(&r, "plan --model gpt3-175b --cluster titan --gpus 1024 "
-                     "--global-batch 1536 --top 0 --format deepspeed %s",
+        cli_runf(&r,
+                 "plan --model gpt3-175b --cluster titan --gpus 1024 "
+                 "--global-batch 1536 --top 0 --format deepspeed %s",
                  bad[i]);
         if (r.status != 2) fail_msg("%s: exit %d", bad[i], r.status);
         assert_string_equal(r.out, "");
@@ -388,14 +420,14 @@ static void test_llama_flags(void **state) {
     assert_non_null(megatron_value(r.out, "--swiglu", NULL, 0));
     assert_string_equal(megatron_value(r.out, "--normalization", v, sizeof v),
                         "RMSNorm");
-    assert_string_equal(megatron_value(r.out, "--position-embedding-type", v,
-                                       sizeof v), "rope");
+    assert_string_equal(
+        megatron_value(r.out, "--position-embedding-type", v, sizeof v),
+        "rope");
     assert_non_null(megatron_value(r.out, "--group-query-attention", NULL, 0));
-    assert_string_equal(megatron_value(r.out, "--num-query-groups", v,
-                                       sizeof v), "8");
-    assert_non_null(megatron_value(r.out,
-                                   "--untie-embeddings-and-output-weights",
-                                   NULL, 0));
+    assert_string_equal(
+        megatron_value(r.out, "--num-query-groups", v, sizeof v), "8");
+    assert_non_null(megatron_value(
+        r.out, "--untie-embeddings-and-output-weights", NULL, 0));
     assert_non_null(megatron_value(r.out, "--bf16", NULL, 0)); /* A100 */
     assert_null(megatron_value(r.out, "--fp16", NULL, 0));
     cli_result_free(&r);
@@ -417,16 +449,16 @@ static void test_llama_flags(void **state) {
 
     /* The model's bias key: SwiGLU defaults to none, and says otherwise. */
     pp_model a, b;
-    load_model("layers=4,hidden=256,heads=8,seq=128,vocab=1000,ffn=swiglu",
-               &a);
+    load_model("layers=4,hidden=256,heads=8,seq=128,vocab=1000,ffn=swiglu", &a);
     load_model("layers=4,hidden=256,heads=8,seq=128,vocab=1000,ffn=swiglu,"
-               "bias=true", &b);
+               "bias=true",
+               &b);
     assert_false(a.bias);
     assert_true(b.bias);
     /* QKV 3h + output h + gate and up 2f + down h, per layer. */
     double per_layer = 3 * 256 + 256 + 2 * 1024 + 256;
-    assert_true(fabs(pp_model_params(&b) - pp_model_params(&a)
-                     - 4 * per_layer) < 0.5);
+    assert_true(
+        fabs(pp_model_params(&b) - pp_model_params(&a) - 4 * per_layer) < 0.5);
     cli_runf(&r, "plan --model layers=4,hidden=256,heads=8,seq=128,"
                  "vocab=1000,ffn=swiglu,bias=true --cluster selene-like "
                  "--gpus 8 --global-batch 8 --top 0 --format megatron");
@@ -484,12 +516,11 @@ static void test_nemo2(void **state) {
     assert_int_equal(after(r.out, "tensor_model_parallel_size="), p.tp);
     assert_int_equal(after(r.out, "pipeline_model_parallel_size="), p.pp);
     if (p.vp > 1)
-        assert_int_equal(after(r.out,
-                               "virtual_pipeline_model_parallel_size="),
+        assert_int_equal(after(r.out, "virtual_pipeline_model_parallel_size="),
                          p.vp);
     else
-        assert_non_null(strstr(r.out,
-                               "virtual_pipeline_model_parallel_size=None"));
+        assert_non_null(
+            strstr(r.out, "virtual_pipeline_model_parallel_size=None"));
     assert_non_null(strstr(r.out, p.sp ? "sequence_parallel=True"
                                        : "sequence_parallel=False"));
     assert_non_null(strstr(r.out, "context_parallel_size=1,"));
@@ -515,7 +546,8 @@ static void test_nemo2(void **state) {
         close(fd);
         char cmd[256];
         snprintf(cmd, sizeof cmd,
-                 "python3 -c 'import ast,sys; ast.parse(open(sys.argv[1]).read())' %s",
+                 "python3 -c 'import ast,sys; "
+                 "ast.parse(open(sys.argv[1]).read())' %s",
                  path);
         int st = system(cmd);
         unlink(path);
@@ -540,12 +572,9 @@ static void test_nemo2(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_gpt3_titan),
-        cmocka_unit_test(test_targets),
-        cmocka_unit_test(test_uneven),
-        cmocka_unit_test(test_deepspeed),
-        cmocka_unit_test(test_llama_flags),
-        cmocka_unit_test(test_nemo2),
+        cmocka_unit_test(test_gpt3_titan),  cmocka_unit_test(test_targets),
+        cmocka_unit_test(test_uneven),      cmocka_unit_test(test_deepspeed),
+        cmocka_unit_test(test_llama_flags), cmocka_unit_test(test_nemo2),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

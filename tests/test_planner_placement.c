@@ -47,10 +47,10 @@ static void test_placement(void **state) {
         t[k] = num(c0, "iteration_time_s");
         /* podplan simulate with that placement gives the same time. */
         cli_result s;
-        cli_runf(&s, "simulate --model gpt3-175b --cluster titan --parallel "
-                     "%s --placement %s --format json",
-                 json_string_value(json_object_get(c0, "parallel")),
-                 order[k]);
+        cli_runf(&s,
+                 "simulate --model gpt3-175b --cluster titan --parallel "
+                 "%s --placement %s --format json",
+                 json_string_value(json_object_get(c0, "parallel")), order[k]);
         if (s.status) fail_msg("simulate: exit %d: %s", s.status, s.err);
         json_t *js = cli_json(&s);
         assert_true(num(js, "iteration_time_s") == t[k]);
@@ -63,10 +63,12 @@ static void test_placement(void **state) {
          * NeMo gets the key either way. */
         cli_runf(&r, "%s --placement %s --format megatron", base, order[k]);
         if (r.status) fail_msg("exit %d: %s", r.status, r.err);
-        const char *flag = megatron_value(r.out, "--use-tp-pp-dp-mapping",
-                                          NULL, 0);
-        if (k == 0) assert_non_null(flag);
-        else assert_null(flag);
+        const char *flag =
+            megatron_value(r.out, "--use-tp-pp-dp-mapping", NULL, 0);
+        if (k == 0)
+            assert_non_null(flag);
+        else
+            assert_null(flag);
         assert_non_null(strstr(r.out, order[k]));
         cli_result_free(&r);
         cli_runf(&r, "%s --placement %s --format nemo", base, order[k]);
@@ -147,8 +149,10 @@ static void test_placement_search(void **state) {
     cli_runf(&r, "%s --format megatron", base);
     assert_int_equal(r.status, 0);
     const char *flag = megatron_value(r.out, "--use-tp-pp-dp-mapping", NULL, 0);
-    if (strcmp(faster, "tp,pp,dp") == 0) assert_non_null(flag);
-    else assert_null(flag);
+    if (strcmp(faster, "tp,pp,dp") == 0)
+        assert_non_null(flag);
+    else
+        assert_null(flag);
     cli_result_free(&r);
 
     /* DeepSpeed and NeMo 2.0 search tp,dp,pp alone. */
@@ -159,8 +163,7 @@ static void test_placement_search(void **state) {
     cli_runf(&r, "%s --format json --placement tp,dp,pp", base);
     assert_int_equal(r.status, 0);
     j = cli_json(&r);
-    assert_int_equal(json_array_size(json_object_get(j,
-                                                     "placements_searched")),
+    assert_int_equal(json_array_size(json_object_get(j, "placements_searched")),
                      1);
     assert_int_equal(json_array_size(json_object_get(j, "candidates")), 1);
     json_decref(j);

@@ -51,8 +51,7 @@ static route get(pp_router *r, const pp_cluster *c, const char *a,
 }
 
 /* The kinds of the devices along a path, "gpu nvswitch gpu". */
-static void kinds(const pp_cluster *c, const route *x, char *buf,
-                  size_t len) {
+static void kinds(const pp_cluster *c, const route *x, char *buf, size_t len) {
     size_t nd, nl;
     const pp_device *d = pp_cluster_devices(c, &nd);
     const pp_link *l = pp_cluster_links(c, &nl);
@@ -67,8 +66,8 @@ static void kinds(const pp_cluster *c, const route *x, char *buf,
 
 /* Sum of latencies and min of capacities, recomputed, and the path
  * joined end to end. */
-static void check_consistent(const pp_cluster *c, const route *x,
-                             int32_t src, int32_t dst) {
+static void check_consistent(const pp_cluster *c, const route *x, int32_t src,
+                             int32_t dst) {
     size_t nl;
     const pp_link *l = pp_cluster_links(c, &nl);
     double lat = 0, bw = INFINITY;
@@ -125,8 +124,10 @@ static void test_cross_node(void **state) {
     check_consistent(c, &x, dev(c, "n0.gpu3"), dev(c, "n7.gpu3"));
     size_t nl;
     const pp_link *l = pp_cluster_links(c, &nl);
-    assert_int_equal(l[x.path[1]].dst, pp_cluster_gpu_hca(c, dev(c, "n0.gpu3")));
-    assert_int_equal(l[x.path[4]].src, pp_cluster_gpu_hca(c, dev(c, "n7.gpu3")));
+    assert_int_equal(l[x.path[1]].dst,
+                     pp_cluster_gpu_hca(c, dev(c, "n0.gpu3")));
+    assert_int_equal(l[x.path[4]].src,
+                     pp_cluster_gpu_hca(c, dev(c, "n7.gpu3")));
     assert_rel(x.bw, 25e9, 1e-12); /* HDR, 200 Gb/s */
     /* Hand-computed: four PCIe gen4 hops of 500 ns, HCA -> leaf 600 ns of
      * cable + 130 ns of QM8700, leaf -> HCA 600 ns. */
@@ -250,11 +251,12 @@ static void test_fat_tree_ring(void **state) {
             int32_t b = pp_cluster_gpu(c, (n + 1) % N, g);
             int32_t far = pp_cluster_gpu(c, (n + N / 2) % N, (g + 1) % G);
             route x, y;
-            assert_int_equal(pp_route(r, a, b, 0, &x.path, &x.n, &x.lat, &x.bw,
-                                      &e), 0);
+            assert_int_equal(
+                pp_route(r, a, b, 0, &x.path, &x.n, &x.lat, &x.bw, &e), 0);
             check_consistent(c, &x, a, b);
             assert_int_equal(pp_route(r, a, far, (uint64_t)n, &y.path, &y.n,
-                                      &y.lat, &y.bw, &e), 0);
+                                      &y.lat, &y.bw, &e),
+                             0);
             check_consistent(c, &y, a, far);
             for (size_t h = 0; h < y.n; h++)
                 cores += d[l[y.path[h]].dst].kind == PP_DEV_CORE;
@@ -291,8 +293,8 @@ static double one(const pp_cluster *c, pp_fidelity f, const char *a,
     /* Not at time zero: the sum must be done in the same order. */
     pp_engine_run(pp_sim_engine(s), 0);
     d.in_send = true;
-    assert_int_equal(pp_sim_send(s, dev(c, a), dev(c, b), bytes, on_done, &d,
-                                 0, &e), 0);
+    assert_int_equal(
+        pp_sim_send(s, dev(c, a), dev(c, b), bytes, on_done, &d, 0, &e), 0);
     d.in_send = false;
     pp_engine_run(pp_sim_engine(s), INFINITY);
     assert_int_equal(d.count, 1);
@@ -305,7 +307,9 @@ static double one(const pp_cluster *c, pp_fidelity f, const char *a,
 
 static void test_fidelities_agree(void **state) {
     (void)state;
-    static const struct { const char *cluster, *set, *a, *b; } cases[] = {
+    static const struct {
+        const char *cluster, *set, *a, *b;
+    } cases[] = {
         {"hyperconnect-superpod", NULL, "n0.gpu0", "n0.gpu5"},
         {"hyperconnect-superpod", NULL, "n0.gpu3", "n7.gpu3"},
         {"hyperconnect-superpod", NULL, "n0.gpu0", "n1.gpu3"},
@@ -320,8 +324,8 @@ static void test_fidelities_agree(void **state) {
         double *fb = calloc(nl, sizeof *fb), *ab = calloc(nl, sizeof *ab);
         double bytes = 1.5e9;
         double tf = one(c, PP_FIDELITY_FLOW, cases[i].a, cases[i].b, bytes, fb);
-        double ta = one(c, PP_FIDELITY_ANALYTIC, cases[i].a, cases[i].b, bytes,
-                        ab);
+        double ta =
+            one(c, PP_FIDELITY_ANALYTIC, cases[i].a, cases[i].b, bytes, ab);
         assert_rel(tf, ta, 1e-9);
         /* And both are latency + bytes / bottleneck. */
         pp_error e = PP_ERROR_INIT;
@@ -354,7 +358,8 @@ static void test_nvswitch_split(void **state) {
     one(c, PP_FIDELITY_FLOW, "n0.gpu2", "n0.gpu6", 6e9, lb);
     int chips = 0;
     for (size_t k = 0; k < nl; k++)
-        if (l[k].src == dev(c, "n0.gpu2") && d[l[k].dst].kind == PP_DEV_NVSWITCH) {
+        if (l[k].src == dev(c, "n0.gpu2") &&
+            d[l[k].dst].kind == PP_DEV_NVSWITCH) {
             assert_rel(lb[k], 1e9, 1e-9);
             chips++;
         }
@@ -372,9 +377,11 @@ static void test_share_hca(void **state) {
     done_log a = {0, -1, false}, b = {0, -1, false};
     assert_int_equal(pp_sim_new(c, PP_FIDELITY_FLOW, 0, &s, &e), 0);
     assert_int_equal(pp_sim_send(s, dev(c, "n0.gpu0"), dev(c, "n1.gpu0"), 1e9,
-                                 on_done, &a, 0, &e), 0);
+                                 on_done, &a, 0, &e),
+                     0);
     assert_int_equal(pp_sim_send(s, dev(c, "n0.gpu0"), dev(c, "n2.gpu0"), 1e9,
-                                 on_done, &b, 0, &e), 0);
+                                 on_done, &b, 0, &e),
+                     0);
     pp_engine_run(pp_sim_engine(s), INFINITY);
     double lat = 4 * 500e-9 + 730e-9 + 600e-9;
     assert_rel(a.t, lat + 1e9 / 12.5e9, 1e-9);
@@ -384,8 +391,10 @@ static void test_share_hca(void **state) {
     /* Analytic ignores the contention. */
     assert_int_equal(pp_sim_new(c, PP_FIDELITY_ANALYTIC, 0, &s, &e), 0);
     a.count = b.count = 0;
-    pp_sim_send(s, dev(c, "n0.gpu0"), dev(c, "n1.gpu0"), 1e9, on_done, &a, 0, &e);
-    pp_sim_send(s, dev(c, "n0.gpu0"), dev(c, "n2.gpu0"), 1e9, on_done, &b, 0, &e);
+    pp_sim_send(s, dev(c, "n0.gpu0"), dev(c, "n1.gpu0"), 1e9, on_done, &a, 0,
+                &e);
+    pp_sim_send(s, dev(c, "n0.gpu0"), dev(c, "n2.gpu0"), 1e9, on_done, &b, 0,
+                &e);
     pp_engine_run(pp_sim_engine(s), INFINITY);
     assert_rel(a.t, lat + 1e9 / 25e9, 1e-12);
     assert_rel(b.t, lat + 1e9 / 25e9, 1e-12);
@@ -403,7 +412,8 @@ static void test_self_and_errors(void **state) {
         assert_int_equal(pp_sim_new(c, (pp_fidelity)f, 0, &s, &e), 0);
         /* To itself: done runs from the engine, at once. */
         assert_int_equal(pp_sim_send(s, dev(c, "n4.gpu4"), dev(c, "n4.gpu4"),
-                                     1e9, on_done, &d, 0, &e), 0);
+                                     1e9, on_done, &d, 0, &e),
+                         0);
         assert_int_equal(d.count, 0);
         d.in_send = false;
         pp_engine_run(pp_sim_engine(s), INFINITY);
@@ -414,16 +424,19 @@ static void test_self_and_errors(void **state) {
         pp_router *r;
         assert_int_equal(pp_router_new(c, 0, &r, &e), 0);
         x = get(r, c, "n4.gpu4", "n5.gpu4", 0);
-        assert_int_equal(pp_sim_send(s, dev(c, "n4.gpu4"), dev(c, "n5.gpu4"),
-                                     0, on_done, &d, 0, &e), 0);
+        assert_int_equal(pp_sim_send(s, dev(c, "n4.gpu4"), dev(c, "n5.gpu4"), 0,
+                                     on_done, &d, 0, &e),
+                         0);
         pp_engine_run(pp_sim_engine(s), INFINITY);
         assert_int_equal(d.count, 2);
         assert_rel(d.t, x.lat, 1e-12);
         pp_router_free(r);
         /* Bad arguments leave nothing behind. */
-        assert_int_equal(pp_sim_send(s, -1, 3, 1, on_done, &d, 0, &e), PP_EINVAL);
+        assert_int_equal(pp_sim_send(s, -1, 3, 1, on_done, &d, 0, &e),
+                         PP_EINVAL);
         pp_error_clear(&e);
-        assert_int_equal(pp_sim_send(s, 0, 3, -1, on_done, &d, 0, &e), PP_EINVAL);
+        assert_int_equal(pp_sim_send(s, 0, 3, -1, on_done, &d, 0, &e),
+                         PP_EINVAL);
         pp_error_clear(&e);
         assert_int_equal(pp_engine_pending(pp_sim_engine(s)), 0);
         pp_sim_free(s);
@@ -435,8 +448,8 @@ static void test_self_and_errors(void **state) {
 
 /* sim/net/internal/sim_run.h (internal to sim/): the hook collectives and
  * the training step add spans with. */
-void pp__sim_trace_span(pp_sim *s, int32_t gpu_dev, const char *name,
-                        double t0, double t1);
+void pp__sim_trace_span(pp_sim *s, int32_t gpu_dev, const char *name, double t0,
+                        double t1);
 
 static char *traced_run(const pp_cluster *c) {
     pp_error e = PP_ERROR_INIT;
@@ -447,8 +460,10 @@ static char *traced_run(const pp_cluster *c) {
     done_log d = {0, -1, false};
     assert_int_equal(pp_sim_new(c, PP_FIDELITY_FLOW, 0, &s, &e), 0);
     assert_int_equal(pp_sim_trace(s, fp, &e), 0);
-    const char *pairs[][2] = {{"n0.gpu0", "n1.gpu0"}, {"n0.gpu0", "n2.gpu0"},
-                              {"n0.gpu1", "n0.gpu2"}, {"n3.gpu3", "n4.gpu5"}};
+    const char *pairs[][2] = {{"n0.gpu0", "n1.gpu0"},
+                              {"n0.gpu0", "n2.gpu0"},
+                              {"n0.gpu1", "n0.gpu2"},
+                              {"n3.gpu3", "n4.gpu5"}};
     for (size_t i = 0; i < 4; i++)
         pp_sim_send(s, dev(c, pairs[i][0]), dev(c, pairs[i][1]), 1e8 * (i + 1),
                     on_done, &d, 0, &e);
@@ -487,9 +502,12 @@ static void test_trace(void **state) {
         assert_true(json_is_number(json_object_get(x, "ts")));
         assert_true(json_is_number(json_object_get(x, "dur")));
         int pid = (int)json_integer_value(json_object_get(x, "pid"));
-        if (pid == 2) busy++;
-        else if (strncmp(name, "send ", 5) == 0) sends++;
-        else spans++;
+        if (pid == 2)
+            busy++;
+        else if (strncmp(name, "send ", 5) == 0)
+            sends++;
+        else
+            spans++;
     }
     assert_int_equal(sends, 4);
     assert_int_equal(spans, 1);
@@ -544,7 +562,9 @@ static void test_flows_yaml(void **state) {
         "  - {src: n3.gpu1, dst: n4.gpu1, bytes: 500MB, start: 1s}\n"
         "  - {src: n0.gpu2, dst: n0.gpu3, bytes: 3GB, start: 1s}\n");
     cli_result r;
-    cli_runf(&r, "flows --cluster hyperconnect-superpod --input %s --format json", in);
+    cli_runf(&r,
+             "flows --cluster hyperconnect-superpod --input %s --format json",
+             in);
     if (r.status != 0) fail_msg("exit %d: %s", r.status, r.err);
     json_t *j = cli_json(&r);
     assert_rel(flow_num(j, 0, "finish_s"), LAT_RAIL + 1e9 / 12.5e9, 1e-9);
@@ -559,8 +579,10 @@ static void test_flows_yaml(void **state) {
     cli_result_free(&r);
 
     /* Analytic: no sharing. */
-    cli_runf(&r, "flows --cluster hyperconnect-superpod --input %s --format "
-                 "json --fidelity analytic", in);
+    cli_runf(&r,
+             "flows --cluster hyperconnect-superpod --input %s --format "
+             "json --fidelity analytic",
+             in);
     assert_int_equal(r.status, 0);
     j = cli_json(&r);
     assert_rel(flow_num(j, 1, "finish_s"), LAT_RAIL + 1e9 / 25e9, 1e-9);
@@ -572,8 +594,10 @@ static void test_flows_yaml(void **state) {
     snprintf(t1, sizeof t1, "%s/t1.json", dir);
     snprintf(t2, sizeof t2, "%s/t2.json", dir);
     cli_result r2;
-    cli_runf(&r, "flows --cluster hyperconnect-superpod --input %s --trace %s", in, t1);
-    cli_runf(&r2, "flows --cluster hyperconnect-superpod --input %s --trace %s", in, t2);
+    cli_runf(&r, "flows --cluster hyperconnect-superpod --input %s --trace %s",
+             in, t1);
+    cli_runf(&r2, "flows --cluster hyperconnect-superpod --input %s --trace %s",
+             in, t2);
     assert_int_equal(r.status, 0);
     assert_string_equal(r.out, r2.out);
     assert_non_null(strstr(r.out, "makespan"));
@@ -595,14 +619,15 @@ static void test_flows_yaml(void **state) {
 
 static void test_flows_csv(void **state) {
     (void)state;
-    const char *in = write_file("flows.csv",
-                                "# measured traffic\n"
-                                "src,dst,bytes,start\n"
-                                "n0.gpu0, n1.gpu0, 1GB, 0s\n"
-                                "n0.gpu0, n2.gpu0, 1000000000, 0\n"
-                                "n5.gpu7, n6.gpu7, 250MB, 10ms\n");
+    const char *in = write_file("flows.csv", "# measured traffic\n"
+                                             "src,dst,bytes,start\n"
+                                             "n0.gpu0, n1.gpu0, 1GB, 0s\n"
+                                             "n0.gpu0, n2.gpu0, 1000000000, 0\n"
+                                             "n5.gpu7, n6.gpu7, 250MB, 10ms\n");
     cli_result r;
-    cli_runf(&r, "flows --cluster hyperconnect-superpod --input %s --format json", in);
+    cli_runf(&r,
+             "flows --cluster hyperconnect-superpod --input %s --format json",
+             in);
     if (r.status != 0) fail_msg("exit %d: %s", r.status, r.err);
     json_t *j = cli_json(&r);
     assert_rel(flow_num(j, 0, "finish_s"), LAT_RAIL + 0.08, 1e-9);
@@ -617,10 +642,12 @@ static void expect_bad(const char *name, const char *text, const char *want) {
     const char *in = write_file(name, text);
     cli_result r;
     cli_runf(&r, "flows --cluster hyperconnect-superpod --input %s", in);
-    if (r.status != 2) fail_msg("%s: exit %d, want 2: %s", name, r.status, r.err);
+    if (r.status != 2)
+        fail_msg("%s: exit %d, want 2: %s", name, r.status, r.err);
     char full[512];
     snprintf(full, sizeof full, "%s:%s", in, want);
-    if (!strstr(r.err, full)) fail_msg("%s: got \"%s\", want \"%s\"", name, r.err, full);
+    if (!strstr(r.err, full))
+        fail_msg("%s: got \"%s\", want \"%s\"", name, r.err, full);
     cli_result_free(&r);
 }
 
@@ -635,15 +662,18 @@ static void test_flows_bad(void **state) {
                "4:12: flows[0].bytes: expected a byte size");
     expect_bad("b3.yaml", "flows:\n  - {dst: n1.gpu0, bytes: 1GB}\n",
                "2:5: flows[0].src: missing");
-    expect_bad("b4.yaml",
-               "flows:\n  - {src: n0.gpu0, dst: n1.gpu0, bytes: 1GB, strat: 1s}\n",
-               "2:46: flows[0].strat: unknown key (did you mean \"start\"?)");
-    expect_bad("b5.csv", "src,dst,bytes,start\nn0.gpu0,n1.gpu0,1GB,0s\n"
-                         "n0.gpu0,n1.gpu0,1Gb,0s\n",
+    expect_bad(
+        "b4.yaml",
+        "flows:\n  - {src: n0.gpu0, dst: n1.gpu0, bytes: 1GB, strat: 1s}\n",
+        "2:46: flows[0].strat: unknown key (did you mean \"start\"?)");
+    expect_bad("b5.csv",
+               "src,dst,bytes,start\nn0.gpu0,n1.gpu0,1GB,0s\n"
+               "n0.gpu0,n1.gpu0,1Gb,0s\n",
                "3:17: bytes: expected a byte size");
-    expect_bad("b6.csv", "src,dst,bytes,start\nn0.gpu0,spine9,1GB,0\n",
-               "2:9: dst: unknown device \"spine9\" (did you mean \"spine0\"?); "
-               "spine devices are spine0 .. spine3");
+    expect_bad(
+        "b6.csv", "src,dst,bytes,start\nn0.gpu0,spine9,1GB,0\n",
+        "2:9: dst: unknown device \"spine9\" (did you mean \"spine0\"?); "
+        "spine devices are spine0 .. spine3");
     expect_bad("b7.csv", "src,dest,bytes\n",
                "1:5: header: unknown column \"dest\" (did you mean \"dst\"?)");
     expect_bad("b8.csv", "src,dst,bytes,start\nn0.gpu0,n1.gpu0,1GB\n",

@@ -78,7 +78,7 @@ static void test_profile_shipped(void **state) {
     pp_gpu_profile g = a100();
     assert_string_equal(g.name, "a100");
     assert_non_null(strstr(g.source, "profiles/a100.yaml"));
-    assert_rel(g.peak_flops, 312e12, 1e-9);  /* from the catalogue */
+    assert_rel(g.peak_flops, 312e12, 1e-9); /* from the catalogue */
     assert_rel(g.hbm_Bps, 2039e9, 1e-9);
     assert_int_equal(g.sms, 108);
     assert_int_equal((int)g.n_tiles, 8);
@@ -86,15 +86,15 @@ static void test_profile_shipped(void **state) {
 
     pp_error e = PP_ERROR_INIT;
     pp_gpu_profile h;
-    assert_int_equal(pp_profile_load(NULL, pp_catalog_gpu(cat(), "h100-sxm5"),
-                                     &h, &e), 0);
+    assert_int_equal(
+        pp_profile_load(NULL, pp_catalog_gpu(cat(), "h100-sxm5"), &h, &e), 0);
     assert_string_equal(h.name, "h100");
     assert_int_equal(h.sms, 132);
     /* No profile is shipped for V100: the builtin defaults. */
     pp_gpu_profile v;
-    assert_int_equal(pp_profile_load(NULL,
-                                     pp_catalog_gpu(cat(), "v100-sxm2-32gb"),
-                                     &v, &e), 0);
+    assert_int_equal(
+        pp_profile_load(NULL, pp_catalog_gpu(cat(), "v100-sxm2-32gb"), &v, &e),
+        0);
     assert_string_equal(v.source, "builtin");
     assert_rel(v.peak_flops, 125e12, 1e-9);
     /* By name, without a GPU: the file must then give peak and hbm_bw. */
@@ -164,8 +164,10 @@ static void test_gemm_model(void **state) {
                1e-6);
     /* Memory-bound: a GEMV moves its matrix at the memory efficiency. */
     t = pp_gemm_time_s(&g, 1, 1, 8192, 8192);
-    assert_rel(t, 2.0 * (8192.0 + 8192.0 * 8192 + 8192)
-                      / (g.hbm_Bps * g.mem_efficiency), 1e-9);
+    assert_rel(t,
+               2.0 * (8192.0 + 8192.0 * 8192 + 8192) /
+                   (g.hbm_Bps * g.mem_efficiency),
+               1e-9);
     g.launch_s = 4e-6;
     assert_rel(pp_memop_time_s(&g, 1e9),
                1e9 / (g.hbm_Bps * g.mem_efficiency) + 4e-6, 1e-12);
@@ -254,8 +256,8 @@ static void test_schedules(void **state) {
         /* The first and last stages' embedding and logits make them a
          * little slower; the pipeline waits for them. */
         if (!(bubble >= want * 0.98 && bubble <= want * 1.25))
-            fail_msg("vp=%lld: bubble %.4f, want about %.4f",
-                     (long long)p.vp, bubble, want);
+            fail_msg("vp=%lld: bubble %.4f, want about %.4f", (long long)p.vp,
+                     bubble, want);
         if (p.vp == 1) {
             cfg.schedule = PP_SCHED_GPIPE;
             cfg.schedule_set = true;
@@ -318,8 +320,8 @@ static void run_init(run *x, const char *cluster, const char *m,
 static void check_sums(const pp_step_result *r) {
     for (size_t i = 0; i < r->n_stages; i++) {
         const pp_breakdown *b = &r->stages[i];
-        double sum = b->compute_s + b->tp_comm_s + b->pp_comm_s
-                     + b->dp_comm_exposed_s + b->bubble_s + b->other_s;
+        double sum = b->compute_s + b->tp_comm_s + b->pp_comm_s +
+                     b->dp_comm_exposed_s + b->bubble_s + b->other_s;
         assert_rel(sum, r->iteration_time_s, 1e-9);
         assert_true(b->compute_s > 0 && b->bubble_s >= 0 && b->pp_comm_s >= 0);
     }
@@ -343,8 +345,8 @@ static void test_iteration_invariants(void **state) {
     assert_rel(r.tflops_per_gpu, f.total / (64 * r.iteration_time_s) / 1e12,
                1e-12);
     assert_rel(r.mfu, f.model / (64 * r.iteration_time_s * 312e12), 1e-12);
-    assert_true(r.total.tp_comm_s > 0 && r.total.pp_comm_s > 0
-                && r.total.dp_comm_exposed_s > 0 && r.total.bubble_s > 0);
+    assert_true(r.total.tp_comm_s > 0 && r.total.pp_comm_s > 0 &&
+                r.total.dp_comm_exposed_s > 0 && r.total.bubble_s > 0);
     assert_true(r.net.flows_started > 0 && r.collectives > 0);
     /* Deterministic: the same run gives the same figures, bit for bit. */
     assert_int_equal(pp_step_simulate(&x.cfg, &r2, &e), 0);
@@ -471,8 +473,8 @@ static void test_zero2_per_microbatch(void **state) {
         pp_cluster_free(x.c);
     }
     assert_true(r[1].collectives == r[0].collectives + 2 * (4 - 1));
-    assert_true(r[1].total.dp_comm_exposed_s
-                > 2 * r[0].total.dp_comm_exposed_s);
+    assert_true(r[1].total.dp_comm_exposed_s >
+                2 * r[0].total.dp_comm_exposed_s);
     assert_true(r[1].total.compute_s == r[0].total.compute_s);
     pp_step_result_fini(&r[0]);
     pp_step_result_fini(&r[1]);
@@ -553,8 +555,8 @@ static void test_trace_tracks(void **state) {
         const char *name = json_string_value(json_object_get(v, "name"));
         if (strcmp(ph, "M") == 0) {
             json_t *a = json_object_get(json_object_get(v, "args"), "name");
-            if (strcmp(name, "thread_name") == 0 && json_is_string(a)
-                && strstr(json_string_value(a), " comm"))
+            if (strcmp(name, "thread_name") == 0 && json_is_string(a) &&
+                strstr(json_string_value(a), " comm"))
                 comm_tracks++;
             continue;
         }
@@ -575,8 +577,8 @@ static void test_trace_tracks(void **state) {
         while (depth > 0 && open[depth - 1] <= s[k].t0 + 1e-9) depth--;
         if (depth > 0 && s[k].t1 > open[depth - 1] + 1e-6)
             fail_msg("track %d/%d: [%.3f, %.3f] crosses a slice ending at "
-                     "%.3f", s[k].pid, s[k].tid, s[k].t0, s[k].t1,
-                     open[depth - 1]);
+                     "%.3f",
+                     s[k].pid, s[k].tid, s[k].t0, s[k].t1, open[depth - 1]);
         open[depth++] = s[k].t1;
     }
     free(open);

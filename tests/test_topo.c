@@ -65,8 +65,9 @@ static void test_hyperconnect_stats(void **state) {
     assert_int_equal((int)num(j, "hcas"), 160);
     json_t *sw = obj(j, "switches");
     assert_int_equal((int)num(sw, "leaf"), 8);
-    assert_int_equal((int)num(sw, "total"),
-                     (int)(num(sw, "leaf") + num(sw, "spine") + num(sw, "core")));
+    assert_int_equal(
+        (int)num(sw, "total"),
+        (int)(num(sw, "leaf") + num(sw, "spine") + num(sw, "core")));
     json_t *cab = obj(j, "cables");
     assert_int_equal((int)num(cab, "host"), 160);
     /* rail-optimised 1:1: every leaf has as many uplinks as downlinks */
@@ -93,8 +94,8 @@ static void test_hyperconnect_2to1(void **state) {
     assert_int_equal((int)num(j, "gpus"), 160);
     assert_rel(num(j, "bisection_bandwidth_Bps"), 40 * HDR_Bps, 1e-9);
     assert_true(json_is_false(json_object_get(j, "non_blocking")));
-    assert_string_equal(json_string_value(json_object_get(j, "bisection_split")),
-                        "rail");
+    assert_string_equal(
+        json_string_value(json_object_get(j, "bisection_split")), "rail");
     assert_rel(num(obj(j, "oversubscription"), "leaf"), 2.0, 1e-9);
     json_decref(j);
 }
@@ -156,8 +157,9 @@ static const char *find_problem(json_t *list, const char *sev,
                                 const char *where) {
     for (size_t i = 0; i < json_array_size(list); i++) {
         json_t *p = json_array_get(list, i);
-        if (strcmp(json_string_value(json_object_get(p, "severity")), sev) == 0
-            && strcmp(json_string_value(json_object_get(p, "where")), where) == 0)
+        if (strcmp(json_string_value(json_object_get(p, "severity")), sev) ==
+                0 &&
+            strcmp(json_string_value(json_object_get(p, "where")), where) == 0)
             return json_string_value(json_object_get(p, "message"));
     }
     return NULL;
@@ -169,25 +171,26 @@ static const char *find_problem(json_t *list, const char *sev,
 static void test_check_faults(void **state) {
     (void)state;
     char path[64];
-    write_yaml(path, sizeof path,
-               "name: broken\n"
-               "node:\n"
-               "  count: 3\n"
-               "  gpus: {count: 8, type: a100-sxm4-40gb}\n"
-               "  intra: nvswitch\n"
-               "  pcie: {gen: 4, sockets: 2, lanes_per_socket: 128, switches: 4}\n"
-               "  nics: {count: 2, type: hdr}\n"
-               "fabric:\n"
-               "  kind: explicit\n"
-               "  switch: qm8700\n"
-               "  link: hdr\n"
-               "  switches:\n"
-               "    - {name: leaf-a, level: leaf, rail: 0}\n"
-               "    - {name: spine0, level: spine}\n"
-               "  links:\n"
-               "    - {a: n0.hca0, b: leaf-a}\n"
-               "    - {a: n1.hca0, b: leaf-a}\n"
-               "    - {a: leaf-a, b: spine0, count: 41}\n");
+    write_yaml(
+        path, sizeof path,
+        "name: broken\n"
+        "node:\n"
+        "  count: 3\n"
+        "  gpus: {count: 8, type: a100-sxm4-40gb}\n"
+        "  intra: nvswitch\n"
+        "  pcie: {gen: 4, sockets: 2, lanes_per_socket: 128, switches: 4}\n"
+        "  nics: {count: 2, type: hdr}\n"
+        "fabric:\n"
+        "  kind: explicit\n"
+        "  switch: qm8700\n"
+        "  link: hdr\n"
+        "  switches:\n"
+        "    - {name: leaf-a, level: leaf, rail: 0}\n"
+        "    - {name: spine0, level: spine}\n"
+        "  links:\n"
+        "    - {a: n0.hca0, b: leaf-a}\n"
+        "    - {a: n1.hca0, b: leaf-a}\n"
+        "    - {a: leaf-a, b: spine0, count: 41}\n");
     cli_result r;
     cli_runf(&r, "topo check --cluster %s --format json", path);
     assert_int_equal(r.status, 1);
@@ -374,12 +377,14 @@ static void test_export(void **state) {
     cli_runf(&r, "topo export --cluster hyperconnect-superpod --format json");
     assert_int_equal(r.status, 0);
     json_t *j = cli_json(&r);
-    json_t *vs = json_object_get(j, "vertices"), *es = json_object_get(j, "edges");
+    json_t *vs = json_object_get(j, "vertices"),
+           *es = json_object_get(j, "edges");
     assert_int_equal(json_array_size(vs), nd);
     assert_int_equal(json_array_size(es), nl);
     size_t gpus = 0, hcas = 0, host = 0;
     for (size_t i = 0; i < nd; i++) {
-        const char *k = json_string_value(json_object_get(json_array_get(vs, i), "kind"));
+        const char *k =
+            json_string_value(json_object_get(json_array_get(vs, i), "kind"));
         assert_non_null(k);
         if (strcmp(k, pp_dev_kind_name(PP_DEV_GPU)) == 0) gpus++;
         if (strcmp(k, pp_dev_kind_name(PP_DEV_HCA)) == 0) hcas++;
@@ -449,7 +454,8 @@ static void test_deterministic(void **state) {
 static void expect_usage(const char *line, const char *msg) {
     cli_result r;
     cli_runf(&r, "%s", line);
-    if (r.status != 2) fail_msg("%s: exit %d, want 2: %s", line, r.status, r.err);
+    if (r.status != 2)
+        fail_msg("%s: exit %d, want 2: %s", line, r.status, r.err);
     if (msg && !strstr(r.err, msg))
         fail_msg("%s: stderr lacks \"%s\": %s", line, msg, r.err);
     assert_string_equal(r.out, "");
@@ -460,7 +466,8 @@ static void test_usage(void **state) {
     (void)state;
     expect_usage("topo frobnicate --cluster hyperconnect-superpod",
                  "unknown subcommand \"frobnicate\"");
-    expect_usage("topo stat --cluster hyperconnect-superpod", "did you mean \"stats\"");
+    expect_usage("topo stat --cluster hyperconnect-superpod",
+                 "did you mean \"stats\"");
     expect_usage("topo stats", "--cluster is required");
     expect_usage("topo", "expected a subcommand");
     expect_usage("topo stats --cluster hyperconnect-superpod --format graphml",
@@ -468,7 +475,8 @@ static void test_usage(void **state) {
     expect_usage("topo export --cluster hyperconnect-superpod --format table",
                  "--format");
     expect_usage("topo stats --cluster no-such-cluster", NULL);
-    expect_usage("topo stats --cluster hyperconnect-superpod --set fabric.oversubscription=two",
+    expect_usage("topo stats --cluster hyperconnect-superpod --set "
+                 "fabric.oversubscription=two",
                  "--set:1");
     cli_result r;
     cli_runf(&r, "topo --help");

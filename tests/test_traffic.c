@@ -68,12 +68,11 @@ static void expect_error(const char *name, const char *text, int code,
 
 static void test_csv(void **state) {
     (void)state;
-    const char *path = put("ok.csv",
-                           "# measured traffic\n"
-                           "src, dst, bytes, start\n"
-                           "n0.gpu0, n1.gpu0, 1GB, 0s\n"
-                           "\n"
-                           "n2.gpu0,n0.gpu0,500MB,10ms\n");
+    const char *path = put("ok.csv", "# measured traffic\n"
+                                     "src, dst, bytes, start\n"
+                                     "n0.gpu0, n1.gpu0, 1GB, 0s\n"
+                                     "\n"
+                                     "n2.gpu0,n0.gpu0,500MB,10ms\n");
     pp_traffic *t = NULL;
     pp_error e = PP_ERROR_INIT;
     assert_int_equal(pp_traffic_load(path, cluster, 0, &t, &e), 0);
@@ -105,11 +104,11 @@ static void test_csv_columns(void **state) {
 
 static void test_yaml(void **state) {
     (void)state;
-    const char *path = put("ok.yaml",
-                           "flows:\n"
-                           "  - {src: n0.gpu0, dst: n1.gpu0, bytes: 1GB}\n"
-                           "  - {src: n0.gpu1, dst: n1.gpu0, bytes: 1GiB, "
-                           "start: 2ms}\n");
+    const char *path =
+        put("ok.yaml", "flows:\n"
+                       "  - {src: n0.gpu0, dst: n1.gpu0, bytes: 1GB}\n"
+                       "  - {src: n0.gpu1, dst: n1.gpu0, bytes: 1GiB, "
+                       "start: 2ms}\n");
     pp_traffic *t = NULL;
     pp_error e = PP_ERROR_INIT;
     assert_int_equal(pp_traffic_load(path, cluster, 0, &t, &e), 0);
@@ -135,8 +134,7 @@ static void test_csv_broken(void **state) {
                  "1:1: header: no header line (expected src,dst,bytes,start)");
     expect_error("fields.csv", "src,dst,bytes\nn0.gpu0,n1.gpu0\n", PP_EINPUT,
                  "2:16: expected 3 fields as in the header, got 2");
-    expect_error("bytes.csv", "src,dst,bytes\nn0.gpu0,n1.gpu0,1Gb\n",
-                 PP_EINPUT,
+    expect_error("bytes.csv", "src,dst,bytes\nn0.gpu0,n1.gpu0,1Gb\n", PP_EINPUT,
                  "2:17: bytes: expected a byte size such as 80GB or 80GiB; "
                  "\"Gb\" is bits, got \"1Gb\"");
     expect_error("start.csv", "src,dst,bytes,start\nn0.gpu0,n1.gpu0,1GB,soon\n",
@@ -172,20 +170,18 @@ static void test_missing_file(void **state) {
     (void)state;
     pp_traffic *t = NULL;
     pp_error e = PP_ERROR_INIT;
-    assert_int_equal(pp_traffic_load("/nonexistent/flows.csv", cluster, 0, &t,
-                                     &e), PP_ENOENT);
+    assert_int_equal(
+        pp_traffic_load("/nonexistent/flows.csv", cluster, 0, &t, &e),
+        PP_ENOENT);
     assert_null(t);
     assert_non_null(strstr(e.msg, "/nonexistent/flows.csv"));
 }
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_csv),
-        cmocka_unit_test(test_csv_columns),
-        cmocka_unit_test(test_yaml),
-        cmocka_unit_test(test_csv_broken),
-        cmocka_unit_test(test_yaml_broken),
-        cmocka_unit_test(test_missing_file),
+        cmocka_unit_test(test_csv),         cmocka_unit_test(test_csv_columns),
+        cmocka_unit_test(test_yaml),        cmocka_unit_test(test_csv_broken),
+        cmocka_unit_test(test_yaml_broken), cmocka_unit_test(test_missing_file),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

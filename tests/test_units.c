@@ -21,7 +21,7 @@
 #define SENTINEL 12345.678
 
 static void parses_to(const char *text, pp_qkind kind, const char *def,
-                         double want) {
+                      double want) {
     double got = SENTINEL;
     char why[256] = "";
     int rc = pp_unit_parse(text, kind, def, &got, why, sizeof why);
@@ -39,15 +39,16 @@ static void parses_to(const char *text, pp_qkind kind, const char *def,
 
 /* Expects a refusal whose reason contains `needle`, with *out untouched. */
 static void refuses(const char *text, pp_qkind kind, const char *def,
-                         const char *needle) {
+                    const char *needle) {
     double got = SENTINEL;
     char why[256] = "x"; /* must be overwritten */
     int rc = pp_unit_parse(text, kind, def, &got, why, sizeof why);
     if (rc != PP_EINPUT || got != SENTINEL || why[0] == '\0' ||
         strcmp(why, "x") == 0 || (needle && !strstr(why, needle))) {
         print_error("\"%s\" (%s): rc %d, out %.17g, why \"%s\"; wanted "
-                    "PP_EINPUT with \"%s\"\n", text, pp_qkind_name(kind), rc,
-                    got, why, needle ? needle : "");
+                    "PP_EINPUT with \"%s\"\n",
+                    text, pp_qkind_name(kind), rc, got, why,
+                    needle ? needle : "");
         fail();
     }
 }
@@ -174,7 +175,7 @@ static void test_parse_errors(void **state) {
     refuses("200GB", PP_Q_BANDWIDTH, NULL, "got a byte size");
     refuses("200GB", PP_Q_BANDWIDTH, NULL, "200Gbps or 25GB/s");
     refuses("200Gb", PP_Q_BANDWIDTH, NULL,
-                 "got a bit count; did you mean 200Gbps?");
+            "got a bit count; did you mean 200Gbps?");
     refuses("80Gb", PP_Q_BYTES, NULL, "\"Gb\" is bits");
     refuses("80Gb", PP_Q_BYTES, NULL, "80GB or 80GiB");
     refuses("80gb", PP_Q_BYTES, NULL, "unknown unit \"gb\"");
@@ -187,17 +188,17 @@ static void test_parse_errors(void **state) {
     parses_to("175B", PP_Q_COUNT, NULL, 175e9);
     parses_to("300B", PP_Q_BYTES, NULL, 300);
     refuses("300GB", PP_Q_COUNT, NULL,
-                 "expected a count such as 300e9, 300G or 300B (\"GB\" is not "
-                 "a count suffix)");
+            "expected a count such as 300e9, 300G or 300B (\"GB\" is not "
+            "a count suffix)");
     refuses("300b", PP_Q_COUNT, NULL, "\"b\" is not a count suffix");
     refuses("25GBps", PP_Q_BANDWIDTH, NULL, "ambiguous");
     refuses("25GBps", PP_Q_BANDWIDTH, NULL, "GB/s");
     refuses("312TFLOPs", PP_Q_FLOPRATE, NULL,
-                 "write TFLOPS or TFLOP/s for a rate");
+            "write TFLOPS or TFLOP/s for a rate");
     refuses("312TFLOP", PP_Q_FLOPRATE, NULL, "got a FLOP count");
     refuses("3EFLOPS", PP_Q_FLOPS, NULL, "got a FLOP rate");
     refuses("200", PP_Q_BANDWIDTH, NULL,
-                 "a bandwidth needs a unit, such as 200Gbps or 25GB/s");
+            "a bandwidth needs a unit, such as 200Gbps or 25GB/s");
     refuses("80", PP_Q_BYTES, NULL, "needs a unit");
     refuses("3e18", PP_Q_FLOPS, NULL, "needs a unit");
     refuses("5", PP_Q_TIME, NULL, "needs a unit");
@@ -244,20 +245,20 @@ static void test_why_buffer(void **state) {
     assert_true(v == SENTINEL);
     char why[8];
     memset(why, 'z', sizeof why);
-    assert_int_equal(pp_unit_parse("200GB", PP_Q_BANDWIDTH, NULL, &v, why,
-                                   sizeof why), PP_EINPUT);
+    assert_int_equal(
+        pp_unit_parse("200GB", PP_Q_BANDWIDTH, NULL, &v, why, sizeof why),
+        PP_EINPUT);
     assert_int_equal(strlen(why), sizeof why - 1);
     assert_true(v == SENTINEL);
     /* success clears a stale reason */
     strcpy(why, "stale");
-    assert_int_equal(pp_unit_parse("1B", PP_Q_BYTES, NULL, &v, why,
-                                   sizeof why), 0);
+    assert_int_equal(pp_unit_parse("1B", PP_Q_BYTES, NULL, &v, why, sizeof why),
+                     0);
     assert_string_equal(why, "");
     assert_true(v == 1);
 }
 
-static void formats_as(double v, pp_qkind kind, int digits,
-                          const char *want) {
+static void formats_as(double v, pp_qkind kind, int digits, const char *want) {
     char buf[64];
     assert_ptr_equal(pp_unit_format(v, kind, digits, buf, sizeof buf), buf);
     if (strcmp(buf, want) != 0) {
@@ -274,7 +275,7 @@ static void test_format(void **state) {
     formats_as(1024, PP_Q_BYTES, 6, "1KiB");
     formats_as(2048000, PP_Q_BYTES, 6, "2.048MB"); /* 1000- and 1024-ish */
     formats_as(1536, PP_Q_BYTES, 6, "1.536kB");
-    formats_as(999999, PP_Q_BYTES, 3, "1MB");      /* rounds up a prefix */
+    formats_as(999999, PP_Q_BYTES, 3, "1MB"); /* rounds up a prefix */
     formats_as(0, PP_Q_BYTES, 6, "0B");
     formats_as(25e9, PP_Q_BANDWIDTH, 6, "200Gbps");
     formats_as(2e11, PP_Q_BANDWIDTH, 6, "1.6Tbps");
@@ -293,10 +294,11 @@ static void test_format(void **state) {
     formats_as(3e11, PP_Q_COUNT, 6, "3e+11");
     formats_as(1536, PP_Q_COUNT, 6, "1536");
     formats_as(-25e9, PP_Q_BANDWIDTH, 6, "-200Gbps");
-    formats_as(1e-12, PP_Q_TIME, 6, "0.001ns");       /* below the last unit */
-    formats_as(1e30, PP_Q_FLOPS, 6, "1e+09ZFLOP");    /* above the first: %g */
+    formats_as(1e-12, PP_Q_TIME, 6, "0.001ns");    /* below the last unit */
+    formats_as(1e30, PP_Q_FLOPS, 6, "1e+09ZFLOP"); /* above the first: %g */
     formats_as(1e-5, PP_Q_BYTES, 6, "1e-05B");
-    formats_as(1.1e18, PP_Q_FLOPRATE, 17, "1.1EFLOPS"); /* no 1.1000000000000001 */
+    formats_as(1.1e18, PP_Q_FLOPRATE, 17,
+               "1.1EFLOPS"); /* no 1.1000000000000001 */
 
     char small[4];
     pp_unit_format(85899345920.0, PP_Q_BYTES, 6, small, sizeof small);
@@ -312,20 +314,39 @@ static void test_round_trip(void **state) {
         double v[24];
     } cases[] = {
         {PP_Q_COUNT, {1, 42, 1536, 3e11, 1.5e3, 0.25, 123456789, -7, 1e300}},
-        {PP_Q_BYTES, {1, 999, 1000, 1024, 1536, 1.5e6, 2048000, 1048576,
-                      80e9, 85899345920.0, 3.3e12, 1099511627776.0, 7e15,
-                      1125899906842624.0, 1e18, 0.5, 123456789012.0,
-                      999999, 0x1p60, 1e-5, 1e25}},
-        {PP_Q_BANDWIDTH, {1, 12.5, 125, 1.25e5, 1.25e8, 1.25e9, 25e9, 50e9,
-                          2e11, 1.25e12, 4e14, 900e9, 1024, 1073741824.0,
-                          0.1, 3.3e15, -25e9}},
-        {PP_Q_FLOPS, {1, 500, 2e3, 2e6, 2e9, 2e12, 2e15, 3.007e18, 3.15e23,
-                      1.5e21, 6.2e25, 0.5, 1e30}},
-        {PP_Q_FLOPRATE, {1, 7e3, 7e6, 19.5e9, 3.12e14, 9.89e14, 1.98e15,
-                         1.1e18, 4.4e20, 0.5}},
-        {PP_Q_TIME, {1e-10, 7e-9, 1.5e-6, 2.5e-3, 0.02, 1, 59.99, 60, 90, 3599,
-                     3600, 5400, 86399, 86400, 2.9e6, 3.15e7, 1e-3, 1e-12,
-                     -4e-4, 1.0 / 3}},
+        {PP_Q_BYTES,
+         {1,
+          999,
+          1000,
+          1024,
+          1536,
+          1.5e6,
+          2048000,
+          1048576,
+          80e9,
+          85899345920.0,
+          3.3e12,
+          1099511627776.0,
+          7e15,
+          1125899906842624.0,
+          1e18,
+          0.5,
+          123456789012.0,
+          999999,
+          0x1p60,
+          1e-5,
+          1e25}},
+        {PP_Q_BANDWIDTH,
+         {1, 12.5, 125, 1.25e5, 1.25e8, 1.25e9, 25e9, 50e9, 2e11, 1.25e12, 4e14,
+          900e9, 1024, 1073741824.0, 0.1, 3.3e15, -25e9}},
+        {PP_Q_FLOPS,
+         {1, 500, 2e3, 2e6, 2e9, 2e12, 2e15, 3.007e18, 3.15e23, 1.5e21, 6.2e25,
+          0.5, 1e30}},
+        {PP_Q_FLOPRATE,
+         {1, 7e3, 7e6, 19.5e9, 3.12e14, 9.89e14, 1.98e15, 1.1e18, 4.4e20, 0.5}},
+        {PP_Q_TIME, {1e-10, 7e-9,   1.5e-6, 2.5e-3, 0.02,  1,      59.99,
+                     60,    90,     3599,   3600,   5400,  86399,  86400,
+                     2.9e6, 3.15e7, 1e-3,   1e-12,  -4e-4, 1.0 / 3}},
         {PP_Q_RATIO, {1, 2, 1.5, 4, 0.5, 1.0 / 3, 100, 1e-3}},
     };
     static const int digits[] = {3, 4, 6, 10, 17};
@@ -342,11 +363,13 @@ static void test_round_trip(void **state) {
                  * (dividing by 60, 3600, 86400) may cost an ulp. */
                 if (digits[d] == 17)
                     tol = cases[c].kind == PP_Q_TIME && fabs(x) >= 60
-                              ? 2 * DBL_EPSILON * fabs(x) : 0;
+                              ? 2 * DBL_EPSILON * fabs(x)
+                              : 0;
                 if (rc != 0 || !(fabs(y - x) <= tol)) {
                     print_error("%s %.17g at %d digits: \"%s\" -> rc %d "
-                                "%.17g (%s)\n", pp_qkind_name(cases[c].kind),
-                                x, digits[d], buf, rc, y, why);
+                                "%.17g (%s)\n",
+                                pp_qkind_name(cases[c].kind), x, digits[d], buf,
+                                rc, y, why);
                     fail();
                 }
             }

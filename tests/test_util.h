@@ -26,19 +26,20 @@ static inline void pp_test_assert_close(double actual, double expected,
     /* NaN on either side never compares close. */
     if (err <= rel_tol * fabs(expected) || (actual == expected)) return;
     print_error("%s: actual %.17g, expected %.17g: relative error %.3g "
-                "exceeds %.3g\n", what, actual, expected, rel, rel_tol);
+                "exceeds %.3g\n",
+                what, actual, expected, rel, rel_tol);
     _fail(file, line);
 }
 
-#define assert_close(actual, expected, rel_tol)                            \
-    pp_test_assert_close((double)(actual), (double)(expected),             \
+#define assert_close(actual, expected, rel_tol)                                \
+    pp_test_assert_close((double)(actual), (double)(expected),                 \
                          (double)(rel_tol), #actual, __FILE__, __LINE__)
 
-#define skip_because(reason)                                               \
-    do {                                                                   \
-        printf("SKIP: %s\n", (reason));                                    \
-        fflush(stdout);                                                    \
-        exit(77);                                                          \
+#define skip_because(reason)                                                   \
+    do {                                                                       \
+        printf("SKIP: %s\n", (reason));                                        \
+        fflush(stdout);                                                        \
+        exit(77);                                                              \
     } while (0)
 
 #endif

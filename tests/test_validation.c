@@ -33,12 +33,12 @@ static void assert_rel(double got, double want, double tol) {
 }
 
 typedef struct opts {
-    const char *set;      /* one --set, or NULL */
+    const char *set; /* one --set, or NULL */
     bool dp_overlap;
     double bucket_bytes;
     double compute_time_s;
     pp_fidelity fid;
-    bool whole_p2p;       /* Megatron-core's p2p: no scatter/gather */
+    bool whole_p2p; /* Megatron-core's p2p: no scatter/gather */
 } opts;
 
 /* Simulates one iteration; fails the test on error. */
@@ -50,8 +50,8 @@ static pp_step_result simulate(const char *cluster, const char *model,
     pp_model m;
     pp_parallel p;
     const char *sets[1] = {o ? o->set : NULL};
-    if (pp_cluster_load(cluster, sets, sets[0] ? 1 : 0, NULL, &c, &e)
-        || pp_model_load(model, &m, &e))
+    if (pp_cluster_load(cluster, sets, sets[0] ? 1 : 0, NULL, &c, &e) ||
+        pp_model_load(model, &m, &e))
         fail_msg("%s", e.msg);
     pp_parallel_init(&p);
     if (pp_parallel_parse(spec, &p, &e)) fail_msg("%s", e.msg);
@@ -103,7 +103,8 @@ static const row table1[] = {
     {"megatron-7.5b", 4, 1, 32, 512, 16, 1, true, 142},
     {"megatron-18.4b", 8, 1, 32, 1024, 8, 1, true, 135},
     {"megatron-39.1b", 8, 2, 32, 1536, 4, 1, false, 138},
-    {"megatron-76.1b", 8, 4, 32, 1792, 2, 3, false, 140},   /* 5 layers per virtual stage */
+    {"megatron-76.1b", 8, 4, 32, 1792, 2, 3, false,
+     140}, /* 5 layers per virtual stage */
     {"megatron-145.6b", 8, 8, 24, 2304, 2, 2, false, 148},  /* 5 */
     {"megatron-310.1b", 8, 16, 15, 2160, 1, 2, false, 155}, /* 3 */
     {"megatron-529.6b", 8, 35, 9, 2520, 1, 3, false, 163},  /* 1 */
@@ -113,8 +114,8 @@ static const row table1[] = {
 static void test_megatron_table(void **state) {
     (void)state;
     double sum_abs = 0, worst = 0;
-    printf("  %-16s %4s %3s %6s %6s %7s  %s\n", "model", "mbs", "vp",
-           "pub", "sim", "error", "breakdown (compute tp pp dp bubble)");
+    printf("  %-16s %4s %3s %6s %6s %7s  %s\n", "model", "mbs", "vp", "pub",
+           "sim", "error", "breakdown (compute tp pp dp bubble)");
     for (size_t i = 0; i < sizeof table1 / sizeof table1[0]; i++) {
         const row *w = &table1[i];
         char spec[128];
@@ -126,10 +127,10 @@ static void test_megatron_table(void **state) {
         const pp_breakdown *b = &r.total;
         double T = r.iteration_time_s;
         printf("  %-16s %4d %3d %6.0f %6.1f %+6.1f%%  %.2f %.2f %.2f %.2f "
-               "%.2f\n", w->model, w->mbs, w->vp, w->published,
-               r.tflops_per_gpu, 100 * err, b->compute_s / T,
-               b->tp_comm_s / T, b->pp_comm_s / T, b->dp_comm_exposed_s / T,
-               b->bubble_s / T);
+               "%.2f\n",
+               w->model, w->mbs, w->vp, w->published, r.tflops_per_gpu,
+               100 * err, b->compute_s / T, b->tp_comm_s / T, b->pp_comm_s / T,
+               b->dp_comm_exposed_s / T, b->bubble_s / T);
         sum_abs += fabs(err);
         if (fabs(err) > worst) worst = fabs(err);
         /* The table's layouts fit in 80 GB. */
@@ -162,14 +163,15 @@ static void test_gpt3_175b(void **state) {
     pp_error e = PP_ERROR_INIT;
     assert_int_equal(pp_flops_count(&m, 1536, PP_RECOMPUTE_FULL, &f, &e), 0);
     assert_rel(f.total, 4.5e18, 0.01); /* 1.5 x the 3.00e18 at B = 1024 */
-    assert_rel(r.tflops_per_gpu,
-               f.total / (1024.0 * r.iteration_time_s) / 1e12, 1e-12);
+    assert_rel(r.tflops_per_gpu, f.total / (1024.0 * r.iteration_time_s) / 1e12,
+               1e-12);
     assert_rel(r.tflops_per_gpu, 140, 0.02);
     double days = pp_train_time_s(300e9, pp_model_params(&m), 1040,
-                                  r.tflops_per_gpu * 1e12, true) / 86400;
+                                  r.tflops_per_gpu * 1e12, true) /
+                  86400;
     printf("  X = %.1f TFLOP/s per GPU, %.2f s per iteration; 300e9 tokens on "
-           "1,040 GPUs: %.1f days\n", r.tflops_per_gpu, r.iteration_time_s,
-           days);
+           "1,040 GPUs: %.1f days\n",
+           r.tflops_per_gpu, r.iteration_time_s, days);
     assert_rel(days, 33.4, 0.05);
     pp_step_result_fini(&r);
 }
@@ -219,14 +221,14 @@ static void test_titan_nics(void **state) {
     double t[4];
     for (int i = 0; i < 4; i++) {
         opts o = {sets[i], false, 0, 0, PP_FIDELITY_FLOW, true};
-        pp_step_result r = simulate("titan", "gpt3-175b",
-                                    "tp=8,pp=16,dp=8,mbs=1,gbs=1536,vp=2", &o,
-                                    NULL);
+        pp_step_result r =
+            simulate("titan", "gpt3-175b",
+                     "tp=8,pp=16,dp=8,mbs=1,gbs=1536,vp=2", &o, NULL);
         t[i] = r.iteration_time_s;
         printf("  %d NIC(s) per node: %.3f s (measured %.3f), ratio %.3f "
-               "(measured %.2f), pp comm %.2f s\n", 8 >> i, t[i],
-               measured[i], t[i] / t[0], measured[i] / measured[0],
-               r.total.pp_comm_s);
+               "(measured %.2f), pp comm %.2f s\n",
+               8 >> i, t[i], measured[i], t[i] / t[0],
+               measured[i] / measured[0], r.total.pp_comm_s);
         pp_step_result_fini(&r);
     }
     assert_rel(t[0], measured[0], 0.10);
@@ -234,8 +236,8 @@ static void test_titan_nics(void **state) {
         double want = measured[i] / measured[0];
         want = round(want * 100) / 100; /* as published: 1.01, 1.15, 1.56 */
         if (!(fabs(t[i] / t[0] - want) <= 0.05))
-            fail_msg("%d NICs: ratio %.3f, measured %.2f", 8 >> i,
-                     t[i] / t[0], want);
+            fail_msg("%d NICs: ratio %.3f, measured %.2f", 8 >> i, t[i] / t[0],
+                     want);
     }
 }
 
@@ -251,12 +253,12 @@ static void test_titan_nics(void **state) {
 static void test_ethernet_ddp(void **state) {
     (void)state;
     opts o = {NULL, false, 0, 0.4, PP_FIDELITY_FLOW, false};
-    pp_step_result one = simulate("ethernet-10g", "vit-base",
-                                  "dp=8,mbs=32,gbs=256,recompute=none", &o,
-                                  NULL);
-    pp_step_result three = simulate("ethernet-10g", "vit-base",
-                                    "dp=24,mbs=32,gbs=768,recompute=none", &o,
-                                    NULL);
+    pp_step_result one =
+        simulate("ethernet-10g", "vit-base",
+                 "dp=8,mbs=32,gbs=256,recompute=none", &o, NULL);
+    pp_step_result three =
+        simulate("ethernet-10g", "vit-base",
+                 "dp=24,mbs=32,gbs=768,recompute=none", &o, NULL);
     double speedup = 3 * one.iteration_time_s / three.iteration_time_s;
     printf("  1 node %.3f s, 3 nodes %.3f s, throughput x%.2f\n",
            one.iteration_time_s, three.iteration_time_s, speedup);
@@ -314,8 +316,8 @@ static void test_cli(void **state) {
         if (!json_is_number(json_object_get(j, keys[i])))
             fail_msg("no %s", keys[i]);
     json_t *bd = json_object_get(j, "breakdown");
-    const char *bk[] = {"compute_s", "tp_comm_s", "pp_comm_s",
-                        "dp_comm_exposed_s", "bubble_s", "other_s"};
+    const char *bk[] = {"compute_s",         "tp_comm_s", "pp_comm_s",
+                        "dp_comm_exposed_s", "bubble_s",  "other_s"};
     double sum = 0;
     for (int i = 0; i < 6; i++) {
         json_t *v = json_object_get(bd, bk[i]);

@@ -57,15 +57,17 @@ static void test_syntax_errors(void **state) {
     expect_load_error("a: [1, 2\nb: 3\n", "syntax error");
     expect_load_error("a: b: c\n", "t.yaml:1:5: syntax error");
     expect_load_error("", "t.yaml:1:1: empty document");
-    expect_load_error("a: 1\n---\nb: 2\n", "t.yaml:2:1: expected one YAML document");
+    expect_load_error("a: 1\n---\nb: 2\n",
+                      "t.yaml:2:1: expected one YAML document");
     expect_load_error("a: *nope\n", "t.yaml:1:4: a: unknown anchor \"nope\"");
     expect_load_error("? [a]\n: 1\n", "mapping keys must be plain scalars");
 }
 
 static void test_duplicate_key(void **state) {
     (void)state;
-    expect_load_error("node:\n  count: 2\n  count: 3\n",
-                      "t.yaml:3:3: count: duplicate key (first at line 2, column 3)");
+    expect_load_error(
+        "node:\n  count: 2\n  count: 3\n",
+        "t.yaml:3:3: count: duplicate key (first at line 2, column 3)");
 }
 
 static void test_anchors_and_merge(void **state) {
@@ -78,9 +80,13 @@ static void test_anchors_and_merge(void **state) {
     pp_node *leaf = pp_map_get(root, "leaf");
     int64_t radix = 0;
     double speed = 0;
-    assert_int_equal(pp_map_int(leaf, "leaf", "radix", PP_REQUIRED, 1, INT64_MAX, &radix, &e), 0);
+    assert_int_equal(pp_map_int(leaf, "leaf", "radix", PP_REQUIRED, 1,
+                                INT64_MAX, &radix, &e),
+                     0);
     assert_int_equal(radix, 64); /* the map's own key wins over the merge */
-    assert_int_equal(pp_map_quantity(leaf, "leaf", "speed", PP_REQUIRED, PP_Q_BANDWIDTH, NULL, false, &speed, &e), 0);
+    assert_int_equal(pp_map_quantity(leaf, "leaf", "speed", PP_REQUIRED,
+                                     PP_Q_BANDWIDTH, NULL, false, &speed, &e),
+                     0);
     assert_true(speed == 25e9);
     assert_int_equal(pp_map_done(leaf, "leaf", &e), 0);
     pp_node *list = pp_map_get(root, "list");
@@ -101,32 +107,50 @@ static void test_getter_messages(void **state) {
     static const char *const kinds[] = {"leaf", "spine", NULL};
 
     pp_error e = PP_ERROR_INIT;
-    assert_int_equal(pp_map_int(leaf, "fabric.leaf", "radix", PP_REQUIRED, 1, INT64_MAX, &radix, &e), PP_EINPUT);
-    assert_string_equal(e.msg, "t.yaml:3:12: fabric.leaf.radix: expected a positive integer, got \"forty\"");
+    assert_int_equal(pp_map_int(leaf, "fabric.leaf", "radix", PP_REQUIRED, 1,
+                                INT64_MAX, &radix, &e),
+                     PP_EINPUT);
+    assert_string_equal(e.msg, "t.yaml:3:12: fabric.leaf.radix: expected a "
+                               "positive integer, got \"forty\"");
     assert_int_equal(radix, 7); /* untouched on failure */
 
     pp_error_clear(&e);
-    assert_int_equal(pp_map_quantity(leaf, "fabric.leaf", "speed", PP_REQUIRED, PP_Q_BANDWIDTH, NULL, false, &speed, &e), PP_EINPUT);
+    assert_int_equal(pp_map_quantity(leaf, "fabric.leaf", "speed", PP_REQUIRED,
+                                     PP_Q_BANDWIDTH, NULL, false, &speed, &e),
+                     PP_EINPUT);
     assert_non_null(strstr(e.msg, "t.yaml:4:12: fabric.leaf.speed: "));
     assert_non_null(strstr(e.msg, "200GB"));
     assert_true(speed == 1);
 
     pp_error_clear(&e);
-    assert_int_equal(pp_map_enum(leaf, "fabric.leaf", "kind", PP_REQUIRED, kinds, &kind, &e), PP_EINPUT);
-    assert_string_equal(e.msg, "t.yaml:5:11: fabric.leaf.kind: expected one of leaf|spine, got \"lef\" (did you mean \"leaf\"?)");
+    assert_int_equal(
+        pp_map_enum(leaf, "fabric.leaf", "kind", PP_REQUIRED, kinds, &kind, &e),
+        PP_EINPUT);
+    assert_string_equal(e.msg,
+                        "t.yaml:5:11: fabric.leaf.kind: expected one of "
+                        "leaf|spine, got \"lef\" (did you mean \"leaf\"?)");
 
     pp_error_clear(&e);
-    assert_int_equal(pp_map_quantity(leaf, "fabric.leaf", "ratio", PP_REQUIRED, PP_Q_RATIO, NULL, false, &ratio, &e), 0);
+    assert_int_equal(pp_map_quantity(leaf, "fabric.leaf", "ratio", PP_REQUIRED,
+                                     PP_Q_RATIO, NULL, false, &ratio, &e),
+                     0);
     assert_true(ratio == 2.0);
 
     pp_error_clear(&e);
-    assert_int_equal(pp_map_int(leaf, "fabric.leaf", "ports", PP_REQUIRED, 1, INT64_MAX, &radix, &e), PP_EINPUT);
-    assert_string_equal(e.msg, "t.yaml:3:5: fabric.leaf.ports: missing (required)");
-    assert_int_equal(pp_map_int(leaf, "fabric.leaf", "ports", PP_OPTIONAL, 1, INT64_MAX, &radix, NULL), 1);
+    assert_int_equal(pp_map_int(leaf, "fabric.leaf", "ports", PP_REQUIRED, 1,
+                                INT64_MAX, &radix, &e),
+                     PP_EINPUT);
+    assert_string_equal(e.msg,
+                        "t.yaml:3:5: fabric.leaf.ports: missing (required)");
+    assert_int_equal(pp_map_int(leaf, "fabric.leaf", "ports", PP_OPTIONAL, 1,
+                                INT64_MAX, &radix, NULL),
+                     1);
 
     pp_error_clear(&e);
     assert_int_equal(pp_map_done(leaf, "fabric.leaf", &e), PP_EINPUT);
-    assert_string_equal(e.msg, "t.yaml:7:5: fabric.leaf.raidx: unknown key (did you mean \"radix\"?)");
+    assert_string_equal(
+        e.msg,
+        "t.yaml:7:5: fabric.leaf.raidx: unknown key (did you mean \"radix\"?)");
     pp_doc_free(d);
 }
 
@@ -156,7 +180,8 @@ static void test_load_file_missing(void **state) {
     (void)state;
     pp_doc *d = NULL;
     pp_error e = PP_ERROR_INIT;
-    assert_int_equal(pp_doc_load_file("/nonexistent/x.yaml", &d, &e), PP_ENOENT);
+    assert_int_equal(pp_doc_load_file("/nonexistent/x.yaml", &d, &e),
+                     PP_ENOENT);
     assert_non_null(strstr(e.msg, "/nonexistent/x.yaml: cannot open"));
     assert_null(d);
 }
@@ -204,9 +229,11 @@ static void test_doc_set(void **state) {
     pp_node *nics = pp_map_get(pp_map_get(root, "node"), "nics");
     int64_t count = 0;
     assert_int_equal(pp_map_int(nics, "node.nics", "count", PP_REQUIRED, 1,
-                                INT64_MAX, &count, &e), PP_EINPUT);
+                                INT64_MAX, &count, &e),
+                     PP_EINPUT);
     /* The bad value is located on the command line: 4th --set, column 17. */
-    assert_string_equal(e.msg, "--set:4:17: node.nics.count: expected a positive integer, got \"four\"");
+    assert_string_equal(e.msg, "--set:4:17: node.nics.count: expected a "
+                               "positive integer, got \"four\"");
     pp_node *fabric = pp_map_get(root, "fabric");
     assert_non_null(fabric);
     assert_string_equal(pp_map_get(fabric, "oversubscription")->scalar, "2:1");
@@ -215,7 +242,8 @@ static void test_doc_set(void **state) {
 
     pp_error_clear(&e);
     assert_int_equal(pp_doc_set(d, "node.nics=4", 5, &e), PP_EUSAGE);
-    assert_non_null(strstr(e.msg, "node.nics is a mapping; set one of its keys"));
+    assert_non_null(
+        strstr(e.msg, "node.nics is a mapping; set one of its keys"));
     pp_error_clear(&e);
     assert_int_equal(pp_doc_set(d, "node.nics.count.x=4", 6, &e), PP_EUSAGE);
     assert_non_null(strstr(e.msg, "is not a mapping"));

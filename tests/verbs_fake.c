@@ -44,8 +44,7 @@ static struct ibv_device devs[FAKE_MAX_DEV];
 static fqp *qps[QP_MAX];
 static uint32_t next_qpn, next_key;
 
-void fake_reset(void)
-{
+void fake_reset(void) {
     memset(&fake, 0, sizeof fake);
     memset(qps, 0, sizeof qps);
     fake.n_dev = 1;
@@ -57,27 +56,26 @@ void fake_reset(void)
     fake.max_msg = 1u << 30;
     fake.gid_tbl_len = FAKE_MAX_GID;
     fake.query_gid_index = -1;
-    next_qpn = 0x1234;   /* not 0, not contiguous: see create_qp */
+    next_qpn = 0x1234; /* not 0, not contiguous: see create_qp */
     next_key = 0x100;
 }
 
-int fake_leaks(void)
-{
+int fake_leaks(void) {
     int n = fake.live_ctx + fake.live_pd + fake.live_cq + fake.live_qp +
             fake.live_mr + fake.live_list;
 
     if (n)
-        fprintf(stderr, "fake: leaked ctx %d pd %d cq %d qp %d mr %d "
-                "list %d\n", fake.live_ctx, fake.live_pd, fake.live_cq,
-                fake.live_qp, fake.live_mr, fake.live_list);
+        fprintf(stderr,
+                "fake: leaked ctx %d pd %d cq %d qp %d mr %d "
+                "list %d\n",
+                fake.live_ctx, fake.live_pd, fake.live_cq, fake.live_qp,
+                fake.live_mr, fake.live_list);
     return n;
 }
 
 /* Whether the call named `what` fails now (errno set). */
-static bool failing(const char *what)
-{
-    if (!fake.fail || strcmp(fake.fail, what))
-        return false;
+static bool failing(const char *what) {
+    if (!fake.fail || strcmp(fake.fail, what)) return false;
     if (fake.fail_after > 0) {
         fake.fail_after--;
         return false;
@@ -86,52 +84,43 @@ static bool failing(const char *what)
     return true;
 }
 
-struct ibv_device **__wrap_pp__ibv_get_device_list(int *n)
-{
+struct ibv_device **__wrap_pp__ibv_get_device_list(int *n) {
     struct ibv_device **l = calloc((size_t)fake.n_dev + 1, sizeof *l);
 
-    for (int i = 0; i < fake.n_dev; i++)
-        l[i] = &devs[i];
+    for (int i = 0; i < fake.n_dev; i++) l[i] = &devs[i];
     *n = fake.n_dev;
     fake.live_list++;
     return l;
 }
 
-void __wrap_pp__ibv_free_device_list(struct ibv_device **l)
-{
+void __wrap_pp__ibv_free_device_list(struct ibv_device **l) {
     fake.live_list--;
     free(l);
 }
 
-const char *__wrap_pp__ibv_get_device_name(struct ibv_device *d)
-{
+const char *__wrap_pp__ibv_get_device_name(struct ibv_device *d) {
     return fake.dev_name[d - devs];
 }
 
-struct ibv_context *__wrap_pp__ibv_open_device(struct ibv_device *d)
-{
+struct ibv_context *__wrap_pp__ibv_open_device(struct ibv_device *d) {
     fctx *c;
 
-    if (failing("open_device"))
-        return NULL;
+    if (failing("open_device")) return NULL;
     c = calloc(1, sizeof *c);
     c->dev = (int)(d - devs);
     fake.live_ctx++;
     return &c->c;
 }
 
-int __wrap_pp__ibv_close_device(struct ibv_context *c)
-{
+int __wrap_pp__ibv_close_device(struct ibv_context *c) {
     fake.live_ctx--;
     free(c);
     return 0;
 }
 
 int __wrap_pp__ibv_query_device(struct ibv_context *c,
-                                struct ibv_device_attr *a)
-{
-    if (failing("query_device"))
-        return errno;
+                                struct ibv_device_attr *a) {
+    if (failing("query_device")) return errno;
     memset(a, 0, sizeof *a);
     a->max_qp_wr = 32768;
     a->max_cqe = 4194303;
@@ -139,10 +128,8 @@ int __wrap_pp__ibv_query_device(struct ibv_context *c,
 }
 
 int __wrap_pp__ibv_query_port(struct ibv_context *c, uint8_t port,
-                              struct ibv_port_attr *a)
-{
-    if (failing("query_port"))
-        return errno;
+                              struct ibv_port_attr *a) {
+    if (failing("query_port")) return errno;
     memset(a, 0, sizeof *a);
     a->state = fake.port_state[((fctx *)c)->dev];
     a->link_layer = fake.link_layer;
@@ -155,63 +142,52 @@ int __wrap_pp__ibv_query_port(struct ibv_context *c, uint8_t port,
 }
 
 int __wrap_pp__ibv_query_gid(struct ibv_context *c, uint8_t port, int i,
-                             union ibv_gid *gid)
-{
+                             union ibv_gid *gid) {
     fake.query_gid_index = i;
-    if (i < 0 || i >= FAKE_MAX_GID)
-        return EINVAL;
+    if (i < 0 || i >= FAKE_MAX_GID) return EINVAL;
     *gid = fake.gid[i];
     return 0;
 }
 
-struct ibv_pd *__wrap_pp__ibv_alloc_pd(struct ibv_context *c)
-{
+struct ibv_pd *__wrap_pp__ibv_alloc_pd(struct ibv_context *c) {
     struct ibv_pd *pd;
 
-    if (failing("alloc_pd"))
-        return NULL;
+    if (failing("alloc_pd")) return NULL;
     pd = calloc(1, sizeof *pd);
     pd->context = c;
     fake.live_pd++;
     return pd;
 }
 
-int __wrap_pp__ibv_dealloc_pd(struct ibv_pd *pd)
-{
+int __wrap_pp__ibv_dealloc_pd(struct ibv_pd *pd) {
     fake.live_pd--;
     free(pd);
     return 0;
 }
 
-struct ibv_cq *__wrap_pp__ibv_create_cq(struct ibv_context *c, int cqe)
-{
+struct ibv_cq *__wrap_pp__ibv_create_cq(struct ibv_context *c, int cqe) {
     fcq *cq;
 
-    if (failing("create_cq"))
-        return NULL;
+    if (failing("create_cq")) return NULL;
     cq = calloc(1, sizeof *cq);
     cq->c.cqe = cqe;
     fake.live_cq++;
     return &cq->c;
 }
 
-int __wrap_pp__ibv_destroy_cq(struct ibv_cq *cq)
-{
+int __wrap_pp__ibv_destroy_cq(struct ibv_cq *cq) {
     fake.live_cq--;
     free(cq);
     return 0;
 }
 
 struct ibv_qp *__wrap_pp__ibv_create_qp(struct ibv_pd *pd,
-                                        struct ibv_qp_init_attr *a)
-{
+                                        struct ibv_qp_init_attr *a) {
     fqp *q;
     int slot = 0;
 
-    if (failing("create_qp"))
-        return NULL;
-    while (slot < QP_MAX && qps[slot])
-        slot++;
+    if (failing("create_qp")) return NULL;
+    while (slot < QP_MAX && qps[slot]) slot++;
     if (slot == QP_MAX || a->qp_type != IBV_QPT_RC ||
         a->send_cq != a->recv_cq || a->cap.max_inline_data < 8) {
         errno = EINVAL;
@@ -219,7 +195,7 @@ struct ibv_qp *__wrap_pp__ibv_create_qp(struct ibv_pd *pd,
     }
     q = calloc(1, sizeof *q);
     q->q.qp_num = next_qpn;
-    next_qpn += 3 + (next_qpn & 7);   /* gaps, as real HCAs have */
+    next_qpn += 3 + (next_qpn & 7); /* gaps, as real HCAs have */
     q->q.pd = pd;
     q->q.qp_type = IBV_QPT_RC;
     q->cq = (fcq *)a->send_cq;
@@ -229,17 +205,14 @@ struct ibv_qp *__wrap_pp__ibv_create_qp(struct ibv_pd *pd,
     return &q->q;
 }
 
-static fqp *find_qp(uint32_t qpn)
-{
+static fqp *find_qp(uint32_t qpn) {
     for (int i = 0; i < QP_MAX; i++)
-        if (qps[i] && qps[i]->q.qp_num == qpn)
-            return qps[i];
+        if (qps[i] && qps[i]->q.qp_num == qpn) return qps[i];
     return NULL;
 }
 
 int __wrap_pp__ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *a,
-                             int mask)
-{
+                             int mask) {
     fqp *q = (fqp *)qp;
 
     if (fake.fail && !strcmp(fake.fail, "modify_qp") &&
@@ -252,28 +225,23 @@ int __wrap_pp__ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *a,
         fake.n_modify++;
     }
     q->state = a->qp_state;
-    if (a->qp_state == IBV_QPS_RTR)
-        q->dest = a->dest_qp_num;
+    if (a->qp_state == IBV_QPS_RTR) q->dest = a->dest_qp_num;
     return 0;
 }
 
-int __wrap_pp__ibv_destroy_qp(struct ibv_qp *qp)
-{
+int __wrap_pp__ibv_destroy_qp(struct ibv_qp *qp) {
     for (int i = 0; i < QP_MAX; i++)
-        if (qps[i] == (fqp *)qp)
-            qps[i] = NULL;
+        if (qps[i] == (fqp *)qp) qps[i] = NULL;
     fake.live_qp--;
     free(qp);
     return 0;
 }
 
-struct ibv_mr *__wrap_pp__ibv_reg_mr(struct ibv_pd *pd, void *addr,
-                                     size_t len, int access)
-{
+struct ibv_mr *__wrap_pp__ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t len,
+                                     int access) {
     struct ibv_mr *mr;
 
-    if (failing("reg_mr"))
-        return NULL;
+    if (failing("reg_mr")) return NULL;
     mr = calloc(1, sizeof *mr);
     mr->pd = pd;
     mr->addr = addr;
@@ -285,27 +253,24 @@ struct ibv_mr *__wrap_pp__ibv_reg_mr(struct ibv_pd *pd, void *addr,
 }
 
 struct ibv_mr *__wrap_pp__ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t off,
-                                            size_t len, uint64_t iova,
-                                            int fd, int access)
-{
+                                            size_t len, uint64_t iova, int fd,
+                                            int access) {
     errno = EOPNOTSUPP;
     return NULL;
 }
 
-int __wrap_pp__ibv_dereg_mr(struct ibv_mr *mr)
-{
+int __wrap_pp__ibv_dereg_mr(struct ibv_mr *mr) {
     fake.live_mr--;
     free(mr);
     return 0;
 }
 
 static void push(fcq *cq, uint64_t wr_id, enum ibv_wc_status st,
-                 enum ibv_wc_opcode op, uint32_t len, uint32_t vendor)
-{
+                 enum ibv_wc_opcode op, uint32_t len, uint32_t vendor) {
     struct ibv_wc *wc;
 
     if (cq->n == CQ_MAX)
-        abort();   /* a CQ overrun: the transport posted too much */
+        abort(); /* a CQ overrun: the transport posted too much */
     wc = &cq->wc[(cq->head + cq->n++) % CQ_MAX];
     memset(wc, 0, sizeof *wc);
     wc->wr_id = wr_id;
@@ -316,8 +281,7 @@ static void push(fcq *cq, uint64_t wr_id, enum ibv_wc_status st,
 }
 
 int __wrap_pp__ibv_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
-                             struct ibv_recv_wr **bad)
-{
+                             struct ibv_recv_wr **bad) {
     fqp *q = (fqp *)qp;
 
     if (failing("post_recv") || q->rq_n == RQ_MAX) {
@@ -333,12 +297,11 @@ int __wrap_pp__ibv_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
 }
 
 int __wrap_pp__ibv_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
-                             struct ibv_send_wr **bad)
-{
+                             struct ibv_send_wr **bad) {
     fqp *q = (fqp *)qp, *d;
     uint32_t len = wr->num_sge ? wr->sg_list[0].length : 0;
-    const char *src = wr->num_sge ?
-                      (const char *)(uintptr_t)wr->sg_list[0].addr : NULL;
+    const char *src =
+        wr->num_sge ? (const char *)(uintptr_t)wr->sg_list[0].addr : NULL;
 
     if (failing("post_send") || q->state != IBV_QPS_RTS) {
         *bad = wr;
@@ -352,8 +315,7 @@ int __wrap_pp__ibv_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
         return 0;
     }
     fake.n_send_posted++;
-    if (fake.hold_sends)
-        return 0;
+    if (fake.hold_sends) return 0;
     if (fake.wc_status != IBV_WC_SUCCESS) {
         push(q->cq, wr->wr_id, fake.wc_status, 0, 0, fake.wc_vendor_err);
         fake.wc_status = IBV_WC_SUCCESS;
@@ -361,7 +323,7 @@ int __wrap_pp__ibv_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
     }
     d = find_qp(q->dest);
     if (!d || d->rq_n == 0 || d->dest != qp->qp_num) {
-        fake.rnr++;   /* the credit protocol must make this impossible */
+        fake.rnr++; /* the credit protocol must make this impossible */
         push(q->cq, wr->wr_id, IBV_WC_RNR_RETRY_EXC_ERR, 0, 0, 0);
         return 0;
     }
@@ -373,15 +335,13 @@ int __wrap_pp__ibv_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
         push(q->cq, wr->wr_id, IBV_WC_REM_INV_REQ_ERR, 0, 0, 0);
         return 0;
     }
-    if (len)
-        memcpy(r.addr, src, len);
+    if (len) memcpy(r.addr, src, len);
     push(d->cq, r.wr_id, IBV_WC_SUCCESS, IBV_WC_RECV, len, 0);
     push(q->cq, wr->wr_id, IBV_WC_SUCCESS, IBV_WC_SEND, 0, 0);
     return 0;
 }
 
-int __wrap_pp__ibv_poll_cq(struct ibv_cq *c, int n, struct ibv_wc *wc)
-{
+int __wrap_pp__ibv_poll_cq(struct ibv_cq *c, int n, struct ibv_wc *wc) {
     fcq *cq = (fcq *)c;
     int k = 0;
 

@@ -32,30 +32,30 @@ typedef struct fake_state {
     int n_dev;
     const char *dev_name[FAKE_MAX_DEV];
     enum ibv_port_state port_state[FAKE_MAX_DEV];
-    uint8_t link_layer;         /* every device */
-    enum ibv_mtu mtu;           /* read at ibv_query_port time */
-    uint16_t lid;               /* idem */
-    uint32_t max_msg;           /* idem */
+    uint8_t link_layer; /* every device */
+    enum ibv_mtu mtu;   /* read at ibv_query_port time */
+    uint16_t lid;       /* idem */
+    uint32_t max_msg;   /* idem */
     int gid_tbl_len;
     union ibv_gid gid[FAKE_MAX_GID];
     /* failure injection */
-    const char *fail;           /* "open_device", "alloc_pd", "create_cq",
+    const char *fail;             /* "open_device", "alloc_pd", "create_cq",
                                    "create_qp", "reg_mr", "post_send",
                                    "post_recv", "query_port",
                                    "query_device", "modify_qp" */
-    int fail_after;             /* that many calls succeed first */
+    int fail_after;               /* that many calls succeed first */
     enum ibv_qp_state fail_state; /* modify_qp: fail the move to this */
     int fail_errno;
     enum ibv_wc_status wc_status; /* != 0: the next send completes so */
     uint32_t wc_vendor_err;
-    bool hold_sends;            /* SENDs neither delivered nor completed */
+    bool hold_sends; /* SENDs neither delivered nor completed */
     /* what happened */
     int live_ctx, live_pd, live_cq, live_qp, live_mr, live_list;
     int n_modify;
     fake_modify modify[FAKE_MAX_LOG];
     int n_send_posted, n_credit_posted, n_recv_posted;
-    int rnr;                    /* SENDs that found no receive posted */
-    int query_gid_index;        /* last index asked for, -1 if none */
+    int rnr;             /* SENDs that found no receive posted */
+    int query_gid_index; /* last index asked for, -1 if none */
 } fake_state;
 
 extern fake_state fake;

@@ -21,7 +21,7 @@
 
 static int usage(void) {
     fprintf(stderr, "usage: gpucheck gemm DTYPE gpt3-tp8|square:LIST "
-            "[ITERS [PEAK_TFLOPS]]\n       gpucheck membw MiB...\n");
+                    "[ITERS [PEAK_TFLOPS]]\n       gpucheck membw MiB...\n");
     return 2;
 }
 

@@ -34,54 +34,57 @@ extern "C" {
  * Measurement points (plain data).
  * ---------------------------------------------------------------------- */
 typedef enum {
-    PP_CAL_COLL,   /* a collective at one buffer size (nccl-tests, exec) */
-    PP_CAL_P2P,    /* a point-to-point transfer (perftest, exec sendrecv) */
-    PP_CAL_GEMM,   /* one GEMM shape */
-    PP_CAL_MEMBW,  /* a memory-bound kernel moving `bytes` */
-    PP_CAL_ITER,   /* a training iteration of a stated layout */
+    PP_CAL_COLL,  /* a collective at one buffer size (nccl-tests, exec) */
+    PP_CAL_P2P,   /* a point-to-point transfer (perftest, exec sendrecv) */
+    PP_CAL_GEMM,  /* one GEMM shape */
+    PP_CAL_MEMBW, /* a memory-bound kernel moving `bytes` */
+    PP_CAL_ITER,  /* a training iteration of a stated layout */
     PP_CAL__KINDS
 } pp_cal_kind;
 
-typedef enum { PP_CAL_SCOPE_UNKNOWN, PP_CAL_SCOPE_INTRA, PP_CAL_SCOPE_INTER }
-    pp_cal_scope;
+typedef enum {
+    PP_CAL_SCOPE_UNKNOWN,
+    PP_CAL_SCOPE_INTRA,
+    PP_CAL_SCOPE_INTER
+} pp_cal_scope;
 
 #define PP_CAL_STR 64
 
 typedef struct pp_cal_point {
     pp_cal_kind kind;
-    int source;              /* index into the set's sources */
-    int line;                /* 1-based line in that file; 0 for JSON */
-    char where[PP_CAL_STR];  /* JSON path ("results[3]") or "" */
+    int source;             /* index into the set's sources */
+    int line;               /* 1-based line in that file; 0 for JSON */
+    char where[PP_CAL_STR]; /* JSON path ("results[3]") or "" */
     /* network (COLL, P2P) */
-    char op[PP_CAL_STR];     /* "allreduce", "write_bw", "send_lat" ... */
-    char algo[PP_CAL_STR];   /* "ring", "tree", ... or "auto" (NCCL's pick) */
-    char link[PP_CAL_STR];   /* nvlink|pcie|infiniband|roce|ethernet|unknown */
-    char variant[PP_CAL_STR];/* "out-of-place", "in-place", "" */
+    char op[PP_CAL_STR];      /* "allreduce", "write_bw", "send_lat" ... */
+    char algo[PP_CAL_STR];    /* "ring", "tree", ... or "auto" (NCCL's pick) */
+    char link[PP_CAL_STR];    /* nvlink|pcie|infiniband|roce|ethernet|unknown */
+    char variant[PP_CAL_STR]; /* "out-of-place", "in-place", "" */
     pp_cal_scope scope;
-    int64_t ranks, nodes;    /* 0 = not stated */
-    double bytes;            /* buffer per GPU (nccl-tests' size) */
+    int64_t ranks, nodes; /* 0 = not stated */
+    double bytes;         /* buffer per GPU (nccl-tests' size) */
     /* the measurement */
-    double time_s;           /* per operation */
-    double time_sd_s;        /* stated spread, 0 = none */
-    int64_t repeats;         /* iterations averaged, 0 = not stated */
-    double bw_Bps;           /* as reported (busbw for collectives), 0 = none */
+    double time_s;    /* per operation */
+    double time_sd_s; /* stated spread, 0 = none */
+    int64_t repeats;  /* iterations averaged, 0 = not stated */
+    double bw_Bps;    /* as reported (busbw for collectives), 0 = none */
     /* GEMM */
     double m, n, k, batch;
-    char dtype[16];          /* GEMM: "bf16", "fp8", ... "" = not stated */
-    char device[16];         /* GEMM, MEMBW: "cuda" or "cpu" (host memory,
+    char dtype[16];  /* GEMM: "bf16", "fp8", ... "" = not stated */
+    char device[16]; /* GEMM, MEMBW: "cuda" or "cpu" (host memory,
                                 the CPU BLAS); "" = not stated (a GPU) */
     /* ITER */
     char model[PP_CAL_STR], cluster[PP_CAL_STR];
     char parallel[128];
-    double tflops;           /* published TFLOP/s per GPU, when given as such */
-    bool dp_overlap;         /* DP reduce overlapped with backward */
-    double bucket_bytes;     /* its bucket (0 = default) */
+    double tflops;       /* published TFLOP/s per GPU, when given as such */
+    bool dp_overlap;     /* DP reduce overlapped with backward */
+    double bucket_bytes; /* its bucket (0 = default) */
 } pp_cal_point;
 
 typedef struct pp_cal_source {
-    char *path;              /* as given */
-    char format[32];         /* "nccl-tests", "perftest", ... */
-    char sha256[65];         /* of the file's bytes */
+    char *path;      /* as given */
+    char format[32]; /* "nccl-tests", "perftest", ... */
+    char sha256[65]; /* of the file's bytes */
 } pp_cal_source;
 
 /* A measurement set: owns its points and sources. */
@@ -104,9 +107,9 @@ const char *pp_cal_point_loc(const pp_cal_set *s, const pp_cal_point *p,
  * the link class; a Megatron-LM log does not name its layout).  Every
  * field may be NULL / 0. */
 typedef struct pp_cal_hints {
-    const char *link;        /* link class of the measured path */
-    const char *op;          /* collective, when the file does not say */
-    const char *algo;        /* NCCL_ALGO of the run (default "auto") */
+    const char *link; /* link class of the measured path */
+    const char *op;   /* collective, when the file does not say */
+    const char *algo; /* NCCL_ALGO of the run (default "auto") */
     const char *model, *cluster, *parallel; /* Megatron-LM logs */
 } pp_cal_hints;
 
@@ -131,22 +134,22 @@ int pp_cal_set_write(const pp_cal_set *s, FILE *fp, pp_error *e);
 
 typedef struct pp_cal_param {
     char name[PP_CAL_STR];
-    double value, se;        /* estimate and standard error (NAN: none) */
+    double value, se; /* estimate and standard error (NAN: none) */
 } pp_cal_param;
 
 typedef struct pp_cal_fit {
-    char what[128];          /* "allreduce/auto/infiniband/inter ranks=16" */
+    char what[128]; /* "allreduce/auto/infiniband/inter ranks=16" */
     pp_cal_param p[PP_CAL_MAX_PARAMS];
     size_t n_params;
-    size_t n_points;         /* points used */
-    double r2;               /* weighted R^2 (NAN when undefined) */
-    double chi2_dof;         /* reduced chi^2 */
-    double rel_rms;          /* rms relative residual */
-    double knee_bytes;       /* network: protocol knee, 0 = none */
-    bool ill;                /* ill-conditioned or too few points */
-    char advice[512];        /* what to measure to fix it ("" when fine) */
-    size_t *idx;             /* points used (indices into the set), owned */
-    double *resid;           /* relative residuals (pred/meas - 1), owned */
+    size_t n_points;   /* points used */
+    double r2;         /* weighted R^2 (NAN when undefined) */
+    double chi2_dof;   /* reduced chi^2 */
+    double rel_rms;    /* rms relative residual */
+    double knee_bytes; /* network: protocol knee, 0 = none */
+    bool ill;          /* ill-conditioned or too few points */
+    char advice[512];  /* what to measure to fix it ("" when fine) */
+    size_t *idx;       /* points used (indices into the set), owned */
+    double *resid;     /* relative residuals (pred/meas - 1), owned */
 } pp_cal_fit;
 
 /* The alpha-beta fit of one group of network points:
@@ -164,7 +167,7 @@ typedef struct pp_cal_netfit {
     pp_cal_scope scope;
     int64_t ranks, nodes;
     double alpha_s, alpha_se, beta_Bps, beta_se;
-    bool knee;               /* the small-message line below */
+    bool knee; /* the small-message line below */
     double alpha_lo_s, alpha_lo_se, beta_lo_Bps, beta_lo_se, knee_bytes;
     pp_cal_fit fit;
 } pp_cal_netfit;
@@ -178,22 +181,22 @@ typedef struct pp_cal_netfit {
 typedef struct pp_cal_rankfit {
     char op[PP_CAL_STR], algo[PP_CAL_STR], link[PP_CAL_STR];
     pp_cal_scope scope;
-    int64_t ranks_min, ranks_max;  /* the counts fitted */
-    int n_counts;                  /* distinct counts */
-    double alpha_s, alpha_se;      /* per step */
-    double beta_Bps, beta_se;      /* per link */
+    int64_t ranks_min, ranks_max; /* the counts fitted */
+    int n_counts;                 /* distinct counts */
+    double alpha_s, alpha_se;     /* per step */
+    double beta_Bps, beta_se;     /* per link */
     pp_cal_fit fit;
 } pp_cal_rankfit;
 
 typedef struct pp_cal_result {
-    pp_gpu_profile profile;  /* the base profile with fitted fields */
+    pp_gpu_profile profile; /* the base profile with fitted fields */
     bool gemm_fitted, mem_fitted, stack_fitted;
     pp_cal_fit gemm, mem, stack;
-    pp_cal_netfit *net;      /* owned */
+    pp_cal_netfit *net; /* owned */
     size_t n_net;
-    pp_cal_rankfit *rank;    /* owned: the rank models (with net) */
+    pp_cal_rankfit *rank; /* owned: the rank models (with net) */
     size_t n_rank;
-    char warnings[1024];     /* things the fits could not do, "" if none */
+    char warnings[1024]; /* things the fits could not do, "" if none */
 } pp_cal_result;
 
 void pp_cal_result_init(pp_cal_result *r);
@@ -201,11 +204,11 @@ void pp_cal_result_fini(pp_cal_result *r);
 void pp_cal_fit_fini(pp_cal_fit *f);
 
 typedef struct pp_cal_fit_opts {
-    const char *cluster;         /* for the GPU and, for ITER points that
+    const char *cluster;        /* for the GPU and, for ITER points that
                                     name none, their cluster */
-    const pp_gpu_profile *base;  /* NULL: the cluster GPU's shipped one */
-    bool net, gemm, mem, stack;  /* which fits to run (all by default) */
-    const bool *use;             /* per point: false = held out (k-fold);
+    const pp_gpu_profile *base; /* NULL: the cluster GPU's shipped one */
+    bool net, gemm, mem, stack; /* which fits to run (all by default) */
+    const bool *use;            /* per point: false = held out (k-fold);
                                     NULL = all */
 } pp_cal_fit_opts;
 
@@ -251,17 +254,17 @@ int pp_cal_fit_stack(const pp_cal_set *s, const bool *use,
  * fidelity), and its measured time (seconds; from tflops via the
  * simulator's F_iter when given that way). */
 int pp_cal_iter_predict(const pp_cal_point *p, const char *cluster_default,
-                        const pp_gpu_profile *g, double *pred_s,
-                        double *meas_s, pp_error *e);
+                        const pp_gpu_profile *g, double *pred_s, double *meas_s,
+                        pp_error *e);
 
 /* ------------------------------------------------------------------------
  * Profiles.
  * ---------------------------------------------------------------------- */
 typedef struct pp_cal_provenance {
-    const pp_cal_set *set;   /* inputs and their checksums */
+    const pp_cal_set *set; /* inputs and their checksums */
     const char *cluster;
-    const char *command;     /* the command line, or NULL */
-    bool plain;              /* provenance as comments, no network: a file
+    const char *command; /* the command line, or NULL */
+    bool plain;          /* provenance as comments, no network: a file
                                 today's pp_profile_load accepts */
 } pp_cal_provenance;
 
@@ -273,19 +276,19 @@ int pp_cal_profile_write(const pp_cal_result *r, const pp_cal_provenance *pv,
 
 /* The `network:` section of a profile (calibrate/README.md). */
 typedef struct pp_cal_net_entry {
-    char link[PP_CAL_STR];   /* nvlink|nvswitch|pcie|infiniband|roce|ethernet */
-    pp_cal_scope scope;      /* intra|inter node */
-    char op[PP_CAL_STR];     /* allreduce, ..., or p2p ops (write_bw) */
-    char algo[PP_CAL_STR];   /* ring|tree|auto|... */
-    int64_t ranks;           /* 0 = any */
+    char link[PP_CAL_STR]; /* nvlink|nvswitch|pcie|infiniband|roce|ethernet */
+    pp_cal_scope scope;    /* intra|inter node */
+    char op[PP_CAL_STR];   /* allreduce, ..., or p2p ops (write_bw) */
+    char algo[PP_CAL_STR]; /* ring|tree|auto|... */
+    int64_t ranks;         /* 0 = any */
     double alpha_s, beta_Bps;
     double alpha_lo_s, beta_lo_Bps, knee_bytes; /* 0 = no knee */
     double alpha_se, beta_se;
-    int line;                /* where it was in the file */
+    int line; /* where it was in the file */
 } pp_cal_net_entry;
 
 typedef struct pp_cal_network {
-    pp_cal_net_entry *v;     /* owned */
+    pp_cal_net_entry *v; /* owned */
     size_t n;
 } pp_cal_network;
 
@@ -300,8 +303,7 @@ void pp_cal_network_fini(pp_cal_network *n);
  * section into *net (may be NULL).  Works before sim's reader learns to
  * skip `network:` and `provenance:`.  On failure outputs are untouched. */
 int pp_cal_profile_load(const char *path, const pp_gpu_spec *gpu,
-                        pp_gpu_profile *prof, pp_cal_network *net,
-                        pp_error *e);
+                        pp_gpu_profile *prof, pp_cal_network *net, pp_error *e);
 /* t(S) of an entry: the small-message line up to the knee, the main
  * line above it. */
 double pp_cal_net_time_s(const pp_cal_net_entry *x, double bytes);
@@ -310,16 +312,16 @@ double pp_cal_net_time_s(const pp_cal_net_entry *x, double bytes);
  * Validation.
  * ---------------------------------------------------------------------- */
 typedef struct pp_cal_vpoint {
-    size_t idx;              /* into the set */
-    double measured_s, predicted_s, error;   /* error = pred/meas - 1 */
-    int fold;                /* -1: no hold-out */
+    size_t idx;                            /* into the set */
+    double measured_s, predicted_s, error; /* error = pred/meas - 1 */
+    int fold;                              /* -1: no hold-out */
 } pp_cal_vpoint;
 
 typedef struct pp_cal_validation {
-    pp_cal_vpoint *v;        /* owned */
+    pp_cal_vpoint *v; /* owned */
     size_t n;
     double mean_abs, max_abs;
-    size_t skipped;          /* points no fit covers */
+    size_t skipped; /* points no fit covers */
 } pp_cal_validation;
 
 /* Predicts every point with result r (a profile's GPU part and network

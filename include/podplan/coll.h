@@ -24,34 +24,34 @@ extern "C" {
  * ---------------------------------------------------------------------- */
 
 typedef enum {
-    PP_GRAN_AUTO,   /* step for small groups, stream above a threshold */
-    PP_GRAN_STEP,   /* every ring step its own set of flows: exact */
-    PP_GRAN_STREAM  /* NCCL's pipelined steady state */
+    PP_GRAN_AUTO,  /* step for small groups, stream above a threshold */
+    PP_GRAN_STEP,  /* every ring step its own set of flows: exact */
+    PP_GRAN_STREAM /* NCCL's pipelined steady state */
 } pp_granularity;
 
 typedef struct pp_coll_spec {
     pp_coll_op op;
     pp_coll_algo algo;
-    double bytes;          /* S: the buffer size per GPU (nccl-tests) */
-    const int32_t *gpus;   /* device ids of the group, in rank order */
+    double bytes;        /* S: the buffer size per GPU (nccl-tests) */
+    const int32_t *gpus; /* device ids of the group, in rank order */
     size_t n_gpus;
-    int32_t root;          /* rank of the root (broadcast, naive) */
-    int32_t server;        /* PS: device id of the server's endpoint */
-    int channels;          /* ring channels; 0 = one per NIC of a node */
+    int32_t root;   /* rank of the root (broadcast, naive) */
+    int32_t server; /* PS: device id of the server's endpoint */
+    int channels;   /* ring channels; 0 = one per NIC of a node */
     pp_granularity gran;
-    double reduce_Bps;     /* summing rate; 0 = the GPU's HBM bandwidth/3 */
+    double reduce_Bps; /* summing rate; 0 = the GPU's HBM bandwidth/3 */
 } pp_coll_spec;
 
 typedef struct pp_coll_result {
     double time_s;
-    double algbw_Bps;      /* S / time */
-    double busbw_Bps;      /* algbw x the nccl-tests factor */
-    uint64_t transfers;    /* point-to-point transfers generated */
-    uint64_t events;       /* engine events run */
-    int32_t busiest_link;  /* the link that carried the most bytes */
+    double algbw_Bps;     /* S / time */
+    double busbw_Bps;     /* algbw x the nccl-tests factor */
+    uint64_t transfers;   /* point-to-point transfers generated */
+    uint64_t events;      /* engine events run */
+    int32_t busiest_link; /* the link that carried the most bytes */
     double busiest_bytes;
-    pp_granularity gran;   /* what ran: PP_GRAN_STEP or PP_GRAN_STREAM */
-    int channels;          /* channels that ran (ring family; else 1) */
+    pp_granularity gran; /* what ran: PP_GRAN_STEP or PP_GRAN_STREAM */
+    int channels;        /* channels that ran (ring family; else 1) */
 } pp_coll_result;
 
 /* The rate at which a GPU sums a received chunk into its own: HBM / 3
@@ -70,8 +70,8 @@ int pp_sim_collective_start(pp_sim *s, const pp_coll_spec *spec,
                             pp_sim_done_fn done, void *ctx, uint64_t arg,
                             pp_error *e);
 /* Runs one collective to completion from now and reports it. */
-int pp_sim_collective(pp_sim *s, const pp_coll_spec *spec,
-                      pp_coll_result *out, pp_error *e);
+int pp_sim_collective(pp_sim *s, const pp_coll_spec *spec, pp_coll_result *out,
+                      pp_error *e);
 
 #ifdef __cplusplus
 }

@@ -25,20 +25,20 @@ extern "C" {
  * The third column is the process exit code the CLI uses for that status:
  * 2 for "the input or the usage is wrong", 1 for "the work failed".
  * ---------------------------------------------------------------------- */
-#define PP_ERRNO_MAP(XX)                                                   \
-    XX(EINVAL, -1, 2, "invalid argument")                                  \
-    XX(EINPUT, -2, 2, "bad input")                                         \
-    XX(EUSAGE, -3, 2, "bad usage")                                         \
-    XX(ENOENT, -4, 2, "not found")                                         \
-    XX(EIO, -5, 1, "input/output error")                                   \
-    XX(ENOMEM, -6, 1, "out of memory")                                     \
-    XX(ERANGE, -7, 2, "value out of range")                                \
-    XX(EINFEASIBLE, -8, 1, "infeasible")                                   \
-    XX(ENOSYS, -9, 1, "not supported in this build")                       \
-    XX(EFAIL, -10, 1, "operation failed")                                  \
-    XX(EINTERNAL, -11, 1, "internal error")                                \
-    XX(ETIMEOUT, -12, 1, "timed out")                                      \
-    XX(EPEER, -13, 1, "a peer failed")                                     \
+#define PP_ERRNO_MAP(XX)                                                       \
+    XX(EINVAL, -1, 2, "invalid argument")                                      \
+    XX(EINPUT, -2, 2, "bad input")                                             \
+    XX(EUSAGE, -3, 2, "bad usage")                                             \
+    XX(ENOENT, -4, 2, "not found")                                             \
+    XX(EIO, -5, 1, "input/output error")                                       \
+    XX(ENOMEM, -6, 1, "out of memory")                                         \
+    XX(ERANGE, -7, 2, "value out of range")                                    \
+    XX(EINFEASIBLE, -8, 1, "infeasible")                                       \
+    XX(ENOSYS, -9, 1, "not supported in this build")                           \
+    XX(EFAIL, -10, 1, "operation failed")                                      \
+    XX(EINTERNAL, -11, 1, "internal error")                                    \
+    XX(ETIMEOUT, -12, 1, "timed out")                                          \
+    XX(EPEER, -13, 1, "a peer failed")                                         \
     XX(ENODEV, -14, 1, "device not present")
 
 typedef enum {
@@ -57,11 +57,16 @@ int pp_exit_code(int code);
  * stack) and initialises it with PP_ERROR_INIT or pp_error_clear(). */
 #define PP_ERROR_MSG_MAX 1024
 typedef struct pp_error {
-    int code;                    /* public, read-only: 0 when no error */
-    char msg[PP_ERROR_MSG_MAX];  /* public, read-only: "" when no error */
+    int code;                   /* public, read-only: 0 when no error */
+    char msg[PP_ERROR_MSG_MAX]; /* public, read-only: "" when no error */
 } pp_error;
 
-#define PP_ERROR_INIT {0, {0}}
+#define PP_ERROR_INIT                                                          \
+    {                                                                          \
+        0, {                                                                   \
+            0                                                                  \
+        }                                                                      \
+    }
 
 void pp_error_clear(pp_error *e);
 
@@ -100,13 +105,12 @@ char *pp_xstrdup(const char *s);
  * (pp_xrealloc: aborts when out of memory).  The test is inline; only the
  * growth calls out.
  * ---------------------------------------------------------------------- */
-void *pp_vec_grow(void *p, size_t *cap, size_t need, size_t elem,
-                  size_t first);
-#define PP_VEC_RESERVE(p, cap, need, first)                                  \
-    do {                                                                     \
-        if ((size_t)(need) > (cap))                                          \
-            (p) = pp_vec_grow((p), &(cap), (size_t)(need), sizeof *(p),      \
-                              (first));                                      \
+void *pp_vec_grow(void *p, size_t *cap, size_t need, size_t elem, size_t first);
+#define PP_VEC_RESERVE(p, cap, need, first)                                    \
+    do {                                                                       \
+        if ((size_t)(need) > (cap))                                            \
+            (p) = pp_vec_grow((p), &(cap), (size_t)(need), sizeof *(p),        \
+                              (first));                                        \
     } while (0)
 
 /* ------------------------------------------------------------------------
@@ -141,8 +145,7 @@ static inline void pp_iheap_up(pp_iheap *h, int32_t *pos, size_t i) {
     pp_ikey x = h->a[i];
     while (i > 0) {
         size_t p = (i - 1) / 2;
-        if (!pp_ikey_less(&x, &h->a[p]))
-            break;
+        if (!pp_ikey_less(&x, &h->a[p])) break;
         h->a[i] = h->a[p];
         pos[h->a[i].item] = (int32_t)i;
         i = p;
@@ -155,12 +158,9 @@ static inline void pp_iheap_down(pp_iheap *h, int32_t *pos, size_t i) {
     pp_ikey x = h->a[i];
     for (;;) {
         size_t c = 2 * i + 1;
-        if (c >= h->n)
-            break;
-        if (c + 1 < h->n && pp_ikey_less(&h->a[c + 1], &h->a[c]))
-            c++;
-        if (!pp_ikey_less(&h->a[c], &x))
-            break;
+        if (c >= h->n) break;
+        if (c + 1 < h->n && pp_ikey_less(&h->a[c + 1], &h->a[c])) c++;
+        if (!pp_ikey_less(&h->a[c], &x)) break;
         h->a[i] = h->a[c];
         pos[h->a[i].item] = (int32_t)i;
         i = c;
@@ -179,8 +179,7 @@ static inline void pp_iheap_push(pp_iheap *h, int32_t *pos, int32_t item,
 static inline void pp_iheap_remove(pp_iheap *h, int32_t *pos, int32_t item) {
     size_t i = (size_t)pos[item];
     pos[item] = -1;
-    if (i == --h->n)
-        return;
+    if (i == --h->n) return;
     h->a[i] = h->a[h->n];
     pos[h->a[i].item] = (int32_t)i;
     if (i > 0 && pp_ikey_less(&h->a[i], &h->a[(i - 1) / 2]))
@@ -254,14 +253,14 @@ typedef enum { PP_NODE_SCALAR, PP_NODE_SEQ, PP_NODE_MAP } pp_node_kind;
 
 typedef struct pp_node pp_node;
 struct pp_node {
-    pp_node_kind kind;    /* public, read-only */
-    const char *file;     /* public, read-only: owned by the document */
-    int line, col;        /* public, read-only: 1-based */
-    char *scalar;         /* PP_NODE_SCALAR: the text, NUL-terminated */
-    bool quoted;          /* PP_NODE_SCALAR: written in quotes */
-    size_t n;             /* SEQ/MAP: number of items or pairs */
-    pp_node **items;      /* SEQ: items; MAP: values */
-    pp_node **keys;       /* MAP: keys (scalar nodes) */
+    pp_node_kind kind; /* public, read-only */
+    const char *file;  /* public, read-only: owned by the document */
+    int line, col;     /* public, read-only: 1-based */
+    char *scalar;      /* PP_NODE_SCALAR: the text, NUL-terminated */
+    bool quoted;       /* PP_NODE_SCALAR: written in quotes */
+    size_t n;          /* SEQ/MAP: number of items or pairs */
+    pp_node **items;   /* SEQ: items; MAP: values */
+    pp_node **keys;    /* MAP: keys (scalar nodes) */
     /* private: which keys a reader asked for, for unknown-key detection */
     unsigned char *asked; /* MAP: per key, 1 once read */
     char **wanted;        /* MAP: every key name any getter asked for */
@@ -280,7 +279,7 @@ int pp_doc_load_file(const char *path, pp_doc **out, pp_error *e);
 int pp_doc_load_string(const char *name, const char *text, size_t len,
                        pp_doc **out, pp_error *e);
 
-void pp_doc_free(pp_doc *doc);                 /* NULL is a no-op */
+void pp_doc_free(pp_doc *doc); /* NULL is a no-op */
 
 /* Applies an override "dotted.path=value" (list items as "links[3]") to
  * the tree before a loader reads it; missing keys are created.  The new
@@ -290,7 +289,7 @@ void pp_doc_free(pp_doc *doc);                 /* NULL is a no-op */
  * Returns PP_EUSAGE for a malformed assignment or a path through a
  * scalar. */
 int pp_doc_set(pp_doc *doc, const char *assignment, int which, pp_error *e);
-pp_node *pp_doc_root(const pp_doc *doc);       /* borrowed */
+pp_node *pp_doc_root(const pp_doc *doc); /* borrowed */
 
 /* Records a located error: "file:line:col: path: message".  n may be NULL
  * (then no location is printed), path may be NULL or "".  Returns code. */
@@ -303,10 +302,8 @@ int pp_error_at(pp_error *e, int code, const pp_node *n, const char *path,
 
 /* Joins a dotted path: pp_path(buf, len, "fabric.leaf", "radix") gives
  * "fabric.leaf.radix"; an index gives "links[3]" via pp_path_index. */
-const char *pp_path(char *buf, size_t len, const char *prefix,
-                    const char *key);
-const char *pp_path_index(char *buf, size_t len, const char *prefix,
-                          size_t i);
+const char *pp_path(char *buf, size_t len, const char *prefix, const char *key);
+const char *pp_path_index(char *buf, size_t len, const char *prefix, size_t i);
 
 /* --- Reading a mapping -------------------------------------------------
  * The getters take the map node, the dotted path of the map (for
@@ -320,7 +317,7 @@ const char *pp_path_index(char *buf, size_t len, const char *prefix,
  * key. */
 enum { PP_REQUIRED = 0, PP_OPTIONAL = 1 };
 
-pp_node *pp_map_get(pp_node *map, const char *key);   /* marks it asked */
+pp_node *pp_map_get(pp_node *map, const char *key); /* marks it asked */
 int pp_map_node(pp_node *map, const char *path, const char *key, int flags,
                 pp_node_kind kind, pp_node **out, pp_error *e);
 int pp_map_int(pp_node *map, const char *path, const char *key, int flags,
@@ -328,9 +325,9 @@ int pp_map_int(pp_node *map, const char *path, const char *key, int flags,
 int pp_map_number(pp_node *map, const char *path, const char *key, int flags,
                   double min, double max, double *out, pp_error *e);
 /* A quantity with a unit; the value must be > 0 unless allow_zero. */
-int pp_map_quantity(pp_node *map, const char *path, const char *key,
-                    int flags, pp_qkind kind, const char *default_unit,
-                    bool allow_zero, double *out, pp_error *e);
+int pp_map_quantity(pp_node *map, const char *path, const char *key, int flags,
+                    pp_qkind kind, const char *default_unit, bool allow_zero,
+                    double *out, pp_error *e);
 int pp_map_string(pp_node *map, const char *path, const char *key, int flags,
                   const char **out, pp_error *e);
 int pp_map_bool(pp_node *map, const char *path, const char *key, int flags,
@@ -381,8 +378,8 @@ const char *pp_closest(const char *word, const char *const *names);
  * nearest within 3 edits, and only when closer than either name is long
  * ("a100" is 2 edits from "b200" but means the a100 family).  Returns how
  * many names were matched (0: buf is ""). */
-int pp_suggest(const char *word, const char *const *names, size_t n,
-               char *buf, size_t len);
+int pp_suggest(const char *word, const char *const *names, size_t n, char *buf,
+               size_t len);
 /* A whole decimal integer in [min, max], no blanks: 0, or -1. */
 int pp_parse_i64(const char *text, int64_t min, int64_t max, int64_t *out);
 
@@ -391,9 +388,9 @@ int pp_parse_i64(const char *text, int64_t min, int64_t max, int64_t *out);
  * so an interrupted or failed run never leaves a half-written file.
  * ---------------------------------------------------------------------- */
 typedef struct pp_outfile {
-    FILE *fp;        /* public: write here */
-    char *path;      /* private */
-    char *tmp;       /* private */
+    FILE *fp;   /* public: write here */
+    char *path; /* private */
+    char *tmp;  /* private */
 } pp_outfile;
 
 /* Opens path for atomic writing; "-" or NULL means stdout. */

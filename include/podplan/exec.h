@@ -37,11 +37,11 @@ double pp_exec_now(void);
 /* Where this process stands, from the launcher's environment (plain data). */
 typedef struct pp_exec_world {
     int rank, nranks, local_rank;
-    const char *launcher;   /* "torchrun", "srun", "mpirun", "np", "single" */
-    bool use_mpi;           /* bootstrap with MPI_Allgather (mpirun, MPI build) */
-    char master_addr[256];  /* TCP rendezvous: rank 0's address */
+    const char *launcher; /* "torchrun", "srun", "mpirun", "np", "single" */
+    bool use_mpi;         /* bootstrap with MPI_Allgather (mpirun, MPI build) */
+    char master_addr[256]; /* TCP rendezvous: rank 0's address */
     int master_port;
-    int listen_fd;          /* rank 0 under --np: the rendezvous socket
+    int listen_fd; /* rank 0 under --np: the rendezvous socket
                                inherited from the launcher; -1 otherwise */
 } pp_exec_world;
 
@@ -72,8 +72,16 @@ int pp_exec_spawn_local(int np, pp_exec_rank_fn fn, void *ctx, double grace_s,
  * Collectives: `podplan exec collective`.
  * ---------------------------------------------------------------------- */
 
-typedef enum { PP_EXEC_DT_FP32, PP_EXEC_DT_BF16, PP_EXEC_DT_FP16 } pp_exec_dtype;
-typedef enum { PP_EXEC_RED_SUM, PP_EXEC_RED_MAX, PP_EXEC_RED_MIN } pp_exec_redop;
+typedef enum {
+    PP_EXEC_DT_FP32,
+    PP_EXEC_DT_BF16,
+    PP_EXEC_DT_FP16
+} pp_exec_dtype;
+typedef enum {
+    PP_EXEC_RED_SUM,
+    PP_EXEC_RED_MAX,
+    PP_EXEC_RED_MIN
+} pp_exec_redop;
 
 /* nccl-tests' names: "float", "bfloat16", "half"; "sum", "max", "min". */
 const char *pp_exec_dtype_name(pp_exec_dtype t);
@@ -91,13 +99,13 @@ size_t pp_exec_dtype_size(pp_exec_dtype t);
  * fills the defaults). */
 typedef struct pp_exec_coll_opts {
     pp_coll_op op;
-    int algo;              /* PP_ALGO_RING, PP_ALGO_RD, or -1 = auto */
+    int algo; /* PP_ALGO_RING, PP_ALGO_RD, or -1 = auto */
     pp_exec_dtype dtype;
     pp_exec_redop redop;
     int root;
     size_t min_bytes, max_bytes; /* as nccl-tests counts the size */
-    double step_factor;    /* > 1: multiply; used when step_bytes is 0 */
-    size_t step_bytes;     /* > 0: add */
+    double step_factor;          /* > 1: multiply; used when step_bytes is 0 */
+    size_t step_bytes;           /* > 0: add */
     int iters, warmup;
     bool check;            /* run once outside the timed loop and compare */
     const char *transport; /* "tcp" or "verbs" */
@@ -117,21 +125,21 @@ void pp_exec_coll_opts_init(pp_exec_coll_opts *o);
 /* One size: the figures nccl-tests prints, out-of-place then in-place,
  * plus the per-iteration statistics of the JSON output. */
 typedef struct pp_exec_coll_side {
-    double time_s;         /* over ranks (opts.average; default the mean) of
+    double time_s; /* over ranks (opts.average; default the mean) of
                               (loop time / (iters * agg_iters)) */
     double algbw_Bps, busbw_Bps;
-    int64_t wrong;         /* elements that differ from the expected value,
+    int64_t wrong;              /* elements that differ from the expected value,
                               summed over ranks; -1 when not checked */
     double median_s, p99_s, cv; /* of the per-iteration time (the slowest
                                    rank's time in that iteration) */
-    int *slowest;          /* iters entries: the slowest rank per iteration */
+    int *slowest; /* iters entries: the slowest rank per iteration */
 } pp_exec_coll_side;
 
 typedef struct pp_exec_coll_row {
-    size_t bytes, count;   /* count: elements, as nccl-tests prints it */
-    int root;              /* -1 where the op has none */
-    pp_coll_algo algo;     /* the algorithm used for this size */
-    const char *impl;      /* static: how it ran, "ring", "rd" (whole-buffer
+    size_t bytes, count;       /* count: elements, as nccl-tests prints it */
+    int root;                  /* -1 where the op has none */
+    pp_coll_algo algo;         /* the algorithm used for this size */
+    const char *impl;          /* static: how it ran, "ring", "rd" (whole-buffer
                               recursive doubling), "rabenseifner", "chain",
                               "pairwise" */
     pp_exec_coll_side side[2]; /* 0 out-of-place, 1 in-place */
@@ -139,16 +147,16 @@ typedef struct pp_exec_coll_row {
 
 /* What rank 0 gets back (pp_exec_coll_result_free frees it). */
 typedef struct pp_exec_coll_result {
-    pp_exec_coll_opts opts;        /* as run (transport string is static) */
+    pp_exec_coll_opts opts; /* as run (transport string is static) */
     int nranks, nhosts;
-    char **rank_host;              /* nranks hostnames */
+    char **rank_host; /* nranks hostnames */
     int *rank_pid;
-    int *rank_dev;                 /* CUDA device of each rank; -1: host */
+    int *rank_dev; /* CUDA device of each rank; -1: host */
     const char *launcher;
     pp_exec_coll_row *rows;
     size_t n_rows;
-    int64_t wrong_total;           /* -1 when not checked */
-    double avg_busbw_Bps;          /* mean over rows, out-of-place */
+    int64_t wrong_total;  /* -1 when not checked */
+    double avg_busbw_Bps; /* mean over rows, out-of-place */
 } pp_exec_coll_result;
 
 void pp_exec_coll_result_free(pp_exec_coll_result *r); /* NULL is a no-op */
@@ -221,12 +229,12 @@ bool pp_exec_cuda_usable(char *why, size_t len);
 typedef struct pp_exec_gemm_opts {
     pp_exec_backend backend;
     pp_gemm_dtype dtype;
-    int warmup;   /* untimed runs first (default 10) */
-    int iters;    /* timed runs, each one sample (default 100) */
-    int algos;    /* cuda: heuristic candidates to try (default 8) */
-    int threads;  /* cpu: BLAS threads, 0 = the library's default */
-    int device;   /* cuda: device ordinal */
-    bool check;   /* spot-check a sample of C against a CPU reference */
+    int warmup;  /* untimed runs first (default 10) */
+    int iters;   /* timed runs, each one sample (default 100) */
+    int algos;   /* cuda: heuristic candidates to try (default 8) */
+    int threads; /* cpu: BLAS threads, 0 = the library's default */
+    int device;  /* cuda: device ordinal */
+    bool check;  /* spot-check a sample of C against a CPU reference */
     uint64_t seed;
 } pp_exec_gemm_opts;
 
@@ -237,16 +245,16 @@ typedef struct pp_exec_gemm_result {
     pp_gemm_shape shape;
     pp_gemm_dtype dtype;
     pp_exec_backend backend;
-    pp_exec_stats time;     /* seconds per GEMM (per batched call) */
-    double flops;           /* 2 batch m n k */
-    double flops_per_s;     /* flops / median time */
-    int buffers;            /* input/output sets rotated (1 = none) */
-    int algo_id;            /* cuBLASLt CUBLASLT_ALGO_CONFIG_ID, -1 cpu */
-    int algos_tried;        /* cuda: heuristic candidates timed */
-    char algo[96];          /* what ran, in words */
-    int threads;            /* cpu: BLAS threads used */
-    bool checked;           /* a spot check ran */
-    double check_err;       /* its worst error / error bound (<= 1 good) */
+    pp_exec_stats time; /* seconds per GEMM (per batched call) */
+    double flops;       /* 2 batch m n k */
+    double flops_per_s; /* flops / median time */
+    int buffers;        /* input/output sets rotated (1 = none) */
+    int algo_id;        /* cuBLASLt CUBLASLT_ALGO_CONFIG_ID, -1 cpu */
+    int algos_tried;    /* cuda: heuristic candidates timed */
+    char algo[96];      /* what ran, in words */
+    int threads;        /* cpu: BLAS threads used */
+    bool checked;       /* a spot check ran */
+    double check_err;   /* its worst error / error bound (<= 1 good) */
 } pp_exec_gemm_result;
 
 /* Times one GEMM shape: random inputs (never zeros), o->warmup runs,
@@ -266,7 +274,7 @@ typedef struct pp_exec_device {
     char name[128];
     int cc_major, cc_minor;
     int threads;
-    char info[160];  /* cuda: driver/runtime/cuBLASLt versions; cpu: BLAS */
+    char info[160]; /* cuda: driver/runtime/cuBLASLt versions; cpu: BLAS */
 } pp_exec_device;
 
 int pp_exec_device_info(pp_exec_backend b, int device, int threads,
@@ -276,19 +284,23 @@ int pp_exec_device_info(pp_exec_backend b, int device, int threads,
  * 2 x size bytes, triad a = b + s c moves 3 x size (read + written,
  * write-allocate traffic not counted); memcpy (device: cudaMemcpy D2D,
  * host: memcpy) moves 2 x size. */
-typedef enum { PP_MEMBW_COPY, PP_MEMBW_TRIAD, PP_MEMBW_MEMCPY,
-               PP_MEMBW__KINDS } pp_membw_kind;
+typedef enum {
+    PP_MEMBW_COPY,
+    PP_MEMBW_TRIAD,
+    PP_MEMBW_MEMCPY,
+    PP_MEMBW__KINDS
+} pp_membw_kind;
 extern const char *const pp_membw_kind_names[];
 
 typedef struct pp_exec_membw_result {
     pp_membw_kind kind;
-    pp_exec_backend device;  /* PP_EXEC_CPU = host memory */
-    size_t array_bytes;      /* each array */
-    double bytes_moved;      /* per iteration */
-    int threads;             /* host threads */
-    pp_exec_stats time;      /* seconds per iteration */
-    double bw_Bps;           /* bytes_moved / median time */
-    double best_Bps;         /* bytes_moved / min time */
+    pp_exec_backend device; /* PP_EXEC_CPU = host memory */
+    size_t array_bytes;     /* each array */
+    double bytes_moved;     /* per iteration */
+    int threads;            /* host threads */
+    pp_exec_stats time;     /* seconds per iteration */
+    double bw_Bps;          /* bytes_moved / median time */
+    double best_Bps;        /* bytes_moved / min time */
 } pp_exec_membw_result;
 
 /* Runs kind on arrays of array_bytes each (rounded down to 16 bytes) for
@@ -302,14 +314,13 @@ int pp_exec_membw_run(pp_exec_backend where, pp_membw_kind kind,
 /* Reference GEMM in double, the layout of pp_gemm_shape (A [m x k],
  * W [n x k], C [m x n], row-major, batches contiguous), for tests and
  * the spot checks. */
-void pp_exec_gemm_ref(const float *a, const float *w, double *c,
-                      int64_t batch, int64_t m, int64_t n, int64_t k);
+void pp_exec_gemm_ref(const float *a, const float *w, double *c, int64_t batch,
+                      int64_t m, int64_t n, int64_t k);
 
 /* C = A W^T on the CPU back-end (cblas_sgemm, per batch), same layout as
  * pp_exec_gemm_ref.  PP_ENODEV in a build without a CBLAS. */
-int pp_exec_sgemm_cpu(const float *a, const float *w, float *c,
-                      int64_t batch, int64_t m, int64_t n, int64_t k,
-                      pp_error *e);
+int pp_exec_sgemm_cpu(const float *a, const float *w, float *c, int64_t batch,
+                      int64_t m, int64_t n, int64_t k, pp_error *e);
 
 /* Prints results as the CLI's table (also used by tools/gpucheck);
  * peak_flops 0 = unknown (no "% peak" column). */

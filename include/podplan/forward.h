@@ -13,12 +13,12 @@
 extern "C" {
 #endif
 
-typedef struct pp_catalog pp_catalog;   /* hw.h: the hardware catalogue */
-typedef struct pp_cluster pp_cluster;   /* topo.h: a loaded cluster */
-typedef struct pp_router pp_router;     /* topo.h: paths and ECMP */
-typedef struct pp_engine pp_engine;     /* net.h: the event engine */
-typedef struct pp_flownet pp_flownet;   /* net.h: the max-min network */
-typedef struct pp_sim pp_sim;           /* net.h: a simulation */
+typedef struct pp_catalog pp_catalog; /* hw.h: the hardware catalogue */
+typedef struct pp_cluster pp_cluster; /* topo.h: a loaded cluster */
+typedef struct pp_router pp_router;   /* topo.h: paths and ECMP */
+typedef struct pp_engine pp_engine;   /* net.h: the event engine */
+typedef struct pp_flownet pp_flownet; /* net.h: the max-min network */
+typedef struct pp_sim pp_sim;         /* net.h: a simulation */
 
 #ifdef __cplusplus
 }

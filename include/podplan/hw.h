@@ -32,17 +32,17 @@ typedef enum {
 } pp_dtype;
 
 typedef struct pp_gpu_spec {
-    char name[PP_NAME_MAX];          /* "a100-sxm4-80gb" */
+    char name[PP_NAME_MAX];             /* "a100-sxm4-80gb" */
     double peak_flops[PP_DTYPE__COUNT]; /* dense FLOP/s; 0 = unsupported */
-    bool fp16_only;                  /* the 16-bit rate is fp16's: no bf16
+    bool fp16_only;                     /* the 16-bit rate is fp16's: no bf16
                                         (P100, V100) */
     double hbm_bytes, hbm_Bps;
-    int nvlink_gen;                  /* 0 = none */
-    double nvlink_Bps;               /* per GPU, per direction */
-    int pcie_gen, pcie_lanes;        /* host interface */
-    int sms;                         /* streaming multiprocessors */
+    int nvlink_gen;           /* 0 = none */
+    double nvlink_Bps;        /* per GPU, per direction */
+    int pcie_gen, pcie_lanes; /* host interface */
+    int sms;                  /* streaming multiprocessors */
     double tdp_w;
-    double price_usd;                /* estimate; price_year says when */
+    double price_usd; /* estimate; price_year says when */
     int price_year;
 } pp_gpu_spec;
 
@@ -55,33 +55,32 @@ typedef enum {
 } pp_link_class;
 
 typedef struct pp_link_spec {
-    char name[PP_NAME_MAX];   /* "hdr", "pcie4-x16", "100gbe", "nvlink3" */
+    char name[PP_NAME_MAX]; /* "hdr", "pcie4-x16", "100gbe", "nvlink3" */
     pp_link_class cls;
-    double bw_Bps;            /* per direction */
-    double lat_s;             /* default per-hop latency */
-    double cable_price_usd;   /* network links: a cable/transceiver pair */
-    double hca_price_usd;     /* network links: one adapter */
+    double bw_Bps;          /* per direction */
+    double lat_s;           /* default per-hop latency */
+    double cable_price_usd; /* network links: a cable/transceiver pair */
+    double hca_price_usd;   /* network links: one adapter */
     double hca_power_w;
     int price_year;
 } pp_link_spec;
 
 typedef struct pp_switch_spec {
-    char name[PP_NAME_MAX];   /* "qm8700" */
-    int radix;                /* ports */
-    char port[PP_NAME_MAX];   /* link spec name of its ports */
-    double lat_s;             /* port-to-port latency */
+    char name[PP_NAME_MAX]; /* "qm8700" */
+    int radix;              /* ports */
+    char port[PP_NAME_MAX]; /* link spec name of its ports */
+    double lat_s;           /* port-to-port latency */
     double price_usd, power_w;
     int price_year;
 } pp_switch_spec;
 
 typedef struct pp_server_spec {
-    char name[PP_NAME_MAX];   /* "dgx-a100" */
-    double price_usd, power_w;/* without GPUs and HCAs where marked */
+    char name[PP_NAME_MAX];    /* "dgx-a100" */
+    double price_usd, power_w; /* without GPUs and HCAs where marked */
     int price_year;
-    bool includes_gpus;       /* price and power include the GPUs */
-    bool includes_hcas;       /* ... and the network adapters */
+    bool includes_gpus; /* price and power include the GPUs */
+    bool includes_hcas; /* ... and the network adapters */
 } pp_server_spec;
-
 
 /* Loads a catalogue; path NULL means the shipped topologies/hardware.yaml.
  * Errors are located (file:line:col: gpus.a100.hbm: ...). */
@@ -93,7 +92,12 @@ const pp_gpu_spec *pp_catalog_gpu(const pp_catalog *c, const char *name);
 const pp_link_spec *pp_catalog_link(const pp_catalog *c, const char *name);
 const pp_switch_spec *pp_catalog_switch(const pp_catalog *c, const char *name);
 const pp_server_spec *pp_catalog_server(const pp_catalog *c, const char *name);
-typedef enum { PP_CAT_GPU, PP_CAT_LINK, PP_CAT_SWITCH, PP_CAT_SERVER } pp_cat_kind;
+typedef enum {
+    PP_CAT_GPU,
+    PP_CAT_LINK,
+    PP_CAT_SWITCH,
+    PP_CAT_SERVER
+} pp_cat_kind;
 const char *pp_catalog_suggest(const pp_catalog *c, pp_cat_kind kind,
                                const char *name);
 /* Every likely meant name, quoted and joined ("\"a100-pcie-40gb\", ... or
@@ -117,28 +121,28 @@ const void *pp_catalog_entry(const pp_catalog *c, pp_cat_kind kind, size_t i);
 #define PP_PROFILE_TILES 8
 
 typedef struct pp_gemm_tile {
-    int32_t m, n;        /* output tile of one thread block (CTA) */
-    double efficiency;   /* relative to the best tile, 0 < x <= 1 */
+    int32_t m, n;      /* output tile of one thread block (CTA) */
+    double efficiency; /* relative to the best tile, 0 < x <= 1 */
 } pp_gemm_tile;
 
 typedef struct pp_gpu_profile {
-    char name[PP_NAME_MAX];  /* the profile's name ("a100") */
-    char source[256];        /* the file it came from, or "builtin" */
-    char calibrated[160];    /* "<date>, <source>" from its provenance:
+    char name[PP_NAME_MAX]; /* the profile's name ("a100") */
+    char source[256];       /* the file it came from, or "builtin" */
+    char calibrated[160];   /* "<date>, <source>" from its provenance:
                                 when fitted to measurements (podplan
                                 calibrate), "" when hand-set */
-    double peak_flops;       /* dense bf16/fp16 tensor FLOP/s */
-    double hbm_Bps;          /* device memory bandwidth */
-    int32_t sms;             /* streaming multiprocessors (waves) */
-    double gemm_efficiency;  /* a large GEMM's best rate / peak, the
+    double peak_flops;      /* dense bf16/fp16 tensor FLOP/s */
+    double hbm_Bps;         /* device memory bandwidth */
+    int32_t sms;            /* streaming multiprocessors (waves) */
+    double gemm_efficiency; /* a large GEMM's best rate / peak, the
                                 asymptote of the curve below */
-    double gemm_k_half;      /* k at which the main loop's efficiency
+    double gemm_k_half;     /* k at which the main loop's efficiency
                                 halves: k / (k + k_half) */
     pp_gemm_tile tiles[PP_PROFILE_TILES];
     size_t n_tiles;
-    double mem_efficiency;   /* memory-bound kernels: achieved / HBM peak */
-    double launch_s;         /* per kernel, added to every operation */
-    double grad_accum_bytes; /* per parameter per micro-batch: adding a
+    double mem_efficiency;       /* memory-bound kernels: achieved / HBM peak */
+    double launch_s;             /* per kernel, added to every operation */
+    double grad_accum_bytes;     /* per parameter per micro-batch: adding a
                                 weight gradient into the main_grad buffer
                                 (0 when fused into the GEMM) */
     double framework_efficiency; /* the fraction of the kernels' roofline
@@ -171,8 +175,8 @@ int pp_profile_load(const char *spec, const pp_gpu_spec *gpu,
  * independent ones, 2-byte elements. */
 double pp_gemm_efficiency(const pp_gpu_profile *g, double batch, double m,
                           double n, double k);
-double pp_gemm_time_s(const pp_gpu_profile *g, double batch, double m,
-                      double n, double k);
+double pp_gemm_time_s(const pp_gpu_profile *g, double batch, double m, double n,
+                      double k);
 /* The HBM bytes such a GEMM moves: A, B and C once each. */
 double pp_gemm_bytes(double batch, double m, double n, double k);
 /* A memory-bound kernel moving `bytes` to and from HBM. */

@@ -28,16 +28,16 @@ typedef struct pp_model {
     char name[PP_NAME_MAX];
     pp_arch arch;
     /* transformer (decoder-only GPT family) */
-    int64_t layers;      /* l */
-    int64_t hidden;      /* h */
-    int64_t heads;       /* a */
-    int64_t kv_heads;    /* GQA: heads sharing K/V; == heads for MHA */
-    int64_t seq;         /* s */
-    int64_t vocab;       /* V */
-    int64_t ffn_hidden;  /* default 4h */
+    int64_t layers;     /* l */
+    int64_t hidden;     /* h */
+    int64_t heads;      /* a */
+    int64_t kv_heads;   /* GQA: heads sharing K/V; == heads for MHA */
+    int64_t seq;        /* s */
+    int64_t vocab;      /* V */
+    int64_t ffn_hidden; /* default 4h */
     pp_ffn ffn;
     bool tied_embeddings; /* input embedding == output projection */
-    bool bias;           /* linear layers have biases (GPT, Megatron-LM's
+    bool bias;            /* linear layers have biases (GPT, Megatron-LM's
                             default); LLaMA-style models have none.  The
                             loaders default it to ffn != swiglu. */
     /* generic: a model known only by its size and cost (ResNet-50, ViT) */
@@ -73,7 +73,7 @@ typedef struct pp_parallel {
     int64_t vp;         /* interleaved model chunks per GPU; 1 = plain 1F1B */
     bool sp;            /* sequence parallelism (needs tp > 1 to matter) */
     pp_recompute recompute;
-    int zero;           /* ZeRO stage 0..3, sharded over dp */
+    int zero; /* ZeRO stage 0..3, sharded over dp */
     /* Uneven pipeline split (Megatron-LM --decoder-first/last-pipeline-
      * num-layers): layers on the first and on the last stage, 0 = an even
      * share; the stages between split the rest evenly.  Lightening the
@@ -92,8 +92,7 @@ int pp_parallel_parse(const char *spec, pp_parallel *p, pp_error *e);
 char *pp_parallel_format(const pp_parallel *p, char *buf, size_t len);
 /* Checks divisibility rules against a model (Megatron-LM's): tp | heads,
  * pp | layers, (pp*vp) | layers, mbs*dp | gbs, ...  Returns PP_EINPUT. */
-int pp_parallel_validate(const pp_parallel *p, const pp_model *m,
-                         pp_error *e);
+int pp_parallel_validate(const pp_parallel *p, const pp_model *m, pp_error *e);
 /* Transformer layers on pipeline stage `stage` (0..pp-1) of a validated
  * layout: first/last where set, an even share of the rest elsewhere. */
 int64_t pp_parallel_stage_layers(const pp_parallel *p, const pp_model *m,
@@ -109,11 +108,11 @@ int64_t pp_placement_rank(const pp_parallel *par, const char order[3],
  * FLOPs.
  * ---------------------------------------------------------------------- */
 typedef struct pp_flops {
-    double total;   /* FLOPs per iteration (hardware FLOPs: with recompute) */
-    double dense;   /* the "1" term: the GEMMs of the layers */
-    double attn;    /* the s/(6h) term: attention scores and values */
-    double logit;   /* the V/(16lh) term: the output projection */
-    double model;   /* model FLOPs: the same without recomputation (for MFU) */
+    double total; /* FLOPs per iteration (hardware FLOPs: with recompute) */
+    double dense; /* the "1" term: the GEMMs of the layers */
+    double attn;  /* the s/(6h) term: attention scores and values */
+    double logit; /* the V/(16lh) term: the output projection */
+    double model; /* model FLOPs: the same without recomputation (for MFU) */
 } pp_flops;
 
 /* F_iter by the closed form of Narayanan et al. 2021 (domain.md sec. 4):
@@ -142,18 +141,18 @@ double pp_train_time_s(double tokens, double params, double gpus,
  * last (the logits) or, with an uneven split, a middle one can exceed it.
  * ---------------------------------------------------------------------- */
 typedef struct pp_memory {
-    double params_per_gpu;  /* parameters held by this GPU */
-    double weights;         /* bytes */
+    double params_per_gpu; /* parameters held by this GPU */
+    double weights;        /* bytes */
     double grads;
     double optimizer;
-    double model_states;    /* weights + grads + optimizer */
-    double activations;     /* stored activations, all micro-batches */
+    double model_states;          /* weights + grads + optimizer */
+    double activations;           /* stored activations, all micro-batches */
     double activations_per_layer; /* one layer, one micro-batch */
-    double inflight;        /* micro-batches in flight on that stage */
-    int64_t stage;          /* which pipeline stage that is */
-    double buffers;         /* embedding/logit/loss buffers */
-    double step_grads;      /* fp32 gradient copy of the optimizer step */
-    double total;           /* model_states + max(activations + buffers,
+    double inflight;              /* micro-batches in flight on that stage */
+    int64_t stage;                /* which pipeline stage that is */
+    double buffers;               /* embedding/logit/loss buffers */
+    double step_grads;            /* fp32 gradient copy of the optimizer step */
+    double total;                 /* model_states + max(activations + buffers,
                                step_grads) */
 } pp_memory;
 
@@ -199,24 +198,23 @@ double pp_activation_bytes(const pp_model *m, int64_t mbs);
  * buffers, set the peak that total counts. */
 bool pp_memory_peak_at_step(const pp_memory *x);
 
-int pp_memory_per_gpu(const pp_model *m, const pp_parallel *p,
-                      pp_optimizer opt, pp_memory *out, pp_error *e);
+int pp_memory_per_gpu(const pp_model *m, const pp_parallel *p, pp_optimizer opt,
+                      pp_memory *out, pp_error *e);
 
 /* ------------------------------------------------------------------------
  * Communication volume per iteration, bytes sent per GPU.
  * ---------------------------------------------------------------------- */
 typedef struct pp_comm_volume {
-    double tp_bytes;   /* TP AllReduce (or RS+AG with sp) per GPU */
-    double tp_ops;     /* number of TP collectives per GPU */
-    double pp_bytes;   /* activations sent to the next stage per GPU */
+    double tp_bytes; /* TP AllReduce (or RS+AG with sp) per GPU */
+    double tp_ops;   /* number of TP collectives per GPU */
+    double pp_bytes; /* activations sent to the next stage per GPU */
     double pp_msgs;
-    double dp_bytes;   /* gradient AllReduce / ZeRO RS+AG per GPU */
+    double dp_bytes;      /* gradient AllReduce / ZeRO RS+AG per GPU */
     double dp_grad_bytes; /* the gradient buffer S synchronised over dp */
 } pp_comm_volume;
 
 int pp_comm_per_iter(const pp_model *m, const pp_parallel *p,
                      pp_comm_volume *out, pp_error *e);
-
 
 /* ------------------------------------------------------------------------
  * The GEMMs of one transformer layer's forward pass on one GPU, after the
@@ -226,8 +224,8 @@ int pp_comm_per_iter(const pp_model *m, const pp_parallel *p,
  * torch.nn.Linear weight; batch > 1 is a strided batched GEMM (bmm).
  * ---------------------------------------------------------------------- */
 typedef struct pp_gemm_shape {
-    char name[32];  /* "qkv", "attn scores", ... or "" for a sweep */
-    int64_t batch;  /* 1 for a plain GEMM */
+    char name[32]; /* "qkv", "attn scores", ... or "" for a sweep */
+    int64_t batch; /* 1 for a plain GEMM */
     int64_t m, n, k;
 } pp_gemm_shape;
 
@@ -236,8 +234,8 @@ typedef struct pp_gemm_shape {
  * no GEMM shape): qkv, attn scores, attn values, attn proj, mlp fc1,
  * mlp fc2.  Returns PP_EINVAL for a generic model, PP_ERANGE when max is
  * too small (6 suffice); outputs are untouched on failure. */
-int pp_layer_gemms(const pp_model *m, const pp_parallel *p,
-                   pp_gemm_shape *out, size_t max, size_t *n, pp_error *e);
+int pp_layer_gemms(const pp_model *m, const pp_parallel *p, pp_gemm_shape *out,
+                   size_t max, size_t *n, pp_error *e);
 
 #ifdef __cplusplus
 }

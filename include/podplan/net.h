@@ -27,7 +27,7 @@ typedef uint64_t pp_timer; /* 0 is never a valid timer */
 typedef void (*pp_event_fn)(pp_engine *eng, void *ctx, uint64_t arg);
 
 pp_engine *pp_engine_new(void);
-void pp_engine_free(pp_engine *eng);            /* NULL is a no-op */
+void pp_engine_free(pp_engine *eng); /* NULL is a no-op */
 double pp_engine_now(const pp_engine *eng);
 /* Schedules fn(eng, ctx, arg) at absolute time t (>= now) or after a
  * delay.  Returns a handle for pp_engine_cancel. */
@@ -78,10 +78,10 @@ const double *pp_flownet_link_bytes(pp_flownet *net);
 
 typedef struct pp_flownet_stats {
     uint64_t flows_started, flows_done;
-    uint64_t updates;        /* re-solves (one per start/end batch) */
-    uint64_t full_solves;    /* updates that fell back to every flow */
-    uint64_t flows_touched;  /* sum over updates of flows re-solved */
-    uint64_t active_sum;     /* sum over updates of flows active then */
+    uint64_t updates;       /* re-solves (one per start/end batch) */
+    uint64_t full_solves;   /* updates that fell back to every flow */
+    uint64_t flows_touched; /* sum over updates of flows re-solved */
+    uint64_t active_sum;    /* sum over updates of flows active then */
     size_t max_active;
 } pp_flownet_stats;
 void pp_flownet_stats_get(const pp_flownet *net, pp_flownet_stats *out);
@@ -90,9 +90,9 @@ void pp_flownet_stats_get(const pp_flownet *net, pp_flownet_stats *out);
  * flows given as paths in CSR form (flow f uses links
  * links[off[f]] .. links[off[f+1]-1]).  rates is n_flows long.  Used by
  * the tests against the incremental solver, and by analyses. */
-int pp_maxmin_solve(size_t n_links, const double *capacity_Bps,
-                    size_t n_flows, const int32_t *off, const int32_t *links,
-                    double *rates, pp_error *e);
+int pp_maxmin_solve(size_t n_links, const double *capacity_Bps, size_t n_flows,
+                    const int32_t *off, const int32_t *links, double *rates,
+                    pp_error *e);
 
 /* ------------------------------------------------------------------------
  * A simulation (sim/net/sim.c): a cluster, an engine, a router and, at flow
@@ -103,11 +103,11 @@ int pp_maxmin_solve(size_t n_links, const double *capacity_Bps,
 
 typedef void (*pp_sim_done_fn)(pp_sim *s, void *ctx, uint64_t arg);
 
-int pp_sim_new(const pp_cluster *c, pp_fidelity f, uint64_t seed,
-               pp_sim **out, pp_error *e);
+int pp_sim_new(const pp_cluster *c, pp_fidelity f, uint64_t seed, pp_sim **out,
+               pp_error *e);
 void pp_sim_free(pp_sim *s);
 pp_engine *pp_sim_engine(pp_sim *s);
-pp_flownet *pp_sim_net(pp_sim *s);      /* NULL at analytic fidelity */
+pp_flownet *pp_sim_net(pp_sim *s); /* NULL at analytic fidelity */
 const pp_cluster *pp_sim_cluster(const pp_sim *s);
 double pp_sim_now(const pp_sim *s);
 /* Starts a transfer of `bytes` from device src to dst now; done runs at

@@ -51,7 +51,7 @@ typedef enum {
 /* Plain data; zero it (pp_plan_filter_init) before use. */
 typedef struct pp_plan_filter {
     bool fixed[PP_PLAN_DIM__COUNT];
-    int64_t value[PP_PLAN_DIM__COUNT];   /* the pinned value */
+    int64_t value[PP_PLAN_DIM__COUNT]; /* the pinned value */
     int64_t exclude[PP_PLAN_DIM__COUNT][PP_PLAN_MAX_EXCLUDE];
     int n_exclude[PP_PLAN_DIM__COUNT];
 } pp_plan_filter;
@@ -65,17 +65,16 @@ const char *pp_plan_dim_name(pp_plan_dim d);
 int pp_plan_filter_add(pp_plan_filter *f, const char *spec, bool exclude,
                        const char *what, pp_error *e);
 /* Whether a value of a dimension passes the pins and exclusions. */
-bool pp_plan_filter_allows(const pp_plan_filter *f, pp_plan_dim d,
-                           int64_t v);
+bool pp_plan_filter_allows(const pp_plan_filter *f, pp_plan_dim d, int64_t v);
 
 /* ------------------------------------------------------------------------
  * Options.
  * ---------------------------------------------------------------------- */
 typedef enum {
-    PP_PLAN_OBJ_TIME,   /* iteration time (default) */
-    PP_PLAN_OBJ_TRAIN,  /* time to train on `tokens` (the same order as
+    PP_PLAN_OBJ_TIME,  /* iteration time (default) */
+    PP_PLAN_OBJ_TRAIN, /* time to train on `tokens` (the same order as
                            TIME for one global batch; reported in days) */
-    PP_PLAN_OBJ_COST,   /* dollars: per trained model with `tokens`, per
+    PP_PLAN_OBJ_COST,  /* dollars: per trained model with `tokens`, per
                            iteration without (cost.c documents the rate) */
     PP_PLAN_OBJ__COUNT
 } pp_plan_objective;
@@ -96,42 +95,42 @@ typedef enum {
 /* What the cluster costs to own and run (cost.c).  Plain data, filled by
  * pp_plan_prices_get; a caller may override any figure. */
 typedef struct pp_plan_prices {
-    double capex_usd;           /* servers, GPUs, HCAs, switches, cables */
-    double power_w;             /* the same at full load */
-    double amortization_years;  /* default 4 */
-    double usd_per_kwh;         /* default 0.10 */
-    double pue;                 /* default 1.3 */
-    double usd_per_gpu_hour;    /* derived: see pp_plan_prices_get */
-    bool complete;              /* every price was in the catalogue */
-    char missing[128];          /* what was not, when !complete */
+    double capex_usd;          /* servers, GPUs, HCAs, switches, cables */
+    double power_w;            /* the same at full load */
+    double amortization_years; /* default 4 */
+    double usd_per_kwh;        /* default 0.10 */
+    double pue;                /* default 1.3 */
+    double usd_per_gpu_hour;   /* derived: see pp_plan_prices_get */
+    bool complete;             /* every price was in the catalogue */
+    char missing[128];         /* what was not, when !complete */
 } pp_plan_prices;
 
 typedef struct pp_plan_options {
-    int64_t gpus;              /* 0: every count up to the cluster's that
+    int64_t gpus;             /* 0: every count up to the cluster's that
                                   suits the batch */
-    int64_t gbs;               /* global batch (sequences); 0: the GPU
+    int64_t gbs;              /* global batch (sequences); 0: the GPU
                                   count (gpus, else the cluster's) */
-    int top;                   /* layouts simulated (default 10); 0 ranks
+    int top;                  /* layouts simulated (default 10); 0 ranks
                                   by the estimator alone */
-    int show;                  /* candidates reported in full (default:
+    int show;                 /* candidates reported in full (default:
                                   max(top, 10)) */
-    pp_fidelity fidelity;      /* of the simulations (default flow) */
-    double memory_reserve;     /* fraction of HBM kept free (default 0.1) */
-    bool allow_cross_node_tp;  /* TP groups may span servers */
-    bool uneven;               /* also try uneven pipeline splits: one or
+    pp_fidelity fidelity;     /* of the simulations (default flow) */
+    double memory_reserve;    /* fraction of HBM kept free (default 0.1) */
+    bool allow_cross_node_tp; /* TP groups may span servers */
+    bool uneven;              /* also try uneven pipeline splits: one or
                                   two chunks of layers more or fewer on the
                                   first and last stages (pins of first= or
                                   last= are tried without it) */
     pp_plan_objective objective;
-    double tokens;             /* training tokens; 0: unknown */
-    pp_optimizer optimizer;    /* default adam-mixed */
-    pp_plan_target target;     /* default any */
+    double tokens;          /* training tokens; 0: unknown */
+    pp_optimizer optimizer; /* default adam-mixed */
+    pp_plan_target target;  /* default any */
     pp_plan_filter filter;
     const pp_gpu_profile *profile; /* borrowed; NULL: the shipped one */
     const pp_plan_prices *prices;  /* borrowed; NULL: no cost figures
                                       (then OBJ_COST is PP_EUSAGE) */
-    uint64_t seed;             /* ECMP hashing of the simulations */
-    char placement[3];         /* rank order, innermost first: "tpd" (TP,
+    uint64_t seed;                 /* ECMP hashing of the simulations */
+    char placement[3];             /* rank order, innermost first: "tpd" (TP,
                                   then PP, then DP: Megatron-LM's
                                   --use-tp-pp-dp-mapping) or "tdp"
                                   (Megatron-LM's and DeepSpeed's default
@@ -140,7 +139,7 @@ typedef struct pp_plan_options {
                                   estimated (and maybe simulated) under
                                   each.  The DeepSpeed and NeMo 2.0 targets
                                   allow "tdp" only. */
-    int jobs;                  /* simulations run at once (threads); 0:
+    int jobs;                      /* simulations run at once (threads); 0:
                                   one per online CPU.  The result does not
                                   depend on it. */
 } pp_plan_options;
@@ -154,44 +153,44 @@ void pp_plan_options_init(pp_plan_options *o);
 /* Why a candidate was dropped.  A rule checked on a partial layout (a TP
  * degree, a (TP, PP) pair) counts once for that partial layout, not once
  * per layout it would have expanded to. */
-#define PP_PLAN_REJECT_MAP(XX)                                              \
-    XX(TP_CROSS_NODE, "tp-cross-node", "TP group would span servers")      \
-    XX(TP_KV_HEADS, "tp-kv-heads", "TP does not divide the K/V heads")     \
-    XX(GPUS, "gpus", "TP x PP does not divide the GPU count")             \
-    XX(CLUSTER, "cluster", "more GPUs than the cluster has")              \
-    XX(BATCH, "batch", "DP does not divide the global batch")             \
-    XX(VP_PP, "vp-pp", "interleaving needs PP > 2")                        \
-    XX(VP_MICROBATCHES, "vp-microbatches",                                 \
-       "interleaving needs the micro-batches to be a multiple of PP")      \
-    XX(SPLIT, "split", "uneven pipeline split the stages cannot share")   \
-    XX(TARGET, "target", "the launch format cannot express it")           \
-    XX(PINNED, "pinned", "differs from a --fix value")                    \
-    XX(EXCLUDED, "excluded", "an --exclude value")                        \
-    XX(MEMORY, "memory", "does not fit in HBM less the reserve")          \
+#define PP_PLAN_REJECT_MAP(XX)                                                 \
+    XX(TP_CROSS_NODE, "tp-cross-node", "TP group would span servers")          \
+    XX(TP_KV_HEADS, "tp-kv-heads", "TP does not divide the K/V heads")         \
+    XX(GPUS, "gpus", "TP x PP does not divide the GPU count")                  \
+    XX(CLUSTER, "cluster", "more GPUs than the cluster has")                   \
+    XX(BATCH, "batch", "DP does not divide the global batch")                  \
+    XX(VP_PP, "vp-pp", "interleaving needs PP > 2")                            \
+    XX(VP_MICROBATCHES, "vp-microbatches",                                     \
+       "interleaving needs the micro-batches to be a multiple of PP")          \
+    XX(SPLIT, "split", "uneven pipeline split the stages cannot share")        \
+    XX(TARGET, "target", "the launch format cannot express it")                \
+    XX(PINNED, "pinned", "differs from a --fix value")                         \
+    XX(EXCLUDED, "excluded", "an --exclude value")                             \
+    XX(MEMORY, "memory", "does not fit in HBM less the reserve")               \
     XX(SIMULATION, "simulation", "the simulator rejected it")
 
 typedef enum {
 #define PP__XX(id, name, why) PP_PLAN_REJECT_##id,
     PP_PLAN_REJECT_MAP(PP__XX)
 #undef PP__XX
-    PP_PLAN_REJECT__COUNT
+        PP_PLAN_REJECT__COUNT
 } pp_plan_reject;
 
-const char *pp_plan_reject_name(pp_plan_reject r);   /* "memory" */
-const char *pp_plan_reject_why(pp_plan_reject r);    /* a phrase */
+const char *pp_plan_reject_name(pp_plan_reject r); /* "memory" */
+const char *pp_plan_reject_why(pp_plan_reject r);  /* a phrase */
 
 /* One feasible layout and its figures (plain data, read-only). */
 typedef struct pp_plan_candidate {
     pp_parallel par;
     bool dp_overlap;
-    char placement[3];          /* the rank order it was planned for ("tpd"
+    char placement[3];         /* the rank order it was planned for ("tpd"
                                    or "tdp"); a layout without both PP and
                                    DP has one candidate, under the first
                                    placement searched (the orders give it
                                    the same ranks) */
-    int64_t gpus;               /* tp x pp x dp */
-    pp_memory memory;           /* per GPU, the first stage */
-    double memory_limit_bytes;  /* HBM less the reserve */
+    int64_t gpus;              /* tp x pp x dp */
+    pp_memory memory;          /* per GPU, the first stage */
+    double memory_limit_bytes; /* HBM less the reserve */
     /* The estimator. */
     double est_time_s;
     pp_breakdown est;
@@ -202,16 +201,16 @@ typedef struct pp_plan_candidate {
     /* What the ranking used: the simulation when there is one. */
     double iteration_time_s;
     pp_breakdown breakdown;
-    double tflops_per_gpu;      /* hardware FLOPs (with recompute) */
-    double mfu;                 /* model FLOPs over peak */
-    double training_days;       /* NAN without tokens */
-    double cost_usd;            /* NAN without prices */
-    double score;               /* the objective, lower is better */
+    double tflops_per_gpu; /* hardware FLOPs (with recompute) */
+    double mfu;            /* model FLOPs over peak */
+    double training_days;  /* NAN without tokens */
+    double cost_usd;       /* NAN without prices */
+    double score;          /* the objective, lower is better */
 } pp_plan_candidate;
 
 typedef struct pp_plan_stats {
-    uint64_t considered;        /* feasible + every rejection */
-    uint64_t feasible;          /* scored by the estimator */
+    uint64_t considered; /* feasible + every rejection */
+    uint64_t feasible;   /* scored by the estimator */
     uint64_t rejected[PP_PLAN_REJECT__COUNT];
     uint64_t simulated;         /* simulations that succeeded */
     double search_s;            /* wall clock: enumerate + estimate */
@@ -235,7 +234,7 @@ typedef struct pp_plan pp_plan;
  * On failure *out is untouched. */
 int pp_plan_search(const pp_model *m, const pp_cluster *c,
                    const pp_plan_options *o, pp_plan **out, pp_error *e);
-void pp_plan_free(pp_plan *p);                  /* NULL is a no-op */
+void pp_plan_free(pp_plan *p); /* NULL is a no-op */
 
 /* The feasible candidates, ranked best first: the simulated ones by their
  * simulated score, then the others by their estimated score.  Ties break
@@ -293,9 +292,9 @@ int pp_plan_estimate(pp_plan_estimator *x, const pp_parallel *par,
  *                       + power / 1000 x pue x usd_per_kwh) / gpus
  *
  * A price the catalogue lacks counts as 0 and is named in `missing`. */
-int pp_plan_prices_get(const pp_cluster *c,
-                       double amortization_years, double usd_per_kwh,
-                       double pue, pp_plan_prices *out, pp_error *e);
+int pp_plan_prices_get(const pp_cluster *c, double amortization_years,
+                       double usd_per_kwh, double pue, pp_plan_prices *out,
+                       pp_error *e);
 
 /* ------------------------------------------------------------------------
  * Output (emit.c, launch.c).

@@ -39,52 +39,51 @@ typedef enum {
 } pp_dev_kind;
 
 typedef enum {
-    PP_LINK_NVLINK,  /* GPU <-> NVSwitch, or GPU <-> GPU in a mesh */
-    PP_LINK_PCIE,    /* GPU/HCA <-> PCIe switch <-> CPU */
-    PP_LINK_SOCKET,  /* CPU <-> CPU */
-    PP_LINK_HOST,    /* HCA <-> leaf (or ToR) */
-    PP_LINK_FABRIC,  /* switch <-> switch */
+    PP_LINK_NVLINK, /* GPU <-> NVSwitch, or GPU <-> GPU in a mesh */
+    PP_LINK_PCIE,   /* GPU/HCA <-> PCIe switch <-> CPU */
+    PP_LINK_SOCKET, /* CPU <-> CPU */
+    PP_LINK_HOST,   /* HCA <-> leaf (or ToR) */
+    PP_LINK_FABRIC, /* switch <-> switch */
     PP_LINK__COUNT
 } pp_link_kind;
 
 typedef struct pp_device {
     pp_dev_kind kind;
-    int32_t node;    /* server index; -1 for fabric switches */
-    int32_t local;   /* index within its server or its level */
-    int32_t pod;     /* fat-tree pod; -1 when none */
-    int32_t rail;    /* HCA: rail (= local index); leaf: rail it serves
+    int32_t node;     /* server index; -1 for fabric switches */
+    int32_t local;    /* index within its server or its level */
+    int32_t pod;      /* fat-tree pod; -1 when none */
+    int32_t rail;     /* HCA: rail (= local index); leaf: rail it serves
                         under rail-optimised wiring; -1 otherwise */
-    const char *name;/* "n3.gpu5", "n3.hca5", "n3.pcie1", "n3.cpu0",
+    const char *name; /* "n3.gpu5", "n3.hca5", "n3.pcie1", "n3.cpu0",
                         "n3.nvs0", "leaf4", "spine1", "core0" */
 } pp_device;
 
 typedef struct pp_link {
-    int32_t src, dst;   /* device ids */
-    int32_t reverse;    /* the link of the opposite direction */
+    int32_t src, dst; /* device ids */
+    int32_t reverse;  /* the link of the opposite direction */
     pp_link_kind kind;
-    double bw_Bps;      /* capacity of this direction */
-    double lat_s;       /* latency of this hop */
-    int32_t lanes;      /* PCIe: negotiated width (x16, x8); 0 otherwise */
+    double bw_Bps; /* capacity of this direction */
+    double lat_s;  /* latency of this hop */
+    int32_t lanes; /* PCIe: negotiated width (x16, x8); 0 otherwise */
 } pp_link;
 
 /* Summary of a cluster (plain data, read-only). */
 typedef struct pp_cluster_info {
     char name[PP_NAME_MAX];
     int32_t nodes, gpus_per_node, hcas_per_node;
-    int32_t gpus, hcas;                 /* totals */
-    const pp_gpu_spec *gpu;             /* the GPU type */
-    const pp_link_spec *nic;            /* the HCA type (NULL if none) */
-    double nic_Bps;                     /* per HCA, per direction */
-    double host_memory_bytes;           /* per node */
-    int32_t switches[PP_DEV__COUNT];    /* count per kind */
-    double stated_oversubscription;     /* from the YAML (1 = 1:1) */
+    int32_t gpus, hcas;              /* totals */
+    const pp_gpu_spec *gpu;          /* the GPU type */
+    const pp_link_spec *nic;         /* the HCA type (NULL if none) */
+    double nic_Bps;                  /* per HCA, per direction */
+    double host_memory_bytes;        /* per node */
+    int32_t switches[PP_DEV__COUNT]; /* count per kind */
+    double stated_oversubscription;  /* from the YAML (1 = 1:1) */
     /* Catalogue entries the file named, for prices; NULL when it named
      * none (an explicit fabric may name no default switch). */
-    const pp_server_spec *server;       /* node.server */
-    const pp_switch_spec *fabric_switch;/* fabric.switch */
-    const pp_link_spec *fabric_link;    /* fabric.link, else the NIC's */
+    const pp_server_spec *server;        /* node.server */
+    const pp_switch_spec *fabric_switch; /* fabric.switch */
+    const pp_link_spec *fabric_link;     /* fabric.link, else the NIC's */
 } pp_cluster_info;
-
 
 /* Loads a cluster from `spec` (a YAML path or a name in topologies/),
  * applying overrides `sets` ("node.nics.count=4", the dotted paths a study
@@ -119,7 +118,7 @@ typedef enum { PP_SEV_INFO, PP_SEV_WARNING, PP_SEV_ERROR } pp_severity;
 
 typedef struct pp_problem {
     pp_severity severity;
-    char where[128];   /* a device, link or YAML field */
+    char where[128]; /* a device, link or YAML field */
     char message[512];
 } pp_problem;
 
@@ -134,18 +133,17 @@ typedef struct pp_topo_stats {
     int32_t nodes, gpus, hcas;
     int32_t switches[PP_DEV__COUNT]; /* leaf, spine, core (others 0) */
     int32_t switches_total;
-    int32_t cables[PP_LINK__COUNT];  /* physical (bidirectional) links */
-    int32_t cables_total;            /* network cables: HOST + FABRIC */
+    int32_t cables[PP_LINK__COUNT]; /* physical (bidirectional) links */
+    int32_t cables_total;           /* network cables: HOST + FABRIC */
     int32_t ports_used[PP_DEV__COUNT];
-    double injection_Bps;            /* per GPU: its share of the HCAs */
-    double bisection_Bps;            /* min max-flow over adversarial halves */
-    char bisection_split[64];        /* which split gave the minimum */
+    double injection_Bps;     /* per GPU: its share of the HCAs */
+    double bisection_Bps;     /* min max-flow over adversarial halves */
+    char bisection_split[64]; /* which split gave the minimum */
     double oversubscription[PP_DEV__COUNT]; /* leaf, spine: down / up */
     bool non_blocking;
 } pp_topo_stats;
 
-int pp_topo_stats_compute(const pp_cluster *c, pp_topo_stats *out,
-                          pp_error *e);
+int pp_topo_stats_compute(const pp_cluster *c, pp_topo_stats *out, pp_error *e);
 
 /* Graphviz DOT of the fabric; hosts collapsed unless expand. */
 int pp_topo_dot(const pp_cluster *c, bool expand, FILE *fp, pp_error *e);
@@ -153,7 +151,6 @@ int pp_topo_dot(const pp_cluster *c, bool expand, FILE *fp, pp_error *e);
 typedef enum { PP_EXPORT_GRAPHML, PP_EXPORT_JSON } pp_export_format;
 int pp_topo_export(const pp_cluster *c, pp_export_format fmt, FILE *fp,
                    pp_error *e);
-
 
 /* ------------------------------------------------------------------------
  * Routing (sim/topo/route.c): paths between devices of a cluster as link ids.

@@ -29,10 +29,10 @@ extern "C" {
 #endif
 
 typedef struct pp_traffic_flow {
-    int32_t src, dst;  /* device ids in the cluster it was read against */
-    double bytes;      /* > = 0 */
-    double start_s;    /* >= 0 */
-    int line, col;     /* where the flow is written (1-based), for messages */
+    int32_t src, dst; /* device ids in the cluster it was read against */
+    double bytes;     /* > = 0 */
+    double start_s;   /* >= 0 */
+    int line, col;    /* where the flow is written (1-based), for messages */
 } pp_traffic_flow;
 
 typedef struct pp_traffic {

@@ -30,15 +30,15 @@ extern "C" {
  * split (sequence parallelism, GQA, SwiGLU as the layout and model say):
  * the time and FLOPs of each pass, and the TP collectives each holds. */
 typedef struct pp_layer_cost {
-    double fwd_s, bwd_s, recompute_s;     /* compute only, no comm */
+    double fwd_s, bwd_s, recompute_s; /* compute only, no comm */
     double fwd_flops, bwd_flops, recompute_flops;
-    double gemm_s;                        /* of fwd_s: GEMMs and bmms */
+    double gemm_s; /* of fwd_s: GEMMs and bmms */
     int32_t fwd_colls, bwd_colls, recompute_colls;
-    double coll_bytes;                    /* each collective's buffer */
-    int32_t aux_colls;                    /* other TP AllReduces (the
+    double coll_bytes; /* each collective's buffer */
+    int32_t aux_colls; /* other TP AllReduces (the
                                              loss's), of aux_coll_bytes */
     double aux_coll_bytes;
-    double params;                        /* parameters on this GPU */
+    double params; /* parameters on this GPU */
 } pp_layer_cost;
 
 /* Fills *out for model m (a transformer; PP_EINVAL for a generic model)
@@ -66,49 +66,49 @@ double pp_optimizer_time_s(const pp_gpu_profile *g, pp_optimizer opt,
 #define PP_STEP_BUCKET_BYTES 40e6
 
 typedef struct pp_step_config {
-    const pp_model *model;        /* borrowed */
-    const pp_parallel *par;       /* borrowed */
-    const pp_cluster *cluster;    /* borrowed */
-    const pp_gpu_profile *profile;/* borrowed; NULL: the shipped one */
-    pp_fidelity fidelity;         /* default flow */
-    pp_schedule schedule;         /* default: interleaved when vp > 1,
+    const pp_model *model;         /* borrowed */
+    const pp_parallel *par;        /* borrowed */
+    const pp_cluster *cluster;     /* borrowed */
+    const pp_gpu_profile *profile; /* borrowed; NULL: the shipped one */
+    pp_fidelity fidelity;          /* default flow */
+    pp_schedule schedule;          /* default: interleaved when vp > 1,
                                      else 1F1B */
-    bool schedule_set;            /* false: choose as above */
-    char placement[3];            /* default 't','p','d' */
-    bool dp_overlap;              /* DP buckets during the last backward
+    bool schedule_set;             /* false: choose as above */
+    char placement[3];             /* default 't','p','d' */
+    bool dp_overlap;               /* DP buckets during the last backward
                                      (default false: Megatron-LM 2021
                                      reduces after the pipeline flush) */
-    double bucket_bytes;          /* DP bucket size with overlap (default
+    double bucket_bytes;           /* DP bucket size with overlap (default
                                      PP_STEP_BUCKET_BYTES; one bucket
                                      without) */
-    double compute_time_s;        /* generic models: compute per
+    double compute_time_s;         /* generic models: compute per
                                      iteration per GPU; 0 = derived from
                                      flops_per_sample */
-    double grad_bytes;            /* bytes per gradient in the DP
+    double grad_bytes;             /* bytes per gradient in the DP
                                      synchronisation: 2 (fp16/bf16,
                                      default) or 4 (fp32: Megatron-LM
                                      with bf16 reduces in fp32) */
-    pp_optimizer optimizer;       /* default adam-mixed */
-    bool check_memory;            /* default true */
-    bool p2p_sync;                /* a stage waits for its own pipeline
+    pp_optimizer optimizer;        /* default adam-mixed */
+    bool check_memory;             /* default true */
+    bool p2p_sync;                 /* a stage waits for its own pipeline
                                      sends to arrive (default true:
                                      Megatron-LM 2021 synchronises after
                                      batch_isend_irecv) */
-    bool p2p_scatter;             /* without sp, each TP rank sends 1/tp of
+    bool p2p_scatter;              /* without sp, each TP rank sends 1/tp of
                                      a pipeline tensor and the receiver
                                      all-gathers it over its TP group
                                      (default true: Megatron-LM 2021's
                                      --scatter-gather-tensors-in-pipeline);
                                      false: every TP rank sends the whole
                                      tensor (Megatron-core's p2p) */
-    pp_coll_algo dp_algo, tp_algo;/* default ring */
-    pp_granularity gran;          /* of every collective (default
+    pp_coll_algo dp_algo, tp_algo; /* default ring */
+    pp_granularity gran;           /* of every collective (default
                                      stream: NCCL's pipelined steady
                                      state, a few flows per collective) */
-    int dp_channels;              /* rings of a DP collective; 0 = the
+    int dp_channels;               /* rings of a DP collective; 0 = the
                                      collective's default (one per NIC) */
-    FILE *trace;                  /* Perfetto trace to write, or NULL */
-    uint64_t seed;                /* ECMP hashing */
+    FILE *trace;                   /* Perfetto trace to write, or NULL */
+    uint64_t seed;                 /* ECMP hashing */
 } pp_step_config;
 
 void pp_step_config_init(pp_step_config *c);
@@ -116,31 +116,31 @@ void pp_step_config_init(pp_step_config *c);
 /* Where a stage's time went; the six parts add up to the iteration time
  * (for one stage of one replica: all replicas are alike). */
 typedef struct pp_breakdown {
-    double compute_s;          /* running kernels */
-    double tp_comm_s;          /* blocked in TP collectives */
-    double pp_comm_s;          /* waiting for a pipeline transfer in flight */
-    double dp_comm_exposed_s;  /* DP synchronisation not hidden */
-    double bubble_s;           /* waiting for a stage that is still busy */
-    double other_s;            /* optimizer step, embedding grad sync */
+    double compute_s;         /* running kernels */
+    double tp_comm_s;         /* blocked in TP collectives */
+    double pp_comm_s;         /* waiting for a pipeline transfer in flight */
+    double dp_comm_exposed_s; /* DP synchronisation not hidden */
+    double bubble_s;          /* waiting for a stage that is still busy */
+    double other_s;           /* optimizer step, embedding grad sync */
 } pp_breakdown;
 
 typedef struct pp_step_result {
     double iteration_time_s;
-    double flops_iter;         /* F_iter with recomputation (hardware) */
-    double model_flops_iter;   /* without recomputation (MFU) */
-    double tflops_per_gpu;     /* F_iter / (n x iteration_time), in
+    double flops_iter;       /* F_iter with recomputation (hardware) */
+    double model_flops_iter; /* without recomputation (MFU) */
+    double tflops_per_gpu;   /* F_iter / (n x iteration_time), in
                                   TFLOP/s as the Megatron-LM table */
-    double mfu;                /* model FLOPs / (n x time x peak) */
+    double mfu;              /* model FLOPs / (n x time x peak) */
     int64_t gpus;
-    pp_memory memory;          /* per GPU, the most loaded stage */
-    double gpu_memory_bytes;   /* HBM of the cluster's GPU */
+    pp_memory memory;        /* per GPU, the most loaded stage */
+    double gpu_memory_bytes; /* HBM of the cluster's GPU */
     pp_schedule schedule;
-    pp_breakdown total;        /* the mean over stages */
-    pp_breakdown *stages;      /* pp of them; owned (pp_step_result_fini) */
+    pp_breakdown total;   /* the mean over stages */
+    pp_breakdown *stages; /* pp of them; owned (pp_step_result_fini) */
     size_t n_stages;
     /* Work done by the simulator. */
     uint64_t events, transfers, collectives;
-    pp_flownet_stats net;      /* zero at analytic fidelity */
+    pp_flownet_stats net; /* zero at analytic fidelity */
 } pp_step_result;
 
 /* Simulates one iteration.  Checks the layout against the model and the

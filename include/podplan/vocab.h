@@ -26,41 +26,47 @@ extern "C" {
 /* ------------------------------------------------------------------------
  * The lists.  X(ENUM_SUFFIX, "name", "one-line help")
  * ---------------------------------------------------------------------- */
-#define PP_COLL_OP_MAP(X)                                                  \
-    X(ALLREDUCE, "allreduce", "every rank ends with the reduction of all buffers") \
-    X(ALLGATHER, "allgather", "every rank ends with every rank's buffer")  \
-    X(REDUCESCATTER, "reducescatter",                                      \
-      "every rank ends with its slice of the reduction")                   \
-    X(BROADCAST, "broadcast", "the root's buffer is copied to every rank") \
-    X(ALLTOALL, "alltoall", "rank i sends its j-th slice to rank j")       \
-    X(SENDRECV, "sendrecv", "each rank sends to the next and receives from the previous")
+#define PP_COLL_OP_MAP(X)                                                      \
+    X(ALLREDUCE, "allreduce",                                                  \
+      "every rank ends with the reduction of all buffers")                     \
+    X(ALLGATHER, "allgather", "every rank ends with every rank's buffer")      \
+    X(REDUCESCATTER, "reducescatter",                                          \
+      "every rank ends with its slice of the reduction")                       \
+    X(BROADCAST, "broadcast", "the root's buffer is copied to every rank")     \
+    X(ALLTOALL, "alltoall", "rank i sends its j-th slice to rank j")           \
+    X(SENDRECV, "sendrecv",                                                    \
+      "each rank sends to the next and receives from the previous")
 
-#define PP_COLL_ALGO_MAP(X)                                                \
+#define PP_COLL_ALGO_MAP(X)                                                    \
     X(RING, "ring", "rings (reduce-scatter then all-gather), one per channel") \
-    X(TREE, "tree", "double binary tree")                                  \
-    X(HIER, "hier", "intra-node reduce-scatter, inter-node ring per rail, intra-node all-gather") \
-    X(NAIVE, "naive", "gather to a root, reduce, broadcast")               \
-    X(PS, "ps", "parameter server: push to and pull from a server")        \
-    X(SHARP, "sharp", "in-network reduction at the switches (SHARP)")      \
-    X(RD, "rd", "recursive doubling (Rabenseifner for large buffers): latency-optimal")
+    X(TREE, "tree", "double binary tree")                                      \
+    X(HIER, "hier",                                                            \
+      "intra-node reduce-scatter, inter-node ring per rail, intra-node "       \
+      "all-gather")                                                            \
+    X(NAIVE, "naive", "gather to a root, reduce, broadcast")                   \
+    X(PS, "ps", "parameter server: push to and pull from a server")            \
+    X(SHARP, "sharp", "in-network reduction at the switches (SHARP)")          \
+    X(RD, "rd",                                                                \
+      "recursive doubling (Rabenseifner for large buffers): latency-optimal")
 
-#define PP_FIDELITY_MAP(X)                                                 \
-    X(ANALYTIC, "analytic", "closed forms per transfer, no contention (microseconds)") \
+#define PP_FIDELITY_MAP(X)                                                     \
+    X(ANALYTIC, "analytic",                                                    \
+      "closed forms per transfer, no contention (microseconds)")               \
     X(FLOW, "flow", "every transfer a flow; links shared max-min fairly")
 
-#define PP_SCHED_MAP(X)                                                    \
-    X(GPIPE, "gpipe", "all forwards, then all backwards (GPipe)")          \
-    X(1F1B, "1f1b", "one forward, one backward (PipeDream-Flush)")         \
+#define PP_SCHED_MAP(X)                                                        \
+    X(GPIPE, "gpipe", "all forwards, then all backwards (GPipe)")              \
+    X(1F1B, "1f1b", "one forward, one backward (PipeDream-Flush)")             \
     X(INTERLEAVED, "interleaved", "1F1B over vp model chunks per GPU")
 
-#define PP_RECOMPUTE_MAP(X)                                                \
-    X(NONE, "none", "store every activation")                              \
-    X(SELECTIVE, "selective", "recompute the attention core only")        \
+#define PP_RECOMPUTE_MAP(X)                                                    \
+    X(NONE, "none", "store every activation")                                  \
+    X(SELECTIVE, "selective", "recompute the attention core only")             \
     X(FULL, "full", "store layer inputs, recompute each layer's forward")
 
-#define PP_OPT_MAP(X)                                                      \
-    X(ADAM_MIXED, "adam-mixed",                                            \
-      "bf16/fp16 weights 2 + grads 2, fp32 master 4 + m 4 + v 4 B/param")  \
+#define PP_OPT_MAP(X)                                                          \
+    X(ADAM_MIXED, "adam-mixed",                                                \
+      "bf16/fp16 weights 2 + grads 2, fp32 master 4 + m 4 + v 4 B/param")      \
     X(ADAM_FP32, "adam-fp32", "fp32 weights 4 + grads 4 + m 4 + v 4 B/param")
 
 #define PP__ENUM_ITEM(prefix, e) prefix##e,
@@ -84,15 +90,15 @@ typedef enum { PP_OPT_MAP(PP__OPT_E) PP_OPT__COUNT } pp_optimizer;
  * Registries: read-only views of the lists above.
  * ---------------------------------------------------------------------- */
 typedef struct pp_choice {
-    const char *name;  /* as typed on the command line and in YAML */
-    const char *help;  /* one line, for --help and `podplan list` */
+    const char *name; /* as typed on the command line and in YAML */
+    const char *help; /* one line, for --help and `podplan list` */
 } pp_choice;
 
 typedef struct pp_registry {
-    const char *what;              /* "collective op", for messages */
-    const pp_choice *items;        /* n of them, in enum order */
+    const char *what;       /* "collective op", for messages */
+    const pp_choice *items; /* n of them, in enum order */
     int n;
-    const char *const *names;      /* the names, NULL-terminated */
+    const char *const *names; /* the names, NULL-terminated */
 } pp_registry;
 
 extern const pp_registry pp_reg_coll_op;
@@ -109,8 +115,8 @@ int pp_registry_find(const pp_registry *r, const char *name);
 /* Parses `name` into *out.  On failure returns PP_EUSAGE with
  * "<field>: expected one of a|b|c, got "x" (did you mean "y"?)" (field
  * defaults to r->what) and leaves *out untouched. */
-int pp_registry_parse(const pp_registry *r, const char *field,
-                      const char *name, int *out, pp_error *e);
+int pp_registry_parse(const pp_registry *r, const char *field, const char *name,
+                      int *out, pp_error *e);
 /* Writes "a|b|c" into buf (cut to len - 1); returns buf. */
 char *pp_registry_choices(const pp_registry *r, char *buf, size_t len);
 

@@ -33,13 +33,14 @@
 #include "sim_run.h"
 
 /* Trace span names: static, so the trace may borrow them. */
-#define SPAN_ROW(op)                                                       \
-    {op " ring", op " tree", op " hier", op " naive", op " ps", op " sharp", op " rd"}
+#define SPAN_ROW(op)                                                           \
+    {                                                                          \
+        op " ring", op " tree", op " hier", op " naive", op " ps",             \
+            op " sharp", op " rd"                                              \
+    }
 static const char *const span_names[PP_COLL__COUNT][PP_ALGO__COUNT] = {
-    SPAN_ROW("allreduce"), SPAN_ROW("allgather"),
-    SPAN_ROW("reducescatter"), SPAN_ROW("broadcast"),
-    SPAN_ROW("alltoall"), SPAN_ROW("sendrecv")};
-
+    SPAN_ROW("allreduce"), SPAN_ROW("allgather"), SPAN_ROW("reducescatter"),
+    SPAN_ROW("broadcast"), SPAN_ROW("alltoall"),  SPAN_ROW("sendrecv")};
 
 /* ------------------------------------------------------------------------
  * Helpers for the schedules.
@@ -299,7 +300,8 @@ static int coll_new(pp_sim *s, const pp_coll_spec *spec, pp__coll **out,
         if (d < 0 || (size_t)d >= n_devs || devs[d].kind != PP_DEV_GPU)
             rc = pp_error_set(e, PP_EINVAL,
                               "collective: rank %zu: device %d is not a GPU "
-                              "of %s", i, (int)d, pp_cluster_info_get(c)->name);
+                              "of %s",
+                              i, (int)d, pp_cluster_info_get(c)->name);
         else if (small ? in_group(spec->gpus, i, d) : seen[d]++)
             rc = pp_error_set(e, PP_EINVAL,
                               "collective: %s appears twice in the group",
@@ -310,11 +312,13 @@ static int coll_new(pp_sim *s, const pp_coll_spec *spec, pp__coll **out,
         if (d < 0 || (size_t)d >= n_devs)
             rc = pp_error_set(e, PP_EINVAL,
                               "collective: ps: server device %d does not "
-                              "exist", (int)d);
+                              "exist",
+                              (int)d);
         else if (small ? in_group(spec->gpus, spec->n_gpus, d) : seen[d])
             rc = pp_error_set(e, PP_EINVAL,
                               "collective: ps: the server %s is also a "
-                              "worker", devs[d].name);
+                              "worker",
+                              devs[d].name);
     }
     free(seen);
     if (rc) return rc;
@@ -330,8 +334,8 @@ static int coll_new(pp_sim *s, const pp_coll_spec *spec, pp__coll **out,
     k->root = spec->root;
     k->name = span_names[spec->op][spec->algo];
     const pp_gpu_spec *g = pp_cluster_info_get(c)->gpu;
-    k->reduce_Bps = spec->reduce_Bps > 0 ? spec->reduce_Bps
-                                         : pp_coll_reduce_Bps(g);
+    k->reduce_Bps =
+        spec->reduce_Bps > 0 ? spec->reduce_Bps : pp_coll_reduce_Bps(g);
     k->n_dev = k->n + (ps ? 1 : 0);
     k->dev = pp_xmalloc(k->n_dev * sizeof *k->dev);
     memcpy(k->dev, spec->gpus, k->n * sizeof *k->dev);
@@ -349,9 +353,9 @@ static int coll_new(pp_sim *s, const pp_coll_spec *spec, pp__coll **out,
     return 0;
 }
 
-static int coll_start(pp_sim *s, const pp_coll_spec *spec,
-                      pp_sim_done_fn done, void *ctx, uint64_t arg,
-                      pp__coll_sink *sink, pp_error *e) {
+static int coll_start(pp_sim *s, const pp_coll_spec *spec, pp_sim_done_fn done,
+                      void *ctx, uint64_t arg, pp__coll_sink *sink,
+                      pp_error *e) {
     pp__coll *k = NULL;
     int rc = coll_new(s, spec, &k, e);
     if (rc) return rc;
@@ -374,8 +378,8 @@ int pp_sim_collective_start(pp_sim *s, const pp_coll_spec *spec,
     return coll_start(s, spec, done, ctx, arg, NULL, e);
 }
 
-int pp_sim_collective(pp_sim *s, const pp_coll_spec *spec,
-                      pp_coll_result *out, pp_error *e) {
+int pp_sim_collective(pp_sim *s, const pp_coll_spec *spec, pp_coll_result *out,
+                      pp_error *e) {
     pp_engine *eng = pp_sim_engine(s);
     size_t nl = 0;
     const double *lb = pp_sim_link_bytes(s, &nl);

@@ -21,7 +21,7 @@
  * parameter server, SHARP's switches). */
 typedef struct pp__xfer {
     int32_t src, dst;
-    uint64_t key;  /* ECMP key: one NCCL channel keeps one path */
+    uint64_t key; /* ECMP key: one NCCL channel keeps one path */
     double bytes;
     double tail_s; /* extra wait after arrival (pipeline latency terms) */
 } pp__xfer;
@@ -35,7 +35,7 @@ typedef struct pp__coll_sink {
     bool finished;
     double t_end;
     uint64_t transfers;
-    pp_granularity gran;   /* as resolved by the plan */
+    pp_granularity gran; /* as resolved by the plan */
     int channels;
     int rc;
     pp_error err;
@@ -46,14 +46,14 @@ struct pp__coll {
     const pp_cluster *c;
     pp_coll_op op;
     pp_coll_algo algo;
-    pp_granularity gran;   /* resolved: STEP or STREAM */
-    double S;              /* bytes per GPU */
-    size_t n;              /* group size */
-    int32_t root;          /* rank */
-    double reduce_Bps;     /* INFINITY: summing is free */
-    int C;                 /* ring channels */
+    pp_granularity gran; /* resolved: STEP or STREAM */
+    double S;            /* bytes per GPU */
+    size_t n;            /* group size */
+    int32_t root;        /* rank */
+    double reduce_Bps;   /* INFINITY: summing is free */
+    int C;               /* ring channels */
 
-    int32_t *dev;          /* endpoint -> device id; n_dev long */
+    int32_t *dev; /* endpoint -> device id; n_dev long */
     size_t n_dev;
 
     /* The group by server: nodes in order of first appearance, each
@@ -64,13 +64,13 @@ struct pp__coll {
     int32_t *off, *mem;
 
     /* Schedules' data. */
-    int32_t *ring;         /* C x n: rings, endpoint indices */
-    int32_t inst;          /* tree instances */
-    int32_t *parent;       /* inst x n: parent rank, -1 at the root */
-    int32_t *depth, *height;/* inst x n */
+    int32_t *ring;           /* C x n: rings, endpoint indices */
+    int32_t inst;            /* tree instances */
+    int32_t *parent;         /* inst x n: parent rank, -1 at the root */
+    int32_t *depth, *height; /* inst x n */
     int32_t hmax, dmax;
-    double *acc;           /* n: scratch (bytes reduced per rank) */
-    int64_t bcast_chunks;  /* broadcast step mode: pipeline chunks */
+    double *acc;          /* n: scratch (bytes reduced per rank) */
+    int64_t bcast_chunks; /* broadcast step mode: pipeline chunks */
 
     /* The phase machine. */
     pp__coll_gen gen;
@@ -80,14 +80,14 @@ struct pp__coll {
     double post_s;
     size_t pending;
     bool failed;
-    bool in_start;         /* inside pp_sim_collective_start */
-    bool silent;           /* failed while starting: no callback */
+    bool in_start; /* inside pp_sim_collective_start */
+    bool silent;   /* failed while starting: no callback */
     double t0;
-    double *end;           /* n: when each rank last finished something */
+    double *end; /* n: when each rank last finished something */
     uint64_t transfers;
-    const char *name;      /* trace span name */
+    const char *name; /* trace span name */
 
-    uint64_t key;          /* ECMP key of the transfers being added */
+    uint64_t key; /* ECMP key of the transfers being added */
 
     pp_sim_done_fn done;
     void *ctx;

@@ -155,8 +155,8 @@ int pp__coll_group(pp__coll *k, pp_error *e) {
         }
         qsort(key, (size_t)cnt, sizeof *key, mkey_by_hca);
         for (int32_t j = 0; j < cnt; j++)
-            key[j].idx = j > 0 && key[j].hca == key[j - 1].hca
-                             ? key[j - 1].idx + 1 : 0;
+            key[j].idx =
+                j > 0 && key[j].hca == key[j - 1].hca ? key[j - 1].idx + 1 : 0;
         qsort(key, (size_t)cnt, sizeof *key, mkey_by_idx);
         for (int32_t j = 0; j < cnt; j++) k->mem[a + j] = key[j].rank;
     }
@@ -280,7 +280,8 @@ static int gen_alltoall(pp__coll *k, int64_t phase, pp_error *e) {
     double b = k->S / n;
     if (k->gran == PP_GRAN_STEP) { /* shifted pairwise exchange */
         int32_t shift = (int32_t)phase + 1;
-        for (int32_t i = 0; i < n; i++) pp__coll_add(k, i, (i + shift) % n, b, 0);
+        for (int32_t i = 0; i < n; i++)
+            pp__coll_add(k, i, (i + shift) % n, b, 0);
         return 0;
     }
     for (int32_t i = 0; i < n; i++)
@@ -451,8 +452,8 @@ static int gen_tree(pp__coll *k, int64_t phase, pp_error *e) {
  * server holds the same number g of the group's GPUs.
  * ---------------------------------------------------------------------- */
 typedef struct hier_part {
-    int which;     /* 0 intra RS, 1 inter AllReduce, 2 intra AG */
-    int64_t step;  /* step within it (step mode) */
+    int which;    /* 0 intra RS, 1 inter AllReduce, 2 intra AG */
+    int64_t step; /* step within it (step mode) */
 } hier_part;
 
 static hier_part hier_locate(const pp__coll *k, int64_t phase) {
@@ -526,8 +527,10 @@ static int gen_naive(pp__coll *k, int64_t phase, pp_error *e) {
     bool gather = k->op == PP_COLL_ALLREDUCE && phase == 0;
     for (int32_t i = 0; i < n; i++) {
         if (i == r) continue;
-        if (gather) pp__coll_add(k, i, r, k->S, 0);
-        else pp__coll_add(k, r, i, k->S, 0);
+        if (gather)
+            pp__coll_add(k, i, r, k->S, 0);
+        else
+            pp__coll_add(k, r, i, k->S, 0);
     }
     if (gather) k->post_s = (double)(n - 1) * k->S / k->reduce_Bps;
     return 0;
@@ -537,8 +540,10 @@ static int gen_ps(pp__coll *k, int64_t phase, pp_error *e) {
     (void)e;
     int32_t n = (int32_t)k->n, srv = n;
     for (int32_t i = 0; i < n; i++) {
-        if (phase == 0) pp__coll_add(k, i, srv, k->S, 0);
-        else pp__coll_add(k, srv, i, k->S, 0);
+        if (phase == 0)
+            pp__coll_add(k, i, srv, k->S, 0);
+        else
+            pp__coll_add(k, srv, i, k->S, 0);
     }
     if (phase == 0) k->post_s = (double)n * k->S / k->reduce_Bps;
     return 0;
@@ -611,7 +616,8 @@ static int plan_sharp(pp__coll *k, pp_error *e) {
         if (leaf < 0)
             rc = pp_error_set(e, PP_EINVAL,
                               "sharp: %s has no HCA on a switch to reduce "
-                              "in", devs[k->dev[i]].name);
+                              "in",
+                              devs[k->dev[i]].name);
         else {
             int32_t ep = sharp_endpoint(k, &b, leaf); /* may move parent */
             k->parent[i] = ep;
@@ -628,8 +634,10 @@ static int plan_sharp(pp__coll *k, pp_error *e) {
      * tops under the first (their traffic is routed there). */
     for (size_t v = k->n; v < k->n_dev && !rc; v++) {
         if (k->parent[v] != -1) continue;
-        if (root < 0) root = (int32_t)v;
-        else k->parent[v] = root;
+        if (root < 0)
+            root = (int32_t)v;
+        else
+            k->parent[v] = root;
     }
     free(b.ep);
     return rc;
@@ -678,8 +686,9 @@ static int only(pp__coll *k, pp_coll_op op, pp_error *e) {
     if (k->op == op) return 0;
     return pp_error_set(e, PP_EINVAL,
                         "collective: the %s algorithm implements %s only, "
-                        "not %s", pp_coll_algo_name(k->algo),
-                        pp_coll_op_name(op), pp_coll_op_name(k->op));
+                        "not %s",
+                        pp_coll_algo_name(k->algo), pp_coll_op_name(op),
+                        pp_coll_op_name(k->op));
 }
 
 int pp__coll_plan(pp__coll *k, pp_error *e) {
@@ -710,14 +719,13 @@ int pp__coll_plan(pp__coll *k, pp_error *e) {
             build_rings(k);
             k->bcast_chunks = BCAST_CHUNKS_PER_HOP * (n - 1);
             k->gen = gen_bcast;
-            k->n_phases =
-                k->gran == PP_GRAN_STEP ? k->bcast_chunks + n - 2 : 1;
+            k->n_phases = k->gran == PP_GRAN_STEP ? k->bcast_chunks + n - 2 : 1;
             break;
         case PP_COLL_ALLTOALL:
             /* NCCL's all-to-all is grouped sends and receives: all at once. */
             if (k->gran == PP_GRAN_AUTO) k->gran = PP_GRAN_STREAM;
-            if (k->gran == PP_GRAN_STREAM
-                && (size_t)n * (size_t)(n - 1) > MAX_PHASE_XFERS)
+            if (k->gran == PP_GRAN_STREAM &&
+                (size_t)n * (size_t)(n - 1) > MAX_PHASE_XFERS)
                 return pp_error_set(e, PP_EINVAL,
                                     "collective: alltoall on %lld GPUs is "
                                     "%lld transfers at once; use the step "
@@ -750,8 +758,7 @@ int pp__coll_plan(pp__coll *k, pp_error *e) {
                                     "collective: hier needs the same number "
                                     "of GPUs on every server (%d on the "
                                     "first, %d on server %d of the group)",
-                                    (int)gsize(k, 0), (int)gsize(k, g),
-                                    (int)g);
+                                    (int)gsize(k, 0), (int)gsize(k, g), (int)g);
         if (k->gran == PP_GRAN_AUTO) k->gran = auto_g;
         k->gen = gen_hier;
         k->n_phases = hier_phases(k);
@@ -783,7 +790,8 @@ int pp__coll_plan(pp__coll *k, pp_error *e) {
     default:
         return pp_error_set(e, PP_EINVAL,
                             "collective: the %s algorithm is not simulated "
-                            "(podplan exec runs it)", pp_coll_algo_name(k->algo));
+                            "(podplan exec runs it)",
+                            pp_coll_algo_name(k->algo));
     }
     return 0;
 }

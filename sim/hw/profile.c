@@ -43,9 +43,8 @@ static void profile_builtin(pp_gpu_profile *g) {
     g->gemm_efficiency = 0.80;
     g->gemm_k_half = 64;
     static const pp_gemm_tile t[] = {
-        {256, 128, 1.0}, {128, 256, 1.0}, {128, 128, 0.92},
-        {256, 64, 0.92}, {64, 256, 0.92}, {128, 64, 0.82},
-        {64, 128, 0.82}, {64, 64, 0.65}};
+        {256, 128, 1.0}, {128, 256, 1.0}, {128, 128, 0.92}, {256, 64, 0.92},
+        {64, 256, 0.92}, {128, 64, 0.82}, {64, 128, 0.82},  {64, 64, 0.65}};
     memcpy(g->tiles, t, sizeof t);
     g->n_tiles = sizeof t / sizeof t[0];
     g->mem_efficiency = 0.80;
@@ -75,19 +74,19 @@ static int read_tiles(pp_node *seq, const char *path, pp_gpu_profile *g,
     char p[256];
     if (seq->n == 0 || seq->n > PP_PROFILE_TILES)
         return pp_error_at(e, PP_EINPUT, seq, path,
-                           "expected 1 to %d tiles, got %zu",
-                           PP_PROFILE_TILES, seq->n);
+                           "expected 1 to %d tiles, got %zu", PP_PROFILE_TILES,
+                           seq->n);
     for (size_t i = 0; i < seq->n; i++) {
         pp_node *t = seq->items[i];
         int64_t m, n;
         int rc;
         pp_path_index(p, sizeof p, path, i);
-        if ((rc = pp_node_expect(t, p, PP_NODE_MAP, e)) < 0
-            || (rc = pp_map_int(t, p, "m", PP_REQUIRED, 1, 4096, &m, e)) < 0
-            || (rc = pp_map_int(t, p, "n", PP_REQUIRED, 1, 4096, &n, e)) < 0
-            || (rc = pp_map_number(t, p, "efficiency", PP_REQUIRED, 1e-3, 1,
-                                   &g->tiles[i].efficiency, e)) < 0
-            || (rc = pp_map_done(t, p, e)) < 0)
+        if ((rc = pp_node_expect(t, p, PP_NODE_MAP, e)) < 0 ||
+            (rc = pp_map_int(t, p, "m", PP_REQUIRED, 1, 4096, &m, e)) < 0 ||
+            (rc = pp_map_int(t, p, "n", PP_REQUIRED, 1, 4096, &n, e)) < 0 ||
+            (rc = pp_map_number(t, p, "efficiency", PP_REQUIRED, 1e-3, 1,
+                                &g->tiles[i].efficiency, e)) < 0 ||
+            (rc = pp_map_done(t, p, e)) < 0)
             return rc;
         g->tiles[i].m = (int32_t)m;
         g->tiles[i].n = (int32_t)n;
@@ -112,10 +111,9 @@ static int profile_read(pp_node *root, pp_gpu_profile *g, pp_error *e) {
     rc = pp_map_node(root, "", "gpus", PP_OPTIONAL, PP_NODE_SEQ, &n, e);
     if (rc < 0) return rc;
     if ((rc = pp_map_quantity(root, "", "peak", PP_OPTIONAL, PP_Q_FLOPRATE,
-                              NULL, false, &g->peak_flops, e)) < 0
-        || (rc = pp_map_quantity(root, "", "hbm_bw", PP_OPTIONAL,
-                                 PP_Q_BANDWIDTH, NULL, false, &g->hbm_Bps,
-                                 e)) < 0)
+                              NULL, false, &g->peak_flops, e)) < 0 ||
+        (rc = pp_map_quantity(root, "", "hbm_bw", PP_OPTIONAL, PP_Q_BANDWIDTH,
+                              NULL, false, &g->hbm_Bps, e)) < 0)
         return rc;
     rc = pp_map_int(root, "", "sms", PP_OPTIONAL, 1, 100000, &sms, e);
     if (rc < 0) return rc;
@@ -124,56 +122,50 @@ static int profile_read(pp_node *root, pp_gpu_profile *g, pp_error *e) {
     rc = pp_map_node(root, "", "gemm", PP_OPTIONAL, PP_NODE_MAP, &sec, e);
     if (rc < 0) return rc;
     if (rc == 0) {
-        if ((rc = pp_map_number(sec, "gemm", "efficiency", PP_OPTIONAL, 1e-3,
-                                1, &g->gemm_efficiency, e)) < 0
-            || (rc = pp_map_number(sec, "gemm", "k_half", PP_OPTIONAL, 0,
-                                   1e6, &g->gemm_k_half, e)) < 0)
+        if ((rc = pp_map_number(sec, "gemm", "efficiency", PP_OPTIONAL, 1e-3, 1,
+                                &g->gemm_efficiency, e)) < 0 ||
+            (rc = pp_map_number(sec, "gemm", "k_half", PP_OPTIONAL, 0, 1e6,
+                                &g->gemm_k_half, e)) < 0)
             return rc;
-        rc = pp_map_node(sec, "gemm", "tiles", PP_OPTIONAL, PP_NODE_SEQ, &n,
-                         e);
+        rc = pp_map_node(sec, "gemm", "tiles", PP_OPTIONAL, PP_NODE_SEQ, &n, e);
         if (rc < 0) return rc;
-        if (rc == 0 && (rc = read_tiles(n, "gemm.tiles", g, e)) < 0)
-            return rc;
+        if (rc == 0 && (rc = read_tiles(n, "gemm.tiles", g, e)) < 0) return rc;
         if ((rc = pp_map_done(sec, "gemm", e)) < 0) return rc;
     }
     rc = pp_map_node(root, "", "memory", PP_OPTIONAL, PP_NODE_MAP, &sec, e);
     if (rc < 0) return rc;
     if (rc == 0) {
-        if ((rc = pp_map_number(sec, "memory", "efficiency", PP_OPTIONAL,
-                                1e-3, 1, &g->mem_efficiency, e)) < 0
-            || (rc = pp_map_done(sec, "memory", e)) < 0)
+        if ((rc = pp_map_number(sec, "memory", "efficiency", PP_OPTIONAL, 1e-3,
+                                1, &g->mem_efficiency, e)) < 0 ||
+            (rc = pp_map_done(sec, "memory", e)) < 0)
             return rc;
     }
     rc = pp_map_quantity(root, "", "launch_overhead", PP_OPTIONAL, PP_Q_TIME,
                          NULL, true, &g->launch_s, e);
     if (rc < 0) return rc;
-    rc = pp_map_node(root, "", "framework", PP_OPTIONAL, PP_NODE_MAP, &sec,
-                     e);
+    rc = pp_map_node(root, "", "framework", PP_OPTIONAL, PP_NODE_MAP, &sec, e);
     if (rc < 0) return rc;
     if (rc == 0) {
         if ((rc = pp_map_number(sec, "framework", "grad_accum_bytes",
-                                PP_OPTIONAL, 0, 64, &g->grad_accum_bytes,
-                                e)) < 0
-            || (rc = pp_map_number(sec, "framework", "efficiency",
-                                   PP_OPTIONAL, 1e-3, 1,
-                                   &g->framework_efficiency, e)) < 0
-            || (rc = pp_map_done(sec, "framework", e)) < 0)
+                                PP_OPTIONAL, 0, 64, &g->grad_accum_bytes, e)) <
+                0 ||
+            (rc = pp_map_number(sec, "framework", "efficiency", PP_OPTIONAL,
+                                1e-3, 1, &g->framework_efficiency, e)) < 0 ||
+            (rc = pp_map_done(sec, "framework", e)) < 0)
             return rc;
     }
-    rc = pp_map_node(root, "", "estimator", PP_OPTIONAL, PP_NODE_MAP, &sec,
-                     e);
+    rc = pp_map_node(root, "", "estimator", PP_OPTIONAL, PP_NODE_MAP, &sec, e);
     if (rc < 0) return rc;
     if (rc == 0) {
-        if ((rc = pp_map_number(sec, "estimator", "p2p_share_rail",
-                                PP_OPTIONAL, 1e-3, 1, &g->p2p_share_rail,
-                                e)) < 0
-            || (rc = pp_map_number(sec, "estimator", "p2p_share_cross_rail",
-                                   PP_OPTIONAL, 1e-3, 1,
-                                   &g->p2p_share_cross_rail, e)) < 0
-            || (rc = pp_map_number(sec, "estimator", "overlap_p2p_penalty",
-                                   PP_OPTIONAL, 0, 10,
-                                   &g->overlap_p2p_penalty, e)) < 0
-            || (rc = pp_map_done(sec, "estimator", e)) < 0)
+        if ((rc = pp_map_number(sec, "estimator", "p2p_share_rail", PP_OPTIONAL,
+                                1e-3, 1, &g->p2p_share_rail, e)) < 0 ||
+            (rc = pp_map_number(sec, "estimator", "p2p_share_cross_rail",
+                                PP_OPTIONAL, 1e-3, 1, &g->p2p_share_cross_rail,
+                                e)) < 0 ||
+            (rc = pp_map_number(sec, "estimator", "overlap_p2p_penalty",
+                                PP_OPTIONAL, 0, 10, &g->overlap_p2p_penalty,
+                                e)) < 0 ||
+            (rc = pp_map_done(sec, "estimator", e)) < 0)
             return rc;
     }
     /* Written by `podplan calibrate fit` (calibrate/README.md): the
@@ -188,9 +180,9 @@ static int profile_read(pp_node *root, pp_gpu_profile *g, pp_error *e) {
     if (pv && pv->kind == PP_NODE_MAP) {
         const char *date = NULL, *src = NULL;
         if ((rc = pp_map_string(pv, "provenance", "date", PP_OPTIONAL, &date,
-                                e)) < 0
-            || (rc = pp_map_string(pv, "provenance", "source", PP_OPTIONAL,
-                                   &src, e)) < 0)
+                                e)) < 0 ||
+            (rc = pp_map_string(pv, "provenance", "source", PP_OPTIONAL, &src,
+                                e)) < 0)
             return rc;
         if (date)
             snprintf(g->calibrated, sizeof g->calibrated, "%.10s, %s", date,
@@ -249,7 +241,8 @@ int pp_profile_load(const char *spec, const pp_gpu_spec *gpu,
     if (!(g.peak_flops > 0) || !(g.hbm_Bps > 0))
         return pp_error_set(e, PP_EINPUT,
                             "%s: the profile gives no peak or hbm_bw and "
-                            "there is no GPU to take them from", path);
+                            "there is no GPU to take them from",
+                            path);
     snprintf(g.source, sizeof g.source, "%.255s", path);
     *out = g;
     return 0;
@@ -287,8 +280,8 @@ double pp_gemm_bytes(double batch, double m, double n, double k) {
     return 2.0 * batch * (m * k + k * n + m * n);
 }
 
-double pp_gemm_time_s(const pp_gpu_profile *g, double batch, double m,
-                      double n, double k) {
+double pp_gemm_time_s(const pp_gpu_profile *g, double batch, double m, double n,
+                      double k) {
     return roofline(g, 2.0 * batch * m * n * k,
                     pp_gemm_efficiency(g, batch, m, n, k),
                     pp_gemm_bytes(batch, m, n, k));

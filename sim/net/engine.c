@@ -46,25 +46,25 @@ typedef struct hent {
     double t;
     uint64_t seq;
     uint32_t slot;
-    uint32_t gen;  /* the slot's generation when scheduled */
+    uint32_t gen; /* the slot's generation when scheduled */
 } hent;
 
 typedef struct eslot {
     pp_event_fn fn;
     void *ctx;
     uint64_t arg;
-    uint32_t gen;  /* generation: part of the handle, bumped on release */
+    uint32_t gen; /* generation: part of the handle, bumped on release */
 } eslot;
 
 struct pp_engine {
     double now;
-    uint64_t seq;        /* next sequence number */
-    uint64_t events;     /* events run so far */
-    bool running;        /* inside pp_engine_run (no nesting) */
+    uint64_t seq;    /* next sequence number */
+    uint64_t events; /* events run so far */
+    bool running;    /* inside pp_engine_run (no nesting) */
 
     hent *heap;
     size_t n, cap;
-    size_t n_dead;       /* entries of cancelled events still in the heap */
+    size_t n_dead; /* entries of cancelled events still in the heap */
 
     eslot *slots;
     uint32_t n_slots, cap_slots;
@@ -78,16 +78,19 @@ pp_engine *pp_engine_new(void) {
 }
 
 void pp_engine_free(pp_engine *eng) {
-    if (!eng)
-        return;
+    if (!eng) return;
     free(eng->heap);
     free(eng->slots);
     free(eng->free_slots);
     free(eng);
 }
 
-double pp_engine_now(const pp_engine *eng) { return eng->now; }
-uint64_t pp_engine_events(const pp_engine *eng) { return eng->events; }
+double pp_engine_now(const pp_engine *eng) {
+    return eng->now;
+}
+uint64_t pp_engine_events(const pp_engine *eng) {
+    return eng->events;
+}
 size_t pp_engine_pending(const pp_engine *eng) {
     return eng->n - eng->n_dead;
 }
@@ -102,8 +105,7 @@ static void sift_up(pp_engine *eng, size_t i) {
     hent h = eng->heap[i];
     while (i > 0) {
         size_t p = (i - 1) / ARITY;
-        if (!before(&h, &eng->heap[p]))
-            break;
+        if (!before(&h, &eng->heap[p])) break;
         eng->heap[i] = eng->heap[p];
         i = p;
     }
@@ -115,15 +117,12 @@ static void sift_down(pp_engine *eng, size_t i) {
     size_t n = eng->n;
     for (;;) {
         size_t c = i * ARITY + 1;
-        if (c >= n)
-            break;
+        if (c >= n) break;
         size_t end = c + ARITY < n ? c + ARITY : n;
         size_t best = c;
         for (size_t k = c + 1; k < end; k++)
-            if (before(&eng->heap[k], &eng->heap[best]))
-                best = k;
-        if (!before(&eng->heap[best], &h))
-            break;
+            if (before(&eng->heap[k], &eng->heap[best])) best = k;
+        if (!before(&eng->heap[best], &h)) break;
         eng->heap[i] = eng->heap[best];
         i = best;
     }
@@ -133,8 +132,7 @@ static void sift_down(pp_engine *eng, size_t i) {
 /* Removes the top entry (the slot is not released here). */
 static void heap_pop(pp_engine *eng) {
     size_t last = --eng->n;
-    if (last == 0)
-        return;
+    if (last == 0) return;
     eng->heap[0] = eng->heap[last];
     sift_down(eng, 0);
 }
@@ -147,27 +145,24 @@ static inline bool live(const pp_engine *eng, const hent *h) {
 static void compact(pp_engine *eng) {
     size_t k = 0;
     for (size_t i = 0; i < eng->n; i++)
-        if (live(eng, &eng->heap[i]))
-            eng->heap[k++] = eng->heap[i];
+        if (live(eng, &eng->heap[i])) eng->heap[k++] = eng->heap[i];
     eng->n = k;
     eng->n_dead = 0;
     for (size_t i = k / ARITY + 1; i-- > 0;)
-        if (i < k)
-            sift_down(eng, i);
+        if (i < k) sift_down(eng, i);
 }
 
 /* ---- slots ------------------------------------------------------------- */
 
 static uint32_t slot_take(pp_engine *eng) {
-    if (eng->n_free > 0)
-        return eng->free_slots[--eng->n_free];
+    if (eng->n_free > 0) return eng->free_slots[--eng->n_free];
     if (eng->n_slots == eng->cap_slots) {
         if (eng->cap_slots >= UINT32_MAX / 2)
             pp_oom(); /* 2^31 pending events: not a plausible simulation */
         uint32_t cap = eng->cap_slots ? eng->cap_slots * 2 : 64;
         eng->slots = pp_xrealloc(eng->slots, (size_t)cap * sizeof *eng->slots);
-        eng->free_slots = pp_xrealloc(eng->free_slots,
-                                      (size_t)cap * sizeof *eng->free_slots);
+        eng->free_slots =
+            pp_xrealloc(eng->free_slots, (size_t)cap * sizeof *eng->free_slots);
         eng->cap_slots = cap;
     }
     uint32_t s = eng->n_slots++;
@@ -217,15 +212,12 @@ pp_timer pp_engine_after(pp_engine *eng, double delay, pp_event_fn fn,
 bool pp_engine_cancel(pp_engine *eng, pp_timer t) {
     uint32_t s = (uint32_t)(t & 0xffffffffu);
     uint32_t gen = (uint32_t)(t >> 32);
-    if (gen == 0 || s >= eng->n_slots)
-        return false;
+    if (gen == 0 || s >= eng->n_slots) return false;
     /* A free slot's generation was bumped when it was released, so it
      * matches no handle: equal means pending. */
-    if (eng->slots[s].gen != gen)
-        return false;
+    if (eng->slots[s].gen != gen) return false;
     slot_release(eng, s);
-    if (++eng->n_dead > 64 && 2 * eng->n_dead > eng->n)
-        compact(eng);
+    if (++eng->n_dead > 64 && 2 * eng->n_dead > eng->n) compact(eng);
     return true;
 }
 
@@ -246,8 +238,7 @@ uint64_t pp_engine_run(pp_engine *eng, double until) {
             eng->n_dead--;
             continue;
         }
-        if (!(top.t <= until))
-            break;
+        if (!(top.t <= until)) break;
         pp_event_fn fn = sl->fn;
         void *ctx = sl->ctx;
         uint64_t arg = sl->arg;
@@ -258,8 +249,7 @@ uint64_t pp_engine_run(pp_engine *eng, double until) {
         ran++;
         fn(eng, ctx, arg);
     }
-    if (isfinite(until) && until > eng->now)
-        eng->now = until;
+    if (isfinite(until) && until > eng->now) eng->now = until;
     eng->running = false;
     return ran;
 }

@@ -50,7 +50,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define DONE_REL_TOL 1e-9   /* a flow is done when left <= this * bytes */
+#define DONE_REL_TOL 1e-9 /* a flow is done when left <= this * bytes */
 
 pp_flownet *pp_flownet_new(pp_engine *eng, const double *capacity_Bps,
                            size_t n_links) {
@@ -61,11 +61,10 @@ pp_flownet *pp_flownet_new(pp_engine *eng, const double *capacity_Bps,
     size_t lsz = (n_links ? n_links : 1) * sizeof *net->links;
     lsz = (lsz + 63) / 64 * 64; /* aligned_alloc wants a multiple */
     net->links = aligned_alloc(64, lsz);
-    if (!net->links)
-        pp_oom();
+    if (!net->links) pp_oom();
     memset(net->links, 0, lsz);
-    net->link_bytes = pp_xcalloc(n_links ? n_links : 1,
-                                 sizeof *net->link_bytes);
+    net->link_bytes =
+        pp_xcalloc(n_links ? n_links : 1, sizeof *net->link_bytes);
     net->busy = pp_xmalloc((n_links ? n_links : 1) * sizeof *net->busy);
     net->left_level = INFINITY;
     double now = pp_engine_now(eng);
@@ -80,19 +79,15 @@ pp_flownet *pp_flownet_new(pp_engine *eng, const double *capacity_Bps,
 }
 
 void pp_flownet_free(pp_flownet *net) {
-    if (!net)
-        return;
-    if (net->armed)
-        pp_engine_cancel(net->eng, net->armed);
-    if (net->resolve)
-        pp_engine_cancel(net->eng, net->resolve);
+    if (!net) return;
+    if (net->armed) pp_engine_cancel(net->eng, net->armed);
+    if (net->resolve) pp_engine_cancel(net->eng, net->resolve);
     for (size_t s = 0; s < net->n_fl; s++) {
         if (net->fl[s].state == F_WAIT)
             pp_engine_cancel(net->eng, net->fl[s].timer);
         free(net->fl[s].path);
     }
-    for (size_t l = 0; l < net->n_links; l++)
-        free(net->links[l].fl);
+    for (size_t l = 0; l < net->n_links; l++) free(net->links[l].fl);
     free(net->links);
     free(net->link_bytes);
     free(net->fl);
@@ -129,13 +124,11 @@ static void on_latency(pp_engine *eng, void *ctx, uint64_t arg);
  * queueing one behind the other. */
 static inline void prefetch_links(const pp_flownet *net, const int32_t *path,
                                   int32_t n) {
-    for (int32_t h = 0; h < n; h++)
-        prefetch(&net->links[path[h]]);
+    for (int32_t h = 0; h < n; h++) prefetch(&net->links[path[h]]);
 }
 
 static void seed_link(pp_flownet *net, int32_t l) {
-    if (net->links[l].seed)
-        return;
+    if (net->links[l].seed) return;
     net->links[l].seed = true;
     PP_VEC_RESERVE(net->seeds, net->cap_seeds, net->n_seeds + 1, 16);
     net->seeds[net->n_seeds++] = l;
@@ -151,12 +144,9 @@ static void want_resolve(pp_flownet *net) {
 /* Keeps exactly one completion event armed, at the heap top's time. */
 void pp__flow_rearm(pp_flownet *net) {
     double t = INFINITY;
-    if (net->done_heap.n > 0)
-        t = net->done_heap.a[0].k;
-    if (net->armed && net->armed_t == t)
-        return;
-    if (net->armed)
-        pp_engine_cancel(net->eng, net->armed);
+    if (net->done_heap.n > 0) t = net->done_heap.a[0].k;
+    if (net->armed && net->armed_t == t) return;
+    if (net->armed) pp_engine_cancel(net->eng, net->armed);
     net->armed = 0;
     if (isfinite(t)) {
         net->armed = pp_engine_at(net->eng, t, on_complete, net, 0);
@@ -165,8 +155,7 @@ void pp__flow_rearm(pp_flownet *net) {
 }
 
 static int32_t slot_new(pp_flownet *net) {
-    if (net->n_free > 0)
-        return net->free_fl[--net->n_free];
+    if (net->n_free > 0) return net->free_fl[--net->n_free];
     if (net->n_fl == net->cap_fl) {
         size_t c = net->cap_fl;
         PP_VEC_RESERVE(net->fl, c, net->n_fl + 1, 64);
@@ -195,10 +184,8 @@ pp_flow_id pp_flow_start(pp_flownet *net, const int32_t *path, size_t n,
         !isfinite(lat_s) || n > INT32_MAX / 2)
         return PP_EINVAL;
     for (size_t i = 0; i < n; i++)
-        if (path[i] < 0 || (size_t)path[i] >= net->n_links)
-            return PP_EINVAL;
-    if (net->n_ids >= INT32_MAX)
-        return PP_ERANGE;
+        if (path[i] < 0 || (size_t)path[i] >= net->n_links) return PP_EINVAL;
+    if (net->n_ids >= INT32_MAX) return PP_ERANGE;
 
     int32_t s = slot_new(net);
     flow *f = &net->fl[s];
@@ -207,8 +194,7 @@ pp_flow_id pp_flow_start(pp_flownet *net, const int32_t *path, size_t n,
         f->path = pp_xmalloc(2 * n * sizeof *f->path);
         f->path_cap = (int32_t)n;
     }
-    if (n)
-        memcpy(f->path, path, n * sizeof *path);
+    if (n) memcpy(f->path, path, n * sizeof *path);
     f->n = (int32_t)n;
     net->f_n[s] = (int32_t)n;
     f->bytes = bytes;
@@ -233,14 +219,13 @@ pp_flow_id pp_flow_start(pp_flownet *net, const int32_t *path, size_t n,
     if (lat_s == 0 && bytes > 0 && n > 0)
         on_latency(net->eng, net, (uint64_t)f->id);
     else
-        f->timer = pp_engine_after(net->eng, lat_s, on_latency, net,
-                                   (uint64_t)f->id);
+        f->timer =
+            pp_engine_after(net->eng, lat_s, on_latency, net, (uint64_t)f->id);
     return f->id;
 }
 
 double pp_flow_rate(const pp_flownet *net, pp_flow_id id) {
-    if (id < 0 || (size_t)id >= net->n_ids || net->slot_of[id] < 0)
-        return -1.0;
+    if (id < 0 || (size_t)id >= net->n_ids || net->slot_of[id] < 0) return -1.0;
     const flow *f = &net->fl[net->slot_of[id]];
     return f->state == F_ACTIVE ? f->rate : 0.0;
 }
@@ -255,8 +240,7 @@ static void finish_unjoined(pp_flownet *net, int32_t s) {
     net->slot_of[id] = -1;
     net->st.flows_done++;
     slot_release(net, s);
-    if (done)
-        done(net, id, ctx, arg);
+    if (done) done(net, id, ctx, arg);
 }
 
 static void on_latency(pp_engine *eng, void *ctx, uint64_t arg) {
@@ -292,16 +276,14 @@ static void on_latency(pp_engine *eng, void *ctx, uint64_t arg) {
     PP_VEC_RESERVE(net->active, net->cap_active, net->n_active + 1, 16);
     f->apos = (int32_t)net->n_active;
     net->active[net->n_active++] = s;
-    if (net->n_active > net->st.max_active)
-        net->st.max_active = net->n_active;
+    if (net->n_active > net->st.max_active) net->st.max_active = net->n_active;
     want_resolve(net);
 }
 
 /* Takes a finished flow out of its links and the active list. */
 static void leave(pp_flownet *net, int32_t s) {
     flow *f = &net->fl[s];
-    if (f->rate < net->left_level)
-        net->left_level = f->rate;
+    if (f->rate < net->left_level) net->left_level = f->rate;
     int32_t *pos = f->path + f->n;
     prefetch_links(net, f->path, f->n);
     for (int32_t h = 0; h < f->n; h++) {
@@ -364,8 +346,7 @@ static void on_complete(pp_engine *eng, void *ctx, uint64_t arg) {
         void *dctx = f->ctx;
         uint64_t darg = f->arg;
         slot_release(net, s);
-        if (done)
-            done(net, id, dctx, darg);
+        if (done) done(net, id, dctx, darg);
     }
 }
 

@@ -29,8 +29,7 @@
 
 static int check_flow(const pp_flownet *net, int32_t s, pp_error *e) {
     const flow *f = &net->fl[s];
-    if (f->state == F_FREE)
-        return 0;
+    if (f->state == F_FREE) return 0;
     if (f->id < 0 || (size_t)f->id >= net->n_ids || net->slot_of[f->id] != s)
         FAIL("flow slot %d: id %d does not map back to it", s, f->id);
     bool in_links = f->state == F_JOINED || f->state == F_ACTIVE;
@@ -38,10 +37,9 @@ static int check_flow(const pp_flownet *net, int32_t s, pp_error *e) {
         FAIL("flow %d is active with rate %g", f->id, f->rate);
     if (f->state == F_ACTIVE) {
         int32_t h = net->hpos[s];
-        if (h < 0 || (size_t)h >= net->done_heap.n
-            || net->done_heap.a[h].item != s)
-            FAIL("flow %d is active but not at its heap position %d", f->id,
-                 h);
+        if (h < 0 || (size_t)h >= net->done_heap.n ||
+            net->done_heap.a[h].item != s)
+            FAIL("flow %d is active but not at its heap position %d", f->id, h);
         if (net->done_heap.a[h].k != f->t_end)
             FAIL("flow %d: heap key %.17g, completion time %.17g", f->id,
                  net->done_heap.a[h].k, f->t_end);
@@ -50,18 +48,17 @@ static int check_flow(const pp_flownet *net, int32_t s, pp_error *e) {
              net->hpos[s]);
     }
     if (in_links) {
-        if (f->apos < 0 || (size_t)f->apos >= net->n_active
-            || net->active[f->apos] != s)
-            FAIL("flow %d: active-list position %d is stale", f->id,
-                 f->apos);
+        if (f->apos < 0 || (size_t)f->apos >= net->n_active ||
+            net->active[f->apos] != s)
+            FAIL("flow %d: active-list position %d is stale", f->id, f->apos);
         const int32_t *pos = f->path + f->n;
         for (int32_t h = 0; h < f->n; h++) {
             int32_t l = f->path[h];
             if (l < 0 || (size_t)l >= net->n_links)
                 FAIL("flow %d: hop %d on link %d, out of range", f->id, h, l);
             const link *lk = &net->links[l];
-            if (pos[h] < 0 || (uint32_t)pos[h] >= lk->n
-                || lk->fl[pos[h]].slot != s || lk->fl[pos[h]].hop != h)
+            if (pos[h] < 0 || (uint32_t)pos[h] >= lk->n ||
+                lk->fl[pos[h]].slot != s || lk->fl[pos[h]].hop != h)
                 FAIL("flow %d: hop %d's entry %d in link %d's list is stale",
                      f->id, h, pos[h], l);
         }
@@ -79,23 +76,23 @@ static int check_link(const pp_flownet *net, size_t l, size_t *busy,
             FAIL("link %zu: entry %u names slot %d, out of range", l, k,
                  x.slot);
         const flow *f = &net->fl[x.slot];
-        if ((f->state != F_JOINED && f->state != F_ACTIVE) || x.hop < 0
-            || x.hop >= f->n || f->path[x.hop] != (int32_t)l
-            || f->path[f->n + x.hop] != (int32_t)k)
+        if ((f->state != F_JOINED && f->state != F_ACTIVE) || x.hop < 0 ||
+            x.hop >= f->n || f->path[x.hop] != (int32_t)l ||
+            f->path[f->n + x.hop] != (int32_t)k)
             FAIL("link %zu: entry %u (slot %d, hop %d) does not match its "
-                 "flow", l, k, x.slot, x.hop);
-        if (f->state == F_ACTIVE)
-            sum += f->rate;
+                 "flow",
+                 l, k, x.slot, x.hop);
+        if (f->state == F_ACTIVE) sum += f->rate;
     }
     if (sum > lk->cap_Bps * (1 + CAP_REL_TOL))
-        FAIL("link %zu carries %.17g B/s over its capacity %.17g B/s", l,
-             sum, lk->cap_Bps);
+        FAIL("link %zu carries %.17g B/s over its capacity %.17g B/s", l, sum,
+             lk->cap_Bps);
     if (lk->n > 0) {
         (*busy)++;
-        if (lk->bpos < 0 || (size_t)lk->bpos >= net->n_busy
-            || net->busy[lk->bpos] != (int32_t)l)
-            FAIL("link %zu carries flows but its busy position %d is stale",
-                 l, lk->bpos);
+        if (lk->bpos < 0 || (size_t)lk->bpos >= net->n_busy ||
+            net->busy[lk->bpos] != (int32_t)l)
+            FAIL("link %zu carries flows but its busy position %d is stale", l,
+                 lk->bpos);
     } else if (lk->bpos >= 0) {
         FAIL("link %zu carries no flow but is in the busy list", l);
     }
@@ -105,24 +102,20 @@ static int check_link(const pp_flownet *net, size_t l, size_t *busy,
 int pp__flownet_check(const pp_flownet *net, pp_error *e) {
     for (size_t s = 0; s < net->n_fl; s++) {
         int rc = check_flow(net, (int32_t)s, e);
-        if (rc)
-            return rc;
+        if (rc) return rc;
     }
     size_t busy = 0;
     for (size_t l = 0; l < net->n_links; l++) {
         int rc = check_link(net, l, &busy, e);
-        if (rc)
-            return rc;
+        if (rc) return rc;
     }
     if (busy != net->n_busy)
-        FAIL("%zu links carry flows, the busy list has %zu", busy,
-             net->n_busy);
+        FAIL("%zu links carry flows, the busy list has %zu", busy, net->n_busy);
     const pp_iheap *h = &net->done_heap;
     for (size_t i = 0; i < h->n; i++) {
         int32_t s = h->a[i].item;
         if (s < 0 || (size_t)s >= net->n_fl || net->hpos[s] != (int32_t)i)
-            FAIL("heap entry %zu (slot %d) disagrees with its position", i,
-                 s);
+            FAIL("heap entry %zu (slot %d) disagrees with its position", i, s);
         if (i > 0 && pp_ikey_less(&h->a[i], &h->a[(i - 1) / 2]))
             FAIL("heap entry %zu is less than its parent", i);
     }
@@ -137,8 +130,7 @@ int pp__flownet_check(const pp_flownet *net, pp_error *e) {
 void pp__flownet_check_or_die(const pp_flownet *net) {
     pp_error e = PP_ERROR_INIT;
     if (pp__flownet_check(net, &e)) {
-        fprintf(stderr, "podplan: flow network invariant broken: %s\n",
-                e.msg);
+        fprintf(stderr, "podplan: flow network invariant broken: %s\n", e.msg);
         abort();
     }
 }

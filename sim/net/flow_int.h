@@ -17,9 +17,9 @@
 
 /* ---- the max-min solver (maxmin.c) ------------------------------------ */
 typedef struct mm_scratch {
-    double *rc;     /* remaining capacity per link */
-    int32_t *cnt;   /* unfrozen flows per link */
-    bool *dirty;    /* rc or cnt changed since the link's key was set */
+    double *rc;   /* remaining capacity per link */
+    int32_t *cnt; /* unfrozen flows per link */
+    bool *dirty;  /* rc or cnt changed since the link's key was set */
     size_t cap;
     pp_iheap h;
 } mm_scratch;
@@ -44,15 +44,15 @@ typedef struct lentry {
  * counter included, rather than in an array of its own) is what bounds
  * their cost. */
 typedef struct link {
-    lentry *fl;     /* the joined flows crossing this link */
+    lentry *fl; /* the joined flows crossing this link */
     uint32_t n, cap;
     double cap_Bps;
-    double rate;    /* sum of its flows' rates since t */
-    double t;       /* bytes is exact up to t */
-    double bytes;   /* carried so far (copied out by link_bytes) */
-    uint32_t mark;  /* walk epoch */
-    int32_t bpos;   /* index in net->busy while it carries flows, else -1 */
-    bool seed;      /* changed since the last update */
+    double rate;   /* sum of its flows' rates since t */
+    double t;      /* bytes is exact up to t */
+    double bytes;  /* carried so far (copied out by link_bytes) */
+    uint32_t mark; /* walk epoch */
+    int32_t bpos;  /* index in net->busy while it carries flows, else -1 */
+    bool seed;     /* changed since the last update */
 } link;
 
 _Static_assert(sizeof(link) <= 64, "a link should fit one cache line");
@@ -61,16 +61,16 @@ enum { F_FREE, F_WAIT, F_JOINED, F_ACTIVE };
 
 typedef struct flow {
     double bytes;
-    double left;     /* bytes left at t_last */
-    double rate;     /* since t_last */
+    double left; /* bytes left at t_last */
+    double rate; /* since t_last */
     double t_last;
-    double t_end;    /* completion time at this rate (the heap key) */
-    int32_t *path;   /* n link ids, then n positions in those links' lists */
+    double t_end;  /* completion time at this rate (the heap key) */
+    int32_t *path; /* n link ids, then n positions in those links' lists */
     int32_t n, path_cap;
     pp_flow_id id;
     int32_t state;
-    int32_t apos;    /* index in net->active, or -1 */
-    pp_timer timer;  /* the latency event while F_WAIT */
+    int32_t apos;   /* index in net->active, or -1 */
+    pp_timer timer; /* the latency event while F_WAIT */
     pp_flow_done_fn done;
     void *ctx;
     uint64_t arg;
@@ -82,44 +82,44 @@ struct pp_flownet {
     size_t n_links;
     double *link_bytes;
 
-    flow *fl;           /* slots, recycled */
-    int32_t *hpos;      /* completion-heap position per slot */
-    int32_t *f_local;   /* per slot: index in the component being solved */
-    int32_t *f_n;       /* per slot: hops of its path (flow.n, dense) */
-    uint32_t *f_mark;   /* per slot: walk epoch (kept apart from flow for
+    flow *fl;         /* slots, recycled */
+    int32_t *hpos;    /* completion-heap position per slot */
+    int32_t *f_local; /* per slot: index in the component being solved */
+    int32_t *f_n;     /* per slot: hops of its path (flow.n, dense) */
+    uint32_t *f_mark; /* per slot: walk epoch (kept apart from flow for
                            the walk's cache footprint) */
     size_t n_fl, cap_fl;
     int32_t *free_fl;
     size_t n_free;
 
-    int32_t *slot_of;   /* flow id -> slot, -1 once finished */
+    int32_t *slot_of; /* flow id -> slot, -1 once finished */
     size_t n_ids, cap_ids;
 
-    int32_t *active;    /* joined flows (slots) */
+    int32_t *active; /* joined flows (slots) */
     size_t n_active, cap_active;
-    int32_t *busy;      /* links that carry flows (for full solves) */
+    int32_t *busy; /* links that carry flows (for full solves) */
     size_t n_busy;
 
-    pp_iheap done_heap;    /* ACTIVE flows by t_end */
+    pp_iheap done_heap; /* ACTIVE flows by t_end */
     pp_timer armed;     /* the completion event, 0 if none */
     double armed_t;
-    pp_timer resolve;   /* the batched update at now, 0 if none */
+    pp_timer resolve; /* the batched update at now, 0 if none */
 
-    int32_t *seeds;     /* links changed since the last update */
+    int32_t *seeds; /* links changed since the last update */
     size_t n_seeds, cap_seeds;
-    int32_t *fin;       /* slots finishing in one completion event */
+    int32_t *fin; /* slots finishing in one completion event */
     size_t n_fin, cap_fin;
 
     /* One update's component and its CSR form (reused). */
     uint32_t epoch;
     int32_t *c_links, *c_flows;
     size_t cap_c_links, cap_c_flows;
-    size_t n_cseeds;    /* the first links of c_links are the seeds */
-    double c_level;     /* flows below this rate keep it (see gather) */
-    double left_level;  /* least rate of the flows that left since the
+    size_t n_cseeds;   /* the first links of c_links are the seeds */
+    double c_level;    /* flows below this rate keep it (see gather) */
+    double left_level; /* least rate of the flows that left since the
                            last update */
-    size_t n_joined;    /* flows that joined since the last update */
-    double *lv;         /* join_level's scratch */
+    size_t n_joined;   /* flows that joined since the last update */
+    double *lv;        /* join_level's scratch */
     size_t cap_lv;
     double *c_cap, *c_rate, *c_out;
     size_t cap_c_cap, cap_c_rate, cap_c_out;

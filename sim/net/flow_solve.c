@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define FULL_FRACTION 0.5   /* coupled share of active flows: full solve */
+#define FULL_FRACTION 0.5 /* coupled share of active flows: full solve */
 
 /* How far ahead the passes over the component's links and flows ask for
  * the lines they will need: their targets are scattered, and asked for
@@ -24,8 +24,7 @@ static void take_links(pp_flownet *net, int32_t s, size_t *nl) {
     const flow *f = &net->fl[s];
     for (int32_t h = 0; h < f->n; h++) {
         link *lk = &net->links[f->path[h]];
-        if (lk->mark == net->epoch)
-            continue;
+        if (lk->mark == net->epoch) continue;
         lk->mark = net->epoch;
         PP_VEC_RESERVE(net->c_links, net->cap_c_links, *nl + 1, 16);
         net->c_links[(*nl)++] = f->path[h];
@@ -34,10 +33,8 @@ static void take_links(pp_flownet *net, int32_t s, size_t *nl) {
 
 static void next_epoch(pp_flownet *net) {
     if (++net->epoch == 0) { /* wrapped: clear every mark once */
-        for (size_t l = 0; l < net->n_links; l++)
-            net->links[l].mark = 0;
-        for (size_t s = 0; s < net->n_fl; s++)
-            net->f_mark[s] = 0;
+        for (size_t l = 0; l < net->n_links; l++) net->links[l].mark = 0;
+        for (size_t s = 0; s < net->n_fl; s++) net->f_mark[s] = 0;
         net->epoch = 1;
     }
 }
@@ -71,16 +68,14 @@ static double join_level(pp_flownet *net, const link *lk) {
         else
             net->lv[m++] = f->rate;
     }
-    if (k == 0)
-        return INFINITY;
+    if (k == 0) return INFINITY;
     qsort(net->lv, m, sizeof *net->lv, cmp_double);
     /* Between the i-th and (i+1)-th smallest rates the load is the sum of
      * the i smallest plus (m - i + k) t. */
     double below = 0;
     for (size_t i = 0; i < m; i++) {
         double t = (lk->cap_Bps - below) / (double)(m - i + k);
-        if (t <= net->lv[i])
-            return t;
+        if (t <= net->lv[i]) return t;
         below += net->lv[i];
     }
     return (lk->cap_Bps - below) / (double)k;
@@ -95,11 +90,9 @@ static void take_flows(pp_flownet *net, size_t i, size_t *nf, size_t *nl) {
     PP_VEC_RESERVE(net->c_flows, net->cap_c_flows, *nf + lk->n, 16);
     for (size_t k = 0; k < lk->n; k++) {
         int32_t s = lk->fl[k].slot;
-        if (net->f_mark[s] == net->epoch)
-            continue;
+        if (net->f_mark[s] == net->epoch) continue;
         const flow *f = &net->fl[s];
-        if (f->state == F_ACTIVE && f->rate < lv)
-            continue;
+        if (f->state == F_ACTIVE && f->rate < lv) continue;
         net->f_mark[s] = net->epoch;
         net->c_flows[(*nf)++] = s;
         prefetch(f->path);
@@ -125,8 +118,7 @@ static void take_all(pp_flownet *net, size_t *nf_out, size_t *nl_out) {
     for (size_t a = 0; a < net->n_active; a++) {
         int32_t s = net->active[a];
         const flow *f = &net->fl[s];
-        if (f->state == F_ACTIVE && f->rate < net->c_level)
-            continue;
+        if (f->state == F_ACTIVE && f->rate < net->c_level) continue;
         net->f_mark[s] = net->epoch;
         net->c_flows[nf++] = s;
     }
@@ -156,8 +148,7 @@ static bool gather(pp_flownet *net, size_t *nf_out, size_t *nl_out) {
         net->c_links[nl++] = net->seeds[i];
         if (net->n_joined > 0) { /* else only flows left: no join level */
             double t = join_level(net, lk);
-            if (t < level)
-                level = t;
+            if (t < level) level = t;
         }
     }
     net->n_seeds = 0;
@@ -170,8 +161,7 @@ static bool gather(pp_flownet *net, size_t *nf_out, size_t *nl_out) {
      * before their links are: the same order of flows and links as taking
      * each in turn, with their lines asked for together. */
     for (size_t i = 0; i < nl; i++) {
-        if (i + AHEAD < nl)
-            prefetch(&net->links[net->c_links[i + AHEAD]]);
+        if (i + AHEAD < nl) prefetch(&net->links[net->c_links[i + AHEAD]]);
         if (i + AHEAD / 2 < nl)
             prefetch(net->links[net->c_links[i + AHEAD / 2]].fl);
         take_flows(net, i, &nf, &nl);
@@ -180,8 +170,7 @@ static bool gather(pp_flownet *net, size_t *nf_out, size_t *nl_out) {
             break;
         }
     }
-    if (full)
-        take_all(net, &nf, &nl);
+    if (full) take_all(net, &nf, &nl);
     *nf_out = nf;
     *nl_out = nl;
     return full;
@@ -214,14 +203,12 @@ static void build_csr(pp_flownet *net, size_t nf, size_t nl, double now,
             else
                 out += net->fl[s].rate;
         }
-        if (n < lk->n)
-            *kept = true;
+        if (n < lk->n) *kept = true;
         net->c_out[i] = out;
         net->c_cap[i] = n < lk->n ? fmax(lk->cap_Bps - out, 0) : lk->cap_Bps;
         net->lf_off[i] = (int32_t)hops;
         hops += n;
-        if (n > *max_n)
-            *max_n = n;
+        if (n > *max_n) *max_n = n;
     }
     net->lf_off[nl] = (int32_t)hops;
     if (*max_n <= 1 && !*kept)
@@ -246,8 +233,7 @@ static void build_csr(pp_flownet *net, size_t nf, size_t nl, double now,
         int32_t *out = net->lf + net->lf_off[i];
         for (size_t k = 0; k < lk->n; k++) {
             lentry x = lk->fl[k];
-            if (net->f_mark[x.slot] != net->epoch)
-                continue;
+            if (net->f_mark[x.slot] != net->epoch) continue;
             int32_t j = net->f_local[x.slot];
             *out++ = j;
             net->f_links[net->f_off[j] + x.hop] = (int32_t)i;
@@ -299,17 +285,14 @@ void pp__flow_on_resolve(pp_engine *eng, void *ctx, uint64_t arg) {
             double r = INFINITY;
             for (int32_t h = 0; h < f->n; h++) {
                 double c = net->links[f->path[h]].cap_Bps;
-                if (c < r)
-                    r = c;
+                if (c < r) r = c;
             }
-            for (int32_t h = 0; h < f->n; h++)
-                net->links[f->path[h]].rate = r;
+            for (int32_t h = 0; h < f->n; h++) net->links[f->path[h]].rate = r;
             net->c_rate[j] = r;
         }
         for (size_t i = 0; i < nl; i++) {
             link *lk = &net->links[net->c_links[i]];
-            if (lk->n == 0)
-                lk->rate = 0;
+            if (lk->n == 0) lk->rate = 0;
         }
     } else {
         pp__maxmin_core((int32_t)nl, net->c_cap, net->lf_off, net->lf,
@@ -334,8 +317,7 @@ void pp__flow_on_resolve(pp_engine *eng, void *ctx, uint64_t arg) {
             continue;
         } else {
             f->left -= f->rate * (now - f->t_last);
-            if (f->left < 0)
-                f->left = 0;
+            if (f->left < 0) f->left = 0;
         }
         f->t_last = now;
         f->rate = r;
@@ -352,8 +334,7 @@ void pp__flow_on_resolve(pp_engine *eng, void *ctx, uint64_t arg) {
             pp_iheap_update(dh, net->hpos, s, f->t_end);
         }
     }
-    if (bulk)
-        pp_iheap_heapify(dh, net->hpos);
+    if (bulk) pp_iheap_heapify(dh, net->hpos);
     /* Link rate sums from scratch (no drift from adding and subtracting),
      * read off the component's CSR: c_rate holds the rate now of every
      * component flow of a link, c_out the sum of the others'. */

@@ -38,8 +38,7 @@ static inline void mm_up(pp_iheap *h, size_t i) {
     pp_ikey x = h->a[i];
     while (i > 0) {
         size_t p = (i - 1) / 2;
-        if (!pp_ikey_less(&x, &h->a[p]))
-            break;
+        if (!pp_ikey_less(&x, &h->a[p])) break;
         h->a[i] = h->a[p];
         i = p;
     }
@@ -50,12 +49,9 @@ static inline void mm_down(pp_iheap *h, size_t i) {
     pp_ikey x = h->a[i];
     for (;;) {
         size_t c = 2 * i + 1;
-        if (c >= h->n)
-            break;
-        if (c + 1 < h->n && pp_ikey_less(&h->a[c + 1], &h->a[c]))
-            c++;
-        if (!pp_ikey_less(&h->a[c], &x))
-            break;
+        if (c >= h->n) break;
+        if (c + 1 < h->n && pp_ikey_less(&h->a[c + 1], &h->a[c])) c++;
+        if (!pp_ikey_less(&h->a[c], &x)) break;
         h->a[i] = h->a[c];
         i = c;
     }
@@ -63,8 +59,7 @@ static inline void mm_down(pp_iheap *h, size_t i) {
 }
 
 static inline void mm_pop(pp_iheap *h) {
-    if (--h->n == 0)
-        return;
+    if (--h->n == 0) return;
     h->a[0] = h->a[h->n];
     mm_down(h, 0);
 }
@@ -82,8 +77,8 @@ static inline void mm_pop(pp_iheap *h) {
  * makes a hop O(1) instead of a heap update, and a link whose many flows
  * freeze at once is re-keyed once. */
 void pp__maxmin_core(int32_t nl, const double *cap, const int32_t *lf_off,
-                        const int32_t *lf, int32_t nf, const int32_t *f_off,
-                        const int32_t *fl, double *rate, mm_scratch *s) {
+                     const int32_t *lf, int32_t nf, const int32_t *f_off,
+                     const int32_t *fl, double *rate, mm_scratch *s) {
     if ((size_t)nl > s->cap) {
         s->cap = (size_t)nl > 2 * s->cap ? (size_t)nl : 2 * s->cap;
         s->rc = pp_xrealloc(s->rc, s->cap * sizeof *s->rc);
@@ -111,18 +106,15 @@ void pp__maxmin_core(int32_t nl, const double *cap, const int32_t *lf_off,
         int32_t j = f_off[f];
         for (; j < f_off[f + 1]; j++) {
             int32_t m = fl[j];
-            if (s->cnt[m] != 1)
-                break;
-            if (cap[m] < r)
-                r = cap[m];
+            if (s->cnt[m] != 1) break;
+            if (cap[m] < r) r = cap[m];
         }
         if (j < f_off[f + 1]) {
             rate[f] = -1.0; /* unfrozen */
             continue;
         }
         rate[f] = r;
-        for (j = f_off[f]; j < f_off[f + 1]; j++)
-            s->cnt[fl[j]] = 0;
+        for (j = f_off[f]; j < f_off[f + 1]; j++) s->cnt[fl[j]] = 0;
     }
     s->h.n = 0;
     for (int32_t l = 0; l < nl; l++) {
@@ -142,11 +134,9 @@ void pp__maxmin_core(int32_t nl, const double *cap, const int32_t *lf_off,
              * the top in the same order, with the same key, as before. */
             size_t k = 0;
             for (size_t i = 0; i < s->h.n; i++)
-                if (s->cnt[s->h.a[i].item] > 0)
-                    s->h.a[k++] = s->h.a[i];
+                if (s->cnt[s->h.a[i].item] > 0) s->h.a[k++] = s->h.a[i];
             s->h.n = k;
-            for (size_t i = k / 2; i-- > 0;)
-                mm_down(&s->h, i);
+            for (size_t i = k / 2; i-- > 0;) mm_down(&s->h, i);
             dead = 0;
             continue;
         }
@@ -164,12 +154,10 @@ void pp__maxmin_core(int32_t nl, const double *cap, const int32_t *lf_off,
         }
         double share = s->h.a[0].k;
         mm_pop(&s->h);
-        if (share < 0)
-            share = 0; /* rounding left a hair below zero */
+        if (share < 0) share = 0; /* rounding left a hair below zero */
         for (int32_t i = lf_off[l]; i < lf_off[l + 1]; i++) {
             int32_t f = lf[i];
-            if (rate[f] >= 0)
-                continue;
+            if (rate[f] >= 0) continue;
             rate[f] = share;
             for (int32_t j = f_off[f]; j < f_off[f + 1]; j++) {
                 int32_t m = fl[j];
@@ -181,13 +169,12 @@ void pp__maxmin_core(int32_t nl, const double *cap, const int32_t *lf_off,
         }
     }
     for (int32_t f = 0; f < nf; f++)
-        if (rate[f] < 0)
-            rate[f] = INFINITY;
+        if (rate[f] < 0) rate[f] = INFINITY;
 }
 
-int pp_maxmin_solve(size_t n_links, const double *capacity_Bps,
-                    size_t n_flows, const int32_t *off, const int32_t *links,
-                    double *rates, pp_error *e) {
+int pp_maxmin_solve(size_t n_links, const double *capacity_Bps, size_t n_flows,
+                    const int32_t *off, const int32_t *links, double *rates,
+                    pp_error *e) {
     if (n_links > INT32_MAX || n_flows > INT32_MAX)
         return pp_error_set(e, PP_EINVAL, "maxmin: too many links or flows");
     if (off[0] != 0)
@@ -199,8 +186,8 @@ int pp_maxmin_solve(size_t n_links, const double *capacity_Bps,
     for (size_t l = 0; l < n_links; l++)
         if (!(capacity_Bps[l] >= 0))
             return pp_error_set(e, PP_EINVAL,
-                                "maxmin: link %zu: capacity %g is negative",
-                                l, capacity_Bps[l]);
+                                "maxmin: link %zu: capacity %g is negative", l,
+                                capacity_Bps[l]);
     size_t n_hops = (size_t)off[n_flows];
     for (size_t j = 0; j < n_hops; j++)
         if (links[j] < 0 || (size_t)links[j] >= n_links)
@@ -211,10 +198,8 @@ int pp_maxmin_solve(size_t n_links, const double *capacity_Bps,
     /* Transpose the paths into per-link flow lists (counting sort). */
     int32_t *lf_off = pp_xcalloc(n_links + 1, sizeof *lf_off);
     int32_t *lf = pp_xmalloc((n_hops ? n_hops : 1) * sizeof *lf);
-    for (size_t j = 0; j < n_hops; j++)
-        lf_off[links[j] + 1]++;
-    for (size_t l = 0; l < n_links; l++)
-        lf_off[l + 1] += lf_off[l];
+    for (size_t j = 0; j < n_hops; j++) lf_off[links[j] + 1]++;
+    for (size_t l = 0; l < n_links; l++) lf_off[l + 1] += lf_off[l];
     int32_t *fill = pp_xmalloc((n_links ? n_links : 1) * sizeof *fill);
     memcpy(fill, lf_off, n_links * sizeof *fill);
     for (size_t f = 0; f < n_flows; f++)
@@ -222,12 +207,11 @@ int pp_maxmin_solve(size_t n_links, const double *capacity_Bps,
             lf[fill[links[j]]++] = (int32_t)f;
 
     mm_scratch s = {0};
-    pp__maxmin_core((int32_t)n_links, capacity_Bps, lf_off, lf, (int32_t)n_flows,
-                off, links, rates, &s);
+    pp__maxmin_core((int32_t)n_links, capacity_Bps, lf_off, lf,
+                    (int32_t)n_flows, off, links, rates, &s);
     pp__mm_scratch_fini(&s);
     free(fill);
     free(lf);
     free(lf_off);
     return 0;
 }
-

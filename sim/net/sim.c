@@ -35,7 +35,7 @@ typedef struct xfer {
     pp_sim_done_fn done;
     void *ctx;
     uint64_t arg;
-    uint64_t key;      /* ECMP key, to find the path again when tracing */
+    uint64_t key; /* ECMP key, to find the path again when tracing */
     double t0, bytes;
     int32_t src, dst;
     int32_t ways;      /* sub-transfers (NVSwitch chips), 1 normally */
@@ -49,8 +49,8 @@ struct pp_sim {
     pp_fidelity fid;
     pp_engine *eng;
     pp_router *router;
-    pp_flownet *net;     /* flow fidelity only */
-    double *link_bytes;  /* analytic fidelity only */
+    pp_flownet *net;    /* flow fidelity only */
+    double *link_bytes; /* analytic fidelity only */
     size_t n_links;
     size_t n_devs;
 
@@ -58,13 +58,12 @@ struct pp_sim {
     size_t n_pool, cap_pool;
     int32_t free_head;
 
-    pp__trace *trace;    /* NULL unless tracing */
+    pp__trace *trace; /* NULL unless tracing */
 };
 
-int pp_sim_new(const pp_cluster *c, pp_fidelity f, uint64_t seed,
-               pp_sim **out, pp_error *e) {
-    if (!c || !out)
-        return pp_error_set(e, PP_EINVAL, "pp_sim_new: no cluster");
+int pp_sim_new(const pp_cluster *c, pp_fidelity f, uint64_t seed, pp_sim **out,
+               pp_error *e) {
+    if (!c || !out) return pp_error_set(e, PP_EINVAL, "pp_sim_new: no cluster");
     if (f != PP_FIDELITY_ANALYTIC && f != PP_FIDELITY_FLOW)
         return pp_error_set(e, PP_EINVAL, "pp_sim_new: unknown fidelity %d",
                             (int)f);
@@ -84,21 +83,19 @@ int pp_sim_new(const pp_cluster *c, pp_fidelity f, uint64_t seed,
     s->eng = pp_engine_new();
     if (f == PP_FIDELITY_FLOW) {
         double *cap = pp_xmalloc((n_links ? n_links : 1) * sizeof *cap);
-        for (size_t l = 0; l < n_links; l++)
-            cap[l] = links[l].bw_Bps;
+        for (size_t l = 0; l < n_links; l++) cap[l] = links[l].bw_Bps;
         s->net = pp_flownet_new(s->eng, cap, n_links);
         free(cap);
     } else {
-        s->link_bytes = pp_xcalloc(n_links ? n_links : 1,
-                                   sizeof *s->link_bytes);
+        s->link_bytes =
+            pp_xcalloc(n_links ? n_links : 1, sizeof *s->link_bytes);
     }
     *out = s;
     return 0;
 }
 
 void pp_sim_free(pp_sim *s) {
-    if (!s)
-        return;
+    if (!s) return;
     pp__trace_free(s->trace);
     pp_flownet_free(s->net); /* before the engine it cancels events on */
     pp_engine_free(s->eng);
@@ -108,36 +105,46 @@ void pp_sim_free(pp_sim *s) {
     free(s);
 }
 
-pp_engine *pp_sim_engine(pp_sim *s) { return s->eng; }
-pp_flownet *pp_sim_net(pp_sim *s) { return s->net; }
-const pp_cluster *pp_sim_cluster(const pp_sim *s) { return s->c; }
-double pp_sim_now(const pp_sim *s) { return pp_engine_now(s->eng); }
-pp_router *pp__sim_router(pp_sim *s) { return s->router; }
-bool pp__sim_tracing(const pp_sim *s) { return s->trace != NULL; }
+pp_engine *pp_sim_engine(pp_sim *s) {
+    return s->eng;
+}
+pp_flownet *pp_sim_net(pp_sim *s) {
+    return s->net;
+}
+const pp_cluster *pp_sim_cluster(const pp_sim *s) {
+    return s->c;
+}
+double pp_sim_now(const pp_sim *s) {
+    return pp_engine_now(s->eng);
+}
+pp_router *pp__sim_router(pp_sim *s) {
+    return s->router;
+}
+bool pp__sim_tracing(const pp_sim *s) {
+    return s->trace != NULL;
+}
 
 const double *pp_sim_link_bytes(pp_sim *s, size_t *n) {
-    if (n)
-        *n = s->n_links;
+    if (n) *n = s->n_links;
     return s->net ? pp_flownet_link_bytes(s->net) : s->link_bytes;
 }
 
 int pp_sim_trace(pp_sim *s, FILE *fp, pp_error *e) {
-    if (!fp)
-        return pp_error_set(e, PP_EINVAL, "pp_sim_trace: no file");
+    if (!fp) return pp_error_set(e, PP_EINVAL, "pp_sim_trace: no file");
     if (s->trace)
         return pp_error_set(e, PP_EINVAL, "pp_sim_trace: already tracing");
     s->trace = pp__trace_new(s->c, fp);
     return 0;
 }
 
-void pp__sim_trace_span(pp_sim *s, int32_t gpu_dev, const char *name,
-                        double t0, double t1) {
+void pp__sim_trace_span(pp_sim *s, int32_t gpu_dev, const char *name, double t0,
+                        double t1) {
     if (s->trace && gpu_dev >= 0 && (size_t)gpu_dev < s->n_devs)
         pp__trace_span(s->trace, gpu_dev, name, t0, t1);
 }
 
-void pp__sim_trace_comm(pp_sim *s, int32_t gpu_dev, const char *name,
-                        double t0, double t1) {
+void pp__sim_trace_comm(pp_sim *s, int32_t gpu_dev, const char *name, double t0,
+                        double t1) {
     if (s->trace && gpu_dev >= 0 && (size_t)gpu_dev < s->n_devs)
         pp__trace_comm(s->trace, gpu_dev, name, t0, t1);
 }
@@ -160,12 +167,10 @@ static void xfer_release(pp_sim *s, int32_t i) {
 }
 
 /* The path of sub-transfer k of x (from the router's cache). */
-static int xfer_path(pp_sim *s, const xfer *x, int32_t k,
-                     const int32_t **path, size_t *n, double *lat,
-                     double *bw, pp_error *e) {
+static int xfer_path(pp_sim *s, const xfer *x, int32_t k, const int32_t **path,
+                     size_t *n, double *lat, double *bw, pp_error *e) {
     if (x->ways > 1)
-        return pp__route_way(s->router, x->src, x->dst, k, path, n, lat, bw,
-                             e);
+        return pp__route_way(s->router, x->src, x->dst, k, path, n, lat, bw, e);
     return pp_route(s->router, x->src, x->dst, x->key, path, n, lat, bw, e);
 }
 
@@ -174,8 +179,7 @@ static void trace_part_done(pp_sim *s, const xfer *x, int32_t k) {
     const int32_t *path;
     size_t n;
     double lat, bw;
-    if (x->src != x->dst
-        && xfer_path(s, x, k, &path, &n, &lat, &bw, NULL) == 0)
+    if (x->src != x->dst && xfer_path(s, x, k, &path, &n, &lat, &bw, NULL) == 0)
         pp__trace_links_end(s->trace, path, n, x->bytes / x->ways,
                             pp_engine_now(s->eng));
 }
@@ -187,15 +191,13 @@ static void finish(pp_sim *s, int32_t i) {
     uint64_t arg = x->arg;
     if (s->trace) {
         if (s->fid == PP_FIDELITY_ANALYTIC)
-            for (int32_t k = 0; k < x->ways; k++)
-                trace_part_done(s, x, k);
-        pp__trace_send_end(s->trace, x->src, x->lane, x->dst, x->bytes,
-                           x->t0, pp_engine_now(s->eng));
+            for (int32_t k = 0; k < x->ways; k++) trace_part_done(s, x, k);
+        pp__trace_send_end(s->trace, x->src, x->lane, x->dst, x->bytes, x->t0,
+                           pp_engine_now(s->eng));
     }
     xfer_release(s, i);
     /* Last: done may send again, growing (moving) the pool. */
-    if (done)
-        done(s, ctx, arg);
+    if (done) done(s, ctx, arg);
 }
 
 static void on_timer(pp_engine *eng, void *ctx, uint64_t arg) {
@@ -210,17 +212,15 @@ static void on_flow_done(pp_flownet *net, pp_flow_id id, void *ctx,
     (void)id;
     pp_sim *s = ctx;
     int32_t i = (int32_t)(arg >> 8);
-    if (s->trace)
-        trace_part_done(s, &s->pool[i], (int32_t)(arg & 0xff));
-    if (--s->pool[i].left == 0)
-        finish(s, i);
+    if (s->trace) trace_part_done(s, &s->pool[i], (int32_t)(arg & 0xff));
+    if (--s->pool[i].left == 0) finish(s, i);
 }
 
 int pp__sim_send_key(pp_sim *s, int32_t src, int32_t dst, double bytes,
                      uint64_t flow_key, pp_sim_done_fn done, void *ctx,
                      uint64_t arg, pp_error *e) {
-    if (src < 0 || dst < 0 || (size_t)src >= s->n_devs
-        || (size_t)dst >= s->n_devs)
+    if (src < 0 || dst < 0 || (size_t)src >= s->n_devs ||
+        (size_t)dst >= s->n_devs)
         return pp_error_set(e, PP_EINVAL,
                             "pp_sim_send: device %d or %d out of range (%zu "
                             "devices)",
@@ -239,25 +239,21 @@ int pp__sim_send_key(pp_sim *s, int32_t src, int32_t dst, double bytes,
     /* Route every part first, so a failure leaves nothing started. */
     if (src != dst) {
         ways = pp__route_ways(s->router, src, dst);
-        if (ways > MAX_WAYS)
-            ways = MAX_WAYS;
+        if (ways > MAX_WAYS) ways = MAX_WAYS;
         for (int32_t k = 0; k < ways; k++) {
-            int rc = ways > 1 ? pp__route_way(s->router, src, dst, k,
-                                              &path[k], &n[k], &lat[k],
-                                              &bw[k], e)
+            int rc = ways > 1 ? pp__route_way(s->router, src, dst, k, &path[k],
+                                              &n[k], &lat[k], &bw[k], e)
                               : pp_route(s->router, src, dst, flow_key,
                                          &path[k], &n[k], &lat[k], &bw[k], e);
-            if (rc)
-                return rc;
+            if (rc) return rc;
         }
     }
 
     int32_t i = xfer_new(s);
     xfer *x = &s->pool[i];
-    *x = (xfer){done, ctx, arg, flow_key, now, bytes, src, dst, ways, ways,
-                -1, -1};
-    if (s->trace)
-        x->lane = pp__trace_send_begin(s->trace, src, now);
+    *x = (xfer){done, ctx, arg,  flow_key, now, bytes,
+                src,  dst, ways, ways,     -1,  -1};
+    if (s->trace) x->lane = pp__trace_send_begin(s->trace, src, now);
     if (src == dst) {
         /* At once, but from the engine: done never runs inside send. */
         pp_engine_at(s->eng, now, on_timer, s, (uint64_t)i);
@@ -265,12 +261,11 @@ int pp__sim_send_key(pp_sim *s, int32_t src, int32_t dst, double bytes,
     }
     double part = bytes / ways, t_end = now;
     for (int32_t k = 0; k < ways; k++) {
-        if (s->trace)
-            pp__trace_links_begin(s->trace, path[k], n[k], now);
+        if (s->trace) pp__trace_links_begin(s->trace, path[k], n[k], now);
         if (s->fid == PP_FIDELITY_FLOW) {
-            pp_flow_id id = pp_flow_start(s->net, path[k], n[k], part, lat[k],
-                                          on_flow_done, s,
-                                          (uint64_t)i << 8 | (uint64_t)k);
+            pp_flow_id id =
+                pp_flow_start(s->net, path[k], n[k], part, lat[k], on_flow_done,
+                              s, (uint64_t)i << 8 | (uint64_t)k);
             if (id < 0) /* routes are valid link ids: cannot happen */
                 return pp_error_set(e, PP_EINTERNAL,
                                     "pp_flow_start refused a route (%d)",
@@ -278,10 +273,8 @@ int pp__sim_send_key(pp_sim *s, int32_t src, int32_t dst, double bytes,
         } else {
             /* (now + latency) + bytes / rate: the flow network's order. */
             double t = (now + lat[k]) + (part > 0 ? part / bw[k] : 0);
-            if (t > t_end)
-                t_end = t;
-            for (size_t h = 0; h < n[k]; h++)
-                s->link_bytes[path[k][h]] += part;
+            if (t > t_end) t_end = t;
+            for (size_t h = 0; h < n[k]; h++) s->link_bytes[path[k][h]] += part;
         }
     }
     if (s->fid == PP_FIDELITY_ANALYTIC)

@@ -39,7 +39,7 @@
 enum { PID_GPUS = 1, PID_LINKS = 2 };
 
 typedef struct lane {
-    int32_t tid;  /* 0 until first used */
+    int32_t tid; /* 0 until first used */
     bool busy;
 } lane;
 
@@ -54,15 +54,15 @@ typedef struct devtrack {
     int32_t span_tid; /* pp__sim_trace_span's track; 0 until used */
     int32_t n_lanes;
     lane *lanes;
-    int32_t n_comm;   /* pp__sim_trace_comm's tracks */
+    int32_t n_comm; /* pp__sim_trace_comm's tracks */
     clane *comm;
 } devtrack;
 
 typedef struct linktrack {
-    int32_t tid;      /* 0 until used */
-    int32_t active;   /* transfers holding it now */
-    double t0;        /* start of the busy period */
-    double bytes;     /* carried in the busy period so far */
+    int32_t tid;    /* 0 until used */
+    int32_t active; /* transfers holding it now */
+    double t0;      /* start of the busy period */
+    double bytes;   /* carried in the busy period so far */
     int64_t transfers;
 } linktrack;
 
@@ -71,8 +71,8 @@ struct pp__trace {
     const pp_link *links;
     size_t n_devs, n_links;
     FILE *fp;
-    devtrack *dev;    /* n_devs */
-    linktrack *link;  /* n_links */
+    devtrack *dev;   /* n_devs */
+    linktrack *link; /* n_links */
     int32_t next_tid[3];
 };
 
@@ -93,8 +93,9 @@ static void put_str(FILE *fp, const char *s) {
 /* Every event after the opening metadata starts with ",\n". */
 static void meta(pp__trace *t, int pid, int32_t tid, const char *what,
                  const char *name, int64_t sort) {
-    fprintf(t->fp, ",\n{\"name\":\"%s\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,"
-                   "\"args\":{",
+    fprintf(t->fp,
+            ",\n{\"name\":\"%s\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,"
+            "\"args\":{",
             what, pid, (int)tid);
     if (name) {
         fputs("\"name\":", t->fp);
@@ -124,8 +125,9 @@ static void event(pp__trace *t, int pid, int32_t tid, const char *name,
     fputs(",\n{\"name\":", t->fp);
     put_str(t->fp, name);
     /* %.3f of -0.0 would print "-0.000": keep it out of the file. */
-    fprintf(t->fp, ",\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,"
-                   "\"dur\":%.3f",
+    fprintf(t->fp,
+            ",\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,"
+            "\"dur\":%.3f",
             pid, (int)tid, ts == 0 ? 0.0 : ts, dur > 0 ? dur : 0.0);
 }
 
@@ -152,8 +154,7 @@ pp__trace *pp__trace_new(const pp_cluster *c, FILE *fp) {
 }
 
 void pp__trace_free(pp__trace *t) {
-    if (!t)
-        return;
+    if (!t) return;
     fputs("\n],\n\"displayTimeUnit\":\"ns\"}\n", t->fp);
     for (size_t d = 0; d < t->n_devs; d++) {
         free(t->dev[d].lanes);
@@ -189,8 +190,7 @@ int32_t pp__trace_send_begin(pp__trace *t, int32_t src, double now) {
     (void)now;
     devtrack *d = &t->dev[src];
     int32_t k = 0;
-    while (k < d->n_lanes && d->lanes[k].busy)
-        k++;
+    while (k < d->n_lanes && d->lanes[k].busy) k++;
     if (k == d->n_lanes) {
         d->lanes = pp_xrealloc(d->lanes, (size_t)(k + 1) * sizeof *d->lanes);
         d->lanes[k] = (lane){0, false};
@@ -203,12 +203,10 @@ int32_t pp__trace_send_begin(pp__trace *t, int32_t src, double now) {
 void pp__trace_send_end(pp__trace *t, int32_t src, int32_t k, int32_t dst,
                         double bytes, double t0, double t1) {
     devtrack *d = &t->dev[src];
-    if (k < 0 || k >= d->n_lanes)
-        return;
+    if (k < 0 || k >= d->n_lanes) return;
     lane *ln = &d->lanes[k];
     ln->busy = false;
-    if (!ln->tid)
-        ln->tid = lane_thread(t, src, "send", k, COMM_SLOTS + k);
+    if (!ln->tid) ln->tid = lane_thread(t, src, "send", k, COMM_SLOTS + k);
     char name[160];
     snprintf(name, sizeof name, "send %s", t->devs[dst].name);
     event(t, PID_GPUS, ln->tid, name, t0, t1);
@@ -234,12 +232,10 @@ void pp__trace_links_end(pp__trace *t, const int32_t *path, size_t n,
     for (size_t h = 0; h < n; h++) {
         int32_t id = path[h];
         linktrack *l = &t->link[id];
-        if (l->active <= 0)
-            continue;
+        if (l->active <= 0) continue;
         l->bytes += bytes;
         l->transfers++;
-        if (--l->active > 0)
-            continue;
+        if (--l->active > 0) continue;
         const pp_link *lk = &t->links[id];
         if (!l->tid) {
             char name[160];
@@ -249,8 +245,9 @@ void pp__trace_links_end(pp__trace *t, const int32_t *path, size_t n,
         }
         double dur = now - l->t0;
         event(t, PID_LINKS, l->tid, "busy", l->t0, now);
-        fprintf(t->fp, ",\"args\":{\"bytes\":%.17g,\"transfers\":%lld,"
-                       "\"utilisation\":%.6f}}",
+        fprintf(t->fp,
+                ",\"args\":{\"bytes\":%.17g,\"transfers\":%lld,"
+                "\"utilisation\":%.6f}}",
                 l->bytes, (long long)l->transfers,
                 dur > 0 && lk->bw_Bps > 0 ? l->bytes / (lk->bw_Bps * dur)
                                           : 0.0);
@@ -261,8 +258,8 @@ void pp__trace_span(pp__trace *t, int32_t dev, const char *name, double t0,
                     double t1) {
     devtrack *d = &t->dev[dev];
     if (!d->span_tid)
-        d->span_tid = new_thread(t, PID_GPUS, t->devs[dev].name,
-                                 dev_sort(dev, 0));
+        d->span_tid =
+            new_thread(t, PID_GPUS, t->devs[dev].name, dev_sort(dev, 0));
     event(t, PID_GPUS, d->span_tid, name ? name : "", t0, t1);
     fputs("}", t->fp);
 }
@@ -271,8 +268,7 @@ void pp__trace_comm(pp__trace *t, int32_t dev, const char *name, double t0,
                     double t1) {
     devtrack *d = &t->dev[dev];
     int32_t k = 0;
-    while (k < d->n_comm && d->comm[k].end > t0)
-        k++;
+    while (k < d->n_comm && d->comm[k].end > t0) k++;
     if (k == d->n_comm) {
         d->comm = pp_xrealloc(d->comm, (size_t)(k + 1) * sizeof *d->comm);
         int32_t slot = 1 + (k < COMM_SLOTS - 2 ? k : COMM_SLOTS - 2);

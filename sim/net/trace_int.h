@@ -26,8 +26,8 @@ void pp__trace_free(pp__trace *t);
 /* A transfer from src starts: returns its send lane. */
 int32_t pp__trace_send_begin(pp__trace *t, int32_t src, double now);
 /* ... and ends: one complete event on src's lane. */
-void pp__trace_send_end(pp__trace *t, int32_t src, int32_t lane,
-                        int32_t dst, double bytes, double t0, double t1);
+void pp__trace_send_end(pp__trace *t, int32_t src, int32_t lane, int32_t dst,
+                        double bytes, double t0, double t1);
 /* A (sub-)transfer holds the links of path from now on ... */
 void pp__trace_links_begin(pp__trace *t, const int32_t *path, size_t n,
                            double now);

@@ -30,8 +30,7 @@ struct pp__name_block {
     char text[PP_NAME_BLOCK];
 };
 
-static char *arena_strdup(pp_cluster *c, const char *s)
-{
+static char *arena_strdup(pp_cluster *c, const char *s) {
     size_t len = strlen(s) + 1;
     struct pp__name_block *b = c->name_blocks;
     if (len > PP_NAME_BLOCK)
@@ -53,8 +52,7 @@ static char *arena_strdup(pp_cluster *c, const char *s)
  * Name index: FNV-1a into a power-of-two table of (id + 1), linear probing,
  * kept under half full.
  * ---------------------------------------------------------------------- */
-static uint32_t name_hash(const char *s)
-{
+static uint32_t name_hash(const char *s) {
     uint32_t h = 2166136261u;
     for (; *s; s++) {
         h ^= (unsigned char)*s;
@@ -64,21 +62,17 @@ static uint32_t name_hash(const char *s)
 }
 
 static void index_put(int32_t *slots, size_t cap, const char *name,
-                      int32_t id)
-{
+                      int32_t id) {
     size_t i = name_hash(name) & (cap - 1);
-    while (slots[i] != 0)
-        i = (i + 1) & (cap - 1);
+    while (slots[i] != 0) i = (i + 1) & (cap - 1);
     slots[i] = id + 1;
 }
 
-static void index_add(pp_cluster *c, int32_t id)
-{
+static void index_add(pp_cluster *c, int32_t id) {
     if (2 * ((size_t)id + 1) > c->name_cap) {
         size_t cap = c->name_cap ? 2 * c->name_cap : 1024;
         int32_t *slots = pp_xcalloc(cap, sizeof *slots);
-        for (int32_t d = 0; d < id; d++)
-            index_put(slots, cap, c->names[d], d);
+        for (int32_t d = 0; d < id; d++) index_put(slots, cap, c->names[d], d);
         free(c->name_slots);
         c->name_slots = slots;
         c->name_cap = cap;
@@ -86,15 +80,12 @@ static void index_add(pp_cluster *c, int32_t id)
     index_put(c->name_slots, c->name_cap, c->names[id], id);
 }
 
-int32_t pp_cluster_find(const pp_cluster *c, const char *name)
-{
-    if (!c || !name || !c->name_cap)
-        return -1;
+int32_t pp_cluster_find(const pp_cluster *c, const char *name) {
+    if (!c || !name || !c->name_cap) return -1;
     size_t i = name_hash(name) & (c->name_cap - 1);
     while (c->name_slots[i] != 0) {
         int32_t id = c->name_slots[i] - 1;
-        if (strcmp(c->names[id], name) == 0)
-            return id;
+        if (strcmp(c->names[id], name) == 0) return id;
         i = (i + 1) & (c->name_cap - 1);
     }
     return -1;
@@ -104,8 +95,7 @@ int32_t pp_cluster_find(const pp_cluster *c, const char *name)
  * Devices and links.
  * ---------------------------------------------------------------------- */
 int32_t pp__cluster_add_device(pp_cluster *c, pp_dev_kind kind, int32_t node,
-                               int32_t local, const char *name)
-{
+                               int32_t local, const char *name) {
     if (c->n_devs == c->cap_devs) {
         PP_VEC_RESERVE(c->devs, c->cap_devs, c->n_devs + 1, 256);
         c->names = pp_xrealloc(c->names, c->cap_devs * sizeof *c->names);
@@ -125,8 +115,7 @@ int32_t pp__cluster_add_device(pp_cluster *c, pp_dev_kind kind, int32_t node,
 
 int32_t pp__cluster_add_link(pp_cluster *c, int32_t a, int32_t b,
                              pp_link_kind kind, double bw_Bps, double lat_s,
-                             int32_t lanes)
-{
+                             int32_t lanes) {
     PP_VEC_RESERVE(c->links, c->cap_links, c->n_links + 2, 512);
     int32_t id = (int32_t)c->n_links;
     c->links[id] = (pp_link){a, b, id + 1, kind, bw_Bps, lat_s, lanes};
@@ -139,8 +128,7 @@ int32_t pp__cluster_add_link(pp_cluster *c, int32_t a, int32_t b,
  * Catalogue lookups with "did you mean".
  * ---------------------------------------------------------------------- */
 static const void *cat_get(const pp_catalog *cat, pp_cat_kind kind,
-                           const char *name)
-{
+                           const char *name) {
     switch (kind) {
     case PP_CAT_GPU: return pp_catalog_gpu(cat, name);
     case PP_CAT_LINK: return pp_catalog_link(cat, name);
@@ -152,17 +140,14 @@ static const void *cat_get(const pp_catalog *cat, pp_cat_kind kind,
 
 int pp__cat_lookup(const pp_cluster *c, pp_cat_kind kind, pp_node *map,
                    const char *path, const char *key, int flags,
-                   const void **out, pp_node **where, pp_error *e)
-{
+                   const void **out, pp_node **where, pp_error *e) {
     static const char *const what[] = {"GPU", "link", "switch", "server"};
     const char *name;
     char p[256];
     int rc = pp_map_string(map, path, key, flags, &name, e);
-    if (rc)
-        return rc;
+    if (rc) return rc;
     pp_node *n = pp_map_get(map, key);
-    if (where)
-        *where = n;
+    if (where) *where = n;
     const void *spec = cat_get(c->cat, kind, name);
     if (spec) {
         *out = spec;
@@ -172,8 +157,8 @@ int pp__cat_lookup(const pp_cluster *c, pp_cat_kind kind, pp_node *map,
     char near[512];
     if (pp_catalog_suggest_list(c->cat, kind, name, near, sizeof near))
         return pp_error_at(e, PP_EINPUT, n, p,
-                           "unknown %s \"%s\" (did you mean %s?)",
-                           what[kind], name, near);
+                           "unknown %s \"%s\" (did you mean %s?)", what[kind],
+                           name, near);
     return pp_error_at(e, PP_EINPUT, n, p,
                        "unknown %s \"%s\" (see topologies/hardware.yaml)",
                        what[kind], name);
@@ -183,27 +168,21 @@ int pp__cat_lookup(const pp_cluster *c, pp_cat_kind kind, pp_node *map,
  * Loading.
  * ---------------------------------------------------------------------- */
 int pp__map_keys(pp_node *map, const char *path, const char *const *keys,
-                 pp_error *e)
-{
-    if (!map || map->kind != PP_NODE_MAP)
-        return 0;
-    for (size_t i = 0; keys[i]; i++)
-        pp_map_get(map, keys[i]);
+                 pp_error *e) {
+    if (!map || map->kind != PP_NODE_MAP) return 0;
+    for (size_t i = 0; keys[i]; i++) pp_map_get(map, keys[i]);
     return pp_map_done(map, path, e);
 }
 
-
-
-static int read_cluster(pp_cluster *c, pp_node *root, pp_error *e)
-{
+static int read_cluster(pp_cluster *c, pp_node *root, pp_error *e) {
     pp_node *node = NULL, *fabric = NULL;
     const char *name = NULL;
     int rc;
 
-    static const char *const keys[] = {"name", "description", "node",
-                                       "fabric", NULL};
-    if ((rc = pp_node_expect(root, "", PP_NODE_MAP, e)) < 0
-        || (rc = pp__map_keys(root, "", keys, e)) < 0)
+    static const char *const keys[] = {"name", "description", "node", "fabric",
+                                       NULL};
+    if ((rc = pp_node_expect(root, "", PP_NODE_MAP, e)) < 0 ||
+        (rc = pp__map_keys(root, "", keys, e)) < 0)
         return rc;
     if ((rc = pp_map_string(root, "", "name", PP_OPTIONAL, &name, e)) < 0)
         return rc;
@@ -219,31 +198,25 @@ static int read_cluster(pp_cluster *c, pp_node *root, pp_error *e)
     /* A free-text description is allowed so shipped files can say what
      * they model in a field a tool can show, besides the comments. */
     const char *desc;
-    if ((rc = pp_map_string(root, "", "description", PP_OPTIONAL, &desc,
-                            e)) < 0)
+    if ((rc = pp_map_string(root, "", "description", PP_OPTIONAL, &desc, e)) <
+        0)
         return rc;
     if ((rc = pp_map_node(root, "", "node", PP_REQUIRED, PP_NODE_MAP, &node,
                           e)) < 0)
         return rc;
-    rc = pp_map_node(root, "", "fabric", PP_OPTIONAL, PP_NODE_MAP, &fabric,
-                     e);
-    if (rc < 0)
-        return rc;
-    if (rc == 1)
-        fabric = NULL;
-    if ((rc = pp__node_build(c, node, e)) < 0)
-        return rc;
+    rc = pp_map_node(root, "", "fabric", PP_OPTIONAL, PP_NODE_MAP, &fabric, e);
+    if (rc < 0) return rc;
+    if (rc == 1) fabric = NULL;
+    if ((rc = pp__node_build(c, node, e)) < 0) return rc;
     if (!fabric && c->info.nodes > 1)
         return pp_error_at(e, PP_EINPUT, root, "fabric",
                            "missing (required for more than one node)");
-    if ((rc = pp__fabric_build(c, fabric, e)) < 0)
-        return rc;
+    if ((rc = pp__fabric_build(c, fabric, e)) < 0) return rc;
     return pp__cluster_finish(c, e);
 }
 
 int pp_cluster_load(const char *spec, const char *const *sets, size_t n_sets,
-                    const pp_catalog *cat, pp_cluster **out, pp_error *e)
-{
+                    const pp_catalog *cat, pp_cluster **out, pp_error *e) {
     char path[4096];
     pp_doc *doc = NULL;
     pp_cluster *c = NULL;
@@ -253,23 +226,19 @@ int pp_cluster_load(const char *spec, const char *const *sets, size_t n_sets,
         return pp_error_set(e, PP_EUSAGE, "--cluster: empty cluster name");
     if ((rc = pp_data_find("topologies", spec, path, sizeof path, e)) < 0)
         return rc;
-    if ((rc = pp_doc_load_file(path, &doc, e)) < 0)
-        return rc;
+    if ((rc = pp_doc_load_file(path, &doc, e)) < 0) return rc;
     for (size_t i = 0; i < n_sets; i++)
-        if ((rc = pp_doc_set(doc, sets[i], (int)i + 1, e)) < 0)
-            goto fail;
+        if ((rc = pp_doc_set(doc, sets[i], (int)i + 1, e)) < 0) goto fail;
 
     c = pp_xcalloc(1, sizeof *c);
     c->source = pp_xstrdup(path);
     if (cat) {
         c->cat = cat;
     } else {
-        if ((rc = pp_catalog_load(NULL, &c->owned_cat, e)) < 0)
-            goto fail;
+        if ((rc = pp_catalog_load(NULL, &c->owned_cat, e)) < 0) goto fail;
         c->cat = c->owned_cat;
     }
-    if ((rc = read_cluster(c, pp_doc_root(doc), e)) < 0)
-        goto fail;
+    if ((rc = read_cluster(c, pp_doc_root(doc), e)) < 0) goto fail;
     pp_doc_free(doc);
     *out = c;
     return 0;
@@ -280,12 +249,9 @@ fail:
     return rc;
 }
 
-void pp_cluster_free(pp_cluster *c)
-{
-    if (!c)
-        return;
-    if (c->has_graph)
-        igraph_destroy(&c->graph);
+void pp_cluster_free(pp_cluster *c) {
+    if (!c) return;
+    if (c->has_graph) igraph_destroy(&c->graph);
     while (c->name_blocks) {
         struct pp__name_block *next = c->name_blocks->next;
         free(c->name_blocks);
@@ -309,60 +275,50 @@ void pp_cluster_free(pp_cluster *c)
 /* ------------------------------------------------------------------------
  * Accessors.
  * ---------------------------------------------------------------------- */
-const pp_cluster_info *pp_cluster_info_get(const pp_cluster *c)
-{
+const pp_cluster_info *pp_cluster_info_get(const pp_cluster *c) {
     return &c->info;
 }
 
-const pp_catalog *pp_cluster_catalog(const pp_cluster *c) { return c->cat; }
+const pp_catalog *pp_cluster_catalog(const pp_cluster *c) {
+    return c->cat;
+}
 
-const pp_device *pp_cluster_devices(const pp_cluster *c, size_t *n)
-{
-    if (n)
-        *n = c->n_devs;
+const pp_device *pp_cluster_devices(const pp_cluster *c, size_t *n) {
+    if (n) *n = c->n_devs;
     return c->devs;
 }
 
-const pp_link *pp_cluster_links(const pp_cluster *c, size_t *n)
-{
-    if (n)
-        *n = c->n_links;
+const pp_link *pp_cluster_links(const pp_cluster *c, size_t *n) {
+    if (n) *n = c->n_links;
     return c->links;
 }
 
-const int32_t *pp_cluster_out(const pp_cluster *c, int32_t dev, size_t *n)
-{
+const int32_t *pp_cluster_out(const pp_cluster *c, int32_t dev, size_t *n) {
     if (dev < 0 || (size_t)dev >= c->n_devs || !c->out_off) {
-        if (n)
-            *n = 0;
+        if (n) *n = 0;
         return NULL;
     }
-    if (n)
-        *n = (size_t)(c->out_off[dev + 1] - c->out_off[dev]);
+    if (n) *n = (size_t)(c->out_off[dev + 1] - c->out_off[dev]);
     return c->out_ids + c->out_off[dev];
 }
 
-int32_t pp_cluster_gpu(const pp_cluster *c, int32_t node, int32_t local)
-{
-    if (node < 0 || node >= c->info.nodes || local < 0
-        || local >= c->info.gpus_per_node)
+int32_t pp_cluster_gpu(const pp_cluster *c, int32_t node, int32_t local) {
+    if (node < 0 || node >= c->info.nodes || local < 0 ||
+        local >= c->info.gpus_per_node)
         return -1;
-    return c->gpu_ids[(size_t)node * (size_t)c->info.gpus_per_node
-                      + (size_t)local];
+    return c
+        ->gpu_ids[(size_t)node * (size_t)c->info.gpus_per_node + (size_t)local];
 }
 
-int32_t pp_cluster_hca(const pp_cluster *c, int32_t node, int32_t local)
-{
-    if (node < 0 || node >= c->info.nodes || local < 0
-        || local >= c->info.hcas_per_node)
+int32_t pp_cluster_hca(const pp_cluster *c, int32_t node, int32_t local) {
+    if (node < 0 || node >= c->info.nodes || local < 0 ||
+        local >= c->info.hcas_per_node)
         return -1;
-    return c->hca_ids[(size_t)node * (size_t)c->info.hcas_per_node
-                      + (size_t)local];
+    return c
+        ->hca_ids[(size_t)node * (size_t)c->info.hcas_per_node + (size_t)local];
 }
 
-int32_t pp_cluster_gpu_hca(const pp_cluster *c, int32_t gpu_dev)
-{
-    if (gpu_dev < 0 || (size_t)gpu_dev >= c->n_devs || !c->gpu_hca)
-        return -1;
+int32_t pp_cluster_gpu_hca(const pp_cluster *c, int32_t gpu_dev) {
+    if (gpu_dev < 0 || (size_t)gpu_dev >= c->n_devs || !c->gpu_hca) return -1;
     return c->gpu_hca[gpu_dev];
 }

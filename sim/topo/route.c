@@ -64,9 +64,9 @@ struct pp_router {
 
     /* The switch fabric: switches numbered 0..n_sw-1. */
     int32_t n_sw;
-    int32_t *sw_of;      /* [device] -> switch index, or -1 */
-    int32_t *sw_dev;     /* [switch index] -> device */
-    uint16_t **dist_to;  /* [switch] -> hops of every switch to it, or NULL */
+    int32_t *sw_of;     /* [device] -> switch index, or -1 */
+    int32_t *sw_dev;    /* [switch index] -> device */
+    uint16_t **dist_to; /* [switch] -> hops of every switch to it, or NULL */
 
     /* BFS scratch over devices, reused: a mark is valid when it equals
      * epoch, so nothing is cleared between searches. */
@@ -106,10 +106,9 @@ static uint64_t mix(uint64_t x) {
 }
 
 /* The ECMP choice among n equal next hops at hop `hop`. */
-static uint32_t pick(pp_router *r, uint32_t cls, int32_t src,
-                     int32_t dst, uint32_t hop, uint32_t n) {
-    if (n <= 1)
-        return 0;
+static uint32_t pick(pp_router *r, uint32_t cls, int32_t src, int32_t dst,
+                     uint32_t hop, uint32_t n) {
+    if (n <= 1) return 0;
     r->chose = true;
     uint64_t ends = ((uint64_t)(uint32_t)src << 32) | (uint32_t)dst;
     uint64_t h = mix(mix(mix(r->seed) ^ ends) ^ ((uint64_t)cls << 16 | hop));
@@ -131,38 +130,29 @@ int pp_router_new(const pp_cluster *c, uint64_t seed, pp_router **out,
     r->sw_of = pp_xmalloc(nd * sizeof *r->sw_of);
     for (size_t d = 0; d < c->n_devs; d++) {
         r->sw_of[d] = -1;
-        if (is_switch(c->devs[d].kind))
-            r->sw_of[d] = r->n_sw++;
+        if (is_switch(c->devs[d].kind)) r->sw_of[d] = r->n_sw++;
     }
-    r->sw_dev = pp_xmalloc((r->n_sw ? (size_t)r->n_sw : 1)
-                           * sizeof *r->sw_dev);
+    r->sw_dev = pp_xmalloc((r->n_sw ? (size_t)r->n_sw : 1) * sizeof *r->sw_dev);
     for (size_t d = 0; d < c->n_devs; d++)
-        if (r->sw_of[d] >= 0)
-            r->sw_dev[r->sw_of[d]] = (int32_t)d;
-    r->dist_to = pp_xcalloc(r->n_sw ? (size_t)r->n_sw : 1,
-                            sizeof *r->dist_to);
+        if (r->sw_of[d] >= 0) r->sw_dev[r->sw_of[d]] = (int32_t)d;
+    r->dist_to = pp_xcalloc(r->n_sw ? (size_t)r->n_sw : 1, sizeof *r->dist_to);
     r->mark = pp_xcalloc(nd, sizeof *r->mark);
     r->dist = pp_xmalloc(nd * sizeof *r->dist);
     r->queue = pp_xmalloc(nd * sizeof *r->queue);
     r->nvs_n = pp_xmalloc(nd * sizeof *r->nvs_n);
-    for (size_t d = 0; d < nd; d++)
-        r->nvs_n[d] = -1;
+    for (size_t d = 0; d < nd; d++) r->nvs_n[d] = -1;
     r->cap = 1024;
     r->tab = pp_xmalloc(r->cap * sizeof *r->tab);
-    for (size_t i = 0; i < r->cap; i++)
-        r->tab[i].src = -1;
+    for (size_t i = 0; i < r->cap; i++) r->tab[i].src = -1;
     r->front = pp_xmalloc(FRONT * sizeof *r->front);
-    for (size_t i = 0; i < FRONT; i++)
-        r->front[i].src = -1;
+    for (size_t i = 0; i < FRONT; i++) r->front[i].src = -1;
     *out = r;
     return 0;
 }
 
 void pp_router_free(pp_router *r) {
-    if (!r)
-        return;
-    for (int32_t s = 0; s < r->n_sw; s++)
-        free(r->dist_to[s]);
+    if (!r) return;
+    for (int32_t s = 0; s < r->n_sw; s++) free(r->dist_to[s]);
     while (r->blocks) {
         ablock *b = r->blocks;
         r->blocks = b->next;
@@ -198,12 +188,10 @@ static const centry *lookup(pp_router *r, int32_t src, int32_t dst,
                             uint32_t cls) {
     uint64_t h = key_hash(src, dst, cls);
     centry *f = &r->front[h & (FRONT - 1)];
-    if (f->src == src && f->dst == dst && f->cls == cls)
-        return f;
+    if (f->src == src && f->dst == dst && f->cls == cls) return f;
     for (size_t i = (size_t)h & (r->cap - 1);; i = (i + 1) & (r->cap - 1)) {
         centry *x = &r->tab[i];
-        if (x->src < 0)
-            return NULL;
+        if (x->src < 0) return NULL;
         if (x->src == src && x->dst == dst && x->cls == cls) {
             *f = *x;
             return f;
@@ -216,14 +204,11 @@ static void grow_table(pp_router *r) {
     size_t old_cap = r->cap;
     r->cap *= 2;
     r->tab = pp_xmalloc(r->cap * sizeof *r->tab);
-    for (size_t i = 0; i < r->cap; i++)
-        r->tab[i].src = -1;
+    for (size_t i = 0; i < r->cap; i++) r->tab[i].src = -1;
     for (size_t i = 0; i < old_cap; i++) {
-        if (old[i].src < 0)
-            continue;
+        if (old[i].src < 0) continue;
         size_t j = slot_of(r, old[i].src, old[i].dst, old[i].cls);
-        while (r->tab[j].src >= 0)
-            j = (j + 1) & (r->cap - 1);
+        while (r->tab[j].src >= 0) j = (j + 1) & (r->cap - 1);
         r->tab[j] = old[i];
     }
     free(old);
@@ -242,15 +227,12 @@ static centry *insert(pp_router *r, int32_t src, int32_t dst, uint32_t cls) {
         r->blocks = b;
     }
     int32_t *p = b->a + b->used;
-    if (n)
-        memcpy(p, r->tmp, n * sizeof *p);
+    if (n) memcpy(p, r->tmp, n * sizeof *p);
     b->used += n;
 
-    if (2 * (r->count + 1) > r->cap)
-        grow_table(r);
+    if (2 * (r->count + 1) > r->cap) grow_table(r);
     size_t i = slot_of(r, src, dst, cls);
-    while (r->tab[i].src >= 0)
-        i = (i + 1) & (r->cap - 1);
+    while (r->tab[i].src >= 0) i = (i + 1) & (r->cap - 1);
     centry *x = &r->tab[i];
     r->count++;
     x->src = src;
@@ -263,8 +245,7 @@ static centry *insert(pp_router *r, int32_t src, int32_t dst, uint32_t cls) {
     for (size_t k = 0; k < n; k++) {
         const pp_link *l = &r->c->links[p[k]];
         x->lat_s += l->lat_s;
-        if (l->bw_Bps < x->bw_Bps)
-            x->bw_Bps = l->bw_Bps;
+        if (l->bw_Bps < x->bw_Bps) x->bw_Bps = l->bw_Bps;
     }
     return x;
 }
@@ -272,11 +253,9 @@ static centry *insert(pp_router *r, int32_t src, int32_t dst, uint32_t cls) {
 /* Caches under (src, dst, ANY_CLASS) that the pair's paths depend on
  * the class. */
 static void insert_chooses(pp_router *r, int32_t src, int32_t dst) {
-    if (2 * (r->count + 1) > r->cap)
-        grow_table(r);
+    if (2 * (r->count + 1) > r->cap) grow_table(r);
     size_t i = slot_of(r, src, dst, ANY_CLASS);
-    while (r->tab[i].src >= 0)
-        i = (i + 1) & (r->cap - 1);
+    while (r->tab[i].src >= 0) i = (i + 1) & (r->cap - 1);
     r->count++;
     r->tab[i] = (centry){src, dst, ANY_CLASS, CHOOSES, NULL, 0, 0};
 }
@@ -316,13 +295,12 @@ static bool bfs_server(pp_router *r, int32_t from, int32_t to, unsigned kinds,
     r->queue[tail++] = to;
     while (head < tail) {
         int32_t v = r->queue[head++];
-        if (v == from)
-            return true;
+        if (v == from) return true;
         for (int32_t i = c->out_off[v]; i < c->out_off[v + 1]; i++) {
             const pp_link *l = &c->links[c->out_ids[i]];
             int32_t w = l->dst;
-            if (!(kinds & KBIT(l->kind)) || r->mark[w] == r->epoch
-                || c->devs[w].node != node)
+            if (!(kinds & KBIT(l->kind)) || r->mark[w] == r->epoch ||
+                c->devs[w].node != node)
                 continue;
             r->mark[w] = r->epoch;
             r->dist[w] = r->dist[v] + 1;
@@ -335,14 +313,11 @@ static bool bfs_server(pp_router *r, int32_t from, int32_t to, unsigned kinds,
 
 /* Appends a shortest path from `from` to `to` inside one server, over
  * links of `kinds` through devices of `via`; false when there is none. */
-static bool server_path(pp_router *r, int32_t from, int32_t to,
-                        unsigned kinds, unsigned via, uint32_t cls,
-                        int32_t ks, int32_t kd) {
+static bool server_path(pp_router *r, int32_t from, int32_t to, unsigned kinds,
+                        unsigned via, uint32_t cls, int32_t ks, int32_t kd) {
     const pp_cluster *c = r->c;
-    if (from == to)
-        return true;
-    if (!bfs_server(r, from, to, kinds, via))
-        return false;
+    if (from == to) return true;
+    if (!bfs_server(r, from, to, kinds, via)) return false;
     uint32_t hop = 0;
     for (int32_t u = from; u != to; hop++) {
         uint32_t n = 0, k = 0;
@@ -352,9 +327,9 @@ static bool server_path(pp_router *r, int32_t from, int32_t to,
             for (int32_t i = c->out_off[u]; i < c->out_off[u + 1]; i++) {
                 const pp_link *l = &c->links[c->out_ids[i]];
                 int32_t w = l->dst;
-                if (!(kinds & KBIT(l->kind)) || r->mark[w] != r->epoch
-                    || r->dist[w] != want
-                    || (w != to && !(via & KBIT(c->devs[w].kind))))
+                if (!(kinds & KBIT(l->kind)) || r->mark[w] != r->epoch ||
+                    r->dist[w] != want ||
+                    (w != to && !(via & KBIT(c->devs[w].kind))))
                     continue;
                 if (pass == 1 && seen == k) {
                     chosen = c->out_ids[i];
@@ -378,20 +353,16 @@ static bool server_path(pp_router *r, int32_t from, int32_t to,
 static int32_t endpoint_hca(pp_router *r, int32_t d) {
     const pp_cluster *c = r->c;
     pp_dev_kind k = c->devs[d].kind;
-    if (k == PP_DEV_HCA)
-        return d;
-    if (k == PP_DEV_GPU)
-        return pp_cluster_gpu_hca(c, d);
+    if (k == PP_DEV_HCA) return d;
+    if (k == PP_DEV_GPU) return pp_cluster_gpu_hca(c, d);
     size_t head = 0, tail = 0;
     new_epoch(r);
     r->mark[d] = r->epoch;
     r->queue[tail++] = d;
     while (head < tail) {
         int32_t v = r->queue[head++];
-        if (c->devs[v].kind == PP_DEV_HCA)
-            return v;
-        if (v != d && !(PCIE_VIA & KBIT(c->devs[v].kind)))
-            continue;
+        if (c->devs[v].kind == PP_DEV_HCA) return v;
+        if (v != d && !(PCIE_VIA & KBIT(c->devs[v].kind))) continue;
         for (int32_t i = c->out_off[v]; i < c->out_off[v + 1]; i++) {
             const pp_link *l = &c->links[c->out_ids[i]];
             if (!(PCIE_KINDS & KBIT(l->kind)) || r->mark[l->dst] == r->epoch)
@@ -407,12 +378,10 @@ static int32_t endpoint_hca(pp_router *r, int32_t d) {
 
 /* Hops from every switch to switch t, over switch-to-switch links. */
 static const uint16_t *dist_table(pp_router *r, int32_t t) {
-    if (r->dist_to[t])
-        return r->dist_to[t];
+    if (r->dist_to[t]) return r->dist_to[t];
     const pp_cluster *c = r->c;
     uint16_t *d = pp_xmalloc((size_t)r->n_sw * sizeof *d);
-    for (int32_t s = 0; s < r->n_sw; s++)
-        d[s] = FAR;
+    for (int32_t s = 0; s < r->n_sw; s++) d[s] = FAR;
     size_t head = 0, tail = 0;
     d[t] = 0;
     r->queue[tail++] = t;
@@ -420,8 +389,7 @@ static const uint16_t *dist_table(pp_router *r, int32_t t) {
         int32_t v = r->queue[head++], vd = r->sw_dev[v];
         for (int32_t i = c->out_off[vd]; i < c->out_off[vd + 1]; i++) {
             int32_t w = r->sw_of[c->links[c->out_ids[i]].dst];
-            if (w < 0 || d[w] != FAR)
-                continue;
+            if (w < 0 || d[w] != FAR) continue;
             d[w] = (uint16_t)(d[v] + 1 < FAR ? d[v] + 1 : FAR - 1);
             r->queue[tail++] = w;
         }
@@ -432,9 +400,8 @@ static const uint16_t *dist_table(pp_router *r, int32_t t) {
 
 /* Appends the walk from switch device a to switch device b, which must
  * be reachable (d[a] finite). */
-static void fabric_walk(pp_router *r, int32_t a, int32_t b,
-                        const uint16_t *d, uint32_t cls, int32_t ks,
-                        int32_t kd, uint32_t hop) {
+static void fabric_walk(pp_router *r, int32_t a, int32_t b, const uint16_t *d,
+                        uint32_t cls, int32_t ks, int32_t kd, uint32_t hop) {
     const pp_cluster *c = r->c;
     for (int32_t u = a; u != b; hop++) {
         int32_t want = d[r->sw_of[u]] - 1, chosen = -1;
@@ -443,8 +410,7 @@ static void fabric_walk(pp_router *r, int32_t a, int32_t b,
             uint32_t seen = 0;
             for (int32_t i = c->out_off[u]; i < c->out_off[u + 1]; i++) {
                 int32_t w = r->sw_of[c->links[c->out_ids[i]].dst];
-                if (w < 0 || d[w] != want)
-                    continue;
+                if (w < 0 || d[w] != want) continue;
                 if (pass == 1 && seen == k) {
                     chosen = c->out_ids[i];
                     break;
@@ -466,8 +432,7 @@ static void fabric_walk(pp_router *r, int32_t a, int32_t b,
 static size_t host_links(const pp_cluster *c, int32_t hca, int32_t *out,
                          size_t max) {
     size_t n = 0;
-    for (int32_t i = c->out_off[hca]; i < c->out_off[hca + 1] && n < max;
-         i++)
+    for (int32_t i = c->out_off[hca]; i < c->out_off[hca + 1] && n < max; i++)
         if (is_switch(c->devs[c->links[c->out_ids[i]].dst].kind))
             out[n++] = c->out_ids[i];
     return n;
@@ -510,7 +475,8 @@ static int cross_path(pp_router *r, int32_t src, int32_t dst, uint32_t cls,
     size_t bi = 0, bj = 0;
     for (int pass = 0; pass < 2; pass++) {
         int32_t k = pass ? (int32_t)pick(r, cls, src, dst, 1000, (uint32_t)ties)
-                         : 0, seen = 0;
+                         : 0,
+                seen = 0;
         for (size_t j = 0; j < n_up[1]; j++) {
             int32_t ld = up[1][j] < 0 ? dst : c->links[up[1][j]].dst;
             const uint16_t *d = dist_table(r, r->sw_of[ld]);
@@ -536,23 +502,21 @@ static int cross_path(pp_router *r, int32_t src, int32_t dst, uint32_t cls,
                             "no path from %s to %s: the fabric does not join "
                             "their switches",
                             sn, dn);
-    if (hca[0] >= 0 && !server_path(r, src, hca[0], PCIE_KINDS, PCIE_VIA,
-                                    cls, src, dst))
+    if (hca[0] >= 0 &&
+        !server_path(r, src, hca[0], PCIE_KINDS, PCIE_VIA, cls, src, dst))
         return pp_error_set(e, PP_EINVAL,
-                            "no path from %s to %s: no PCIe path to %s", sn,
-                            dn, c->devs[hca[0]].name);
+                            "no path from %s to %s: no PCIe path to %s", sn, dn,
+                            c->devs[hca[0]].name);
     int32_t ls = src, ld = dst;
     if (up[0][bi] >= 0) {
         tmp_push(r, up[0][bi]);
         ls = c->links[up[0][bi]].dst;
     }
-    if (up[1][bj] >= 0)
-        ld = c->links[up[1][bj]].dst;
+    if (up[1][bj] >= 0) ld = c->links[up[1][bj]].dst;
     fabric_walk(r, ls, ld, bd, cls, src, dst, 1);
-    if (up[1][bj] >= 0)
-        tmp_push(r, c->links[up[1][bj]].reverse);
-    if (hca[1] >= 0 && !server_path(r, hca[1], dst, PCIE_KINDS, PCIE_VIA,
-                                    cls, src, dst))
+    if (up[1][bj] >= 0) tmp_push(r, c->links[up[1][bj]].reverse);
+    if (hca[1] >= 0 &&
+        !server_path(r, hca[1], dst, PCIE_KINDS, PCIE_VIA, cls, src, dst))
         return pp_error_set(e, PP_EINVAL,
                             "no path from %s to %s: no PCIe path from %s", sn,
                             dn, c->devs[hca[1]].name);
@@ -566,10 +530,10 @@ static int compute(pp_router *r, int32_t src, int32_t dst, uint32_t cls,
     const pp_device *a = &c->devs[src], *b = &c->devs[dst];
     r->n_tmp = 0;
     if (a->node >= 0 && a->node == b->node) {
-        bool nvlink = (a->kind == PP_DEV_GPU || a->kind == PP_DEV_NVSWITCH)
-                      && (b->kind == PP_DEV_GPU || b->kind == PP_DEV_NVSWITCH);
-        if (nvlink && server_path(r, src, dst, NVLINK_KINDS, NVLINK_VIA, cls,
-                                  src, dst))
+        bool nvlink = (a->kind == PP_DEV_GPU || a->kind == PP_DEV_NVSWITCH) &&
+                      (b->kind == PP_DEV_GPU || b->kind == PP_DEV_NVSWITCH);
+        if (nvlink &&
+            server_path(r, src, dst, NVLINK_KINDS, NVLINK_VIA, cls, src, dst))
             return 0;
         r->n_tmp = 0;
         if (server_path(r, src, dst, PCIE_KINDS, PCIE_VIA, cls, src, dst))
@@ -585,8 +549,8 @@ int pp_route(pp_router *r, int32_t src, int32_t dst, uint64_t flow_key,
              double *bottleneck_Bps, pp_error *e) {
     static const int32_t none[1] = {-1};
     const pp_cluster *c = r->c;
-    if (src < 0 || dst < 0 || (size_t)src >= c->n_devs
-        || (size_t)dst >= c->n_devs)
+    if (src < 0 || dst < 0 || (size_t)src >= c->n_devs ||
+        (size_t)dst >= c->n_devs)
         return pp_error_set(e, PP_EINVAL,
                             "pp_route: device %d or %d out of range (%zu "
                             "devices)",
@@ -610,8 +574,7 @@ int pp_route(pp_router *r, int32_t src, int32_t dst, uint64_t flow_key,
     if (!x) {
         r->chose = false;
         int rc = compute(r, src, dst, cls, e);
-        if (rc)
-            return rc;
+        if (rc) return rc;
         if (r->chose) {
             insert_chooses(r, src, dst);
             x = insert(r, src, dst, cls);
@@ -622,8 +585,7 @@ int pp_route(pp_router *r, int32_t src, int32_t dst, uint64_t flow_key,
         x = lookup(r, src, dst, cls);
         if (!x) {
             int rc = compute(r, src, dst, cls, e);
-            if (rc)
-                return rc;
+            if (rc) return rc;
             x = insert(r, src, dst, cls);
         }
     }
@@ -643,29 +605,25 @@ static int32_t nvs_link(const pp_cluster *c, int32_t g, int32_t k,
     int32_t n = 0, found = -1;
     for (int32_t i = c->out_off[g]; i < c->out_off[g + 1]; i++) {
         const pp_link *l = &c->links[c->out_ids[i]];
-        if (l->kind != PP_LINK_NVLINK
-            || c->devs[l->dst].kind != PP_DEV_NVSWITCH)
+        if (l->kind != PP_LINK_NVLINK ||
+            c->devs[l->dst].kind != PP_DEV_NVSWITCH)
             continue;
-        if (n++ == k)
-            found = c->out_ids[i];
+        if (n++ == k) found = c->out_ids[i];
     }
-    if (count)
-        *count = n;
+    if (count) *count = n;
     return found;
 }
 
 int32_t pp__route_ways(pp_router *r, int32_t src, int32_t dst) {
     const pp_cluster *c = r->c;
-    if (src == dst || src < 0 || dst < 0 || (size_t)src >= c->n_devs
-        || (size_t)dst >= c->n_devs)
+    if (src == dst || src < 0 || dst < 0 || (size_t)src >= c->n_devs ||
+        (size_t)dst >= c->n_devs)
         return 1;
     const pp_device *a = &c->devs[src], *b = &c->devs[dst];
     if (a->kind != PP_DEV_GPU || b->kind != PP_DEV_GPU || a->node != b->node)
         return 1;
-    if (r->nvs_n[src] < 0)
-        nvs_link(c, src, 0, &r->nvs_n[src]);
-    if (r->nvs_n[dst] < 0)
-        nvs_link(c, dst, 0, &r->nvs_n[dst]);
+    if (r->nvs_n[src] < 0) nvs_link(c, src, 0, &r->nvs_n[src]);
+    if (r->nvs_n[dst] < 0) nvs_link(c, dst, 0, &r->nvs_n[dst]);
     int32_t na = r->nvs_n[src], nb = r->nvs_n[dst];
     return na >= 2 && na == nb ? na : 1;
 }
@@ -686,8 +644,7 @@ int pp__route_way(pp_router *r, int32_t src, int32_t dst, int32_t k,
         int32_t up = nvs_link(c, src, k, NULL), down = -1;
         int32_t nvs = c->links[up].dst;
         for (int32_t i = c->out_off[nvs]; i < c->out_off[nvs + 1]; i++)
-            if (c->links[c->out_ids[i]].dst == dst)
-                down = c->out_ids[i];
+            if (c->links[c->out_ids[i]].dst == dst) down = c->out_ids[i];
         if (down < 0)
             return pp_error_set(e, PP_EINVAL, "no NVLink from %s to %s",
                                 c->devs[nvs].name, c->devs[dst].name);

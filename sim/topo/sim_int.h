@@ -14,52 +14,52 @@
  * hangs and how many lanes it asked for and got.  Every server of a
  * cluster is built from the same template. */
 typedef struct pp_pcie_slot {
-    pp_dev_kind kind;      /* PP_DEV_GPU or PP_DEV_HCA */
-    int32_t local;         /* GPU or HCA index within the server */
-    int32_t socket;        /* CPU socket it is attached under */
-    int32_t pcie_switch;   /* local PCIe switch index, -1 = socket root port */
-    int32_t lanes_wanted;  /* x16 normally */
-    int32_t lanes_got;     /* after the socket's lane budget */
+    pp_dev_kind kind;     /* PP_DEV_GPU or PP_DEV_HCA */
+    int32_t local;        /* GPU or HCA index within the server */
+    int32_t socket;       /* CPU socket it is attached under */
+    int32_t pcie_switch;  /* local PCIe switch index, -1 = socket root port */
+    int32_t lanes_wanted; /* x16 normally */
+    int32_t lanes_got;    /* after the socket's lane budget */
 } pp_pcie_slot;
 
 typedef struct pp_pcie_layout {
-    int32_t gen;              /* 3, 4, 5 */
+    int32_t gen; /* 3, 4, 5 */
     int32_t sockets;
-    int32_t lanes_per_socket; /* lanes a socket gives its devices */
-    int32_t switches;         /* PCIe switches per server */
-    int32_t switch_socket[64];/* socket of each PCIe switch */
+    int32_t lanes_per_socket;    /* lanes a socket gives its devices */
+    int32_t switches;            /* PCIe switches per server */
+    int32_t switch_socket[64];   /* socket of each PCIe switch */
     int32_t switch_uplink_lanes; /* switch -> socket width */
-    double lane_Bps;          /* per lane, per direction, for gen */
-    pp_pcie_slot *slots;      /* GPUs then HCAs */
+    double lane_Bps;             /* per lane, per direction, for gen */
+    pp_pcie_slot *slots;         /* GPUs then HCAs */
     size_t n_slots;
 } pp_pcie_layout;
 
 struct pp_cluster {
     pp_cluster_info info;
-    pp_catalog *owned_cat;   /* loaded by us when the caller gave none */
+    pp_catalog *owned_cat; /* loaded by us when the caller gave none */
     const pp_catalog *cat;
-    char *source;            /* the file it came from */
+    char *source; /* the file it came from */
 
     pp_device *devs;
     size_t n_devs, cap_devs;
-    pp_link *links;          /* both directions; links[i].reverse pairs */
+    pp_link *links; /* both directions; links[i].reverse pairs */
     size_t n_links, cap_links;
-    int32_t *out_off;        /* CSR: out_off[d] .. out_off[d+1] */
-    int32_t *out_ids;        /* link ids */
+    int32_t *out_off; /* CSR: out_off[d] .. out_off[d+1] */
+    int32_t *out_ids; /* link ids */
 
-    int32_t *gpu_ids;        /* [node * gpus_per_node + local] -> device */
-    int32_t *hca_ids;        /* [node * hcas_per_node + local] -> device */
-    int32_t *gpu_hca;        /* [gpu device] -> nearest HCA device, or -1;
+    int32_t *gpu_ids; /* [node * gpus_per_node + local] -> device */
+    int32_t *hca_ids; /* [node * hcas_per_node + local] -> device */
+    int32_t *gpu_hca; /* [gpu device] -> nearest HCA device, or -1;
                                 indexed by device id, n_devs long */
-    char **names;            /* owned device names, n_devs long */
+    char **names;     /* owned device names, n_devs long */
 
-    pp_pcie_layout pcie;     /* the server template's PCIe tree */
-    char intra[32];          /* "nvswitch", "nvlink-mesh", ... */
-    char fabric_kind[32];    /* "single-switch", "leaf-spine", ... */
-    char wiring[16];         /* "rail" or "tor" */
+    pp_pcie_layout pcie;  /* the server template's PCIe tree */
+    char intra[32];       /* "nvswitch", "nvlink-mesh", ... */
+    char fabric_kind[32]; /* "single-switch", "leaf-spine", ... */
+    char wiring[16];      /* "rail" or "tor" */
     int32_t switch_radix[PP_DEV__COUNT]; /* ports per switch, by level */
 
-    igraph_t graph;          /* vertex i = device i, edge j = link j */
+    igraph_t graph; /* vertex i = device i, edge j = link j */
     bool has_graph;
 
     /* Added by the loader (cluster.c, graph.c); private to them. */

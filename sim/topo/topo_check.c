@@ -138,32 +138,39 @@ static void check_connected(const pp_cluster *c, plist *p) {
             if (d >= 0 && comp[d] != main_comp) cut++;
         }
         if (cut == 0) continue;
-        if (reported >= PP_CHECK_CAP) { more_gpus += (size_t)cut; continue; }
+        if (reported >= PP_CHECK_CAP) {
+            more_gpus += (size_t)cut;
+            continue;
+        }
         char where[64];
         if (cut == gpn) {
             snprintf(where, sizeof where, "n%d", (int)node);
             add(p, PP_SEV_ERROR, where,
                 "all %d GPUs of server n%d are cut off from %s: no path "
-                "through NVLink, PCIe or the network", (int)gpn, (int)node,
-                ref >= 0 ? c->devs[ref].name : "the rest");
+                "through NVLink, PCIe or the network",
+                (int)gpn, (int)node, ref >= 0 ? c->devs[ref].name : "the rest");
             reported++;
             continue;
         }
         for (int32_t g = 0; g < gpn; g++) {
             int32_t d = c->gpu_ids[(size_t)node * gpn + g];
             if (d < 0 || comp[d] == main_comp) continue;
-            if (reported >= PP_CHECK_CAP) { more_gpus++; continue; }
+            if (reported >= PP_CHECK_CAP) {
+                more_gpus++;
+                continue;
+            }
             add(p, PP_SEV_ERROR, c->devs[d].name,
                 "GPU %s is cut off from %s: no path through NVLink, PCIe or "
-                "the network", c->devs[d].name,
-                ref >= 0 ? c->devs[ref].name : "the rest");
+                "the network",
+                c->devs[d].name, ref >= 0 ? c->devs[ref].name : "the rest");
             reported++;
         }
     }
     if (more_gpus)
         add(p, PP_SEV_ERROR, "cluster",
             "%zu more GPUs are cut off (only the first %d problems are "
-            "listed)", more_gpus, PP_CHECK_CAP);
+            "listed)",
+            more_gpus, PP_CHECK_CAP);
     free(gpus_in);
     free(queue);
     free(comp);
@@ -181,7 +188,10 @@ static void check_ports(const pp_cluster *c, plist *p) {
             if ((int)c->devs[d].kind != k) continue;
             int32_t used = c->out_off[d + 1] - c->out_off[d];
             if (used <= radix) continue;
-            if (reported++ >= PP_CHECK_CAP) { more++; continue; }
+            if (reported++ >= PP_CHECK_CAP) {
+                more++;
+                continue;
+            }
             add(p, PP_SEV_ERROR, c->devs[d].name,
                 "%s has %d links but a %s switch has only %d ports",
                 c->devs[d].name, (int)used, level_word((pp_dev_kind)k),
@@ -210,8 +220,7 @@ static void check_rails(const pp_cluster *c, plist *p) {
     for (size_t d = 0; d < c->n_devs; d++) {
         if (!is_fabric_switch(c->devs[d].kind)) continue;
         have_fabric = true;
-        if (c->devs[d].kind == PP_DEV_LEAF && c->devs[d].rail >= 0)
-            rail = true;
+        if (c->devs[d].kind == PP_DEV_LEAF && c->devs[d].rail >= 0) rail = true;
     }
     int32_t hpn = c->info.hcas_per_node;
     if (!have_fabric || hpn <= 0 || !c->hca_ids) return;
@@ -230,16 +239,20 @@ static void check_rails(const pp_cluster *c, plist *p) {
             snprintf(where, sizeof where, "rail %d", (int)r);
             add(p, PP_SEV_ERROR, where,
                 "no leaf serves rail %d (HCA %d of every server): %d of its "
-                "%d HCAs have no cable%s", (int)r, (int)r, (int)unwired,
-                (int)c->info.nodes,
+                "%d HCAs have no cable%s",
+                (int)r, (int)r, (int)unwired, (int)c->info.nodes,
                 unwired < c->info.nodes ? ", the rest are cabled to other "
-                                          "rails' leaves" : "");
+                                          "rails' leaves"
+                                        : "");
             continue;
         }
         for (int32_t node = 0; node < c->info.nodes && unwired; node++) {
             int32_t h = c->hca_ids[(size_t)node * hpn + r];
             if (h < 0 || hca_wired(c, h)) continue;
-            if (reported++ >= PP_CHECK_CAP) { more++; continue; }
+            if (reported++ >= PP_CHECK_CAP) {
+                more++;
+                continue;
+            }
             add(p, PP_SEV_ERROR, c->devs[h].name,
                 "%s has no cable to a leaf switch", c->devs[h].name);
         }
@@ -299,8 +312,8 @@ static void negotiate(const pp_pcie_layout *L, int32_t sock, int32_t *got) {
             /* Only halve the widest devices in this round. */
             int32_t widest = 0;
             for (size_t q = 0; q < L->n_slots; q++)
-                if (L->slots[q].socket == sock && L->slots[q].pcie_switch < 0
-                    && got[q] > widest)
+                if (L->slots[q].socket == sock && L->slots[q].pcie_switch < 0 &&
+                    got[q] > widest)
                     widest = got[q];
             if (got[j] != widest) continue;
             over -= got[j] / 2;
@@ -315,8 +328,8 @@ static void negotiate(const pp_pcie_layout *L, int32_t sock, int32_t *got) {
 static bool in_group(const pp_pcie_layout *L, const int32_t *got, size_t i,
                      int32_t sock, int dropped) {
     const pp_pcie_slot *s = &L->slots[i];
-    return s->socket == sock && s->pcie_switch < 0
-           && (got[i] < s->lanes_wanted) == (dropped != 0);
+    return s->socket == sock && s->pcie_switch < 0 &&
+           (got[i] < s->lanes_wanted) == (dropped != 0);
 }
 
 /* The widest width below `below` in a group; -1 when none is left. */
@@ -324,16 +337,16 @@ static int32_t next_width(const pp_pcie_layout *L, const int32_t *got,
                           int32_t sock, int dropped, int32_t below) {
     int32_t best = -1;
     for (size_t i = 0; i < L->n_slots; i++)
-        if (in_group(L, got, i, sock, dropped) && got[i] < below
-            && got[i] > best)
+        if (in_group(L, got, i, sock, dropped) && got[i] < below &&
+            got[i] > best)
             best = got[i];
     return best;
 }
 
 /* "gpu2, gpu5 and hca0": the group's devices at one width. */
 static int32_t list_slots(const pp_pcie_layout *L, const int32_t *got,
-                          int32_t sock, int dropped, int32_t width,
-                          char *buf, size_t len) {
+                          int32_t sock, int dropped, int32_t width, char *buf,
+                          size_t len) {
     int32_t cnt = 0, k = 0;
     for (size_t i = 0; i < L->n_slots; i++)
         if (in_group(L, got, i, sock, dropped) && got[i] == width) cnt++;
@@ -341,7 +354,10 @@ static int32_t list_slots(const pp_pcie_layout *L, const int32_t *got,
     for (size_t i = 0; i < L->n_slots; i++) {
         if (!in_group(L, got, i, sock, dropped) || got[i] != width) continue;
         k++;
-        cat(buf, len, "%s%s%d", k == 1 ? "" : k == cnt ? " and " : ", ",
+        cat(buf, len, "%s%s%d",
+            k == 1     ? ""
+            : k == cnt ? " and "
+                       : ", ",
             slot_word(&L->slots[i]), (int)L->slots[i].local);
     }
     return cnt;
@@ -403,8 +419,7 @@ static void check_lanes(const pp_cluster *c, plist *p) {
                 first = false;
             }
         }
-        if (!any_drop)
-            cat(msg, sizeof msg, "; no device was narrowed to fit");
+        if (!any_drop) cat(msg, sizeof msg, "; no device was narrowed to fit");
         add(p, PP_SEV_ERROR, where, "%s", msg);
     }
     free(got);
@@ -434,8 +449,8 @@ static void check_pcie_switches(const pp_cluster *c, plist *p) {
             "uplink to socket %d (%.3g:1): their host traffic and any "
             "GPUDirect traffic leaving the switch share %s",
             (int)k, (int)cnt, names, (int)lanes, (int)L->switch_uplink_lanes,
-            (int)L->switch_socket[k],
-            (double)lanes / L->switch_uplink_lanes, bw);
+            (int)L->switch_socket[k], (double)lanes / L->switch_uplink_lanes,
+            bw);
     }
 }
 
@@ -453,8 +468,8 @@ static const pp_pcie_slot *find_slot(const pp_pcie_layout *L, pp_dev_kind k,
 static void check_sockets(const pp_cluster *c, plist *p) {
     const pp_pcie_layout *L = &c->pcie;
     int32_t gpn = c->info.gpus_per_node;
-    if (!L->slots || L->sockets < 2 || c->info.hcas_per_node <= 0
-        || c->info.nodes <= 0 || gpn <= 0)
+    if (!L->slots || L->sockets < 2 || c->info.hcas_per_node <= 0 ||
+        c->info.nodes <= 0 || gpn <= 0)
         return;
     /* pair[g]: the HCA local index GPU g uses, -1 none; -2 when fine */
     int32_t *pair = pp_xmalloc((size_t)gpn * sizeof *pair);
@@ -476,16 +491,20 @@ static void check_sockets(const pp_cluster *c, plist *p) {
             pair[g] >= 0 ? find_slot(L, PP_DEV_HCA, pair[g]) : NULL;
         int32_t h = pair[g], cnt = 0, k = 0;
         for (int32_t q = g; q < gpn; q++)
-            if (pair[q] == h && find_slot(L, PP_DEV_GPU, q)->socket == gs->socket)
+            if (pair[q] == h &&
+                find_slot(L, PP_DEV_GPU, q)->socket == gs->socket)
                 cnt++;
         char names[256] = "", where[64];
         for (int32_t q = g; q < gpn; q++) {
-            if (pair[q] != h
-                || find_slot(L, PP_DEV_GPU, q)->socket != gs->socket)
+            if (pair[q] != h ||
+                find_slot(L, PP_DEV_GPU, q)->socket != gs->socket)
                 continue;
             k++;
             cat(names, sizeof names, "%sgpu%d",
-                k == 1 ? "" : k == cnt ? " and " : ", ", (int)q);
+                k == 1     ? ""
+                : k == cnt ? " and "
+                           : ", ",
+                (int)q);
             pair[q] = -2; /* reported */
         }
         tmpl_where(c, where, sizeof where, "cpu", (int)gs->socket);
@@ -493,13 +512,13 @@ static void check_sockets(const pp_cluster *c, plist *p) {
             add(p, PP_SEV_WARNING, where,
                 "%s (socket %d) %s paired with hca%d (socket %d): network "
                 "traffic crosses the socket link, no GPUDirect RDMA path",
-                names, (int)gs->socket, cnt == 1 ? "is" : "are",
-                (int)hs->local, (int)hs->socket);
+                names, (int)gs->socket, cnt == 1 ? "is" : "are", (int)hs->local,
+                (int)hs->socket);
         else
             add(p, PP_SEV_WARNING, where,
                 "%s (socket %d) %s no HCA under %s socket: network traffic "
-                "crosses the socket link, no GPUDirect RDMA path", names,
-                (int)gs->socket, cnt == 1 ? "has" : "have",
+                "crosses the socket link, no GPUDirect RDMA path",
+                names, (int)gs->socket, cnt == 1 ? "has" : "have",
                 cnt == 1 ? "its" : "their");
     }
     free(pair);

@@ -24,7 +24,10 @@ static void dot_quote(FILE *fp, const char *s) {
     fputc('"', fp);
     for (; s && *s; s++) {
         if (*s == '"' || *s == '\\') fputc('\\', fp);
-        if (*s == '\n') { fputs("\\n", fp); continue; }
+        if (*s == '\n') {
+            fputs("\\n", fp);
+            continue;
+        }
         fputc(*s, fp);
     }
     fputc('"', fp);
@@ -33,13 +36,18 @@ static void dot_quote(FILE *fp, const char *s) {
 static const char *dev_style(pp_dev_kind k) {
     switch (k) {
     case PP_DEV_GPU: return "shape=box, style=filled, fillcolor=\"#b7e1a1\"";
-    case PP_DEV_NVSWITCH: return "shape=hexagon, style=filled, fillcolor=\"#d9f0c8\"";
+    case PP_DEV_NVSWITCH:
+        return "shape=hexagon, style=filled, fillcolor=\"#d9f0c8\"";
     case PP_DEV_PCIE_SWITCH: return "shape=diamond";
     case PP_DEV_CPU: return "shape=box3d";
-    case PP_DEV_HCA: return "shape=ellipse, style=filled, fillcolor=\"#c6dbef\"";
-    case PP_DEV_LEAF: return "shape=box, style=\"rounded,filled\", fillcolor=\"#fdd0a2\"";
-    case PP_DEV_SPINE: return "shape=box, style=\"rounded,filled\", fillcolor=\"#fdae6b\"";
-    case PP_DEV_CORE: return "shape=box, style=\"rounded,filled\", fillcolor=\"#e6550d\"";
+    case PP_DEV_HCA:
+        return "shape=ellipse, style=filled, fillcolor=\"#c6dbef\"";
+    case PP_DEV_LEAF:
+        return "shape=box, style=\"rounded,filled\", fillcolor=\"#fdd0a2\"";
+    case PP_DEV_SPINE:
+        return "shape=box, style=\"rounded,filled\", fillcolor=\"#fdae6b\"";
+    case PP_DEV_CORE:
+        return "shape=box, style=\"rounded,filled\", fillcolor=\"#e6550d\"";
     default: return "shape=ellipse";
     }
 }
@@ -56,13 +64,13 @@ static const char *link_style(pp_link_kind k) {
 
 /* An aggregated DOT edge: endpoints are collapsed vertex keys. */
 typedef struct agg {
-    int64_t a, b;      /* vertex keys, a at the lower level */
-    int ra;            /* level of b: edges are written top down */
-    int32_t link;      /* first link (style, kind) */
-    double bw;         /* per link, the first one's */
-    double sum;        /* total capacity of the group */
+    int64_t a, b; /* vertex keys, a at the lower level */
+    int ra;       /* level of b: edges are written top down */
+    int32_t link; /* first link (style, kind) */
+    double bw;    /* per link, the first one's */
+    double sum;   /* total capacity of the group */
     int32_t count;
-    bool mixed;        /* bandwidths differ within the group */
+    bool mixed; /* bandwidths differ within the group */
 } agg;
 
 static int cmp_agg(const void *x, const void *y) {
@@ -95,7 +103,8 @@ static int vrank(const pp_cluster *c, int64_t key) {
 static void dot_vertex_name(const pp_cluster *c, int64_t key, FILE *fp) {
     char buf[32];
     if (key >= (int64_t)c->n_devs) {
-        snprintf(buf, sizeof buf, "n%lld", (long long)(key - (int64_t)c->n_devs));
+        snprintf(buf, sizeof buf, "n%lld",
+                 (long long)(key - (int64_t)c->n_devs));
         dot_quote(fp, buf);
     } else {
         dot_quote(fp, c->devs[key].name);
@@ -108,9 +117,10 @@ int pp_topo_dot(const pp_cluster *c, bool expand, FILE *fp, pp_error *e) {
     const pp_cluster_info *in = &c->info;
     fprintf(fp, "graph ");
     dot_quote(fp, in->name);
-    fprintf(fp, " {\n  graph [rankdir=BT, ranksep=1.2, fontname=\"Helvetica\"];\n"
-                "  node [fontname=\"Helvetica\", fontsize=10];\n"
-                "  edge [fontname=\"Helvetica\", fontsize=8];\n");
+    fprintf(fp,
+            " {\n  graph [rankdir=BT, ranksep=1.2, fontname=\"Helvetica\"];\n"
+            "  node [fontname=\"Helvetica\", fontsize=10];\n"
+            "  edge [fontname=\"Helvetica\", fontsize=8];\n");
 
     /* Vertices: fabric switches by level (one rank each), then servers
      * (collapsed) or the devices of each server in a cluster box. */
@@ -143,7 +153,8 @@ int pp_topo_dot(const pp_cluster *c, bool expand, FILE *fp, pp_error *e) {
          * need not follow the servers). */
         int32_t nn = in->nodes > 0 ? in->nodes : 0;
         size_t *start = pp_xcalloc((size_t)nn + 1, sizeof *start);
-        int32_t *order = pp_xmalloc((c->n_devs ? c->n_devs : 1) * sizeof *order);
+        int32_t *order =
+            pp_xmalloc((c->n_devs ? c->n_devs : 1) * sizeof *order);
         for (size_t d = 0; d < c->n_devs; d++) {
             const pp_device *dv = &c->devs[d];
             if (dv->node >= 0 && dv->node < nn && !is_level(dv->kind))
@@ -201,9 +212,14 @@ int pp_topo_dot(const pp_cluster *c, bool expand, FILE *fp, pp_error *e) {
         /* The lower level first: with rankdir=BT, dot then draws servers
          * at the bottom and the core at the top. */
         int ra = vrank(c, a), rb = vrank(c, b);
-        if (ra > rb || (ra == rb && a > b)) { int64_t t = a; a = b; b = t; }
-        g[ng++] = (agg){a, b, ra > rb ? ra : rb, (int32_t)i, l->bw_Bps,
-                        l->bw_Bps, 1, false};
+        if (ra > rb || (ra == rb && a > b)) {
+            int64_t t = a;
+            a = b;
+            b = t;
+        }
+        g[ng++] =
+            (agg){a, b,    ra > rb ? ra : rb, (int32_t)i, l->bw_Bps, l->bw_Bps,
+                  1, false};
     }
     qsort(g, ng, sizeof *g, cmp_agg);
     size_t i = 0;
@@ -237,8 +253,7 @@ int pp_topo_dot(const pp_cluster *c, bool expand, FILE *fp, pp_error *e) {
     }
     free(g);
     fprintf(fp, "}\n");
-    if (ferror(fp))
-        return pp_error_set(e, PP_EIO, "writing DOT: output error");
+    if (ferror(fp)) return pp_error_set(e, PP_EIO, "writing DOT: output error");
     return 0;
 }
 
@@ -260,12 +275,12 @@ static int export_graphml(const pp_cluster *c, FILE *fp, pp_error *e) {
     igraph_integer_t nd = (igraph_integer_t)c->n_devs;
     igraph_integer_t nl = (igraph_integer_t)c->n_links;
 
-#define IG(call, what)                                                      \
-    do {                                                                    \
-        if ((ig = (call))) {                                                \
-            rc = pp__igraph_error(ig, what, e);                             \
-            goto cleanup;                                                   \
-        }                                                                   \
+#define IG(call, what)                                                         \
+    do {                                                                       \
+        if ((ig = (call))) {                                                   \
+            rc = pp__igraph_error(ig, what, e);                                \
+            goto cleanup;                                                      \
+        }                                                                      \
     } while (0)
 
     IG(igraph_vector_int_init(&ev, 2 * nl), "GraphML: edge list");
@@ -306,7 +321,8 @@ static int export_graphml(const pp_cluster *c, FILE *fp, pp_error *e) {
            "GraphML: kinds");
     IG(SETEASV(&g, "kind", &sv), "GraphML: edge kinds");
     IG(igraph_vector_resize(&nv, nl), "GraphML: numbers");
-    for (igraph_integer_t i = 0; i < nl; i++) VECTOR(nv)[i] = c->links[i].bw_Bps;
+    for (igraph_integer_t i = 0; i < nl; i++)
+        VECTOR(nv)[i] = c->links[i].bw_Bps;
     IG(SETEANV(&g, "bw_Bps", &nv), "GraphML: bandwidths");
     for (igraph_integer_t i = 0; i < nl; i++) VECTOR(nv)[i] = c->links[i].lat_s;
     IG(SETEANV(&g, "lat_s", &nv), "GraphML: latencies");
@@ -351,15 +367,17 @@ static int export_json(const pp_cluster *c, FILE *fp, pp_error *e) {
         json_object_set_new(x, "kind", json_string(pp_link_kind_name(l->kind)));
         json_object_set_new(x, "bw_Bps", json_real(l->bw_Bps));
         json_object_set_new(x, "lat_s", json_real(l->lat_s));
-        if (l->lanes > 0) json_object_set_new(x, "lanes", json_integer(l->lanes));
+        if (l->lanes > 0)
+            json_object_set_new(x, "lanes", json_integer(l->lanes));
         json_array_append_new(es, x);
     }
     json_object_set_new(root, "vertices", vs);
     json_object_set_new(root, "edges", es);
     /* Indented, so the file diffs line by line; 17 digits give back the
      * exact doubles. */
-    int rc = json_dumpf(root, fp, JSON_INDENT(1) | JSON_PRESERVE_ORDER
-                                      | JSON_REAL_PRECISION(17));
+    int rc = json_dumpf(root, fp,
+                        JSON_INDENT(1) | JSON_PRESERVE_ORDER |
+                            JSON_REAL_PRECISION(17));
     json_decref(root);
     if (rc != 0 || fputc('\n', fp) == EOF)
         return pp_error_set(e, PP_EIO, "writing JSON: output error");

@@ -55,11 +55,11 @@ static int level_rank(pp_dev_kind k) {
 
 /* The fabric as a flow network, built once and shared by the splits. */
 typedef struct fabric {
-    int32_t *vid;      /* device -> flow vertex, -1 when not in the fabric */
-    int32_t nv;        /* flow vertices before source and sink */
-    int32_t *hca;      /* HCA device ids, in device order */
-    double *inj;       /* per HCA: capacity of its cables into the fabric */
-    int32_t *leaf;     /* per HCA: first switch it plugs into, -1 none */
+    int32_t *vid;  /* device -> flow vertex, -1 when not in the fabric */
+    int32_t nv;    /* flow vertices before source and sink */
+    int32_t *hca;  /* HCA device ids, in device order */
+    double *inj;   /* per HCA: capacity of its cables into the fabric */
+    int32_t *leaf; /* per HCA: first switch it plugs into, -1 none */
     size_t nh;
     igraph_integer_t *edges; /* base edges as (from, to) pairs */
     double *cap;
@@ -105,8 +105,8 @@ static void fabric_build(const pp_cluster *c, fabric *f) {
     size_t ne = 0;
     for (size_t i = 0; i < c->n_links; i++) {
         const pp_link *l = &c->links[i];
-        if ((l->kind == PP_LINK_HOST || l->kind == PP_LINK_FABRIC)
-            && f->vid[l->src] >= 0 && f->vid[l->dst] >= 0)
+        if ((l->kind == PP_LINK_HOST || l->kind == PP_LINK_FABRIC) &&
+            f->vid[l->src] >= 0 && f->vid[l->dst] >= 0)
             ne++;
     }
     f->edges = pp_xmalloc((ne ? ne : 1) * 2 * sizeof *f->edges);
@@ -114,8 +114,8 @@ static void fabric_build(const pp_cluster *c, fabric *f) {
     double sum = 0;
     for (size_t i = 0; i < c->n_links; i++) {
         const pp_link *l = &c->links[i];
-        if (!((l->kind == PP_LINK_HOST || l->kind == PP_LINK_FABRIC)
-              && f->vid[l->src] >= 0 && f->vid[l->dst] >= 0))
+        if (!((l->kind == PP_LINK_HOST || l->kind == PP_LINK_FABRIC) &&
+              f->vid[l->src] >= 0 && f->vid[l->dst] >= 0))
             continue;
         f->edges[2 * f->ne] = f->vid[l->src];
         f->edges[2 * f->ne + 1] = f->vid[l->dst];
@@ -192,8 +192,8 @@ static int cmp_hkey(const void *a, const void *b) {
 }
 
 enum { SPLIT_SERVER, SPLIT_RAIL, SPLIT_LEAF, SPLIT_POD, SPLIT__COUNT };
-static const char *const split_names[SPLIT__COUNT] = {"server", "rail",
-                                                      "leaf", "pod"};
+static const char *const split_names[SPLIT__COUNT] = {"server", "rail", "leaf",
+                                                      "pod"};
 
 /* Fills side[] for a split; returns false when the split does not apply
  * to this cluster (one rail, no pods, ...). */
@@ -208,8 +208,14 @@ static bool make_split(const pp_cluster *c, const fabric *f, int which,
         k->dev = f->hca[h];
         k->h = (int32_t)h;
         switch (which) {
-        case SPLIT_SERVER: k->k1 = d->node; k->k2 = d->local; break;
-        case SPLIT_RAIL: k->k1 = rail; k->k2 = d->node; break;
+        case SPLIT_SERVER:
+            k->k1 = d->node;
+            k->k2 = d->local;
+            break;
+        case SPLIT_RAIL:
+            k->k1 = rail;
+            k->k2 = d->node;
+            break;
         case SPLIT_LEAF:
             k->k1 = leaf >= 0 ? leaf : INT32_MAX;
             k->k2 = d->node;
@@ -224,18 +230,17 @@ static bool make_split(const pp_cluster *c, const fabric *f, int which,
         if (k->k1 > distinct_max) distinct_max = k->k1;
     }
     /* A split by rails needs two rails, by pods two pods. */
-    if ((which == SPLIT_RAIL || which == SPLIT_POD)
-        && (distinct_min == distinct_max || distinct_min == INT32_MAX))
+    if ((which == SPLIT_RAIL || which == SPLIT_POD) &&
+        (distinct_min == distinct_max || distinct_min == INT32_MAX))
         return false;
     qsort(keys, f->nh, sizeof *keys, cmp_hkey);
-    for (size_t i = 0; i < f->nh; i++)
-        side[keys[i].h] = i >= f->nh / 2;
+    for (size_t i = 0; i < f->nh; i++) side[keys[i].h] = i >= f->nh / 2;
     return true;
 }
 
 /* Solves every split that applies and keeps the smallest flow. */
-static int solve_splits(const pp_cluster *c, const fabric *f,
-                        pp_topo_stats *s, bool *full, pp_error *e) {
+static int solve_splits(const pp_cluster *c, const fabric *f, pp_topo_stats *s,
+                        bool *full, pp_error *e) {
     hkey *keys = pp_xmalloc(f->nh * sizeof *keys);
     unsigned char *sides = pp_xmalloc(SPLIT__COUNT * f->nh);
     bool have[SPLIT__COUNT] = {false};
@@ -246,7 +251,8 @@ static int solve_splits(const pp_cluster *c, const fabric *f,
         if (!make_split(c, f, w, keys, side)) continue;
         bool dup = false;
         for (int q = 0; q < w && !dup; q++)
-            dup = have[q] && memcmp(sides + (size_t)q * f->nh, side, f->nh) == 0;
+            dup =
+                have[q] && memcmp(sides + (size_t)q * f->nh, side, f->nh) == 0;
         if (dup) continue;
         have[w] = true;
         double flow = 0, inj[2] = {0, 0};
@@ -340,8 +346,7 @@ int pp_topo_stats_compute(const pp_cluster *c, pp_topo_stats *out,
      * capped at the adapter's rate), shared by the GPUs. */
     if (s.gpus > 0) {
         double inj = hca_out;
-        if (c->info.nic_Bps > 0 && s.hcas > 0
-            && inj > c->info.nic_Bps * s.hcas)
+        if (c->info.nic_Bps > 0 && s.hcas > 0 && inj > c->info.nic_Bps * s.hcas)
             inj = c->info.nic_Bps * s.hcas;
         s.injection_Bps = inj / s.gpus;
     }

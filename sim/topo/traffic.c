@@ -37,11 +37,14 @@ static flow_in *push(flows *fl) {
 /* The kind a name such as "n3.gpu5" or "spine2" is spelled as, from its
  * letters; -1 when it looks like none. */
 static int spelled_kind(const char *name) {
-    static const struct { const char *word; pp_dev_kind kind; } words[] = {
-        {"gpu", PP_DEV_GPU},   {"nvs", PP_DEV_NVSWITCH},
+    static const struct {
+        const char *word;
+        pp_dev_kind kind;
+    } words[] = {
+        {"gpu", PP_DEV_GPU},          {"nvs", PP_DEV_NVSWITCH},
         {"pcie", PP_DEV_PCIE_SWITCH}, {"cpu", PP_DEV_CPU},
-        {"hca", PP_DEV_HCA},   {"leaf", PP_DEV_LEAF},
-        {"spine", PP_DEV_SPINE}, {"core", PP_DEV_CORE},
+        {"hca", PP_DEV_HCA},          {"leaf", PP_DEV_LEAF},
+        {"spine", PP_DEV_SPINE},      {"core", PP_DEV_CORE},
     };
     const char *dot = strchr(name, '.');
     const char *p = dot ? dot + 1 : name;
@@ -104,10 +107,10 @@ static int read_yaml(flows *fl, pp_error *e) {
     int rc = pp_doc_load_file(fl->file, &doc, e);
     if (rc) return rc;
     pp_node *root = pp_doc_root(doc);
-    if ((rc = pp_node_expect(root, "", PP_NODE_MAP, e))
-        || (rc = pp_map_node(root, "", "flows", PP_REQUIRED, PP_NODE_SEQ,
-                             &list, e))
-        || (rc = pp_map_done(root, "", e)))
+    if ((rc = pp_node_expect(root, "", PP_NODE_MAP, e)) ||
+        (rc = pp_map_node(root, "", "flows", PP_REQUIRED, PP_NODE_SEQ, &list,
+                          e)) ||
+        (rc = pp_map_done(root, "", e)))
         goto out;
     for (size_t i = 0; i < list->n && rc == 0; i++) {
         pp_node *it = list->items[i];
@@ -116,18 +119,18 @@ static int read_yaml(flows *fl, pp_error *e) {
         flow_in *f = push(fl);
         f->line = it->line;
         f->col = it->col;
-        if ((rc = pp_node_expect(it, p, PP_NODE_MAP, e))
-            || (rc = pp_map_string(it, p, "src", PP_REQUIRED, &s, e))
-            || (rc = resolve(fl->c, pp_map_get(it, "src"),
-                             pp_path(q, sizeof q, p, "src"), s, &f->src, e))
-            || (rc = pp_map_string(it, p, "dst", PP_REQUIRED, &d, e))
-            || (rc = resolve(fl->c, pp_map_get(it, "dst"),
-                             pp_path(q, sizeof q, p, "dst"), d, &f->dst, e))
-            || (rc = pp_map_quantity(it, p, "bytes", PP_REQUIRED, PP_Q_BYTES,
-                                     "B", true, &f->bytes, e)) < 0
-            || (rc = pp_map_quantity(it, p, "start", PP_OPTIONAL, PP_Q_TIME,
-                                     "s", true, &f->start_s, e)) < 0
-            || (rc = pp_map_done(it, p, e)))
+        if ((rc = pp_node_expect(it, p, PP_NODE_MAP, e)) ||
+            (rc = pp_map_string(it, p, "src", PP_REQUIRED, &s, e)) ||
+            (rc = resolve(fl->c, pp_map_get(it, "src"),
+                          pp_path(q, sizeof q, p, "src"), s, &f->src, e)) ||
+            (rc = pp_map_string(it, p, "dst", PP_REQUIRED, &d, e)) ||
+            (rc = resolve(fl->c, pp_map_get(it, "dst"),
+                          pp_path(q, sizeof q, p, "dst"), d, &f->dst, e)) ||
+            (rc = pp_map_quantity(it, p, "bytes", PP_REQUIRED, PP_Q_BYTES, "B",
+                                  true, &f->bytes, e)) < 0 ||
+            (rc = pp_map_quantity(it, p, "start", PP_OPTIONAL, PP_Q_TIME, "s",
+                                  true, &f->start_s, e)) < 0 ||
+            (rc = pp_map_done(it, p, e)))
             break;
     }
 out:
@@ -178,19 +181,21 @@ static int split(char *line, char **cells, int *cols, int max) {
 
 static int read_csv(flows *fl, pp_error *e) {
     FILE *fp = fopen(fl->file, "r");
-    if (!fp)
-        return pp_error_set(e, PP_ENOENT, "%s: cannot open", fl->file);
+    if (!fp) return pp_error_set(e, PP_ENOENT, "%s: cannot open", fl->file);
     char buf[4096], *cells[16];
     int cols[16], at[COL__COUNT], lineno = 0, n_cols = 0, rc = 0;
     bool header = false;
     while (rc == 0 && fgets(buf, sizeof buf, fp)) {
         lineno++;
         size_t len = strlen(buf);
-        if (len && buf[len - 1] == '\n') buf[--len] = '\0';
+        if (len && buf[len - 1] == '\n')
+            buf[--len] = '\0';
         else if (!feof(fp)) {
             pp_node n = cell(fl->file, lineno, 1, buf);
-            rc = pp_error_at(e, PP_EINPUT, &n, NULL, "line longer than %zu "
-                             "characters", sizeof buf - 2);
+            rc = pp_error_at(e, PP_EINPUT, &n, NULL,
+                             "line longer than %zu "
+                             "characters",
+                             sizeof buf - 2);
             break;
         }
         char *s = buf;
@@ -212,10 +217,12 @@ static int read_csv(flows *fl, pp_error *e) {
                             best = col_names[j];
                     rc = best ? pp_error_at(e, PP_EINPUT, &h, "header",
                                             "unknown column \"%s\" (did you "
-                                            "mean \"%s\"?)", cells[i], best)
+                                            "mean \"%s\"?)",
+                                            cells[i], best)
                               : pp_error_at(e, PP_EINPUT, &h, "header",
                                             "unknown column \"%s\" (expected "
-                                            "src,dst,bytes,start)", cells[i]);
+                                            "src,dst,bytes,start)",
+                                            cells[i]);
                 } else if (at[k] >= 0) {
                     rc = pp_error_at(e, PP_EINPUT, &h, "header",
                                      "column \"%s\" given twice", cells[i]);
@@ -228,7 +235,8 @@ static int read_csv(flows *fl, pp_error *e) {
                     pp_node h = cell(fl->file, lineno, 1, buf);
                     rc = pp_error_at(e, PP_EINPUT, &h, "header",
                                      "missing column \"%s\" (the header is "
-                                     "src,dst,bytes[,start])", col_names[k]);
+                                     "src,dst,bytes[,start])",
+                                     col_names[k]);
                 }
             n_cols = n;
             header = true;
@@ -249,16 +257,16 @@ static int read_csv(flows *fl, pp_error *e) {
             if (at[k] >= 0)
                 c[k] = cell(fl->file, lineno, cols[at[k]], cells[at[k]]);
         const char *name;
-        if ((rc = pp_node_string(&c[COL_SRC], "src", &name, e))
-            || (rc = resolve(fl->c, &c[COL_SRC], "src", name, &f->src, e))
-            || (rc = pp_node_string(&c[COL_DST], "dst", &name, e))
-            || (rc = resolve(fl->c, &c[COL_DST], "dst", name, &f->dst, e))
-            || (rc = pp_node_quantity(&c[COL_BYTES], "bytes", PP_Q_BYTES, "B",
-                                      true, &f->bytes, e)))
+        if ((rc = pp_node_string(&c[COL_SRC], "src", &name, e)) ||
+            (rc = resolve(fl->c, &c[COL_SRC], "src", name, &f->src, e)) ||
+            (rc = pp_node_string(&c[COL_DST], "dst", &name, e)) ||
+            (rc = resolve(fl->c, &c[COL_DST], "dst", name, &f->dst, e)) ||
+            (rc = pp_node_quantity(&c[COL_BYTES], "bytes", PP_Q_BYTES, "B",
+                                   true, &f->bytes, e)))
             break;
         if (at[COL_START] >= 0)
-            rc = pp_node_quantity(&c[COL_START], "start", PP_Q_TIME, "s",
-                                  true, &f->start_s, e);
+            rc = pp_node_quantity(&c[COL_START], "start", PP_Q_TIME, "s", true,
+                                  &f->start_s, e);
     }
     if (rc == 0 && ferror(fp))
         rc = pp_error_set(e, PP_EIO, "%s: read error", fl->file);
@@ -273,8 +281,8 @@ static int read_csv(flows *fl, pp_error *e) {
 
 static bool is_csv(const char *path) {
     size_t n = strlen(path);
-    return n >= 4 && (strcmp(path + n - 4, ".csv") == 0
-                      || strcmp(path + n - 4, ".CSV") == 0);
+    return n >= 4 && (strcmp(path + n - 4, ".csv") == 0 ||
+                      strcmp(path + n - 4, ".CSV") == 0);
 }
 
 /* Routes every flow before the run, so that a pair with no path is a
@@ -289,8 +297,8 @@ static int check_routes(flows *fl, uint64_t seed, pp_error *e) {
         pp_error why = PP_ERROR_INIT;
         if (pp_route(r, fl->f[i].src, fl->f[i].dst, 0, &path, &n, &lat, &bw,
                      &why)) {
-            pp_node at = cell(fl->file, fl->f[i].line, fl->f[i].col,
-                              (char *)"");
+            pp_node at =
+                cell(fl->file, fl->f[i].line, fl->f[i].col, (char *)"");
             char p[64];
             rc = pp_error_at(e, PP_EINPUT, &at,
                              pp_path_index(p, sizeof p, "flows", i), "%s",
@@ -300,7 +308,6 @@ static int check_routes(flows *fl, uint64_t seed, pp_error *e) {
     pp_router_free(r);
     return rc;
 }
-
 
 int pp_traffic_load(const char *path, const pp_cluster *c, uint64_t seed,
                     pp_traffic **out, pp_error *e) {

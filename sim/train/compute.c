@@ -47,8 +47,7 @@ static void mem(const pp__shape *s, pp__oplist *l, const char *name,
     o->time_s = pp_memop_time_s(s->g, bytes);
 }
 
-static void comm(pp__oplist *l, const char *name, pp_coll_op op,
-                 double bytes) {
+static void comm(pp__oplist *l, const char *name, pp_coll_op op, double bytes) {
     pp__op *o = push(l, name, PP__OP_COMM);
     o->coll = op;
     o->bytes = bytes;
@@ -98,7 +97,9 @@ static dims dims_of(const pp__shape *s) {
 
 /* The activation (s b h, 2 bytes) a TP collective carries: nccl-tests' S
  * for AllReduce, the input of ReduceScatter, the output of AllGather. */
-static double act_bytes(const dims *x) { return PP_ACT_BYTES * x->tok * x->h; }
+static double act_bytes(const dims *x) {
+    return PP_ACT_BYTES * x->tok * x->h;
+}
 
 /* Before a column-parallel GEMM: nothing (the f operator is the identity
  * forward), or with sp the all-gather of the sequence shards (g). */
@@ -211,8 +212,7 @@ void pp__ops_layer_bwd(const pp__shape *s, pp__oplist *l) {
 
     mem(s, l, "bias dropout add bwd", 7.0 * H);
     tp_enter_bwd(&x, l);
-    gemm_bwd(s, l, "attn proj dgrad", "attn proj wgrad", x.tok, x.h,
-             x.h / x.t);
+    gemm_bwd(s, l, "attn proj dgrad", "attn proj wgrad", x.tok, x.h, x.h / x.t);
     mem(s, l, "context permute bwd", 4.0 * x.tok * x.h / x.t);
     /* Selective recomputation (Korthikanti et al. 2022, sec. 4.2): the
      * attention core alone runs again before its backward. */
@@ -250,8 +250,7 @@ void pp__ops_embed_fwd(const pp__shape *s, pp__oplist *l) {
      * added (GPT; read 2 + 2, write 2) and dropout (read 2, write 2 + 1). */
     mem(s, l, "embedding", 4.0 * x.tok * x.h);
     tp_exit_fwd(&x, l);
-    if (s->m->ffn != PP_FFN_SWIGLU)
-        mem(s, l, "position add", 6.0 * x.tn * x.h);
+    if (s->m->ffn != PP_FFN_SWIGLU) mem(s, l, "position add", 6.0 * x.tn * x.h);
     mem(s, l, "embedding dropout", 5.0 * x.tn * x.h);
 }
 
@@ -306,8 +305,8 @@ void pp__ops_head_bwd(const pp__shape *s, pp__oplist *l) {
 double pp_optimizer_time_s(const pp_gpu_profile *g, pp_optimizer opt,
                            double params) {
     return params > 0
-               ? pp_memop_time_s(g, pp_optimizer_bytes_get(opt)->step_traffic
-                                        * params)
+               ? pp_memop_time_s(g, pp_optimizer_bytes_get(opt)->step_traffic *
+                                        params)
                : 0;
 }
 
@@ -316,10 +315,10 @@ double pp__layer_params_gpu(const pp__shape *s) {
     /* Matrices split over t: QKV h x (h + 2 kv d), projection h x h, MLP
      * h x f (x2 SwiGLU) and f x h, with their biases; the two norms
      * (2 x 2h) are replicated. */
-    double mats = x.h * (x.h + 2.0 * x.kvd) + x.h * x.h
-                  + x.h * x.f * (x.swiglu ? 3.0 : 2.0);
-    double bias = (x.h + 2.0 * x.kvd) + x.h + x.f * (x.swiglu ? 2.0 : 1.0)
-                  + x.h;
+    double mats = x.h * (x.h + 2.0 * x.kvd) + x.h * x.h +
+                  x.h * x.f * (x.swiglu ? 3.0 : 2.0);
+    double bias =
+        (x.h + 2.0 * x.kvd) + x.h + x.f * (x.swiglu ? 2.0 : 1.0) + x.h;
     return (mats + bias) / x.t + 4.0 * x.h;
 }
 
@@ -346,9 +345,9 @@ double pp__head_params_gpu(const pp__shape *s) {
  * ---------------------------------------------------------------------- */
 /* Sums ops [from, to): compute time and FLOPs; TP collectives of the
  * activation's size into *colls, others (the loss's) into *aux. */
-static void sum_list(const pp__oplist *l, size_t from, size_t to,
-                     double act, double *t, double *f, int32_t *colls,
-                     int32_t *aux, double *aux_bytes, double *gemm_s) {
+static void sum_list(const pp__oplist *l, size_t from, size_t to, double act,
+                     double *t, double *f, int32_t *colls, int32_t *aux,
+                     double *aux_bytes, double *gemm_s) {
     for (size_t i = from; i < to; i++) {
         const pp__op *o = &l->v[i];
         if (o->kind == PP__OP_COMM) {
@@ -367,16 +366,16 @@ static void sum_list(const pp__oplist *l, size_t from, size_t to,
     }
 }
 
-static int transformer_only(const pp_model *m, const char *what,
-                            pp_error *e) {
+static int transformer_only(const pp_model *m, const char *what, pp_error *e) {
     if (m->arch == PP_ARCH_TRANSFORMER) return 0;
-    return pp_error_set(e, PP_EINVAL, "%s cost: model %s is generic (no "
-                        "layers)", what, m->name);
+    return pp_error_set(e, PP_EINVAL,
+                        "%s cost: model %s is generic (no "
+                        "layers)",
+                        what, m->name);
 }
 
 int pp_layer_cost_get(const pp_gpu_profile *g, const pp_model *m,
-                      const pp_parallel *p, pp_layer_cost *out,
-                      pp_error *e) {
+                      const pp_parallel *p, pp_layer_cost *out, pp_error *e) {
     int rc = transformer_only(m, "layer", e);
     if (rc < 0) return rc;
     pp_layer_cost c;
@@ -436,8 +435,7 @@ static void part_cost(const pp__shape *s,
 }
 
 int pp_embed_cost_get(const pp_gpu_profile *g, const pp_model *m,
-                      const pp_parallel *p, pp_layer_cost *out,
-                      pp_error *e) {
+                      const pp_parallel *p, pp_layer_cost *out, pp_error *e) {
     int rc = transformer_only(m, "embedding", e);
     if (rc < 0) return rc;
     pp__shape s = {m, p, g};
@@ -447,8 +445,7 @@ int pp_embed_cost_get(const pp_gpu_profile *g, const pp_model *m,
 }
 
 int pp_head_cost_get(const pp_gpu_profile *g, const pp_model *m,
-                     const pp_parallel *p, pp_layer_cost *out,
-                     pp_error *e) {
+                     const pp_parallel *p, pp_layer_cost *out, pp_error *e) {
     int rc = transformer_only(m, "head", e);
     if (rc < 0) return rc;
     pp__shape s = {m, p, g};

@@ -11,7 +11,6 @@
  */
 #include "step_int.h"
 
-
 /* Megatron-LM's mapping of the k-th virtual micro-batch of a stage to its
  * model chunk and micro-batch: micro-batches go in groups of P through
  * chunk 0, then the same group through chunk 1, ...; backwards visit the
@@ -31,19 +30,20 @@ int pp__schedule_tasks(pp_schedule kind, int32_t pp, int32_t p, int32_t vp,
     if (pp < 1 || p < 0 || p >= pp || vp < 1 || nmb < 1)
         return pp_error_set(e, PP_EINVAL,
                             "schedule: bad stage %d of %d, vp %d, %d "
-                            "micro-batches", p, pp, vp, nmb);
+                            "micro-batches",
+                            p, pp, vp, nmb);
     size_t n = 0;
     if (kind == PP_SCHED_GPIPE || vp == 1) {
         if (vp != 1)
             return pp_error_set(e, PP_EINVAL,
                                 "schedule: gpipe runs one model chunk per "
-                                "GPU (vp = 1), got vp = %d", vp);
+                                "GPU (vp = 1), got vp = %d",
+                                vp);
         /* With one chunk per GPU, interleaved is plain 1F1B. */
         if (kind == PP_SCHED_GPIPE) {
             /* Forwards in order; backwards in reverse, so the last stage
              * starts the backward of the micro-batch it just finished. */
-            for (int32_t m = 0; m < nmb; m++)
-                tasks[n++] = (pp__task){0, 0, m};
+            for (int32_t m = 0; m < nmb; m++) tasks[n++] = (pp__task){0, 0, m};
             for (int32_t m = nmb - 1; m >= 0; m--)
                 tasks[n++] = (pp__task){1, 0, m};
             return 0;
@@ -81,4 +81,3 @@ int pp__schedule_tasks(pp_schedule kind, int32_t pp, int32_t p, int32_t vp,
     }
     return pp_error_set(e, PP_EINVAL, "schedule: unknown kind %d", (int)kind);
 }
-

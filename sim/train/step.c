@@ -59,7 +59,9 @@ static void fail(step *S, int rc) {
     if (!S->failed) S->failed = rc ? rc : PP_EINTERNAL;
 }
 
-static double now_s(step *S) { return pp_sim_now(S->sim); }
+static double now_s(step *S) {
+    return pp_sim_now(S->sim);
+}
 
 /* Leaves the current state, charging its time, and enters `state`. */
 static void enter(step *S, stage *st, int state) {
@@ -148,9 +150,9 @@ static void send_output(step *S, stage *st, const pp__task *t) {
     for (int32_t i = 0; i < S->n_ppm[link] && !S->failed; i++) {
         int32_t d = S->ppm[link][i];
         for (int32_t k = 0; k < S->tp && !S->failed; k++) {
-            int rc = pp_sim_send(S->sim, D(S, k, st->p, d), D(S, k, pd, d),
-                                 S->p2p_bytes, on_sim, S, ARG(K_FLOW, idx),
-                                 &S->err);
+            int rc =
+                pp_sim_send(S->sim, D(S, k, st->p, d), D(S, k, pd, d),
+                            S->p2p_bytes, on_sim, S, ARG(K_FLOW, idx), &S->err);
             if (rc) fail(S, rc);
             S->transfers++;
         }
@@ -180,8 +182,7 @@ static void gather_input(step *S, stage *st) {
     st->pending = S->n_tpm[p];
     for (int32_t i = 0; i < S->n_tpm[p] && !S->failed; i++)
         coll(S, PP_COLL_ALLGATHER, S->cfg->tp_algo, S->act_bytes,
-             &D(S, 0, p, S->tpm[p][i]), (size_t)S->tp, 1,
-             ARG(K_GATHER, p));
+             &D(S, 0, p, S->tpm[p][i]), (size_t)S->tp, 1, ARG(K_GATHER, p));
 }
 
 /* ZeRO-3 keeps 1/dp of the weights: before each pass of a chunk the
@@ -222,8 +223,8 @@ static void dp_next(step *S, stage *st) {
         return;
     }
     double bytes = st->queue[st->qh++];
-    pp_coll_op op = S->par->zero >= 1 ? PP_COLL_REDUCESCATTER
-                                      : PP_COLL_ALLREDUCE;
+    pp_coll_op op =
+        S->par->zero >= 1 ? PP_COLL_REDUCESCATTER : PP_COLL_ALLREDUCE;
     st->dp_pending = S->tp;
     for (int32_t t = 0; t < S->tp && !S->failed; t++) {
         for (int32_t d = 0; d < S->dp; d++) S->grp[d] = D(S, t, st->p, d);
@@ -255,12 +256,12 @@ static void barrier(step *S, stage *st) {
     for (int32_t p = 0; p < S->pp; p++) {
         stage *x = &S->st[p];
         enter(S, x, ST_OPT);
-        double t = pp_optimizer_time_s(&S->prof, S->cfg->optimizer,
-                                       x->opt_params);
+        double t =
+            pp_optimizer_time_s(&S->prof, S->cfg->optimizer, x->opt_params);
         if (pp__sim_tracing(S->sim))
             for (int32_t k = 0; k < S->tp; k++)
-                pp__sim_trace_span(S->sim, D(S, k, p, 0), "optimizer",
-                                   now_s(S), now_s(S) + t);
+                pp__sim_trace_span(S->sim, D(S, k, p, 0), "optimizer", now_s(S),
+                                   now_s(S) + t);
         pp_engine_after(S->eng, t, on_event, S, ARG(K_OPT, p));
     }
 }
@@ -280,8 +281,8 @@ static void after_dp(step *S, stage *st) {
     for (int32_t d = 0; d < S->dp && !S->failed; d++)
         for (int32_t t = 0; t < S->tp && !S->failed; t++) {
             int32_t g[2] = {D(S, t, 0, d), D(S, t, S->pp - 1, d)};
-            coll(S, PP_COLL_ALLREDUCE, S->cfg->dp_algo, S->emb_bytes, g, 2,
-                 0, ARG(K_EMB, 0));
+            coll(S, PP_COLL_ALLREDUCE, S->cfg->dp_algo, S->emb_bytes, g, 2, 0,
+                 ARG(K_EMB, 0));
         }
 }
 
@@ -295,8 +296,8 @@ static void tasks_done(step *S, stage *st) {
 static void trace_task(step *S, stage *st, const pp__task *t) {
     char name[64];
     if (S->vp > 1)
-        snprintf(name, sizeof name, "%s %d (chunk %d)",
-                 t->bwd ? "bwd" : "fwd", t->mb, t->chunk);
+        snprintf(name, sizeof name, "%s %d (chunk %d)", t->bwd ? "bwd" : "fwd",
+                 t->mb, t->chunk);
     else
         snprintf(name, sizeof name, "%s %d", t->bwd ? "bwd" : "fwd", t->mb);
     for (int32_t k = 0; k < S->tp; k++)
@@ -323,9 +324,9 @@ static void task_end(step *S, stage *st) {
 
 static void stage_run(step *S, stage *st) {
     while (!S->failed) {
-        if (st->state == ST_SEND || st->state == ST_WAIT
-            || st->state == ST_GATHER || st->state == ST_ZAG
-            || st->state == ST_DPMB)
+        if (st->state == ST_SEND || st->state == ST_WAIT ||
+            st->state == ST_GATHER || st->state == ST_ZAG ||
+            st->state == ST_DPMB)
             return;
         if (!st->prog) {
             if (st->cur == st->n_tasks) {
@@ -380,8 +381,7 @@ static void stage_run(step *S, stage *st) {
                 for (int32_t k = 0; k < S->tp; k++)
                     pp__sim_trace_span(S->sim, D(S, k, st->p, 0), it->label,
                                        now_s(S), now_s(S) + it->t);
-            pp_engine_after(S->eng, it->t, on_event, S,
-                            ARG(K_COMPUTE, st->p));
+            pp_engine_after(S->eng, it->t, on_event, S, ARG(K_COMPUTE, st->p));
             return;
         }
         enter(S, st, ST_TP);
@@ -421,8 +421,7 @@ static void on_event(pp_engine *eng, void *ctx, uint64_t arg) {
             stage_done(S, st);
         }
         break;
-    default:
-        fail(S, PP_EINTERNAL);
+    default: fail(S, PP_EINTERNAL);
     }
 }
 
@@ -477,19 +476,16 @@ static void on_sim(pp_sim *sim, void *ctx, uint64_t arg) {
         if (--st->pending == 0) stage_done(S, st);
         break;
     }
-    default:
-        fail(S, PP_EINTERNAL);
+    default: fail(S, PP_EINTERNAL);
     }
 }
 
-
 void pp__step_start(step *S) {
-    for (int32_t q = 0; q < S->pp && !S->failed; q++)
-        stage_run(S, &S->st[q]);
+    for (int32_t q = 0; q < S->pp && !S->failed; q++) stage_run(S, &S->st[q]);
 }
 
 const char *const pp__step_state_names[] = {
-    "idle", "compute", "tp", "waiting for input", "sending", "gathering",
-    "dp sync", "dp reduce (micro-batch)",
-    "barrier", "embedding sync", "optimizer", "zero allgather", "done"};
-
+    "idle",    "compute",        "tp",        "waiting for input",
+    "sending", "gathering",      "dp sync",   "dp reduce (micro-batch)",
+    "barrier", "embedding sync", "optimizer", "zero allgather",
+    "done"};

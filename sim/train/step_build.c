@@ -24,8 +24,7 @@ static const char *label(step *S, const char *fmt, long a, const char *b) {
 
 /* Appends ops[from..] to pr, merging runs of compute into one segment
  * named lab.  Labels are resolved once all are made (the array moves). */
-static void emit(program *pr, const pp__oplist *l, size_t from,
-                 size_t lab) {
+static void emit(program *pr, const pp__oplist *l, size_t from, size_t lab) {
     for (size_t i = from; i < l->n; i++) {
         const pp__op *o = &l->v[i];
         item it;
@@ -67,15 +66,15 @@ void pp__step_build(step *S) {
         double t = generic_compute_s(S);
         label(S, "forward", 0, "");
         label(S, "backward", 0, "");
-        prog_push(&S->fwd[0], (item){IT_COMPUTE, 0,
-                                     (const char *)(uintptr_t)1, t / 3, 0});
+        prog_push(&S->fwd[0],
+                  (item){IT_COMPUTE, 0, (const char *)(uintptr_t)1, t / 3, 0});
         double params = S->m->params;
         for (int k = 0; k < GENERIC_PARTS; k++) {
             prog_push(&S->bwd[0],
                       (item){IT_COMPUTE, 0, (const char *)(uintptr_t)2,
                              2 * t / 3 / GENERIC_PARTS, 0});
-            prog_push(&S->bwd[0], (item){IT_MARK, 0, NULL, 0,
-                                         params / GENERIC_PARTS});
+            prog_push(&S->bwd[0],
+                      (item){IT_MARK, 0, NULL, 0, params / GENERIC_PARTS});
         }
     } else {
         pp__shape sh = {S->m, S->par, &S->prof};
@@ -86,8 +85,8 @@ void pp__step_build(step *S) {
             /* Chunk v belongs to stage v mod pp, which splits its layers
              * evenly over its vp chunks (Megatron-core's rule, uneven ends
              * included). */
-            int64_t Lv = pp_parallel_stage_layers(S->par, S->m, v % S->pp)
-                         / S->vp;
+            int64_t Lv =
+                pp_parallel_stage_layers(S->par, S->m, v % S->pp) / S->vp;
             l.n = 0;
             if (v == 0) {
                 pp__ops_embed_fwd(&sh, &l);
@@ -162,16 +161,16 @@ void pp__step_mirrors(step *S, int32_t a, int32_t b, int32_t **out,
     int32_t node0 = node_of(S, D(S, 0, a, 0));
     bool local = true;
     for (int32_t t = 0; t < S->tp; t++)
-        if (node_of(S, D(S, t, a, 0)) != node0
-            || node_of(S, D(S, t, b, 0)) != node0)
+        if (node_of(S, D(S, t, a, 0)) != node0 ||
+            node_of(S, D(S, t, b, 0)) != node0)
             local = false;
     int32_t *r = pp_xmalloc((size_t)S->dp * sizeof *r), n = 0;
     r[n++] = 0;
     for (int32_t d = 1; d < S->dp; d++) {
         bool near = !local;
         for (int32_t t = 0; t < S->tp && !near; t++)
-            near = node_of(S, D(S, t, a, d)) == node0
-                   || node_of(S, D(S, t, b, d)) == node0;
+            near = node_of(S, D(S, t, a, d)) == node0 ||
+                   node_of(S, D(S, t, b, d)) == node0;
         if (near) r[n++] = d;
     }
     *out = r;
@@ -250,8 +249,8 @@ static int check(const pp_step_config *cfg, pp_memory *mem, pp_error *e) {
                             "cluster %s has %d",
                             (long long)n, info->name, (int)info->gpus);
     for (int i = 0; i < 3; i++)
-        if (!strchr("tpd", cfg->placement[i]) || !cfg->placement[i]
-            || cfg->placement[(i + 1) % 3] == cfg->placement[i])
+        if (!strchr("tpd", cfg->placement[i]) || !cfg->placement[i] ||
+            cfg->placement[(i + 1) % 3] == cfg->placement[i])
             return pp_error_set(e, PP_EINVAL,
                                 "simulate: placement is not a permutation "
                                 "of tp, pp, dp");
@@ -261,7 +260,8 @@ static int check(const pp_step_config *cfg, pp_memory *mem, pp_error *e) {
     if (sk == PP_SCHED_GPIPE && p->vp > 1)
         return pp_error_set(e, PP_EINPUT,
                             "--schedule gpipe runs one model chunk per GPU: "
-                            "vp must be 1, got vp=%lld", (long long)p->vp);
+                            "vp must be 1, got vp=%lld",
+                            (long long)p->vp);
     if ((rc = pp_memory_per_gpu(m, p, cfg->optimizer, mem, e))) return rc;
     double hbm = info->gpu ? info->gpu->hbm_bytes : 0;
     if (cfg->check_memory && hbm > 0 && mem->total > hbm) {
@@ -274,12 +274,12 @@ static int check(const pp_step_config *cfg, pp_memory *mem, pp_error *e) {
             m->name, pp_parallel_format(p, spec, sizeof spec),
             pp_unit_format(mem->total, PP_Q_BYTES, 4, a, sizeof a),
             pp_unit_format(mem->model_states, PP_Q_BYTES, 4, b, sizeof b),
-            at_step ? "then the optimizer step's fp32 gradients" : "activations",
+            at_step ? "then the optimizer step's fp32 gradients"
+                    : "activations",
             pp_unit_format(at_step ? mem->step_grads
-                                : mem->activations + mem->buffers,
+                                   : mem->activations + mem->buffers,
                            PP_Q_BYTES, 4, c, sizeof c),
-            info->gpu->name,
-            pp_unit_format(hbm, PP_Q_BYTES, 4, d, sizeof d),
+            info->gpu->name, pp_unit_format(hbm, PP_Q_BYTES, 4, d, sizeof d),
             pp_unit_format(mem->total - hbm, PP_Q_BYTES, 4, f, sizeof f));
     }
     return 0;
@@ -331,8 +331,8 @@ static int setup(step *S, const pp_step_config *cfg, pp_error *e) {
                            ? S->act_bytes / S->tp
                            : S->act_bytes;
         S->emb_sync = S->pp > 1 && S->m->tied_embeddings;
-        S->emb_bytes = cfg->grad_bytes * (double)S->m->vocab
-                       * (double)S->m->hidden / S->tp;
+        S->emb_bytes = cfg->grad_bytes * (double)S->m->vocab *
+                       (double)S->m->hidden / S->tp;
     }
     /* ZeRO-2 and 3 keep only their shard of the gradients, so every
      * micro-batch's are reduce-scattered after its backward (DeepSpeed's
@@ -357,8 +357,8 @@ static int setup(step *S, const pp_step_config *cfg, pp_error *e) {
         st->p = q;
         st->n_tasks = 2 * S->nmb * S->vp;
         st->tasks = pp_xmalloc((size_t)st->n_tasks * sizeof *st->tasks);
-        if ((rc = pp__schedule_tasks(sk, S->pp, q, S->vp, S->nmb, st->tasks,
-                                     e)))
+        if ((rc =
+                 pp__schedule_tasks(sk, S->pp, q, S->vp, S->nmb, st->tasks, e)))
             return rc;
         st->last_bwd = pp_xcalloc((size_t)S->vp, sizeof *st->last_bwd);
         for (int32_t i = 0; i < st->n_tasks; i++)
@@ -369,8 +369,7 @@ static int setup(step *S, const pp_step_config *cfg, pp_error *e) {
     }
     size_t nm = 2 * (size_t)S->V * (size_t)S->nmb;
     S->msgs = pp_xmalloc(nm * sizeof *S->msgs);
-    for (size_t i = 0; i < nm; i++)
-        S->msgs[i] = (msg){0, -1, 0, 0};
+    for (size_t i = 0; i < nm; i++) S->msgs[i] = (msg){0, -1, 0, 0};
     if ((rc = pp_sim_new(S->c, cfg->fidelity, cfg->seed, &S->sim, e)))
         return rc;
     S->eng = pp_sim_engine(S->sim);

@@ -13,21 +13,21 @@
 #include "podplan/train.h"
 
 typedef enum {
-    PP__OP_GEMM,  /* compute: a (batched) GEMM */
-    PP__OP_MEM,   /* compute: a memory-bound kernel */
-    PP__OP_COMM,  /* a TP collective over the stage's TP group */
-    PP__OP_MARK   /* the weight gradients of `params` parameters are final
+    PP__OP_GEMM, /* compute: a (batched) GEMM */
+    PP__OP_MEM,  /* compute: a memory-bound kernel */
+    PP__OP_COMM, /* a TP collective over the stage's TP group */
+    PP__OP_MARK  /* the weight gradients of `params` parameters are final
                      (once the last micro-batch passes): DP buckets */
 } pp__op_kind;
 
 typedef struct pp__op {
-    const char *name;  /* static string: trace span names */
+    const char *name; /* static string: trace span names */
     pp__op_kind kind;
-    double flops;      /* GEMM */
-    double bytes;      /* GEMM, MEM: HBM traffic; COMM: the buffer S */
-    double time_s;     /* GEMM, MEM: roofline time with launch */
-    pp_coll_op coll;   /* COMM */
-    double params;     /* MARK */
+    double flops;    /* GEMM */
+    double bytes;    /* GEMM, MEM: HBM traffic; COMM: the buffer S */
+    double time_s;   /* GEMM, MEM: roofline time with launch */
+    pp_coll_op coll; /* COMM */
+    double params;   /* MARK */
 } pp__op;
 
 typedef struct pp__oplist {
@@ -64,9 +64,9 @@ double pp__head_params_gpu(const pp__shape *s); /* final norm, output */
  * schedule.c: the order in which one stage runs its tasks.
  * ---------------------------------------------------------------------- */
 typedef struct pp__task {
-    uint8_t bwd;     /* 0 forward, 1 backward */
-    int32_t chunk;   /* model chunk on this GPU, 0..vp-1 */
-    int32_t mb;      /* micro-batch */
+    uint8_t bwd;   /* 0 forward, 1 backward */
+    int32_t chunk; /* model chunk on this GPU, 0..vp-1 */
+    int32_t mb;    /* micro-batch */
 } pp__task;
 
 /* Fills tasks[0 .. 2*nmb*vp-1] for stage p of pp.  GPipe and 1F1B need

@@ -35,7 +35,7 @@ typedef struct program {
 } program;
 
 enum {
-    ST_IDLE,    /* between states (no time passes here) */
+    ST_IDLE, /* between states (no time passes here) */
     ST_COMPUTE,
     ST_TP,      /* in a TP collective */
     ST_WAIT,    /* for a pipeline input */
@@ -53,35 +53,35 @@ enum {
 typedef struct msg {
     double t_send, t_arr;
     int32_t pending;
-    int32_t src;      /* sending stage */
+    int32_t src; /* sending stage */
 } msg;
 
 typedef struct stage {
     int32_t p;
     pp__task *tasks;
     int32_t n_tasks, cur;
-    int32_t *last_bwd;       /* [vp] index of each chunk's final backward */
-    const program *prog;     /* the running task's, or NULL */
+    int32_t *last_bwd;   /* [vp] index of each chunk's final backward */
+    const program *prog; /* the running task's, or NULL */
     size_t ip;
-    bool final_bwd;          /* the running task is a chunk's last bwd */
-    bool gathered;           /* the next task's input is gathered */
-    bool zgathered;          /* ZeRO-3: the next task's weights are */
+    bool final_bwd; /* the running task is a chunk's last bwd */
+    bool gathered;  /* the next task's input is gathered */
+    bool zgathered; /* ZeRO-3: the next task's weights are */
     int state;
     double t_state;
     int32_t wait_msg, send_msg;
-    int32_t pending;         /* collectives in flight */
+    int32_t pending; /* collectives in flight */
     double t_task0;
     pp_breakdown bd;
     /* DP */
-    double pend_bytes;       /* gradients ready, not yet in a bucket */
-    double *queue;           /* buckets waiting, bytes */
+    double pend_bytes; /* gradients ready, not yet in a bucket */
+    double *queue;     /* buckets waiting, bytes */
     size_t qh, qt, qcap;
-    int32_t dp_pending;      /* collectives of the running bucket */
+    int32_t dp_pending; /* collectives of the running bucket */
     bool tasks_done;
-    bool dp_wait;            /* ZeRO >= 2: the reductions of the backward
+    bool dp_wait;      /* ZeRO >= 2: the reductions of the backward
                                 just run end before the next task */
-    double params;           /* on this GPU */
-    double opt_params;       /* what its optimizer updates (ZeRO shard) */
+    double params;     /* on this GPU */
+    double opt_params; /* what its optimizer updates (ZeRO shard) */
     double t_done;
 } stage;
 
@@ -94,34 +94,33 @@ typedef struct step {
     pp_sim *sim;
     pp_engine *eng;
     int32_t tp, pp, dp, vp, V, nmb;
-    int32_t *dev;            /* [(d pp + p) tp + t] */
-    program *fwd, *bwd;      /* [V] */
-    double *vparams;         /* [V] parameters of each virtual stage */
+    int32_t *dev;       /* [(d pp + p) tp + t] */
+    program *fwd, *bwd; /* [V] */
+    double *vparams;    /* [V] parameters of each virtual stage */
     char (*labels)[32];
     size_t n_labels;
     stage *st;
     msg *msgs;
-    int32_t **tpm;           /* per stage: replicas mirroring its TP group */
+    int32_t **tpm; /* per stage: replicas mirroring its TP group */
     int32_t *n_tpm;
-    int32_t **ppm;           /* per stage p: the link p -> (p+1) % pp */
+    int32_t **ppm; /* per stage p: the link p -> (p+1) % pp */
     int32_t *n_ppm;
-    double act_bytes;        /* 2 s b h */
-    double p2p_bytes;        /* what each TP rank sends between stages */
-    bool gather;             /* receivers all-gather (tp > 1, no sp) */
+    double act_bytes; /* 2 s b h */
+    double p2p_bytes; /* what each TP rank sends between stages */
+    bool gather;      /* receivers all-gather (tp > 1, no sp) */
     int32_t barrier, emb_ready, emb_pending;
     bool emb_sync;
-    bool mb_reduce;          /* ZeRO >= 2: every backward reduces */
+    bool mb_reduce; /* ZeRO >= 2: every backward reduces */
     double emb_bytes;
     int failed;
     pp_error err;
     uint64_t transfers, collectives;
-    int32_t *grp;            /* scratch: a DP or embedding group */
+    int32_t *grp; /* scratch: a DP or embedding group */
 } step;
 
 #define D(S, t, p, d) ((S)->dev[((int64_t)(d) * (S)->pp + (p)) * (S)->tp + (t)])
 
-enum { K_COMPUTE = 1, K_TP, K_FLOW, K_GATHER, K_DP, K_EMB, K_OPT, K_ZAG,
-       K_Z3 };
+enum { K_COMPUTE = 1, K_TP, K_FLOW, K_GATHER, K_DP, K_EMB, K_OPT, K_ZAG, K_Z3 };
 #define ARG(k, i) ((uint64_t)(k) << 56 | (uint64_t)(i))
 #define ARG_K(a) ((int)((a) >> 56))
 #define ARG_I(a) ((int64_t)((a) & (((uint64_t)1 << 56) - 1)))

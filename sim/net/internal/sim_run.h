@@ -37,14 +37,14 @@ pp_router *pp__sim_router(pp_sim *s);
  * Perfetto draw overlapping slices of one track wrongly); transfers go on
  * separate "send" tracks, so they never clash with these.  No-op when the
  * sim is not tracing. */
-void pp__sim_trace_span(pp_sim *s, int32_t gpu_dev, const char *name,
-                        double t0, double t1);
+void pp__sim_trace_span(pp_sim *s, int32_t gpu_dev, const char *name, double t0,
+                        double t1);
 /* The same for communication (a collective on this device): on the
  * device's "comm" tracks, as many as spans overlap (a DP bucket under the
  * backward's TP collectives), so the compute track shows what the device
  * computes and the gaps are its waits. */
-void pp__sim_trace_comm(pp_sim *s, int32_t gpu_dev, const char *name,
-                        double t0, double t1);
+void pp__sim_trace_comm(pp_sim *s, int32_t gpu_dev, const char *name, double t0,
+                        double t1);
 bool pp__sim_tracing(const pp_sim *s);
 
 #endif
