@@ -19,6 +19,9 @@ void pp__cal_add_point(pp_cal_set *s, const pp_cal_point *p);
 void pp__cal_point_init(pp_cal_point *p, pp_cal_kind kind, int source,
                         int line);
 void pp__cal_strcpy(char *dst, const char *src); /* into PP_CAL_STR */
+/* Appends parameter `name` = v +- se to a fit (ignored past
+ * PP_CAL_MAX_PARAMS). */
+void pp__cal_set_param(pp_cal_fit *f, const char *name, double v, double se);
 
 /* Importers: append to s (the caller rolls back on error). */
 int pp__cal_import_nccl(pp_cal_set *s, int src, const char *name,

@@ -43,14 +43,6 @@ double pp__cal_mem_pred(const pp_gpu_profile *g, const pp_cal_point *p) {
     return pp_memop_time_s(&x, p->bytes);
 }
 
-static void set_param(pp_cal_fit *f, const char *name, double v, double se) {
-    if (f->n_params >= PP_CAL_MAX_PARAMS) return;
-    pp_cal_param *p = &f->p[f->n_params++];
-    snprintf(p->name, sizeof p->name, "%s", name);
-    p->value = v;
-    p->se = se;
-}
-
 /* The profile models a GPU's 16-bit GEMMs and its HBM: a CPU BLAS, host
  * memory, or an fp8/tf32/fp32 GEMM (other peaks) would bend its figures,
  * so those points are measured but not fitted. */
@@ -140,8 +132,8 @@ static int fit_mem(const pp_cal_set *s, const bool *use, pp_gpu_profile *g,
     double eff = 1 / (c[1] * g->hbm_Bps);
     double eff_se = sqrt(cov[3] * sc) / (c[1] * c[1] * g->hbm_Bps);
     double launch = c[0], launch_se = sqrt(cov[0] * sc);
-    set_param(f, "memory.efficiency", eff, eff_se);
-    set_param(f, "launch_overhead_s", launch, launch_se);
+    pp__cal_set_param(f, "memory.efficiency", eff, eff_se);
+    pp__cal_set_param(f, "launch_overhead_s", launch, launch_se);
     f->chi2_dof = chi2 / (double)(n - 2);
     if (!(eff > 0 && eff <= 1.2)) {
         f->ill = true;
@@ -348,7 +340,7 @@ static int fit_gemm(const pp_cal_set *s, const bool *use, pp_gpu_profile *g,
                 snprintf(nm, sizeof nm, "%s", names[j]);
             else
                 snprintf(nm, sizeof nm, "tile.area=%.0f", c.area[j - 2]);
-            set_param(f, nm, v, se);
+            pp__cal_set_param(f, nm, v, se);
             if (!(se > 0) || !(se < 0.5 * fabs(v))) bad = true;
         }
         if (st == GSL_EMAXITER) {

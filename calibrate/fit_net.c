@@ -62,14 +62,6 @@ static void advise(pp_cal_fit *f, const char *fmt, const char *arg) {
     f->ill = true;
 }
 
-static void set_param(pp_cal_fit *f, const char *name, double v, double se) {
-    if (f->n_params >= PP_CAL_MAX_PARAMS) return;
-    pp_cal_param *p = &f->p[f->n_params++];
-    snprintf(p->name, sizeof p->name, "%s", name);
-    p->value = v;
-    p->se = se;
-}
-
 double pp__cal_netfit_time(const pp_cal_netfit *f, double bytes) {
     if (f->knee && bytes <= f->knee_bytes)
         return f->alpha_lo_s + bytes / f->beta_lo_Bps;
@@ -195,12 +187,12 @@ static int fit_group(const pp_cal_set *s, const size_t *idx, size_t n,
         if (nf->knee_bytes < S[best_k - 1]) nf->knee_bytes = S[best_k - 1];
         f->knee_bytes = nf->knee_bytes;
     }
-    set_param(f, "alpha_s", nf->alpha_s, nf->alpha_se);
-    set_param(f, "beta_Bps", nf->beta_Bps, nf->beta_se);
+    pp__cal_set_param(f, "alpha_s", nf->alpha_s, nf->alpha_se);
+    pp__cal_set_param(f, "beta_Bps", nf->beta_Bps, nf->beta_se);
     if (knee) {
-        set_param(f, "alpha_lo_s", nf->alpha_lo_s, nf->alpha_lo_se);
-        set_param(f, "beta_lo_Bps", nf->beta_lo_Bps, nf->beta_lo_se);
-        set_param(f, "knee_bytes", nf->knee_bytes, NAN);
+        pp__cal_set_param(f, "alpha_lo_s", nf->alpha_lo_s, nf->alpha_lo_se);
+        pp__cal_set_param(f, "beta_lo_Bps", nf->beta_lo_Bps, nf->beta_lo_se);
+        pp__cal_set_param(f, "knee_bytes", nf->knee_bytes, NAN);
     }
 
     /* Statistics: weighted R^2 and relative residuals. */

@@ -78,14 +78,6 @@ static bool same_family(const pp_cal_point *a, const pp_cal_point *b) {
            !strcmp(a->link, b->link);
 }
 
-static void set_param(pp_cal_fit *f, const char *name, double v, double se) {
-    if (f->n_params >= PP_CAL_MAX_PARAMS) return;
-    pp_cal_param *p = &f->p[f->n_params++];
-    snprintf(p->name, sizeof p->name, "%s", name);
-    p->value = v;
-    p->se = se;
-}
-
 static int fit_family(const pp_cal_set *s, const size_t *idx, size_t n,
                       pp_cal_rankfit *rf, pp_error *e) {
     const pp_cal_point *p0 = &s->pts[idx[0]];
@@ -149,8 +141,8 @@ static int fit_family(const pp_cal_set *s, const size_t *idx, size_t n,
     rf->alpha_se = sqrt(cov[0] * sc);
     rf->beta_Bps = 1 / c[1];
     rf->beta_se = sqrt(cov[3] * sc) / (c[1] * c[1]);
-    set_param(f, "alpha_s", rf->alpha_s, rf->alpha_se);
-    set_param(f, "beta_Bps", rf->beta_Bps, rf->beta_se);
+    pp__cal_set_param(f, "alpha_s", rf->alpha_s, rf->alpha_se);
+    pp__cal_set_param(f, "beta_Bps", rf->beta_Bps, rf->beta_se);
 
     double sw = 0, swy = 0, sst = 0, rr = 0;
     for (size_t i = 0; i < n; i++) {

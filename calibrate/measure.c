@@ -307,3 +307,11 @@ int pp_cal_set_write(const pp_cal_set *s, FILE *fp, pp_error *e) {
         return pp_error_set(e, PP_EIO, "writing the measurement set failed");
     return 0;
 }
+
+void pp__cal_set_param(pp_cal_fit *f, const char *name, double v, double se) {
+    if (f->n_params >= PP_CAL_MAX_PARAMS) return;
+    pp_cal_param *p = &f->p[f->n_params++];
+    snprintf(p->name, sizeof p->name, "%s", name);
+    p->value = v;
+    p->se = se;
+}
