@@ -49,11 +49,6 @@ static int fit_line(const double *S, const double *t, const double *var,
     return rc;
 }
 
-static int cmp_d(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 static void advise(pp_cal_fit *f, const char *fmt, const char *arg) {
     size_t l = strlen(f->advice);
     if (l) snprintf(f->advice + l, sizeof f->advice - l, "; ");
@@ -122,7 +117,7 @@ static int fit_group(const pp_cal_set *s, const size_t *idx, size_t n,
         var[i] = var0[ord[i]];
         u[i] = S[i];
     }
-    qsort(u, n, sizeof *u, cmp_d);
+    /* u is a copy of S, already in ascending order: keep distinct sizes. */
     size_t nu = 0;
     for (size_t i = 0; i < n; i++)
         if (!nu || u[i] != u[nu - 1]) u[nu++] = u[i];

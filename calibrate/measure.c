@@ -47,10 +47,7 @@ void pp__cal_strcpy(char *dst, const char *src) {
 
 int pp__cal_add_source(pp_cal_set *s, const char *path, const char *format,
                        const void *data, size_t len) {
-    if (s->n_src == s->cap_src) {
-        s->cap_src = s->cap_src ? 2 * s->cap_src : 8;
-        s->src = pp_xrealloc(s->src, s->cap_src * sizeof *s->src);
-    }
+    PP_VEC_RESERVE(s->src, s->cap_src, s->n_src + 1, 8);
     pp_cal_source *x = &s->src[s->n_src];
     memset(x, 0, sizeof *x);
     x->path = pp_xstrdup(path);
@@ -69,10 +66,7 @@ void pp__cal_point_init(pp_cal_point *p, pp_cal_kind kind, int source,
 }
 
 void pp__cal_add_point(pp_cal_set *s, const pp_cal_point *p) {
-    if (s->n == s->cap) {
-        s->cap = s->cap ? 2 * s->cap : 64;
-        s->pts = pp_xrealloc(s->pts, s->cap * sizeof *s->pts);
-    }
+    PP_VEC_RESERVE(s->pts, s->cap, s->n + 1, 64);
     s->pts[s->n++] = *p;
 }
 

@@ -244,54 +244,20 @@ out:
 }
 
 /* ------------------------------------------------------------------------
- * A fitted profile, GPU part and network, whatever sim's reader accepts:
- * the two sections it does not know are blanked line for line (so its
- * messages keep their line numbers) in a temporary copy.
+ * A fitted profile: its GPU part through sim's own reader (which accepts
+ * the network: and provenance: sections calibrate writes), then the
+ * network section.
  * ---------------------------------------------------------------------- */
 int pp_cal_profile_load(const char *path, const pp_gpu_spec *gpu,
                         pp_gpu_profile *prof, pp_cal_network *net,
                         pp_error *e) {
-    FILE *in = fopen(path, "r");
-    if (!in) {
-        /* A name in topologies/profiles/: sim finds it; no network. */
-        if (net) net->v = NULL, net->n = 0;
-        return pp_profile_load(path, gpu, prof, e);
+    int rc = pp_profile_load(path, gpu, prof, e);
+    if (rc < 0) return rc;
+    if (!net) return 0;
+    if (access(path, R_OK) != 0) {
+        /* A name in topologies/profiles/: shipped profiles have no network. */
+        net->v = NULL, net->n = 0;
+        return 0;
     }
-    char tmp[] = "/tmp/podplan-profile-XXXXXX";
-    int fd = mkstemp(tmp);
-    FILE *out = fd >= 0 ? fdopen(fd, "w") : NULL;
-    if (!out) {
-        fclose(in);
-        if (fd >= 0) close(fd);
-        return pp_error_set(e, PP_EIO, "temporary file: %s", strerror(errno));
-    }
-    char line[4096];
-    bool skip = false;
-    while (fgets(line, sizeof line, in)) {
-        bool top =
-            line[0] && !isspace((unsigned char)line[0]) && line[0] != '#';
-        if (top)
-            skip = !strncmp(line, "network:", 8) ||
-                   !strncmp(line, "provenance:", 11);
-        fputs(skip ? "\n" : line, out);
-    }
-    fclose(in);
-    fclose(out);
-    pp_error pe = PP_ERROR_INIT;
-    int rc = pp_profile_load(tmp, gpu, prof, &pe);
-    unlink(tmp);
-    if (rc < 0) {
-        /* Name the user's file, not the copy. */
-        char msg[PP_ERROR_MSG_MAX];
-        const char *at = strstr(pe.msg, tmp);
-        if (at)
-            snprintf(msg, sizeof msg, "%.*s%s%s", (int)(at - pe.msg), pe.msg,
-                     path, at + strlen(tmp));
-        else
-            snprintf(msg, sizeof msg, "%s", pe.msg);
-        return pp_error_set(e, rc, "%s", msg);
-    }
-    snprintf(prof->source, sizeof prof->source, "%s", path);
-    if (net && (rc = pp_cal_network_load(path, net, e)) < 0) return rc;
-    return 0;
+    return pp_cal_network_load(path, net, e);
 }

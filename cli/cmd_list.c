@@ -43,11 +43,11 @@ typedef struct row {
 typedef struct listing {
     const char *what;
     row *rows;
-    size_t n;
+    size_t n, cap;
 } listing;
 
 static void add(listing *l, const char *name, const char *desc) {
-    l->rows = pp_xrealloc(l->rows, (l->n + 1) * sizeof *l->rows);
+    PP_VEC_RESERVE(l->rows, l->cap, l->n + 1, 16);
     l->rows[l->n].name = pp_xstrdup(name);
     l->rows[l->n].desc = pp_xstrdup(desc);
     l->n++;

@@ -114,8 +114,9 @@ typedef struct run {
     size_t total, per; /* elements: the whole buffer, and per rank
                                   block for allgather/reducescatter/alltoall */
     pp_coll_algo algo;
-    const char *impl; /* the row's impl (exec.h) */
-    char *arena;      /* send, recv, scratch, rd scratch: one region */
+    const char *impl;  /* the row's impl (exec.h) */
+    bool rabenseifner; /* impl_name's "rabenseifner", kept out of the loop */
+    char *arena;       /* send, recv, scratch, rd scratch: one region */
     /* --device cuda: the buffer on the GPU, and reduction scratch */
     void *d_in, *d_a, *d_b;
 } run;
@@ -216,7 +217,7 @@ static int run_once(run *u, bool inplace, pp_error *e) {
         if (!inplace) memcpy(u->recv, u->send, total);
         if (u->algo == PP_ALGO_RING)
             return pp__coll_allreduce_ring(c, u->recv, u->total, e);
-        return strcmp(u->impl, "rabenseifner") == 0
+        return u->rabenseifner
                    ? pp__coll_allreduce_rabenseifner(c, u->recv, u->total, e)
                    : pp__coll_allreduce_rd(c, u->recv, u->total, e);
     case PP_COLL_REDUCESCATTER: {
@@ -425,6 +426,8 @@ static int sweep(run *u, pp__boot *b, pp_exec_coll_result *res, pp_error *e) {
                       ? PP_ALGO_RD
                       : PP_ALGO_RING;
         u->impl = impl_name(o->op, u->algo, bytes, o->rd_max_bytes);
+        u->rabenseifner = o->op == PP_COLL_ALLREDUCE && u->algo == PP_ALGO_RD &&
+                          bytes > o->rd_max_bytes;
         pp_exec_coll_row row;
         memset(&row, 0, sizeof row);
         row.bytes = bytes;
@@ -477,11 +480,7 @@ static int sweep(run *u, pp__boot *b, pp_exec_coll_result *res, pp_error *e) {
             break;
         }
         if (u->r == 0) {
-            if (res->n_rows == cap_rows) {
-                cap_rows = cap_rows ? 2 * cap_rows : 16;
-                res->rows =
-                    pp_xrealloc(res->rows, cap_rows * sizeof *res->rows);
-            }
+            PP_VEC_RESERVE(res->rows, cap_rows, res->n_rows + 1, 16);
             res->rows[res->n_rows++] = row;
         }
         if (o->step_bytes == 0 && o->step_factor <= 1 && s == o->max_bytes)

@@ -95,12 +95,6 @@ static const char *blas_config(void) {
 }
 #endif
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static double llc_bytes(void) {
 #ifdef _SC_LEVEL3_CACHE_SIZE
     long v = sysconf(_SC_LEVEL3_CACHE_SIZE);
@@ -174,11 +168,11 @@ static int cpu_run(const pp_exec_gemm_opts *o, const pp_gemm_shape *s,
     samples = pp_xmalloc((size_t)o->iters * sizeof *samples);
     for (int it = 0; it < o->warmup + o->iters; it++) {
         int x = it % sets;
-        double t0 = now_s();
+        double t0 = pp_exec_now();
         if ((rc = pp_exec_sgemm_cpu(buf[3 * x], buf[3 * x + 1], buf[3 * x + 2],
                                     s->batch, s->m, s->n, s->k, e)) < 0)
             goto out;
-        double t1 = now_s();
+        double t1 = pp_exec_now();
         if (it >= o->warmup) samples[it - o->warmup] = t1 - t0;
     }
     pp_exec_gemm_result r;

@@ -63,12 +63,6 @@ static void *worker_main(void *arg) {
     return NULL;
 }
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static int host_run(pp_membw_kind kind, size_t bytes, int iters, int threads,
                     double *samples, pp_error *e) {
     host_job j;
@@ -111,10 +105,10 @@ static int host_run(pp_membw_kind kind, size_t bytes, int iters, int threads,
     if (rc == 0) {
         for (int it = 0; it < j.iters; it++) {
             pthread_barrier_wait(&j.start);
-            double t0 = now_s();
+            double t0 = pp_exec_now();
             kernel(&j, 0);
             pthread_barrier_wait(&j.done);
-            double t1 = now_s();
+            double t1 = pp_exec_now();
             if (it >= 2) samples[it - 2] = t1 - t0;
         }
     }

@@ -1,14 +1,23 @@
 /*
- * sweep.c: what every timed sweep shares: the statistics of the samples,
- * the --m/--n/--k size lists, and how many buffer sets to rotate.
+ * sweep.c: what every timed sweep shares: the clock, the statistics of
+ * the samples, the --m/--n/--k size lists, and how many buffer sets to
+ * rotate.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "gemm_int.h"
+
+/* The one clock of exec: timed loops and every transport deadline. */
+double pp_exec_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
 
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;

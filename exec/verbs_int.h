@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "podplan/exec.h"
 #include "verbs_shim.h"
 #include "xport.h"
 
@@ -128,7 +129,8 @@ int pp__vb_post(pp_xport *t, pp_xreq *r, pp_xmr *mr, pp_error *e);
 int pp__vb_wait(pp_xport *t, pp_xreq *const *reqs, size_t n, double deadline,
                 pp_error *e);
 void pp__vb_free_reqs(pp_xport *t);
-double pp__vb_now(void);
+/* Deadlines are pp_exec_now()'s, as every transport's (xport.h). */
+#define pp__vb_now pp_exec_now
 
 /* verbs_dmabuf.c: GPU memory; PP_ENOSYS without CUDA. */
 int pp__vb_reg_device(pp_xport *t, pp_xmr *x, pp_error *e);

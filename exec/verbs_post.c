@@ -42,13 +42,6 @@
 #define POLL_BATCH 32
 #define LIST_MAX 4 /* outstanding transfers named in a timeout */
 
-double pp__vb_now(void) {
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* The local address of buf: the region itself, or its staging copy. */
 static uint64_t local_addr(const pp_xmr *x, const char *buf) {
     return (uint64_t)(uintptr_t)(x->stage ? x->stage + (buf - x->buf) : buf);

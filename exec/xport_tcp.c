@@ -31,12 +31,6 @@
 #define SOCK_BUF_BYTES (4 << 20)
 #define CONN_MAGIC 0x70705431u /* "ppT1" */
 
-double pp_exec_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* ms left until deadline, for poll(); at least 0, at most 1 s so a signal
  * or a clock step never parks us long past it. */
 static int ms_left(double deadline) {

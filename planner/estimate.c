@@ -199,8 +199,7 @@ static int fill_entry(pp_plan_estimator *x, const pp_parallel *par,
     int rc;
     /* The simulator's own kernel lists (sim/train/compute.c), summed. */
     if ((rc = pp_layer_cost_get(&x->prof, m, par, &ce->lc, e)) < 0 ||
-        (rc = pp_embed_cost_get(&x->prof, m, par, &ce->emb, e)) < 0 ||
-        (rc = pp_head_cost_get(&x->prof, m, par, &ce->head, e)) < 0)
+        (rc = pp_embed_cost_get(&x->prof, m, par, &ce->emb, e)) < 0)
         return rc;
     /* Without a pipeline a tied output layer is the embedding's own table
      * (counted there); with one the last stage keeps a copy. */

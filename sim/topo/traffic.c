@@ -23,10 +23,7 @@ typedef struct flows {
 } flows;
 
 static flow_in *push(flows *fl) {
-    if (fl->n == fl->cap) {
-        fl->cap = fl->cap ? 2 * fl->cap : 64;
-        fl->f = pp_xrealloc(fl->f, fl->cap * sizeof *fl->f);
-    }
+    PP_VEC_RESERVE(fl->f, fl->cap, fl->n + 1, 64);
     flow_in *f = &fl->f[fl->n++];
     memset(f, 0, sizeof *f);
     return f;
