@@ -2,12 +2,7 @@
  * cmd_calibrate.c: `podplan calibrate import|fit|validate|run`
  * (calibrate.h does the work; calibrate/README.md has the formats).
  */
-#include "cli_int.h"
-
-#include "podplan/calibrate.h"
-
-/* Shared with cmd_calibrate_run.c. */
-void pp__cal_fit_print(FILE *fp, const pp_cal_fit *f);
+#include "cmd_calibrate_int.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -207,7 +202,7 @@ static int parse_only(const char *list, pp_cal_fit_opts *o, pp_error *e) {
     return 0;
 }
 
-static void command_line(int argc, char **argv, char *buf, size_t len) {
+void pp__cal_command_line(int argc, char **argv, char *buf, size_t len) {
     snprintf(buf, len, "podplan calibrate");
     for (int i = 0; i < argc; i++) {
         size_t l = strlen(buf);
@@ -215,8 +210,8 @@ static void command_line(int argc, char **argv, char *buf, size_t len) {
     }
 }
 
-static int load_base(const pp_args *a, const char *cluster,
-                     pp_gpu_profile *prof, pp_cal_network *net, pp_error *e) {
+int pp__cal_load_base(const pp_args *a, const char *cluster,
+                      pp_gpu_profile *prof, pp_cal_network *net, pp_error *e) {
     const pp_gpu_spec *gpu = NULL;
     pp_cluster *c = NULL;
     int rc = 0;
@@ -246,12 +241,12 @@ static int run_fit(const pp_cli_cmd *cmd, int argc, char **argv) {
         goto fail;
     o.cluster = cluster;
     if (pp_args_get(&a, "profile")) {
-        if (load_base(&a, cluster, &base, NULL, &e) < 0) goto fail;
+        if (pp__cal_load_base(&a, cluster, &base, NULL, &e) < 0) goto fail;
         o.base = &base;
     }
     if (pp_cal_fit_all(&s, &o, &r, &e) < 0) goto fail;
     char cmdline[2048];
-    command_line(argc, argv, cmdline, sizeof cmdline);
+    pp__cal_command_line(argc, argv, cmdline, sizeof cmdline);
     pp_cal_provenance pv = {&s, cluster, cmdline, pp_args_flag(&a, "plain")};
     const char *out = pp_args_get(&a, "output");
     pp_outfile of;
@@ -402,7 +397,7 @@ static int run_validate(const pp_cli_cmd *cmd, int argc, char **argv) {
         pp_error_set(&e, PP_EUSAGE, "--holdout: expected 0 (off) or K >= 2");
         goto fail;
     }
-    if (load_base(&a, cluster, &r.profile, &net, &e) < 0) goto fail;
+    if (pp__cal_load_base(&a, cluster, &r.profile, &net, &e) < 0) goto fail;
     /* The profile's network entries, as fits the predictor can use. */
     r.net = pp_xcalloc(net.n ? net.n : 1, sizeof *r.net);
     for (size_t i = 0; i < net.n; i++) {

@@ -16,7 +16,7 @@
  *   - --launch "srun -N2 -n{n}" runs the same command under a cluster's
  *     launcher instead of --np, with no other change.
  */
-#include "cli_int.h"
+#include "cmd_calibrate_int.h"
 
 #include "podplan/calibrate.h"
 #include "podplan/exec.h"
@@ -31,8 +31,6 @@
 #include <unistd.h>
 
 extern char **environ;
-
-void pp__cal_fit_print(FILE *fp, const pp_cal_fit *f); /* cmd_calibrate.c */
 
 #define MAX_RANKS 16
 #define MAX_FILES (MAX_RANKS + 4)
@@ -450,15 +448,8 @@ static int run_run(const pp_cli_cmd *cmd, int argc, char **argv) {
     o.cluster = cluster;
     pp_gpu_profile base;
     if (pp_args_get(&a, "profile")) {
-        const pp_gpu_spec *gpu = NULL;
-        pp_cluster *c = NULL;
-        if (cluster && pp_cluster_load(cluster, NULL, 0, NULL, &c, &e) < 0)
+        if ((rc = pp__cal_load_base(&a, cluster, &base, NULL, &e)) < 0)
             goto fail_run;
-        if (c) gpu = pp_cluster_info_get(c)->gpu;
-        rc = pp_cal_profile_load(pp_args_get(&a, "profile"), gpu, &base, NULL,
-                                 &e);
-        pp_cluster_free(c);
-        if (rc < 0) goto fail_run;
         o.base = &base;
     }
     o.stack = false;
@@ -476,11 +467,7 @@ static int run_run(const pp_cli_cmd *cmd, int argc, char **argv) {
         x.loro_done = true;
     }
     char cmdline[2048];
-    snprintf(cmdline, sizeof cmdline, "podplan calibrate");
-    for (int i = 0; i < argc; i++) {
-        size_t l = strlen(cmdline);
-        snprintf(cmdline + l, sizeof cmdline - l, " %s", argv[i]);
-    }
+    pp__cal_command_line(argc, argv, cmdline, sizeof cmdline);
     pp_cal_provenance pv = {&x.s, cluster, cmdline, false};
     pp_outfile of;
     if ((rc = pp_outfile_open(&of, out, &e)) < 0) goto fail_run;
