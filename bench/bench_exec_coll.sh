@@ -5,6 +5,13 @@
 # Prints per size: bus bandwidth of each (GB/s, nccl-tests' definition) and
 # podplan / MPI.  DESIGN.md's target: ratio >= 1.0 from 1 MiB up.
 #
+# Loopback TCP on a small or shared machine moves by tens of percent from
+# run to run, for both programs alike, so one run of each says little.  The
+# two are run REPS times, alternating which goes first; each run gives a
+# mean time per size (nccl-tests' figure, and MPI's); the table shows the
+# median over the runs of each, the ratio of those medians, and the lowest
+# and highest ratio of a pair of runs taken back to back.
+#
 #   bench/bench_exec_coll.sh [BUILD] [RANKS...]      (default: build 2 4)
 # Env: MINB MAXB FACTOR ITERS WARMUP CHANNELS SLICE (see the defaults below);
 # BENCH_BIN=path/to/bench_exec_coll runs that (exec layer only, same code)
@@ -19,6 +26,7 @@ FACTOR=${FACTOR:-4}
 ITERS=${ITERS:-10}
 WARMUP=${WARMUP:-3}
 CHANNELS=${CHANNELS:-2}
+REPS=${REPS:-5}
 PODPLAN=$BUILD/cli/podplan
 MPIBENCH=${MPIBENCH:-$BUILD/bench/mpi_allreduce}
 [ -n "${BENCH_BIN:-}" ] || [ -x "$PODPLAN" ] || { echo "no $PODPLAN: build first" >&2; exit 2; }
@@ -26,22 +34,50 @@ MPIBENCH=${MPIBENCH:-$BUILD/bench/mpi_allreduce}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 echo "# $(uname -n): $(nproc) cores; $(mpirun --version 2>/dev/null | head -1)"
-echo "# podplan: --channels $CHANNELS${SLICE:+ --slice $SLICE}; iters $ITERS, warm-up $WARMUP"
-for n in $RANKS; do
+echo "# podplan: --channels $CHANNELS${SLICE:+ --slice $SLICE}; iters $ITERS, warm-up $WARMUP; $REPS alternating runs of each"
+ours() {
   if [ -n "${BENCH_BIN:-}" ]; then
-    "$BENCH_BIN" "$n" "$MINB" "$MAXB" "$FACTOR" "$ITERS" "$WARMUP" "$CHANNELS" ${SLICE:-} > "$tmp/ours"
+    "$BENCH_BIN" "$1" "$MINB" "$MAXB" "$FACTOR" "$ITERS" "$WARMUP" "$CHANNELS" ${SLICE:-}
   else
-    "$PODPLAN" exec collective --np "$n" -b "$MINB" -e "$MAXB" -f "$FACTOR" \
+    "$PODPLAN" exec collective --np "$1" -b "$MINB" -e "$MAXB" -f "$FACTOR" \
       -n "$ITERS" -w "$WARMUP" -c 0 --channels "$CHANNELS" ${SLICE:+--slice $SLICE} \
-      | awk -v n="$n" '!/^#/ {print $1, $6, $1 / ($6 * 1e3) * 2 * (n - 1) / n}' > "$tmp/ours"
+      | awk -v n="$1" '!/^#/ {print $1, $6, $1 / ($6 * 1e3) * 2 * (n - 1) / n}'
   fi
+}
+mpi() {
   mpirun --allow-run-as-root --oversubscribe --mca btl tcp,self --mca pml ob1 \
-    -np "$n" "$MPIBENCH" "$MINB" "$MAXB" "$FACTOR" "$ITERS" "$WARMUP" > "$tmp/mpi"
+    -np "$1" "$MPIBENCH" "$MINB" "$MAXB" "$FACTOR" "$ITERS" "$WARMUP"
+}
+for n in $RANKS; do
+  : > "$tmp/all"
+  rep=1
+  while [ "$rep" -le "$REPS" ]; do
+    if [ $((rep % 2)) -eq 1 ]; then
+      ours "$n" > "$tmp/o"; mpi "$n" > "$tmp/m"
+    else
+      mpi "$n" > "$tmp/m"; ours "$n" > "$tmp/o"
+    fi
+    # one line per size and run: size podplan_us mpi_us
+    awk -v r="$rep" 'NR == FNR { us[$1] = $2; next }
+         ($1 in us) { print r, $1, $2, us[$1] }' "$tmp/m" "$tmp/o" >> "$tmp/all"
+    rep=$((rep + 1))
+  done
   echo
-  echo "# $n ranks, allreduce float sum (out of place), loopback TCP"
-  printf '# %12s %12s %12s %12s %12s %8s\n' size_B podplan_us mpi_us podplan_GBps mpi_GBps ratio
-  awk 'NR == FNR { us[$1] = $2; bw[$1] = $3; next }
-       ($1 in us) { r = bw[$1] > 0 ? $3 / bw[$1] : 0;
-         printf "%14d %12.1f %12.1f %12.3f %12.3f %8.2f\n", $1, $2, us[$1], $3, bw[$1], r }' \
-    "$tmp/mpi" "$tmp/ours"
+  echo "# $n ranks, allreduce float sum (out of place), loopback TCP; median of $REPS runs"
+  printf '# %12s %12s %12s %12s %12s %8s %13s\n' size_B podplan_us mpi_us podplan_GBps mpi_GBps ratio "ratio_min-max"
+  sort -k2,2n "$tmp/all" | awk -v n="$n" '
+    function med(a, k,   i, j, t) {
+      for (i = 2; i <= k; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
+      return k % 2 ? a[(k + 1) / 2] : (a[k / 2] + a[k / 2 + 1]) / 2
+    }
+    function flush(   po, mp, f) {
+      if (k == 0) return
+      f = 2 * (n - 1) / n
+      po = med(o, k); mp = med(m, k)
+      printf "%14d %12.1f %12.1f %12.3f %12.3f %8.2f %6.2f-%-6.2f\n", size, po, mp,
+             size / (po * 1e3) * f, size / (mp * 1e3) * f, mp / po, lo, hi
+    }
+    $2 != size { flush(); size = $2; k = 0; lo = 1e9; hi = 0 }
+    { k++; o[k] = $3; m[k] = $4; r = $4 / $3; if (r < lo) lo = r; if (r > hi) hi = r }
+    END { flush() }'
 done

@@ -331,6 +331,7 @@ static json_t *coll_json(const pp_exec_coll_result *r) {
         json_array_append_new(hosts, json_string(r->rank_host[k]));
     json_object_set_new(setup, "rank_hosts", hosts);
     json_object_set_new(setup, "launcher", json_string(r->launcher));
+    json_object_set_new(setup, "bootstrap", json_string(r->bootstrap));
     json_object_set_new(setup, "dtype",
                         json_string(pp_exec_dtype_name(o->dtype)));
     json_object_set_new(setup, "redop",

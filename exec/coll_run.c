@@ -607,6 +607,7 @@ int pp_exec_coll_run(const pp_exec_world *w, const pp_exec_coll_opts *o,
         res->opts = *o;
         res->nranks = u.n;
         res->launcher = w->launcher;
+        res->bootstrap = w->use_mpi ? "mpi" : "rendezvous";
         res->rank_host = pp_xcalloc((size_t)u.n, sizeof *res->rank_host);
         res->rank_pid = pids;
         res->rank_dev = devs;

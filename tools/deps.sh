@@ -6,7 +6,7 @@ set -eu
 
 PACKAGES="gcc make cmake pkg-config libyaml-dev libigraph-dev libgsl-dev \
 libcmocka-dev libjansson-dev graphviz gnuplot-nox \
-libopenblas-dev libibverbs-dev ibverbs-providers openmpi-bin libopenmpi-dev"
+libopenblas-dev libibverbs-dev ibverbs-providers openmpi-bin libopenmpi-dev jq"
 
 missing=""
 for p in $PACKAGES; do

@@ -153,6 +153,7 @@ typedef struct pp_exec_coll_result {
     int *rank_pid;
     int *rank_dev; /* CUDA device of each rank; -1: host */
     const char *launcher;
+    const char *bootstrap; /* "mpi" (MPI_Allgather) or "rendezvous" (TCP) */
     pp_exec_coll_row *rows;
     size_t n_rows;
     int64_t wrong_total;  /* -1 when not checked */
