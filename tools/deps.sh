@@ -5,7 +5,7 @@
 set -eu
 
 PACKAGES="gcc make cmake pkg-config libyaml-dev libigraph-dev libgsl-dev \
-libcmocka-dev libjansson-dev graphviz gnuplot-nox \
+libcmocka-dev libjansson-dev graphviz gnuplot-nox jq \
 libopenblas-dev libibverbs-dev ibverbs-providers openmpi-bin libopenmpi-dev"
 
 missing=""
