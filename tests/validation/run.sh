@@ -174,9 +174,10 @@ while IFS=$'\037' read -r id split _ kind model cluster set parallel stack op \
     [ -n "$set" ] && args+=(--set "$set")
     args+=(--format json)
 
-    # Data files (models/zoo, topologies) are found from the repository root.
+    # Data files (models/zoo, topologies) are found from the repository
+    # root; stdin is /dev/null so podplan cannot eat the case table.
     (cd "$root" && PODPLAN_DATA_DIR=$root timeout "$timeout_s" "$podplan" "${args[@]}") \
-        >"$tmp/out.json" 2>"$tmp/err"
+        </dev/null >"$tmp/out.json" 2>"$tmp/err"
     rc=$?
     status=ok
     sim=""
