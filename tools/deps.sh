@@ -5,8 +5,8 @@
 set -eu
 
 PACKAGES="gcc make cmake pkg-config libyaml-dev libigraph-dev libgsl-dev \
-libcmocka-dev libjansson-dev graphviz gnuplot-nox \
-libopenblas-dev libibverbs-dev ibverbs-providers openmpi-bin libopenmpi-dev jq"
+libcmocka-dev libjansson-dev graphviz gnuplot-nox jq \
+libopenblas-dev libibverbs-dev ibverbs-providers openmpi-bin libopenmpi-dev"
 
 missing=""
 for p in $PACKAGES; do

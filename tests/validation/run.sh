@@ -1,0 +1,239 @@
+#!/usr/bin/env bash
+# run.sh BUILD [--only ID]... [--split tune|holdout|info] [-o FILE] [--check]
+# run.sh --list
+#
+# Runs podplan on every case of tests/validation/published.yaml and prints,
+# per case, the published figure, podplan's figure and the error
+# (simulated - published) / published, then mean and max |error| for the
+# tuning points and for the held-out points separately (split=info cases
+# are printed but kept out of both).  A case podplan cannot run yet (an
+# unknown key, option, model or cluster on this build) is reported as
+# "not runnable: <first line of podplan's stderr>" and does not stop the
+# others.
+#
+#   BUILD        build folder: its cli/podplan (or podplan) is used
+#   --only ID    run only this case (repeatable)
+#   --split S    run only the cases of that split
+#   -o FILE      also write one tab-separated line per case to FILE:
+#                id split metric published simulated error_pct status
+#   --check      exit 1 unless every tuned and held-out case ran, the mean
+#                |error| of each set is <= 5% and every |error| <= 10%
+#                (issue 15's acceptance targets)
+#   --list       check the cases file and list its cases; runs nothing
+#                (exit 2, naming file:line, case and key, if it is malformed)
+#
+# Environment: PP_VALIDATION_TIMEOUT seconds per case (default 900);
+# PP_VALIDATION_CASES another cases file (default: published.yaml here).
+# Needs jq (tools/deps.sh installs it) and awk.
+set -u
+
+usage() {
+    sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//' >&2
+    exit 2
+}
+
+[ $# -ge 1 ] || usage
+list=0
+build=""
+if [ "$1" = --list ]; then list=1; else build=$1; fi
+shift
+only=()
+want_split=""
+out=""
+check=0
+while [ $# -gt 0 ]; do
+    case $1 in
+    --only) [ $# -ge 2 ] || usage; only+=("$2"); shift 2 ;;
+    --split) [ $# -ge 2 ] || usage; want_split=$2; shift 2 ;;
+    -o) [ $# -ge 2 ] || usage; out=$2; shift 2 ;;
+    --check) check=1; shift ;;
+    -h | --help) usage ;;
+    *) echo "run.sh: unknown argument '$1'" >&2; usage ;;
+    esac
+done
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+cases=${PP_VALIDATION_CASES:-$here/published.yaml}
+[ -r "$cases" ] || { echo "run.sh: cannot read $cases" >&2; exit 2; }
+
+# One line per case, fields separated by \037 (not whitespace, so empty
+# fields survive `read`): the line of its "- id:", then the scalar keys of
+# its `run:` block.
+fields="kind model cluster set parallel stack op algo bytes gpus gbs seq metric published"
+table=$(awk -v fields="$fields" '
+function flush(   n, f, i, line) {
+    if (id == "") return
+    n = split(fields, f, " ")
+    line = id "\037" sp "\037" idline
+    for (i = 1; i <= n; i++) line = line "\037" kv[f[i]]
+    print line
+    id = ""; sp = ""; split("", kv)
+}
+/^  - id: / { flush(); id = $3; idline = NR; inrun = 0; next }
+/^    split: / { sp = $2; next }
+/^    run:[ \t]*$/ { inrun = 1; next }
+inrun && /^[ \t]*$/ { next }
+inrun && /^      [a-z_]+: / {
+    key = $1; sub(/:$/, "", key)
+    val = $0; sub(/^      [a-z_]+: /, "", val); sub(/[ \t]+$/, "", val)
+    if (val ~ /^".*"$/) val = substr(val, 2, length(val) - 2)
+    kv[key] = val; next
+}
+inrun && !/^      / { inrun = 0 }
+END { flush() }
+' "$cases")
+[ -n "$table" ] || { echo "run.sh: $cases: no cases (expected \"  - id: NAME\" entries)" >&2; exit 2; }
+
+# Every case must carry what a run needs; report all problems at once.
+bad=0
+seen=" "
+isnum() { case $1 in "" | *[!0-9.eE+-]*) return 1 ;; *) return 0 ;; esac; }
+complain() { echo "$cases:$line: case $id: $1" >&2; bad=1; }
+while IFS=$'\037' read -r id split line kind model cluster set parallel stack \
+    op algo bytes gpus gbs seq metric published; do
+    case $seen in *" $id "*) complain "id: duplicate" ;; esac
+    seen="$seen$id "
+    case $split in tune | holdout | info) ;;
+    *) complain "split: expected tune, holdout or info, got '$split'" ;; esac
+    isnum "$published" || complain "run.published: expected a number, got '$published'"
+    case $kind in
+    simulate)
+        [ -n "$model" ] || complain "run.model: missing"
+        [ -n "$cluster" ] || complain "run.cluster: missing"
+        [ -n "$parallel" ] || complain "run.parallel: missing"
+        case $metric in
+        tokens_per_s_per_gpu)
+            isnum "$gbs" || complain "run.gbs: expected a number for $metric, got '$gbs'"
+            isnum "$seq" || complain "run.seq: expected a number for $metric, got '$seq'" ;;
+        model_tflops_per_gpu | iteration_time_s) ;;
+        *) complain "run.metric: expected tokens_per_s_per_gpu, model_tflops_per_gpu or iteration_time_s, got '$metric'" ;;
+        esac ;;
+    collective)
+        [ -n "$cluster" ] || complain "run.cluster: missing"
+        isnum "$gpus" || complain "run.gpus: expected a number, got '$gpus'"
+        [ -n "$bytes" ] || complain "run.bytes: missing"
+        [ "$metric" = busbw_GBps ] || complain "run.metric: expected busbw_GBps, got '$metric'" ;;
+    *) complain "run.kind: expected simulate or collective, got '$kind'" ;;
+    esac
+done <<<"$table"
+[ $bad = 0 ] || exit 2
+if [ $list = 1 ]; then
+    while IFS=$'\037' read -r id split line kind _ _ _ _ _ _ _ _ _ _ _ metric published; do
+        printf '%-40s %-7s %-10s %-21s %s\n' "$id" "$split" "$kind" "$metric" "$published"
+    done <<<"$table"
+    exit 0
+fi
+
+case $build in /*) ;; *) build=$(pwd)/$build ;; esac
+podplan=""
+for p in "$build/cli/podplan" "$build/podplan"; do
+    [ -x "$p" ] && { podplan=$p; break; }
+done
+[ -n "$podplan" ] || { echo "run.sh: no podplan under $build (cli/podplan or podplan)" >&2; exit 2; }
+command -v jq >/dev/null 2>&1 || { echo "run.sh: jq is needed (tools/deps.sh)" >&2; exit 2; }
+timeout_s=${PP_VALIDATION_TIMEOUT:-900}
+
+tmp=$(mktemp -d) || exit 2
+trap 'rm -rf "$tmp"' EXIT
+[ -n "$out" ] && : >"$out"
+
+printf '%-40s %-7s %-21s %11s %11s %8s\n' case split metric published podplan error
+printf '%-40s %-7s %-21s %11s %11s %8s\n' "----" "-----" "------" "---------" "-------" "-----"
+
+results=$tmp/results # split \t abs_err, one line per case that ran
+: >"$results"
+notrun=$tmp/notrun # split, one line per scored case that did not run
+: >"$notrun"
+
+while IFS=$'\037' read -r id split _ kind model cluster set parallel stack op \
+    algo bytes gpus gbs seq metric published; do
+    if [ ${#only[@]} -gt 0 ]; then
+        keep=0
+        for o in "${only[@]}"; do [ "$o" = "$id" ] && keep=1; done
+        [ $keep = 1 ] || continue
+    fi
+    [ -n "$want_split" ] && [ "$want_split" != "$split" ] && continue
+
+    args=()
+    case $kind in
+    simulate)
+        args=(simulate --model "$model" --cluster "$cluster" --parallel "$parallel")
+        [ -n "$stack" ] && args+=(--stack "$stack")
+        ;;
+    collective)
+        args=(collective --cluster "$cluster" --gpus "$gpus" --bytes "$bytes")
+        [ -n "$op" ] && args+=(--op "$op")
+        [ -n "$algo" ] && args+=(--algo "$algo")
+        ;;
+    *)
+        echo "run.sh: case $id: unknown kind '$kind'" >&2
+        exit 2
+        ;;
+    esac
+    [ -n "$set" ] && args+=(--set "$set")
+    args+=(--format json)
+
+    # Data files (models/zoo, topologies) are found from the repository
+    # root; stdin is /dev/null so podplan cannot eat the case table.
+    (cd "$root" && PODPLAN_DATA_DIR=$root timeout "$timeout_s" "$podplan" "${args[@]}") \
+        </dev/null >"$tmp/out.json" 2>"$tmp/err"
+    rc=$?
+    status=ok
+    sim=""
+    if [ $rc -eq 124 ]; then
+        status="not runnable: timed out after ${timeout_s} s"
+    elif [ $rc -ne 0 ]; then
+        status="not runnable: $(grep -m1 . "$tmp/err" || echo "exit status $rc")"
+    else
+        case $metric in
+        tokens_per_s_per_gpu)
+            jqexpr="$gbs * $seq / (.iteration_time_s * .gpus)" ;;
+        model_tflops_per_gpu)
+            jqexpr=".model_flops_per_iteration / (.iteration_time_s * .gpus) / 1e12" ;;
+        iteration_time_s) jqexpr=".iteration_time_s" ;;
+        busbw_GBps) jqexpr=".busbw_GBps" ;;
+        *) echo "run.sh: case $id: unknown metric '$metric'" >&2; exit 2 ;;
+        esac
+        sim=$(jq -r "$jqexpr" "$tmp/out.json" 2>/dev/null)
+        case $sim in
+        "" | null | *[!0-9.eE+-]*)
+            status="not runnable: podplan's JSON lacks what $metric needs"
+            sim="" ;;
+        esac
+    fi
+
+    if [ "$status" = ok ]; then
+        err=$(awk -v s="$sim" -v p="$published" 'BEGIN { printf "%.1f", (s - p) / p * 100 }')
+        absv=${err#-}
+        printf '%-40s %-7s %-21s %11.1f %11.1f %7s%%\n' "$id" "$split" "$metric" \
+            "$published" "$sim" "$err"
+        printf '%s\t%s\n' "$split" "$absv" >>"$results"
+    else
+        printf '%-40s %-7s %-21s %11.1f %11s %8s\n' "$id" "$split" "$metric" \
+            "$published" "-" "-"
+        printf '    %s\n' "$status"
+        echo "$split" >>"$notrun"
+        err=""
+    fi
+    [ -n "$out" ] && printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$id" "$split" \
+        "$metric" "$published" "$sim" "$err" "$status" >>"$out"
+done <<<"$table"
+
+echo
+fail=0
+for s in tune holdout; do
+    awk -F'\t' -v s="$s" -v nr="$(grep -cx "$s" "$notrun")" '
+    $1 == s { n++; t += $2; if ($2 > m) m = $2 }
+    END {
+        label = (s == "tune") ? "tuned points   " : "held-out points"
+        if (n) printf "%s: %d run, %d not runnable, mean |error| %.1f%%, max |error| %.1f%%\n", label, n, nr, t / n, m
+        else printf "%s: 0 run, %d not runnable\n", label, nr
+        exit (n == 0 || nr > 0 || t / n > 5 || m > 10) ? 1 : 0
+    }' "$results" || fail=1
+done
+ninfo=$(grep -c '^info' "$results")
+echo "info points (not in the means): $ninfo run, $(grep -cx info "$notrun") not runnable"
+echo "targets (issue 15): mean |error| <= 5%, each <= 10%"
+if [ $check = 1 ]; then exit $fail; fi
+exit 0
