@@ -479,6 +479,12 @@ int pp_plan_search(const pp_model *m, const pp_cluster *c,
         .target = o->target,
         .filter = &plan->opt.filter,
         .rejected = plan->st.rejected,
+        .flash = plan->profile.flash_attention,
+        .recompute_mask =
+            plan->profile.stack_default ? 0 : plan->profile.sw.recompute,
+        .zero_max = plan->profile.stack_default || !plan->profile.stack[0]
+                        ? -1
+                        : plan->profile.sw.zero_max,
     };
     if ((rc = pp__space_check_pins(&sp, e)) < 0) goto fail;
     if ((rc = pp_plan_estimator_new(m, c, &plan->profile, &est, e)) < 0 ||

@@ -215,9 +215,12 @@ static int walk_inner(const pp__space *s, pp_parallel *p, pp__space_fn fn,
         p->sp = sp;
         for (int r = PP_RECOMPUTE_NONE; r <= PP_RECOMPUTE_FULL; r++) {
             if (!allowed(s, PP_PLAN_DIM_RECOMPUTE, r)) continue;
+            if (s->recompute_mask && !(s->recompute_mask & (1u << r)))
+                continue;
             p->recompute = (pp_recompute)r;
             for (int z = 0; z <= (p->dp > 1 ? 3 : 0); z++) {
                 if (!allowed(s, PP_PLAN_DIM_ZERO, z)) continue;
+                if (s->zero_max >= 0 && z > s->zero_max) continue;
                 p->zero = z;
                 if (!target_allows(s->target, p)) {
                     reject(s, PP_PLAN_REJECT_TARGET);
@@ -366,6 +369,7 @@ int pp__space_walk(const pp__space *s, pp__space_fn fn, void *ctx,
                 pp_parallel p;
                 pp_parallel_init(&p);
                 p.tp = tp, p.pp = pp, p.dp = dp, p.gbs = s->gbs;
+                p.flash = s->flash;
                 rc = walk_batch(s, &p, fn, ctx, e);
                 continue;
             }
@@ -384,6 +388,7 @@ int pp__space_walk(const pp__space *s, pp__space_fn fn, void *ctx,
                 pp_parallel p;
                 pp_parallel_init(&p);
                 p.tp = tp, p.pp = pp, p.dp = dp, p.gbs = s->gbs;
+                p.flash = s->flash;
                 rc = walk_batch(s, &p, fn, ctx, e);
             }
         }

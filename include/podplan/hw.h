@@ -116,6 +116,40 @@ const void *pp_catalog_entry(const pp_catalog *c, pp_cat_kind kind, size_t i);
  * bytes into time, read by the training step and written by calibrate/.
  * ---------------------------------------------------------------------- */
 
+/* ------------------------------------------------------------------------
+ * Software stacks (topologies/stacks/<name>.yaml, sim/hw/stack.c): what a
+ * training framework of a given era does, separate from the GPU.  Plain
+ * data; topologies/stacks/README.md documents each field and every file
+ * gives the source of each value.
+ * ---------------------------------------------------------------------- */
+#define PP_STACK_LAUNCH 4
+
+typedef struct pp_stack {
+    char name[PP_NAME_MAX];      /* "megatron-lm-2021" */
+    char source[256];            /* the file */
+    char framework[PP_NAME_MAX]; /* informative: "Megatron-LM" */
+    char launch[PP_STACK_LAUNCH][16]; /* plan --format names it runs */
+    size_t n_launch;
+    double efficiency;        /* training loop: fraction of roofline */
+    double grad_accum_bytes;  /* per parameter per micro-batch, 0 fused */
+    bool p2p_sync;            /* a stage waits for its pipeline sends */
+    bool p2p_scatter;         /* TP ranks send 1/tp, receiver gathers */
+    bool dp_overlap;          /* grad reduce during the backward */
+    bool param_gather_overlap; /* ZeRO-1 param all-gather during the next
+                                  forward (informative) */
+    double bucket_bytes;      /* DP bucket */
+    double grad_reduce_bytes; /* bytes per gradient element reduced */
+    uint32_t recompute;       /* bit r: pp_recompute r offered */
+    bool flash_attention;     /* uses FlashAttention */
+    bool fp8;                 /* can train with FP8 GEMMs */
+    double fp8_cast_bytes;    /* HBM bytes per FP8 GEMM input element */
+    int zero_max;             /* highest ZeRO/FSDP stage it implements */
+    int zero3_prefetch;       /* layers all-gathered ahead (ZeRO-3) */
+    bool zero3_overlap;       /* ZeRO-3 gathers run beside compute */
+    double coll_efficiency;   /* collectives' busbw over the fabric model
+                                 (recorded; 1 = as simulated) */
+} pp_stack;
+
 /* A GPU profile (topologies/profiles/<gpu>.yaml, documented there): what
  * turns an operation's FLOPs and bytes into time.  Plain data. */
 #define PP_PROFILE_TILES 8
@@ -169,6 +203,7 @@ typedef struct pp_gpu_profile {
                                       amax (stack), HBM bytes */
     int zero3_prefetch;            /* ZeRO-3: layers gathered ahead */
     bool zero3_overlap;            /* ZeRO-3 gathers beside compute */
+    pp_stack sw;                   /* the whole stack, as applied */
     /* The planner's closed-form estimator only (the simulator sees the
      * contention these stand for); fitted to the simulator at flow
      * fidelity, documented in topologies/profiles/a100.yaml. */
@@ -179,40 +214,6 @@ typedef struct pp_gpu_profile {
                                     backward, the part that comes back as
                                     slower pipeline sends */
 } pp_gpu_profile;
-
-/* ------------------------------------------------------------------------
- * Software stacks (topologies/stacks/<name>.yaml, sim/hw/stack.c): what a
- * training framework of a given era does, separate from the GPU.  Plain
- * data; topologies/stacks/README.md documents each field and every file
- * gives the source of each value.
- * ---------------------------------------------------------------------- */
-#define PP_STACK_LAUNCH 4
-
-typedef struct pp_stack {
-    char name[PP_NAME_MAX];      /* "megatron-lm-2021" */
-    char source[256];            /* the file */
-    char framework[PP_NAME_MAX]; /* informative: "Megatron-LM" */
-    char launch[PP_STACK_LAUNCH][16]; /* plan --format names it runs */
-    size_t n_launch;
-    double efficiency;        /* training loop: fraction of roofline */
-    double grad_accum_bytes;  /* per parameter per micro-batch, 0 fused */
-    bool p2p_sync;            /* a stage waits for its pipeline sends */
-    bool p2p_scatter;         /* TP ranks send 1/tp, receiver gathers */
-    bool dp_overlap;          /* grad reduce during the backward */
-    bool param_gather_overlap; /* ZeRO-1 param all-gather during the next
-                                  forward (informative) */
-    double bucket_bytes;      /* DP bucket */
-    double grad_reduce_bytes; /* bytes per gradient element reduced */
-    uint32_t recompute;       /* bit r: pp_recompute r offered */
-    bool flash_attention;     /* uses FlashAttention */
-    bool fp8;                 /* can train with FP8 GEMMs */
-    double fp8_cast_bytes;    /* HBM bytes per FP8 GEMM input element */
-    int zero_max;             /* highest ZeRO/FSDP stage it implements */
-    int zero3_prefetch;       /* layers all-gathered ahead (ZeRO-3) */
-    bool zero3_overlap;       /* ZeRO-3 gathers run beside compute */
-    double coll_efficiency;   /* collectives' busbw over the fabric model
-                                 (recorded; 1 = as simulated) */
-} pp_stack;
 
 /* The builtin stack names, in NAMES.md order, NULL-terminated. */
 extern const char *const pp_stack_names[];

@@ -258,6 +258,7 @@ void pp_stack_apply(const pp_stack *s, pp_gpu_profile *g, bool is_default) {
     g->fp8_cast_bytes = s->fp8_cast_bytes;
     g->zero3_prefetch = s->zero3_prefetch;
     g->zero3_overlap = s->zero3_overlap;
+    g->sw = *s;
 }
 
 void pp_stack_resolve(const pp_gpu_profile *g, pp_parallel *p) {

@@ -1,0 +1,208 @@
+/*
+ * test_stack.c: software-stack profiles (sim/hw/stack.c), FlashAttention
+ * and FP8 in memory (models/memory.c) and time (sim/train/compute.c).
+ * Each closed-form check states the formula it rests on.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "podplan/sim.h"
+
+static void assert_rel(double got, double want, double tol) {
+    if (!(fabs(got - want) <= tol * fabs(want)))
+        fail_msg("got %.12g, want %.12g within %g relative", got, want, tol);
+}
+
+static const pp_catalog *cat(void) {
+    static pp_catalog *c;
+    pp_error e = PP_ERROR_INIT;
+    if (!c && pp_catalog_load(NULL, &c, &e)) fail_msg("catalogue: %s", e.msg);
+    return c;
+}
+
+static pp_gpu_profile prof(const char *gpu, const char *stack) {
+    pp_gpu_profile g;
+    pp_error e = PP_ERROR_INIT;
+    if (pp_profile_load_stack(NULL, pp_catalog_gpu(cat(), gpu), stack, &g,
+                              NULL, &e))
+        fail_msg("%s", e.msg);
+    return g;
+}
+
+static pp_parallel par(const char *spec) {
+    pp_parallel p;
+    pp_error e = PP_ERROR_INIT;
+    pp_parallel_init(&p);
+    if (pp_parallel_parse(spec, &p, &e)) fail_msg("%s", e.msg);
+    return p;
+}
+
+static pp_model model(const char *spec) {
+    pp_model m;
+    pp_error e = PP_ERROR_INIT;
+    if (pp_model_load(spec, &m, &e)) fail_msg("%s", e.msg);
+    return m;
+}
+
+static const char *tmpfile_with(const char *text) {
+    static char path[64];
+    snprintf(path, sizeof path, "/tmp/podplan-test-stack-%d.yaml",
+             (int)getpid());
+    FILE *fp = fopen(path, "w");
+    assert_non_null(fp);
+    fputs(text, fp);
+    fclose(fp);
+    return path;
+}
+
+static void test_shipped(void **state) {
+    (void)state;
+    for (int i = 0; pp_stack_names[i]; i++) {
+        pp_stack s;
+        pp_error e = PP_ERROR_INIT;
+        if (pp_stack_load(pp_stack_names[i], &s, &e))
+            fail_msg("%s: %s", pp_stack_names[i], e.msg);
+        assert_string_equal(s.name, pp_stack_names[i]);
+        assert_true(s.n_launch >= 1);
+    }
+    /* The A100 keeps Megatron-LM 2021's figures (was profiles/a100.yaml
+     * framework:), the H100 gets Megatron-core 2024's. */
+    pp_gpu_profile a = prof("a100-sxm4-80gb", NULL);
+    assert_string_equal(a.stack, "megatron-lm-2021");
+    assert_true(a.stack_default);
+    assert_rel(a.framework_efficiency, 0.88, 0);
+    assert_rel(a.grad_accum_bytes, 6, 0);
+    assert_false(a.flash_attention);
+    pp_gpu_profile h = prof("h100-sxm5", NULL);
+    assert_string_equal(h.stack, "megatron-core-2024");
+    assert_true(h.flash_attention && h.fp8);
+    assert_rel(h.grad_accum_bytes, 0, 0);
+    pp_gpu_profile f = prof("a100-sxm4-80gb", "pytorch-fsdp2");
+    assert_false(f.stack_default);
+    assert_int_equal(f.sw.zero_max, 3);
+    assert_int_equal(f.zero3_prefetch, 1);
+}
+
+static void expect_bad(const char *text, const char *want) {
+    pp_stack s;
+    pp_error e = PP_ERROR_INIT;
+    const char *p = tmpfile_with(text);
+    int rc = pp_stack_load(p, &s, &e);
+    assert_int_equal(rc, PP_EINPUT);
+    assert_int_equal(pp_exit_code(rc), 2);
+    if (!strstr(e.msg, want)) fail_msg("message \"%s\" lacks \"%s\"", e.msg, want);
+    unlink(p);
+}
+
+static void test_broken(void **state) {
+    (void)state;
+    /* file:line:col: field: what was expected */
+    expect_bad("name: x\nattention:\n  flsh: true\n", ":3:3: attention.flsh");
+    expect_bad("training_loop:\n  efficiency: 1.5\n",
+               ":2:15: training_loop.efficiency");
+    expect_bad("data_parallel:\n  reduce_dtype: fp64\n",
+               ":2:17: data_parallel.reduce_dtype");
+    expect_bad("recompute: [full, sometimes]\n", ":1:19: recompute");
+    expect_bad("zero:\n  max_stage: 4\n", ":2:14: zero.max_stage");
+    expect_bad("launch: [slurm]\n", ":1:10: launch");
+    expect_bad("fp8: yes please\n", ":1:6: fp8");
+}
+
+/* FlashAttention drops Korthikanti's 5 a s^2 b / t per layer and keeps
+ * the fp32 log-sum-exp, 4 s b a / t: the difference is exactly that. */
+static void test_flash_memory(void **state) {
+    (void)state;
+    pp_model m = model("layers=32,hidden=4096,heads=32,seq=8192,vocab=51200");
+    pp_parallel s = par("tp=4,pp=1,dp=1,mbs=1,recompute=none,attn=standard");
+    pp_parallel f = par("tp=4,pp=1,dp=1,mbs=1,recompute=none,attn=flash");
+    assert_true(f.flash && !s.flash);
+    pp_memory ms, mf;
+    pp_error e = PP_ERROR_INIT;
+    assert_int_equal(pp_memory_per_gpu(&m, &s, PP_OPT_ADAM_MIXED, &ms, &e), 0);
+    assert_int_equal(pp_memory_per_gpu(&m, &f, PP_OPT_ADAM_MIXED, &mf, &e), 0);
+    double S = 8192, a = 32, t = 4, L = 32;
+    double per = (5.0 * a * S * S - 4.0 * S * a) / t;
+    assert_rel(ms.activations_per_layer - mf.activations_per_layer, per, 1e-9);
+    assert_rel(ms.activations - mf.activations, per * L, 1e-9);
+    /* The SPEC reads back with attn= only when given. */
+    char buf[256];
+    assert_non_null(strstr(pp_parallel_format(&f, buf, sizeof buf), "attn=flash"));
+    pp_parallel d = par("tp=4");
+    assert_null(strstr(pp_parallel_format(&d, buf, sizeof buf), "attn"));
+}
+
+/* FP8: +2 bytes per parameter (FP8 weight and transpose), -7 s b h per
+ * layer at t = 1 (the four GEMM inputs halved: 2+2+2+8 -> /2). */
+static void test_fp8_memory(void **state) {
+    (void)state;
+    pp_model m = model("layers=8,hidden=2048,heads=16,seq=2048,vocab=51200");
+    pp_parallel b = par("tp=1,mbs=2,recompute=selective");
+    pp_parallel q = par("tp=1,mbs=2,recompute=selective,dtype=fp8");
+    pp_memory mb, mq;
+    pp_error e = PP_ERROR_INIT;
+    assert_int_equal(pp_memory_per_gpu(&m, &b, PP_OPT_ADAM_MIXED, &mb, &e), 0);
+    assert_int_equal(pp_memory_per_gpu(&m, &q, PP_OPT_ADAM_MIXED, &mq, &e), 0);
+    assert_rel(mq.weights - mb.weights, 2.0 * mb.params_per_gpu, 1e-12);
+    assert_rel(mb.activations_per_layer - mq.activations_per_layer,
+               7.0 * 2048 * 2 * 2048, 1e-12);
+    pp_parallel bad;
+    pp_parallel_init(&bad);
+    assert_int_equal(pp_parallel_parse("dtype=fp4", &bad, &e), PP_EINPUT);
+    assert_non_null(strstr(e.msg, "dtype"));
+}
+
+/* The attention core's time with FlashAttention is its causal FLOPs
+ * (2 s^2 d per head forward, 2.5x backward) at the profile's rate. */
+static void test_flash_time(void **state) {
+    (void)state;
+    pp_gpu_profile g = prof("h100-sxm5", NULL);
+    pp_model m = model("layers=32,hidden=4096,heads=32,seq=8192,vocab=51200");
+    pp_parallel s = par("tp=2,mbs=1,recompute=none,attn=standard");
+    pp_parallel f = par("tp=2,mbs=1,recompute=none,attn=flash");
+    pp_layer_cost cs, cf;
+    pp_error e = PP_ERROR_INIT;
+    assert_int_equal(pp_layer_cost_get(&g, &m, &s, &cs, &e), 0);
+    assert_int_equal(pp_layer_cost_get(&g, &m, &f, &cf, &e), 0);
+    assert_true(cf.fwd_s < cs.fwd_s && cf.bwd_s < cs.bwd_s);
+    double heads = 16, S = 8192, d = 128;
+    double ff = 2.0 * heads * S * S * d;
+    double tf = ff / (g.peak_flops * g.flash_fwd_efficiency) /
+                    g.framework_efficiency + g.launch_s;
+    /* The standard forward's attention core, from its own kernel list,
+     * is what flash replaced: the rest of the layer is unchanged. */
+    pp_parallel s0 = s;
+    (void)s0;
+    assert_true(cf.fwd_s > tf);
+    double rest_f = cf.fwd_s - tf;
+    assert_true(rest_f > 0 && rest_f < cs.fwd_s);
+}
+
+/* FP8 GEMMs on H100 run at the FP8 rate: the qkv GEMM of GPT-3 175B at
+ * TP 8 is 1,400 TFLOP/s measured (calibrate/examples/h100/gemm-gpt3-
+ * tp8-fp8.json), which gemm.fp8_efficiency was set from: within 1%. */
+static void test_fp8_gemm(void **state) {
+    (void)state;
+    pp_gpu_profile g = prof("h100-sxm5", NULL);
+    g.launch_s = 0;
+    g.framework_efficiency = 1;
+    double t = pp_gemm_time_prec_s(&g, true, 1, 2048, 4608, 12288);
+    assert_rel(2.0 * 2048 * 4608 * 12288 / t / 1e12, 1400, 0.01);
+    assert_true(t < pp_gemm_time_s(&g, 1, 2048, 4608, 12288));
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_shipped),     cmocka_unit_test(test_broken),
+        cmocka_unit_test(test_flash_memory), cmocka_unit_test(test_fp8_memory),
+        cmocka_unit_test(test_flash_time),  cmocka_unit_test(test_fp8_gemm),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
