@@ -33,6 +33,8 @@ static void header(const pp_plan *p, FILE *fp, const char *cmt) {
             pp_parallel_format(&c->par, spec, sizeof spec),
             c->dp_overlap ? " with DP overlap" : "",
             pp__placement_name(c->placement));
+    fprintf(fp, "%s software stack: %s (topologies/stacks/)\n", cmt,
+            p->profile.stack);
     fprintf(
         fp,
         "%s iteration %.4g s (%s), %.1f TFLOP/s per GPU, MFU %.1f%%, "
@@ -508,6 +510,7 @@ int pp_plan_write_assumptions(const pp_plan *p, pp_plan_format f,
          c->dp_overlap ? " with DP overlap" : "", c->iteration_time_s,
          c->simulated ? "simulated" : "estimated");
     LINE("GPU profile %s", pp__plan_profile_note(p, note, sizeof note));
+    LINE("software stack %s", p->profile.stack);
     LINE("ranks tp,dp,pp: DeepSpeed's PipeModelDataParallelTopology "
          "(model innermost, pipe outermost)");
     if (q->pp > 1 && m->arch == PP_ARCH_TRANSFORMER)
