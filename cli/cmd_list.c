@@ -115,10 +115,9 @@ static void describe_profile(const char *name, char *d, size_t len) {
     }
     snprintf(d, len,
              "GPU profile for the %s* GPUs: large GEMMs at %.0f%% of "
-             "peak, memory-bound kernels at %.0f%% of HBM, framework "
-             "efficiency %.2f",
-             name, 100 * p.gemm_efficiency, 100 * p.mem_efficiency,
-             p.framework_efficiency);
+             "peak, memory-bound kernels at %.0f%% of HBM; default stack "
+             "%s",
+             name, 100 * p.gemm_efficiency, 100 * p.mem_efficiency, p.stack);
 }
 
 static int from_files(listing *l, const char *subdir, int what, pp_error *e) {

@@ -110,8 +110,8 @@ int pp_cli_check_stack(const pp_stack *st, const pp_gpu_profile *g,
 const char *pp_cli_stack_label(const pp_gpu_profile *p, char *buf,
                                size_t len) {
     if (p->stack_default)
-        snprintf(buf, len, "%s (default for %s; --stack to change)", p->stack,
-                 p->name);
+        snprintf(buf, len, "%s (the GPU's default; --stack to change)",
+                 p->stack);
     else
         snprintf(buf, len, "%s", p->stack);
     return buf;
