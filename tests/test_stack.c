@@ -186,17 +186,30 @@ static void test_flash_time(void **state) {
     assert_true(rest_f > 0 && rest_f < cs.fwd_s);
 }
 
-/* FP8 GEMMs on H100 run at the FP8 rate: the qkv GEMM of GPT-3 175B at
- * TP 8 is 1,400 TFLOP/s measured (calibrate/examples/h100/gemm-gpt3-
- * tp8-fp8.json), which gemm.fp8_efficiency was set from: within 1%. */
+/* FP8 GEMMs on H100 run at the FP8 rate: the four linear GEMMs of GPT-3
+ * 175B at TP 8 measured on one H100 (calibrate/examples/h100/gemm-gpt3-
+ * tp8-fp8.json), which gemm.fp8_efficiency and fp8_k_half were fitted
+ * to: each within 10%, rms within 5% (fit: 4.6%). */
 static void test_fp8_gemm(void **state) {
     (void)state;
     pp_gpu_profile g = prof("h100-sxm5", NULL);
-    g.launch_s = 0;
     g.framework_efficiency = 1;
-    double t = pp_gemm_time_prec_s(&g, true, 1, 2048, 4608, 12288);
-    assert_rel(2.0 * 2048 * 4608 * 12288 / t / 1e12, 1400, 0.01);
-    assert_true(t < pp_gemm_time_s(&g, 1, 2048, 4608, 12288));
+    static const struct {
+        double m, n, k, meas_s;
+    } rows[] = {{2048, 4608, 12288, 165.68e-6},
+                {2048, 12288, 1536, 67.74e-6},
+                {2048, 6144, 12288, 223.52e-6},
+                {2048, 12288, 6144, 253.38e-6}};
+    double ss = 0;
+    for (int i = 0; i < 4; i++) {
+        double t =
+            pp_gemm_time_prec_s(&g, true, 1, rows[i].m, rows[i].n, rows[i].k);
+        double err = (t - rows[i].meas_s) / rows[i].meas_s;
+        if (fabs(err) > 0.10) fail_msg("row %d: error %+.1f%%", i, 100 * err);
+        ss += err * err;
+        assert_true(t < pp_gemm_time_s(&g, 1, rows[i].m, rows[i].n, rows[i].k));
+    }
+    assert_true(sqrt(ss / 4) < 0.05);
 }
 
 /* ZeRO-3 as implemented: with a stack that gathers layer by layer on

@@ -183,11 +183,13 @@ typedef struct pp_gpu_profile {
                                 speed a real training loop sustains
                                 (clocks under load, launch and sync gaps);
                                 1 = none lost */
-    /* FP8 GEMMs (dtype=fp8): the catalogue's dense FP8 rate (0: none)
-     * and the large-GEMM asymptote over it (profile gemm.fp8_efficiency);
-     * the shape factors (tiles, waves, k_half) are the 16-bit ones. */
+    /* FP8 GEMMs (dtype=fp8): the catalogue's dense FP8 rate (0: none),
+     * the large-GEMM asymptote over it and its k_half (profile
+     * gemm.fp8_efficiency, gemm.fp8_k_half): eff x k / (k + k_half), no
+     * tile or wave factor (see sim/hw/profile.c). */
     double fp8_peak_flops;
     double fp8_gemm_efficiency;
+    double fp8_k_half;
     /* FlashAttention kernels: FLOP rate over peak, forward and backward
      * (profile attention.flash_fwd/bwd_efficiency). */
     double flash_fwd_efficiency, flash_bwd_efficiency;
