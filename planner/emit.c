@@ -350,6 +350,8 @@ static void short_layout(const pp_plan *p, const pp_plan_candidate *c, char *b,
         (long long)c->par.tp, (long long)c->par.pp, (long long)c->par.dp,
         (long long)c->par.mbs, (long long)c->par.vp, c->par.sp ? "sp" : "--",
         rc[c->par.recompute], c->par.zero, c->dp_overlap ? "ov" : "--");
+    if (c->par.dtype == PP_PREC_FP8 && n >= 0 && (size_t)n < len)
+        n += snprintf(b + n, len - (size_t)n, " fp8");
     /* An uneven split as layers on the first/a middle/the last stage. */
     if ((c->par.first || c->par.last) && n >= 0 && (size_t)n < len) {
         const pp_parallel *q = &c->par;

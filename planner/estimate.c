@@ -249,7 +249,12 @@ static uint64_t key_hash(int64_t tp, int64_t mbs, int sp, int rec) {
 
 static int lookup(pp_plan_estimator *x, const pp_parallel *par,
                   cost_entry **out, pp_error *e) {
-    int sp = par->sp && par->tp > 1, rec = (int)par->recompute;
+    /* The recomputation, the number format and the attention kernels
+     * in one key field. */
+    int sp = par->sp && par->tp > 1,
+        rec = (int)par->recompute +
+              PP_RECOMPUTE__COUNT * ((int)par->dtype +
+                                     PP_PREC__COUNT * (int)par->flash);
     if (2 * (x->used + 1) > x->cap) { /* grow: keep the load under 1/2 */
         size_t ncap = 2 * x->cap;
         cost_entry *n = pp_xcalloc(ncap, sizeof *n);

@@ -181,6 +181,12 @@ int pp__write_megatron(const pp_plan *p, FILE *fp, pp_error *e) {
         ARG("--fp16"); /* dynamic loss scaling by default */
     else
         ARG("--bf16");
+    /* Transformer Engine FP8 (Megatron-LM's --fp8-format; NVIDIA's
+     * recipes use hybrid: e4m3 forward, e5m2 gradients, delayed scaling
+     * over 1024 steps of amax history). */
+    if (q->dtype == PP_PREC_FP8)
+        ARG("--fp8-format hybrid --fp8-amax-history-len 1024 "
+            "--fp8-amax-compute-algo max");
     int64_t it = train_iters(p);
     if (it > 0) ARG("--train-iters %lld", (long long)it);
 #undef ARG
@@ -237,6 +243,11 @@ int pp__write_nemo(const pp_plan *p, FILE *fp, pp_error *e) {
                 c->placement[1] == 'p' ? "true" : "false");
     fprintf(fp, "  sequence_parallel: %s\n",
             q->sp && q->tp > 1 ? "true" : "false");
+    /* megatron_gpt_config.yaml's Transformer Engine FP8 keys. */
+    if (q->dtype == PP_PREC_FP8)
+        fprintf(fp, "  transformer_engine: true\n  fp8: true\n"
+                    "  fp8_hybrid: true\n  fp8_amax_history_len: 1024\n"
+                    "  fp8_amax_compute_algo: max\n");
     fprintf(fp, "  encoder_seq_length: %lld\n", (long long)m->seq);
     fprintf(fp, "  max_position_embeddings: %lld\n", (long long)m->seq);
     fprintf(fp, "  num_layers: %lld\n", (long long)m->layers);
@@ -389,9 +400,13 @@ int pp__write_nemo2(const pp_plan *p, FILE *fp, pp_error *e) {
     fprintf(fp,
             "    accelerator=\"gpu\",\n"
             "    strategy=strategy,\n"
-            "    plugins=nl.MegatronMixedPrecision(precision=\"%s\"),\n"
+            "    plugins=nl.MegatronMixedPrecision(precision=\"%s\"%s),\n"
             ")\n\n",
-            fp16 ? "16-mixed" : "bf16-mixed");
+            fp16 ? "16-mixed" : "bf16-mixed",
+            q->dtype == PP_PREC_FP8
+                ? ", fp8=\"hybrid\", fp8_amax_history_len=1024, "
+                  "fp8_amax_compute_algo=\"max\""
+                : "");
 
     fprintf(fp,
             "data = llm.MockDataModule(\n"

@@ -226,9 +226,13 @@ static int walk_inner(const pp__space *s, pp_parallel *p, pp__space_fn fn,
                     reject(s, PP_PLAN_REJECT_TARGET);
                     continue;
                 }
-                for (int ov = 0; ov <= (p->dp > 1 ? 1 : 0); ov++) {
-                    if (!allowed(s, PP_PLAN_DIM_OVERLAP, ov)) continue;
-                    if ((rc = fn(ctx, p, ov != 0, e)) != 0) return rc;
+                /* FP8 only where the stack and the GPU have it. */
+                for (int dt = 0; dt <= (s->fp8 ? 1 : 0); dt++) {
+                    p->dtype = dt ? PP_PREC_FP8 : PP_PREC_BF16;
+                    for (int ov = 0; ov <= (p->dp > 1 ? 1 : 0); ov++) {
+                        if (!allowed(s, PP_PLAN_DIM_OVERLAP, ov)) continue;
+                        if ((rc = fn(ctx, p, ov != 0, e)) != 0) return rc;
+                    }
                 }
             }
         }
