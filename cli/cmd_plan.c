@@ -65,7 +65,7 @@ static const pp_cli_opt opts[] = {
      "GPU's)",
      false, NULL, 0, NULL},
     {"stack", 0, "NAME",
-     "software stack: a name in topologies/stacks/ or a YAML file (default: "
+     "software stack (podplan list stacks) or a YAML file (default: "
      "the one the launch --format runs, else the GPU's: megatron-lm-2021 "
      "for A100 and older, megatron-core-2024 for H100 and newer)",
      false, NULL, 0, NULL},

@@ -47,7 +47,7 @@ static const pp_cli_opt opts[] = {
      "GPU profile (default: topologies/profiles/ for the cluster's GPU)", false,
      NULL, 0, NULL},
     {"stack", 0, "NAME",
-     "software stack: a name in topologies/stacks/ or a YAML file (default: "
+     "software stack (podplan list stacks) or a YAML file (default: "
      "megatron-lm-2021 for A100 and older, megatron-core-2024 for H100 and "
      "newer); sets the defaults of the five options above and attn=",
      false, NULL, 0, NULL},
