@@ -239,10 +239,11 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
     if (rc || pp_args_enum(&a, "format", pp_format_names, &fmt, &e))
         return pp_cli_fail(cmd->name, &e);
     if (a.n_positional != 1) {
-        pp_error_set(&e, PP_EUSAGE,
-                     "expected one of models, clusters, "
-                     "profiles, gpus, switches, links, servers, stacks; see `podplan "
-                     "list --help`");
+        pp_error_set(
+            &e, PP_EUSAGE,
+            "expected one of models, clusters, "
+            "profiles, gpus, switches, links, servers, stacks; see `podplan "
+            "list --help`");
         return pp_cli_fail(cmd->name, &e);
     }
     const char *w = a.positional[0];
@@ -296,7 +297,8 @@ const pp_cli_cmd pp_cmd_list = {
     "of topologies/profiles/ (--profile); gpus, switches, links and servers\n"
     "are the entries of the hardware catalogue topologies/hardware.yaml,\n"
     "named in cluster files; stacks are the software stacks of\n"
-    "topologies/stacks/ (--stack).  JSON: {what, items: [{name, description}]}.",
+    "topologies/stacks/ (--stack).  JSON: {what, items: [{name, "
+    "description}]}.",
     opts,
     run,
 };

@@ -45,7 +45,8 @@ static void print_table(FILE *fp, const void *ctx) {
             pp_fmtq(pp_model_params(&r->m), PP_Q_COUNT));
     fprintf(fp, "parallel     %s\n",
             pp_parallel_format(&r->p, spec, sizeof spec));
-    fprintf(fp, "optimizer    %s\n", pp_optimizer_name((pp_optimizer)r->optimizer));
+    fprintf(fp, "optimizer    %s\n",
+            pp_optimizer_name((pp_optimizer)r->optimizer));
     fprintf(fp, "stack        %s%s (attention %s)\n\n", r->stack.name,
             r->stack_default ? " (default; --stack to change)" : "",
             r->p.flash ? "flash" : "standard");
@@ -121,8 +122,8 @@ static json_t *to_json(const result *r) {
 static int load_stack(const pp_args *a, result *r, pp_error *e) {
     const char *name = pp_args_get(a, "stack");
     r->stack_default = name == NULL;
-    int rc = pp_stack_load(name ? name : pp_stack_default_name(NULL),
-                           &r->stack, e);
+    int rc =
+        pp_stack_load(name ? name : pp_stack_default_name(NULL), &r->stack, e);
     if (rc < 0) return rc;
     if (r->p.attn == PP_ATTN_AUTO) r->p.flash = r->stack.flash_attention;
     if (r->p.dtype == PP_PREC_FP8 && !r->stack.fp8)
@@ -149,8 +150,7 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
         pp_args_quantity(&a, "gpu-memory", PP_Q_BYTES, NULL, &r.hbm, &e) ||
         pp_args_enum(&a, "format", pp_format_names, &fmt, &e) ||
         pp_cli_load_parallel(&a, &r.p, NULL, &e) ||
-        pp_cli_load_model(&a, false, &r.m, &e) ||
-        load_stack(&a, &r, &e) ||
+        pp_cli_load_model(&a, false, &r.m, &e) || load_stack(&a, &r, &e) ||
         pp_parallel_validate(&r.p, &r.m, &e) ||
         pp_memory_per_gpu(&r.m, &r.p, (pp_optimizer)r.optimizer, &r.mem, &e))
         return pp_cli_fail(cmd->name, &e);

@@ -26,10 +26,11 @@ static const pp_cli_opt opts[] = {
     {"placement", 0, "ORDER", "rank order, innermost first (default: tp,pp,dp)",
      false, NULL, 0, NULL},
     {"dp-overlap", 0, "on|off",
-     "start DP buckets during the last backward (default: the stack's)", false, NULL, 0,
-     NULL},
-    {"bucket", 0, "SIZE", "DP bucket size with --dp-overlap on (default: the stack's)",
-     false, NULL, 0, NULL},
+     "start DP buckets during the last backward (default: the stack's)", false,
+     NULL, 0, NULL},
+    {"bucket", 0, "SIZE",
+     "DP bucket size with --dp-overlap on (default: the stack's)", false, NULL,
+     0, NULL},
     {"grad-dtype", 0, "T",
      "bf16|fp16|fp32: gradients in the DP sync (default: the stack's; "
      "Megatron-core reduces in fp32 when training in bf16)",
@@ -323,7 +324,8 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
     x.cfg.p2p_sync = p2p >= 0 ? p2p == 1 : stk.p2p_sync;
     x.cfg.p2p_scatter = scatter >= 0 ? scatter == 1 : stk.p2p_scatter;
     x.cfg.bucket_bytes = bucket > 0 ? bucket : stk.bucket_bytes;
-    x.cfg.grad_bytes = gdt >= 0 ? (gdt == 2 ? 4.0 : 2.0) : stk.grad_reduce_bytes;
+    x.cfg.grad_bytes =
+        gdt >= 0 ? (gdt == 2 ? 4.0 : 2.0) : stk.grad_reduce_bytes;
     if ((rc = pp_cli_check_stack(&stk, &x.prof, &x.p, &e))) goto out;
     pp_stack_resolve(&x.prof, &x.p);
     x.cfg.model = &x.m;

@@ -107,8 +107,7 @@ int pp_cli_check_stack(const pp_stack *st, const pp_gpu_profile *g,
     return 0;
 }
 
-const char *pp_cli_stack_label(const pp_gpu_profile *p, char *buf,
-                               size_t len) {
+const char *pp_cli_stack_label(const pp_gpu_profile *p, char *buf, size_t len) {
     if (p->stack_default)
         snprintf(buf, len, "%s (the GPU's default; --stack to change)",
                  p->stack);

@@ -14,8 +14,8 @@
 #define PP_PARALLEL_MAX 1000000000LL
 
 static const char *const spec_keys[] = {
-    "tp",   "pp",    "dp",   "mbs",   "gbs",  "vp", "sp", "recompute",
-    "zero", "first", "last", "dtype", "attn", NULL};
+    "tp",        "pp",   "dp",    "mbs",  "gbs",   "vp",   "sp",
+    "recompute", "zero", "first", "last", "dtype", "attn", NULL};
 enum {
     K_TP,
     K_PP,

@@ -253,8 +253,8 @@ static int lookup(pp_plan_estimator *x, const pp_parallel *par,
      * in one key field. */
     int sp = par->sp && par->tp > 1,
         rec = (int)par->recompute +
-              PP_RECOMPUTE__COUNT * ((int)par->dtype +
-                                     PP_PREC__COUNT * (int)par->flash);
+              PP_RECOMPUTE__COUNT *
+                  ((int)par->dtype + PP_PREC__COUNT * (int)par->flash);
     if (2 * (x->used + 1) > x->cap) { /* grow: keep the load under 1/2 */
         size_t ncap = 2 * x->cap;
         cost_entry *n = pp_xcalloc(ncap, sizeof *n);
@@ -430,9 +430,9 @@ int pp_plan_estimate(pp_plan_estimator *x, const pp_parallel *p, bool overlap,
             for (int k = 0; k < 3; k++) {
                 double rest = Ls[k] / vp - 1.0;
                 if (rest < 0) rest = 0;
-                z[k] = vp * (2.0 * g + (hide ? rest * (fmax(0, g - cf) +
-                                                       fmax(0, g - cb))
-                                             : 2.0 * rest * g));
+                z[k] = vp * (2.0 * g +
+                             (hide ? rest * (fmax(0, g - cf) + fmax(0, g - cb))
+                                   : 2.0 * rest * g));
             }
         }
         z3_mid = z[1];
@@ -520,15 +520,14 @@ int pp_plan_estimate(pp_plan_estimator *x, const pp_parallel *p, bool overlap,
             double bucket = x->prof.sw.bucket_bytes > 0
                                 ? x->prof.sw.bucket_bytes
                                 : PP_STEP_BUCKET_BYTES;
-            double last =
-                fmin(S, (k == 0 ? gb * ce->emb.params : 0) + bucket);
+            double last = fmin(S, (k == 0 ? gb * ce->emb.params : 0) + bucket);
             exposed = fmax(t_sync - window, t_sync * last / S);
         }
         if (k == 0) hidden0 = times * (t_sync - exposed);
         /* A stack that overlaps ZeRO's reductions (zero.overlap) hides
          * every micro-batch's but the last under the next task. */
-        dp_k[k] = (p->zero >= 2 && x->prof.zero3_overlap ? 1.0 : times) *
-                  exposed;
+        dp_k[k] =
+            (p->zero >= 2 && x->prof.zero3_overlap ? 1.0 : times) * exposed;
         opt_k[k] = pp_optimizer_time_s(&x->prof, x->opt, Pk[k] / shard);
         gat_k[k] = t_gather;
         end_k[k] = opt_k[k] + t_gather;

@@ -591,8 +591,8 @@ long pp_plan_find(const pp_plan *p, const pp_parallel *par, bool overlap) {
             q->mbs == par->mbs && q->gbs == par->gbs && q->vp == par->vp &&
             q->sp == par->sp && q->recompute == par->recompute &&
             q->zero == par->zero && q->dtype == par->dtype &&
-            q->first == par->first &&
-            q->last == par->last && p->cand[i].dp_overlap == overlap)
+            q->first == par->first && q->last == par->last &&
+            p->cand[i].dp_overlap == overlap)
             return (long)i;
     }
     return -1;

@@ -215,8 +215,7 @@ static int walk_inner(const pp__space *s, pp_parallel *p, pp__space_fn fn,
         p->sp = sp;
         for (int r = PP_RECOMPUTE_NONE; r <= PP_RECOMPUTE_FULL; r++) {
             if (!allowed(s, PP_PLAN_DIM_RECOMPUTE, r)) continue;
-            if (s->recompute_mask && !(s->recompute_mask & (1u << r)))
-                continue;
+            if (s->recompute_mask && !(s->recompute_mask & (1u << r))) continue;
             p->recompute = (pp_recompute)r;
             for (int z = 0; z <= (p->dp > 1 ? 3 : 0); z++) {
                 if (!allowed(s, PP_PLAN_DIM_ZERO, z)) continue;

@@ -32,8 +32,8 @@ static const pp_catalog *cat(void) {
 static pp_gpu_profile prof(const char *gpu, const char *stack) {
     pp_gpu_profile g;
     pp_error e = PP_ERROR_INIT;
-    if (pp_profile_load_stack(NULL, pp_catalog_gpu(cat(), gpu), stack, &g,
-                              NULL, &e))
+    if (pp_profile_load_stack(NULL, pp_catalog_gpu(cat(), gpu), stack, &g, NULL,
+                              &e))
         fail_msg("%s", e.msg);
     return g;
 }
@@ -99,7 +99,8 @@ static void expect_bad(const char *text, const char *want) {
     int rc = pp_stack_load(p, &s, &e);
     assert_int_equal(rc, PP_EINPUT);
     assert_int_equal(pp_exit_code(rc), 2);
-    if (!strstr(e.msg, want)) fail_msg("message \"%s\" lacks \"%s\"", e.msg, want);
+    if (!strstr(e.msg, want))
+        fail_msg("message \"%s\" lacks \"%s\"", e.msg, want);
     unlink(p);
 }
 
@@ -135,7 +136,8 @@ static void test_flash_memory(void **state) {
     assert_rel(ms.activations - mf.activations, per * L, 1e-9);
     /* The SPEC reads back with attn= only when given. */
     char buf[256];
-    assert_non_null(strstr(pp_parallel_format(&f, buf, sizeof buf), "attn=flash"));
+    assert_non_null(
+        strstr(pp_parallel_format(&f, buf, sizeof buf), "attn=flash"));
     pp_parallel d = par("tp=4");
     assert_null(strstr(pp_parallel_format(&d, buf, sizeof buf), "attn"));
 }
@@ -175,8 +177,9 @@ static void test_flash_time(void **state) {
     assert_true(cf.fwd_s < cs.fwd_s && cf.bwd_s < cs.bwd_s);
     double heads = 16, S = 8192, d = 128;
     double ff = 2.0 * heads * S * S * d;
-    double tf = ff / (g.peak_flops * g.flash_fwd_efficiency) /
-                    g.framework_efficiency + g.launch_s;
+    double tf =
+        ff / (g.peak_flops * g.flash_fwd_efficiency) / g.framework_efficiency +
+        g.launch_s;
     /* The standard forward's attention core, from its own kernel list,
      * is what flash replaced: the rest of the layer is unchanged. */
     pp_parallel s0 = s;
@@ -317,9 +320,12 @@ static void test_nemo_gpt3_h100(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_shipped),     cmocka_unit_test(test_broken),
-        cmocka_unit_test(test_flash_memory), cmocka_unit_test(test_fp8_memory),
-        cmocka_unit_test(test_flash_time),  cmocka_unit_test(test_fp8_gemm),
+        cmocka_unit_test(test_shipped),
+        cmocka_unit_test(test_broken),
+        cmocka_unit_test(test_flash_memory),
+        cmocka_unit_test(test_fp8_memory),
+        cmocka_unit_test(test_flash_time),
+        cmocka_unit_test(test_fp8_gemm),
         cmocka_unit_test(test_zero3),
         cmocka_unit_test(test_nemo_gpt3_h100),
     };

@@ -25,7 +25,8 @@ static void test_stated(void **state) {
     cli_result r;
     cli_runf(&r, "%s", SIM);
     assert_int_equal(r.status, 0);
-    assert_non_null(strstr(r.out, "stack        megatron-lm-2021 (the GPU's default"));
+    assert_non_null(
+        strstr(r.out, "stack        megatron-lm-2021 (the GPU's default"));
     cli_result_free(&r);
     cli_runf(&r, "%s --stack megatron-core-2024 --format json", SIM);
     assert_int_equal(r.status, 0);

@@ -125,28 +125,28 @@ const void *pp_catalog_entry(const pp_catalog *c, pp_cat_kind kind, size_t i);
 #define PP_STACK_LAUNCH 4
 
 typedef struct pp_stack {
-    char name[PP_NAME_MAX];      /* "megatron-lm-2021" */
-    char source[256];            /* the file */
-    char framework[PP_NAME_MAX]; /* informative: "Megatron-LM" */
+    char name[PP_NAME_MAX];           /* "megatron-lm-2021" */
+    char source[256];                 /* the file */
+    char framework[PP_NAME_MAX];      /* informative: "Megatron-LM" */
     char launch[PP_STACK_LAUNCH][16]; /* plan --format names it runs */
     size_t n_launch;
-    double efficiency;        /* training loop: fraction of roofline */
-    double grad_accum_bytes;  /* per parameter per micro-batch, 0 fused */
-    bool p2p_sync;            /* a stage waits for its pipeline sends */
-    bool p2p_scatter;         /* TP ranks send 1/tp, receiver gathers */
-    bool dp_overlap;          /* grad reduce during the backward */
+    double efficiency;         /* training loop: fraction of roofline */
+    double grad_accum_bytes;   /* per parameter per micro-batch, 0 fused */
+    bool p2p_sync;             /* a stage waits for its pipeline sends */
+    bool p2p_scatter;          /* TP ranks send 1/tp, receiver gathers */
+    bool dp_overlap;           /* grad reduce during the backward */
     bool param_gather_overlap; /* ZeRO-1 param all-gather during the next
                                   forward (informative) */
-    double bucket_bytes;      /* DP bucket */
-    double grad_reduce_bytes; /* bytes per gradient element reduced */
-    uint32_t recompute;       /* bit r: pp_recompute r offered */
-    bool flash_attention;     /* uses FlashAttention */
-    bool fp8;                 /* can train with FP8 GEMMs */
-    double fp8_cast_bytes;    /* HBM bytes per FP8 GEMM input element */
-    int zero_max;             /* highest ZeRO/FSDP stage it implements */
-    int zero3_prefetch;       /* layers all-gathered ahead (ZeRO-3) */
-    bool zero3_overlap;       /* ZeRO-3 gathers run beside compute */
-    double coll_efficiency;   /* collectives' busbw over the fabric model
+    double bucket_bytes;       /* DP bucket */
+    double grad_reduce_bytes;  /* bytes per gradient element reduced */
+    uint32_t recompute;        /* bit r: pp_recompute r offered */
+    bool flash_attention;      /* uses FlashAttention */
+    bool fp8;                  /* can train with FP8 GEMMs */
+    double fp8_cast_bytes;     /* HBM bytes per FP8 GEMM input element */
+    int zero_max;              /* highest ZeRO/FSDP stage it implements */
+    int zero3_prefetch;        /* layers all-gathered ahead (ZeRO-3) */
+    bool zero3_overlap;        /* ZeRO-3 gathers run beside compute */
+    double coll_efficiency;    /* collectives' busbw over the fabric model
                                  (recorded; 1 = as simulated) */
 } pp_stack;
 
@@ -196,16 +196,16 @@ typedef struct pp_gpu_profile {
     /* The software stack applied to this profile (pp_stack_apply; the
      * two framework fields above are the stack's unless the profile file
      * still has a framework: section, which then wins). */
-    char stack[PP_NAME_MAX];       /* the stack's name, "" before apply */
-    bool stack_default;            /* chosen by the GPU, not --stack */
-    bool legacy_framework;         /* the file has framework: (deprecated) */
-    bool flash_attention;          /* the stack uses FlashAttention */
-    bool fp8;                      /* the stack can train in FP8 */
-    double fp8_cast_bytes;         /* per FP8 GEMM input element: cast and
+    char stack[PP_NAME_MAX]; /* the stack's name, "" before apply */
+    bool stack_default;      /* chosen by the GPU, not --stack */
+    bool legacy_framework;   /* the file has framework: (deprecated) */
+    bool flash_attention;    /* the stack uses FlashAttention */
+    bool fp8;                /* the stack can train in FP8 */
+    double fp8_cast_bytes;   /* per FP8 GEMM input element: cast and
                                       amax (stack), HBM bytes */
-    int zero3_prefetch;            /* ZeRO-3: layers gathered ahead */
-    bool zero3_overlap;            /* ZeRO-3 gathers beside compute */
-    pp_stack sw;                   /* the whole stack, as applied */
+    int zero3_prefetch;      /* ZeRO-3: layers gathered ahead */
+    bool zero3_overlap;      /* ZeRO-3 gathers beside compute */
+    pp_stack sw;             /* the whole stack, as applied */
     /* The planner's closed-form estimator only (the simulator sees the
      * contention these stand for); fitted to the simulator at flow
      * fidelity, documented in topologies/profiles/a100.yaml. */
@@ -245,8 +245,8 @@ int pp_profile_load(const char *spec, const pp_gpu_spec *gpu,
 /* pp_profile_load, then the named stack (NULL: the GPU's default) applied
  * and, when st is not NULL, the stack returned there too. */
 int pp_profile_load_stack(const char *spec, const pp_gpu_spec *gpu,
-                          const char *stack, pp_gpu_profile *out,
-                          pp_stack *st, pp_error *e);
+                          const char *stack, pp_gpu_profile *out, pp_stack *st,
+                          pp_error *e);
 /* A GEMM's time with FP8 operands (fp8 true) or 16-bit ones. */
 double pp_gemm_time_prec_s(const pp_gpu_profile *g, bool fp8, double batch,
                            double m, double n, double k);

@@ -17,18 +17,20 @@
 
 #include "podplan/hw.h"
 
-const char *const pp_stack_names[] = {
-    "megatron-lm-2021",    "megatron-core-2024", "nemo-2024",
-    "deepspeed-zero-2021", "deepspeed-2024",     "pytorch-fsdp2",
-    NULL};
+const char *const pp_stack_names[] = {"megatron-lm-2021",
+                                      "megatron-core-2024",
+                                      "nemo-2024",
+                                      "deepspeed-zero-2021",
+                                      "deepspeed-2024",
+                                      "pytorch-fsdp2",
+                                      NULL};
 
 /* Hopper and newer families train with the 2024 stacks; what came
  * before with Megatron-LM 2021's (the stack the shipped A100 figures and
  * the Megatron-LM 2021 validation table were calibrated with). */
 const char *pp_stack_default_name(const pp_gpu_spec *gpu) {
-    static const char *const newer[] = {"h100", "h200", "h800", "h20",
-                                        "gh200", "b100", "b200", "gb200",
-                                        NULL};
+    static const char *const newer[] = {"h100", "h200", "h800",  "h20", "gh200",
+                                        "b100", "b200", "gb200", NULL};
     if (gpu)
         for (int i = 0; newer[i]; i++)
             if (strncmp(gpu->name, newer[i], strlen(newer[i])) == 0)
@@ -55,8 +57,8 @@ static void stack_defaults(pp_stack *s) {
     s->coll_efficiency = 1.0;
 }
 
-static int read_bool(pp_node *map, const char *path, const char *key,
-                     bool *out, pp_error *e) {
+static int read_bool(pp_node *map, const char *path, const char *key, bool *out,
+                     pp_error *e) {
     int rc = pp_map_bool(map, path, key, PP_OPTIONAL, out, e);
     return rc < 0 ? rc : 0;
 }
@@ -143,10 +145,10 @@ static int stack_read(pp_node *root, pp_stack *s, pp_error *e) {
     if ((rc = read_launch(root, s, e)) < 0) return rc;
 
     if ((rc = sec_of(root, "training_loop", &sec, e)) < 0) return rc;
-    if (sec && ((rc = pp_map_number(sec, "training_loop", "efficiency",
-                                    PP_OPTIONAL, 1e-3, 1, &s->efficiency, e)) <
-                    0 ||
-                (rc = pp_map_done(sec, "training_loop", e)) < 0))
+    if (sec &&
+        ((rc = pp_map_number(sec, "training_loop", "efficiency", PP_OPTIONAL,
+                             1e-3, 1, &s->efficiency, e)) < 0 ||
+         (rc = pp_map_done(sec, "training_loop", e)) < 0))
         return rc;
 
     if ((rc = sec_of(root, "grad_accum", &sec, e)) < 0) return rc;
@@ -161,10 +163,11 @@ static int stack_read(pp_node *root, pp_stack *s, pp_error *e) {
     }
 
     if ((rc = sec_of(root, "pipeline", &sec, e)) < 0) return rc;
-    if (sec && ((rc = read_bool(sec, "pipeline", "sync", &s->p2p_sync, e)) < 0 ||
-                (rc = read_bool(sec, "pipeline", "scatter_gather",
-                                &s->p2p_scatter, e)) < 0 ||
-                (rc = pp_map_done(sec, "pipeline", e)) < 0))
+    if (sec &&
+        ((rc = read_bool(sec, "pipeline", "sync", &s->p2p_sync, e)) < 0 ||
+         (rc = read_bool(sec, "pipeline", "scatter_gather", &s->p2p_scatter,
+                         e)) < 0 ||
+         (rc = pp_map_done(sec, "pipeline", e)) < 0))
         return rc;
 
     if ((rc = sec_of(root, "data_parallel", &sec, e)) < 0) return rc;
@@ -186,8 +189,8 @@ static int stack_read(pp_node *root, pp_stack *s, pp_error *e) {
     if ((rc = read_recompute(root, s, e)) < 0) return rc;
 
     if ((rc = sec_of(root, "attention", &sec, e)) < 0) return rc;
-    if (sec && ((rc = read_bool(sec, "attention", "flash",
-                                &s->flash_attention, e)) < 0 ||
+    if (sec && ((rc = read_bool(sec, "attention", "flash", &s->flash_attention,
+                                e)) < 0 ||
                 (rc = pp_map_done(sec, "attention", e)) < 0))
         return rc;
 
@@ -215,10 +218,10 @@ static int stack_read(pp_node *root, pp_stack *s, pp_error *e) {
     }
 
     if ((rc = sec_of(root, "collectives", &sec, e)) < 0) return rc;
-    if (sec && ((rc = pp_map_number(sec, "collectives", "efficiency",
-                                    PP_OPTIONAL, 1e-3, 1, &s->coll_efficiency,
-                                    e)) < 0 ||
-                (rc = pp_map_done(sec, "collectives", e)) < 0))
+    if (sec &&
+        ((rc = pp_map_number(sec, "collectives", "efficiency", PP_OPTIONAL,
+                             1e-3, 1, &s->coll_efficiency, e)) < 0 ||
+         (rc = pp_map_done(sec, "collectives", e)) < 0))
         return rc;
     return pp_map_done(root, "", e);
 }

@@ -53,8 +53,8 @@ static void mem(const pp__shape *s, pp__oplist *l, const char *name,
  * The weight's FP8 copy is cast once per iteration and cached over the
  * micro-batches (is_first_microbatch), left out here: under 1% of the
  * layer's time at 8 or more micro-batches. */
-static void lgemm(const pp__shape *s, pp__oplist *l, const char *name,
-                  double m, double n, double k) {
+static void lgemm(const pp__shape *s, pp__oplist *l, const char *name, double m,
+                  double n, double k) {
     if (s->p->dtype != PP_PREC_FP8) {
         gemm(s, l, name, 1, m, n, k);
         return;
@@ -75,10 +75,9 @@ static void flash(const pp__shape *s, pp__oplist *l, const char *name,
                   double heads, double sq, double d, bool bwd) {
     pp__op *o = push(l, name, PP__OP_GEMM);
     double f = 4.0 * heads * sq * sq * d * 0.5 * (bwd ? 2.5 : 1.0);
-    double eff =
-        bwd ? s->g->flash_bwd_efficiency : s->g->flash_fwd_efficiency;
-    double fw = s->g->framework_efficiency > 0 ? s->g->framework_efficiency
-                                               : 1.0;
+    double eff = bwd ? s->g->flash_bwd_efficiency : s->g->flash_fwd_efficiency;
+    double fw =
+        s->g->framework_efficiency > 0 ? s->g->framework_efficiency : 1.0;
     o->flops = f;
     /* Q, K, V, O (and their gradients backward) once: s d per head. */
     o->bytes = PP_ACT_BYTES * heads * sq * d * (bwd ? 8.0 : 4.0);
@@ -275,24 +274,24 @@ void pp__ops_layer_bwd(const pp__shape *s, pp__oplist *l) {
 
     mem(s, l, "bias dropout add bwd", 7.0 * H);
     tp_enter_bwd(&x, l);
-    lgemm_bwd(s, l, "attn proj dgrad", "attn proj wgrad", x.tok, x.h, x.h / x.t);
-    if (!s->p->flash)
-        mem(s, l, "context permute bwd", 4.0 * x.tok * x.h / x.t);
+    lgemm_bwd(s, l, "attn proj dgrad", "attn proj wgrad", x.tok, x.h,
+              x.h / x.t);
+    if (!s->p->flash) mem(s, l, "context permute bwd", 4.0 * x.tok * x.h / x.t);
     /* Selective recomputation (Korthikanti et al. 2022, sec. 4.2): the
      * attention core alone runs again before its backward. */
     if (s->p->recompute == PP_RECOMPUTE_SELECTIVE) core_fwd(s, &x, l);
     if (s->p->flash) {
         flash(s, l, "flash attn bwd", x.heads, x.sq, x.d, true);
     } else {
-    /* scores x V backward: d(probs) = dO V^T and dV = P^T dO. */
-    gemm(s, l, "attn values dgrad", x.heads, x.sq, x.sq, x.d);
-    gemm(s, l, "attn values wgrad", x.heads, x.sq, x.d, x.sq);
-    mem(s, l, "attn dropout bwd", 5.0 * E);
-    /* Softmax backward reads the output and its gradient, writes one. */
-    mem(s, l, "softmax bwd", 6.0 * E);
-    /* dQ = dS K, dK = dS^T Q. */
-    gemm(s, l, "attn scores dq", x.heads, x.sq, x.d, x.sq);
-    gemm(s, l, "attn scores dk", x.heads, x.sq, x.d, x.sq);
+        /* scores x V backward: d(probs) = dO V^T and dV = P^T dO. */
+        gemm(s, l, "attn values dgrad", x.heads, x.sq, x.sq, x.d);
+        gemm(s, l, "attn values wgrad", x.heads, x.sq, x.d, x.sq);
+        mem(s, l, "attn dropout bwd", 5.0 * E);
+        /* Softmax backward reads the output and its gradient, writes one. */
+        mem(s, l, "softmax bwd", 6.0 * E);
+        /* dQ = dS K, dK = dS^T Q. */
+        gemm(s, l, "attn scores dq", x.heads, x.sq, x.d, x.sq);
+        gemm(s, l, "attn scores dk", x.heads, x.sq, x.d, x.sq);
     }
     /* The Q, K and V gradients are concatenated into one tensor. */
     mem(s, l, "qkv grad concat", 4.0 * x.tok * x.qkv_n);
