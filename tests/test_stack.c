@@ -318,6 +318,59 @@ static void test_nemo_gpt3_h100(void **state) {
     pp_cluster_free(c);
 }
 
+/* The FlashAttention kernel alone: changing its efficiency moves the
+ * layer's forward by F/peak x (1/e1 - 1/e2) / loop efficiency, with F the
+ * causal 2 s^2 d per head, and its backward by 2.5 times that F. */
+static void test_flash_closed_form(void **state) {
+    (void)state;
+    pp_gpu_profile g = prof("a100-sxm4-80gb", NULL);
+    pp_model m = model("layers=8,hidden=4096,heads=32,seq=4096,vocab=51200");
+    pp_parallel f = par("tp=2,mbs=1,recompute=none,attn=flash");
+    pp_layer_cost c1, c2;
+    pp_error e = PP_ERROR_INIT;
+    g.flash_fwd_efficiency = g.flash_bwd_efficiency = 0.5;
+    assert_int_equal(pp_layer_cost_get(&g, &m, &f, &c1, &e), 0);
+    g.flash_fwd_efficiency = g.flash_bwd_efficiency = 0.25;
+    assert_int_equal(pp_layer_cost_get(&g, &m, &f, &c2, &e), 0);
+    double F = 2.0 * (32.0 / 2) * 4096.0 * 4096.0 * 128.0;
+    double d = F / g.peak_flops * (1 / 0.25 - 1 / 0.5) / g.framework_efficiency;
+    assert_rel(c2.fwd_s - c1.fwd_s, d, 1e-9);
+    assert_rel(c2.bwd_s - c1.bwd_s, 2.5 * d, 1e-9);
+    /* And its FLOPs are the causal ones: half of the two bmms'. */
+    pp_parallel s = par("tp=2,mbs=1,recompute=none,attn=standard");
+    pp_layer_cost cs;
+    assert_int_equal(pp_layer_cost_get(&g, &m, &s, &cs, &e), 0);
+    assert_rel(cs.fwd_flops - c1.fwd_flops, F, 1e-9);
+}
+
+/* FP8 on H100: the layer's forward moves by exactly the four linear
+ * GEMMs' 16-bit minus FP8 times, less the casts of their inputs (m x k
+ * elements at the stack's cast_bytes). */
+static void test_fp8_closed_form(void **state) {
+    (void)state;
+    pp_gpu_profile g = prof("h100-sxm5", NULL);
+    pp_model m = model("layers=8,hidden=4096,heads=32,seq=2048,vocab=51200");
+    pp_parallel b = par("tp=2,mbs=1,recompute=none,attn=flash");
+    pp_parallel q = par("tp=2,mbs=1,recompute=none,attn=flash,dtype=fp8");
+    pp_layer_cost cb, cq;
+    pp_error e = PP_ERROR_INIT;
+    assert_int_equal(pp_layer_cost_get(&g, &m, &b, &cb, &e), 0);
+    assert_int_equal(pp_layer_cost_get(&g, &m, &q, &cq, &e), 0);
+    static const double mnk[4][3] = {{2048, 6144, 4096},
+                                     {2048, 4096, 2048},
+                                     {2048, 8192, 4096},
+                                     {2048, 4096, 8192}};
+    double want = 0;
+    for (int i = 0; i < 4; i++) {
+        const double *x = mnk[i];
+        want += pp_gemm_time_s(&g, 1, x[0], x[1], x[2]) -
+                pp_gemm_time_prec_s(&g, true, 1, x[0], x[1], x[2]) -
+                pp_memop_time_s(&g, g.fp8_cast_bytes * x[0] * x[2]);
+    }
+    assert_true(want > 0);
+    assert_rel(cb.fwd_s - cq.fwd_s, want, 1e-9);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_shipped),
@@ -327,6 +380,8 @@ int main(void) {
         cmocka_unit_test(test_flash_time),
         cmocka_unit_test(test_fp8_gemm),
         cmocka_unit_test(test_zero3),
+        cmocka_unit_test(test_flash_closed_form),
+        cmocka_unit_test(test_fp8_closed_form),
         cmocka_unit_test(test_nemo_gpt3_h100),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
