@@ -10,7 +10,8 @@ static const pp_cli_opt opts[] = {
     {"model", 'm', "M", "model: YAML file, zoo name or inline spec (required)",
      false, NULL, 0, NULL},
     {"parallel", 'p', "SPEC",
-     "tp=8,pp=8,dp=16,mbs=1,gbs=1536[,vp=,sp=,recompute=,zero=,first=,last=] "
+     "tp=8,pp=8,dp=16,mbs=1,gbs=1536[,vp=,sp=,recompute=,zero=,first=,last=,"
+     "dtype=bf16|fp16|fp8,attn=flash|standard] "
      "(required)",
      false, NULL, 0, NULL},
     {"optimizer", 0, "OPT", "optimizer (default: adam-mixed):", false,
@@ -161,7 +162,7 @@ const pp_cli_cmd pp_cmd_memory = {
     "memory",
     "memory per GPU of a parallel layout: model states, activations, buffers",
     "memory --model M --parallel SPEC [--optimizer OPT] "
-    "[--gpu-memory SIZE] [--format table|json] [-o FILE]",
+    "[--gpu-memory SIZE] [--stack NAME] [--format table|json] [-o FILE]",
     "Model states (weights, gradients, optimizer) are sharded by ZeRO over "
     "dp;\n"
     "the optimizer step also copies the 16-bit gradients to fp32 "

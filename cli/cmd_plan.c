@@ -293,7 +293,7 @@ const pp_cli_cmd pp_cmd_plan = {
     "search every parallel layout, rank by simulation, emit launch configs",
     "plan --model M --cluster C [--gpus N] [--global-batch B] [--top K] "
     "[--fix KEY=V]... [--exclude KEY=V]... [--objective time|train|cost] "
-    "[--tokens T] [--placement tp,pp,dp|tp,dp,pp] "
+    "[--tokens T] [--placement tp,pp,dp|tp,dp,pp] [--stack NAME] "
     "[--format table|json|yaml|megatron|nemo|deepspeed|nemo2] [-o FILE]",
     "Every layout Megatron-LM could launch is enumerated: TP (dividing the\n"
     "heads and K/V heads, inside a server unless --allow-cross-node-tp), PP\n"

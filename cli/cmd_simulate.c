@@ -15,7 +15,8 @@ static const pp_cli_opt opts[] = {
      "cluster: YAML file or name in topologies/ (required)", false, NULL, 0,
      NULL},
     {"parallel", 'p', "SPEC",
-     "tp=8,pp=8,dp=16,mbs=1,gbs=1536[,vp=,sp=,recompute=,zero=,first=,last=] "
+     "tp=8,pp=8,dp=16,mbs=1,gbs=1536[,vp=,sp=,recompute=,zero=,first=,last=,"
+     "dtype=bf16|fp16|fp8,attn=flash|standard] "
      "(required)",
      false, NULL, 0, NULL},
     {"fidelity", 0, "F", "network model (default: flow):", false,
@@ -386,7 +387,7 @@ const pp_cli_cmd pp_cmd_simulate = {
     "simulate --model M --cluster C --parallel SPEC [--fidelity F] "
     "[--schedule S] [--placement tp,pp,dp] "
     "[--dp-overlap on|off] [--p2p sync|async] [--p2p-scatter-gather on|off] "
-    "[--profile FILE] [--compute-time TIME] [--tokens T] "
+    "[--profile FILE] [--stack NAME] [--compute-time TIME] [--tokens T] "
     "[--set PATH=VALUE]... [--trace FILE] [--format table|json] [-o FILE]",
     "Every kernel of every layer is timed by a roofline with the GPU profile\n"
     "(topologies/profiles/); TP collectives, pipeline sends and the DP "
