@@ -87,14 +87,26 @@ int pp_cal_profile_write(const pp_cal_result *r, const pp_cal_provenance *pv,
     fprintf(fp, "peak: %s\n", q(g->peak_flops, PP_Q_FLOPRATE, b1, sizeof b1));
     fprintf(fp, "hbm_bw: %.8gB/s\n", g->hbm_Bps);
     fprintf(fp, "sms: %d\n", (int)g->sms);
-    fprintf(fp, "gemm:\n  efficiency: %.6g\n  k_half: %.6g\n  tiles:\n",
-            g->gemm_efficiency, g->gemm_k_half);
+    fprintf(fp,
+            "gemm:\n  efficiency: %.6g\n  k_half: %.6g\n  fp8_efficiency: "
+            "%.6g\n  fp8_k_half: %.6g\n  tiles:\n",
+            g->gemm_efficiency, g->gemm_k_half, g->fp8_gemm_efficiency,
+            g->fp8_k_half);
     for (size_t i = 0; i < g->n_tiles; i++)
         fprintf(fp, "    - {m: %d, n: %d, efficiency: %.6g}\n",
                 (int)g->tiles[i].m, (int)g->tiles[i].n, g->tiles[i].efficiency);
     fprintf(fp, "memory:\n  efficiency: %.6g\n", g->mem_efficiency);
     fprintf(fp, "launch_overhead: %s\n",
             q(g->launch_s, PP_Q_TIME, b1, sizeof b1));
+    fprintf(fp,
+            "attention:\n  flash_fwd_efficiency: %.6g\n  "
+            "flash_bwd_efficiency: %.6g\n",
+            g->flash_fwd_efficiency, g->flash_bwd_efficiency);
+    /* The training loop's fitted efficiency is a software-stack figure
+     * (topologies/stacks/); written here still, as framework:, which a
+     * profile may carry (deprecated: its values win over the stack's and
+     * the CLI says so), until calibrate writes stack files. */
+    fprintf(fp, "# fitted with stack %s\n", g->stack[0] ? g->stack : "?");
     fprintf(fp, "framework:\n  grad_accum_bytes: %.6g\n  efficiency: %.6g\n",
             g->grad_accum_bytes, g->framework_efficiency);
 

@@ -96,6 +96,7 @@ int pp_args_choice(const pp_args *a, const char *name, int *out, pp_error *e);
 struct pp_cluster;
 struct pp_gpu_spec;
 struct pp_gpu_profile;
+struct pp_stack;
 /* --model (required unless `optional`; absent and optional: returns 1 and
  * leaves m untouched). */
 int pp_cli_load_model(const pp_args *a, bool optional, pp_model *m,
@@ -108,6 +109,21 @@ int pp_cli_load_cluster(const pp_args *a, struct pp_cluster **c, pp_error *e);
  * absent --profile returns 1 and leaves p untouched. */
 int pp_cli_load_profile(const pp_args *a, const struct pp_gpu_spec *gpu,
                         bool required, struct pp_gpu_profile *p, pp_error *e);
+/* The same with the software stack: `stack` names it (NULL: --stack when
+ * the command has it, else the GPU's default) and, when st is not NULL,
+ * it is returned there.  Always loads (the stack is always stated). */
+int pp_cli_load_profile_stack(const pp_args *a, const struct pp_gpu_spec *gpu,
+                              const char *stack, struct pp_gpu_profile *p,
+                              struct pp_stack *st, pp_error *e);
+/* Refuses (PP_EUSAGE) a layout the stack cannot run: dtype=fp8 without
+ * its FP8 support or the GPU's FP8 rate, zero= above its highest stage,
+ * a recomputation it does not offer. */
+int pp_cli_check_stack(const struct pp_stack *st,
+                       const struct pp_gpu_profile *g, const pp_parallel *p,
+                       pp_error *e);
+/* "megatron-lm-2021 (default for a100)" or "... (--stack)". */
+const char *pp_cli_stack_label(const struct pp_gpu_profile *p, char *buf,
+                               size_t len);
 
 /* --parallel SPEC: pp_parallel_parse, plus overlap=on|off (DP overlap),
  * the key `plan` shows beside the SPEC, so that every layout plan prints

@@ -28,11 +28,12 @@ enum {
     L_GPUS,
     L_SWITCHES,
     L_LINKS,
-    L_SERVERS
+    L_SERVERS,
+    L_STACKS
 };
 static const char *const what_names[] = {"models",  "clusters", "profiles",
                                          "gpus",    "switches", "links",
-                                         "servers", NULL};
+                                         "servers", "stacks",   NULL};
 static const char *const link_class[] = {"PCIe", "NVLink", "InfiniBand",
                                          "Ethernet", "socket link"};
 
@@ -115,10 +116,26 @@ static void describe_profile(const char *name, char *d, size_t len) {
     }
     snprintf(d, len,
              "GPU profile for the %s* GPUs: large GEMMs at %.0f%% of "
-             "peak, memory-bound kernels at %.0f%% of HBM, framework "
-             "efficiency %.2f",
-             name, 100 * p.gemm_efficiency, 100 * p.mem_efficiency,
-             p.framework_efficiency);
+             "peak, memory-bound kernels at %.0f%% of HBM; default stack "
+             "%s",
+             name, 100 * p.gemm_efficiency, 100 * p.mem_efficiency, p.stack);
+}
+
+/* A software stack: its framework, what it turns on, where from. */
+static void describe_stack(const char *name, char *d, size_t len) {
+    pp_stack s;
+    pp_error e = PP_ERROR_INIT;
+    if (pp_stack_load(name, &s, &e)) {
+        snprintf(d, len, "(does not load: %.400s)", e.msg);
+        return;
+    }
+    snprintf(d, len,
+             "%s: %s attention, %s, ZeRO up to %d, grad accumulation %s, "
+             "DP overlap %s, loop efficiency %.2f",
+             s.framework, s.flash_attention ? "flash" : "standard",
+             s.fp8 ? "FP8" : "no FP8", s.zero_max,
+             s.grad_accum_bytes > 0 ? "unfused" : "fused",
+             s.dp_overlap ? "on" : "off", s.efficiency);
 }
 
 static int from_files(listing *l, const char *subdir, int what, pp_error *e) {
@@ -134,6 +151,8 @@ static int from_files(listing *l, const char *subdir, int what, pp_error *e) {
             describe_model(names[i], d, sizeof d);
         else if (what == L_CLUSTERS)
             describe_cluster(names[i], d, sizeof d);
+        else if (what == L_STACKS)
+            describe_stack(names[i], d, sizeof d);
         else
             describe_profile(names[i], d, sizeof d);
         add(l, names[i], d);
@@ -220,10 +239,11 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
     if (rc || pp_args_enum(&a, "format", pp_format_names, &fmt, &e))
         return pp_cli_fail(cmd->name, &e);
     if (a.n_positional != 1) {
-        pp_error_set(&e, PP_EUSAGE,
-                     "expected one of models, clusters, "
-                     "profiles, gpus, switches, links, servers; see `podplan "
-                     "list --help`");
+        pp_error_set(
+            &e, PP_EUSAGE,
+            "expected one of models, clusters, "
+            "profiles, gpus, switches, links, servers, stacks; see `podplan "
+            "list --help`");
         return pp_cli_fail(cmd->name, &e);
     }
     const char *w = a.positional[0];
@@ -235,13 +255,13 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
             pp_error_set(&e, PP_EUSAGE,
                          "unknown list \"%s\" (did you mean "
                          "\"%s\"?); expected models, clusters, profiles, "
-                         "gpus, switches, links or servers",
+                         "gpus, switches, links, servers or stacks",
                          w, near);
         else
             pp_error_set(&e, PP_EUSAGE,
                          "unknown list \"%s\"; expected "
-                         "models, clusters, profiles, gpus, switches, links "
-                         "or servers",
+                         "models, clusters, profiles, gpus, switches, links, "
+                         "servers or stacks",
                          w);
         return pp_cli_fail(cmd->name, &e);
     }
@@ -252,6 +272,8 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
         rc = from_files(&l, "topologies", what, &e);
     else if (what == L_PROFILES)
         rc = from_files(&l, "topologies/profiles", what, &e);
+    else if (what == L_STACKS)
+        rc = from_files(&l, "topologies/stacks", what, &e);
     else
         rc = from_catalog(&l, what, &e);
     status = rc ? pp_cli_fail(cmd->name, &e)
@@ -267,14 +289,16 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
 const pp_cli_cmd pp_cmd_list = {
     "list",
     "list what ships: models, clusters, profiles, gpus, switches, links, "
-    "servers",
-    "list models|clusters|profiles|gpus|switches|links|servers "
+    "servers, stacks",
+    "list models|clusters|profiles|gpus|switches|links|servers|stacks "
     "[--format table|json] [-o FILE]",
     "models and clusters are the names --model and --cluster accept (the\n"
     "files in models/zoo/ and topologies/); profiles are the GPU profiles\n"
     "of topologies/profiles/ (--profile); gpus, switches, links and servers\n"
     "are the entries of the hardware catalogue topologies/hardware.yaml,\n"
-    "named in cluster files.  JSON: {what, items: [{name, description}]}.",
+    "named in cluster files; stacks are the software stacks of\n"
+    "topologies/stacks/ (--stack).  JSON: {what, items: [{name, "
+    "description}]}.",
     opts,
     run,
 };

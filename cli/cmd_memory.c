@@ -2,17 +2,25 @@
  * cmd_memory.c: `podplan memory`, memory per GPU of a parallel layout.
  */
 #include "cli_int.h"
+#include "podplan/hw.h"
+
+#include <stdio.h>
 
 static const pp_cli_opt opts[] = {
     {"model", 'm', "M", "model: YAML file, zoo name or inline spec (required)",
      false, NULL, 0, NULL},
     {"parallel", 'p', "SPEC",
-     "tp=8,pp=8,dp=16,mbs=1,gbs=1536[,vp=,sp=,recompute=,zero=,first=,last=] "
+     "tp=8,pp=8,dp=16,mbs=1,gbs=1536[,vp=,sp=,recompute=,zero=,first=,last=,"
+     "dtype=bf16|fp16|fp8,attn=flash|standard] "
      "(required)",
      false, NULL, 0, NULL},
     {"optimizer", 0, "OPT", "optimizer (default: adam-mixed):", false,
      &pp_reg_optimizer, 0, NULL},
     {"gpu-memory", 0, "SIZE", "HBM per GPU to check the fit against, e.g. 80GB",
+     false, NULL, 0, NULL},
+    {"stack", 0, "NAME",
+     "software stack, for attn=auto and dtype=fp8 (default: "
+     "megatron-lm-2021: no GPU is named here)",
      false, NULL, 0, NULL},
     {"format", 0, "FMT", "table|json (default: table)", false, NULL, 0, NULL},
     {"output", 'o', "FILE", "write to FILE atomically (default: stdout)", false,
@@ -26,6 +34,8 @@ typedef struct result {
     int optimizer;
     pp_memory mem;
     double hbm; /* 0 when not given */
+    pp_stack stack;
+    bool stack_default;
 } result;
 
 static void print_table(FILE *fp, const void *ctx) {
@@ -36,8 +46,11 @@ static void print_table(FILE *fp, const void *ctx) {
             pp_fmtq(pp_model_params(&r->m), PP_Q_COUNT));
     fprintf(fp, "parallel     %s\n",
             pp_parallel_format(&r->p, spec, sizeof spec));
-    fprintf(fp, "optimizer    %s\n\n",
+    fprintf(fp, "optimizer    %s\n",
             pp_optimizer_name((pp_optimizer)r->optimizer));
+    fprintf(fp, "stack        %s%s (attention %s)\n\n", r->stack.name,
+            r->stack_default ? " (default; --stack to change)" : "",
+            r->p.flash ? "flash" : "standard");
     if (r->p.pp > 1)
         fprintf(fp, "per GPU (pipeline stage %lld of %lld, the most loaded)\n",
                 (long long)x->stage, (long long)r->p.pp);
@@ -84,6 +97,8 @@ static json_t *to_json(const result *r) {
     json_object_set_new(
         o, "optimizer",
         json_string(pp_optimizer_name((pp_optimizer)r->optimizer)));
+    json_object_set_new(o, "stack", json_string(r->stack.name));
+    json_object_set_new(o, "flash_attention", json_boolean(r->p.flash));
     json_object_set_new(o, "memory_per_gpu_bytes", pp_json_num(x->total));
     json_object_set_new(o, "params_per_gpu", pp_json_num(x->params_per_gpu));
     json_object_set_new(b, "weights_bytes", pp_json_num(x->weights));
@@ -105,6 +120,21 @@ static json_t *to_json(const result *r) {
     return o;
 }
 
+static int load_stack(const pp_args *a, result *r, pp_error *e) {
+    const char *name = pp_args_get(a, "stack");
+    r->stack_default = name == NULL;
+    int rc =
+        pp_stack_load(name ? name : pp_stack_default_name(NULL), &r->stack, e);
+    if (rc < 0) return rc;
+    if (r->p.attn == PP_ATTN_AUTO) r->p.flash = r->stack.flash_attention;
+    if (r->p.dtype == PP_PREC_FP8 && !r->stack.fp8)
+        return pp_error_set(e, PP_EUSAGE,
+                            "--parallel: dtype=fp8: stack %s does not train "
+                            "in FP8 (fp8.supported)",
+                            r->stack.name);
+    return 0;
+}
+
 static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
     pp_error e = PP_ERROR_INIT;
     pp_args a;
@@ -121,7 +151,7 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
         pp_args_quantity(&a, "gpu-memory", PP_Q_BYTES, NULL, &r.hbm, &e) ||
         pp_args_enum(&a, "format", pp_format_names, &fmt, &e) ||
         pp_cli_load_parallel(&a, &r.p, NULL, &e) ||
-        pp_cli_load_model(&a, false, &r.m, &e) ||
+        pp_cli_load_model(&a, false, &r.m, &e) || load_stack(&a, &r, &e) ||
         pp_parallel_validate(&r.p, &r.m, &e) ||
         pp_memory_per_gpu(&r.m, &r.p, (pp_optimizer)r.optimizer, &r.mem, &e))
         return pp_cli_fail(cmd->name, &e);
@@ -132,7 +162,7 @@ const pp_cli_cmd pp_cmd_memory = {
     "memory",
     "memory per GPU of a parallel layout: model states, activations, buffers",
     "memory --model M --parallel SPEC [--optimizer OPT] "
-    "[--gpu-memory SIZE] [--format table|json] [-o FILE]",
+    "[--gpu-memory SIZE] [--stack NAME] [--format table|json] [-o FILE]",
     "Model states (weights, gradients, optimizer) are sharded by ZeRO over "
     "dp;\n"
     "the optimizer step also copies the 16-bit gradients to fp32 "

@@ -3,6 +3,7 @@
  * cluster (planner.h does the work).
  */
 #include "cli_int.h"
+#include "podplan/sim.h"
 
 #include "podplan/planner.h"
 
@@ -63,6 +64,11 @@ static const pp_cli_opt opts[] = {
      "GPU profile: YAML file or a name in topologies/profiles/ (default: the "
      "GPU's)",
      false, NULL, 0, NULL},
+    {"stack", 0, "NAME",
+     "software stack (podplan list stacks) or a YAML file (default: "
+     "the one the launch --format runs, else the GPU's: megatron-lm-2021 "
+     "for A100 and older, megatron-core-2024 for H100 and newer)",
+     false, NULL, 0, NULL},
     {"amortization", 0, "YEARS", "capital cost spread over (default: 4)", false,
      NULL, 0, NULL},
     {"usd-per-kwh", 0, "X", "electricity price (default: 0.10)", false, NULL, 0,
@@ -122,6 +128,44 @@ static int parse_number(const char *name, const char *v, double min,
                             "\"%s\"",
                             name, min, v);
     *out = x;
+    return 0;
+}
+
+/* Whether stack st runs launch format f ("megatron", ...). */
+static bool launches(const pp_stack *st, const char *f) {
+    for (size_t i = 0; i < st->n_launch; i++)
+        if (strcmp(st->launch[i], f) == 0) return true;
+    return false;
+}
+
+/* A launch format runs a stack that launches it: --stack must, and
+ * without --stack the GPU's default when it does, else the format's own
+ * stack of the GPU's era. */
+static int pick_stack(const pp_args *a, pp_plan_format fmt,
+                      const pp_gpu_spec *gpu, const char **out, pp_error *e) {
+    static const char *const fnames[PP_PLAN_FMT__COUNT] = {
+        [PP_PLAN_FMT_MEGATRON] = "megatron",
+        [PP_PLAN_FMT_NEMO] = "nemo",
+        [PP_PLAN_FMT_DEEPSPEED] = "deepspeed",
+        [PP_PLAN_FMT_NEMO2] = "nemo2"};
+    const char *f = (unsigned)fmt < PP_PLAN_FMT__COUNT ? fnames[fmt] : NULL;
+    const char *given = pp_args_get(a, "stack");
+    *out = given;
+    if (!f) return 0;
+    pp_stack st;
+    const char *def = pp_stack_default_name(gpu);
+    int rc = pp_stack_load(given ? given : def, &st, e);
+    if (rc < 0) return rc;
+    if (launches(&st, f)) return 0;
+    if (given)
+        return pp_error_set(e, PP_EUSAGE,
+                            "--stack %s does not run --format %s (its "
+                            "launch: lists the formats it runs)",
+                            given, f);
+    bool newer = strcmp(def, "megatron-lm-2021") != 0;
+    *out = strcmp(f, "deepspeed") == 0
+               ? (newer ? "deepspeed-2024" : "deepspeed-zero-2021")
+               : "nemo-2024";
     return 0;
 }
 
@@ -212,10 +256,15 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
                     (long long)(o.gpus ? o.gpus : info->gpus),
                     o.gpus ? "--gpus" : info->name, o.gpus ? "" : "'s",
                     (long long)(o.gpus ? o.gpus : info->gpus));
-    /* Without --profile the planner picks each GPU's own. */
-    if ((rc = pp_cli_load_profile(&a, info->gpu, false, &prof, &e)) < 0)
+    /* The stack: --stack, else the one the launch format runs, else the
+     * GPU's default; stated in every output. */
+    const char *sname = NULL;
+    if ((rc = pick_stack(&a, (pp_plan_format)fmt, info->gpu, &sname, &e)) < 0)
         goto out;
-    if (rc == 0) o.profile = &prof;
+    if ((rc = pp_cli_load_profile_stack(&a, info->gpu, sname, &prof, NULL,
+                                        &e)) < 0)
+        goto out;
+    o.profile = &prof;
     if ((rc = pp_plan_prices_get(c, amort, kwh, pue, &prices, &e)) < 0)
         goto out;
     o.prices = &prices;
@@ -244,7 +293,7 @@ const pp_cli_cmd pp_cmd_plan = {
     "search every parallel layout, rank by simulation, emit launch configs",
     "plan --model M --cluster C [--gpus N] [--global-batch B] [--top K] "
     "[--fix KEY=V]... [--exclude KEY=V]... [--objective time|train|cost] "
-    "[--tokens T] [--placement tp,pp,dp|tp,dp,pp] "
+    "[--tokens T] [--placement tp,pp,dp|tp,dp,pp] [--stack NAME] "
     "[--format table|json|yaml|megatron|nemo|deepspeed|nemo2] [-o FILE]",
     "Every layout Megatron-LM could launch is enumerated: TP (dividing the\n"
     "heads and K/V heads, inside a server unless --allow-cross-node-tp), PP\n"

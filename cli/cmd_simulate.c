@@ -15,7 +15,8 @@ static const pp_cli_opt opts[] = {
      "cluster: YAML file or name in topologies/ (required)", false, NULL, 0,
      NULL},
     {"parallel", 'p', "SPEC",
-     "tp=8,pp=8,dp=16,mbs=1,gbs=1536[,vp=,sp=,recompute=,zero=,first=,last=] "
+     "tp=8,pp=8,dp=16,mbs=1,gbs=1536[,vp=,sp=,recompute=,zero=,first=,last=,"
+     "dtype=bf16|fp16|fp8,attn=flash|standard] "
      "(required)",
      false, NULL, 0, NULL},
     {"fidelity", 0, "F", "network model (default: flow):", false,
@@ -26,26 +27,32 @@ static const pp_cli_opt opts[] = {
     {"placement", 0, "ORDER", "rank order, innermost first (default: tp,pp,dp)",
      false, NULL, 0, NULL},
     {"dp-overlap", 0, "on|off",
-     "start DP buckets during the last backward (default: off)", false, NULL, 0,
-     NULL},
-    {"bucket", 0, "SIZE", "DP bucket size with --dp-overlap on (default: 40MB)",
-     false, NULL, 0, NULL},
+     "start DP buckets during the last backward (default: the stack's)", false,
+     NULL, 0, NULL},
+    {"bucket", 0, "SIZE",
+     "DP bucket size with --dp-overlap on (default: the stack's)", false, NULL,
+     0, NULL},
     {"grad-dtype", 0, "T",
-     "bf16|fp16|fp32: gradients in the DP sync (default: bf16; Megatron-LM "
-     "reduces in fp32 when training in bf16)",
+     "bf16|fp16|fp32: gradients in the DP sync (default: the stack's; "
+     "Megatron-core reduces in fp32 when training in bf16)",
      false, NULL, 0, NULL},
     {"p2p", 0, "sync|async",
      "a stage waits for its pipeline sends (sync, Megatron-LM 2021) or not "
-     "(default: sync)",
+     "(default: the stack's)",
      false, NULL, 0, NULL},
     {"p2p-scatter-gather", 0, "on|off",
      "without sp, each TP rank sends 1/tp of a pipeline tensor and the "
      "receiver all-gathers it (on, Megatron-LM 2021) or every rank sends it "
-     "whole (off, Megatron-core) (default: on)",
+     "whole (off, Megatron-core) (default: the stack's)",
      false, NULL, 0, NULL},
     {"profile", 0, "FILE",
      "GPU profile (default: topologies/profiles/ for the cluster's GPU)", false,
      NULL, 0, NULL},
+    {"stack", 0, "NAME",
+     "software stack (podplan list stacks) or a YAML file (default: "
+     "megatron-lm-2021 for A100 and older, megatron-core-2024 for H100 and "
+     "newer); sets the defaults of the five options above and attn=",
+     false, NULL, 0, NULL},
     {"compute-time", 0, "TIME",
      "generic models: compute per iteration per GPU, e.g. 0.4s (default: from "
      "flops_per_sample)",
@@ -110,6 +117,9 @@ static void print_table(FILE *fp, const void *ctx) {
         x->cfg.dp_overlap ? "on" : "off", x->cfg.p2p_sync ? "sync" : "async",
         x->cfg.p2p_scatter ? "" : " (whole tensors)",
         pp_fidelity_name(x->cfg.fidelity));
+    char sl[160];
+    fprintf(fp, "stack        %s\n",
+            pp_cli_stack_label(&x->prof, sl, sizeof sl));
     if (x->prof.calibrated[0])
         fprintf(fp, "profile      %s (%s) (calibrated: %s)\n\n", x->prof.name,
                 x->prof.source, x->prof.calibrated);
@@ -173,6 +183,9 @@ static json_t *to_json(const result *x) {
     json_object_set_new(o, "p2p_sync", json_boolean(x->cfg.p2p_sync));
     json_object_set_new(o, "p2p_scatter_gather",
                         json_boolean(x->cfg.p2p_scatter));
+    json_object_set_new(o, "stack", json_string(x->prof.stack));
+    json_object_set_new(o, "stack_default",
+                        json_boolean(x->prof.stack_default));
     json_object_set_new(o, "profile", json_string(x->prof.name));
     json_object_set_new(o, "profile_calibrated",
                         json_boolean(x->prof.calibrated[0] != '\0'));
@@ -240,8 +253,9 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
     memset(&x, 0, sizeof x);
     const char *mspec = NULL, *cspec = NULL, *pspec = NULL;
     (void)pspec;
-    int fmt = PP_FMT_TABLE, fid = PP_FIDELITY_FLOW, sched = -1, ov = 0;
-    int p2p = 1, gdt = 0, scatter = 1;
+    /* -1: not given, the stack's value. */
+    int fmt = PP_FMT_TABLE, fid = PP_FIDELITY_FLOW, sched = -1, ov = -1;
+    int p2p = -1, gdt = -1, scatter = -1;
     int64_t seed = 0;
     double ctime = 0, bucket = 0;
     pp_cluster *c = NULL;
@@ -277,11 +291,6 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
         x.cfg.schedule_set = true;
     }
     x.cfg.fidelity = (pp_fidelity)fid;
-    x.cfg.dp_overlap = ov == 1;
-    x.cfg.p2p_sync = p2p == 1;
-    x.cfg.p2p_scatter = scatter == 1;
-    x.cfg.bucket_bytes = bucket;
-    x.cfg.grad_bytes = gdt == 2 ? 4.0 : 2.0;
     x.cfg.seed = (uint64_t)seed;
     int spec_ov;
     if ((rc = pp_cli_load_parallel(&a, &x.p, &spec_ov, &e)) ||
@@ -295,7 +304,7 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
                               spec_ov ? "on" : "off", ov ? "on" : "off");
             goto out;
         }
-        x.cfg.dp_overlap = spec_ov == 1;
+        ov = spec_ov;
     }
     if (ctime > 0 && x.m.arch != PP_ARCH_GENERIC) {
         rc = pp_error_set(&e, PP_EUSAGE,
@@ -307,8 +316,19 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
     x.cfg.compute_time_s = ctime;
     if ((rc = pp_cli_load_cluster(&a, &c, &e))) goto out;
     x.info = pp_cluster_info_get(c);
-    if ((rc = pp_cli_load_profile(&a, x.info->gpu, true, &x.prof, &e)))
+    pp_stack stk;
+    if ((rc = pp_cli_load_profile_stack(&a, x.info->gpu, NULL, &x.prof, &stk,
+                                        &e)))
         goto out;
+    /* The stack's choices, unless an option said otherwise. */
+    x.cfg.dp_overlap = ov >= 0 ? ov == 1 : stk.dp_overlap;
+    x.cfg.p2p_sync = p2p >= 0 ? p2p == 1 : stk.p2p_sync;
+    x.cfg.p2p_scatter = scatter >= 0 ? scatter == 1 : stk.p2p_scatter;
+    x.cfg.bucket_bytes = bucket > 0 ? bucket : stk.bucket_bytes;
+    x.cfg.grad_bytes =
+        gdt >= 0 ? (gdt == 2 ? 4.0 : 2.0) : stk.grad_reduce_bytes;
+    if ((rc = pp_cli_check_stack(&stk, &x.prof, &x.p, &e))) goto out;
+    pp_stack_resolve(&x.prof, &x.p);
     x.cfg.model = &x.m;
     x.cfg.par = &x.p;
     x.cfg.cluster = c;
@@ -367,7 +387,7 @@ const pp_cli_cmd pp_cmd_simulate = {
     "simulate --model M --cluster C --parallel SPEC [--fidelity F] "
     "[--schedule S] [--placement tp,pp,dp] "
     "[--dp-overlap on|off] [--p2p sync|async] [--p2p-scatter-gather on|off] "
-    "[--profile FILE] [--compute-time TIME] [--tokens T] "
+    "[--profile FILE] [--stack NAME] [--compute-time TIME] [--tokens T] "
     "[--set PATH=VALUE]... [--trace FILE] [--format table|json] [-o FILE]",
     "Every kernel of every layer is timed by a roofline with the GPU profile\n"
     "(topologies/profiles/); TP collectives, pipeline sends and the DP "

@@ -46,11 +46,74 @@ int pp_cli_load_cluster(const pp_args *a, pp_cluster **c, pp_error *e) {
     return pp_cluster_load(spec, sets, n_sets, NULL, c, e);
 }
 
+/* A profile file that still has framework: (calibrate fit wrote it) keeps
+ * its two values over the stack's; said once, on stderr. */
+static void legacy_note(const pp_args *a, const pp_gpu_profile *p) {
+    if (p->legacy_framework)
+        pp_cli_note(a,
+                    "profile %s: framework: is deprecated (it belongs to a "
+                    "software stack now, topologies/stacks/); its "
+                    "grad_accum_bytes %g and efficiency %g are used instead "
+                    "of stack %s's",
+                    p->source, p->grad_accum_bytes, p->framework_efficiency,
+                    p->stack);
+}
+
 int pp_cli_load_profile(const pp_args *a, const pp_gpu_spec *gpu, bool required,
                         pp_gpu_profile *p, pp_error *e) {
     const char *spec = has_opt(a, "profile") ? pp_args_get(a, "profile") : NULL;
-    if (!spec && !required) return 1;
-    return pp_profile_load(spec, gpu, p, e);
+    const char *stack = has_opt(a, "stack") ? pp_args_get(a, "stack") : NULL;
+    if (!spec && !stack && !required) return 1;
+    return pp_cli_load_profile_stack(a, gpu, stack, p, NULL, e);
+}
+
+int pp_cli_load_profile_stack(const pp_args *a, const pp_gpu_spec *gpu,
+                              const char *stack, pp_gpu_profile *p,
+                              pp_stack *st, pp_error *e) {
+    const char *spec = has_opt(a, "profile") ? pp_args_get(a, "profile") : NULL;
+    if (!stack && has_opt(a, "stack")) stack = pp_args_get(a, "stack");
+    int rc = pp_profile_load_stack(spec, gpu, stack, p, st, e);
+    if (rc == 0) legacy_note(a, p);
+    return rc;
+}
+
+int pp_cli_check_stack(const pp_stack *st, const pp_gpu_profile *g,
+                       const pp_parallel *p, pp_error *e) {
+    if (p->dtype == PP_PREC_FP8 && !st->fp8)
+        return pp_error_set(e, PP_EUSAGE,
+                            "--parallel: dtype=fp8: stack %s does not train "
+                            "in FP8 (topologies/stacks/%s.yaml, fp8.supported)",
+                            st->name, st->name);
+    if (p->dtype == PP_PREC_FP8 && !(g->fp8_peak_flops > 0))
+        return pp_error_set(e, PP_EUSAGE,
+                            "--parallel: dtype=fp8: the GPU of profile %s has "
+                            "no FP8 tensor cores (no fp8 peak in the "
+                            "catalogue)",
+                            g->name);
+    /* The stack a GPU gets by default does not narrow the layouts that
+     * ran before stacks existed (ZeRO-2/3 on A100 with Megatron-LM
+     * 2021's defaults); a stack that was asked for does. */
+    if (g->stack_default) return 0;
+    if (p->zero > st->zero_max)
+        return pp_error_set(e, PP_EUSAGE,
+                            "--parallel: zero=%d: stack %s implements ZeRO "
+                            "stages up to %d (zero.max_stage)",
+                            p->zero, st->name, st->zero_max);
+    if (!(st->recompute & (1u << p->recompute)))
+        return pp_error_set(e, PP_EUSAGE,
+                            "--parallel: recompute=%s: stack %s does not "
+                            "offer it (recompute:)",
+                            pp_recompute_name(p->recompute), st->name);
+    return 0;
+}
+
+const char *pp_cli_stack_label(const pp_gpu_profile *p, char *buf, size_t len) {
+    if (p->stack_default)
+        snprintf(buf, len, "%s (the GPU's default; --stack to change)",
+                 p->stack);
+    else
+        snprintf(buf, len, "%s", p->stack);
+    return buf;
 }
 
 /* Whether item (blanks around it allowed) is "key=..." */

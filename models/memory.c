@@ -112,15 +112,28 @@ static double act_layer(const pp_model *m, const pp_parallel *p,
      * (norms, dropouts, layer inputs) over t too (sec. 4.2.2).  With t = 1
      * both forms are the same. */
     bool sp = p->sp && p->tp > 1;
+    /* Of the 34: 10 replicated by plain TP, 24 split over t.  FP8
+     * (Transformer Engine) saves the FP8 casts of the four GEMM inputs
+     * for the backward instead of the 16-bit ones (te.Linear and
+     * LayerNormLinear/MLP keep the casted input): the QKV and fc1 inputs
+     * (2 s b h each, replicated) and the projection and fc2 inputs (2
+     * and 8 s b h, split) are halved. */
+    double rep = 10.0, split = 24.0;
+    if (p->dtype == PP_PREC_FP8) rep -= 2.0, split -= 5.0;
+    /* The attention core's 5 a s^2 b (/t); FlashAttention (Dao et al.
+     * 2022, sec. 3.1) stores no s x s matrix, only the softmax's fp32
+     * log-sum-exp per row, 4 s b a / t bytes, and regenerates its
+     * dropout mask from the RNG state. */
+    double core = p->flash ? 4.0 * a / h : 5.0 * a * s / h;
 
     switch (r) {
     case PP_RECOMPUTE_NONE:
-        return sp ? sbh / t * (34.0 + 5.0 * a * s / h)
-                  : sbh * (10.0 + 24.0 / t + 5.0 * a * s / (h * t));
+        return sp ? sbh / t * (rep + split + core)
+                  : sbh * (rep + split / t + core / t);
     case PP_RECOMPUTE_SELECTIVE:
         /* The attention core (the 5 a s^2 b term) is recomputed, not kept
          * (sec. 4.2.3). */
-        return sp ? sbh * 34.0 / t : sbh * (10.0 + 24.0 / t);
+        return sp ? sbh * (rep + split) / t : sbh * (rep + split / t);
     case PP_RECOMPUTE_FULL:
         /* Only the layer's input is kept, 2 s b h bytes (sec. 4.1), split
          * over t with sequence parallelism. */
@@ -151,6 +164,11 @@ static void stage_memory(const pp_model *m, const pp_parallel *p,
     r.weights = r.params_per_gpu * ob->weights / wsh;
     r.grads = r.params_per_gpu * ob->grads / gsh;
     r.optimizer = r.params_per_gpu * ob->states / osh;
+    /* FP8 (Transformer Engine on Hopper) keeps an FP8 copy of each
+     * weight and of its transpose (FP8 GEMMs take only the TN layout),
+     * 1 byte each, made once per iteration and cached across the
+     * micro-batches (is_first_microbatch). */
+    if (p->dtype == PP_PREC_FP8) r.weights += r.params_per_gpu * 2.0 / wsh;
     r.model_states = r.weights + r.grads + r.optimizer;
     /* The step's fp32 gradient copy lives during the step, when the
      * iteration's activations are freed, so the peak is the larger of the
@@ -207,6 +225,14 @@ static void stage_memory(const pp_model *m, const pp_parallel *p,
      * logits of the softmax cross-entropy, 4 s b V / t (vocab-parallel). */
     if (st == 0) r.buffers = s * b * h * r.inflight / (sp ? t : 1.0);
     if (st == p->pp - 1) r.buffers += 4.0 * s * b * (double)m->vocab / t;
+
+    /* ZeRO-3 / FSDP gathers each layer's full (/tp) 16-bit weights
+     * before using it and frees them after: the layer in use and the one
+     * prefetched behind it (FSDP2's and DeepSpeed's default of one layer
+     * ahead), plus the layer's unsharded 16-bit gradients until their
+     * reduce-scatter (Zhao et al. 2023, PyTorch FSDP, sec. 3.2). */
+    if (p->zero >= 3 && p->dp > 1)
+        r.buffers += 3.0 * PP_PARAM_GATHER_BYTES * pp__layer_params(m) / t;
 
     r.total = r.model_states + fmax(r.activations + r.buffers, r.step_grads);
     *out = r;

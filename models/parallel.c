@@ -13,9 +13,9 @@
  * products such as mbs * dp * pp far from int64 overflow. */
 #define PP_PARALLEL_MAX 1000000000LL
 
-static const char *const spec_keys[] = {"tp",   "pp",    "dp",   "mbs",
-                                        "gbs",  "vp",    "sp",   "recompute",
-                                        "zero", "first", "last", NULL};
+static const char *const spec_keys[] = {
+    "tp",        "pp",   "dp",    "mbs",  "gbs",   "vp",   "sp",
+    "recompute", "zero", "first", "last", "dtype", "attn", NULL};
 enum {
     K_TP,
     K_PP,
@@ -27,7 +27,9 @@ enum {
     K_RECOMPUTE,
     K_ZERO,
     K_FIRST,
-    K_LAST
+    K_LAST,
+    K_DTYPE,
+    K_ATTN
 };
 
 void pp_parallel_init(pp_parallel *p) {
@@ -86,6 +88,24 @@ static int spec_value(void *ctx, int k, const char *val, pp_error *e) {
                                 pre, val);
         return 0;
     }
+    if (k == K_DTYPE || k == K_ATTN) {
+        const pp_registry *r = k == K_DTYPE ? &pp_reg_prec : &pp_reg_attn;
+        int v;
+        char field[64];
+        snprintf(field, sizeof field, "%s%s", pre, spec_keys[k]);
+        int rc = pp_registry_parse(r, field, val, &v, e);
+        if (rc < 0) {
+            if (e) e->code = PP_EINPUT; /* a bad SPEC is bad input */
+            return PP_EINPUT;
+        }
+        if (k == K_DTYPE) {
+            p->dtype = (pp_prec)v;
+        } else {
+            p->attn = (pp_attn)v;
+            if (v != PP_ATTN_AUTO) p->flash = v == PP_ATTN_FLASH;
+        }
+        return 0;
+    }
     if (k == K_RECOMPUTE) {
         for (int r = PP_RECOMPUTE_NONE; r <= PP_RECOMPUTE_FULL; r++)
             if (strcmp(val, pp_recompute_name((pp_recompute)r)) == 0) {
@@ -136,8 +156,16 @@ char *pp_parallel_format(const pp_parallel *p, char *buf, size_t len) {
     /* The split only when uneven: even layouts keep the SPEC they always
      * had, which scripts and pinned outputs compare. */
     if (n >= 0 && (size_t)n < len && (p->first || p->last))
-        snprintf(buf + n, len - (size_t)n, ",first=%lld,last=%lld",
-                 (long long)p->first, (long long)p->last);
+        n += snprintf(buf + n, len - (size_t)n, ",first=%lld,last=%lld",
+                      (long long)p->first, (long long)p->last);
+    /* dtype and attn likewise only when not the defaults (bf16, the
+     * stack's attention), so that older SPECs read back the same. */
+    if (n >= 0 && (size_t)n < len && p->dtype != PP_PREC_BF16)
+        n += snprintf(buf + n, len - (size_t)n, ",dtype=%s",
+                      pp_registry_name(&pp_reg_prec, (int)p->dtype));
+    if (n >= 0 && (size_t)n < len && p->attn != PP_ATTN_AUTO)
+        snprintf(buf + n, len - (size_t)n, ",attn=%s",
+                 pp_registry_name(&pp_reg_attn, (int)p->attn));
     return buf;
 }
 

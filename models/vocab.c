@@ -24,6 +24,8 @@ PP__REGISTRY(pp_reg_fidelity, "fidelity", PP_FIDELITY_MAP)
 PP__REGISTRY(pp_reg_schedule, "schedule", PP_SCHED_MAP)
 PP__REGISTRY(pp_reg_recompute, "recompute", PP_RECOMPUTE_MAP)
 PP__REGISTRY(pp_reg_optimizer, "optimizer", PP_OPT_MAP)
+PP__REGISTRY(pp_reg_prec, "dtype", PP_PREC_MAP)
+PP__REGISTRY(pp_reg_attn, "attn", PP_ATTN_MAP)
 
 const char *pp_registry_name(const pp_registry *r, int v) {
     return v >= 0 && v < r->n ? r->items[v].name : "?";

@@ -180,6 +180,7 @@ json_t *pp__plan_json(const pp_plan *p, bool timing) {
         json_array_append_new(
             pls, json_string(pp__placement_name(p->placements[k])));
     json_object_set_new(root, "placements_searched", pls);
+    json_object_set_new(root, "stack", json_string(p->profile.stack));
     json_object_set_new(root, "profile", json_string(p->profile.name));
     json_object_set_new(root, "profile_calibrated",
                         json_boolean(p->profile.calibrated[0] != '\0'));
@@ -349,6 +350,8 @@ static void short_layout(const pp_plan *p, const pp_plan_candidate *c, char *b,
         (long long)c->par.tp, (long long)c->par.pp, (long long)c->par.dp,
         (long long)c->par.mbs, (long long)c->par.vp, c->par.sp ? "sp" : "--",
         rc[c->par.recompute], c->par.zero, c->dp_overlap ? "ov" : "--");
+    if (c->par.dtype == PP_PREC_FP8 && n >= 0 && (size_t)n < len)
+        n += snprintf(b + n, len - (size_t)n, " fp8");
     /* An uneven split as layers on the first/a middle/the last stage. */
     if ((c->par.first || c->par.last) && n >= 0 && (size_t)n < len) {
         const pp_parallel *q = &c->par;
@@ -381,6 +384,9 @@ static void write_table(const pp_plan *p, bool timing, FILE *fp) {
     fprintf(fp, ", global batch %lld\n", (long long)st->gbs);
     char note[256];
     fprintf(fp, "profile: %s\n", pp__plan_profile_note(p, note, sizeof note));
+    fprintf(fp, "stack: %s%s\n", p->profile.stack,
+            p->profile.stack_default ? " (the GPU's default; --stack to change)"
+                                     : "");
     fprintf(fp, "objective: %s", pp__objective_name(o->objective));
     if (o->objective == PP_PLAN_OBJ_COST && p->has_prices)
         fprintf(fp, " ($%.3g per GPU-hour%s)", p->prices.usd_per_gpu_hour,

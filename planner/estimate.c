@@ -249,7 +249,12 @@ static uint64_t key_hash(int64_t tp, int64_t mbs, int sp, int rec) {
 
 static int lookup(pp_plan_estimator *x, const pp_parallel *par,
                   cost_entry **out, pp_error *e) {
-    int sp = par->sp && par->tp > 1, rec = (int)par->recompute;
+    /* The recomputation, the number format and the attention kernels
+     * in one key field. */
+    int sp = par->sp && par->tp > 1,
+        rec = (int)par->recompute +
+              PP_RECOMPUTE__COUNT *
+                  ((int)par->dtype + PP_PREC__COUNT * (int)par->flash);
     if (2 * (x->used + 1) > x->cap) { /* grow: keep the load under 1/2 */
         size_t ncap = 2 * x->cap;
         cost_entry *n = pp_xcalloc(ncap, sizeof *n);
@@ -397,9 +402,9 @@ int pp_plan_estimate(pp_plan_estimator *x, const pp_parallel *p, bool overlap,
     double c_pp = p->pp > 1 ? 2.0 * vp * t_hop * (V - 1.0) / V : 0;
 
     /* ZeRO-3 keeps 1/dp of the weights: before every pass of every chunk
-     * they are all-gathered over DP, exposed (the simulator does not
-     * prefetch): two gathers of the stage's weights per micro-batch, in
-     * vp pieces. */
+     * they are all-gathered over DP, exposed (a stack without a ZeRO-3
+     * implementation: the simulator's one gather per pass): two gathers
+     * of the stage's weights per micro-batch, in vp pieces. */
     double z3_mid = 0, z3_first = 0, z3_last = 0;
     if (p->zero >= 3 && p->dp > 1) {
         double B, lat, n = (double)p->dp;
@@ -411,6 +416,25 @@ int pp_plan_estimate(pp_plan_estimator *x, const pp_parallel *p, bool overlap,
                                 PP_PARAM_GATHER_BYTES * Ls[k] * ce->lc.params,
                                 B, lat) +
                    steps;
+        if (x->prof.sw.zero_max >= 3) {
+            /* A stack that implements ZeRO-3 gathers layer by layer
+             * (sim/train/zero3.c): each pass waits for its first layer's
+             * gather; the others are exposed whole without overlap, and
+             * with it only where a gather outlasts the layer it hides
+             * under (the forward's, or the backward's with its
+             * recomputation). */
+            double g = ring_s(x, PP_COLL_ALLGATHER, n,
+                              PP_PARAM_GATHER_BYTES * ce->lc.params, B, lat);
+            double cf = ce->lc.fwd_s, cb = ce->lc.bwd_s + ce->lc.recompute_s;
+            double hide = x->prof.zero3_overlap && x->prof.zero3_prefetch > 0;
+            for (int k = 0; k < 3; k++) {
+                double rest = Ls[k] / vp - 1.0;
+                if (rest < 0) rest = 0;
+                z[k] = vp * (2.0 * g +
+                             (hide ? rest * (fmax(0, g - cf) + fmax(0, g - cb))
+                                   : 2.0 * rest * g));
+            }
+        }
         z3_mid = z[1];
         z3_first =
             z[0] + 2.0 * ring_s(x, PP_COLL_ALLGATHER, n,
@@ -471,13 +495,18 @@ int pp_plan_estimate(pp_plan_estimator *x, const pp_parallel *p, bool overlap,
     if (p->dp > 1) group_link(x, stride(x, p, 'd'), p->dp, &Bd, &latd);
     for (int k = 0; k < 3; k++) {
         if (k > 0 && wk[k] == 0) continue; /* no such stage */
-        double S = PP_GRAD_SYNC_BYTES * Pk[k], t_sync = 0, t_gather = 0;
+        /* The stack's reduction dtype (2 bytes when none was applied). */
+        double gb = x->prof.sw.grad_reduce_bytes > 0
+                        ? x->prof.sw.grad_reduce_bytes
+                        : PP_GRAD_SYNC_BYTES;
+        double S = gb * Pk[k], t_sync = 0, t_gather = 0;
         if (p->dp > 1) {
             if (p->zero >= 1) {
                 t_sync = ring_s(x, PP_COLL_REDUCESCATTER, n, S, Bd, latd);
                 /* ZeRO-3 gathered its weights before each pass already. */
                 if (p->zero < 3)
-                    t_gather = ring_s(x, PP_COLL_ALLGATHER, n, S, Bd, latd);
+                    t_gather = ring_s(x, PP_COLL_ALLGATHER, n,
+                                      PP_PARAM_GATHER_BYTES * Pk[k], Bd, latd);
             } else {
                 t_sync = ring_s(x, PP_COLL_ALLREDUCE, n, S, Bd, latd);
             }
@@ -488,13 +517,17 @@ int pp_plan_estimate(pp_plan_estimator *x, const pp_parallel *p, bool overlap,
                 Lk[k] * (ce->lc.bwd_s + ce->lc.recompute_s +
                          (double)(ce->lc.bwd_colls + ce->lc.recompute_colls) *
                              ce->t_coll);
-            double last =
-                fmin(S, (k == 0 ? PP_GRAD_SYNC_BYTES * ce->emb.params : 0) +
-                            PP_STEP_BUCKET_BYTES);
+            double bucket = x->prof.sw.bucket_bytes > 0
+                                ? x->prof.sw.bucket_bytes
+                                : PP_STEP_BUCKET_BYTES;
+            double last = fmin(S, (k == 0 ? gb * ce->emb.params : 0) + bucket);
             exposed = fmax(t_sync - window, t_sync * last / S);
         }
         if (k == 0) hidden0 = times * (t_sync - exposed);
-        dp_k[k] = times * exposed;
+        /* A stack that overlaps ZeRO's reductions (zero.overlap) hides
+         * every micro-batch's but the last under the next task. */
+        dp_k[k] =
+            (p->zero >= 2 && x->prof.zero3_overlap ? 1.0 : times) * exposed;
         opt_k[k] = pp_optimizer_time_s(&x->prof, x->opt, Pk[k] / shard);
         gat_k[k] = t_gather;
         end_k[k] = opt_k[k] + t_gather;

@@ -33,6 +33,8 @@ static void header(const pp_plan *p, FILE *fp, const char *cmt) {
             pp_parallel_format(&c->par, spec, sizeof spec),
             c->dp_overlap ? " with DP overlap" : "",
             pp__placement_name(c->placement));
+    fprintf(fp, "%s software stack: %s (topologies/stacks/)\n", cmt,
+            p->profile.stack);
     fprintf(
         fp,
         "%s iteration %.4g s (%s), %.1f TFLOP/s per GPU, MFU %.1f%%, "
@@ -179,6 +181,12 @@ int pp__write_megatron(const pp_plan *p, FILE *fp, pp_error *e) {
         ARG("--fp16"); /* dynamic loss scaling by default */
     else
         ARG("--bf16");
+    /* Transformer Engine FP8 (Megatron-LM's --fp8-format; NVIDIA's
+     * recipes use hybrid: e4m3 forward, e5m2 gradients, delayed scaling
+     * over 1024 steps of amax history). */
+    if (q->dtype == PP_PREC_FP8)
+        ARG("--fp8-format hybrid --fp8-amax-history-len 1024 "
+            "--fp8-amax-compute-algo max");
     int64_t it = train_iters(p);
     if (it > 0) ARG("--train-iters %lld", (long long)it);
 #undef ARG
@@ -235,6 +243,11 @@ int pp__write_nemo(const pp_plan *p, FILE *fp, pp_error *e) {
                 c->placement[1] == 'p' ? "true" : "false");
     fprintf(fp, "  sequence_parallel: %s\n",
             q->sp && q->tp > 1 ? "true" : "false");
+    /* megatron_gpt_config.yaml's Transformer Engine FP8 keys. */
+    if (q->dtype == PP_PREC_FP8)
+        fprintf(fp, "  transformer_engine: true\n  fp8: true\n"
+                    "  fp8_hybrid: true\n  fp8_amax_history_len: 1024\n"
+                    "  fp8_amax_compute_algo: max\n");
     fprintf(fp, "  encoder_seq_length: %lld\n", (long long)m->seq);
     fprintf(fp, "  max_position_embeddings: %lld\n", (long long)m->seq);
     fprintf(fp, "  num_layers: %lld\n", (long long)m->layers);
@@ -387,9 +400,13 @@ int pp__write_nemo2(const pp_plan *p, FILE *fp, pp_error *e) {
     fprintf(fp,
             "    accelerator=\"gpu\",\n"
             "    strategy=strategy,\n"
-            "    plugins=nl.MegatronMixedPrecision(precision=\"%s\"),\n"
+            "    plugins=nl.MegatronMixedPrecision(precision=\"%s\"%s),\n"
             ")\n\n",
-            fp16 ? "16-mixed" : "bf16-mixed");
+            fp16 ? "16-mixed" : "bf16-mixed",
+            q->dtype == PP_PREC_FP8
+                ? ", fp8=\"hybrid\", fp8_amax_history_len=1024, "
+                  "fp8_amax_compute_algo=\"max\""
+                : "");
 
     fprintf(fp,
             "data = llm.MockDataModule(\n"
@@ -508,6 +525,7 @@ int pp_plan_write_assumptions(const pp_plan *p, pp_plan_format f,
          c->dp_overlap ? " with DP overlap" : "", c->iteration_time_s,
          c->simulated ? "simulated" : "estimated");
     LINE("GPU profile %s", pp__plan_profile_note(p, note, sizeof note));
+    LINE("software stack %s", p->profile.stack);
     LINE("ranks tp,dp,pp: DeepSpeed's PipeModelDataParallelTopology "
          "(model innermost, pipe outermost)");
     if (q->pp > 1 && m->arch == PP_ARCH_TRANSFORMER)

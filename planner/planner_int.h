@@ -47,6 +47,13 @@ typedef struct pp__space {
     pp_plan_target target;
     const pp_plan_filter *filter;
     uint64_t *rejected; /* PP_PLAN_REJECT__COUNT counters, or NULL */
+    /* The software stack's (profile.sw): FlashAttention for attn=auto;
+     * when the stack was asked for, the recomputations it offers (bit
+     * per mode, 0: all) and its highest ZeRO stage (-1: any). */
+    bool flash;
+    bool fp8; /* the stack and the GPU train in FP8: dtype searched */
+    uint32_t recompute_mask;
+    int zero_max;
 } pp__space;
 
 /* Called for every layout that passes the rules (not yet the memory

@@ -185,6 +185,7 @@ static int cmp_layout(const pp_plan_candidate *a, const pp_plan_candidate *b) {
     CMP(sp);
     CMP(recompute);
     CMP(zero);
+    CMP(dtype);
     CMP(first);
     CMP(last);
 #undef CMP
@@ -479,6 +480,13 @@ int pp_plan_search(const pp_model *m, const pp_cluster *c,
         .target = o->target,
         .filter = &plan->opt.filter,
         .rejected = plan->st.rejected,
+        .flash = plan->profile.flash_attention,
+        .fp8 = plan->profile.fp8 && plan->profile.fp8_peak_flops > 0,
+        .recompute_mask =
+            plan->profile.stack_default ? 0 : plan->profile.sw.recompute,
+        .zero_max = plan->profile.stack_default || !plan->profile.stack[0]
+                        ? -1
+                        : plan->profile.sw.zero_max,
     };
     if ((rc = pp__space_check_pins(&sp, e)) < 0) goto fail;
     if ((rc = pp_plan_estimator_new(m, c, &plan->profile, &est, e)) < 0 ||
@@ -582,8 +590,9 @@ long pp_plan_find(const pp_plan *p, const pp_parallel *par, bool overlap) {
         if (q->tp == par->tp && q->pp == par->pp && q->dp == par->dp &&
             q->mbs == par->mbs && q->gbs == par->gbs && q->vp == par->vp &&
             q->sp == par->sp && q->recompute == par->recompute &&
-            q->zero == par->zero && q->first == par->first &&
-            q->last == par->last && p->cand[i].dp_overlap == overlap)
+            q->zero == par->zero && q->dtype == par->dtype &&
+            q->first == par->first && q->last == par->last &&
+            p->cand[i].dp_overlap == overlap)
             return (long)i;
     }
     return -1;

@@ -215,17 +215,23 @@ static int walk_inner(const pp__space *s, pp_parallel *p, pp__space_fn fn,
         p->sp = sp;
         for (int r = PP_RECOMPUTE_NONE; r <= PP_RECOMPUTE_FULL; r++) {
             if (!allowed(s, PP_PLAN_DIM_RECOMPUTE, r)) continue;
+            if (s->recompute_mask && !(s->recompute_mask & (1u << r))) continue;
             p->recompute = (pp_recompute)r;
             for (int z = 0; z <= (p->dp > 1 ? 3 : 0); z++) {
                 if (!allowed(s, PP_PLAN_DIM_ZERO, z)) continue;
+                if (s->zero_max >= 0 && z > s->zero_max) continue;
                 p->zero = z;
                 if (!target_allows(s->target, p)) {
                     reject(s, PP_PLAN_REJECT_TARGET);
                     continue;
                 }
-                for (int ov = 0; ov <= (p->dp > 1 ? 1 : 0); ov++) {
-                    if (!allowed(s, PP_PLAN_DIM_OVERLAP, ov)) continue;
-                    if ((rc = fn(ctx, p, ov != 0, e)) != 0) return rc;
+                /* FP8 only where the stack and the GPU have it. */
+                for (int dt = 0; dt <= (s->fp8 ? 1 : 0); dt++) {
+                    p->dtype = dt ? PP_PREC_FP8 : PP_PREC_BF16;
+                    for (int ov = 0; ov <= (p->dp > 1 ? 1 : 0); ov++) {
+                        if (!allowed(s, PP_PLAN_DIM_OVERLAP, ov)) continue;
+                        if ((rc = fn(ctx, p, ov != 0, e)) != 0) return rc;
+                    }
                 }
             }
         }
@@ -366,6 +372,7 @@ int pp__space_walk(const pp__space *s, pp__space_fn fn, void *ctx,
                 pp_parallel p;
                 pp_parallel_init(&p);
                 p.tp = tp, p.pp = pp, p.dp = dp, p.gbs = s->gbs;
+                p.flash = s->flash;
                 rc = walk_batch(s, &p, fn, ctx, e);
                 continue;
             }
@@ -384,6 +391,7 @@ int pp__space_walk(const pp__space *s, pp__space_fn fn, void *ctx,
                 pp_parallel p;
                 pp_parallel_init(&p);
                 p.tp = tp, p.pp = pp, p.dp = dp, p.gbs = s->gbs;
+                p.flash = s->flash;
                 rc = walk_batch(s, &p, fn, ctx, e);
             }
         }

@@ -116,6 +116,40 @@ const void *pp_catalog_entry(const pp_catalog *c, pp_cat_kind kind, size_t i);
  * bytes into time, read by the training step and written by calibrate/.
  * ---------------------------------------------------------------------- */
 
+/* ------------------------------------------------------------------------
+ * Software stacks (topologies/stacks/<name>.yaml, sim/hw/stack.c): what a
+ * training framework of a given era does, separate from the GPU.  Plain
+ * data; topologies/stacks/README.md documents each field and every file
+ * gives the source of each value.
+ * ---------------------------------------------------------------------- */
+#define PP_STACK_LAUNCH 4
+
+typedef struct pp_stack {
+    char name[PP_NAME_MAX];           /* "megatron-lm-2021" */
+    char source[256];                 /* the file */
+    char framework[PP_NAME_MAX];      /* informative: "Megatron-LM" */
+    char launch[PP_STACK_LAUNCH][16]; /* plan --format names it runs */
+    size_t n_launch;
+    double efficiency;         /* training loop: fraction of roofline */
+    double grad_accum_bytes;   /* per parameter per micro-batch, 0 fused */
+    bool p2p_sync;             /* a stage waits for its pipeline sends */
+    bool p2p_scatter;          /* TP ranks send 1/tp, receiver gathers */
+    bool dp_overlap;           /* grad reduce during the backward */
+    bool param_gather_overlap; /* ZeRO-1 param all-gather during the next
+                                  forward (informative) */
+    double bucket_bytes;       /* DP bucket */
+    double grad_reduce_bytes;  /* bytes per gradient element reduced */
+    uint32_t recompute;        /* bit r: pp_recompute r offered */
+    bool flash_attention;      /* uses FlashAttention */
+    bool fp8;                  /* can train with FP8 GEMMs */
+    double fp8_cast_bytes;     /* HBM bytes per FP8 GEMM input element */
+    int zero_max;              /* highest ZeRO/FSDP stage it implements */
+    int zero3_prefetch;        /* layers all-gathered ahead (ZeRO-3) */
+    bool zero3_overlap;        /* ZeRO-3 gathers run beside compute */
+    double coll_efficiency;    /* collectives' busbw over the fabric model
+                                 (recorded; 1 = as simulated) */
+} pp_stack;
+
 /* A GPU profile (topologies/profiles/<gpu>.yaml, documented there): what
  * turns an operation's FLOPs and bytes into time.  Plain data. */
 #define PP_PROFILE_TILES 8
@@ -149,6 +183,29 @@ typedef struct pp_gpu_profile {
                                 speed a real training loop sustains
                                 (clocks under load, launch and sync gaps);
                                 1 = none lost */
+    /* FP8 GEMMs (dtype=fp8): the catalogue's dense FP8 rate (0: none),
+     * the large-GEMM asymptote over it and its k_half (profile
+     * gemm.fp8_efficiency, gemm.fp8_k_half): eff x k / (k + k_half), no
+     * tile or wave factor (see sim/hw/profile.c). */
+    double fp8_peak_flops;
+    double fp8_gemm_efficiency;
+    double fp8_k_half;
+    /* FlashAttention kernels: FLOP rate over peak, forward and backward
+     * (profile attention.flash_fwd/bwd_efficiency). */
+    double flash_fwd_efficiency, flash_bwd_efficiency;
+    /* The software stack applied to this profile (pp_stack_apply; the
+     * two framework fields above are the stack's unless the profile file
+     * still has a framework: section, which then wins). */
+    char stack[PP_NAME_MAX]; /* the stack's name, "" before apply */
+    bool stack_default;      /* chosen by the GPU, not --stack */
+    bool legacy_framework;   /* the file has framework: (deprecated) */
+    bool flash_attention;    /* the stack uses FlashAttention */
+    bool fp8;                /* the stack can train in FP8 */
+    double fp8_cast_bytes;   /* per FP8 GEMM input element: cast and
+                                      amax (stack), HBM bytes */
+    int zero3_prefetch;      /* ZeRO-3: layers gathered ahead */
+    bool zero3_overlap;      /* ZeRO-3 gathers beside compute */
+    pp_stack sw;             /* the whole stack, as applied */
     /* The planner's closed-form estimator only (the simulator sees the
      * contention these stand for); fitted to the simulator at flow
      * fidelity, documented in topologies/profiles/a100.yaml. */
@@ -160,6 +217,22 @@ typedef struct pp_gpu_profile {
                                     slower pipeline sends */
 } pp_gpu_profile;
 
+/* The builtin stack names, in NAMES.md order, NULL-terminated. */
+extern const char *const pp_stack_names[];
+/* The stack a GPU runs when no --stack is given: megatron-lm-2021 for
+ * A100 and older (the shipped A100 results are Megatron-LM 2021's),
+ * megatron-core-2024 for Hopper and newer.  gpu may be NULL. */
+const char *pp_stack_default_name(const pp_gpu_spec *gpu);
+/* Loads a stack: a YAML path or a name in topologies/stacks/.  Errors
+ * are located (file:line:col: field: ...).  On failure *out is
+ * untouched. */
+int pp_stack_load(const char *spec, pp_stack *out, pp_error *e);
+/* Makes the stack's software figures the profile's effective ones (a
+ * profile whose file still has framework: keeps those two values). */
+void pp_stack_apply(const pp_stack *s, pp_gpu_profile *g, bool is_default);
+/* Resolves attn=auto in a layout to the profile's stack's choice. */
+void pp_stack_resolve(const pp_gpu_profile *g, pp_parallel *p);
+
 /* Loads a profile.  `spec` is a YAML path or a name in
  * topologies/profiles/; NULL means the profile shipped for `gpu` (the
  * file named after the GPU, else after its family, "a100-sxm4-80gb" ->
@@ -169,6 +242,14 @@ typedef struct pp_gpu_profile {
  * ...).  On failure *out is untouched. */
 int pp_profile_load(const char *spec, const pp_gpu_spec *gpu,
                     pp_gpu_profile *out, pp_error *e);
+/* pp_profile_load, then the named stack (NULL: the GPU's default) applied
+ * and, when st is not NULL, the stack returned there too. */
+int pp_profile_load_stack(const char *spec, const pp_gpu_spec *gpu,
+                          const char *stack, pp_gpu_profile *out, pp_stack *st,
+                          pp_error *e);
+/* A GEMM's time with FP8 operands (fp8 true) or 16-bit ones. */
+double pp_gemm_time_prec_s(const pp_gpu_profile *g, bool fp8, double batch,
+                           double m, double n, double k);
 
 /* Roofline times of single operations (seconds), launch overhead
  * included.  A (batched) GEMM C[m x n] = A[m x k] B[k x n], `batch`

@@ -79,6 +79,13 @@ typedef struct pp_parallel {
      * share; the stages between split the rest evenly.  Lightening the
      * end stages balances the embedding and the logit layer they carry. */
     int64_t first, last;
+    /* Training number format (dtype=bf16|fp16|fp8, default bf16) and the
+     * attention kernels (attn=flash|standard; auto: the software stack's,
+     * pp_stack_resolve in sim/hw).  `flash` is the resolved choice the
+     * closed forms read: set by attn=flash|standard, else by the stack. */
+    pp_prec dtype;
+    pp_attn attn;
+    bool flash;
 } pp_parallel;
 
 /* Defaults: everything 1, gbs = mbs * dp, no sp, full recompute, zero 0. */

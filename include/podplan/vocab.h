@@ -69,6 +69,20 @@ extern "C" {
       "bf16/fp16 weights 2 + grads 2, fp32 master 4 + m 4 + v 4 B/param")      \
     X(ADAM_FP32, "adam-fp32", "fp32 weights 4 + grads 4 + m 4 + v 4 B/param")
 
+/* The training number format of a layout's GEMMs (SPEC dtype=): the
+ * 16-bit formats of mixed precision, or FP8 GEMMs with 16-bit master
+ * copies (NVIDIA Transformer Engine, Micikevicius et al. 2022). */
+#define PP_PREC_MAP(X)                                                         \
+    X(BF16, "bf16", "bf16 mixed precision (the default)")                      \
+    X(FP16, "fp16", "fp16 mixed precision with loss scaling")                  \
+    X(FP8, "fp8", "FP8 GEMMs (Transformer Engine), bf16 elsewhere")
+
+/* The attention kernels (SPEC attn=): auto is the stack's choice. */
+#define PP_ATTN_MAP(X)                                                         \
+    X(AUTO, "auto", "what the software stack uses (--stack)")                  \
+    X(FLASH, "flash", "FlashAttention: fused, no s^2 scores in HBM")           \
+    X(STANDARD, "standard", "batched GEMMs + softmax, s^2 scores stored")
+
 #define PP__ENUM_ITEM(prefix, e) prefix##e,
 #define PP__COLL_E(e, n, h) PP__ENUM_ITEM(PP_COLL_, e)
 #define PP__ALGO_E(e, n, h) PP__ENUM_ITEM(PP_ALGO_, e)
@@ -76,6 +90,8 @@ extern "C" {
 #define PP__SCHED_E(e, n, h) PP__ENUM_ITEM(PP_SCHED_, e)
 #define PP__RECOMP_E(e, n, h) PP__ENUM_ITEM(PP_RECOMPUTE_, e)
 #define PP__OPT_E(e, n, h) PP__ENUM_ITEM(PP_OPT_, e)
+#define PP__PREC_E(e, n, h) PP__ENUM_ITEM(PP_PREC_, e)
+#define PP__ATTN_E(e, n, h) PP__ENUM_ITEM(PP_ATTN_, e)
 
 typedef enum { PP_COLL_OP_MAP(PP__COLL_E) PP_COLL__COUNT } pp_coll_op;
 typedef enum { PP_COLL_ALGO_MAP(PP__ALGO_E) PP_ALGO__COUNT } pp_coll_algo;
@@ -85,6 +101,8 @@ typedef enum {
     PP_RECOMPUTE_MAP(PP__RECOMP_E) PP_RECOMPUTE__COUNT
 } pp_recompute;
 typedef enum { PP_OPT_MAP(PP__OPT_E) PP_OPT__COUNT } pp_optimizer;
+typedef enum { PP_PREC_MAP(PP__PREC_E) PP_PREC__COUNT } pp_prec;
+typedef enum { PP_ATTN_MAP(PP__ATTN_E) PP_ATTN__COUNT } pp_attn;
 
 /* ------------------------------------------------------------------------
  * Registries: read-only views of the lists above.
@@ -107,6 +125,8 @@ extern const pp_registry pp_reg_fidelity;
 extern const pp_registry pp_reg_schedule;
 extern const pp_registry pp_reg_recompute;
 extern const pp_registry pp_reg_optimizer;
+extern const pp_registry pp_reg_prec;
+extern const pp_registry pp_reg_attn;
 
 /* The name of value v, or "?" when out of range. */
 const char *pp_registry_name(const pp_registry *r, int v);

@@ -56,6 +56,12 @@ static void profile_builtin(pp_gpu_profile *g) {
      * (GPT-3 175B on titan, 1,024 A100: 25 layouts spread over the
      * ranking, mean error -0.4%, mean absolute 0.8%).  a100.yaml says
      * what each stands for. */
+    /* FP8 and FlashAttention, for a GPU with no profile: the H100
+     * profile's figures rounded down (topologies/profiles/h100.yaml). */
+    g->fp8_gemm_efficiency = 0.7;
+    g->fp8_k_half = 272;
+    g->flash_fwd_efficiency = 0.6;
+    g->flash_bwd_efficiency = 0.5;
     g->p2p_share_rail = 0.7;
     g->p2p_share_cross_rail = 0.35;
     g->overlap_p2p_penalty = 0.3;
@@ -65,6 +71,7 @@ static void profile_from_gpu(pp_gpu_profile *g, const pp_gpu_spec *gpu) {
     if (!gpu) return;
     if (gpu->peak_flops[PP_DTYPE_BF16] > 0)
         g->peak_flops = gpu->peak_flops[PP_DTYPE_BF16];
+    g->fp8_peak_flops = gpu->peak_flops[PP_DTYPE_FP8];
     if (gpu->hbm_Bps > 0) g->hbm_Bps = gpu->hbm_Bps;
     if (gpu->sms > 0) g->sms = gpu->sms;
 }
@@ -125,7 +132,11 @@ static int profile_read(pp_node *root, pp_gpu_profile *g, pp_error *e) {
         if ((rc = pp_map_number(sec, "gemm", "efficiency", PP_OPTIONAL, 1e-3, 1,
                                 &g->gemm_efficiency, e)) < 0 ||
             (rc = pp_map_number(sec, "gemm", "k_half", PP_OPTIONAL, 0, 1e6,
-                                &g->gemm_k_half, e)) < 0)
+                                &g->gemm_k_half, e)) < 0 ||
+            (rc = pp_map_number(sec, "gemm", "fp8_efficiency", PP_OPTIONAL,
+                                1e-3, 1, &g->fp8_gemm_efficiency, e)) < 0 ||
+            (rc = pp_map_number(sec, "gemm", "fp8_k_half", PP_OPTIONAL, 0, 1e6,
+                                &g->fp8_k_half, e)) < 0)
             return rc;
         rc = pp_map_node(sec, "gemm", "tiles", PP_OPTIONAL, PP_NODE_SEQ, &n, e);
         if (rc < 0) return rc;
@@ -143,9 +154,25 @@ static int profile_read(pp_node *root, pp_gpu_profile *g, pp_error *e) {
     rc = pp_map_quantity(root, "", "launch_overhead", PP_OPTIONAL, PP_Q_TIME,
                          NULL, true, &g->launch_s, e);
     if (rc < 0) return rc;
+    rc = pp_map_node(root, "", "attention", PP_OPTIONAL, PP_NODE_MAP, &sec, e);
+    if (rc < 0) return rc;
+    if (rc == 0 &&
+        ((rc = pp_map_number(sec, "attention", "flash_fwd_efficiency",
+                             PP_OPTIONAL, 1e-3, 1, &g->flash_fwd_efficiency,
+                             e)) < 0 ||
+         (rc = pp_map_number(sec, "attention", "flash_bwd_efficiency",
+                             PP_OPTIONAL, 1e-3, 1, &g->flash_bwd_efficiency,
+                             e)) < 0 ||
+         (rc = pp_map_done(sec, "attention", e)) < 0))
+        return rc;
+    /* framework: is the software stack's now (topologies/stacks/).  Kept
+     * readable, deprecated, because `podplan calibrate fit` wrote it into
+     * every fitted profile: those files keep their fitted values, which
+     * then win over the stack's (pp_stack_apply), and the CLI says so. */
     rc = pp_map_node(root, "", "framework", PP_OPTIONAL, PP_NODE_MAP, &sec, e);
     if (rc < 0) return rc;
     if (rc == 0) {
+        g->legacy_framework = true;
         if ((rc = pp_map_number(sec, "framework", "grad_accum_bytes",
                                 PP_OPTIONAL, 0, 64, &g->grad_accum_bytes, e)) <
                 0 ||
@@ -191,6 +218,18 @@ static int profile_read(pp_node *root, pp_gpu_profile *g, pp_error *e) {
     return pp_map_done(root, "", e);
 }
 
+/* Every loaded profile carries the software stack its GPU runs by
+ * default (pp_stack_default_name); --stack replaces it
+ * (pp_profile_load_stack). */
+static int default_stack(const pp_gpu_spec *gpu, pp_gpu_profile *g,
+                         pp_error *e) {
+    pp_stack s;
+    int rc = pp_stack_load(pp_stack_default_name(gpu), &s, e);
+    if (rc < 0) return rc;
+    pp_stack_apply(&s, g, true);
+    return 0;
+}
+
 /* "a100-sxm4-80gb" -> "a100". */
 static void family(const char *name, char *out, size_t len) {
     size_t k = strcspn(name, "-");
@@ -208,6 +247,7 @@ int pp_profile_load(const char *spec, const pp_gpu_spec *gpu,
     profile_from_gpu(&g, gpu);
     if (!spec) {
         if (!gpu) {
+            if ((rc = default_stack(gpu, &g, e)) < 0) return rc;
             *out = g;
             return 0;
         }
@@ -220,6 +260,7 @@ int pp_profile_load(const char *spec, const pp_gpu_spec *gpu,
                              &quiet) != 0) {
                 /* No shipped profile: the builtin one. */
                 snprintf(g.name, sizeof g.name, "builtin (%.40s)", gpu->name);
+                if ((rc = default_stack(gpu, &g, e)) < 0) return rc;
                 *out = g;
                 return 0;
             }
@@ -244,6 +285,7 @@ int pp_profile_load(const char *spec, const pp_gpu_spec *gpu,
                             "there is no GPU to take them from",
                             path);
     snprintf(g.source, sizeof g.source, "%.255s", path);
+    if ((rc = default_stack(gpu, &g, e)) < 0) return rc;
     *out = g;
     return 0;
 }
@@ -285,6 +327,27 @@ double pp_gemm_time_s(const pp_gpu_profile *g, double batch, double m, double n,
     return roofline(g, 2.0 * batch * m * n * k,
                     pp_gemm_efficiency(g, batch, m, n, k),
                     pp_gemm_bytes(batch, m, n, k));
+}
+
+double pp_gemm_time_prec_s(const pp_gpu_profile *g, bool fp8, double batch,
+                           double m, double n, double k) {
+    if (!fp8 || !(g->fp8_peak_flops > 0))
+        return pp_gemm_time_s(g, batch, m, n, k);
+    /* The FP8 asymptote and its own k_half, with no tile or wave
+     * factor: the measured cuBLASLt FP8 kernels on H100 (calibrate/
+     * examples/h100/gemm-gpt3-tp8-fp8.json) run the qkv GEMM, whose
+     * 288-tile grid leaves a 16-bit wave 27% idle, as fast as fc1
+     * (1,400 and 1,383 TFLOP/s): they do not quantize by waves
+     * (persistent, stream-K-like scheduling).  Operands of 1 byte,
+     * output 2. */
+    (void)n;
+    double eff = g->fp8_gemm_efficiency * k / (k + g->fp8_k_half);
+    double flops = 2.0 * batch * m * n * k;
+    double bytes = batch * (m * k + k * n + 2.0 * m * n);
+    double tc = flops / (g->fp8_peak_flops * eff);
+    double tm = bytes / (g->hbm_Bps * g->mem_efficiency);
+    double fw = g->framework_efficiency > 0 ? g->framework_efficiency : 1;
+    return (tc > tm ? tc : tm) / fw + g->launch_s;
 }
 
 double pp_memop_time_s(const pp_gpu_profile *g, double bytes) {

@@ -47,6 +47,43 @@ static void mem(const pp__shape *s, pp__oplist *l, const char *name,
     o->time_s = pp_memop_time_s(s->g, bytes);
 }
 
+/* A linear layer's GEMM: with dtype=fp8 (Transformer Engine) at the FP8
+ * rate, after casting its activation input (m x k elements: the cast
+ * kernel takes the amax too, the stack's fp8.cast_bytes per element).
+ * The weight's FP8 copy is cast once per iteration and cached over the
+ * micro-batches (is_first_microbatch), left out here: under 1% of the
+ * layer's time at 8 or more micro-batches. */
+static void lgemm(const pp__shape *s, pp__oplist *l, const char *name, double m,
+                  double n, double k) {
+    if (s->p->dtype != PP_PREC_FP8) {
+        gemm(s, l, name, 1, m, n, k);
+        return;
+    }
+    mem(s, l, "fp8 cast", s->g->fp8_cast_bytes * m * k);
+    pp__op *o = push(l, name, PP__OP_GEMM);
+    o->flops = 2.0 * m * n * k;
+    o->bytes = m * k + k * n + 2.0 * m * n;
+    o->time_s = pp_gemm_time_prec_s(s->g, true, 1, m, n, k);
+}
+
+/* FlashAttention (Dao et al. 2022; Dao 2023): one fused kernel, timed
+ * from its FLOPs at the profile's measured fraction of peak.  Forward:
+ * QK^T and PV, 4 s^2 d per head, halved by the causal mask (the kernels
+ * skip the masked blocks, and the papers' rates count the halved FLOPs);
+ * backward: 2.5x the forward (it recomputes QK^T: five GEMMs to two). */
+static void flash(const pp__shape *s, pp__oplist *l, const char *name,
+                  double heads, double sq, double d, bool bwd) {
+    pp__op *o = push(l, name, PP__OP_GEMM);
+    double f = 4.0 * heads * sq * sq * d * 0.5 * (bwd ? 2.5 : 1.0);
+    double eff = bwd ? s->g->flash_bwd_efficiency : s->g->flash_fwd_efficiency;
+    double fw =
+        s->g->framework_efficiency > 0 ? s->g->framework_efficiency : 1.0;
+    o->flops = f;
+    /* Q, K, V, O (and their gradients backward) once: s d per head. */
+    o->bytes = PP_ACT_BYTES * heads * sq * d * (bwd ? 8.0 : 4.0);
+    o->time_s = f / (s->g->peak_flops * eff) / fw + s->g->launch_s;
+}
+
 static void comm(pp__oplist *l, const char *name, pp_coll_op op, double bytes) {
     pp__op *o = push(l, name, PP__OP_COMM);
     o->coll = op;
@@ -133,6 +170,11 @@ static void tp_exit_bwd(const dims *x, pp__oplist *l) {
  * attention dropout as its own kernel (read 2, write 2, a 1-byte mask). */
 static void core_fwd(const pp__shape *s, const dims *x, pp__oplist *l) {
     double E = x->heads * x->sq * x->sq;
+    /* FlashAttention writes the context in [s, b, h/t] order itself. */
+    if (s->p->flash) {
+        flash(s, l, "flash attn", x->heads, x->sq, x->d, false);
+        return;
+    }
     gemm(s, l, "attn scores", x->heads, x->sq, x->sq, x->d);
     mem(s, l, "softmax", 4.0 * E);
     mem(s, l, "attn dropout", 5.0 * E);
@@ -149,20 +191,20 @@ void pp__ops_layer_fwd(const pp__shape *s, pp__oplist *l) {
      * per token: negligible). */
     mem(s, l, "layernorm", 4.0 * H);
     tp_enter_fwd(&x, l);
-    gemm(s, l, "qkv", 1, x.tok, x.qkv_n, x.h);
+    lgemm(s, l, "qkv", x.tok, x.qkv_n, x.h);
     core_fwd(s, &x, l);
-    gemm(s, l, "attn proj", 1, x.tok, x.h, x.h / x.t);
+    lgemm(s, l, "attn proj", x.tok, x.h, x.h / x.t);
     tp_exit_fwd(&x, l);
     /* Fused bias-dropout-add: read the output and the residual, write the
      * sum, write the mask: 2 + 2 + 2 + 1. */
     mem(s, l, "bias dropout add", 7.0 * H);
     mem(s, l, "layernorm", 4.0 * H);
     tp_enter_fwd(&x, l);
-    gemm(s, l, "mlp fc1", 1, x.tok, x.f_in, x.h);
+    lgemm(s, l, "mlp fc1", x.tok, x.f_in, x.h);
     /* Fused bias-GeLU: read 2, write 2; SwiGLU reads both halves. */
     mem(s, l, x.swiglu ? "swiglu" : "bias gelu",
         (x.swiglu ? 6.0 : 4.0) * x.tok * x.f / x.t);
-    gemm(s, l, "mlp fc2", 1, x.tok, x.h, x.f / x.t);
+    lgemm(s, l, "mlp fc2", x.tok, x.h, x.f / x.t);
     tp_exit_fwd(&x, l);
     mem(s, l, "bias dropout add", 7.0 * H);
 }
@@ -174,6 +216,26 @@ static void gemm_bwd(const pp__shape *s, pp__oplist *l, const char *dname,
                      const char *wname, double m, double n, double k) {
     gemm(s, l, dname, 1, m, k, n);
     gemm(s, l, wname, 1, k, n, m);
+}
+
+/* A linear layer's backward; with fp8 the incoming gradient (m x n) is
+ * cast once (e5m2) and both GEMMs run at the FP8 rate. */
+static void lgemm_bwd(const pp__shape *s, pp__oplist *l, const char *dname,
+                      const char *wname, double m, double n, double k) {
+    if (s->p->dtype != PP_PREC_FP8) {
+        gemm_bwd(s, l, dname, wname, m, n, k);
+        return;
+    }
+    mem(s, l, "fp8 cast", s->g->fp8_cast_bytes * m * n);
+    /* dgrad and wgrad at the FP8 rate, casts already counted. */
+    pp__op *o = push(l, dname, PP__OP_GEMM);
+    o->flops = 2.0 * m * k * n;
+    o->bytes = m * n + n * k + 2.0 * m * k;
+    o->time_s = pp_gemm_time_prec_s(s->g, true, 1, m, k, n);
+    o = push(l, wname, PP__OP_GEMM);
+    o->flops = 2.0 * k * n * m;
+    o->bytes = k * m + m * n + 2.0 * k * n;
+    o->time_s = pp_gemm_time_prec_s(s->g, true, 1, k, n, m);
 }
 
 /* LayerNorm backward (apex's fused kernels): the input gradient reads the
@@ -201,34 +263,39 @@ void pp__ops_layer_bwd(const pp__shape *s, pp__oplist *l) {
      * bias gradient, a reduction over the tokens (read 2): 7 bytes. */
     mem(s, l, "bias dropout add bwd", 7.0 * H);
     tp_enter_bwd(&x, l);
-    gemm_bwd(s, l, "mlp fc2 dgrad", "mlp fc2 wgrad", x.tok, x.h, x.f / x.t);
+    lgemm_bwd(s, l, "mlp fc2 dgrad", "mlp fc2 wgrad", x.tok, x.h, x.f / x.t);
     /* GeLU backward reads its input and the gradient and writes one; the
      * bias gradient reads the result again. */
     mem(s, l, x.swiglu ? "swiglu bwd" : "bias gelu bwd",
         (x.swiglu ? 10.0 : 8.0) * x.tok * x.f / x.t);
-    gemm_bwd(s, l, "mlp fc1 dgrad", "mlp fc1 wgrad", x.tok, x.f_in, x.h);
+    lgemm_bwd(s, l, "mlp fc1 dgrad", "mlp fc1 wgrad", x.tok, x.f_in, x.h);
     tp_exit_bwd(&x, l);
     ln_bwd(s, &x, l);
 
     mem(s, l, "bias dropout add bwd", 7.0 * H);
     tp_enter_bwd(&x, l);
-    gemm_bwd(s, l, "attn proj dgrad", "attn proj wgrad", x.tok, x.h, x.h / x.t);
-    mem(s, l, "context permute bwd", 4.0 * x.tok * x.h / x.t);
+    lgemm_bwd(s, l, "attn proj dgrad", "attn proj wgrad", x.tok, x.h,
+              x.h / x.t);
+    if (!s->p->flash) mem(s, l, "context permute bwd", 4.0 * x.tok * x.h / x.t);
     /* Selective recomputation (Korthikanti et al. 2022, sec. 4.2): the
      * attention core alone runs again before its backward. */
     if (s->p->recompute == PP_RECOMPUTE_SELECTIVE) core_fwd(s, &x, l);
-    /* scores x V backward: d(probs) = dO V^T and dV = P^T dO. */
-    gemm(s, l, "attn values dgrad", x.heads, x.sq, x.sq, x.d);
-    gemm(s, l, "attn values wgrad", x.heads, x.sq, x.d, x.sq);
-    mem(s, l, "attn dropout bwd", 5.0 * E);
-    /* Softmax backward reads the output and its gradient, writes one. */
-    mem(s, l, "softmax bwd", 6.0 * E);
-    /* dQ = dS K, dK = dS^T Q. */
-    gemm(s, l, "attn scores dq", x.heads, x.sq, x.d, x.sq);
-    gemm(s, l, "attn scores dk", x.heads, x.sq, x.d, x.sq);
+    if (s->p->flash) {
+        flash(s, l, "flash attn bwd", x.heads, x.sq, x.d, true);
+    } else {
+        /* scores x V backward: d(probs) = dO V^T and dV = P^T dO. */
+        gemm(s, l, "attn values dgrad", x.heads, x.sq, x.sq, x.d);
+        gemm(s, l, "attn values wgrad", x.heads, x.sq, x.d, x.sq);
+        mem(s, l, "attn dropout bwd", 5.0 * E);
+        /* Softmax backward reads the output and its gradient, writes one. */
+        mem(s, l, "softmax bwd", 6.0 * E);
+        /* dQ = dS K, dK = dS^T Q. */
+        gemm(s, l, "attn scores dq", x.heads, x.sq, x.d, x.sq);
+        gemm(s, l, "attn scores dk", x.heads, x.sq, x.d, x.sq);
+    }
     /* The Q, K and V gradients are concatenated into one tensor. */
     mem(s, l, "qkv grad concat", 4.0 * x.tok * x.qkv_n);
-    gemm_bwd(s, l, "qkv dgrad", "qkv wgrad", x.tok, x.qkv_n, x.h);
+    lgemm_bwd(s, l, "qkv dgrad", "qkv wgrad", x.tok, x.qkv_n, x.h);
     tp_exit_bwd(&x, l);
     ln_bwd(s, &x, l);
 

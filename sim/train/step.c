@@ -112,6 +112,20 @@ static int coll(step *S, pp_coll_op op, pp_coll_algo algo, double bytes,
 }
 
 /* A TP collective of stage p on replica 0 and its mirrors. */
+int pp__step_coll(step *S, pp_coll_op op, double bytes, const int32_t *g,
+                  size_t n, uint64_t arg) {
+    return coll(S, op, S->cfg->dp_algo, bytes, g, n, S->cfg->dp_channels, arg);
+}
+
+void pp__step_enter(step *S, stage *st, int state) {
+    enter(S, st, state);
+}
+
+void pp__step_resume(step *S, stage *st) {
+    enter(S, st, ST_IDLE);
+    stage_run(S, st);
+}
+
 static void tp_coll(step *S, stage *st, pp_coll_op op, double bytes,
                     uint64_t arg) {
     int32_t p = st->p;
@@ -317,7 +331,10 @@ static void task_end(step *S, stage *st) {
      * go with the end of the iteration (tasks_done). */
     bool reduce = t->bwd && S->mb_reduce && st->cur < st->n_tasks;
     if (reduce || (st->final_bwd && S->cfg->dp_overlap)) flush_grads(S, st);
-    st->dp_wait = reduce;
+    /* A stack that overlaps ZeRO's communication (zero.overlap: its own
+     * stream, FSDP2, DeepSpeed's overlap_comm) does not hold the next
+     * task for the reduction. */
+    st->dp_wait = reduce && !S->prof.zero3_overlap;
     bool out = t->bwd ? v > 0 : v < S->V - 1;
     if (out) send_output(S, st, t);
 }
@@ -356,7 +373,8 @@ static void stage_run(step *S, stage *st) {
                 }
             }
             st->gathered = false;
-            if (S->par->zero >= 3 && S->dp > 1 && !st->zgathered) {
+            if (S->par->zero >= 3 && S->dp > 1 && !S->z3_layer &&
+                !st->zgathered) {
                 zero3_gather(S, st, v);
                 return;
             }
@@ -365,12 +383,17 @@ static void stage_run(step *S, stage *st) {
             st->ip = 0;
             st->final_bwd = t->bwd && st->cur == st->last_bwd[t->chunk];
             st->t_task0 = now_s(S);
+            if (S->z3_layer) pp__z3_task_start(S, st);
         }
         if (st->ip == st->prog->n) {
             task_end(S, st);
             continue;
         }
         const item *it = &st->prog->it[st->ip++];
+        if (it->kind == IT_ZG) {
+            if (pp__z3_item(S, st)) return;
+            continue;
+        }
         if (it->kind == IT_MARK) {
             if (st->final_bwd || S->mb_reduce) grads_ready(S, st, it->x);
             continue;
@@ -471,6 +494,7 @@ static void on_sim(pp_sim *sim, void *ctx, uint64_t arg) {
         }
         break;
     }
+    case K_Z3L: pp__z3_done(S, i); break;
     case K_ZAG: {
         stage *st = &S->st[i];
         if (--st->pending == 0) stage_done(S, st);

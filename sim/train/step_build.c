@@ -88,6 +88,13 @@ void pp__step_build(step *S) {
             int64_t Lv =
                 pp_parallel_stage_layers(S->par, S->m, v % S->pp) / S->vp;
             l.n = 0;
+            /* ZeRO-3 as the stack implements it: each layer's weights
+             * (and the embedding's, the head's) gathered before use,
+             * forward and backward (zero3.c). */
+            item zg = {IT_ZG, 0, NULL, 0, 0};
+            double zl = pp__layer_params_gpu(&sh);
+            if (S->z3_layer && v == 0)
+                zg.x = pp__embed_params_gpu(&sh), prog_push(f, zg);
             if (v == 0) {
                 pp__ops_embed_fwd(&sh, &l);
                 emit(f, &l, 0, S->n_labels);
@@ -95,30 +102,38 @@ void pp__step_build(step *S) {
             }
             for (int64_t i = 0; i < Lv; i++) {
                 size_t from = l.n;
+                if (S->z3_layer) zg.x = zl, prog_push(f, zg);
                 pp__ops_layer_fwd(&sh, &l);
                 emit(f, &l, from, S->n_labels);
                 label(S, "layer %ld %s", (long)(first_layer + i), "fwd");
             }
             if (v == S->V - 1) {
                 size_t from = l.n;
+                if (S->z3_layer)
+                    zg.x = pp__head_params_gpu(&sh), prog_push(f, zg);
                 pp__ops_head_fwd(&sh, &l);
                 emit(f, &l, from, S->n_labels);
                 label(S, "logits and loss", 0, "");
             }
             l.n = 0;
             if (v == S->V - 1) {
+                if (S->z3_layer)
+                    zg.x = pp__head_params_gpu(&sh), prog_push(b, zg);
                 pp__ops_head_bwd(&sh, &l);
                 emit(b, &l, 0, S->n_labels);
                 label(S, "logits and loss bwd", 0, "");
             }
             for (int64_t i = Lv - 1; i >= 0; i--) {
                 size_t from = l.n;
+                if (S->z3_layer) zg.x = zl, prog_push(b, zg);
                 pp__ops_layer_bwd(&sh, &l);
                 emit(b, &l, from, S->n_labels);
                 label(S, "layer %ld %s", (long)(first_layer + i), "bwd");
             }
             if (v == 0) {
                 size_t from = l.n;
+                if (S->z3_layer)
+                    zg.x = pp__embed_params_gpu(&sh), prog_push(b, zg);
                 pp__ops_embed_bwd(&sh, &l);
                 emit(b, &l, from, S->n_labels);
                 label(S, "embedding bwd", 0, "");
@@ -219,6 +234,7 @@ static void step_free(step *S) {
             free(S->st[p].tasks);
             free(S->st[p].last_bwd);
             free(S->st[p].queue);
+            free(S->st[p].zpend);
         }
     free(S->st);
     if (S->tpm)
@@ -315,6 +331,8 @@ static int setup(step *S, const pp_step_config *cfg, pp_error *e) {
             }
     S->grp = pp_xmalloc((size_t)(S->dp > 2 ? S->dp : 2) * sizeof *S->grp);
 
+    S->z3_layer = p->zero >= 3 && S->dp > 1 && S->prof.sw.zero_max >= 3 &&
+                  S->m->arch == PP_ARCH_TRANSFORMER;
     pp__step_build(S);
     S->vparams = pp_xcalloc((size_t)S->V, sizeof *S->vparams);
     for (int32_t v = 0; v < S->V; v++)

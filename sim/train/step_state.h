@@ -19,7 +19,12 @@
 /* ------------------------------------------------------------------------
  * Programs.
  * ---------------------------------------------------------------------- */
-enum { IT_COMPUTE, IT_COLL, IT_MARK };
+enum {
+    IT_COMPUTE,
+    IT_COLL,
+    IT_MARK,
+    IT_ZG /* ZeRO-3 (zero3.c): a layer's weights all-gathered, x params */
+};
 
 typedef struct item {
     uint8_t kind;
@@ -82,6 +87,11 @@ typedef struct stage {
                                 just run end before the next task */
     double params;     /* on this GPU */
     double opt_params; /* what its optimizer updates (ZeRO shard) */
+    /* ZeRO-3 per-layer gathers (zero3.c): in the running program, the
+     * gathers, how many are issued, the next to use, the one waited for,
+     * and per gather the collectives in flight (-1: not issued). */
+    int32_t zn, zissued, znext, zwait, zcap;
+    int32_t *zpend;
     double t_done;
 } stage;
 
@@ -111,6 +121,7 @@ typedef struct step {
     int32_t barrier, emb_ready, emb_pending;
     bool emb_sync;
     bool mb_reduce; /* ZeRO >= 2: every backward reduces */
+    bool z3_layer;  /* ZeRO-3 as the stack implements it (zero3.c) */
     double emb_bytes;
     int failed;
     pp_error err;
@@ -120,7 +131,18 @@ typedef struct step {
 
 #define D(S, t, p, d) ((S)->dev[((int64_t)(d) * (S)->pp + (p)) * (S)->tp + (t)])
 
-enum { K_COMPUTE = 1, K_TP, K_FLOW, K_GATHER, K_DP, K_EMB, K_OPT, K_ZAG, K_Z3 };
+enum {
+    K_COMPUTE = 1,
+    K_TP,
+    K_FLOW,
+    K_GATHER,
+    K_DP,
+    K_EMB,
+    K_OPT,
+    K_ZAG,
+    K_Z3,
+    K_Z3L
+};
 #define ARG(k, i) ((uint64_t)(k) << 56 | (uint64_t)(i))
 #define ARG_K(a) ((int)((a) >> 56))
 #define ARG_I(a) ((int64_t)((a) & (((uint64_t)1 << 56) - 1)))
@@ -133,5 +155,17 @@ void pp__step_mirrors(step *S, int32_t a, int32_t b, int32_t **out,
 /* step.c: starts every stage (then run the engine), and names states. */
 void pp__step_start(step *S);
 extern const char *const pp__step_state_names[];
+/* step.c, for zero3.c: a DP-channel collective, a state change, and
+ * leaving a wait (idle, then run on). */
+int pp__step_coll(step *S, pp_coll_op op, double bytes, const int32_t *g,
+                  size_t n, uint64_t arg);
+void pp__step_enter(step *S, stage *st, int state);
+void pp__step_resume(step *S, stage *st);
+/* zero3.c: a task's program starts (issues the first gathers), an IT_ZG
+ * item is reached (returns 1 when the stage must wait), a gather's
+ * collective ends.  stage.zpend is freed with the stage (step_build.c). */
+void pp__z3_task_start(step *S, stage *st);
+int pp__z3_item(step *S, stage *st);
+void pp__z3_done(step *S, int64_t arg_i);
 
 #endif
