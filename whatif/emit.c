@@ -75,9 +75,9 @@ static void write_table(const pp_whatif_study *s, const pp_whatif_result *r,
     char m1[32], m2[32], m3[32], f[32];
     header(s, fp);
     fputc('\n', fp);
-    fprintf(fp, "%3s  %-34s %-66s %6s %8s %6s %8s %8s %7s %7s %12s %12s "
+    fprintf(fp, "%3s  %-34s %-66s %6s %8s %6s %7s %8s %8s %7s %7s %12s %12s "
                 "%12s %10s %7s  %s\n",
-            "#", "variant", "layout", "GPUs", "iter s", "ratio", "days",
+            "#", "variant", "layout", "GPUs", "iter s", "ratio", "speedup", "days",
             "days+f", "goodput", "ckpt h", "capital", "capex saved",
             "cost/model", "tokens/$", "MW", "front");
     for (size_t i = 0; i < n; i++) {
@@ -91,10 +91,10 @@ static void write_table(const pp_whatif_study *s, const pp_whatif_result *r,
                            ? r[0].cost.capex_usd - x->cost.capex_usd
                            : NAN;
         fprintf(fp,
-                "%3zu  %-34s %-66s %6lld %8.3f %6.2f %8.1f %8.1f %6.1f%% "
+                "%3zu  %-34s %-66s %6lld %8.3f %6.2f %7.2f %8.1f %8.1f %6.1f%% "
                 "%7.2f %12s %12s %12s %10.0f %7.2f  %s\n",
                 i + 1, x->label, x->parallel, (long long)x->gpus,
-                x->iteration_time_s, x->ratio, x->ideal_days,
+                x->iteration_time_s, x->ratio, x->speedup, x->ideal_days,
                 x->expected_days, 100 * x->fail.goodput,
                 isfinite(x->fail.interval_s) ? x->fail.interval_s / 3600 : 0,
                 money(x->cost.capex_usd, m1, sizeof m1),
@@ -150,7 +150,7 @@ static void csv_text(FILE *fp, const char *t) {
 }
 
 static void write_csv(const pp_whatif_result *r, size_t n, FILE *fp) {
-    fputs("index,variant,status,parallel,gpus,iteration_time_s,ratio,"
+    fputs("index,variant,status,parallel,gpus,iteration_time_s,ratio,speedup,"
           "training_days,expected_days,goodput,mtbf_s,checkpoint_bytes,"
           "checkpoint_s,checkpoint_interval_s,checkpoint_interval_young_s,"
           "restart_s,expected_failures,servers,gpus_bought,hcas,leaf,spine,"
@@ -169,10 +169,10 @@ static void write_csv(const pp_whatif_result *r, size_t n, FILE *fp) {
         fprintf(fp, ",%s,", x->status ? "infeasible" : "ok");
         csv_text(fp, x->parallel);
         fprintf(fp,
-                ",%lld,%.9g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,"
+                ",%lld,%.9g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,"
                 "%.6g",
                 (long long)x->gpus, x->iteration_time_s, x->ratio,
-                x->ideal_days, x->expected_days, g->goodput, g->mtbf_s,
+                x->speedup, x->ideal_days, x->expected_days, g->goodput, g->mtbf_s,
                 g->checkpoint_bytes, g->checkpoint_s, g->interval_s,
                 g->interval_young_s, g->restart_s, g->failures);
         fprintf(fp, ",%.0f,%.0f,%.0f,%.0f,%.0f,%.0f,%.0f,%.0f", k->nodes,
@@ -216,6 +216,7 @@ static json_t *result_json(const pp_whatif_result *x) {
     json_object_set_new(o, "cluster_gpus", json_integer(x->cluster_gpus));
     json_object_set_new(o, "iteration_time_s", num(x->iteration_time_s));
     json_object_set_new(o, "ratio", num(x->ratio));
+    json_object_set_new(o, "speedup", num(x->speedup));
     json_object_set_new(o, "tflops_per_gpu", num(x->tflops_per_gpu));
     json_object_set_new(o, "mfu", num(x->mfu));
     json_object_set_new(o, "training_days", num(x->ideal_days));

@@ -166,12 +166,12 @@ static void unit_prices(const pp_whatif_study *s, const variant *v,
 }
 
 /* The fixed layout: one simulation. */
-static int run_fixed(const pp_whatif_study *s, const variant *v,
+static int run_fixed(const pp_whatif_study *s, variant *v,
                      const pp_model *m, const pp_cluster *c,
                      pp_whatif_result *r, pp_error *e) {
     char spec[256];
     bool has_gbs = strstr(v->parallel, "gbs") != NULL;
-    snprintf(spec, sizeof spec, "%s%s", v->parallel, has_gbs ? "" : "");
+    snprintf(spec, sizeof spec, "%s", v->parallel);
     if (!has_gbs)
         snprintf(spec, sizeof spec, "%s,gbs=%lld", v->parallel,
                  (long long)v->gbs);
@@ -185,6 +185,7 @@ static int run_fixed(const pp_whatif_study *s, const variant *v,
                                                     "layout"),
                            "layout.parallel", "%s", why.msg);
     }
+    v->gbs = par.gbs; /* the layout's batch sets the iterations */
     pp_step_config cfg;
     pp_step_config_init(&cfg);
     cfg.model = m;
@@ -316,9 +317,11 @@ out:
 void pp_whatif_finish(const pp_whatif_study *s, pp_whatif_result *r,
                       size_t n) {
     double t0 = n > 0 && r[0].status == 0 ? r[0].iteration_time_s : NAN;
+    double d0 = n > 0 && r[0].status == 0 ? r[0].ideal_days : NAN;
     for (size_t i = 0; i < n; i++) {
         pp_whatif_result *x = &r[i];
         x->ratio = x->status == 0 ? x->iteration_time_s / t0 : NAN;
+        x->speedup = x->status == 0 ? d0 / x->ideal_days : NAN;
         x->meets_deadline = x->status == 0 &&
                             (!(s->deadline_s > 0) ||
                              x->fail.expected_s <= s->deadline_s);

@@ -164,7 +164,9 @@ typedef struct pp_whatif_result {
     pp_whatif_cost cost;
     pp_whatif_goodput fail;
     double tokens_per_usd;
-    double ratio; /* iteration time over the first variant's */
+    double ratio;   /* iteration time over the first variant's */
+    double speedup; /* the first variant's failure-free days over this
+                       one's (throughput on the same tokens) */
     bool meets_deadline, within_budget, within_power;
     bool pareto; /* on the (expected time, cost) front */
 } pp_whatif_result;
