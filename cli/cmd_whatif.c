@@ -151,6 +151,8 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
     size_t n = pp_whatif_variant_count(s);
     r = pp_xcalloc(n, sizeof *r);
     bool bar = !pp_args_flag(&a, "quiet") && isatty(2) && rank == 0;
+    if (size > 1 && rank == 0 && !pp_args_flag(&a, "quiet"))
+        pp_cli_note(&a, "%zu variants spread over %d MPI ranks", n, size);
     for (size_t i = (size_t)rank; i < n; i += (size_t)size) {
         if ((rc = pp_whatif_run(s, i, &r[i], &e)) < 0) {
             r[i].status = -1; /* dist.c finds the failing variant by it */

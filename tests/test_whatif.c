@@ -270,12 +270,45 @@ static void test_plot(void **state) {
     }
 }
 
+/* The planner's cost objective with a deadline: without one the cheapest
+ * layout of GPT-3 175B on TITAN takes months (fewer GPUs, each busier);
+ * with --deadline 40 the pick trains within 40 days, and costs more. */
+static void test_plan_deadline(void **state) {
+    (void)state;
+    const char *base = "plan --model gpt3-175b --cluster titan --tokens 300e9 "
+                       "--global-batch 1536 --objective cost --top 0 --show 1 "
+                       "--format json";
+    double days[2], cost[2];
+    for (int k = 0; k < 2; k++) {
+        cli_result r;
+        cli_runf(&r, "%s%s", base, k ? " --deadline 40" : "");
+        if (r.status != 0) fail_msg("exit %d: %s", r.status, r.err);
+        json_t *j = cli_json(&r);
+        json_t *c = json_array_get(json_object_get(j, "candidates"), 0);
+        days[k] = json_number_value(json_object_get(c, "training_days"));
+        cost[k] = json_number_value(json_object_get(c, "cost_usd"));
+        json_decref(j);
+        cli_result_free(&r);
+    }
+    printf("  cheapest: %.1f days, $%.0f; with --deadline 40: %.1f days, "
+           "$%.0f\n",
+           days[0], cost[0], days[1], cost[1]);
+    assert_true(days[0] > 40);
+    assert_true(days[1] <= 40);
+    assert_true(cost[1] >= cost[0]);
+    cli_result r;
+    cli_runf(&r, "plan --model gpt3-175b --cluster titan --deadline 40");
+    assert_int_equal(r.status, 2); /* days need --tokens */
+    assert_non_null(strstr(r.err, "--deadline needs --tokens"));
+    cli_result_free(&r);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hand_cost), cmocka_unit_test(test_gpu_swap),
         cmocka_unit_test(test_young_daly), cmocka_unit_test(test_money),
         cmocka_unit_test(test_nic_count), cmocka_unit_test(test_ethernet),
-        cmocka_unit_test(test_plot),
+        cmocka_unit_test(test_plot),      cmocka_unit_test(test_plan_deadline),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

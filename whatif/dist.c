@@ -13,6 +13,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #ifdef PODPLAN_HAVE_MPI
 #include <mpi.h>
@@ -58,15 +59,32 @@ typedef struct failure {
     char msg[PP_ERROR_MSG_MAX];
 } failure;
 
+#ifdef PODPLAN_HAVE_MPI
+/* Waits for requests without spinning: Open MPI's blocking calls poll a
+ * core at 100% while rank 0 waits for the slowest rank, which on a
+ * machine with as many cores as ranks takes that core from the rank it
+ * waits for.  A 2 ms sleep between tests costs nothing beside variants
+ * that take tens of milliseconds or more. */
+static void wait_all(int n, MPI_Request *req) {
+    struct timespec ts = {0, 2000000};
+    for (;;) {
+        int done = 0;
+        MPI_Testall(n, req, &done, MPI_STATUSES_IGNORE);
+        if (done) return;
+        nanosleep(&ts, NULL);
+    }
+}
+#endif
+
 int pp_whatif_dist_gather(pp_whatif_result *r, size_t n, int rank, int size,
                           int *rc, pp_error *e) {
     if (size <= 1) return 0;
 #ifdef PODPLAN_HAVE_MPI
     failure mine = {INT64_MAX, 0, ""};
     if (*rc < 0) {
-        /* The rank's failing variant is the first of its own it ran. */
+        /* The rank's failing variant is the one its loop stopped at. */
         for (size_t i = (size_t)rank; i < n; i += (size_t)size)
-            if (r[i].index == (int32_t)i && r[i].status == -1) {
+            if (r[i].status == -1) {
                 mine.index = (int64_t)i;
                 break;
             }
@@ -74,25 +92,51 @@ int pp_whatif_dist_gather(pp_whatif_result *r, size_t n, int rank, int size,
         mine.code = *rc;
         snprintf(mine.msg, sizeof mine.msg, "%s", e ? e->msg : "");
     }
-    failure *all = rank == 0 ? pp_xcalloc((size_t)size, sizeof *all) : NULL;
-    MPI_Gather(&mine, sizeof mine, MPI_BYTE, all, sizeof mine, MPI_BYTE, 0,
-               MPI_COMM_WORLD);
-    /* Rank 0 collects the results of the others, variant by variant. */
-    for (size_t i = 0; i < n; i++) {
-        int owner = (int)(i % (size_t)size);
-        if (owner == 0) continue;
-        if (rank == owner)
-            MPI_Send(&r[i], sizeof r[i], MPI_BYTE, 0, 1, MPI_COMM_WORLD);
-        else if (rank == 0)
-            MPI_Recv(&r[i], sizeof r[i], MPI_BYTE, owner, 1, MPI_COMM_WORLD,
-                     MPI_STATUS_IGNORE);
+    /* Each rank's own results, packed in order (i = rank, rank + size,
+     * ...), travel as one message. */
+    size_t per = (n + (size_t)size - 1) / (size_t)size;
+    pp_whatif_result *pack = pp_xcalloc(per ? per : 1, sizeof *pack);
+    failure first = mine;
+    if (rank != 0) {
+        size_t k = 0;
+        for (size_t i = (size_t)rank; i < n; i += (size_t)size) pack[k++] = r[i];
+        MPI_Request req[3];
+        MPI_Isend(&mine, sizeof mine, MPI_BYTE, 0, 1, MPI_COMM_WORLD, &req[0]);
+        MPI_Isend(pack, (int)(k * sizeof *pack), MPI_BYTE, 0, 2,
+                  MPI_COMM_WORLD, &req[1]);
+        MPI_Irecv(&first, sizeof first, MPI_BYTE, 0, 3, MPI_COMM_WORLD,
+                  &req[2]);
+        wait_all(3, req);
+    } else {
+        size_t m = (size_t)size - 1;
+        failure *fail = pp_xcalloc(m, sizeof *fail);
+        pp_whatif_result *all = pp_xcalloc(m * (per ? per : 1), sizeof *all);
+        MPI_Request *req = pp_xcalloc(2 * m, sizeof *req);
+        for (size_t q = 0; q < m; q++) {
+            size_t k = 0;
+            for (size_t i = q + 1; i < n; i += (size_t)size) k++;
+            MPI_Irecv(&fail[q], sizeof *fail, MPI_BYTE, (int)q + 1, 1,
+                      MPI_COMM_WORLD, &req[2 * q]);
+            MPI_Irecv(&all[q * per], (int)(k * sizeof *all), MPI_BYTE,
+                      (int)q + 1, 2, MPI_COMM_WORLD, &req[2 * q + 1]);
+        }
+        wait_all((int)(2 * m), req);
+        for (size_t q = 0; q < m; q++) {
+            size_t k = 0;
+            for (size_t i = q + 1; i < n; i += (size_t)size)
+                r[i] = all[q * per + k++];
+            if (fail[q].code < 0 && fail[q].index < first.index)
+                first = fail[q];
+        }
+        for (size_t q = 0; q < m; q++)
+            MPI_Isend(&first, sizeof first, MPI_BYTE, (int)q + 1, 3,
+                      MPI_COMM_WORLD, &req[q]);
+        wait_all((int)m, req);
+        free(req);
+        free(all);
+        free(fail);
     }
-    failure first = {INT64_MAX, 0, ""};
-    if (rank == 0)
-        for (int k = 0; k < size; k++)
-            if (all[k].code < 0 && all[k].index < first.index) first = all[k];
-    free(all);
-    MPI_Bcast(&first, sizeof first, MPI_BYTE, 0, MPI_COMM_WORLD);
+    free(pack);
     *rc = first.code;
     if (first.code < 0 && e) {
         pp_error_clear(e);

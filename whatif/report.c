@@ -42,7 +42,7 @@ static double nice_max(double v) {
 #define R 20
 
 static void axes(FILE *fp, double xmax, double ymax, const char *xl,
-                 const char *yl, bool ymoney) {
+                 const char *yl, bool ymoney, bool xticks) {
     fprintf(fp,
             "<line x1='%d' y1='%d' x2='%d' y2='%d' stroke='#333'/>"
             "<line x1='%d' y1='%d' x2='%d' y2='%d' stroke='#333'/>\n",
@@ -51,10 +51,11 @@ static void axes(FILE *fp, double xmax, double ymax, const char *xl,
         double fx = xmax * i / 4, fy = ymax * i / 4;
         int px = L + (W - L - R) * i / 4, py = H - B - (H - B - T) * i / 4;
         char m[32];
-        fprintf(fp,
-                "<text x='%d' y='%d' font-size='11' "
-                "text-anchor='middle'>%.3g</text>",
-                px, H - B + 15, fx);
+        if (xticks)
+            fprintf(fp,
+                    "<text x='%d' y='%d' font-size='11' "
+                    "text-anchor='middle'>%.3g</text>",
+                    px, H - B + 15, fx);
         fprintf(fp,
                 "<text x='%d' y='%d' font-size='11' "
                 "text-anchor='end'>%s</text>"
@@ -86,7 +87,7 @@ static void chart_pareto(FILE *fp, const pp_whatif_result *r, size_t n) {
             "<rect width='%d' height='%d' fill='white'/>\n",
             W, H, W, H, W, H);
     axes(fp, xmax, ymax, "expected days to train (with failures)",
-         "cost per trained model", true);
+         "cost per trained model", true, true);
 #define PX(x) (L + (W - L - R) * (x) / xmax)
 #define PY(y) (H - B - (H - B - T) * (y) / ymax)
     /* The front, joined in order of time. */
@@ -118,7 +119,10 @@ static void chart_pareto(FILE *fp, const pp_whatif_result *r, size_t n) {
                 PY(r[i].cost.total_usd), r[i].pareto ? 6 : 4,
                 r[i].pareto ? "#d62728" : "#1f77b4");
         html_text(fp, r[i].label);
-        fputs("</title></circle>\n", fp);
+        fprintf(fp,
+                "</title></circle><text x='%.1f' y='%.1f' font-size='10'>"
+                "%zu</text>\n",
+                PX(r[i].expected_days) + 7, PY(r[i].cost.total_usd) - 5, i + 1);
     }
 #undef PX
 #undef PY
@@ -135,7 +139,8 @@ static void chart_days(FILE *fp, const pp_whatif_result *r, size_t n) {
             "width='%d' height='%d' viewBox='0 0 %d %d'>\n"
             "<rect width='%d' height='%d' fill='white'/>\n",
             W, H, W, H, W, H);
-    axes(fp, (double)n, ymax, "variant", "days to train", false);
+    axes(fp, (double)n, ymax, "variant (the table's #)", "days to train",
+         false, false);
     double slot = (double)(W - L - R) / (double)(n ? n : 1);
     for (size_t i = 0; i < n; i++) {
         if (r[i].status) continue;
@@ -148,6 +153,10 @@ static void chart_days(FILE *fp, const pp_whatif_result *r, size_t n) {
                 "<rect class='bar expected' x='%.1f' y='%.1f' width='%.1f' "
                 "height='%.1f' fill='#ff7f0e'/>\n",
                 x0, H - B - h1, w, h1, x0 + w, H - B - h2, w, h2);
+        fprintf(fp,
+                "<text x='%.1f' y='%d' font-size='11' "
+                "text-anchor='middle'>%zu</text>\n",
+                x0 + w, H - B + 15, i + 1);
     }
     fprintf(fp,
             "<rect x='%d' y='%d' width='10' height='10' fill='#1f77b4'/>"
