@@ -16,8 +16,9 @@
 #include <unistd.h>
 
 static const pp_cli_opt opts[] = {
-    {"study", 's', "FILE", "study file (studies/NAME.yaml; required)", false,
-     NULL, 0, NULL},
+    {"study", 's', "FILE",
+     "study: YAML file or a name in studies/, e.g. nic-count (required)",
+     false, NULL, 0, NULL},
     {"format", 0, "FMT", "table|csv|json (default: table)", false, NULL, 0,
      NULL},
     {"output", 'o', "FILE", "write to FILE atomically (default: stdout)", false,
@@ -146,6 +147,13 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
     if ((rc = pp_whatif_dist_init(&argc, &argv, &rank, &size)) < 0) {
         pp_error_set(&e, rc, "MPI_Init failed");
         return pp_cli_fail(cmd->name, &e);
+    }
+    /* A path, else a study shipped in studies/ by name ("nic-count"). */
+    char found[4096];
+    if (access(path, R_OK) != 0) {
+        if ((rc = pp_data_find("studies", path, found, sizeof found, &e)) < 0)
+            goto out;
+        path = found;
     }
     if ((rc = pp_whatif_study_load(path, &s, &e)) < 0) goto out;
     size_t n = pp_whatif_variant_count(s);

@@ -75,7 +75,7 @@ static void write_table(const pp_whatif_study *s, const pp_whatif_result *r,
     char m1[32], m2[32], m3[32], f[32];
     header(s, fp);
     fputc('\n', fp);
-    fprintf(fp, "%3s  %-34s %-66s %6s %8s %6s %7s %8s %8s %7s %7s %12s %12s "
+    fprintf(fp, "%3s  %-30s %-46s %6s %8s %6s %7s %8s %8s %7s %7s %12s %12s "
                 "%12s %10s %7s  %s\n",
             "#", "variant", "layout", "GPUs", "iter s", "ratio", "speedup", "days",
             "days+f", "goodput", "ckpt h", "capital", "capex saved",
@@ -91,7 +91,7 @@ static void write_table(const pp_whatif_study *s, const pp_whatif_result *r,
                            ? r[0].cost.capex_usd - x->cost.capex_usd
                            : NAN;
         fprintf(fp,
-                "%3zu  %-34s %-66s %6lld %8.3f %6.2f %7.2f %8.1f %8.1f %6.1f%% "
+                "%3zu  %-30s %-46s %6lld %8.3f %6.2f %7.2f %8.1f %8.1f %6.1f%% "
                 "%7.2f %12s %12s %12s %10.0f %7.2f  %s\n",
                 i + 1, x->label, x->parallel, (long long)x->gpus,
                 x->iteration_time_s, x->ratio, x->speedup, x->ideal_days,
@@ -102,19 +102,20 @@ static void write_table(const pp_whatif_study *s, const pp_whatif_result *r,
                 money(x->cost.total_usd, m3, sizeof m3), x->tokens_per_usd,
                 x->cost.facility_w / 1e6, flags(x, f, sizeof f));
     }
-    fputs("\n(days: failure-free; days+f: expected with failures, "
-          "checkpoints and restarts; ckpt h: checkpoint interval; capex "
-          "saved: against variant 1; cost/model: amortised capital + "
+    fputs("\n(ratio: iteration time against variant 1; speedup: variant 1's "
+          "days over this one's;\n days: failure-free; days+f: expected with "
+          "failures, checkpoints and restarts;\n ckpt h: checkpoint interval; "
+          "capex saved: against variant 1; cost/model: amortised\n capital + "
           "energy, or rent, over days+f; MW: facility power; front: * on "
-          "the Pareto front of (days+f, cost/model), late/$$/W: misses the "
+          "the\n Pareto front of (days+f, cost/model); late/$$/W: misses the "
           "deadline/budget/power cap)\n",
           fp);
-    fprintf(fp, "\ncapital by item:\n%3s  %-34s %18s %18s %18s", "#",
+    fprintf(fp, "\ncapital by item:\n%3s  %-30s %17s %17s %17s", "#",
             "variant", "servers", "GPUs", "HCAs");
     for (int l = 0; l < PP_WI_LEVELS; l++)
-        fprintf(fp, " %18s", level_names[l]);
+        fprintf(fp, " %17s", level_names[l]);
     for (int l = 0; l < PP_WI_CABLE_KINDS; l++)
-        fprintf(fp, " %18s", cable_names[l]);
+        fprintf(fp, " %17s", cable_names[l]);
     fputc('\n', fp);
     for (size_t i = 0; i < n; i++) {
         const pp_whatif_cost *k = &r[i].cost;
@@ -123,14 +124,14 @@ static void write_table(const pp_whatif_study *s, const pp_whatif_result *r,
 #define CELL(cnt, usd)                                                         \
     (snprintf(cell, sizeof cell, "%.0f %s", (cnt), money((usd), mm, sizeof mm)), \
      cell)
-        fprintf(fp, "%3zu  %-34s", i + 1, r[i].label);
-        fprintf(fp, " %18s", CELL(k->nodes, k->servers_total_usd));
-        fprintf(fp, " %18s", CELL(k->gpus, k->gpus_total_usd));
-        fprintf(fp, " %18s", CELL(k->hcas, k->hcas_total_usd));
+        fprintf(fp, "%3zu  %-30s", i + 1, r[i].label);
+        fprintf(fp, " %17s", CELL(k->nodes, k->servers_total_usd));
+        fprintf(fp, " %17s", CELL(k->gpus, k->gpus_total_usd));
+        fprintf(fp, " %17s", CELL(k->hcas, k->hcas_total_usd));
         for (int l = 0; l < PP_WI_LEVELS; l++)
-            fprintf(fp, " %18s", CELL(k->switches[l], k->switches_total_usd[l]));
+            fprintf(fp, " %17s", CELL(k->switches[l], k->switches_total_usd[l]));
         for (int l = 0; l < PP_WI_CABLE_KINDS; l++)
-            fprintf(fp, " %18s", CELL(k->cables[l], k->cables_total_usd[l]));
+            fprintf(fp, " %17s", CELL(k->cables[l], k->cables_total_usd[l]));
 #undef CELL
         fprintf(fp, "%s\n", k->gpu_swapped ? "  (server priced with its "
                                              "GPUs swapped)"

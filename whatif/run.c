@@ -165,6 +165,22 @@ static void unit_prices(const pp_whatif_study *s, const variant *v,
     }
 }
 
+/* The SPEC without the keys at their defaults (pp_parallel_init): it
+ * still pastes into --parallel unchanged, and fits a table column. */
+static void format_spec(const pp_parallel *par, char *buf, size_t len) {
+    char full[256];
+    pp_parallel_format(par, full, sizeof full);
+    static const char *const defaults[] = {",vp=1", ",sp=off",
+                                           ",recompute=full", ",zero=0"};
+    for (size_t d = 0; d < sizeof defaults / sizeof *defaults; d++) {
+        char *p = strstr(full, defaults[d]);
+        size_t k = strlen(defaults[d]);
+        if (p && (p[k] == ',' || p[k] == '\0'))
+            memmove(p, p + k, strlen(p + k) + 1);
+    }
+    snprintf(buf, len, "%.159s", full);
+}
+
 /* The fixed layout: one simulation. */
 static int run_fixed(const pp_whatif_study *s, variant *v,
                      const pp_model *m, const pp_cluster *c,
@@ -208,7 +224,7 @@ static int run_fixed(const pp_whatif_study *s, variant *v,
     r->tflops_per_gpu = res.tflops_per_gpu;
     r->mfu = res.mfu;
     r->gpus = res.gpus;
-    pp_parallel_format(&par, r->parallel, sizeof r->parallel);
+    format_spec(&par, r->parallel, sizeof r->parallel);
     pp_step_result_fini(&res);
     return 0;
 }
@@ -242,7 +258,7 @@ static int run_planner(const pp_whatif_study *s, const variant *v,
     r->tflops_per_gpu = best->tflops_per_gpu;
     r->mfu = best->mfu;
     r->gpus = best->gpus;
-    pp_parallel_format(&best->par, r->parallel, sizeof r->parallel);
+    format_spec(&best->par, r->parallel, sizeof r->parallel);
     size_t u = strlen(r->parallel);
     snprintf(r->parallel + u, sizeof r->parallel - u, "%s%s",
              best->dp_overlap ? ",overlap=on" : "",
