@@ -22,6 +22,7 @@ typedef struct variant {
     double tokens;
     int64_t gbs;
     const char *parallel;
+    const pp_node *parallel_node; /* where it was written, for errors */
     double spares;
     const wi_bundle *bundle;
     char owned[MAX_SETS][160]; /* "path=value" of the cluster keys */
@@ -53,6 +54,7 @@ static int decode(const pp_whatif_study *s, size_t i, variant *v, char *label,
     v->tokens = s->tokens;
     v->gbs = s->gbs;
     v->parallel = s->parallel;
+    v->parallel_node = s->parallel_node;
     v->spares = s->prices.spare_nodes;
     int rc;
     for (size_t k = 0; k < s->n_sets; k++)
@@ -97,7 +99,10 @@ static int decode(const pp_whatif_study *s, size_t i, variant *v, char *label,
             case WI_KEY_GBS:
                 pp_node_int(val, key->path, 1, INT64_MAX, &v->gbs, NULL);
                 break;
-            case WI_KEY_PARALLEL: v->parallel = x; break;
+            case WI_KEY_PARALLEL:
+                v->parallel = x;
+                v->parallel_node = val;
+                break;
             case WI_KEY_SPARES: {
                 int64_t sp = 0;
                 pp_node_int(val, key->path, 0, 1000000, &sp, NULL);
@@ -197,9 +202,8 @@ static int run_fixed(const pp_whatif_study *s, variant *v,
     if (rc < 0) {
         pp_error why = *e;
         pp_error_clear(e);
-        return pp_error_at(e, PP_EINPUT, pp_map_get(pp_doc_root(s->doc),
-                                                    "layout"),
-                           "layout.parallel", "%s", why.msg);
+        return pp_error_at(e, PP_EINPUT, v->parallel_node, NULL, "%s",
+                           why.msg);
     }
     v->gbs = par.gbs; /* the layout's batch sets the iterations */
     pp_step_config cfg;
@@ -218,6 +222,14 @@ static int run_fixed(const pp_whatif_study *s, variant *v,
         snprintf(r->error, sizeof r->error, "%.500s", e->msg);
         pp_error_clear(e);
         return 0;
+    }
+    if (rc == PP_EINPUT && v->parallel_node) {
+        /* The layout does not suit this model or cluster: the study's
+         * line that gave it is where to look. */
+        pp_error why = *e;
+        pp_error_clear(e);
+        return pp_error_at(e, PP_EINPUT, v->parallel_node, NULL, "%s",
+                           why.msg);
     }
     if (rc < 0) return rc;
     r->iteration_time_s = res.iteration_time_s;

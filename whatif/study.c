@@ -138,6 +138,9 @@ static int read_axes(pp_whatif_study *s, pp_node *root, pp_error *e) {
     rc = pp_map_node(root, "", "zip", PP_OPTIONAL, PP_NODE_SEQ, &zip, e);
     if (rc < 0) return rc;
     size_t n = (vary ? vary->n : 0) + (zip ? zip->n : 0);
+    if (n > 64)
+        return pp_error_at(e, PP_EINPUT, vary ? vary : zip, "vary",
+                           "more than 64 axes (vary keys and zip groups)");
     s->axes = pp_xcalloc(n ? n : 1, sizeof *s->axes);
     s->n_variants = 1;
     for (size_t i = 0; vary && i < vary->n; i++) {
@@ -396,6 +399,7 @@ static int read_layout(pp_whatif_study *s, pp_node *root, pp_error *e) {
         if ((rc = pp_map_bool(m, P, "dp_overlap", PP_OPTIONAL, &ov, e)) < 0)
             return rc;
         if (rc == 0) s->dp_overlap = ov;
+        s->parallel_node = pp_map_get(m, "parallel");
         if ((rc = pp_map_done(m, P, e)) < 0) return rc;
     }
     pp_node *pl = NULL;

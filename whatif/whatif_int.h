@@ -63,6 +63,7 @@ struct pp_whatif_study {
     size_t n_sets;
     /* A fixed layout (parallel != NULL) or the planner's best. */
     const char *parallel;
+    const pp_node *parallel_node;
     bool p2p_scatter;
     int dp_overlap; /* -1 the simulator's default */
     double compute_time_s;
