@@ -233,6 +233,8 @@ static void test_plot(void **state) {
                  "--format json --plot %s",
              svg);
     if (r.status != 0) fail_msg("exit %d: %s", r.status, r.err);
+    /* stderr is not a terminal here: no progress bar, nothing at all. */
+    assert_string_equal(r.err, "");
     json_t *j = cli_json(&r);
     size_t n_front = 0, n = json_array_size(json_object_get(j, "variants"));
     for (size_t i = 0; i < n; i++)
