@@ -55,6 +55,10 @@ static const pp_cli_opt opts[] = {
     {"tokens", 0, "T",
      "training tokens, e.g. 300e9: adds days (and cost per trained model)",
      false, NULL, 0, NULL},
+    {"deadline", 0, "DAYS",
+     "with --tokens: layouts that train in more days rank after those that "
+     "meet it (the cost objective's cheapest is otherwise the slowest)",
+     false, NULL, 0, NULL},
     {"fidelity", 0, "F", "network model of the simulations (default: flow):",
      false, &pp_reg_fidelity, 0, NULL},
     {"optimizer", 0, "OPT",
@@ -204,7 +208,9 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
                      &amort, &e) ||
         parse_number("usd-per-kwh", pp_args_get(&a, "usd-per-kwh"), 0, &kwh,
                      &e) ||
-        parse_number("pue", pp_args_get(&a, "pue"), 1, &pue, &e))
+        parse_number("pue", pp_args_get(&a, "pue"), 1, &pue, &e) ||
+        parse_number("deadline", pp_args_get(&a, "deadline"), 1e-9,
+                     &o.deadline_days, &e))
         return pp_cli_fail(cmd->name, &e);
     if (pp_args_get(&a, "memory-reserve") &&
         parse_fraction("memory-reserve", pp_args_get(&a, "memory-reserve"),
@@ -222,6 +228,11 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
     for (size_t i = 0; i < n_fix; i++)
         if (pp_plan_filter_add(&o.filter, fixes[i], true, "--exclude", &e))
             return pp_cli_fail(cmd->name, &e);
+    if (o.deadline_days > 0 && !(o.tokens > 0)) {
+        pp_error_set(&e, PP_EUSAGE, "--deadline needs --tokens (the days "
+                                    "are those of training on them)");
+        return pp_cli_fail(cmd->name, &e);
+    }
     o.top = (int)top;
     o.show = (int)show;
     o.seed = (uint64_t)seed;

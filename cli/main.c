@@ -6,13 +6,15 @@
 #include <string.h>
 
 extern const pp_cli_cmd pp_cmd_calibrate; /* cli/cmd_calibrate.c */
+extern const pp_cli_cmd pp_cmd_whatif;    /* cli/cmd_whatif.c */
 
 static const pp_cli_cmd *const commands[] = {
     /* The three questions first: plan, what if (simulate), then the
      * building blocks and the closed forms. */
     &pp_cmd_plan, &pp_cmd_simulate, &pp_cmd_collective, &pp_cmd_flows,
     &pp_cmd_topo, &pp_cmd_flops,    &pp_cmd_estimate,   &pp_cmd_memory,
-    &pp_cmd_exec, &pp_cmd_list,     &pp_cmd_calibrate,  NULL,
+    &pp_cmd_exec, &pp_cmd_list,     &pp_cmd_calibrate,  &pp_cmd_whatif,
+    NULL,
 };
 
 static void usage(FILE *fp) {

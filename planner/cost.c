@@ -17,6 +17,9 @@
  * fabric's switch type (exact for the generated fabrics, an approximation
  * for explicit ones that mix types).
  *
+ * A server whose price includes GPUs of another type (its catalogue
+ * `gpu:`) is charged this cluster's GPUs instead of those.
+ *
  * The server and switch type names are not part of the cluster's public
  * summary (pp_cluster_info), so the cluster file is read again for them,
  * with the same overrides.
@@ -70,6 +73,18 @@ int pp_plan_prices_get(const pp_cluster *c, double amortization_years,
         per_node_w += srv->power_w;
     } else {
         note_missing(&p, "server");
+    }
+    /* A priced chassis holding GPUs of another type (A100s swapped for
+     * H100s in a DGX): its price includes the catalogue's GPUs, so those
+     * are taken out and this cluster's put in. */
+    const pp_gpu_spec *native =
+        srv && srv->includes_gpus && srv->gpu[0] &&
+                strcmp(srv->gpu, gpu->name) != 0
+            ? pp_catalog_gpu(pp_cluster_catalog(c), srv->gpu)
+            : NULL;
+    if (native) {
+        per_node += gpn * (gpu->price_usd - native->price_usd);
+        per_node_w += gpn * (gpu->tdp_w - native->tdp_w);
     }
     if (!srv || !srv->includes_gpus) {
         if (gpu->price_usd <= 0) note_missing(&p, "GPU");

@@ -170,6 +170,11 @@ static void metrics(const pp_plan *plan, const flops_cache *fc,
     case PP_PLAN_OBJ_COST: c->score = c->cost_usd; break;
     default: c->score = T; break;
     }
+    /* Late layouts after every punctual one, the least late first: no
+     * score of a punctual layout (seconds, days or dollars) comes near
+     * 1e30. */
+    if (o->deadline_days > 0 && c->training_days > o->deadline_days)
+        c->score = 1e30 * (1 + c->training_days);
 }
 
 /* A total order on layouts, so that ties rank the same way every run. */

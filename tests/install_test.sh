@@ -17,7 +17,8 @@ for f in bin/podplan include/podplan/common.h include/podplan/traffic.h \
          share/podplan/topologies/titan.yaml \
          share/podplan/topologies/hardware.yaml \
          share/podplan/topologies/profiles/a100.yaml \
-         share/podplan/topologies/examples/flows.yaml; do
+         share/podplan/topologies/examples/flows.yaml \
+         share/podplan/studies/nic-count.yaml; do
     [ -e "$p/$f" ] || { echo "install_test: $f not installed"; exit 1; }
 done
 ls "$p"/lib*/libpodplan_sim_train.a "$p"/lib*/libpodplan_exec.a > /dev/null

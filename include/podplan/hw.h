@@ -80,6 +80,9 @@ typedef struct pp_server_spec {
     int price_year;
     bool includes_gpus; /* price and power include the GPUs */
     bool includes_hcas; /* ... and the network adapters */
+    char gpu[PP_NAME_MAX]; /* the GPU type the price includes, or "": a
+                              cluster that puts another GPU in it pays
+                              that GPU's price instead */
 } pp_server_spec;
 
 /* Loads a catalogue; path NULL means the shipped topologies/hardware.yaml.

@@ -123,6 +123,12 @@ typedef struct pp_plan_options {
                                   last= are tried without it) */
     pp_plan_objective objective;
     double tokens;          /* training tokens; 0: unknown */
+    double deadline_days;   /* > 0 with tokens: layouts that train in
+                               more days rank after every one that meets
+                               it (so the cost objective no longer buys
+                               its cheapness with months: it picks the
+                               cheapest layout that finishes in time, or
+                               the fastest when none does) */
     pp_optimizer optimizer; /* default adam-mixed */
     pp_plan_target target;  /* default any */
     pp_plan_filter filter;

@@ -283,6 +283,10 @@ static int read_server(pp_node *m, const char *path, pp_server_spec *s,
     rc = pp_map_bool(m, path, "includes_hcas", PP_OPTIONAL, &s->includes_hcas,
                      e);
     if (rc < 0) return rc;
+    const char *gpu = NULL;
+    rc = pp_map_string(m, path, "gpu", PP_OPTIONAL, &gpu, e);
+    if (rc < 0) return rc;
+    if (gpu) snprintf(s->gpu, sizeof s->gpu, "%s", gpu);
     return pp_map_done(m, path, e);
 }
 

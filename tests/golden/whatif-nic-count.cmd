@@ -1,0 +1,2 @@
+# label: slow
+podplan whatif --study nic-count
