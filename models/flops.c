@@ -136,10 +136,9 @@ int pp_flops_count(const pp_model *m, int64_t batch, pp_recompute r,
     if (pp_model_is_moe(m)) {
         double n = (double)pp_model_moe_layers(m);
         double fe = (double)m->expert_ffn_hidden;
-        double moe = gemm - mlp_mats * 2.0 * h * ff +
-                     2.0 * h * (double)m->experts +
-                     (double)(m->top_k + m->shared_experts) * mlp_mats * 2.0 *
-                         h * fe;
+        double moe =
+            gemm - mlp_mats * 2.0 * h * ff + 2.0 * h * (double)m->experts +
+            (double)(m->top_k + m->shared_experts) * mlp_mats * 2.0 * h * fe;
         gemm_sum = (l - n) * gemm + n * moe;
     }
     double dense = 3.0 * tokens * gemm_sum;

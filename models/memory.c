@@ -222,8 +222,7 @@ static void stage_memory(const pp_model *m, const pp_parallel *p,
      * s b h per micro-batch in flight (/t with sp); on the last the fp32
      * logits of the softmax cross-entropy, 4 s b V / t (vocab-parallel). */
     if (st == 0) r.buffers = s * b * h * r.inflight / (sp ? t : 1.0) / cpf;
-    if (st == p->pp - 1)
-        r.buffers += 4.0 * s * b * (double)m->vocab / t / cpf;
+    if (st == p->pp - 1) r.buffers += 4.0 * s * b * (double)m->vocab / t / cpf;
 
     r.total = r.model_states + fmax(r.activations + r.buffers, r.step_grads);
     *out = r;

@@ -109,13 +109,13 @@ static int model_bad(const pp_where *w, pp_error *e, const char *key,
 /* The MoE keys (models/moe.c), once the dense shape is known good. */
 static int moe_check(const pp_model *m, const pp_where *w, pp_error *e) {
     if (m->experts == 0) {
-        const char *k = m->top_k               ? "top_k"
-                        : m->shared_experts    ? "shared_experts"
-                        : m->capacity_factor   ? "capacity_factor"
+        const char *k = m->top_k                ? "top_k"
+                        : m->shared_experts     ? "shared_experts"
+                        : m->capacity_factor    ? "capacity_factor"
                         : m->first_dense_layers ? "first_dense_layers"
-                        : m->expert_ffn_hidden ? "expert_ffn_hidden"
-                        : m->moe_layer_freq    ? "moe_layer_freq"
-                                               : NULL;
+                        : m->expert_ffn_hidden  ? "expert_ffn_hidden"
+                        : m->moe_layer_freq     ? "moe_layer_freq"
+                                                : NULL;
         if (k)
             return model_bad(w, e, k,
                              "is an MoE key, but the model has no experts "
@@ -151,8 +151,7 @@ static int moe_check(const pp_model *m, const pp_where *w, pp_error *e) {
                          "expected 0 (dropless) or 1 to 64, got %g",
                          m->capacity_factor);
     if (m->arch == PP_ARCH_TRANSFORMER && pp_model_moe_layers(m) == 0)
-        return model_bad(w, e, "first_dense_layers",
-                         "leaves no MoE layer");
+        return model_bad(w, e, "first_dense_layers", "leaves no MoE layer");
     return 0;
 }
 
@@ -329,11 +328,25 @@ int pp_model_from_node(pp_node *map, const char *path, pp_model *out,
 /* ------------------------------------------------------------------------
  * Inline: "layers=96,hidden=12288,heads=96,seq=2048,vocab=51200[,...]".
  * ---------------------------------------------------------------------- */
-static const char *const inline_keys[] = {
-    "layers",     "hidden", "heads",           "seq",  "vocab", "kv_heads",
-    "ffn_hidden", "ffn",    "tied_embeddings", "name", "bias",
-    "experts", "top_k", "expert_ffn_hidden", "shared_experts",
-    "moe_layer_freq", "first_dense_layers", "capacity_factor", NULL};
+static const char *const inline_keys[] = {"layers",
+                                          "hidden",
+                                          "heads",
+                                          "seq",
+                                          "vocab",
+                                          "kv_heads",
+                                          "ffn_hidden",
+                                          "ffn",
+                                          "tied_embeddings",
+                                          "name",
+                                          "bias",
+                                          "experts",
+                                          "top_k",
+                                          "expert_ffn_hidden",
+                                          "shared_experts",
+                                          "moe_layer_freq",
+                                          "first_dense_layers",
+                                          "capacity_factor",
+                                          NULL};
 
 enum {
     I_LAYERS,
@@ -370,15 +383,14 @@ static int inline_value(void *ctx, int k, const char *val, pp_error *e) {
         return 0;
     }
     if (k >= I_EXPERTS && k <= I_FIRST_DENSE) {
-        int64_t *moe[] = {&m->experts,        &m->top_k,
+        int64_t *moe[] = {&m->experts,           &m->top_k,
                           &m->expert_ffn_hidden, &m->shared_experts,
-                          &m->moe_layer_freq, &m->first_dense_layers};
+                          &m->moe_layer_freq,    &m->first_dense_layers};
         int64_t lo = k == I_SHARED || k == I_FIRST_DENSE ? 0 : 1;
         if (pp_parse_i64(val, lo, PP_MODEL_DIM_MAX, moe[k - I_EXPERTS]) < 0)
-            return pp_error_set(e, PP_EINPUT,
-                                "%s%s: expected a%s integer, got \"%.100s\"",
-                                pre, inline_keys[k],
-                                lo ? " positive" : " non-negative", val);
+            return pp_error_set(
+                e, PP_EINPUT, "%s%s: expected a%s integer, got \"%.100s\"", pre,
+                inline_keys[k], lo ? " positive" : " non-negative", val);
         return 0;
     }
     if (k == I_CAPACITY) {

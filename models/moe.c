@@ -43,8 +43,7 @@ double pp__mlp_params(const pp_model *m, double f) {
 
 double pp__expert_params_at(const pp_model *m, int64_t layer) {
     if (!pp_model_layer_is_moe(m, layer)) return 0;
-    return (double)m->experts *
-           pp__mlp_params(m, (double)m->expert_ffn_hidden);
+    return (double)m->experts * pp__mlp_params(m, (double)m->expert_ffn_hidden);
 }
 
 /* The dense layer with its FFN replaced by the router, the shared experts
@@ -108,8 +107,7 @@ int pp__parallel_validate_cp_ep(const pp_parallel *p, const pp_model *m,
         return pp_error_set(e, PP_EINPUT,
                             "%sep: %lld does not divide the %lld experts "
                             "of model %s",
-                            pre, (long long)ep, (long long)m->experts,
-                            m->name);
+                            pre, (long long)ep, (long long)m->experts, m->name);
     if (m->expert_ffn_hidden % etp != 0)
         return pp_error_set(e, PP_EINPUT,
                             "%setp: %lld does not divide expert_ffn_hidden "
@@ -147,8 +145,7 @@ int64_t pp__stage_first_layer(const pp_parallel *p, const pp_model *m,
 double pp__stage_params_moe(const pp_model *m, const pp_parallel *p,
                             int64_t stage, double *experts) {
     int64_t first = p->pp > 1 ? pp__stage_first_layer(p, m, stage) : 0;
-    int64_t n =
-        p->pp > 1 ? pp_parallel_stage_layers(p, m, stage) : m->layers;
+    int64_t n = p->pp > 1 ? pp_parallel_stage_layers(p, m, stage) : m->layers;
     double all = pp__layers_params(m, first, n), routed = 0;
     for (int64_t i = first; i < first + n; i++)
         routed += pp__expert_params_at(m, i);
@@ -171,8 +168,7 @@ double pp__moe_shard(const pp_model *m, const pp_parallel *p, int64_t stage) {
     /* Expert data parallelism: tp cp dp / (etp ep) ranks hold the same
      * experts; over dp that is the factor below. */
     double ep = p->ep > 1 ? (double)p->ep : 1.0;
-    double edp_over_dp =
-        (double)p->tp * cp / ((double)pp_parallel_etp(p) * ep);
+    double edp_over_dp = (double)p->tp * cp / ((double)pp_parallel_etp(p) * ep);
     /* One divisor for the sum: all / (dense / cp + routed / edp_over_dp). */
     return all / ((all - routed) / cp + routed / edp_over_dp);
 }
@@ -192,8 +188,8 @@ double pp__moe_act_factor(const pp_model *m, const pp_parallel *p) {
     double h = (double)m->hidden, fe = (double)m->expert_ffn_hidden;
     double cf = m->capacity_factor > 0 ? m->capacity_factor : 1.0;
     double k = (double)m->top_k * cf + (double)m->shared_experts;
-    double moe = 34.0 - 15.0 + 15.0 * k * fe / (4.0 * h) +
-                 2.0 * (double)m->top_k * cf;
+    double moe =
+        34.0 - 15.0 + 15.0 * k * fe / (4.0 * h) + 2.0 * (double)m->top_k * cf;
     double frac = (double)pp_model_moe_layers(m) / (double)m->layers;
     return 1.0 + frac * (moe / 34.0 - 1.0);
 }

@@ -229,8 +229,12 @@ int pp_parallel_validate(const pp_parallel *p, const pp_model *m, pp_error *e) {
     struct {
         const char *key;
         int64_t v;
-    } deg[] = {{"tp", p->tp},   {"pp", p->pp},   {"dp", p->dp},
-               {"mbs", p->mbs}, {"gbs", p->gbs}, {"vp", p->vp},
+    } deg[] = {{"tp", p->tp},
+               {"pp", p->pp},
+               {"dp", p->dp},
+               {"mbs", p->mbs},
+               {"gbs", p->gbs},
+               {"vp", p->vp},
                /* 0 (a struct filled by hand) means 1 */
                {"cp", p->cp > 0 ? p->cp : 1},
                {"ep", p->ep > 0 ? p->ep : 1},

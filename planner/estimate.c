@@ -244,8 +244,8 @@ static int fill_entry(pp_plan_estimator *x, const pp_parallel *par,
     return 0;
 }
 
-static uint64_t key_hash(int64_t tp, int64_t mbs, int sp, int rec,
-                         int64_t cp, int64_t ep, int64_t etp) {
+static uint64_t key_hash(int64_t tp, int64_t mbs, int sp, int rec, int64_t cp,
+                         int64_t ep, int64_t etp) {
     uint64_t k = (uint64_t)tp * 0x9E3779B97F4A7C15ULL;
     k ^= (uint64_t)(cp * 1000003 + ep * 1009 + etp) * 0xD6E8FEB86659FD93ULL;
     k ^= (uint64_t)mbs * 0xC2B2AE3D27D4EB4FULL;
@@ -264,9 +264,9 @@ static int lookup(pp_plan_estimator *x, const pp_parallel *par,
         for (size_t i = 0; i < x->cap; i++) {
             cost_entry *o = &x->cache[i];
             if (!o->used) continue;
-            size_t j = key_hash(o->tp, o->mbs, o->sp, o->rec, o->cp, o->ep,
-                                o->etp) &
-                       (ncap - 1);
+            size_t j =
+                key_hash(o->tp, o->mbs, o->sp, o->rec, o->cp, o->ep, o->etp) &
+                (ncap - 1);
             while (n[j].used) j = (j + 1) & (ncap - 1);
             n[j] = *o;
         }
@@ -322,14 +322,14 @@ static void cp_ep_layer(const pp_plan_estimator *x, const pp_parallel *p,
             same += r / x->gpn == r0 / x->gpn;
         }
         double S = lc->ep_coll_bytes, n = (double)ep;
-        double t_net = same < ep ? x->net_lat + S * (n - (double)same) / n /
-                                                    x->nic_gpu_Bps
-                                 : 0;
+        double t_net =
+            same < ep ? x->net_lat + S * (n - (double)same) / n / x->nic_gpu_Bps
+                      : 0;
         double t_nvl = x->nvl_lat + S * ((double)same - 1.0) / n / x->nvl_Bps;
         double colls = (double)(lc->ep_fwd_colls + lc->ep_bwd_colls +
                                 lc->ep_recompute_colls);
-        *ep_s = colls * fmax(t_net, t_nvl) *
-                (double)pp_model_moe_layers(m) / (double)m->layers;
+        *ep_s = colls * fmax(t_net, t_nvl) * (double)pp_model_moe_layers(m) /
+                (double)m->layers;
     }
     if (cp > 1) {
         double B, lat;

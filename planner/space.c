@@ -21,9 +21,8 @@
  * Pins and exclusions.
  * ---------------------------------------------------------------------- */
 static const char *const dim_names[PP_PLAN_DIM__COUNT + 1] = {
-    "tp",        "pp",   "dp",      "mbs",   "gbs",  "vp", "sp",
-    "recompute", "zero", "overlap", "first", "last", "cp",
-    "ep",        "etp",  NULL};
+    "tp",   "pp",      "dp",    "mbs",  "gbs", "vp", "sp",  "recompute",
+    "zero", "overlap", "first", "last", "cp",  "ep", "etp", NULL};
 
 const char *pp_plan_dim_name(pp_plan_dim d) {
     return (unsigned)d < PP_PLAN_DIM__COUNT ? dim_names[d] : "?";
@@ -239,8 +238,8 @@ static int walk_inner(const pp__space *s, pp_parallel *p, pp__space_fn fn,
 
 /* Expert parallelism for an MoE model (planner/space_moe.c), then the
  * inner dimensions. */
-static int walk_inner_moe(const pp__space *s, pp_parallel *p,
-                          pp__space_fn fn, void *ctx, pp_error *e) {
+static int walk_inner_moe(const pp__space *s, pp_parallel *p, pp__space_fn fn,
+                          void *ctx, pp_error *e) {
     if (!pp_model_is_moe(s->m)) return walk_inner(s, p, fn, ctx, e);
     int64_t eps[MAXDIV], etps[2];
     size_t n_ep = pp__space_ep_degrees(s, p, eps, MAXDIV);
@@ -383,42 +382,42 @@ int pp__space_walk(const pp__space *s, pp__space_fn fn, void *ctx,
             int64_t pp = pps[j];
             if (!allowed(s, PP_PLAN_DIM_PP, pp)) continue;
             for (size_t c = 0; c < n_cp && rc == 0; c++) {
-            int64_t cp = cps[c];
-            int64_t tpp = tp * pp * cp;
-            if (s->gpus > 0) {
-                if (s->gpus % tpp != 0) {
-                    reject(s, PP_PLAN_REJECT_GPUS);
+                int64_t cp = cps[c];
+                int64_t tpp = tp * pp * cp;
+                if (s->gpus > 0) {
+                    if (s->gpus % tpp != 0) {
+                        reject(s, PP_PLAN_REJECT_GPUS);
+                        continue;
+                    }
+                    int64_t dp = s->gpus / tpp;
+                    if (!allowed(s, PP_PLAN_DIM_DP, dp)) continue;
+                    if (s->gbs % dp != 0) {
+                        reject(s, PP_PLAN_REJECT_BATCH);
+                        continue;
+                    }
+                    pp_parallel p;
+                    pp_parallel_init(&p);
+                    p.tp = tp, p.pp = pp, p.dp = dp, p.gbs = s->gbs, p.cp = cp;
+                    rc = walk_batch(s, &p, fn, ctx, e);
                     continue;
                 }
-                int64_t dp = s->gpus / tpp;
-                if (!allowed(s, PP_PLAN_DIM_DP, dp)) continue;
-                if (s->gbs % dp != 0) {
-                    reject(s, PP_PLAN_REJECT_BATCH);
-                    continue;
-                }
-                pp_parallel p;
-                pp_parallel_init(&p);
-                p.tp = tp, p.pp = pp, p.dp = dp, p.gbs = s->gbs, p.cp = cp;
-                rc = walk_batch(s, &p, fn, ctx, e);
-                continue;
-            }
-            if (tpp > s->cluster_gpus) {
-                reject(s, PP_PLAN_REJECT_CLUSTER);
-                continue;
-            }
-            /* Every GPU count the batch suits: dp divides gbs. */
-            for (size_t k = 0; k < n_dp && rc == 0; k++) {
-                int64_t dp = dps[k];
-                if (tpp * dp > s->cluster_gpus) {
+                if (tpp > s->cluster_gpus) {
                     reject(s, PP_PLAN_REJECT_CLUSTER);
-                    break;
+                    continue;
                 }
-                if (!allowed(s, PP_PLAN_DIM_DP, dp)) continue;
-                pp_parallel p;
-                pp_parallel_init(&p);
-                p.tp = tp, p.pp = pp, p.dp = dp, p.gbs = s->gbs, p.cp = cp;
-                rc = walk_batch(s, &p, fn, ctx, e);
-            }
+                /* Every GPU count the batch suits: dp divides gbs. */
+                for (size_t k = 0; k < n_dp && rc == 0; k++) {
+                    int64_t dp = dps[k];
+                    if (tpp * dp > s->cluster_gpus) {
+                        reject(s, PP_PLAN_REJECT_CLUSTER);
+                        break;
+                    }
+                    if (!allowed(s, PP_PLAN_DIM_DP, dp)) continue;
+                    pp_parallel p;
+                    pp_parallel_init(&p);
+                    p.tp = tp, p.pp = pp, p.dp = dp, p.gbs = s->gbs, p.cp = cp;
+                    rc = walk_batch(s, &p, fn, ctx, e);
+                }
             }
         }
     }

@@ -33,7 +33,8 @@ size_t pp__space_cp_degrees(const pp__space *s, int64_t *out, size_t max) {
     const pp_plan_filter *f = s->filter;
     if (f && f->fixed[PP_PLAN_DIM_CP]) {
         int64_t cp = f->value[PP_PLAN_DIM_CP];
-        if (cp == 1 || (m->arch == PP_ARCH_TRANSFORMER && m->seq % (2 * cp) == 0))
+        if (cp == 1 ||
+            (m->arch == PP_ARCH_TRANSFORMER && m->seq % (2 * cp) == 0))
             out[n++] = cp;
         return n;
     }
@@ -80,7 +81,8 @@ void pp__moe_flags(const pp_model *m, const pp_parallel *q, char *buf,
     }
     /* Both: Megatron-core takes a list; too long to spell here, so the
      * pattern is given as a Python expression of the layer index. */
-    snprintf(buf, len, "\"([0]*%lld+[int(i%%%lld==0) for i in range(%lld,%lld)])\"",
+    snprintf(buf, len,
+             "\"([0]*%lld+[int(i%%%lld==0) for i in range(%lld,%lld)])\"",
              (long long)m->first_dense_layers, (long long)f,
              (long long)m->first_dense_layers, (long long)m->layers);
 }

@@ -29,7 +29,8 @@ static void test_zoo_counts(void **state) {
     };
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         pp_model m = load(rows[i].name);
-        if (rows[i].exact > 0) assert_true(pp_model_params(&m) == rows[i].exact);
+        if (rows[i].exact > 0)
+            assert_true(pp_model_params(&m) == rows[i].exact);
         assert_rel(pp_model_params(&m), rows[i].total, rows[i].total_tol);
         assert_rel(pp_model_active_params(&m), rows[i].active,
                    rows[i].active_tol);
@@ -141,8 +142,9 @@ static void test_validate_cp_ep(void **state) {
         {1, "tp=2,dp=4,ep=4", "sp: an MoE model with tp > 1 needs sequence"},
         {1, "tp=2,dp=2,ep=4,sp=on",
          "etp x ep (2 x 4) does not divide tp x cp x dp (4)"},
-        {0, "cp=3", "cp: seq (8192) of model llama3-8b is not divisible by 2 "
-                    "* cp (6)"},
+        {0, "cp=3",
+         "cp: seq (8192) of model llama3-8b is not divisible by 2 "
+         "* cp (6)"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         pp_parallel p = layout(bad[i].spec);

@@ -83,9 +83,9 @@ static void test_simulate_ep(void **state) {
     json_decref(c);
     /* The parts still add up to the iteration. */
     double sum = 0;
-    const char *k[] = {"compute_s", "tp_comm_s", "pp_comm_s",
-                       "dp_comm_exposed_s", "bubble_s", "other_s",
-                       "ep_comm_s", "cp_comm_s"};
+    const char *k[] = {"compute_s",         "tp_comm_s", "pp_comm_s",
+                       "dp_comm_exposed_s", "bubble_s",  "other_s",
+                       "ep_comm_s",         "cp_comm_s"};
     for (size_t i = 0; i < 8; i++) sum += num(ba, k[i]);
     assert_true(fabs(sum - num(a, "iteration_time_s")) <
                 1e-9 * num(a, "iteration_time_s"));
@@ -161,8 +161,8 @@ static void test_scale_plans(void **state) {
                          "deepseek-v3");
     c = json_array_get(json_object_get(d, "candidates"), 0);
     assert_non_null(c);
-    assert_non_null(strstr(json_string_value(json_object_get(c, "parallel")),
-                           "ep="));
+    assert_non_null(
+        strstr(json_string_value(json_object_get(c, "parallel")), "ep="));
     json_decref(d);
 }
 

@@ -81,7 +81,7 @@ static void mark(pp__oplist *l, double params) {
 /* Shapes after the TP split, per micro-batch. */
 typedef struct dims {
     double b, sq, h, t, a, d, kvd, f, V;
-    double sk;    /* keys each query attends to: s (sq = s / cp) */
+    double sk; /* keys each query attends to: s (sq = s / cp) */
     double cp;
     double tok;   /* tokens of a GEMM: s b */
     double tn;    /* tokens of the norm/dropout regions: s b, / t with sp */
@@ -264,8 +264,7 @@ void pp__ops_layer_bwd(const pp__shape *s, pp__oplist *l) {
         pp__ops_moe_bwd(s, l);
     } else {
         tp_enter_bwd(&x, l);
-        gemm_bwd(s, l, "mlp fc2 dgrad", "mlp fc2 wgrad", x.tok, x.h,
-                 x.f / x.t);
+        gemm_bwd(s, l, "mlp fc2 dgrad", "mlp fc2 wgrad", x.tok, x.h, x.f / x.t);
         /* GeLU backward reads its input and the gradient and writes one;
          * the bias gradient reads the result again. */
         mem(s, l, x.swiglu ? "swiglu bwd" : "bias gelu bwd",
@@ -442,9 +441,8 @@ static void sum_list(const pp__oplist *l, size_t from, size_t to, double act,
 }
 
 /* The CP and EP collectives of ops [from, to). */
-static void grp_scan(const pp__oplist *l, size_t from, size_t to,
-                     int32_t *ep_n, double *ep_bytes, double *cp_bytes,
-                     double *cp_ovl) {
+static void grp_scan(const pp__oplist *l, size_t from, size_t to, int32_t *ep_n,
+                     double *ep_bytes, double *cp_bytes, double *cp_ovl) {
     for (size_t i = from; i < to; i++) {
         const pp__op *o = &l->v[i];
         if (o->kind != PP__OP_COMM) continue;

@@ -29,8 +29,8 @@
 #include "step_int.h"
 
 typedef struct moe_dims {
-    double tn;      /* tokens on this GPU entering the layer */
-    double tok;     /* tokens of the TP region (s b / cp) */
+    double tn;  /* tokens on this GPU entering the layer */
+    double tok; /* tokens of the TP region (s b / cp) */
     double h, t, etp, ep, E, k, S, fe, cf;
     bool swiglu;
     bool etp_tp; /* expert-TP exchange runs over the TP group */
@@ -69,10 +69,9 @@ static void a2a(const moe_dims *x, pp__oplist *l, const char *name) {
 
 static void etp_comm(const moe_dims *x, pp__oplist *l, pp_coll_op op) {
     if (x->etp_tp)
-        pp__op_comm(l,
-                    op == PP_COLL_ALLGATHER ? "etp allgather"
-                                            : "etp reducescatter",
-                    op, x->etp * routed_bytes(x), PP__GRP_TP);
+        pp__op_comm(
+            l, op == PP_COLL_ALLGATHER ? "etp allgather" : "etp reducescatter",
+            op, x->etp * routed_bytes(x), PP__GRP_TP);
 }
 
 static void shared_fwd(const pp__shape *s, const moe_dims *x, pp__oplist *l) {
@@ -104,8 +103,8 @@ void pp__ops_moe_fwd(const pp__shape *s, pp__oplist *l) {
     etp_comm(&x, l, PP_COLL_REDUCESCATTER);
     a2a(&x, l, "ep combine alltoall");
     /* Unpermute and the weighted sum of the k outputs. */
-    pp__op_mem(s, l, "moe unpermute", 4.0 * x.tn * x.k * x.cf * x.h +
-                                          2.0 * x.tn * x.h);
+    pp__op_mem(s, l, "moe unpermute",
+               4.0 * x.tn * x.k * x.cf * x.h + 2.0 * x.tn * x.h);
     shared_fwd(s, &x, l);
 }
 
@@ -120,8 +119,7 @@ void pp__ops_moe_bwd(const pp__shape *s, pp__oplist *l) {
     double te = x.tn * x.k * x.cf * x.etp, w = x.fe / x.etp;
     if (x.S > 0) {
         double ws = x.S * x.fe / x.t, act = PP_ACT_BYTES * x.tok * x.h;
-        if (x.t > 1)
-            pp__op_comm(l, "tp allgather", PP_COLL_ALLGATHER, act, 0);
+        if (x.t > 1) pp__op_comm(l, "tp allgather", PP_COLL_ALLGATHER, act, 0);
         gemm_bwd(s, l, "shared fc2 dgrad", "shared fc2 wgrad", x.tok, x.h, ws);
         pp__op_mem(s, l, "shared swiglu bwd",
                    (x.swiglu ? 10.0 : 8.0) * x.tok * ws);

@@ -505,7 +505,7 @@ void pp__step_start(step *S) {
 }
 
 const char *const pp__step_state_names[] = {
-    "idle",    "compute",        "tp",        "waiting for input",
-    "sending", "gathering",      "dp sync",   "dp reduce (micro-batch)",
-    "barrier", "embedding sync", "optimizer", "zero allgather",
+    "idle",    "compute",        "tp",         "waiting for input",
+    "sending", "gathering",      "dp sync",    "dp reduce (micro-batch)",
+    "barrier", "embedding sync", "optimizer",  "zero allgather",
     "done",    "ep alltoall",    "cp exchange"};

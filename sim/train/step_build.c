@@ -68,8 +68,8 @@ void pp__step_build(step *S) {
         double t = generic_compute_s(S);
         label(S, "forward", 0, "");
         label(S, "backward", 0, "");
-        prog_push(&S->fwd[0],
-                  (item){IT_COMPUTE, 0, (const char *)(uintptr_t)1, t / 3, 0, 0});
+        prog_push(&S->fwd[0], (item){IT_COMPUTE, 0, (const char *)(uintptr_t)1,
+                                     t / 3, 0, 0});
         double params = S->m->params;
         for (int k = 0; k < GENERIC_PARTS; k++) {
             prog_push(&S->bwd[0],

@@ -49,8 +49,8 @@ enum {
     ST_OPT,     /* optimizer step */
     ST_ZAG,     /* ZeRO parameter AllGather */
     ST_DONE,
-    ST_EP,      /* in an MoE all-to-all (sim/train/step_group.c) */
-    ST_CP       /* in CP's K/V exchange after the overlapped compute */
+    ST_EP, /* in an MoE all-to-all (sim/train/step_group.c) */
+    ST_CP  /* in CP's K/V exchange after the overlapped compute */
 };
 
 typedef struct msg {
@@ -137,7 +137,7 @@ enum {
     K_OPT,
     K_ZAG,
     K_Z3,
-    K_GRP    /* a CP or EP collective (counts down st->pending) */
+    K_GRP /* a CP or EP collective (counts down st->pending) */
 };
 #define ARG(k, i) ((uint64_t)(k) << 56 | (uint64_t)(i))
 #define ARG_K(a) ((int)((a) >> 56))
