@@ -437,7 +437,8 @@ int pp_plan_estimate(pp_plan_estimator *x, const pp_parallel *p, bool overlap,
      * tensors ((V - 1) / V of that on average: the ends send one way). */
     double t_hop = 0;
     if (p->pp > 1) {
-        double act = pp_activation_bytes(m, p->mbs);
+        double act = pp_activation_bytes(m, p->mbs) /
+                     (p->cp > 1 ? (double)p->cp : 1.0);
         bool net = crosses(x, p);
         /* Measured against the simulator at flow fidelity (GPT-3 175B on
          * titan): a stage's sends meet the neighbours' sends and, when a

@@ -336,7 +336,8 @@ static int setup(step *S, const pp_step_config *cfg, pp_error *e) {
             if (S->bwd[v].it[i].kind == IT_MARK)
                 S->vparams[v] += S->bwd[v].it[i].x;
     if (S->m->arch == PP_ARCH_TRANSFORMER) {
-        S->act_bytes = pp_activation_bytes(S->m, p->mbs);
+        /* A CP rank holds and sends s / cp of the sequence. */
+        S->act_bytes = pp_activation_bytes(S->m, p->mbs) / S->cp;
         /* With sp the tensor between stages is already split over tp;
          * without it each rank sends 1/tp and the receiver gathers, unless
          * every rank sends its whole copy (Megatron-core: tp x traffic). */
