@@ -11,6 +11,18 @@
  *   ds-16mb  global batch 2048: 16 micro-batches
  *   mixtral  mixtral-8x7b on dgx-h100-ndr, tp 1, dp 256, ep 8, batch 256
  *
+ * Why the flows are not aggregated.  Merging flows is exact under max-min
+ * only for flows on the same path that start together with the same size:
+ * progressive filling freezes them at the same level, so they behave as
+ * one flow of k times the bytes *with weight k* (an unweighted merged flow
+ * would get one share, not k).  In these all-to-alls no two flows share a
+ * path: on a rail-optimised fabric each GPU sends through its own NIC, and
+ * (src GPU, dst GPU) differs for every flow of every group, inside a
+ * server too (NVSwitch ports).  Merging per node pair or per rail would
+ * change the answer, not just its cost, so it is not done; what is left is
+ * the solver's cost per flow (about 1 us here: joining, the batched
+ * update, the route lookup).
+ *
  * Prints the wall time of pp_step_simulate alone (the cluster is loaded
  * first), the process's peak resident memory so far, engine events,
  * transfers and collectives started, flows, max-min updates and the flows
