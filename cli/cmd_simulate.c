@@ -93,10 +93,18 @@ typedef struct result {
     char placement[16];
 } result;
 
-static void row(FILE *fp, const char *name, const pp_breakdown *b) {
-    fprintf(fp, "  %-6s %9.4f %9.4f %9.4f %10.4f %9.4f %9.4f\n", name,
+/* ep comm and cp comm columns only for layouts that have them (a dense
+ * layout's table is what it always was). */
+static void row(FILE *fp, const char *name, const pp_breakdown *b, bool xc) {
+    fprintf(fp, "  %-6s %9.4f %9.4f %9.4f %10.4f %9.4f %9.4f", name,
             b->compute_s, b->tp_comm_s, b->pp_comm_s, b->dp_comm_exposed_s,
             b->bubble_s, b->other_s);
+    if (xc) fprintf(fp, " %9.4f %9.4f", b->ep_comm_s, b->cp_comm_s);
+    fputc('\n', fp);
+}
+
+static bool extra_cols(const pp_parallel *p) {
+    return p->ep > 1 || p->cp > 1;
 }
 
 static void print_table(FILE *fp, const void *ctx) {
@@ -142,17 +150,20 @@ static void print_table(FILE *fp, const void *ctx) {
                 pp_fmtq(x->tokens, PP_Q_COUNT));
     fprintf(fp, "\nbreakdown per pipeline stage, seconds (each row adds up to "
                 "the iteration time)\n");
-    fprintf(fp, "  %-6s %9s %9s %9s %10s %9s %9s\n", "stage", "compute",
+    bool xc = extra_cols(&x->p);
+    fprintf(fp, "  %-6s %9s %9s %9s %10s %9s %9s", "stage", "compute",
             "tp comm", "pp comm", "dp exposed", "bubble", "other");
+    if (xc) fprintf(fp, " %9s %9s", "ep comm", "cp comm");
+    fputc('\n', fp);
     for (size_t i = 0; i < r->n_stages; i++) {
         char nm[24];
         snprintf(nm, sizeof nm, "%zu", i);
-        row(fp, nm, &r->stages[i]);
+        row(fp, nm, &r->stages[i], xc);
     }
-    row(fp, "mean", &r->total);
+    row(fp, "mean", &r->total, xc);
 }
 
-static json_t *bd_json(const pp_breakdown *b) {
+static json_t *bd_json(const pp_breakdown *b, bool xc) {
     json_t *o = json_object();
     json_object_set_new(o, "compute_s", pp_json_num(b->compute_s));
     json_object_set_new(o, "tp_comm_s", pp_json_num(b->tp_comm_s));
@@ -161,6 +172,10 @@ static json_t *bd_json(const pp_breakdown *b) {
                         pp_json_num(b->dp_comm_exposed_s));
     json_object_set_new(o, "bubble_s", pp_json_num(b->bubble_s));
     json_object_set_new(o, "other_s", pp_json_num(b->other_s));
+    if (xc) {
+        json_object_set_new(o, "ep_comm_s", pp_json_num(b->ep_comm_s));
+        json_object_set_new(o, "cp_comm_s", pp_json_num(b->cp_comm_s));
+    }
     return o;
 }
 
@@ -204,10 +219,10 @@ static json_t *to_json(const result *x) {
         json_object_set_new(o, "tokens", pp_json_num(x->tokens));
         json_object_set_new(o, "training_days", pp_json_num(x->days));
     }
-    json_object_set_new(o, "breakdown", bd_json(&r->total));
+    json_object_set_new(o, "breakdown", bd_json(&r->total, extra_cols(&x->p)));
     json_t *st = json_array();
     for (size_t i = 0; i < r->n_stages; i++)
-        json_array_append_new(st, bd_json(&r->stages[i]));
+        json_array_append_new(st, bd_json(&r->stages[i], extra_cols(&x->p)));
     json_object_set_new(o, "stages", st);
     json_t *sim = json_object();
     json_object_set_new(sim, "events", json_integer((json_int_t)r->events));

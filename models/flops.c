@@ -128,12 +128,25 @@ int pp_flops_count(const pp_model *m, int64_t batch, pp_recompute r,
     double core = 2.0 * s * h + 2.0 * s * h;
     double logits = 2.0 * h * V; /* per token, forward */
 
-    double dense = 3.0 * tokens * l * gemm;
+    /* An MoE layer (models/moe.c) runs the router (2 h E per token) and
+     * top_k + shared experts of expert_ffn_hidden instead of the FFN: the
+     * FLOPs of the active parameters (Jiang et al. 2024; DeepSeek-V3's
+     * 6 N_active per token).  Capacity padding is not counted. */
+    double gemm_sum = l * gemm;
+    if (pp_model_is_moe(m)) {
+        double n = (double)pp_model_moe_layers(m);
+        double fe = (double)m->expert_ffn_hidden;
+        double moe =
+            gemm - mlp_mats * 2.0 * h * ff + 2.0 * h * (double)m->experts +
+            (double)(m->top_k + m->shared_experts) * mlp_mats * 2.0 * h * fe;
+        gemm_sum = (l - n) * gemm + n * moe;
+    }
+    double dense = 3.0 * tokens * gemm_sum;
     double attn = 3.0 * tokens * l * core;
     double logit = 3.0 * tokens * logits;
     f.model = dense + attn + logit;
     if (r == PP_RECOMPUTE_FULL) {
-        dense += tokens * l * gemm;
+        dense += tokens * gemm_sum;
         attn += tokens * l * core;
     } else if (r == PP_RECOMPUTE_SELECTIVE) {
         attn += tokens * l * core;

@@ -80,6 +80,7 @@ double pp__stage_params(const pp_model *m, const pp_parallel *p) {
 double pp__stage_params_of(const pp_model *m, const pp_parallel *p,
                            int64_t stage) {
     if (m->arch == PP_ARCH_GENERIC) return m->params;
+    if (pp_model_is_moe(m)) return pp__stage_params_moe(m, p, stage, NULL);
     double tp = (double)p->tp;
     if (p->pp <= 1) return pp_model_params(m) / tp;
     /* ceil: with layers not divisible by pp (only when the caller skipped
@@ -161,6 +162,15 @@ static void stage_memory(const pp_model *m, const pp_parallel *p,
     double wsh = p->zero >= 3 ? dp : 1.0;
 
     r.params_per_gpu = pp__stage_params_of(m, p, st);
+    /* Megatron-core shards the distributed optimizer over dp x cp; an
+     * MoE model's expert parameters over their own data-parallel group
+     * (tp cp dp / (etp ep) ranks), which pp__moe_shard folds into one
+     * effective divisor per kind of state.  Both are 1 for a dense model
+     * without cp. */
+    double sh = pp__moe_shard(m, p, st);
+    if (p->zero >= 1) osh *= sh;
+    if (p->zero >= 2) gsh *= sh;
+    if (p->zero >= 3) wsh *= sh;
     r.weights = r.params_per_gpu * ob->weights / wsh;
     r.grads = r.params_per_gpu * ob->grads / gsh;
     r.optimizer = r.params_per_gpu * ob->states / osh;
@@ -193,7 +203,12 @@ static void stage_memory(const pp_model *m, const pp_parallel *p,
                         : ceil((double)m->layers / ppd);
     bool sp = p->sp && p->tp > 1;
 
-    r.activations_per_layer = act_layer(m, p, p->recompute);
+    /* Context parallelism splits every activation's sequence over cp,
+     * the s^2 scores too (each rank's queries against all keys); an MoE
+     * layer keeps more (pp__moe_act_factor). */
+    double cpf = p->cp > 1 ? (double)p->cp : 1.0;
+    double moef = pp__moe_act_factor(m, p);
+    r.activations_per_layer = act_layer(m, p, p->recompute) * moef / cpf;
     if (p->vp > 1) {
         /* Interleaved 1F1B (Megatron-LM's schedules.py): stage st warms up
          * with 2 (pp - st - 1) + (vp - 1) pp chunk forwards before its first
@@ -217,14 +232,15 @@ static void stage_memory(const pp_model *m, const pp_parallel *p,
      * holds that layer's complete activations meanwhile (Korthikanti sec.
      * 4.1). */
     if (p->recompute == PP_RECOMPUTE_FULL)
-        r.activations += act_layer(m, p, PP_RECOMPUTE_NONE);
+        r.activations += act_layer(m, p, PP_RECOMPUTE_NONE) *
+                         pp__moe_act_factor(m, NULL) / cpf;
 
     /* Buffers outside the layers (Korthikanti sec. 4.3): on the first
      * stage the dropout mask of the input embedding, 1 byte per element,
      * s b h per micro-batch in flight (/t with sp); on the last the fp32
      * logits of the softmax cross-entropy, 4 s b V / t (vocab-parallel). */
-    if (st == 0) r.buffers = s * b * h * r.inflight / (sp ? t : 1.0);
-    if (st == p->pp - 1) r.buffers += 4.0 * s * b * (double)m->vocab / t;
+    if (st == 0) r.buffers = s * b * h * r.inflight / (sp ? t : 1.0) / cpf;
+    if (st == p->pp - 1) r.buffers += 4.0 * s * b * (double)m->vocab / t / cpf;
 
     /* ZeRO-3 / FSDP gathers each layer's full (/tp) 16-bit weights
      * before using it and frees them after: the layer in use and the one

@@ -64,7 +64,7 @@ double pp__embedding_params(const pp_model *m) {
 double pp_model_params(const pp_model *m) {
     if (m->arch == PP_ARCH_GENERIC) return m->params;
     double h = (double)m->hidden;
-    double p = (double)m->layers * pp__layer_params(m);
+    double p = pp__layers_params(m, 0, m->layers);
     p += pp__embedding_params(m);
     p += m->ffn == PP_FFN_SWIGLU ? h : 2.0 * h; /* final norm */
     if (!m->tied_embeddings)
@@ -106,6 +106,55 @@ static int model_bad(const pp_where *w, pp_error *e, const char *key,
     return pp_error_set(e, PP_EINPUT, "%s%s: %s", w->prefix, key, msg);
 }
 
+/* The MoE keys (models/moe.c), once the dense shape is known good. */
+static int moe_check(const pp_model *m, const pp_where *w, pp_error *e) {
+    if (m->experts == 0) {
+        const char *k = m->top_k                ? "top_k"
+                        : m->shared_experts     ? "shared_experts"
+                        : m->capacity_factor    ? "capacity_factor"
+                        : m->first_dense_layers ? "first_dense_layers"
+                        : m->expert_ffn_hidden  ? "expert_ffn_hidden"
+                        : m->moe_layer_freq     ? "moe_layer_freq"
+                                                : NULL;
+        if (k)
+            return model_bad(w, e, k,
+                             "is an MoE key, but the model has no experts "
+                             "(set experts)");
+        return 0;
+    }
+    if (m->experts < 1 || m->experts > PP_MODEL_DIM_MAX)
+        return model_bad(w, e, "experts", "expected a positive integer");
+    if (m->top_k < 1 || m->top_k > m->experts)
+        return model_bad(w, e, "top_k",
+                         "expected 1 to experts (%lld), got %lld",
+                         (long long)m->experts, (long long)m->top_k);
+    if (m->expert_ffn_hidden < 1 || m->expert_ffn_hidden > PP_MODEL_DIM_MAX)
+        return model_bad(w, e, "expert_ffn_hidden",
+                         "expected a positive integer");
+    if (m->shared_experts < 0 || m->shared_experts > PP_MODEL_DIM_MAX)
+        return model_bad(w, e, "shared_experts",
+                         "expected a non-negative integer");
+    if (m->moe_layer_freq < 1 || m->moe_layer_freq > m->layers)
+        return model_bad(w, e, "moe_layer_freq",
+                         "expected 1 to layers (%lld), got %lld",
+                         (long long)m->layers, (long long)m->moe_layer_freq);
+    if (m->first_dense_layers < 0 || m->first_dense_layers >= m->layers)
+        return model_bad(w, e, "first_dense_layers",
+                         "expected 0 to layers - 1 (%lld), got %lld",
+                         (long long)(m->layers - 1),
+                         (long long)m->first_dense_layers);
+    /* A capacity below 1 drops tokens even when routing is balanced;
+     * Switch Transformer (Fedus et al. 2022) uses 1 to 2. */
+    if (m->capacity_factor != 0 &&
+        !(m->capacity_factor >= 1.0 && m->capacity_factor <= 64.0))
+        return model_bad(w, e, "capacity_factor",
+                         "expected 0 (dropless) or 1 to 64, got %g",
+                         m->capacity_factor);
+    if (m->arch == PP_ARCH_TRANSFORMER && pp_model_moe_layers(m) == 0)
+        return model_bad(w, e, "first_dense_layers", "leaves no MoE layer");
+    return 0;
+}
+
 static int model_check(const pp_model *m, const pp_where *w, pp_error *e) {
     if (m->arch == PP_ARCH_GENERIC) {
         if (!(m->params > 0))
@@ -141,7 +190,7 @@ static int model_check(const pp_model *m, const pp_where *w, pp_error *e) {
     if (m->heads % m->kv_heads != 0)
         return model_bad(w, e, "kv_heads", "%lld does not divide heads (%lld)",
                          (long long)m->kv_heads, (long long)m->heads);
-    return 0;
+    return moe_check(m, w, e);
 }
 
 int pp_model_validate(const pp_model *m, pp_error *e) {
@@ -164,6 +213,10 @@ static void model_defaults(pp_model *m) {
 static void model_derive(pp_model *m) {
     if (m->kv_heads == 0) m->kv_heads = m->heads;
     if (m->ffn_hidden == 0) m->ffn_hidden = 4 * m->hidden;
+    if (m->experts > 0) {
+        if (m->expert_ffn_hidden == 0) m->expert_ffn_hidden = m->ffn_hidden;
+        if (m->moe_layer_freq == 0) m->moe_layer_freq = 1;
+    }
 }
 
 /* ------------------------------------------------------------------------
@@ -206,11 +259,23 @@ int pp_model_from_node(pp_node *map, const char *path, pp_model *out,
                     {"kv_heads", PP_OPTIONAL, &m.kv_heads},
                     {"seq", PP_REQUIRED, &m.seq},
                     {"vocab", PP_REQUIRED, &m.vocab},
-                    {"ffn_hidden", PP_OPTIONAL, &m.ffn_hidden}};
+                    {"ffn_hidden", PP_OPTIONAL, &m.ffn_hidden},
+                    {"experts", PP_OPTIONAL, &m.experts},
+                    {"top_k", PP_OPTIONAL, &m.top_k},
+                    {"expert_ffn_hidden", PP_OPTIONAL, &m.expert_ffn_hidden},
+                    {"moe_layer_freq", PP_OPTIONAL, &m.moe_layer_freq}};
         for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
             if ((rc = pp_map_int(map, path, ints[i].key, ints[i].flags, 1,
                                  PP_MODEL_DIM_MAX, ints[i].dst, e)) < 0)
                 return rc;
+        /* These two may be 0. */
+        if ((rc = pp_map_int(map, path, "shared_experts", PP_OPTIONAL, 0,
+                             PP_MODEL_DIM_MAX, &m.shared_experts, e)) < 0 ||
+            (rc = pp_map_int(map, path, "first_dense_layers", PP_OPTIONAL, 0,
+                             PP_MODEL_DIM_MAX, &m.first_dense_layers, e)) < 0 ||
+            (rc = pp_map_number(map, path, "capacity_factor", PP_OPTIONAL, 0,
+                                64, &m.capacity_factor, e)) < 0)
+            return rc;
         if ((rc = pp_map_enum(map, path, "ffn", PP_OPTIONAL, ffn_names, &ffn,
                               e)) < 0)
             return rc;
@@ -228,6 +293,15 @@ int pp_model_from_node(pp_node *map, const char *path, pp_model *out,
 
     pp_where w = {map, path, ""};
     /* Blame the key the user wrote, not the default derived from it. */
+    if (m.arch == PP_ARCH_TRANSFORMER && m.experts == 0 && m.top_k)
+        return model_bad(&w, e, "top_k",
+                         "is an MoE key, but the model has no experts "
+                         "(set experts)");
+    if (m.experts > 0 && m.top_k == 0)
+        return model_bad(&w, e, "top_k",
+                         "missing: an MoE model (experts: %lld) needs the "
+                         "experts each token is routed to",
+                         (long long)m.experts);
     if (m.arch == PP_ARCH_TRANSFORMER && m.ffn_hidden == 0 &&
         m.hidden > PP_MODEL_DIM_MAX / 4)
         return model_bad(&w, e, "hidden",
@@ -254,9 +328,25 @@ int pp_model_from_node(pp_node *map, const char *path, pp_model *out,
 /* ------------------------------------------------------------------------
  * Inline: "layers=96,hidden=12288,heads=96,seq=2048,vocab=51200[,...]".
  * ---------------------------------------------------------------------- */
-static const char *const inline_keys[] = {
-    "layers",     "hidden", "heads",           "seq",  "vocab", "kv_heads",
-    "ffn_hidden", "ffn",    "tied_embeddings", "name", "bias",  NULL};
+static const char *const inline_keys[] = {"layers",
+                                          "hidden",
+                                          "heads",
+                                          "seq",
+                                          "vocab",
+                                          "kv_heads",
+                                          "ffn_hidden",
+                                          "ffn",
+                                          "tied_embeddings",
+                                          "name",
+                                          "bias",
+                                          "experts",
+                                          "top_k",
+                                          "expert_ffn_hidden",
+                                          "shared_experts",
+                                          "moe_layer_freq",
+                                          "first_dense_layers",
+                                          "capacity_factor",
+                                          NULL};
 
 enum {
     I_LAYERS,
@@ -269,7 +359,14 @@ enum {
     I_FFN,
     I_TIED,
     I_NAME,
-    I_BIAS
+    I_BIAS,
+    I_EXPERTS,
+    I_TOP_K,
+    I_EXPERT_FFN,
+    I_SHARED,
+    I_MOE_FREQ,
+    I_FIRST_DENSE,
+    I_CAPACITY
 };
 
 static int inline_value(void *ctx, int k, const char *val, pp_error *e) {
@@ -283,6 +380,28 @@ static int inline_value(void *ctx, int k, const char *val, pp_error *e) {
                                 "%s%s: expected a positive integer, got "
                                 "\"%.100s\"",
                                 pre, inline_keys[k], val);
+        return 0;
+    }
+    if (k >= I_EXPERTS && k <= I_FIRST_DENSE) {
+        int64_t *moe[] = {&m->experts,           &m->top_k,
+                          &m->expert_ffn_hidden, &m->shared_experts,
+                          &m->moe_layer_freq,    &m->first_dense_layers};
+        int64_t lo = k == I_SHARED || k == I_FIRST_DENSE ? 0 : 1;
+        if (pp_parse_i64(val, lo, PP_MODEL_DIM_MAX, moe[k - I_EXPERTS]) < 0)
+            return pp_error_set(
+                e, PP_EINPUT, "%s%s: expected a%s integer, got \"%.100s\"", pre,
+                inline_keys[k], lo ? " positive" : " non-negative", val);
+        return 0;
+    }
+    if (k == I_CAPACITY) {
+        char *end;
+        double x = strtod(val, &end);
+        if (end == val || *end || !(x >= 0 && x <= 64))
+            return pp_error_set(e, PP_EINPUT,
+                                "%scapacity_factor: expected 0 (dropless) "
+                                "or 1 to 64, got \"%.100s\"",
+                                pre, val);
+        m->capacity_factor = x;
         return 0;
     }
     if (k == I_FFN) {
@@ -332,6 +451,11 @@ static int model_parse_inline(const char *spec, pp_model *out, pp_error *e) {
                                 "%s%s: missing (an inline model needs "
                                 "layers, hidden, heads, seq and vocab)",
                                 pre, inline_keys[k]);
+    if (m.experts > 0 && m.top_k == 0)
+        return pp_error_set(e, PP_EINPUT,
+                            "%stop_k: missing (an MoE model needs the "
+                            "experts each token is routed to)",
+                            pre);
     model_derive(&m);
     if (!(seen & (UINT64_C(1) << I_BIAS)))
         m.bias = m.ffn != PP_FFN_SWIGLU; /* as pp_model_from_node */

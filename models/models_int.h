@@ -25,4 +25,31 @@ double pp__stage_params(const pp_model *m, const pp_parallel *p);
 double pp__stage_params_of(const pp_model *m, const pp_parallel *p,
                            int64_t stage);
 
+/* models/moe.c.  The FFN of width f (SwiGLU: 3 matrices, GeLU: 2, with
+ * biases when m->bias); layer `layer`'s parameters (an MoE layer: router,
+ * shared and all routed experts); the routed experts' alone (0 for a
+ * dense layer): what expert parallelism splits; the sum over layers
+ * from..from+n-1. */
+double pp__mlp_params(const pp_model *m, double f);
+double pp__layer_params_at(const pp_model *m, int64_t layer);
+double pp__expert_params_at(const pp_model *m, int64_t layer);
+double pp__layers_params(const pp_model *m, int64_t from, int64_t n);
+/* The first layer (0-based, model order) of pipeline stage `stage`. */
+int64_t pp__stage_first_layer(const pp_parallel *p, const pp_model *m,
+                              int64_t stage);
+/* models/moe.c: pp_parallel_validate's rules for cp, ep and etp. */
+int pp__parallel_validate_cp_ep(const pp_parallel *p, const pp_model *m,
+                                const char *pre, pp_error *e);
+/* models/moe.c, for memory.c.  An MoE model's parameters on one GPU of
+ * stage `stage` (the dense part / tp, the routed experts / (ep etp), the
+ * embedding or output layer at the ends / tp); the routed part alone in
+ * *experts when not NULL.  pp__moe_shard: what ZeRO's divisor over dp is
+ * multiplied by (cp for dense parameters; for the experts their own
+ * data-parallel group instead of dp), as one weighted factor.
+ * pp__moe_act_factor: an MoE model's stored activations against a dense
+ * one's of the same shape (p NULL: without recompute). */
+double pp__stage_params_moe(const pp_model *m, const pp_parallel *p,
+                            int64_t stage, double *experts);
+double pp__moe_shard(const pp_model *m, const pp_parallel *p, int64_t stage);
+double pp__moe_act_factor(const pp_model *m, const pp_parallel *p);
 #endif /* PODPLAN_MODELS_INT_H */

@@ -14,8 +14,8 @@
 #define PP_PARALLEL_MAX 1000000000LL
 
 static const char *const spec_keys[] = {
-    "tp",        "pp",   "dp",    "mbs",  "gbs",   "vp",   "sp",
-    "recompute", "zero", "first", "last", "dtype", "attn", NULL};
+    "tp",   "pp",    "dp",    "mbs",   "gbs",  "vp",  "sp",  "recompute",
+    "zero", "first", "last",  "dtype", "attn", "cp",  "ep",  "etp", NULL};
 enum {
     K_TP,
     K_PP,
@@ -29,7 +29,10 @@ enum {
     K_FIRST,
     K_LAST,
     K_DTYPE,
-    K_ATTN
+    K_ATTN,
+    K_CP,
+    K_EP,
+    K_ETP
 };
 
 void pp_parallel_init(pp_parallel *p) {
@@ -43,6 +46,16 @@ void pp_parallel_init(pp_parallel *p) {
      * domain.md sec. 5 used, and the memory that always fits. */
     p->recompute = PP_RECOMPUTE_FULL;
     p->zero = 0;
+    p->cp = p->ep = 1;
+    p->etp = 0; /* = tp */
+}
+
+int64_t pp_parallel_etp(const pp_parallel *p) {
+    return p->etp > 0 ? p->etp : p->tp;
+}
+
+int64_t pp_parallel_gpus(const pp_parallel *p) {
+    return p->tp * (p->cp > 0 ? p->cp : 1) * p->pp * p->dp;
 }
 
 static int spec_value(void *ctx, int k, const char *val, pp_error *e) {
@@ -56,6 +69,9 @@ static int spec_value(void *ctx, int k, const char *val, pp_error *e) {
     case K_MBS: dst = &p->mbs; break;
     case K_GBS: dst = &p->gbs; break;
     case K_VP: dst = &p->vp; break;
+    case K_CP: dst = &p->cp; break;
+    case K_EP: dst = &p->ep; break;
+    case K_ETP: dst = &p->etp; break;
     case K_FIRST:
     case K_LAST:
         /* 0 is allowed: an even share, as if the key were absent. */
@@ -158,6 +174,14 @@ char *pp_parallel_format(const pp_parallel *p, char *buf, size_t len) {
     if (n >= 0 && (size_t)n < len && (p->first || p->last))
         n += snprintf(buf + n, len - (size_t)n, ",first=%lld,last=%lld",
                       (long long)p->first, (long long)p->last);
+    /* Likewise cp, ep and etp only where set: a dense layout's SPEC is
+     * the one it always was. */
+    if (n >= 0 && (size_t)n < len && p->cp > 1)
+        n += snprintf(buf + n, len - (size_t)n, ",cp=%lld", (long long)p->cp);
+    if (n >= 0 && (size_t)n < len && p->ep > 1)
+        n += snprintf(buf + n, len - (size_t)n, ",ep=%lld", (long long)p->ep);
+    if (n >= 0 && (size_t)n < len && p->etp > 0)
+        n += snprintf(buf + n, len - (size_t)n, ",etp=%lld", (long long)p->etp);
     /* dtype and attn likewise only when not the defaults (bf16, the
      * stack's attention), so that older SPECs read back the same. */
     if (n >= 0 && (size_t)n < len && p->dtype != PP_PREC_BF16)
@@ -233,8 +257,16 @@ int pp_parallel_validate(const pp_parallel *p, const pp_model *m, pp_error *e) {
     struct {
         const char *key;
         int64_t v;
-    } deg[] = {{"tp", p->tp},   {"pp", p->pp},   {"dp", p->dp},
-               {"mbs", p->mbs}, {"gbs", p->gbs}, {"vp", p->vp}};
+    } deg[] = {{"tp", p->tp},
+               {"pp", p->pp},
+               {"dp", p->dp},
+               {"mbs", p->mbs},
+               {"gbs", p->gbs},
+               {"vp", p->vp},
+               /* 0 (a struct filled by hand) means 1 */
+               {"cp", p->cp > 0 ? p->cp : 1},
+               {"ep", p->ep > 0 ? p->ep : 1},
+               {"etp", pp_parallel_etp(p)}};
     for (size_t i = 0; i < sizeof deg / sizeof deg[0]; i++)
         if (deg[i].v < 1 || deg[i].v > PP_PARALLEL_MAX)
             return pp_error_set(e, PP_EINPUT,
@@ -267,6 +299,15 @@ int pp_parallel_validate(const pp_parallel *p, const pp_model *m, pp_error *e) {
 
     if (m->arch == PP_ARCH_GENERIC) {
         /* A generic model has no layer shape to split: data parallel only. */
+        if (p->cp > 1 || p->ep > 1 || p->etp > 1)
+            return pp_error_set(e, PP_EINPUT,
+                                "%s%s: model %s is generic (no layer shape): "
+                                "only data parallelism applies",
+                                pre,
+                                p->cp > 1   ? "cp"
+                                : p->ep > 1 ? "ep"
+                                            : "etp",
+                                m->name);
         if (p->tp > 1 || p->pp > 1 || p->vp > 1 || p->first || p->last)
             return pp_error_set(e, PP_EINPUT,
                                 "%s%s: model %s is generic (no layer shape): "
@@ -334,5 +375,5 @@ int pp_parallel_validate(const pp_parallel *p, const pp_model *m, pp_error *e) {
     }
     /* sp with tp == 1 and zero > 0 with dp == 1 are allowed: they have no
      * effect (Megatron-LM turns sequence parallelism off when tp == 1). */
-    return 0;
+    return pp__parallel_validate_cp_ep(p, m, pre, e);
 }

@@ -368,6 +368,14 @@ static void short_layout(const pp_plan *p, const pp_plan_candidate *c, char *b,
                      (long long)pp_parallel_stage_layers(q, &p->model, 0),
                      (long long)pp_parallel_stage_layers(q, &p->model, 1));
     }
+    /* Context and expert parallelism where set. */
+    size_t k = strlen(b);
+    if (c->par.cp > 1 && k < len)
+        k += (size_t)snprintf(b + k, len - k, " cp%lld", (long long)c->par.cp);
+    if (c->par.ep > 1 && k < len)
+        k += (size_t)snprintf(b + k, len - k, " ep%lld", (long long)c->par.ep);
+    if (c->par.etp > 0 && k < len)
+        snprintf(b + k, len - k, " etp%lld", (long long)c->par.etp);
 }
 
 static void write_table(const pp_plan *p, bool timing, FILE *fp) {

@@ -65,6 +65,7 @@
 typedef struct cost_entry {
     int64_t tp, mbs;
     int sp, rec;
+    int64_t cp, ep, etp; /* 1, 1, 0 for a dense layout */
     bool used;
     pp_layer_cost lc;        /* one layer, the embedding, the head */
     pp_layer_cost emb, head; /* head.params: with a pipeline */
@@ -172,7 +173,10 @@ static double ring_s(const pp_plan_estimator *x, pp_coll_op op, double n,
  * placement: the rank of index 1 of that degree (sim's numbering). */
 static int64_t stride(const pp_plan_estimator *x, const pp_parallel *p,
                       char dim) {
-    return pp_placement_rank(p, x->order, dim == 't', dim == 'p', dim == 'd');
+    /* With cp the placement's "t" is the tp x cp block (sim/train). */
+    int64_t cp = p->cp > 1 ? p->cp : 1;
+    return pp_placement_rank3(p->tp * cp, p->pp, p->dp, x->order, dim == 't',
+                              dim == 'p', dim == 'd');
 }
 
 /* The bandwidth and latency of the ring of a group whose members sit
@@ -240,8 +244,10 @@ static int fill_entry(pp_plan_estimator *x, const pp_parallel *par,
     return 0;
 }
 
-static uint64_t key_hash(int64_t tp, int64_t mbs, int sp, int rec) {
+static uint64_t key_hash(int64_t tp, int64_t mbs, int sp, int rec, int64_t cp,
+                         int64_t ep, int64_t etp) {
     uint64_t k = (uint64_t)tp * 0x9E3779B97F4A7C15ULL;
+    k ^= (uint64_t)(cp * 1000003 + ep * 1009 + etp) * 0xD6E8FEB86659FD93ULL;
     k ^= (uint64_t)mbs * 0xC2B2AE3D27D4EB4FULL;
     k ^= (uint64_t)(sp * 3 + rec + 1) * 0x165667B19E3779F9ULL;
     return k ^ (k >> 29);
@@ -255,13 +261,17 @@ static int lookup(pp_plan_estimator *x, const pp_parallel *par,
         rec = (int)par->recompute +
               PP_RECOMPUTE__COUNT *
                   ((int)par->dtype + PP_PREC__COUNT * (int)par->flash);
+    int64_t cp = par->cp > 1 ? par->cp : 1, ep = par->ep > 1 ? par->ep : 1;
+    int64_t etp = par->etp;
     if (2 * (x->used + 1) > x->cap) { /* grow: keep the load under 1/2 */
         size_t ncap = 2 * x->cap;
         cost_entry *n = pp_xcalloc(ncap, sizeof *n);
         for (size_t i = 0; i < x->cap; i++) {
             cost_entry *o = &x->cache[i];
             if (!o->used) continue;
-            size_t j = key_hash(o->tp, o->mbs, o->sp, o->rec) & (ncap - 1);
+            size_t j =
+                key_hash(o->tp, o->mbs, o->sp, o->rec, o->cp, o->ep, o->etp) &
+                (ncap - 1);
             while (n[j].used) j = (j + 1) & (ncap - 1);
             n[j] = *o;
         }
@@ -269,11 +279,11 @@ static int lookup(pp_plan_estimator *x, const pp_parallel *par,
         x->cache = n;
         x->cap = ncap;
     }
-    size_t j = key_hash(par->tp, par->mbs, sp, rec) & (x->cap - 1);
+    size_t j = key_hash(par->tp, par->mbs, sp, rec, cp, ep, etp) & (x->cap - 1);
     while (x->cache[j].used) {
         cost_entry *c = &x->cache[j];
         if (c->tp == par->tp && c->mbs == par->mbs && c->sp == sp &&
-            c->rec == rec) {
+            c->rec == rec && c->cp == cp && c->ep == ep && c->etp == etp) {
             *out = c;
             return 0;
         }
@@ -284,11 +294,61 @@ static int lookup(pp_plan_estimator *x, const pp_parallel *par,
     int rc = fill_entry(x, par, &ce, e);
     if (rc < 0) return rc;
     ce.tp = par->tp, ce.mbs = par->mbs, ce.sp = sp, ce.rec = rec;
+    ce.cp = cp, ce.ep = ep, ce.etp = etp;
     ce.used = true;
     x->cache[j] = ce;
     x->used++;
     *out = &x->cache[j];
     return 0;
+}
+
+/* ------------------------------------------------------------------------
+ * Context and expert parallelism per layer (sim/train/step_group.c runs
+ * them as flows).  An MoE all-to-all: each rank sends S/ep to every other
+ * member, the members on its own server over NVLink and the rest through
+ * its NIC share, both at once; the slower part sets the time.  The CP
+ * exchange: a ring all-gather over the CP ranks, hidden behind the
+ * attention it overlaps, the excess exposed.  *ep_s is scaled by the
+ * share of MoE layers (the layer costs are an MoE layer's).
+ * ---------------------------------------------------------------------- */
+static void cp_ep_layer(const pp_plan_estimator *x, const pp_parallel *p,
+                        const pp_layer_cost *lc, double *ep_s, double *cp_s) {
+    const pp_model *m = x->m;
+    int64_t cp = p->cp > 1 ? p->cp : 1, ep = p->ep > 1 ? p->ep : 1;
+    int64_t etp = pp_parallel_etp(p);
+    *ep_s = *cp_s = 0;
+    if (ep > 1 && lc->ep_coll_bytes > 0) {
+        int64_t r0 = -1, same = 0;
+        for (int64_t e = 0; e < ep; e++) {
+            int64_t u = e * etp, t = u % p->tp, dd = u / p->tp;
+            int64_t r = pp_placement_rank3(p->tp * cp, p->pp, p->dp, x->order,
+                                           (dd % cp) * p->tp + t, 0, dd / cp);
+            if (e == 0) r0 = r;
+            same += r / x->gpn == r0 / x->gpn;
+        }
+        double S = lc->ep_coll_bytes, n = (double)ep;
+        double t_net =
+            same < ep ? x->net_lat + S * (n - (double)same) / n / x->nic_gpu_Bps
+                      : 0;
+        double t_nvl = x->nvl_lat + S * ((double)same - 1.0) / n / x->nvl_Bps;
+        double colls = (double)(lc->ep_fwd_colls + lc->ep_bwd_colls +
+                                lc->ep_recompute_colls);
+        *ep_s = colls * fmax(t_net, t_nvl) * (double)pp_model_moe_layers(m) /
+                (double)m->layers;
+    }
+    if (cp > 1) {
+        double B, lat;
+        group_link(x, stride(x, p, 't') * p->tp, cp, &B, &lat);
+        double by[3] = {lc->cp_fwd_bytes, lc->cp_bwd_bytes,
+                        lc->cp_recompute_bytes};
+        double ov[3] = {lc->cp_fwd_overlap_s, lc->cp_bwd_overlap_s,
+                        lc->cp_recompute_overlap_s};
+        for (int k = 0; k < 3; k++)
+            if (by[k] > 0)
+                *cp_s += fmax(0.0, ring_s(x, PP_COLL_ALLGATHER, (double)cp,
+                                          by[k], B, lat) -
+                                       ov[k]);
+    }
 }
 
 /* ------------------------------------------------------------------------
@@ -321,7 +381,7 @@ static int estimate_generic(pp_plan_estimator *x, const pp_parallel *p,
     if (pp_flops_count(m, p->gbs / p->dp, p->recompute, &f, NULL) < 0)
         f.total = 0;
     double rate = x->prof.peak_flops * x->prof.gemm_efficiency;
-    pp_breakdown b;
+    pp_breakdown b = {0};
     memset(&b, 0, sizeof b);
     b.compute_s = rate > 0 ? f.total / rate : 0;
     double shard = p->zero >= 1 ? (double)p->dp : 1.0;
@@ -382,7 +442,8 @@ int pp_plan_estimate(pp_plan_estimator *x, const pp_parallel *p, bool overlap,
      * tensors ((V - 1) / V of that on average: the ends send one way). */
     double t_hop = 0;
     if (p->pp > 1) {
-        double act = pp_activation_bytes(m, p->mbs);
+        double act = pp_activation_bytes(m, p->mbs) /
+                     (p->cp > 1 ? (double)p->cp : 1.0);
         bool net = crosses(x, p);
         /* Measured against the simulator at flow fidelity (GPT-3 175B on
          * titan): a stage's sends meet the neighbours' sends and, when a
@@ -447,7 +508,10 @@ int pp_plan_estimate(pp_plan_estimator *x, const pp_parallel *p, bool overlap,
     }
 
     /* Work per micro-batch of each kind of stage. */
-    double lw = ce->layer_w, lc = ce->layer_compute, ltp = ce->layer_tp;
+    double l_ep, l_cp;
+    cp_ep_layer(x, p, &ce->lc, &l_ep, &l_cp);
+    double lw = ce->layer_w + l_ep + l_cp, lc = ce->layer_compute;
+    double ltp = ce->layer_tp;
     double w_first, w_last, w_mid = Lm * lw + c_pp + z3_mid, sum_w, sum_c;
     double sum_tp, w_max, sum_z3;
     double L = (double)m->layers;
@@ -467,10 +531,12 @@ int pp_plan_estimate(pp_plan_estimator *x, const pp_parallel *p, bool overlap,
     w_max = fmax(w_first, fmax(w_last, w_mid));
     double t_pipe = nmb * w_max + (sum_w - w_max) / vp;
 
-    pp_breakdown b;
+    pp_breakdown b = {0};
     b.compute_s = nmb * sum_c / pp;
     b.tp_comm_s = nmb * sum_tp / pp;
     b.pp_comm_s = nmb * c_pp;
+    b.ep_comm_s = nmb * L * l_ep / pp;
+    b.cp_comm_s = nmb * L * l_cp / pp;
     b.bubble_s = t_pipe - nmb * sum_w / pp;
 
     /* Data parallelism, on every kind of stage (first, middle, last):
@@ -488,11 +554,15 @@ int pp_plan_estimate(pp_plan_estimator *x, const pp_parallel *p, bool overlap,
                         (p->pp == 1 ? ce->head_params_pp1 : 0),
                     Lm * ce->lc.params, Ll * ce->lc.params + ce->head.params};
     if (p->pp == 1) wk[1] = wk[2] = 0;
-    double shard = p->zero >= 1 ? (double)p->dp : 1.0;
+    /* Gradients are reduced over dp x cp (Megatron-core's dp-cp group). */
+    double dpc = (double)p->dp * (p->cp > 1 ? (double)p->cp : 1.0);
+    double shard = p->zero >= 1 ? dpc : 1.0;
     double times = p->zero >= 2 ? nmb : 1.0; /* ZeRO >= 2: per micro-batch */
     double dp_k[3] = {0}, end_k[3] = {0}, opt_k[3] = {0}, gat_k[3] = {0};
-    double hidden0 = 0, Bd = 0, latd = 0, n = (double)p->dp;
-    if (p->dp > 1) group_link(x, stride(x, p, 'd'), p->dp, &Bd, &latd);
+    double hidden0 = 0, Bd = 0, latd = 0, n = dpc;
+    if (dpc > 1)
+        group_link(x, p->dp > 1 ? stride(x, p, 'd') : p->tp,
+                   p->dp > 1 ? p->dp : (int64_t)dpc, &Bd, &latd);
     for (int k = 0; k < 3; k++) {
         if (k > 0 && wk[k] == 0) continue; /* no such stage */
         /* The stack's reduction dtype (2 bytes when none was applied). */
@@ -500,7 +570,7 @@ int pp_plan_estimate(pp_plan_estimator *x, const pp_parallel *p, bool overlap,
                         ? x->prof.sw.grad_reduce_bytes
                         : PP_GRAD_SYNC_BYTES;
         double S = gb * Pk[k], t_sync = 0, t_gather = 0;
-        if (p->dp > 1) {
+        if (dpc > 1) {
             if (p->zero >= 1) {
                 t_sync = ring_s(x, PP_COLL_REDUCESCATTER, n, S, Bd, latd);
                 /* ZeRO-3 gathered its weights before each pass already. */
@@ -512,7 +582,7 @@ int pp_plan_estimate(pp_plan_estimator *x, const pp_parallel *p, bool overlap,
             }
         }
         double exposed = t_sync;
-        if (overlap && p->dp > 1 && S > 0) {
+        if (overlap && dpc > 1 && S > 0) {
             double window =
                 Lk[k] * (ce->lc.bwd_s + ce->lc.recompute_s +
                          (double)(ce->lc.bwd_colls + ce->lc.recompute_colls) *
@@ -569,6 +639,6 @@ int pp_plan_estimate(pp_plan_estimator *x, const pp_parallel *p, bool overlap,
     b.bubble_s += path - (dp_mean + gat_mean + b.other_s);
     *out = b;
     *time_s = b.compute_s + b.tp_comm_s + b.bubble_s + b.pp_comm_s +
-              b.dp_comm_exposed_s + b.other_s;
+              b.dp_comm_exposed_s + b.other_s + b.ep_comm_s + b.cp_comm_s;
     return 0;
 }

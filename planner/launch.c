@@ -146,6 +146,27 @@ int pp__write_megatron(const pp_plan *p, FILE *fp, pp_error *e) {
     ARG("--micro-batch-size %lld", (long long)q->mbs);
     ARG("--global-batch-size %lld", (long long)q->gbs);
     if (q->sp && q->tp > 1) ARG("--sequence-parallel");
+    if (q->cp > 1) ARG("--context-parallel-size %lld", (long long)q->cp);
+    if (pp_model_is_moe(m)) {
+        char lf[64];
+        pp__moe_flags(m, q, lf, sizeof lf);
+        ARG("--num-experts %lld", (long long)m->experts);
+        ARG("--moe-router-topk %lld", (long long)m->top_k);
+        ARG("--moe-ffn-hidden-size %lld", (long long)m->expert_ffn_hidden);
+        if (m->shared_experts)
+            ARG("--moe-shared-expert-intermediate-size %lld",
+                (long long)(m->shared_experts * m->expert_ffn_hidden));
+        if (lf[0]) ARG("--moe-layer-freq %s", lf);
+        if (m->capacity_factor > 0)
+            ARG("--moe-expert-capacity-factor %g", m->capacity_factor);
+        ARG("--expert-model-parallel-size %lld", (long long)q->ep);
+        ARG("--expert-tensor-parallel-size %lld",
+            (long long)pp_parallel_etp(q));
+        /* What sim/train/moe.c models: the all-to-all dispatcher and the
+         * local experts as one grouped GEMM. */
+        ARG("--moe-token-dispatcher-type alltoall");
+        ARG("--moe-grouped-gemm");
+    }
     if (q->recompute == PP_RECOMPUTE_FULL) {
         /* Every layer's input kept, the layer recomputed: Korthikanti et
          * al.'s "full" (uniform, one layer per unit). */
@@ -248,6 +269,26 @@ int pp__write_nemo(const pp_plan *p, FILE *fp, pp_error *e) {
         fprintf(fp, "  transformer_engine: true\n  fp8: true\n"
                     "  fp8_hybrid: true\n  fp8_amax_history_len: 1024\n"
                     "  fp8_amax_compute_algo: max\n");
+    if (q->cp > 1)
+        fprintf(fp, "  context_parallel_size: %lld\n", (long long)q->cp);
+    if (pp_model_is_moe(m)) {
+        char lf[64];
+        pp__moe_flags(m, q, lf, sizeof lf);
+        fprintf(fp,
+                "  num_moe_experts: %lld\n  moe_router_topk: %lld\n"
+                "  moe_ffn_hidden_size: %lld\n"
+                "  expert_model_parallel_size: %lld\n"
+                "  expert_tensor_parallel_size: %lld\n"
+                "  moe_token_dispatcher_type: alltoall\n"
+                "  moe_grouped_gemm: true\n",
+                (long long)m->experts, (long long)m->top_k,
+                (long long)m->expert_ffn_hidden, (long long)q->ep,
+                (long long)pp_parallel_etp(q));
+        if (m->shared_experts)
+            fprintf(fp, "  moe_shared_expert_intermediate_size: %lld\n",
+                    (long long)(m->shared_experts * m->expert_ffn_hidden));
+        if (lf[0]) fprintf(fp, "  moe_layer_freq: %s\n", lf);
+    }
     fprintf(fp, "  encoder_seq_length: %lld\n", (long long)m->seq);
     fprintf(fp, "  max_position_embeddings: %lld\n", (long long)m->seq);
     fprintf(fp, "  num_layers: %lld\n", (long long)m->layers);
@@ -379,7 +420,13 @@ int pp__write_nemo2(const pp_plan *p, FILE *fp, pp_error *e) {
                 (long long)q->vp);
     else
         fputs("    virtual_pipeline_model_parallel_size=None,\n", fp);
-    fputs("    context_parallel_size=1,\n", fp);
+    fprintf(fp, "    context_parallel_size=%lld,\n",
+            (long long)(q->cp > 1 ? q->cp : 1));
+    if (pp_model_is_moe(m))
+        fprintf(fp,
+                "    expert_model_parallel_size=%lld,\n"
+                "    expert_tensor_parallel_size=%lld,\n",
+                (long long)q->ep, (long long)pp_parallel_etp(q));
     fprintf(fp, "    sequence_parallel=%s,\n", py_bool(q->sp && q->tp > 1));
     if (q->pp > 1)
         fprintf(fp, "    pipeline_dtype=torch.%s,\n",

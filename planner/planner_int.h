@@ -70,6 +70,21 @@ int pp__space_walk(const pp__space *s, pp__space_fn fn, void *ctx, pp_error *e);
  * does not divide the heads, ...): PP_EUSAGE naming "--fix". */
 int pp__space_check_pins(const pp__space *s, pp_error *e);
 
+/* space_moe.c: the cp degrees to try (out[0] = 1 unless pinned), the ep
+ * degrees of an MoE model, and the etp values (0 = tp, or 1) for layout
+ * p; each returns the count. */
+size_t pp__space_cp_degrees(const pp__space *s, int64_t *out, size_t max);
+size_t pp__space_ep_degrees(const pp__space *s, const pp_parallel *p,
+                            int64_t *out, size_t max);
+size_t pp__space_etp_degrees(const pp__space *s, const pp_parallel *p,
+                             int64_t out[2]);
+
+/* space_moe.c: Megatron-core's --moe-layer-freq for model m, into buf:
+ * "" when every layer is MoE, the integer N for one in N, or the list
+ * form "([0]*3+[1]*58)" with leading dense layers. */
+void pp__moe_flags(const pp_model *m, const pp_parallel *q, char *buf,
+                   size_t len);
+
 /* Positive divisors of n in ascending order into out (at most max);
  * returns the count. */
 size_t pp__divisors(int64_t n, int64_t *out, size_t max);

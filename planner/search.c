@@ -125,7 +125,7 @@ static int visit_fn(void *ctx, const pp_parallel *p, bool overlap,
         c->par = *p;
         c->dp_overlap = overlap;
         memcpy(c->placement, plan->placements[k], 3);
-        c->gpus = p->tp * p->pp * p->dp;
+        c->gpus = pp_parallel_gpus(p);
         c->memory = mem;
         c->memory_limit_bytes = v->limit;
         /* Setting the order is a copy; the estimator's layer-cost cache

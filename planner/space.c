@@ -21,8 +21,8 @@
  * Pins and exclusions.
  * ---------------------------------------------------------------------- */
 static const char *const dim_names[PP_PLAN_DIM__COUNT + 1] = {
-    "tp",        "pp",   "dp",      "mbs",   "gbs",  "vp", "sp",
-    "recompute", "zero", "overlap", "first", "last", NULL};
+    "tp",   "pp",      "dp",    "mbs",  "gbs", "vp", "sp",  "recompute",
+    "zero", "overlap", "first", "last", "cp",  "ep", "etp", NULL};
 
 const char *pp_plan_dim_name(pp_plan_dim d) {
     return (unsigned)d < PP_PLAN_DIM__COUNT ? dim_names[d] : "?";
@@ -201,7 +201,8 @@ static bool target_allows(pp_plan_target t, const pp_parallel *p) {
          * (deepspeed.checkpointing: no Megatron-style selective
          * recomputation).  vp is checked in walk_batch already. */
         return (p->pp == 1 || p->zero <= 1) && !p->first && !p->last &&
-               p->vp == 1 && !p->sp && p->recompute != PP_RECOMPUTE_SELECTIVE;
+               p->vp == 1 && !p->sp && p->recompute != PP_RECOMPUTE_SELECTIVE &&
+               p->cp <= 1 && p->ep <= 1; /* neither in its pipeline engine */
     default: return true;
     }
 }
@@ -212,6 +213,8 @@ static int walk_inner(const pp__space *s, pp_parallel *p, pp__space_fn fn,
     int rc;
     for (int sp = 0; sp <= (p->tp > 1 ? 1 : 0); sp++) {
         if (!allowed(s, PP_PLAN_DIM_SP, sp)) continue;
+        /* MoE with tp > 1 needs sp (models/moe.c): not generated. */
+        if (!sp && p->tp > 1 && pp_model_is_moe(s->m)) continue;
         p->sp = sp;
         for (int r = PP_RECOMPUTE_NONE; r <= PP_RECOMPUTE_FULL; r++) {
             if (!allowed(s, PP_PLAN_DIM_RECOMPUTE, r)) continue;
@@ -236,6 +239,31 @@ static int walk_inner(const pp__space *s, pp_parallel *p, pp__space_fn fn,
             }
         }
     }
+    return 0;
+}
+
+/* Expert parallelism for an MoE model (planner/space_moe.c), then the
+ * inner dimensions. */
+static int walk_inner_moe(const pp__space *s, pp_parallel *p, pp__space_fn fn,
+                          void *ctx, pp_error *e) {
+    if (!pp_model_is_moe(s->m)) return walk_inner(s, p, fn, ctx, e);
+    int64_t eps[MAXDIV], etps[2];
+    size_t n_ep = pp__space_ep_degrees(s, p, eps, MAXDIV);
+    size_t n_etp = pp__space_etp_degrees(s, p, etps);
+    int rc;
+    for (size_t i = 0; i < n_ep; i++)
+        for (size_t j = 0; j < n_etp; j++) {
+            int64_t etp = etps[j] ? etps[j] : p->tp;
+            if ((p->tp * p->cp * p->dp) % (etp * eps[i]) != 0) {
+                reject(s, PP_PLAN_REJECT_GPUS);
+                continue;
+            }
+            p->ep = eps[i];
+            p->etp = etps[j];
+            if ((rc = walk_inner(s, p, fn, ctx, e)) != 0) return rc;
+        }
+    p->ep = 1;
+    p->etp = 0;
     return 0;
 }
 
@@ -276,7 +304,7 @@ static int walk_split(const pp__space *s, pp_parallel *p, pp__space_fn fn,
                 reject(s, PP_PLAN_REJECT_SPLIT);
                 continue;
             }
-            if ((rc = walk_inner(s, p, fn, ctx, e)) != 0) return rc;
+            if ((rc = walk_inner_moe(s, p, fn, ctx, e)) != 0) return rc;
         }
     }
     p->first = p->last = 0;
@@ -340,6 +368,8 @@ int pp__space_walk(const pp__space *s, pp__space_fn fn, void *ctx,
         n_pp = pp__divisors(m->layers, pps, MAXDIV);
     }
     n_dp = pp__divisors(s->gbs, dps, MAXDIV);
+    int64_t cps[16];
+    size_t n_cp = pp__space_cp_degrees(s, cps, 16);
 
     for (size_t i = 0; i < n_tp && rc == 0; i++) {
         int64_t tp = tps[i];
@@ -357,42 +387,45 @@ int pp__space_walk(const pp__space *s, pp__space_fn fn, void *ctx,
         for (size_t j = 0; j < n_pp && rc == 0; j++) {
             int64_t pp = pps[j];
             if (!allowed(s, PP_PLAN_DIM_PP, pp)) continue;
-            int64_t tpp = tp * pp;
-            if (s->gpus > 0) {
-                if (s->gpus % tpp != 0) {
-                    reject(s, PP_PLAN_REJECT_GPUS);
+            for (size_t c = 0; c < n_cp && rc == 0; c++) {
+                int64_t cp = cps[c];
+                int64_t tpp = tp * pp * cp;
+                if (s->gpus > 0) {
+                    if (s->gpus % tpp != 0) {
+                        reject(s, PP_PLAN_REJECT_GPUS);
+                        continue;
+                    }
+                    int64_t dp = s->gpus / tpp;
+                    if (!allowed(s, PP_PLAN_DIM_DP, dp)) continue;
+                    if (s->gbs % dp != 0) {
+                        reject(s, PP_PLAN_REJECT_BATCH);
+                        continue;
+                    }
+                    pp_parallel p;
+                    pp_parallel_init(&p);
+                    p.tp = tp, p.pp = pp, p.dp = dp, p.gbs = s->gbs, p.cp = cp;
+                    p.flash = s->flash;
+                    rc = walk_batch(s, &p, fn, ctx, e);
                     continue;
                 }
-                int64_t dp = s->gpus / tpp;
-                if (!allowed(s, PP_PLAN_DIM_DP, dp)) continue;
-                if (s->gbs % dp != 0) {
-                    reject(s, PP_PLAN_REJECT_BATCH);
-                    continue;
-                }
-                pp_parallel p;
-                pp_parallel_init(&p);
-                p.tp = tp, p.pp = pp, p.dp = dp, p.gbs = s->gbs;
-                p.flash = s->flash;
-                rc = walk_batch(s, &p, fn, ctx, e);
-                continue;
-            }
-            if (tpp > s->cluster_gpus) {
-                reject(s, PP_PLAN_REJECT_CLUSTER);
-                continue;
-            }
-            /* Every GPU count the batch suits: dp divides gbs. */
-            for (size_t k = 0; k < n_dp && rc == 0; k++) {
-                int64_t dp = dps[k];
-                if (tpp * dp > s->cluster_gpus) {
+                if (tpp > s->cluster_gpus) {
                     reject(s, PP_PLAN_REJECT_CLUSTER);
-                    break;
+                    continue;
                 }
-                if (!allowed(s, PP_PLAN_DIM_DP, dp)) continue;
-                pp_parallel p;
-                pp_parallel_init(&p);
-                p.tp = tp, p.pp = pp, p.dp = dp, p.gbs = s->gbs;
-                p.flash = s->flash;
-                rc = walk_batch(s, &p, fn, ctx, e);
+                /* Every GPU count the batch suits: dp divides gbs. */
+                for (size_t k = 0; k < n_dp && rc == 0; k++) {
+                    int64_t dp = dps[k];
+                    if (tpp * dp > s->cluster_gpus) {
+                        reject(s, PP_PLAN_REJECT_CLUSTER);
+                        break;
+                    }
+                    if (!allowed(s, PP_PLAN_DIM_DP, dp)) continue;
+                    pp_parallel p;
+                    pp_parallel_init(&p);
+                    p.tp = tp, p.pp = pp, p.dp = dp, p.gbs = s->gbs, p.cp = cp;
+                    p.flash = s->flash;
+                    rc = walk_batch(s, &p, fn, ctx, e);
+                }
             }
         }
     }

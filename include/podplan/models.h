@@ -40,6 +40,16 @@ typedef struct pp_model {
     bool bias;            /* linear layers have biases (GPT, Megatron-LM's
                             default); LLaMA-style models have none.  The
                             loaders default it to ffn != swiglu. */
+    /* Mixture of experts (Shazeer et al. 2017; Fedus et al. 2022; the
+     * keys of models/moe.c): experts == 0 is a dense model.  A layer i
+     * (from 0) is an MoE layer when i >= first_dense_layers and
+     * i % moe_layer_freq == 0 (DeepSeek-V3's and Megatron-core's rule);
+     * its FFN is `experts` routed experts of expert_ffn_hidden each
+     * (top_k per token) plus shared_experts always-active ones of that
+     * width, and a router (h x experts).  capacity_factor 0 = dropless. */
+    int64_t experts, top_k, expert_ffn_hidden, shared_experts;
+    int64_t moe_layer_freq, first_dense_layers;
+    double capacity_factor;
     /* generic: a model known only by its size and cost (ResNet-50, ViT) */
     double params;           /* generic: parameter count */
     double flops_per_sample; /* generic: forward FLOPs per sample */
@@ -61,6 +71,15 @@ int pp_model_validate(const pp_model *m, pp_error *e);
 /* Parameter count from the shape.  For GPT (tied embeddings, learned
  * positions) this is 12 l h^2 (1 + 13/(12h) + (V+s)/(12lh)). */
 double pp_model_params(const pp_model *m);
+
+/* Mixture of experts (models/moe.c).  Whether m has experts; whether
+ * layer i (0-based) is an MoE layer; how many are; the parameters a token
+ * goes through (top_k + shared experts of each MoE layer, every other
+ * parameter): the N of 6 N tokens.  For a dense model active == total. */
+bool pp_model_is_moe(const pp_model *m);
+bool pp_model_layer_is_moe(const pp_model *m, int64_t layer);
+int64_t pp_model_moe_layers(const pp_model *m);
+double pp_model_active_params(const pp_model *m);
 
 /* ------------------------------------------------------------------------
  * Parallel layout: tp=8,pp=8,dp=16,mbs=1,gbs=1536[,vp=2][,sp=on]
@@ -86,6 +105,14 @@ typedef struct pp_parallel {
     pp_prec dtype;
     pp_attn attn;
     bool flash;
+    /* Context parallelism (Megatron-core's --context-parallel-size): the
+     * sequence split over cp ranks, which ring-exchange K/V per layer.
+     * GPUs = tp x cp x pp x dp.  Expert parallelism: the experts of an
+     * MoE layer split over ep ranks taken from the tp x cp x dp ranks of
+     * a stage, each expert split over etp ranks (0: etp = tp, Megatron-
+     * core's default for --expert-tensor-parallel-size); see
+     * pp_parallel_etp. */
+    int64_t cp, ep, etp;
 } pp_parallel;
 
 /* Defaults: everything 1, gbs = mbs * dp, no sp, full recompute, zero 0. */
@@ -104,6 +131,10 @@ int pp_parallel_validate(const pp_parallel *p, const pp_model *m, pp_error *e);
  * layout: first/last where set, an even share of the rest elsewhere. */
 int64_t pp_parallel_stage_layers(const pp_parallel *p, const pp_model *m,
                                  int64_t stage);
+/* The expert tensor-parallel degree in force: etp, or tp when unset. */
+int64_t pp_parallel_etp(const pp_parallel *p);
+/* GPUs of a layout: tp x cp x pp x dp. */
+int64_t pp_parallel_gpus(const pp_parallel *p);
 /* Micro-batches per iteration per pipeline: gbs / (mbs * dp), at least 1. */
 double pp_parallel_microbatches(const pp_parallel *p);
 /* The GPU (cluster rank, node-major) of TP rank t, stage p, replica d

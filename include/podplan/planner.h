@@ -43,6 +43,9 @@ typedef enum {
     PP_PLAN_DIM_OVERLAP,   /* 0 off, 1 on */
     PP_PLAN_DIM_FIRST,     /* layers on the first stage, 0 an even share */
     PP_PLAN_DIM_LAST,      /* layers on the last stage, 0 an even share */
+    PP_PLAN_DIM_CP,        /* context parallel */
+    PP_PLAN_DIM_EP,        /* expert parallel (MoE models) */
+    PP_PLAN_DIM_ETP,       /* expert tensor parallel (the degree in force) */
     PP_PLAN_DIM__COUNT
 } pp_plan_dim;
 

@@ -39,6 +39,15 @@ typedef struct pp_layer_cost {
                                              loss's), of aux_coll_bytes */
     double aux_coll_bytes;
     double params; /* parameters on this GPU */
+    /* Context and expert parallelism (sim/train/moe.c, compute.c): the
+     * MoE all-to-alls of the forward, backward and recomputation (each
+     * ep_coll_bytes per rank) and the CP K/V exchanges (bytes of the
+     * ring all-gather and the attention compute they overlap, which
+     * fwd_s/bwd_s/recompute_s include). */
+    int32_t ep_fwd_colls, ep_bwd_colls, ep_recompute_colls;
+    double ep_coll_bytes;
+    double cp_fwd_bytes, cp_bwd_bytes, cp_recompute_bytes;
+    double cp_fwd_overlap_s, cp_bwd_overlap_s, cp_recompute_overlap_s;
 } pp_layer_cost;
 
 /* Fills *out for model m (a transformer; PP_EINVAL for a generic model)
@@ -122,6 +131,9 @@ typedef struct pp_breakdown {
     double dp_comm_exposed_s; /* DP synchronisation not hidden */
     double bubble_s;          /* waiting for a stage that is still busy */
     double other_s;           /* optimizer step, embedding grad sync */
+    double ep_comm_s;         /* blocked in MoE all-to-alls (ep > 1) */
+    double cp_comm_s;         /* CP's K/V exchange beyond the attention
+                                 it overlaps (cp > 1) */
 } pp_breakdown;
 
 typedef struct pp_step_result {

@@ -72,15 +72,17 @@ static void lgemm(const pp__shape *s, pp__oplist *l, const char *name, double m,
  * skip the masked blocks, and the papers' rates count the halved FLOPs);
  * backward: 2.5x the forward (it recomputes QK^T: five GEMMs to two). */
 static void flash(const pp__shape *s, pp__oplist *l, const char *name,
-                  double heads, double sq, double d, bool bwd) {
+                  double heads, double sq, double sk, double d, bool bwd) {
     pp__op *o = push(l, name, PP__OP_GEMM);
-    double f = 4.0 * heads * sq * sq * d * 0.5 * (bwd ? 2.5 : 1.0);
+    /* sq queries against sk keys (sq = sk / cp under context parallelism;
+     * causal load balancing gives every CP rank 1/cp of the work). */
+    double f = 4.0 * heads * sq * sk * d * 0.5 * (bwd ? 2.5 : 1.0);
     double eff = bwd ? s->g->flash_bwd_efficiency : s->g->flash_fwd_efficiency;
     double fw =
         s->g->framework_efficiency > 0 ? s->g->framework_efficiency : 1.0;
     o->flops = f;
     /* Q, K, V, O (and their gradients backward) once: s d per head. */
-    o->bytes = PP_ACT_BYTES * heads * sq * d * (bwd ? 8.0 : 4.0);
+    o->bytes = PP_ACT_BYTES * heads * (sq + sk) * d * (bwd ? 4.0 : 2.0);
     o->time_s = f / (s->g->peak_flops * eff) / fw + s->g->launch_s;
 }
 
@@ -88,6 +90,26 @@ static void comm(pp__oplist *l, const char *name, pp_coll_op op, double bytes) {
     pp__op *o = push(l, name, PP__OP_COMM);
     o->coll = op;
     o->bytes = bytes;
+}
+
+void pp__op_gemm(const pp__shape *s, pp__oplist *l, const char *name,
+                 double batch, double m, double n, double k) {
+    gemm(s, l, name, batch, m, n, k);
+}
+
+void pp__op_mem(const pp__shape *s, pp__oplist *l, const char *name,
+                double bytes) {
+    mem(s, l, name, bytes);
+}
+
+void pp__op_comm(pp__oplist *l, const char *name, pp_coll_op op, double bytes,
+                 int group) {
+    comm(l, name, op, bytes);
+    l->v[l->n - 1].group = (uint8_t)group;
+}
+
+bool pp__shape_moe(const pp__shape *s) {
+    return s->kind == 2 || (s->kind == 0 && pp_model_is_moe(s->m));
 }
 
 static void mark(pp__oplist *l, double params) {
@@ -98,6 +120,8 @@ static void mark(pp__oplist *l, double params) {
 /* Shapes after the TP split, per micro-batch. */
 typedef struct dims {
     double b, sq, h, t, a, d, kvd, f, V;
+    double sk; /* keys each query attends to: s (sq = s / cp) */
+    double cp;
     double tok;   /* tokens of a GEMM: s b */
     double tn;    /* tokens of the norm/dropout regions: s b, / t with sp */
     double heads; /* attention heads on this GPU x b: bmm batch */
@@ -113,7 +137,11 @@ static dims dims_of(const pp__shape *s) {
     const pp_parallel *p = s->p;
     dims x;
     x.b = (double)p->mbs;
-    x.sq = (double)m->seq;
+    /* Context parallelism: this rank's queries and tokens are s / cp,
+     * attending to all s keys (ring attention). */
+    x.cp = p->cp > 1 ? (double)p->cp : 1.0;
+    x.sk = (double)m->seq;
+    x.sq = x.sk / x.cp;
     x.h = (double)m->hidden;
     x.t = (double)p->tp;
     x.a = (double)m->heads;
@@ -168,17 +196,48 @@ static void tp_exit_bwd(const dims *x, pp__oplist *l) {
  * (torch.baddbmm / bmm), the scale-mask-softmax as one fused kernel
  * reading and writing the b a/t s^2 scores in 2 bytes each, and the
  * attention dropout as its own kernel (read 2, write 2, a 1-byte mask). */
+/* Context parallelism (Megatron-core's ring attention, Liu et al. 2023):
+ * each of the cp ranks holds s/cp of the sequence and passes its K/V
+ * block around the ring, cp - 1 steps, each overlapped with the attention
+ * of the block it holds.  As volume that is an all-gather of K/V over the
+ * CP group (2 kvd/t values per token, PP_ACT_BYTES each); the backward
+ * moves K/V again and their gradients back: twice that.  Modelled as one
+ * collective run while the core's kernels (ops from..) compute: the
+ * compute is hidden until the exchange is longer (the excess is cp
+ * communication).  Causal load balancing (2 cp chunks) makes every rank's
+ * work equal, which this assumes. */
+static void cp_wrap(const dims *x, pp__oplist *l, size_t from, double mult,
+                    const char *name) {
+    if (x->cp <= 1) return;
+    double t = 0, f = 0;
+    for (size_t i = from; i < l->n; i++) {
+        t += l->v[i].time_s;
+        f += l->v[i].flops;
+    }
+    l->n = from;
+    double kv = 2.0 * PP_ACT_BYTES * x->sq * x->b * x->kvd / x->t;
+    pp__op *o = push(l, name, PP__OP_COMM);
+    o->coll = PP_COLL_ALLGATHER;
+    o->bytes = mult * kv * x->cp;
+    o->group = PP__GRP_CP;
+    o->overlap_s = t;
+    o->flops = f;
+}
+
 static void core_fwd(const pp__shape *s, const dims *x, pp__oplist *l) {
-    double E = x->heads * x->sq * x->sq;
+    double E = x->heads * x->sq * x->sk;
+    size_t from = l->n;
     /* FlashAttention writes the context in [s, b, h/t] order itself. */
     if (s->p->flash) {
-        flash(s, l, "flash attn", x->heads, x->sq, x->d, false);
+        flash(s, l, "flash attn", x->heads, x->sq, x->sk, x->d, false);
+        cp_wrap(x, l, from, 1.0, "cp ring attention");
         return;
     }
-    gemm(s, l, "attn scores", x->heads, x->sq, x->sq, x->d);
+    gemm(s, l, "attn scores", x->heads, x->sq, x->sk, x->d);
     mem(s, l, "softmax", 4.0 * E);
     mem(s, l, "attn dropout", 5.0 * E);
-    gemm(s, l, "attn values", x->heads, x->sq, x->d, x->sq);
+    gemm(s, l, "attn values", x->heads, x->sq, x->d, x->sk);
+    cp_wrap(x, l, from, 1.0, "cp ring attention");
     /* The context [b a/t, s, d] is permuted back to [s, b, h/t] with a
      * .contiguous() copy (read 2, write 2). */
     mem(s, l, "context permute", 4.0 * x->tok * x->h / x->t);
@@ -199,13 +258,17 @@ void pp__ops_layer_fwd(const pp__shape *s, pp__oplist *l) {
      * sum, write the mask: 2 + 2 + 2 + 1. */
     mem(s, l, "bias dropout add", 7.0 * H);
     mem(s, l, "layernorm", 4.0 * H);
-    tp_enter_fwd(&x, l);
-    lgemm(s, l, "mlp fc1", x.tok, x.f_in, x.h);
-    /* Fused bias-GeLU: read 2, write 2; SwiGLU reads both halves. */
-    mem(s, l, x.swiglu ? "swiglu" : "bias gelu",
-        (x.swiglu ? 6.0 : 4.0) * x.tok * x.f / x.t);
-    lgemm(s, l, "mlp fc2", x.tok, x.h, x.f / x.t);
-    tp_exit_fwd(&x, l);
+    if (pp__shape_moe(s)) {
+        pp__ops_moe_fwd(s, l);
+    } else {
+        tp_enter_fwd(&x, l);
+        lgemm(s, l, "mlp fc1", x.tok, x.f_in, x.h);
+        /* Fused bias-GeLU: read 2, write 2; SwiGLU reads both halves. */
+        mem(s, l, x.swiglu ? "swiglu" : "bias gelu",
+            (x.swiglu ? 6.0 : 4.0) * x.tok * x.f / x.t);
+        lgemm(s, l, "mlp fc2", x.tok, x.h, x.f / x.t);
+        tp_exit_fwd(&x, l);
+    }
     mem(s, l, "bias dropout add", 7.0 * H);
 }
 
@@ -250,7 +313,7 @@ static void ln_bwd(const pp__shape *s, const dims *x, pp__oplist *l) {
 void pp__ops_layer_bwd(const pp__shape *s, pp__oplist *l) {
     dims x = dims_of(s);
     double H = x.tn * x.h;
-    double E = x.heads * x.sq * x.sq;
+    double E = x.heads * x.sq * x.sk;
     /* Full recomputation (Narayanan et al. 2021; Korthikanti et al. 2022
      * sec. 4.1): the layer's forward runs again, with its TP collectives,
      * just before its backward. */
@@ -262,14 +325,19 @@ void pp__ops_layer_bwd(const pp__shape *s, pp__oplist *l) {
     /* Dropout backward (read the gradient and the mask, write) and the
      * bias gradient, a reduction over the tokens (read 2): 7 bytes. */
     mem(s, l, "bias dropout add bwd", 7.0 * H);
-    tp_enter_bwd(&x, l);
-    lgemm_bwd(s, l, "mlp fc2 dgrad", "mlp fc2 wgrad", x.tok, x.h, x.f / x.t);
-    /* GeLU backward reads its input and the gradient and writes one; the
-     * bias gradient reads the result again. */
-    mem(s, l, x.swiglu ? "swiglu bwd" : "bias gelu bwd",
-        (x.swiglu ? 10.0 : 8.0) * x.tok * x.f / x.t);
-    lgemm_bwd(s, l, "mlp fc1 dgrad", "mlp fc1 wgrad", x.tok, x.f_in, x.h);
-    tp_exit_bwd(&x, l);
+    if (pp__shape_moe(s)) {
+        pp__ops_moe_bwd(s, l);
+    } else {
+        tp_enter_bwd(&x, l);
+        lgemm_bwd(s, l, "mlp fc2 dgrad", "mlp fc2 wgrad", x.tok, x.h,
+                  x.f / x.t);
+        /* GeLU backward reads its input and the gradient and writes one;
+         * the bias gradient reads the result again. */
+        mem(s, l, x.swiglu ? "swiglu bwd" : "bias gelu bwd",
+            (x.swiglu ? 10.0 : 8.0) * x.tok * x.f / x.t);
+        lgemm_bwd(s, l, "mlp fc1 dgrad", "mlp fc1 wgrad", x.tok, x.f_in, x.h);
+        tp_exit_bwd(&x, l);
+    }
     ln_bwd(s, &x, l);
 
     mem(s, l, "bias dropout add bwd", 7.0 * H);
@@ -280,19 +348,21 @@ void pp__ops_layer_bwd(const pp__shape *s, pp__oplist *l) {
     /* Selective recomputation (Korthikanti et al. 2022, sec. 4.2): the
      * attention core alone runs again before its backward. */
     if (s->p->recompute == PP_RECOMPUTE_SELECTIVE) core_fwd(s, &x, l);
+    size_t core0 = l->n;
     if (s->p->flash) {
-        flash(s, l, "flash attn bwd", x.heads, x.sq, x.d, true);
+        flash(s, l, "flash attn bwd", x.heads, x.sq, x.sk, x.d, true);
     } else {
         /* scores x V backward: d(probs) = dO V^T and dV = P^T dO. */
-        gemm(s, l, "attn values dgrad", x.heads, x.sq, x.sq, x.d);
-        gemm(s, l, "attn values wgrad", x.heads, x.sq, x.d, x.sq);
+        gemm(s, l, "attn values dgrad", x.heads, x.sq, x.sk, x.d);
+        gemm(s, l, "attn values wgrad", x.heads, x.sk, x.d, x.sq);
         mem(s, l, "attn dropout bwd", 5.0 * E);
         /* Softmax backward reads the output and its gradient, writes one. */
         mem(s, l, "softmax bwd", 6.0 * E);
         /* dQ = dS K, dK = dS^T Q. */
-        gemm(s, l, "attn scores dq", x.heads, x.sq, x.d, x.sq);
-        gemm(s, l, "attn scores dk", x.heads, x.sq, x.d, x.sq);
+        gemm(s, l, "attn scores dq", x.heads, x.sq, x.d, x.sk);
+        gemm(s, l, "attn scores dk", x.heads, x.sk, x.d, x.sq);
     }
+    cp_wrap(&x, l, core0, 2.0, "cp ring attention bwd");
     /* The Q, K and V gradients are concatenated into one tensor. */
     mem(s, l, "qkv grad concat", 4.0 * x.tok * x.qkv_n);
     lgemm_bwd(s, l, "qkv dgrad", "qkv wgrad", x.tok, x.qkv_n, x.h);
@@ -378,6 +448,7 @@ double pp_optimizer_time_s(const pp_gpu_profile *g, pp_optimizer opt,
 }
 
 double pp__layer_params_gpu(const pp__shape *s) {
+    if (pp__shape_moe(s)) return pp__moe_layer_params_gpu(s);
     dims x = dims_of(s);
     /* Matrices split over t: QKV h x (h + 2 kv d), projection h x h, MLP
      * h x f (x2 SwiGLU) and f x h, with their biases; the two norms
@@ -391,7 +462,7 @@ double pp__layer_params_gpu(const pp__shape *s) {
 
 double pp__embed_params_gpu(const pp__shape *s) {
     dims x = dims_of(s);
-    double pos = s->m->ffn == PP_FFN_SWIGLU ? 0 : x.sq * x.h;
+    double pos = s->m->ffn == PP_FFN_SWIGLU ? 0 : x.sk * x.h;
     return x.V * x.h / x.t + pos;
 }
 
@@ -417,6 +488,13 @@ static void sum_list(const pp__oplist *l, size_t from, size_t to, double act,
                      double *aux_bytes, double *gemm_s) {
     for (size_t i = from; i < to; i++) {
         const pp__op *o = &l->v[i];
+        if (o->kind == PP__OP_COMM && o->group != PP__GRP_TP) {
+            /* CP and EP collectives: their overlapped compute is compute;
+             * the estimator prices the collectives itself. */
+            *t += o->overlap_s;
+            *f += o->flops;
+            continue;
+        }
         if (o->kind == PP__OP_COMM) {
             if (o->bytes == act) {
                 (*colls)++;
@@ -429,6 +507,22 @@ static void sum_list(const pp__oplist *l, size_t from, size_t to, double act,
             *t += o->time_s;
             *f += o->flops;
             if (gemm_s && o->kind == PP__OP_GEMM) *gemm_s += o->time_s;
+        }
+    }
+}
+
+/* The CP and EP collectives of ops [from, to). */
+static void grp_scan(const pp__oplist *l, size_t from, size_t to, int32_t *ep_n,
+                     double *ep_bytes, double *cp_bytes, double *cp_ovl) {
+    for (size_t i = from; i < to; i++) {
+        const pp__op *o = &l->v[i];
+        if (o->kind != PP__OP_COMM) continue;
+        if (o->group == PP__GRP_EP) {
+            (*ep_n)++;
+            *ep_bytes = o->bytes;
+        } else if (o->group == PP__GRP_CP) {
+            *cp_bytes += o->bytes;
+            *cp_ovl += o->overlap_s;
         }
     }
 }
@@ -447,7 +541,7 @@ int pp_layer_cost_get(const pp_gpu_profile *g, const pp_model *m,
     if (rc < 0) return rc;
     pp_layer_cost c;
     memset(&c, 0, sizeof c);
-    pp__shape s = {m, p, g};
+    pp__shape s = {m, p, g, 0};
     dims x = dims_of(&s);
     double act = act_bytes(&x);
     pp__oplist l = {0};
@@ -461,7 +555,7 @@ int pp_layer_cost_get(const pp_gpu_profile *g, const pp_model *m,
      * (selective): separate it by building the list without it. */
     pp_parallel q = *p;
     q.recompute = PP_RECOMPUTE_NONE;
-    pp__shape s0 = {m, &q, g};
+    pp__shape s0 = {m, &q, g, 0};
     pp__oplist l0 = {0};
     pp__ops_layer_bwd(&s0, &l0);
     sum_list(&l0, 0, l0.n, act, &c.bwd_s, &c.bwd_flops, &c.bwd_colls,
@@ -473,6 +567,16 @@ int pp_layer_cost_get(const pp_gpu_profile *g, const pp_model *m,
     c.recompute_s = tb - c.bwd_s;
     c.recompute_flops = fb - c.bwd_flops;
     c.recompute_colls = cb - c.bwd_colls;
+    int32_t ep_all = 0;
+    double cp_all = 0, ovl_all = 0;
+    grp_scan(&l, 0, nf, &c.ep_fwd_colls, &c.ep_coll_bytes, &c.cp_fwd_bytes,
+             &c.cp_fwd_overlap_s);
+    grp_scan(&l0, 0, l0.n, &c.ep_bwd_colls, &c.ep_coll_bytes, &c.cp_bwd_bytes,
+             &c.cp_bwd_overlap_s);
+    grp_scan(&l, nf, l.n, &ep_all, &c.ep_coll_bytes, &cp_all, &ovl_all);
+    c.ep_recompute_colls = ep_all - c.ep_bwd_colls;
+    c.cp_recompute_bytes = cp_all - c.cp_bwd_bytes;
+    c.cp_recompute_overlap_s = ovl_all - c.cp_bwd_overlap_s;
     c.params = pp__layer_params_gpu(&s);
     pp__oplist_fini(&l);
     pp__oplist_fini(&l0);
@@ -505,7 +609,7 @@ int pp_embed_cost_get(const pp_gpu_profile *g, const pp_model *m,
                       const pp_parallel *p, pp_layer_cost *out, pp_error *e) {
     int rc = transformer_only(m, "embedding", e);
     if (rc < 0) return rc;
-    pp__shape s = {m, p, g};
+    pp__shape s = {m, p, g, 0};
     part_cost(&s, pp__ops_embed_fwd, pp__ops_embed_bwd, out);
     out->params = pp__embed_params_gpu(&s);
     return 0;
@@ -515,7 +619,7 @@ int pp_head_cost_get(const pp_gpu_profile *g, const pp_model *m,
                      const pp_parallel *p, pp_layer_cost *out, pp_error *e) {
     int rc = transformer_only(m, "head", e);
     if (rc < 0) return rc;
-    pp__shape s = {m, p, g};
+    pp__shape s = {m, p, g, 0};
     part_cost(&s, pp__ops_head_fwd, pp__ops_head_bwd, out);
     out->params = pp__head_params_gpu(&s);
     return 0;

@@ -77,6 +77,8 @@ static void enter(step *S, stage *st, int state) {
     case ST_ZAG: b->dp_comm_exposed_s += dt; break;
     case ST_EMB:
     case ST_OPT: b->other_s += dt; break;
+    case ST_EP: b->ep_comm_s += dt; break;
+    case ST_CP: b->cp_comm_s += dt; break;
     case ST_WAIT: {
         double ts = S->msgs[st->wait_msg].t_send;
         double split = ts < st->t_state ? st->t_state : ts > now ? now : ts;
@@ -111,14 +113,10 @@ static int coll(step *S, pp_coll_op op, pp_coll_algo algo, double bytes,
     return rc;
 }
 
-/* A TP collective of stage p on replica 0 and its mirrors. */
-int pp__step_coll(step *S, pp_coll_op op, double bytes, const int32_t *g,
-                  size_t n, uint64_t arg) {
+/* A collective on the DP channels (zero3.c's gathers). */
+int pp__step_dp_coll(step *S, pp_coll_op op, double bytes, const int32_t *g,
+                     size_t n, uint64_t arg) {
     return coll(S, op, S->cfg->dp_algo, bytes, g, n, S->cfg->dp_channels, arg);
-}
-
-void pp__step_enter(step *S, stage *st, int state) {
-    enter(S, st, state);
 }
 
 void pp__step_resume(step *S, stage *st) {
@@ -407,10 +405,27 @@ static void stage_run(step *S, stage *st) {
             pp_engine_after(S->eng, it->t, on_event, S, ARG(K_COMPUTE, st->p));
             return;
         }
+        if (it->grp != PP__GRP_TP) {
+            pp__step_group_coll(S, st, it);
+            return;
+        }
         enter(S, st, ST_TP);
         tp_coll(S, st, (pp_coll_op)it->coll, it->x, ARG(K_TP, st->p));
         return;
     }
+}
+
+void pp__step_enter(step *S, stage *st, int state) {
+    enter(S, st, state);
+}
+
+void pp__step_run(step *S, stage *st) {
+    stage_run(S, st);
+}
+
+int pp__step_coll(step *S, pp_coll_op op, pp_coll_algo algo, double bytes,
+                  const int32_t *g, size_t n, int channels, uint64_t arg) {
+    return coll(S, op, algo, bytes, g, n, channels, arg);
 }
 
 static void stage_done(step *S, stage *st) {
@@ -454,6 +469,7 @@ static void on_sim(pp_sim *sim, void *ctx, uint64_t arg) {
     if (S->failed) return;
     int64_t i = ARG_I(arg);
     switch (ARG_K(arg)) {
+    case K_GRP:
     case K_TP: {
         stage *st = &S->st[i];
         if (--st->pending == 0) {
@@ -509,7 +525,7 @@ void pp__step_start(step *S) {
 }
 
 const char *const pp__step_state_names[] = {
-    "idle",    "compute",        "tp",        "waiting for input",
-    "sending", "gathering",      "dp sync",   "dp reduce (micro-batch)",
-    "barrier", "embedding sync", "optimizer", "zero allgather",
-    "done"};
+    "idle",    "compute",        "tp",         "waiting for input",
+    "sending", "gathering",      "dp sync",    "dp reduce (micro-batch)",
+    "barrier", "embedding sync", "optimizer",  "zero allgather",
+    "done",    "ep alltoall",    "cp exchange"};

@@ -40,6 +40,8 @@ static void emit(program *pr, const pp__oplist *l, size_t from, size_t lab) {
         } else if (o->kind == PP__OP_COMM) {
             it.kind = IT_COLL;
             it.coll = (uint8_t)o->coll;
+            it.grp = o->group;
+            it.t = o->overlap_s;
             it.x = o->bytes;
         } else {
             it.kind = IT_MARK;
@@ -66,18 +68,18 @@ void pp__step_build(step *S) {
         double t = generic_compute_s(S);
         label(S, "forward", 0, "");
         label(S, "backward", 0, "");
-        prog_push(&S->fwd[0],
-                  (item){IT_COMPUTE, 0, (const char *)(uintptr_t)1, t / 3, 0});
+        prog_push(&S->fwd[0], (item){IT_COMPUTE, 0, (const char *)(uintptr_t)1,
+                                     t / 3, 0, 0});
         double params = S->m->params;
         for (int k = 0; k < GENERIC_PARTS; k++) {
             prog_push(&S->bwd[0],
                       (item){IT_COMPUTE, 0, (const char *)(uintptr_t)2,
-                             2 * t / 3 / GENERIC_PARTS, 0});
+                             2 * t / 3 / GENERIC_PARTS, 0, 0});
             prog_push(&S->bwd[0],
-                      (item){IT_MARK, 0, NULL, 0, params / GENERIC_PARTS});
+                      (item){IT_MARK, 0, NULL, 0, params / GENERIC_PARTS, 0});
         }
     } else {
-        pp__shape sh = {S->m, S->par, &S->prof};
+        pp__shape sh = {S->m, S->par, &S->prof, 0};
         pp__oplist l = {0};
         int64_t first_layer = 0; /* of chunk v, in model order */
         for (int32_t v = 0; v < S->V; v++) {
@@ -91,7 +93,7 @@ void pp__step_build(step *S) {
             /* ZeRO-3 as the stack implements it: each layer's weights
              * (and the embedding's, the head's) gathered before use,
              * forward and backward (zero3.c). */
-            item zg = {IT_ZG, 0, NULL, 0, 0};
+            item zg = {IT_ZG, 0, NULL, 0, 0, 0};
             double zl = pp__layer_params_gpu(&sh);
             if (S->z3_layer && v == 0)
                 zg.x = pp__embed_params_gpu(&sh), prog_push(f, zg);
@@ -103,6 +105,7 @@ void pp__step_build(step *S) {
             for (int64_t i = 0; i < Lv; i++) {
                 size_t from = l.n;
                 if (S->z3_layer) zg.x = zl, prog_push(f, zg);
+                sh.kind = pp_model_layer_is_moe(S->m, first_layer + i) ? 2 : 1;
                 pp__ops_layer_fwd(&sh, &l);
                 emit(f, &l, from, S->n_labels);
                 label(S, "layer %ld %s", (long)(first_layer + i), "fwd");
@@ -126,6 +129,7 @@ void pp__step_build(step *S) {
             for (int64_t i = Lv - 1; i >= 0; i--) {
                 size_t from = l.n;
                 if (S->z3_layer) zg.x = zl, prog_push(b, zg);
+                sh.kind = pp_model_layer_is_moe(S->m, first_layer + i) ? 2 : 1;
                 pp__ops_layer_bwd(&sh, &l);
                 emit(b, &l, from, S->n_labels);
                 label(S, "layer %ld %s", (long)(first_layer + i), "bwd");
@@ -258,11 +262,12 @@ static int check(const pp_step_config *cfg, pp_memory *mem, pp_error *e) {
     const pp_cluster_info *info = pp_cluster_info_get(cfg->cluster);
     int rc = pp_parallel_validate(p, m, e);
     if (rc) return rc;
-    int64_t n = p->tp * p->pp * p->dp;
+    int64_t n = pp_parallel_gpus(p);
     if (n > info->gpus)
         return pp_error_set(e, PP_EINPUT,
-                            "--parallel: tp x pp x dp = %lld GPUs, but "
+                            "--parallel: %s = %lld GPUs, but "
                             "cluster %s has %d",
+                            p->cp > 1 ? "tp x cp x pp x dp" : "tp x pp x dp",
                             (long long)n, info->name, (int)info->gpus);
     for (int i = 0; i < 3; i++)
         if (!strchr("tpd", cfg->placement[i]) || !cfg->placement[i] ||
@@ -315,21 +320,30 @@ static int setup(step *S, const pp_step_config *cfg, pp_error *e) {
         return rc;
     S->tp = (int32_t)p->tp;
     S->pp = (int32_t)p->pp;
-    S->dp = (int32_t)p->dp;
+    S->cp = p->cp > 1 ? (int32_t)p->cp : 1;
+    S->dp = (int32_t)p->dp * S->cp;
     S->vp = (int32_t)p->vp;
     S->V = S->pp * S->vp;
     S->nmb = (int32_t)(p->gbs / (p->mbs * p->dp));
 
-    int64_t n = p->tp * p->pp * p->dp, gpn = info->gpus_per_node;
+    int64_t n = pp_parallel_gpus(p), gpn = info->gpus_per_node;
     S->dev = pp_xmalloc((size_t)n * sizeof *S->dev);
+    /* CP ranks sit next to the TP ranks (Megatron-core orders ranks
+     * tp-cp-ep-dp-pp): the placement's "t" is the tp x cp block, TP rank
+     * innermost. */
     for (int32_t d = 0; d < S->dp; d++)
         for (int32_t q = 0; q < S->pp; q++)
             for (int32_t t = 0; t < S->tp; t++) {
-                int64_t r = pp_placement_rank(p, cfg->placement, t, q, d);
+                int64_t r = pp_placement_rank3(
+                    p->tp * S->cp, p->pp, p->dp, cfg->placement,
+                    (int64_t)(d % S->cp) * p->tp + t, q, d / S->cp);
                 D(S, t, q, d) = pp_cluster_gpu(S->c, (int32_t)(r / gpn),
                                                (int32_t)(r % gpn));
             }
-    S->grp = pp_xmalloc((size_t)(S->dp > 2 ? S->dp : 2) * sizeof *S->grp);
+    /* Scratch for a DP, CP or EP group (an EP group can span TP ranks:
+     * at most tp x cp x dp). */
+    S->grp = pp_xmalloc((size_t)(S->dp * S->tp > 2 ? S->dp * S->tp : 2) *
+                        sizeof *S->grp);
 
     S->z3_layer = p->zero >= 3 && S->dp > 1 && S->prof.sw.zero_max >= 3 &&
                   S->m->arch == PP_ARCH_TRANSFORMER;
@@ -340,7 +354,8 @@ static int setup(step *S, const pp_step_config *cfg, pp_error *e) {
             if (S->bwd[v].it[i].kind == IT_MARK)
                 S->vparams[v] += S->bwd[v].it[i].x;
     if (S->m->arch == PP_ARCH_TRANSFORMER) {
-        S->act_bytes = pp_activation_bytes(S->m, p->mbs);
+        /* A CP rank holds and sends s / cp of the sequence. */
+        S->act_bytes = pp_activation_bytes(S->m, p->mbs) / S->cp;
         /* With sp the tensor between stages is already split over tp;
          * without it each rank sends 1/tp and the receiver gathers, unless
          * every rank sends its whole copy (Megatron-core: tp x traffic). */
@@ -450,11 +465,13 @@ int pp_step_simulate(const pp_step_config *cfg, pp_step_result *out,
         r.total.dp_comm_exposed_s += b->dp_comm_exposed_s / S->pp;
         r.total.bubble_s += b->bubble_s / S->pp;
         r.total.other_s += b->other_s / S->pp;
+        r.total.ep_comm_s += b->ep_comm_s / S->pp;
+        r.total.cp_comm_s += b->cp_comm_s / S->pp;
     }
     pp_flops f;
     if ((rc = pp_flops_count(S->m, cfg->par->gbs, cfg->par->recompute, &f,
                              e)) == 0) {
-        r.gpus = cfg->par->tp * cfg->par->pp * cfg->par->dp;
+        r.gpus = pp_parallel_gpus(cfg->par);
         r.flops_iter = f.total;
         r.model_flops_iter = f.model;
         r.tflops_per_gpu = f.total / ((double)r.gpus * T) / 1e12;

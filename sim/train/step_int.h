@@ -28,7 +28,15 @@ typedef struct pp__op {
     double time_s;   /* GEMM, MEM: roofline time with launch */
     pp_coll_op coll; /* COMM */
     double params;   /* MARK */
+    /* COMM: the group it runs on (PP__GRP_TP unless said), and the
+     * compute that runs while it does (CP's ring attention overlaps the
+     * K/V exchange with the attention core: flops and overlap_s are that
+     * compute's). */
+    uint8_t group;
+    double overlap_s;
 } pp__op;
+
+enum { PP__GRP_TP = 0, PP__GRP_CP, PP__GRP_EP };
 
 typedef struct pp__oplist {
     pp__op *v;
@@ -42,7 +50,29 @@ typedef struct pp__shape {
     const pp_model *m;
     const pp_parallel *p;
     const pp_gpu_profile *g;
+    /* Which layer: 0 any (an MoE layer when the model has experts), 1 a
+     * dense layer, 2 an MoE layer (step_build.c sets it per layer). */
+    int kind;
 } pp__shape;
+
+/* Whether the layer a shape describes is an MoE layer. */
+bool pp__shape_moe(const pp__shape *s);
+
+/* compute.c's list builders, for moe.c: a GEMM, a memory-bound kernel,
+ * a collective over a group (PP__GRP_*). */
+void pp__op_gemm(const pp__shape *s, pp__oplist *l, const char *name,
+                 double batch, double m, double n, double k);
+void pp__op_mem(const pp__shape *s, pp__oplist *l, const char *name,
+                double bytes);
+void pp__op_comm(pp__oplist *l, const char *name, pp_coll_op op, double bytes,
+                 int group);
+
+/* moe.c: an MoE layer's FFN part (router, dispatch, experts, combine,
+ * shared experts) forward and backward, after the layer's second norm;
+ * and the parameters of an MoE layer on one GPU. */
+void pp__ops_moe_fwd(const pp__shape *s, pp__oplist *l);
+void pp__ops_moe_bwd(const pp__shape *s, pp__oplist *l);
+double pp__moe_layer_params_gpu(const pp__shape *s);
 
 /* One layer's forward (fwd, with its TP collectives) and backward (bwd:
  * with the recomputation p->recompute asks for, then a MARK of the

@@ -32,6 +32,7 @@ typedef struct item {
     const char *label; /* trace span */
     double t;          /* compute seconds */
     double x;          /* COLL: bytes S; MARK: parameters */
+    uint8_t grp;       /* COLL: PP__GRP_TP, _CP (t: overlapped compute), _EP */
 } item;
 
 typedef struct program {
@@ -52,7 +53,9 @@ enum {
     ST_EMB,     /* embedding gradient AllReduce */
     ST_OPT,     /* optimizer step */
     ST_ZAG,     /* ZeRO parameter AllGather */
-    ST_DONE
+    ST_DONE,
+    ST_EP, /* in an MoE all-to-all (sim/train/step_group.c) */
+    ST_CP  /* in CP's K/V exchange after the overlapped compute */
 };
 
 typedef struct msg {
@@ -103,7 +106,11 @@ typedef struct step {
     pp_gpu_profile prof;
     pp_sim *sim;
     pp_engine *eng;
-    int32_t tp, pp, dp, vp, V, nmb;
+    /* dp here counts the replicas of the simulation: dp x cp (the CP
+     * ranks of a replica run the same program; their gradients are
+     * reduced with the DP ones, as Megatron-core's dp-cp group does);
+     * replica d' is DP rank d' / cp, CP rank d' % cp. */
+    int32_t tp, pp, dp, vp, V, nmb, cp;
     int32_t *dev;       /* [(d pp + p) tp + t] */
     program *fwd, *bwd; /* [V] */
     double *vparams;    /* [V] parameters of each virtual stage */
@@ -141,11 +148,22 @@ enum {
     K_OPT,
     K_ZAG,
     K_Z3,
-    K_Z3L
+    K_Z3L,
+    K_GRP /* a CP or EP collective (counts down st->pending) */
 };
 #define ARG(k, i) ((uint64_t)(k) << 56 | (uint64_t)(i))
 #define ARG_K(a) ((int)((a) >> 56))
 #define ARG_I(a) ((int64_t)((a) & (((uint64_t)1 << 56) - 1)))
+
+/* step_group.c: a CP or EP collective of stage st's item `it` (all
+ * groups of the stage: every replica's, so that they contend); the stage
+ * goes on when they (and a CP item's overlapped compute) are done. */
+void pp__step_group_coll(step *S, stage *st, const item *it);
+/* step.c, for step_group.c. */
+void pp__step_enter(step *S, stage *st, int state);
+void pp__step_run(step *S, stage *st);
+int pp__step_coll(step *S, pp_coll_op op, pp_coll_algo algo, double bytes,
+                  const int32_t *g, size_t n, int channels, uint64_t arg);
 
 /* step_build.c */
 void pp__step_build(step *S);
@@ -155,11 +173,10 @@ void pp__step_mirrors(step *S, int32_t a, int32_t b, int32_t **out,
 /* step.c: starts every stage (then run the engine), and names states. */
 void pp__step_start(step *S);
 extern const char *const pp__step_state_names[];
-/* step.c, for zero3.c: a DP-channel collective, a state change, and
- * leaving a wait (idle, then run on). */
-int pp__step_coll(step *S, pp_coll_op op, double bytes, const int32_t *g,
-                  size_t n, uint64_t arg);
-void pp__step_enter(step *S, stage *st, int state);
+/* step.c, for zero3.c: a DP-channel collective and leaving a wait (idle,
+ * then run on); pp__step_enter above. */
+int pp__step_dp_coll(step *S, pp_coll_op op, double bytes, const int32_t *g,
+                     size_t n, uint64_t arg);
 void pp__step_resume(step *S, stage *st);
 /* zero3.c: a task's program starts (issues the first gathers), an IT_ZG
  * item is reached (returns 1 when the stage must wait), a gather's

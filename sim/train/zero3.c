@@ -49,7 +49,7 @@ static void issue(step *S, stage *st, int32_t j) {
     double bytes = zg_bytes(st, j);
     for (int32_t t = 0; t < S->tp && !S->failed; t++) {
         for (int32_t d = 0; d < S->dp; d++) S->grp[d] = D(S, t, st->p, d);
-        pp__step_coll(S, PP_COLL_ALLGATHER, bytes, S->grp, (size_t)S->dp,
+        pp__step_dp_coll(S, PP_COLL_ALLGATHER, bytes, S->grp, (size_t)S->dp,
                       ARG(K_Z3L, (uint64_t)j << 24 | (uint64_t)st->p));
     }
     st->zissued = j + 1;

@@ -1,0 +1,195 @@
+/*
+ * models/moe.c: mixture-of-experts layers: which layers have experts, and
+ * their parameters (total, active, and the routed-expert part that expert
+ * parallelism splits).
+ *
+ * Sources: Shazeer et al. 2017 (sparsely gated MoE, top-k routing);
+ * Fedus et al. 2022 (Switch Transformer: capacity factor, expert
+ * parallelism); Jiang et al. 2024 (Mixtral of Experts: 8 experts, top 2,
+ * SwiGLU experts, 46.7B total / 12.9B active); DeepSeek-AI 2024,
+ * "DeepSeek-V3 Technical Report" (1 shared + 256 routed experts, top 8,
+ * the first 3 layers dense; HF modeling_deepseek.py: layer i is MoE when
+ * i >= first_k_dense_replace and i % moe_layer_freq == 0).
+ *
+ * An expert is an FFN of expert_ffn_hidden (SwiGLU: gate, up, down, as in
+ * both models above); the router is one h x experts matrix without bias.
+ */
+#include "models_int.h"
+
+bool pp_model_is_moe(const pp_model *m) {
+    return m->arch == PP_ARCH_TRANSFORMER && m->experts > 0;
+}
+
+bool pp_model_layer_is_moe(const pp_model *m, int64_t layer) {
+    if (!pp_model_is_moe(m) || layer < m->first_dense_layers) return false;
+    int64_t f = m->moe_layer_freq > 0 ? m->moe_layer_freq : 1;
+    return layer % f == 0;
+}
+
+int64_t pp_model_moe_layers(const pp_model *m) {
+    int64_t n = 0;
+    for (int64_t i = 0; i < m->layers && pp_model_is_moe(m); i++)
+        n += pp_model_layer_is_moe(m, i);
+    return n;
+}
+
+double pp__mlp_params(const pp_model *m, double f) {
+    double h = (double)m->hidden;
+    bool llama = m->ffn == PP_FFN_SWIGLU;
+    double p = llama ? 3.0 * h * f : 2.0 * h * f;
+    if (m->bias) p += (llama ? 2.0 * f : f) + h;
+    return p;
+}
+
+double pp__expert_params_at(const pp_model *m, int64_t layer) {
+    if (!pp_model_layer_is_moe(m, layer)) return 0;
+    return (double)m->experts * pp__mlp_params(m, (double)m->expert_ffn_hidden);
+}
+
+/* The dense layer with its FFN replaced by the router, the shared experts
+ * and `n_routed` routed experts. */
+static double moe_layer(const pp_model *m, double n_routed) {
+    double fe = (double)m->expert_ffn_hidden;
+    return pp__layer_params(m) - pp__mlp_params(m, (double)m->ffn_hidden) +
+           (double)m->hidden * (double)m->experts +
+           ((double)m->shared_experts + n_routed) * pp__mlp_params(m, fe);
+}
+
+double pp__layer_params_at(const pp_model *m, int64_t layer) {
+    if (!pp_model_layer_is_moe(m, layer)) return pp__layer_params(m);
+    return moe_layer(m, (double)m->experts);
+}
+
+double pp__layers_params(const pp_model *m, int64_t from, int64_t n) {
+    if (!pp_model_is_moe(m)) return (double)n * pp__layer_params(m);
+    double p = 0;
+    for (int64_t i = from; i < from + n; i++) p += pp__layer_params_at(m, i);
+    return p;
+}
+
+double pp_model_active_params(const pp_model *m) {
+    double total = pp_model_params(m);
+    if (!pp_model_is_moe(m)) return total;
+    double idle = (double)(m->experts - m->top_k) *
+                  pp__mlp_params(m, (double)m->expert_ffn_hidden);
+    return total - (double)pp_model_moe_layers(m) * idle;
+}
+
+/* ------------------------------------------------------------------------
+ * Context and expert parallelism: Megatron-core's rules
+ * (megatron/training/arguments.py, validate_args; core/parallel_state.py,
+ * initialize_model_parallel, which orders ranks tp-cp-ep-dp-pp and builds
+ * the expert groups from the tp x cp x dp ranks of a stage as
+ * etp-ep-edp).
+ * ---------------------------------------------------------------------- */
+int pp__parallel_validate_cp_ep(const pp_parallel *p, const pp_model *m,
+                                const char *pre, pp_error *e) {
+    int64_t etp = pp_parallel_etp(p);
+    int64_t cp = p->cp > 1 ? p->cp : 1, ep = p->ep > 1 ? p->ep : 1;
+    /* Causal load balancing splits the sequence into 2 cp chunks, rank i
+     * holding chunks i and 2cp - 1 - i (Megatron-core's
+     * get_batch_on_this_cp_rank). */
+    if (cp > 1 && m->seq % (2 * cp) != 0)
+        return pp_error_set(e, PP_EINPUT,
+                            "%scp: seq (%lld) of model %s is not divisible "
+                            "by 2 * cp (%lld)",
+                            pre, (long long)m->seq, m->name,
+                            (long long)(2 * cp));
+    if (!pp_model_is_moe(m)) {
+        if (ep > 1 || p->etp > 0)
+            return pp_error_set(e, PP_EINPUT,
+                                "%s%s: model %s has no experts (expert "
+                                "parallelism needs an MoE model)",
+                                pre, ep > 1 ? "ep" : "etp", m->name);
+        return 0;
+    }
+    if (m->experts % ep != 0)
+        return pp_error_set(e, PP_EINPUT,
+                            "%sep: %lld does not divide the %lld experts "
+                            "of model %s",
+                            pre, (long long)ep, (long long)m->experts, m->name);
+    if (m->expert_ffn_hidden % etp != 0)
+        return pp_error_set(e, PP_EINPUT,
+                            "%setp: %lld does not divide expert_ffn_hidden "
+                            "(%lld) of model %s",
+                            pre, (long long)etp,
+                            (long long)m->expert_ffn_hidden, m->name);
+    /* The expert groups tile the tp x cp x dp ranks of a stage. */
+    int64_t dense = p->tp * cp * p->dp;
+    if (dense % (etp * ep) != 0)
+        return pp_error_set(e, PP_EINPUT,
+                            "%sep: etp x ep (%lld x %lld) does not divide "
+                            "tp x cp x dp (%lld)",
+                            pre, (long long)etp, (long long)ep,
+                            (long long)dense);
+    /* Megatron-core: "When using MoE with tensor parallelism, sequence
+     * parallelism must be used" (validate_args). */
+    if (p->tp > 1 && !p->sp)
+        return pp_error_set(e, PP_EINPUT,
+                            "%ssp: an MoE model with tp > 1 needs sequence "
+                            "parallelism (sp=on), as Megatron-core requires",
+                            pre);
+    return 0;
+}
+
+int64_t pp__stage_first_layer(const pp_parallel *p, const pp_model *m,
+                              int64_t stage) {
+    int64_t n = 0;
+    for (int64_t q = 0; q < stage; q++) n += pp_parallel_stage_layers(p, m, q);
+    return n;
+}
+
+/* ------------------------------------------------------------------------
+ * Memory (models/memory.c calls these).
+ * ---------------------------------------------------------------------- */
+double pp__stage_params_moe(const pp_model *m, const pp_parallel *p,
+                            int64_t stage, double *experts) {
+    int64_t first = p->pp > 1 ? pp__stage_first_layer(p, m, stage) : 0;
+    int64_t n = p->pp > 1 ? pp_parallel_stage_layers(p, m, stage) : m->layers;
+    double all = pp__layers_params(m, first, n), routed = 0;
+    for (int64_t i = first; i < first + n; i++)
+        routed += pp__expert_params_at(m, i);
+    double ends = 0;
+    if (p->pp <= 1)
+        ends = pp_model_params(m) - pp__layers_params(m, 0, m->layers);
+    else if (stage == 0 || stage == p->pp - 1)
+        ends = pp__embedding_params(m);
+    double ep = p->ep > 1 ? (double)p->ep : 1.0;
+    double mine = routed / (ep * (double)pp_parallel_etp(p));
+    if (experts) *experts = mine;
+    return (all - routed + ends) / (double)p->tp + mine;
+}
+
+double pp__moe_shard(const pp_model *m, const pp_parallel *p, int64_t stage) {
+    double cp = p->cp > 1 ? (double)p->cp : 1.0;
+    if (!pp_model_is_moe(m)) return cp;
+    double routed, all = pp__stage_params_moe(m, p, stage, &routed);
+    if (!(all > 0)) return cp;
+    /* Expert data parallelism: tp cp dp / (etp ep) ranks hold the same
+     * experts; over dp that is the factor below. */
+    double ep = p->ep > 1 ? (double)p->ep : 1.0;
+    double edp_over_dp = (double)p->tp * cp / ((double)pp_parallel_etp(p) * ep);
+    /* One divisor for the sum: all / (dense / cp + routed / edp_over_dp). */
+    return all / ((all - routed) / cp + routed / edp_over_dp);
+}
+
+/* Korthikanti et al. 2022's 34 s b h per layer has 19 in the MLP (4h
+ * wide): 4 for its input norm and dropout, 15 that scale with the FFN's
+ * width and with the tokens going through it.  An MoE layer sends each
+ * token through top_k routed and the shared experts of expert_ffn_hidden
+ * (padded to capacity_factor when set), so those 15 scale by
+ * (top_k (cf) + shared) fe / (4h); the dispatched copies of the input
+ * (top_k s b h, twice: dispatch and combine buffers) are added.  Averaged
+ * over the model's layers.  With full recompute only the layer inputs are
+ * kept between passes, which MoE does not change (p->recompute FULL: 1). */
+double pp__moe_act_factor(const pp_model *m, const pp_parallel *p) {
+    if (!pp_model_is_moe(m)) return 1.0;
+    if (p && p->recompute == PP_RECOMPUTE_FULL) return 1.0;
+    double h = (double)m->hidden, fe = (double)m->expert_ffn_hidden;
+    double cf = m->capacity_factor > 0 ? m->capacity_factor : 1.0;
+    double k = (double)m->top_k * cf + (double)m->shared_experts;
+    double moe =
+        34.0 - 15.0 + 15.0 * k * fe / (4.0 * h) + 2.0 * (double)m->top_k * cf;
+    double frac = (double)pp_model_moe_layers(m) / (double)m->layers;
+    return 1.0 + frac * (moe / 34.0 - 1.0);
+}

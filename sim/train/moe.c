@@ -1,0 +1,160 @@
+/*
+ * sim/train/moe.c: the kernels and collectives of an MoE layer's FFN, as
+ * Megatron-core's MoELayer runs them with its all-to-all token dispatcher
+ * (megatron/core/transformer/moe/: router.py, token_dispatcher.py
+ * MoEAlltoAllTokenDispatcher, experts.py GroupedMLP, shared_experts.py).
+ *
+ * Per micro-batch, one GPU holds T = s b / (cp tp) tokens (sequence
+ * parallelism is required with tp > 1, models/moe.c).  The router scores
+ * them against the E experts (a T x h x E GEMM), each token goes to top_k
+ * experts: the dispatch is an all-to-all over the EP group of
+ * T k h elements per rank (k h cf with a capacity factor: the padding is
+ * sent), balanced routing assumed (each rank receives as much as it
+ * sends).  With expert TP (etp > 1) the received tokens are all-gathered
+ * over the expert-TP group before the experts and reduce-scattered after;
+ * the group is the TP group when etp == tp (the default), and for
+ * 1 < etp < tp that exchange is not simulated.  The local experts run as
+ * one grouped GEMM of T k cf etp tokens, expert_ffn_hidden / etp wide.
+ * The combine all-to-all brings the outputs back.  Shared experts run as
+ * a dense MLP of shared x expert_ffn_hidden, split over tp like any MLP.
+ * The backward mirrors it: the combine's and the dispatch's all-to-alls
+ * again (the gradients travel back), the GEMMs' dgrad and wgrad.
+ *
+ * Not modelled: routing imbalance and dropped tokens (balanced routing is
+ * assumed, as with an auxiliary loss), node-limited routing (DeepSeek-V3
+ * sends each token to at most 4 nodes, which bounds its inter-node bytes;
+ * here dispatch is uniform over the EP group), the permutation kernels'
+ * fusion, and the overlap of the shared experts with the all-to-all.
+ */
+#include "step_int.h"
+
+typedef struct moe_dims {
+    double tn;  /* tokens on this GPU entering the layer */
+    double tok; /* tokens of the TP region (s b / cp) */
+    double h, t, etp, ep, E, k, S, fe, cf;
+    bool swiglu;
+    bool etp_tp; /* expert-TP exchange runs over the TP group */
+} moe_dims;
+
+static moe_dims moe_dims_of(const pp__shape *s) {
+    const pp_model *m = s->m;
+    const pp_parallel *p = s->p;
+    moe_dims x;
+    double cp = p->cp > 1 ? (double)p->cp : 1.0;
+    x.t = (double)p->tp;
+    x.tok = (double)m->seq / cp * (double)p->mbs;
+    x.tn = x.tok / x.t;
+    x.h = (double)m->hidden;
+    x.etp = (double)pp_parallel_etp(p);
+    x.ep = p->ep > 1 ? (double)p->ep : 1.0;
+    x.E = (double)m->experts;
+    x.k = (double)m->top_k;
+    x.S = (double)m->shared_experts;
+    x.fe = (double)m->expert_ffn_hidden;
+    x.cf = m->capacity_factor > 0 ? m->capacity_factor : 1.0;
+    x.swiglu = m->ffn == PP_FFN_SWIGLU;
+    x.etp_tp = x.etp > 1 && pp_parallel_etp(p) == p->tp;
+    return x;
+}
+
+/* Bytes of one rank's routed tokens (dispatch or combine). */
+static double routed_bytes(const moe_dims *x) {
+    return PP_ACT_BYTES * x->tn * x->k * x->cf * x->h;
+}
+
+static void a2a(const moe_dims *x, pp__oplist *l, const char *name) {
+    if (x->ep > 1)
+        pp__op_comm(l, name, PP_COLL_ALLTOALL, routed_bytes(x), PP__GRP_EP);
+}
+
+static void etp_comm(const moe_dims *x, pp__oplist *l, pp_coll_op op) {
+    if (x->etp_tp)
+        pp__op_comm(
+            l, op == PP_COLL_ALLGATHER ? "etp allgather" : "etp reducescatter",
+            op, x->etp * routed_bytes(x), PP__GRP_TP);
+}
+
+static void shared_fwd(const pp__shape *s, const moe_dims *x, pp__oplist *l) {
+    if (!(x->S > 0)) return;
+    double w = x->S * x->fe / x->t, act = PP_ACT_BYTES * x->tok * x->h;
+    if (x->t > 1) pp__op_comm(l, "tp allgather", PP_COLL_ALLGATHER, act, 0);
+    pp__op_gemm(s, l, "shared fc1", 1, x->tok, (x->swiglu ? 2.0 : 1.0) * w,
+                x->h);
+    pp__op_mem(s, l, "shared swiglu", (x->swiglu ? 6.0 : 4.0) * x->tok * w);
+    pp__op_gemm(s, l, "shared fc2", 1, x->tok, x->h, w);
+    if (x->t > 1)
+        pp__op_comm(l, "tp reducescatter", PP_COLL_REDUCESCATTER, act, 0);
+}
+
+void pp__ops_moe_fwd(const pp__shape *s, pp__oplist *l) {
+    moe_dims x = moe_dims_of(s);
+    double te = x.tn * x.k * x.cf * x.etp, w = x.fe / x.etp;
+    /* Router: logits, softmax and top-k in fp32 (read 4, write 4 per
+     * score, twice). */
+    pp__op_gemm(s, l, "router", 1, x.tn, x.E, x.h);
+    pp__op_mem(s, l, "router topk", 16.0 * x.tn * x.E);
+    /* Permute: gather each token's k copies by expert (read 2, write 2). */
+    pp__op_mem(s, l, "moe permute", 4.0 * x.tn * x.k * x.cf * x.h);
+    a2a(&x, l, "ep dispatch alltoall");
+    etp_comm(&x, l, PP_COLL_ALLGATHER);
+    pp__op_gemm(s, l, "experts fc1", 1, te, (x.swiglu ? 2.0 : 1.0) * w, x.h);
+    pp__op_mem(s, l, "experts swiglu", (x.swiglu ? 6.0 : 4.0) * te * w);
+    pp__op_gemm(s, l, "experts fc2", 1, te, x.h, w);
+    etp_comm(&x, l, PP_COLL_REDUCESCATTER);
+    a2a(&x, l, "ep combine alltoall");
+    /* Unpermute and the weighted sum of the k outputs. */
+    pp__op_mem(s, l, "moe unpermute",
+               4.0 * x.tn * x.k * x.cf * x.h + 2.0 * x.tn * x.h);
+    shared_fwd(s, &x, l);
+}
+
+static void gemm_bwd(const pp__shape *s, pp__oplist *l, const char *d,
+                     const char *w, double m, double n, double k) {
+    pp__op_gemm(s, l, d, 1, m, k, n);
+    pp__op_gemm(s, l, w, 1, k, n, m);
+}
+
+void pp__ops_moe_bwd(const pp__shape *s, pp__oplist *l) {
+    moe_dims x = moe_dims_of(s);
+    double te = x.tn * x.k * x.cf * x.etp, w = x.fe / x.etp;
+    if (x.S > 0) {
+        double ws = x.S * x.fe / x.t, act = PP_ACT_BYTES * x.tok * x.h;
+        if (x.t > 1) pp__op_comm(l, "tp allgather", PP_COLL_ALLGATHER, act, 0);
+        gemm_bwd(s, l, "shared fc2 dgrad", "shared fc2 wgrad", x.tok, x.h, ws);
+        pp__op_mem(s, l, "shared swiglu bwd",
+                   (x.swiglu ? 10.0 : 8.0) * x.tok * ws);
+        gemm_bwd(s, l, "shared fc1 dgrad", "shared fc1 wgrad", x.tok,
+                 (x.swiglu ? 2.0 : 1.0) * ws, x.h);
+        if (x.t > 1)
+            pp__op_comm(l, "tp reducescatter", PP_COLL_REDUCESCATTER, act, 0);
+    }
+    pp__op_mem(s, l, "moe unpermute bwd", 6.0 * x.tn * x.k * x.cf * x.h);
+    a2a(&x, l, "ep combine alltoall bwd");
+    etp_comm(&x, l, PP_COLL_ALLGATHER);
+    gemm_bwd(s, l, "experts fc2 dgrad", "experts fc2 wgrad", te, x.h, w);
+    pp__op_mem(s, l, "experts swiglu bwd", (x.swiglu ? 10.0 : 8.0) * te * w);
+    gemm_bwd(s, l, "experts fc1 dgrad", "experts fc1 wgrad", te,
+             (x.swiglu ? 2.0 : 1.0) * w, x.h);
+    etp_comm(&x, l, PP_COLL_REDUCESCATTER);
+    a2a(&x, l, "ep dispatch alltoall bwd");
+    pp__op_mem(s, l, "moe permute bwd", 4.0 * x.tn * x.k * x.cf * x.h);
+    pp__op_mem(s, l, "router topk bwd", 16.0 * x.tn * x.E);
+    gemm_bwd(s, l, "router dgrad", "router wgrad", x.tn, x.E, x.h);
+}
+
+/* Attention and norms as in a dense layer (split over tp; the norms
+ * replicated, 4h as compute.c counts them), the router replicated, the
+ * shared experts split over tp, the routed experts over ep x etp. */
+double pp__moe_layer_params_gpu(const pp__shape *s) {
+    const pp_model *m = s->m;
+    moe_dims x = moe_dims_of(s);
+    double kvd = (double)m->kv_heads * (x.h / (double)m->heads);
+    double attn = x.h * (x.h + 2.0 * kvd) + x.h * x.h;
+    double mlp = (x.swiglu ? 3.0 : 2.0) * x.h * x.fe;
+    if (m->bias) {
+        attn += (x.h + 2.0 * kvd) + x.h;
+        mlp += (x.swiglu ? 2.0 : 1.0) * x.fe + x.h;
+    }
+    return attn / x.t + 4.0 * x.h + x.h * x.E + x.S * mlp / x.t +
+           x.E / x.ep * mlp / x.etp;
+}

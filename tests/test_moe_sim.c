@@ -1,0 +1,178 @@
+/*
+ * tests/test_moe_sim.c: context and expert parallelism in the simulator,
+ * the planner and the launch formats, run through the CLI; the H800
+ * profile against the H100's (the same die); the scale acceptance plans
+ * of issue 15 by the estimate (the simulated ones are README examples
+ * and bench/bench_moe.c: too slow for a test).
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli_run.h"
+#include "podplan/sim.h"
+
+static json_t *run_json(const char *fmt, const char *arg) {
+    cli_result r;
+    cli_runf(&r, fmt, arg);
+    if (r.status != 0) fail_msg("exit %d: %s", r.status, r.err);
+    json_t *j = cli_json(&r);
+    cli_result_free(&r);
+    return j;
+}
+
+static double num(json_t *o, const char *k) {
+    json_t *v = json_object_get(o, k);
+    if (!v) fail_msg("no key %s", k);
+    return json_number_value(v);
+}
+
+/* The H800 profile is the H100's file under another name: every figure
+ * the simulator reads from it must agree. */
+static void test_h800_profile(void **state) {
+    (void)state;
+    pp_gpu_profile a, b;
+    pp_error e = PP_ERROR_INIT;
+    pp_catalog *c = NULL;
+    assert_int_equal(pp_catalog_load(NULL, &c, &e), 0);
+    const pp_gpu_spec *h100 = pp_catalog_gpu(c, "h100-sxm5");
+    const pp_gpu_spec *h800 = pp_catalog_gpu(c, "h800-sxm5");
+    assert_non_null(h800);
+    assert_int_equal(pp_profile_load(NULL, h100, &a, &e), 0);
+    assert_int_equal(pp_profile_load(NULL, h800, &b, &e), 0);
+    assert_string_equal(b.name, "h800");
+    assert_true(a.peak_flops == b.peak_flops && a.hbm_Bps == b.hbm_Bps);
+    pp_catalog_free(c);
+    assert_true(a.gemm_efficiency == b.gemm_efficiency);
+    assert_true(a.gemm_k_half == b.gemm_k_half);
+    assert_int_equal(a.n_tiles, b.n_tiles);
+    assert_true(a.mem_efficiency == b.mem_efficiency);
+    assert_true(a.launch_s == b.launch_s);
+    assert_true(a.framework_efficiency == b.framework_efficiency);
+    assert_true(a.grad_accum_bytes == b.grad_accum_bytes);
+}
+
+/* EP: the all-to-alls take time on the network (and none without ep);
+ * the experts split over ep take memory off each GPU. */
+static void test_simulate_ep(void **state) {
+    (void)state;
+    const char *cmd = "simulate --model mixtral-8x7b --cluster dgx-h100-ndr "
+                      "--parallel tp=1,pp=2,dp=32,ep=8,mbs=1,gbs=64,zero=1 "
+                      "--placement %s --format json";
+    /* Replicas next to each other: an EP group is one server (NVLink);
+     * stages between them: it spans two, through the NICs. */
+    json_t *a = run_json(cmd, "tp,dp,pp");
+    json_t *b = run_json(cmd, "tp,pp,dp");
+    json_t *ba = json_object_get(a, "breakdown");
+    double ep_in = num(ba, "ep_comm_s");
+    assert_true(ep_in > 0);
+    assert_int_equal((int)num(a, "gpus"), 64);
+    assert_true(num(json_object_get(b, "breakdown"), "ep_comm_s") > ep_in);
+    json_t *c = run_json("simulate --model mixtral-8x7b --cluster "
+                         "dgx-h100-ndr --parallel %s --format json",
+                         "tp=1,pp=2,dp=32,ep=4,mbs=1,gbs=64,zero=1");
+    assert_true(num(a, "memory_per_gpu_bytes") <
+                num(c, "memory_per_gpu_bytes"));
+    json_decref(c);
+    /* The parts still add up to the iteration. */
+    double sum = 0;
+    const char *k[] = {"compute_s",         "tp_comm_s", "pp_comm_s",
+                       "dp_comm_exposed_s", "bubble_s",  "other_s",
+                       "ep_comm_s",         "cp_comm_s"};
+    for (size_t i = 0; i < 8; i++) sum += num(ba, k[i]);
+    assert_true(fabs(sum - num(a, "iteration_time_s")) <
+                1e-9 * num(a, "iteration_time_s"));
+    json_decref(a);
+    json_decref(b);
+    /* A dense layout's breakdown keeps its keys. */
+    json_t *d = run_json("simulate --model llama3-8b --cluster dgx-h100-ndr "
+                         "--parallel %s --format json",
+                         "tp=1,dp=64,mbs=1,gbs=64,zero=1");
+    assert_null(json_object_get(json_object_get(d, "breakdown"), "ep_comm_s"));
+    json_decref(d);
+}
+
+/* CP 2 on the same GPUs: each rank holds half the sequence, so a
+ * micro-batch's compute per GPU about halves (the attention's s^2 part
+ * exactly), the GPU count doubles, and the K/V ring moves bytes. */
+static void test_simulate_cp(void **state) {
+    (void)state;
+    const char *cmd = "simulate --model llama3-8b --cluster dgx-h100-ndr "
+                      "--parallel %s --format json";
+    json_t *a = run_json(cmd, "tp=2,sp=on,dp=2,mbs=1,gbs=4,zero=1,"
+                              "recompute=full");
+    json_t *b = run_json(cmd, "tp=2,sp=on,dp=2,cp=2,mbs=1,gbs=4,zero=1,"
+                              "recompute=full");
+    assert_int_equal((int)num(b, "gpus"), 8);
+    double ca = num(json_object_get(a, "breakdown"), "compute_s");
+    double cb = num(json_object_get(b, "breakdown"), "compute_s");
+    assert_true(cb < 0.6 * ca && cb > 0.45 * ca);
+    assert_true(num(json_object_get(b, "breakdown"), "cp_comm_s") >= 0);
+    assert_true(num(b, "iteration_time_s") < 0.7 * num(a, "iteration_time_s"));
+    json_decref(a);
+    json_decref(b);
+}
+
+/* The launch formats carry the new degrees. */
+static void test_launch_flags(void **state) {
+    (void)state;
+    cli_result r;
+    cli_runf(&r, "plan --model mixtral-8x7b --cluster dgx-h100-ndr --gpus 64 "
+                 "--global-batch 64 --top 0 --fix ep=8,cp=1 --format megatron");
+    if (r.status != 0) fail_msg("exit %d: %s", r.status, r.err);
+    assert_non_null(strstr(r.out, "--num-experts 8"));
+    assert_non_null(strstr(r.out, "--moe-router-topk 2"));
+    assert_non_null(strstr(r.out, "--expert-model-parallel-size 8"));
+    assert_non_null(strstr(r.out, "--moe-token-dispatcher-type alltoall"));
+    cli_result_free(&r);
+    cli_runf(&r, "plan --model llama3-8b --cluster dgx-h100-ndr --gpus 16 "
+                 "--global-batch 64 --top 0 --fix cp=2 --format megatron");
+    if (r.status != 0) fail_msg("exit %d: %s", r.status, r.err);
+    assert_non_null(strstr(r.out, "--context-parallel-size 2"));
+    cli_result_free(&r);
+    cli_runf(&r, "plan --model deepseek-v3 --cluster dgx-h800-2048 --gpus 2048 "
+                 "--global-batch 4096 --top 0 --fix ep=64,pp=1 --format nemo2");
+    if (r.status != 0) fail_msg("exit %d: %s", r.status, r.err);
+    assert_non_null(strstr(r.out, "expert_model_parallel_size=64"));
+    cli_result_free(&r);
+}
+
+/* Issue 15's scale points, by the estimate: a 405B dense model at seq
+ * 8192 on 16,384 H100s, DeepSeek-V3 on 2,048 H800s, each with a plan that
+ * fits. */
+static void test_scale_plans(void **state) {
+    (void)state;
+    json_t *a = run_json("plan --model %s --cluster fat-tree-16k --gpus 16384 "
+                         "--global-batch 2048 --top 0 --format json",
+                         "llama3-405b");
+    json_t *c = json_array_get(json_object_get(a, "candidates"), 0);
+    assert_non_null(c);
+    assert_true(num(c, "memory_per_gpu_bytes") < 80e9);
+    json_decref(a);
+    json_t *d = run_json("plan --model %s --cluster dgx-h800-2048 --gpus 2048 "
+                         "--global-batch 15360 --top 0 --format json",
+                         "deepseek-v3");
+    c = json_array_get(json_object_get(d, "candidates"), 0);
+    assert_non_null(c);
+    assert_non_null(
+        strstr(json_string_value(json_object_get(c, "parallel")), "ep="));
+    json_decref(d);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_h800_profile),
+        cmocka_unit_test(test_simulate_ep),
+        cmocka_unit_test(test_simulate_cp),
+        cmocka_unit_test(test_launch_flags),
+        cmocka_unit_test(test_scale_plans),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
