@@ -42,6 +42,9 @@ static const pp_cli_opt opts[] = {
      "a profile fitted by `podplan calibrate fit`: its network: alpha-beta "
      "times the collectives it covers (default: none, the cluster's links)",
      false, NULL, 0, NULL},
+    {"collnet", 0, NULL,
+     "--algo nccl: CollNet (SHARP) enabled, as NCCL_COLLNET_ENABLE=1",
+     false, NULL, 0, NULL},
     {"fidelity", 0, "F", "network model (default: flow):", false,
      &pp_reg_fidelity, 0, NULL},
     {"granularity", 0, "G",
@@ -142,6 +145,17 @@ static void print_table(FILE *fp, const void *ctx) {
             x->spec.gran == PP_GRAN_AUTO ? " (auto)" : "", r->channels,
             r->channels == 1 ? "" : "s",
             x->spec.channels ? "" : " (one per NIC when leaving a server)");
+    if (r->nccl.algo)
+        fprintf(fp,
+                "nccl         chose %s/%s (%d channel%s x %s/s, %d server%s): "
+                "latency %s + S / %s/s = %s\n",
+                r->nccl.algo, r->nccl.proto, r->nccl.channels,
+                r->nccl.channels == 1 ? "" : "s",
+                pp_fmtq(r->nccl.chan_Bps, PP_Q_BYTES), r->nccl.nodes,
+                r->nccl.nodes == 1 ? "" : "s",
+                pp_fmtq(r->nccl.lat_s, PP_Q_TIME),
+                pp_fmtq(r->nccl.algbw_Bps, PP_Q_BYTES),
+                pp_fmtq(r->nccl.time_s, PP_Q_TIME));
     if (x->prof) print_fit(fp, x);
     fprintf(fp, "size         %s per GPU\n",
             pp_fmtq(x->spec.bytes, PP_Q_BYTES));
@@ -198,6 +212,20 @@ static json_t *to_json(const result *x) {
     /* The resolved values: what the simulation actually ran. */
     json_object_set_new(o, "granularity", json_string(gran_names[r->gran]));
     json_object_set_new(o, "channels", json_integer(r->channels));
+    if (r->nccl.algo) {
+        json_t *nc = json_object();
+        json_object_set_new(nc, "algo", json_string(r->nccl.algo));
+        json_object_set_new(nc, "proto", json_string(r->nccl.proto));
+        json_object_set_new(nc, "channels", json_integer(r->nccl.channels));
+        json_object_set_new(nc, "channel_GBps",
+                            pp_json_num(r->nccl.chan_Bps / 1e9));
+        json_object_set_new(nc, "servers", json_integer(r->nccl.nodes));
+        json_object_set_new(nc, "latency_s", pp_json_num(r->nccl.lat_s));
+        json_object_set_new(nc, "algbw_GBps",
+                            pp_json_num(r->nccl.algbw_Bps / 1e9));
+        json_object_set_new(nc, "time_s", pp_json_num(r->nccl.time_s));
+        json_object_set_new(o, "nccl", nc);
+    }
     if (x->prof) {
         json_object_set_new(o, "profile", json_string(x->prof->name));
         json_object_set_new(o, "profile_calibrated",
@@ -398,6 +426,11 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
     x.fid = fid;
     x.step_time = step_time;
     x.show_links = pp_args_flag(&a, "links");
+    x.spec.nccl_collnet = pp_args_flag(&a, "collnet");
+    if (x.spec.nccl_collnet && algo != PP_ALGO_NCCL) {
+        pp_error_set(&e, PP_EUSAGE, "--collnet only applies to --algo nccl");
+        return pp_cli_fail(cmd->name, &e);
+    }
 
     rc = pp_cli_load_cluster(&a, &c, &e);
     if (rc) goto out;
@@ -465,7 +498,7 @@ const pp_cli_cmd pp_cmd_collective = {
     "collective",
     "simulate one collective (AllReduce, ...) on a cluster: time, algbw, busbw",
     "collective --cluster C [--op OP] [--algo ALGO] --bytes SIZE [--gpus N] "
-    "[--profile FILE] [--fidelity F] [--granularity auto|step|stream] "
+    "[--profile FILE] [--collnet] [--fidelity F] [--granularity auto|step|stream] "
     "[--channels K] [--set PATH=VALUE]... [--trace FILE] [--links] "
     "[--format table|json] [-o FILE]",
     "The group is the first N GPUs in server-major order.  ring uses "
@@ -489,7 +522,11 @@ const pp_cli_cmd pp_cmd_collective = {
     "scope, the collective takes the fitted alpha + S/beta (rescaled by the\n"
     "algorithm's steps for another group size): exactly at analytic "
     "fidelity,\n"
-    "at least at flow fidelity, where the transfers still contend.",
+    "at least at flow fidelity, where the transfers still contend.\n"
+    "--algo nccl: NCCL's own tuning model (src/graph/tuning.cc) picks the\n"
+    "algorithm (Ring, Tree, NVLS, NVLSTree, CollNet) and protocol (LL, LL128,\n"
+    "Simple) for the size and times it, as nccl-tests would run it; the line\n"
+    "`nccl` says what it chose.",
     opts,
     run,
 };

@@ -29,6 +29,19 @@ typedef enum {
     PP_GRAN_STREAM /* NCCL's pipelined steady state */
 } pp_granularity;
 
+/* What NCCL's tuning model chose for one call (sim/coll/nccl.c). */
+typedef struct pp_nccl_choice {
+    const char *algo;  /* NCCL's names: Ring, Tree, NVLS, NVLSTree,
+                          CollNetDirect, CollNetChain; NULL: not run */
+    const char *proto; /* LL, LL128, Simple */
+    double time_s;     /* its predicted time */
+    double lat_s;      /* the latency term */
+    double algbw_Bps;  /* its bandwidth term: bytes / (time - latency) */
+    int channels;      /* of the graph it used */
+    double chan_Bps;   /* per channel */
+    int nodes;         /* servers the group spans */
+} pp_nccl_choice;
+
 typedef struct pp_coll_spec {
     pp_coll_op op;
     pp_coll_algo algo;
@@ -45,6 +58,8 @@ typedef struct pp_coll_spec {
      * at least the fit's (flow); sim/coll/coll_fit.c. */
     const pp_net_fit *fits;
     size_t n_fits;
+    bool nccl_collnet; /* algo nccl: CollNet (SHARP) enabled, as with
+                          NCCL_COLLNET_ENABLE=1 */
 } pp_coll_spec;
 
 typedef struct pp_coll_result {
@@ -59,6 +74,7 @@ typedef struct pp_coll_result {
     int channels;        /* channels that ran (ring family; else 1) */
     const pp_net_fit *fit; /* the spec's fitted entry used (NULL: none) */
     double fit_s;          /* its time for this collective */
+    pp_nccl_choice nccl;   /* algo nccl: what NCCL's model chose */
 } pp_coll_result;
 
 /* The rate at which a GPU sums a received chunk into its own: HBM / 3
@@ -93,6 +109,14 @@ bool pp_coll_rank_terms(const char *op, const char *algo, int64_t n,
  * and per-rank bytes when the group size differs from the one measured
  * (sim/coll/coll_fit.c).  NAN for an entry without a bandwidth. */
 double pp_coll_fit_time_s(const pp_net_fit *f, int64_t ranks, double bytes);
+
+/* NCCL's tuning model (src/graph/tuning.cc, sim/coll/nccl.c) for `op` of
+ * `bytes` (nccl-tests' S) on the GPUs `gpus` of cluster c: the algorithm
+ * and protocol NCCL picks and its predicted time.  PP_EINVAL for
+ * alltoall/sendrecv (point-to-point in NCCL) and uneven groups. */
+int pp_coll_nccl_choose(const pp_cluster *c, const int32_t *gpus, size_t n,
+                        pp_coll_op op, double bytes, bool collnet,
+                        pp_nccl_choice *out, pp_error *e);
 
 /* Starts a collective now; done runs when the last rank finishes. */
 int pp_sim_collective_start(pp_sim *s, const pp_coll_spec *spec,

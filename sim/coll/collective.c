@@ -36,7 +36,7 @@
 #define SPAN_ROW(op)                                                           \
     {                                                                          \
         op " ring", op " tree", op " hier", op " naive", op " ps",             \
-            op " sharp", op " rd"                                              \
+            op " sharp", op " rd", op " nccl"                                 \
     }
 static const char *const span_names[PP_COLL__COUNT][PP_ALGO__COUNT] = {
     SPAN_ROW("allreduce"), SPAN_ROW("allgather"), SPAN_ROW("reducescatter"),
@@ -112,7 +112,8 @@ static void finish(pp__coll *k) {
         k->sink->gran = k->gran;
         k->sink->channels = k->C > 0 ? k->C : 1;
         k->sink->fit = k->fit;
-        k->sink->fit_s = k->t_fit;
+        k->sink->fit_s = k->fit ? k->t_fit : 0;
+        k->sink->nccl = k->nccl;
     }
     /* A collective that failed while starting was reported to its caller
      * then; it only drained its transfers since and does not call back. */
@@ -281,6 +282,29 @@ static int gen_fit(pp__coll *k, int64_t phase, pp_error *e) {
     return 0;
 }
 
+/* algo nccl: NCCL's tuning model (nccl.c) times the call.  At analytic
+ * fidelity that is the collective: one wait.  At flow fidelity a Ring or
+ * Tree choice also sends its transfers (contending with the rest) and
+ * the model's time is a floor, as for a fitted profile; NVLS and CollNet
+ * have no transfer schedule here and stay a wait. */
+static int plan_nccl(pp__coll *k, const pp_coll_spec *spec, pp_error *e) {
+    int rc = pp_coll_nccl_choose(k->c, spec->gpus, spec->n_gpus, k->op, k->S,
+                                 spec->nccl_collnet, &k->nccl, e);
+    if (rc) return rc;
+    k->t_fit = k->nccl.time_s;
+    bool ring = !strcmp(k->nccl.algo, "Ring"),
+         tree = !strcmp(k->nccl.algo, "Tree");
+    if (pp_sim_net(k->s) && (ring || tree)) {
+        k->algo = ring ? PP_ALGO_RING : PP_ALGO_TREE;
+        rc = pp__coll_plan(k, e);
+        k->algo = PP_ALGO_NCCL;
+        return rc;
+    }
+    k->gen = gen_fit;
+    k->n_phases = 1;
+    return 0;
+}
+
 /* Checks the spec against the cluster and builds the endpoint table. */
 static int coll_new(pp_sim *s, const pp_coll_spec *spec, pp__coll **out,
                     pp_error *e) {
@@ -368,7 +392,8 @@ static int coll_new(pp_sim *s, const pp_coll_spec *spec, pp__coll **out,
     k->C = spec->channels;
 
     rc = pp__coll_group(k, e);
-    if (!rc) rc = pp__coll_plan(k, e);
+    if (!rc && k->algo == PP_ALGO_NCCL) rc = plan_nccl(k, spec, e);
+    else if (!rc) rc = pp__coll_plan(k, e);
     if (rc) {
         coll_free(k);
         return rc;
@@ -462,6 +487,7 @@ int pp_sim_collective(pp_sim *s, const pp_coll_spec *spec, pp_coll_result *out,
     r.channels = sink.channels;
     r.fit = sink.fit;
     r.fit_s = sink.fit_s;
+    r.nccl = sink.nccl;
     r.events = pp_engine_events(eng) - ev0;
     r.busiest_link = -1;
     lb = pp_sim_link_bytes(s, &nl);

@@ -39,6 +39,7 @@ typedef struct pp__coll_sink {
     int channels;
     const pp_net_fit *fit;
     double fit_s;
+    pp_nccl_choice nccl;
     int rc;
     pp_error err;
 } pp__coll_sink;
@@ -87,6 +88,7 @@ struct pp__coll {
     double t0;
     double t_fit;  /* > 0: the fitted network's time (coll_fit.c) */
     const pp_net_fit *fit; /* its entry */
+    pp_nccl_choice nccl;   /* algo nccl: NCCL's model's choice */
     bool fit_held; /* finish already held back to t0 + t_fit */
     double *end;   /* n: when each rank last finished something */
     uint64_t transfers;
