@@ -144,7 +144,9 @@ static void print_table(FILE *fp, const void *ctx) {
             pp_fidelity_name((pp_fidelity)x->fid), gran_names[r->gran],
             x->spec.gran == PP_GRAN_AUTO ? " (auto)" : "", r->channels,
             r->channels == 1 ? "" : "s",
-            x->spec.channels ? "" : " (one per NIC when leaving a server)");
+            x->spec.channels                ? ""
+            : x->spec.algo == PP_ALGO_NCCL ? " (NCCL's topology search)"
+                                           : " (one per NIC when leaving a server)");
     if (r->nccl.algo)
         fprintf(fp,
                 "nccl         chose %s/%s (%d channel%s x %s/s, %d server%s): "

@@ -300,6 +300,9 @@ static int plan_nccl(pp__coll *k, const pp_coll_spec *spec, pp_error *e) {
         k->algo = PP_ALGO_NCCL;
         return rc;
     }
+    /* NCCL's steady-state closed form, on its own channels. */
+    k->gran = PP_GRAN_STREAM;
+    k->C = k->nccl.channels;
     k->gen = gen_fit;
     k->n_phases = 1;
     return 0;
