@@ -4,7 +4,8 @@
  * (sim/coll/coll_fit.c): known alpha-beta give the expected times at
  * analytic fidelity, rescaled by the ring's steps for another group
  * size; a floor at flow fidelity; entries that do not cover a collective
- * leave it to the links; `podplan collective --profile` on the fitted
+ * leave it to the links; `simulate --profile` times the step's TP
+ * all-reduces by it; `podplan collective --profile` on the fitted
  * loopback example predicts its measurements within the error stated in
  * calibrate/README.md.
  */
@@ -234,6 +235,48 @@ static void test_loopback_example(void **state) {
     assert_true(sum / n <= 0.345);
 }
 
+/* simulate --profile: the training step's TP all-reduces take the fitted
+ * entry; an entry that covers none of them changes nothing. */
+static double iter_time(const char *prof, double *tp) {
+    cli_result r;
+    cli_runf(&r,
+             "simulate --model megatron-1.7b --cluster dgx-h100-ndr "
+             "--parallel tp=8,pp=1,dp=1,mbs=1,gbs=1 --fidelity analytic "
+             "--profile %s --format json",
+             prof);
+    if (r.status != 0) fail_msg("%s", r.err);
+    json_t *o = cli_json(&r);
+    double t = json_number_value(json_object_get(o, "iteration_time_s"));
+    *tp = json_number_value(
+        json_object_get(json_object_get(o, "breakdown"), "tp_comm_s"));
+    json_decref(o);
+    cli_result_free(&r);
+    return t;
+}
+
+static void test_simulate_profile(void **state) {
+    (void)state;
+    const char *pa = "/tmp/podplan-test-coll-fit-pa.yaml",
+               *pb = "/tmp/podplan-test-coll-fit-pb.yaml";
+    const char *other = "network:\n"
+                        "  - {link: nvswitch, scope: intra, op: allgather, "
+                        "algo: tree, alpha: 1us, beta: 1GB/s}\n";
+    char both[512];
+    snprintf(both, sizeof both,
+             "%s  - {link: nvswitch, scope: intra, op: allreduce, algo: ring, "
+             "ranks: 8, alpha: 1ms, beta: 10GB/s}\n",
+             other);
+    write_file(pa, other);
+    write_file(pb, both);
+    double tpa, tpb;
+    double ta = iter_time(pa, &tpa), tb = iter_time(pb, &tpb);
+    printf("  megatron-1.7b tp=8: %.4f s -> %.4f s with a slow fitted "
+           "all-reduce\n",
+           ta, tb);
+    assert_true(tpb > tpa + 0.1); /* every TP all-reduce pays >= 1 ms */
+    assert_true(fabs((tb - ta) - (tpb - tpa)) < 1e-9 * tb);
+}
+
 /* Without --profile the output has no profile or network lines (the
  * goldens pin the rest). */
 static void test_cli_plain(void **state) {
@@ -255,6 +298,7 @@ int main(void) {
         cmocka_unit_test(test_known_alpha_beta),
         cmocka_unit_test(test_bad_network),
         cmocka_unit_test(test_loopback_example),
+        cmocka_unit_test(test_simulate_profile),
         cmocka_unit_test(test_cli_plain),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
