@@ -60,10 +60,10 @@ static int config_int(json_t *cfg, const char *name, const char *k,
 }
 
 int pp__cal_import_nccl_json(pp_cal_set *s, int src, const char *name,
-                             json_t *root, const pp_cal_hints *h,
-                             pp_error *e) {
+                             json_t *root, const pp_cal_hints *h, pp_error *e) {
     json_t *ver = json_object_get(root, "version");
-    if (ver && !json_is_integer(ver)) return bad(e, name, "version", "an integer");
+    if (ver && !json_is_integer(ver))
+        return bad(e, name, "version", "an integer");
     json_t *cfg = json_object_get(root, "config");
     int64_t nthreads, ngpus;
     int rc;
@@ -135,8 +135,7 @@ int pp__cal_import_nccl_json(pp_cal_set *s, int src, const char *name,
             if (json_is_string(t) && !strcmp(json_string_value(t), "nan"))
                 continue;
             if (!json_is_number(t) || !(json_number_value(t) > 0)) {
-                snprintf(path, sizeof path, "results[%zu].%s.time", i,
-                         var[v]);
+                snprintf(path, sizeof path, "results[%zu].%s.time", i, var[v]);
                 return bad(e, name, path, "a time in microseconds > 0");
             }
             pp_cal_point p;
@@ -166,7 +165,6 @@ int pp__cal_import_nccl_json(pp_cal_set *s, int src, const char *name,
             added++;
         }
     }
-    if (!added)
-        return bad(e, name, "results", "at least one timed result");
+    if (!added) return bad(e, name, "results", "at least one timed result");
     return 0;
 }

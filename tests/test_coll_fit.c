@@ -30,33 +30,32 @@ static void assert_rel(double got, double want, double tol) {
         fail_msg("got %.12g, want %.12g within %g relative", got, want, tol);
 }
 
-static const char *const known_profile =
-    "peak: 989TFLOPS\n"
-    "hbm_bw: 3.35TB/s\n"
-    "network:\n"
-    "  - link: nvswitch\n"
-    "    scope: intra\n"
-    "    op: allreduce\n"
-    "    algo: ring\n"
-    "    ranks: 8\n"
-    "    alpha: 20us\n"
-    "    beta: 100GB/s\n"
-    "  - link: nvswitch\n"
-    "    scope: intra\n"
-    "    op: allgather\n"
-    "    algo: auto\n"
-    "    alpha: 10us\n"
-    "    beta: 50GB/s\n"
-    "    knee: 64KiB\n"
-    "    alpha_lo: 5us\n"
-    "    beta_lo: 5GB/s\n"
-    "  - link: infiniband\n"
-    "    scope: inter\n"
-    "    op: allreduce\n"
-    "    algo: ring\n"
-    "    ranks: 16\n"
-    "    alpha: 50us\n"
-    "    beta: 1GB/s\n";
+static const char *const known_profile = "peak: 989TFLOPS\n"
+                                         "hbm_bw: 3.35TB/s\n"
+                                         "network:\n"
+                                         "  - link: nvswitch\n"
+                                         "    scope: intra\n"
+                                         "    op: allreduce\n"
+                                         "    algo: ring\n"
+                                         "    ranks: 8\n"
+                                         "    alpha: 20us\n"
+                                         "    beta: 100GB/s\n"
+                                         "  - link: nvswitch\n"
+                                         "    scope: intra\n"
+                                         "    op: allgather\n"
+                                         "    algo: auto\n"
+                                         "    alpha: 10us\n"
+                                         "    beta: 50GB/s\n"
+                                         "    knee: 64KiB\n"
+                                         "    alpha_lo: 5us\n"
+                                         "    beta_lo: 5GB/s\n"
+                                         "  - link: infiniband\n"
+                                         "    scope: inter\n"
+                                         "    op: allreduce\n"
+                                         "    algo: ring\n"
+                                         "    ranks: 16\n"
+                                         "    alpha: 50us\n"
+                                         "    beta: 1GB/s\n";
 
 static void write_file(const char *path, const char *text) {
     FILE *fp = fopen(path, "w");
@@ -118,16 +117,15 @@ static void test_known_alpha_beta(void **state) {
     double S = 64e6;
 
     /* Analytic: exactly alpha + S/beta, nothing sent. */
-    pp_coll_result r = run(c, PP_FIDELITY_ANALYTIC, PP_COLL_ALLREDUCE,
-                           PP_ALGO_RING, S, 8, &g);
+    pp_coll_result r =
+        run(c, PP_FIDELITY_ANALYTIC, PP_COLL_ALLREDUCE, PP_ALGO_RING, S, 8, &g);
     assert_non_null(r.fit);
     assert_int_equal(r.fit->line, 4);
     assert_rel(r.time_s, 20e-6 + S / 100e9, 1e-12);
     assert_int_equal(r.transfers, 0);
 
     /* 4 ranks from the 8-rank entry: alpha x 6/14, S/beta x 1.5/1.75. */
-    r = run(c, PP_FIDELITY_ANALYTIC, PP_COLL_ALLREDUCE, PP_ALGO_RING, S, 4,
-            &g);
+    r = run(c, PP_FIDELITY_ANALYTIC, PP_COLL_ALLREDUCE, PP_ALGO_RING, S, 4, &g);
     assert_rel(r.time_s, 20e-6 * 6 / 14 + S / 100e9 * 1.5 / 1.75, 1e-12);
 
     /* "auto" (NCCL's choice) serves a ring all-gather; below the knee the
@@ -135,14 +133,13 @@ static void test_known_alpha_beta(void **state) {
     r = run(c, PP_FIDELITY_ANALYTIC, PP_COLL_ALLGATHER, PP_ALGO_RING, 32768, 8,
             &g);
     assert_rel(r.time_s, 5e-6 + 32768 / 5e9, 1e-12);
-    r = run(c, PP_FIDELITY_ANALYTIC, PP_COLL_ALLGATHER, PP_ALGO_RING, S, 8,
-            &g);
+    r = run(c, PP_FIDELITY_ANALYTIC, PP_COLL_ALLGATHER, PP_ALGO_RING, S, 8, &g);
     assert_rel(r.time_s, 10e-6 + S / 50e9, 1e-12);
 
     /* Not covered: a tree all-reduce has no entry; the links time it as
      * without the profile. */
-    pp_coll_result a = run(c, PP_FIDELITY_ANALYTIC, PP_COLL_ALLREDUCE,
-                           PP_ALGO_TREE, S, 8, &g);
+    pp_coll_result a =
+        run(c, PP_FIDELITY_ANALYTIC, PP_COLL_ALLREDUCE, PP_ALGO_TREE, S, 8, &g);
     pp_coll_result b = run(c, PP_FIDELITY_ANALYTIC, PP_COLL_ALLREDUCE,
                            PP_ALGO_TREE, S, 8, NULL);
     assert_null(a.fit);
@@ -220,8 +217,8 @@ static void test_loopback_example(void **state) {
         double t = json_number_value(json_object_get(o, "time_s"));
         const char *var[] = {"out_of_place", "in_place"};
         for (int v = 0; v < 2; v++) {
-            double meas = json_number_value(json_object_get(
-                json_object_get(row, var[v]), "time_s"));
+            double meas = json_number_value(
+                json_object_get(json_object_get(row, var[v]), "time_s"));
             sum += fabs(t / meas - 1);
             n++;
         }

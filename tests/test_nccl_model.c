@@ -85,8 +85,7 @@ static void test_published(void **state) {
     r = run(h, PP_FIDELITY_ANALYTIC, PP_COLL_ALLGATHER, PP_ALGO_NCCL, S, 8);
     assert_string_equal(r.nccl.algo, "Ring");
     published("H100 x8 all_gather 8 GiB (ring)", r.busbw_Bps, 370e9);
-    r = run(h, PP_FIDELITY_ANALYTIC, PP_COLL_REDUCESCATTER, PP_ALGO_NCCL, S,
-            8);
+    r = run(h, PP_FIDELITY_ANALYTIC, PP_COLL_REDUCESCATTER, PP_ALGO_NCCL, S, 8);
     published("H100 x8 reduce_scatter 8 GiB (ring)", r.busbw_Bps, 370e9);
     pp_cluster_free(h);
 

@@ -79,10 +79,10 @@ const pp_net_fit *pp_coll_fit_find(const pp_net_fit *v, size_t n,
          * ratio, a larger group before a smaller at the same ratio), then
          * the stated scope before an unknown one, then file order. */
         double d = f->ranks == ranks ? 0
-                   : f->ranks == 0   ? 0.5
-                                     : 1 + fabs(log((double)f->ranks /
-                                                    (double)ranks)) -
-                                         (f->ranks > ranks ? 1e-9 : 0);
+                   : f->ranks == 0
+                       ? 0.5
+                       : 1 + fabs(log((double)f->ranks / (double)ranks)) -
+                             (f->ranks > ranks ? 1e-9 : 0);
         double score = (exact_algo ? 0 : 1000) + d +
                        (f->scope == PP_NET_SCOPE_ANY ? 1e-3 : 0);
         if (score < best_score) {

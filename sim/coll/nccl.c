@@ -38,7 +38,12 @@
  * of the server (search.cc pins NVLS's channel count to the GPU count),
  * the fastest speed with GPUs x speed <= the NVLink bandwidth.  The
  * per-channel halving of ncclTopoDupChannels changes neither product nor
- * the caps that matter here and is left out.
+ * the caps that matter here and is left out.  The tree graph is taken as
+ * balanced (no x0.85 of NCCL_TOPO_PATTERN_TREE), graphs' latencyInter as
+ * 0 (no plugin-reported network latency), one operation per call
+ * (numPipeOps 1), and the size is nccl-tests' S: for AllGather and
+ * ReduceScatter the whole buffer, the per-rank count times the ranks, as
+ * NCCL's enqueue passes it to the model.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -61,13 +66,25 @@ static const double baseLat[T_NALG][P_NPROTO] = {
     {0, 0, 0},      {0, 0, 0},        {0, 0, 0}};
 static const double hwLat[3][T_NALG][P_NPROTO] = {
     /* NVLINK */
-    {{.6, 1.25, 28}, {.6, 1.9, 3.4}, {0, 0, 3.7}, {0, 0, 2.8}, {0, 0, 23},
+    {{.6, 1.25, 28},
+     {.6, 1.9, 3.4},
+     {0, 0, 3.7},
+     {0, 0, 2.8},
+     {0, 0, 23},
      {0, 0, 23}},
     /* PCI */
-    {{1.0, 1.9, 28}, {1.0, 2.5, 5.7}, {0, 0, 3.7}, {0, 0, 2.8}, {0, 0, 0},
+    {{1.0, 1.9, 28},
+     {1.0, 2.5, 5.7},
+     {0, 0, 3.7},
+     {0, 0, 2.8},
+     {0, 0, 0},
      {0, 0, 0}},
     /* NET */
-    {{5.0, 8.5, 28}, {2.7, 4.0, 14.0}, {0, 0, 31}, {0, 0, 30}, {0, 0, 18},
+    {{5.0, 8.5, 28},
+     {2.7, 4.0, 14.0},
+     {0, 0, 31},
+     {0, 0, 30},
+     {0, 0, 18},
      {0, 0, 14}}};
 /* [Volta, Ampere, Hopper][N1, N2, N4+] */
 static const double llMaxBws[3][3] = {
@@ -80,9 +97,9 @@ static const double perChMaxTreeBws[3][3] = {
     {26.5, 18.5, 10.0}, {24.0, 23.6, 17.8}, {38.7, 41.4, 36.0}};
 /* Powers of two from 64 B: trees stray from the model at medium sizes. */
 static const double treeCorrectionFactor[P_NPROTO][23] = {
-    {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5,
+    {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7,  .7,  .7,  .6, .5,
      .4,  .4,  .5,  .6,  .7, .8, .9, 1.0, 1.0, 1.0, 1.0},
-    {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6,
+    {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7,  .6, .6,
      .6,  .6,  .6,  .6,  .8,  .9, .9, .9, .9, 1.0, 1.0},
     {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5,
      .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9}};
@@ -149,7 +166,8 @@ static graph search_nvls(const machine *mc, int gpn) {
     graph g = {0, 0};
     if (!(mc->cc >= 90 && mc->nvswitch) || gpn < 2) return g;
     for (size_t i = 0; i < N_OF(sm90Intra); i++)
-        if (gpn * sm90Intra[i] <= mc->intra_bw) return (graph){gpn, sm90Intra[i]};
+        if (gpn * sm90Intra[i] <= mc->intra_bw)
+            return (graph){gpn, sm90Intra[i]};
     return g;
 }
 
@@ -185,7 +203,7 @@ static void tune(const machine *mc, int coll, int nRanks, int nNodes,
     int hw = nNodes == 1 ? intraHw : HW_NET;
     int nsteps = coll == F_ALLREDUCE ? 2 * (nRanks - 1)
                  : coll == F_REDUCESCATTER || coll == F_ALLGATHER ? nRanks - 1
-                                                                 : nRanks;
+                                                                  : nRanks;
     int nInterSteps = coll == F_ALLREDUCE ? (nNodes > 1 ? 2 * nNodes : 0)
                       : coll == F_REDUCESCATTER || coll == F_ALLGATHER
                           ? nNodes - 1
@@ -220,15 +238,16 @@ static void tune(const machine *mc, int coll, int nRanks, int nNodes,
                 bw = fmin(bwIntra, nNodes <= 2 ? bwInter : bwInter / 2);
             double busBw = ga->nch * bw;
             if (a == T_RING && p == P_LL)
-                busBw = fmin(llMaxBw,
-                             busBw * ((nNodes > 1 || coll == F_ALLREDUCE ||
-                                       coll == F_REDUCE)
-                                          ? 1.0 / 4.0
-                                          : 1.0 / 3.0));
+                busBw =
+                    fmin(llMaxBw, busBw * ((nNodes > 1 || coll == F_ALLREDUCE ||
+                                            coll == F_REDUCE)
+                                               ? 1.0 / 4.0
+                                               : 1.0 / 3.0));
             if (a == T_RING && p == P_LL128)
                 busBw = fmin(busBw * (ppn < 2 ? 0.7 : 0.92),
                              ga->nch * perChMaxRingLL128Bw);
-            if (a == T_TREE) busBw = fmin(busBw * .92, ga->nch * perChMaxTreeBw);
+            if (a == T_TREE)
+                busBw = fmin(busBw * .92, ga->nch * perChMaxTreeBw);
             if (a == T_TREE && p == P_LL) busBw = fmin(busBw / 3.8, llMaxBw);
             if (a == T_TREE && p == P_LL128)
                 busBw = fmin(busBw * (nNodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0),
@@ -295,7 +314,8 @@ static void tune(const machine *mc, int coll, int nRanks, int nNodes,
             /* ncclTopoGetAlgoTime. */
             double b = algBw;
             int logSize = log2i(floor(nBytes / 64));
-            if (a == T_TREE && logSize < 23) b *= treeCorrectionFactor[p][logSize];
+            if (a == T_TREE && logSize < 23)
+                b *= treeCorrectionFactor[p][logSize];
             double l = lat;
             if (a == T_RING && p == P_SIMPLE && nNodes > 1 &&
                 coll == F_ALLREDUCE && nBytes / (g.nch * nRanks) >= 64)
