@@ -17,16 +17,21 @@
 #include <gsl/gsl_rng.h>
 
 /* A network point through the simulator's own path (sim/coll/coll_fit.c,
- * what a collective run with this profile takes): the fits of the
- * point's kind and link, as the profile's network: section holds them,
- * chosen and timed by pp_coll_fit_find / pp_coll_fit_time_s. */
+ * what a collective run with this profile takes): the fits that cover the
+ * point, as the profile's network: section holds them, chosen and timed
+ * by pp_coll_fit_find / pp_coll_fit_time_s. */
 static int predict_net(const pp_cal_result *r, const pp_cal_point *p,
                        double *pred) {
     pp_net_fit *v = pp_xcalloc(r->n_net ? r->n_net : 1, sizeof *v);
     size_t n = 0;
     for (size_t i = 0; i < r->n_net; i++) {
         const pp_cal_netfit *f = &r->net[i];
+        /* The points a fit covers, as before the simulator's path: same
+         * kind, link, algorithm and group size (or any size).  Other
+         * group sizes are the rank model's to predict (--hold-ranks),
+         * not an extrapolation of one count's entry. */
         if (f->kind != p->kind || strcmp(f->link, p->link) ||
+            strcmp(f->algo, p->algo) || (f->ranks != p->ranks && f->ranks) ||
             !(f->beta_Bps > 0))
             continue;
         pp_net_fit *x = &v[n++];
