@@ -34,6 +34,16 @@ int pp__cal_import_megatron(pp_cal_set *s, int src, const char *name,
                             pp_error *e);
 int pp__cal_import_csv(pp_cal_set *s, int src, const char *name,
                        const char *text, pp_error *e);
+/* The collective of an nccl-tests binary named in `text`
+ * ("all_reduce_perf" -> "allreduce"), NULL when none. */
+const char *pp__cal_nccl_op(const char *text);
+/* nccl-tests' own JSON (-J FILE.json): import_nccl_json.c.  root is a
+ * jansson json_t. */
+struct json_t;
+bool pp__cal_is_nccl_json(struct json_t *root);
+int pp__cal_import_nccl_json(pp_cal_set *s, int src, const char *name,
+                             struct json_t *root, const pp_cal_hints *h,
+                             pp_error *e);
 int pp__cal_import_json(pp_cal_set *s, int src, const char *name,
                         const char *text, size_t len, const pp_cal_hints *h,
                         pp_error *e);

@@ -31,32 +31,13 @@
 
 #define REL_ASSUMED 0.02
 
+/* sim/coll's rank model (the one the simulator rescales a fitted entry
+ * by), for the algorithms exec runs: "auto" is not fitted across rank
+ * counts (nccl-tests' choice may change with the count). */
 bool pp_cal_rank_terms(const char *op, const char *algo, int64_t n,
                        double *steps, double *bw) {
-    if (n < 2) return false;
-    double m = (double)n;
-    if (!strcmp(algo, "ring")) {
-        if (!strcmp(op, "allreduce")) {
-            *steps = 2 * (m - 1);
-            *bw = 2 * (m - 1) / m;
-            return true;
-        }
-        if (!strcmp(op, "allgather") || !strcmp(op, "reducescatter")) {
-            *steps = m - 1;
-            *bw = (m - 1) / m;
-            return true;
-        }
-        return false;
-    }
-    if (!strcmp(algo, "rd") && !strcmp(op, "allreduce")) {
-        int lg = 0;
-        int64_t p = 1;
-        while (p * 2 <= n) p *= 2, lg++;
-        *steps = lg + (p < n ? 2 : 0);
-        *bw = *steps;
-        return true;
-    }
-    return false;
+    if (strcmp(algo, "ring") && strcmp(algo, "rd")) return false;
+    return pp_coll_rank_terms(op, algo, n, steps, bw);
 }
 
 double pp_cal_rankfit_time(const pp_cal_rankfit *f, int64_t ranks,

@@ -3,6 +3,7 @@
  * content, not the name (logs are saved as .txt, .log, .out alike):
  *   JSON           a measurement set (podplan_measurements) or `podplan
  *                  exec` output (podplan_exec)        -> import_misc.c
+ *                  or nccl-tests' -J output      -> import_nccl_json.c
  *   nccl-tests     its table: "#  size  count  type ... time algbw busbw"
  *   perftest       ib_write_bw, ib_read_bw, ib_send_bw, *_lat: "#bytes"
  *   Megatron-LM    "elapsed time per iteration (ms): N" -> import_misc.c
@@ -43,7 +44,7 @@ static const struct {
                 {"scatter_perf", "scatter"},
                 {"hypercube_perf", "hypercube"}};
 
-static const char *nccl_op_in(const char *line) {
+const char *pp__cal_nccl_op(const char *line) {
     for (size_t i = 0; i < sizeof nccl_ops / sizeof nccl_ops[0]; i++) {
         const char *p = strstr(line, nccl_ops[i].test);
         /* "reduce_perf" is inside "all_reduce_perf": whole words only. */
@@ -100,7 +101,7 @@ int pp__cal_import_nccl(pp_cal_set *s, int src, const char *name,
         ln++;
         const char *t = line;
         while (isspace((unsigned char)*t)) t++;
-        const char *o = nccl_op_in(t);
+        const char *o = pp__cal_nccl_op(t);
         if (o) op = o;
         if (*t == '#') {
             char buf[LINE_MAX_LEN], *tok[MAX_TOK];

@@ -508,6 +508,10 @@ int pp__cal_import_json(pp_cal_set *s, int src, const char *name,
     if (json_object_get(root, "podplan_measurements")) {
         snprintf(s->src[src].format, sizeof s->src[src].format, "set");
         rc = read_set(s, name, root, e);
+    } else if (pp__cal_is_nccl_json(root)) {
+        snprintf(s->src[src].format, sizeof s->src[src].format,
+                 "nccl-tests-json");
+        rc = pp__cal_import_nccl_json(s, src, name, root, h, e);
     } else if (exec_kind(root) != EXEC_NONE) {
         static const char *const fmt[] = {"", "exec-collective", "exec-gemm",
                                           "exec-membw"};
@@ -517,10 +521,11 @@ int pp__cal_import_json(pp_cal_set *s, int src, const char *name,
     } else {
         rc = pp_error_set(e, PP_EINPUT,
                           "%s:1: expected a measurement set "
-                          "(\"podplan_measurements\") or `podplan exec "
-                          "collective|gemm|membw --format json` output (a "
-                          "\"setup\" object, a \"backend\", or results "
-                          "with a \"kernel\")",
+                          "(\"podplan_measurements\"), nccl-tests' -J output "
+                          "(\"nccl_version\", \"config\", \"results\") or "
+                          "`podplan exec collective|gemm|membw --format json` "
+                          "output (a \"setup\" object, a \"backend\", or "
+                          "results with a \"kernel\")",
                           name);
     }
     json_decref(root);

@@ -3,12 +3,12 @@
  * section back.
  *
  * The file is a GPU profile of topologies/profiles/ (sim reads it with
- * --profile) plus two sections sim does not read yet:
- *   network:     alpha-beta per link class, scope and algorithm
+ * --profile) plus two sections:
+ *   network:     alpha-beta per link class, scope and algorithm, which
+ *                sim's collectives use (sim/coll/coll_fit.c)
  *   provenance:  inputs with their SHA-256, the date, the fit statistics
- * sim's profile reader closes the root mapping, so until it learns to
- * skip those two keys, pp_cal_profile_load below reads such a file (and
- * `calibrate fit --plain` writes one without them).
+ * (`calibrate fit --plain` writes the provenance as comments and no
+ * network).
  */
 #include "cal_int.h"
 
@@ -177,82 +177,46 @@ void pp_cal_network_fini(pp_cal_network *n) {
     n->n = 0;
 }
 
-static const char *const links[] = {"nvlink",     "nvswitch", "pcie",
-                                    "infiniband", "roce",     "ethernet",
-                                    "unknown",    NULL};
-static const char *const scopes[] = {"unknown", "intra", "inter", NULL};
-
-static int entry(pp_node *it, const char *path, pp_cal_net_entry *x,
-                 pp_error *e) {
-    int rc, li = 0, sc = 0;
-    const char *op = NULL, *algo = NULL;
-    int64_t ranks = 0;
-    memset(x, 0, sizeof *x);
-    if ((rc = pp_node_expect(it, path, PP_NODE_MAP, e)) < 0 ||
-        (rc = pp_map_enum(it, path, "link", PP_REQUIRED, links, &li, e)) < 0 ||
-        (rc = pp_map_enum(it, path, "scope", PP_REQUIRED, scopes, &sc, e)) <
-            0 ||
-        (rc = pp_map_string(it, path, "op", PP_REQUIRED, &op, e)) < 0 ||
-        (rc = pp_map_string(it, path, "algo", PP_OPTIONAL, &algo, e)) < 0 ||
-        (rc = pp_map_int(it, path, "ranks", PP_OPTIONAL, 0, 1 << 24, &ranks,
-                         e)) < 0 ||
-        (rc = pp_map_quantity(it, path, "alpha", PP_REQUIRED, PP_Q_TIME, NULL,
-                              true, &x->alpha_s, e)) < 0 ||
-        (rc = pp_map_quantity(it, path, "beta", PP_REQUIRED, PP_Q_BANDWIDTH,
-                              NULL, false, &x->beta_Bps, e)) < 0 ||
-        (rc = pp_map_quantity(it, path, "alpha_se", PP_OPTIONAL, PP_Q_TIME,
-                              NULL, true, &x->alpha_se, e)) < 0 ||
-        (rc = pp_map_quantity(it, path, "beta_se", PP_OPTIONAL, PP_Q_BANDWIDTH,
-                              NULL, true, &x->beta_se, e)) < 0 ||
-        (rc = pp_map_quantity(it, path, "knee", PP_OPTIONAL, PP_Q_BYTES, NULL,
-                              false, &x->knee_bytes, e)) < 0 ||
-        (rc = pp_map_quantity(it, path, "alpha_lo", PP_OPTIONAL, PP_Q_TIME,
-                              NULL, true, &x->alpha_lo_s, e)) < 0 ||
-        (rc = pp_map_quantity(it, path, "beta_lo", PP_OPTIONAL, PP_Q_BANDWIDTH,
-                              NULL, false, &x->beta_lo_Bps, e)) < 0 ||
-        (rc = pp_map_done(it, path, e)) < 0)
-        return rc;
-    if (x->knee_bytes > 0 && !(x->beta_lo_Bps > 0))
-        return pp_error_at(e, PP_EINPUT, it, path,
-                           "knee: expected alpha_lo "
-                           "and beta_lo with it");
-    pp__cal_strcpy(x->link, links[li]);
-    x->scope = (pp_cal_scope)sc;
-    pp__cal_strcpy(x->op, op);
-    pp__cal_strcpy(x->algo, algo ? algo : "auto");
-    x->ranks = ranks;
-    x->line = it->line;
-    return 0;
-}
-
-int pp_cal_network_load(const char *path, pp_cal_network *out, pp_error *e) {
-    pp_doc *doc = NULL;
-    int rc = pp_doc_load_file(path, &doc, e);
-    if (rc < 0) return rc;
+/* The section is read by sim's profile reader (sim/hw/profile.c; the
+ * simulator's collectives use the same entries); this copies it into
+ * calibrate's form. */
+static void from_profile(const pp_gpu_profile *g, pp_cal_network *out) {
     pp_cal_network n = {NULL, 0};
-    pp_node *root = pp_doc_root(doc), *seq = NULL;
-    if (root->kind != PP_NODE_MAP) {
-        rc = pp_error_at(e, PP_EINPUT, root, "", "expected a mapping");
-        goto out;
-    }
-    rc = pp_map_node(root, "", "network", PP_OPTIONAL, PP_NODE_SEQ, &seq, e);
-    if (rc < 0) goto out;
-    rc = 0;
-    if (seq) {
-        n.v = pp_xcalloc(seq->n ? seq->n : 1, sizeof *n.v);
-        for (size_t i = 0; i < seq->n; i++) {
-            char p[64];
-            pp_path_index(p, sizeof p, "network", i);
-            if ((rc = entry(seq->items[i], p, &n.v[n.n], e)) < 0) goto out;
-            n.n++;
-        }
+    n.v = pp_xcalloc(g->n_net ? g->n_net : 1, sizeof *n.v);
+    for (size_t i = 0; i < g->n_net; i++) {
+        const pp_net_fit *f = &g->net[i];
+        pp_cal_net_entry *x = &n.v[n.n++];
+        pp__cal_strcpy(x->link, f->link);
+        x->scope = (pp_cal_scope)f->scope;
+        pp__cal_strcpy(x->op, f->op);
+        pp__cal_strcpy(x->algo, f->algo);
+        x->ranks = f->ranks;
+        x->alpha_s = f->alpha_s;
+        x->beta_Bps = f->beta_Bps;
+        x->alpha_se = f->alpha_se;
+        x->beta_se = f->beta_se;
+        x->knee_bytes = f->knee_bytes;
+        x->alpha_lo_s = f->alpha_lo_s;
+        x->beta_lo_Bps = f->beta_lo_Bps;
+        x->line = f->line;
     }
     *out = n;
-    n.v = NULL;
-out:
-    free(n.v);
-    pp_doc_free(doc);
-    return rc;
+}
+
+/* A file that is only partly a profile (no peak or HBM bandwidth and no
+ * GPU to take them from) is still read for its network. */
+int pp_cal_network_load(const char *path, pp_cal_network *out, pp_error *e) {
+    pp_gpu_spec any;
+    memset(&any, 0, sizeof any);
+    snprintf(any.name, sizeof any.name, "any");
+    for (int d = 0; d < PP_DTYPE__COUNT; d++) any.peak_flops[d] = 1;
+    any.hbm_Bps = 1;
+    any.sms = 1;
+    pp_gpu_profile *g = pp_xmalloc(sizeof *g);
+    int rc = pp_profile_load(path, &any, g, e);
+    if (rc == 0) from_profile(g, out);
+    free(g);
+    return rc < 0 ? rc : 0;
 }
 
 /* ------------------------------------------------------------------------
@@ -265,11 +229,6 @@ int pp_cal_profile_load(const char *path, const pp_gpu_spec *gpu,
                         pp_error *e) {
     int rc = pp_profile_load(path, gpu, prof, e);
     if (rc < 0) return rc;
-    if (!net) return 0;
-    if (access(path, R_OK) != 0) {
-        /* A name in topologies/profiles/: shipped profiles have no network. */
-        net->v = NULL, net->n = 0;
-        return 0;
-    }
-    return pp_cal_network_load(path, net, e);
+    if (net) from_profile(prof, net);
+    return 0;
 }

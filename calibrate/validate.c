@@ -1,7 +1,7 @@
 /*
  * validate.c: the model beside the measurements.  Each point is predicted
- * by the fit that covers it (network), by the profile (GEMM, membw) or by
- * the simulator (iterations); with --holdout k the points are dealt into
+ * by the simulator's collective path with the fitted network (network),
+ * by the profile (GEMM, membw) or by the step simulation (iterations); with --holdout k the points are dealt into
  * k folds and each fold is predicted by a fit of the other k-1, so the
  * error is on points the fit never saw.
  */
@@ -16,6 +16,47 @@
 #include <gsl/gsl_randist.h>
 #include <gsl/gsl_rng.h>
 
+/* A network point through the simulator's own path (sim/coll/coll_fit.c,
+ * what a collective run with this profile takes): the fits that cover the
+ * point, as the profile's network: section holds them, chosen and timed
+ * by pp_coll_fit_find / pp_coll_fit_time_s. */
+static int predict_net(const pp_cal_result *r, const pp_cal_point *p,
+                       double *pred) {
+    pp_net_fit *v = pp_xcalloc(r->n_net ? r->n_net : 1, sizeof *v);
+    size_t n = 0;
+    for (size_t i = 0; i < r->n_net; i++) {
+        const pp_cal_netfit *f = &r->net[i];
+        /* The points a fit covers, as before the simulator's path: same
+         * kind, link, algorithm and group size (or any size).  Other
+         * group sizes are the rank model's to predict (--hold-ranks),
+         * not an extrapolation of one count's entry. */
+        if (f->kind != p->kind || strcmp(f->link, p->link) ||
+            strcmp(f->algo, p->algo) || (f->ranks != p->ranks && f->ranks) ||
+            !(f->beta_Bps > 0))
+            continue;
+        pp_net_fit *x = &v[n++];
+        snprintf(x->op, sizeof x->op, "%.*s", (int)sizeof x->op - 1, f->op);
+        snprintf(x->algo, sizeof x->algo, "%.*s", (int)sizeof x->algo - 1, f->algo);
+        snprintf(x->link, sizeof x->link, "%.*s", (int)sizeof x->link - 1, f->link);
+        x->scope = (pp_net_scope)f->scope;
+        x->ranks = f->ranks;
+        x->alpha_s = f->alpha_s;
+        x->beta_Bps = f->beta_Bps;
+        if (f->knee) {
+            x->knee_bytes = f->knee_bytes;
+            x->alpha_lo_s = f->alpha_lo_s;
+            x->beta_lo_Bps = f->beta_lo_Bps;
+        }
+    }
+    const pp_net_fit *f = pp_coll_fit_find(v, n, p->op, p->algo,
+                                           (pp_net_scope)p->scope, p->ranks);
+    double t = f ? pp_coll_fit_time_s(f, p->ranks, p->bytes) : NAN;
+    free(v);
+    if (!(t > 0)) return 1;
+    *pred = t;
+    return 0;
+}
+
 static int predict(const pp_cal_set *s, const pp_cal_result *r,
                    const char *cluster, size_t i, double *pred, double *meas,
                    pp_error *e) {
@@ -23,12 +64,7 @@ static int predict(const pp_cal_set *s, const pp_cal_result *r,
     *meas = p->time_s;
     switch (p->kind) {
     case PP_CAL_COLL:
-    case PP_CAL_P2P: {
-        const pp_cal_netfit *f = pp__cal_netfit_find(r->net, r->n_net, p);
-        if (!f || !(f->beta_Bps > 0)) return 1;
-        *pred = pp__cal_netfit_time(f, p->bytes);
-        return 0;
-    }
+    case PP_CAL_P2P: return predict_net(r, p, pred);
     case PP_CAL_GEMM:
         if (!pp__cal_gpu_point(p)) return 1;
         *pred = pp__cal_gemm_pred(&r->profile, p);

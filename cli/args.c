@@ -228,24 +228,20 @@ int pp_args_enum(const pp_args *a, const char *name, const char *const *names,
                  int *out, pp_error *e) {
     const char *v = pp_args_get(a, name);
     if (!v) return 0;
-    char list[256] = "";
-    for (int i = 0; names[i]; i++) {
-        if (strcmp(v, names[i]) == 0) {
-            *out = i;
-            return 0;
-        }
-        size_t used = strlen(list);
-        snprintf(list + used, sizeof list - used, "%s%s", i ? "|" : "",
-                 names[i]);
+    const char *near;
+    int i = pp_name_find(v, names, &near);
+    if (i >= 0) {
+        *out = i;
+        return 0;
     }
-    const char *near = pp_closest(v, names);
-    if (near)
-        return pp_error_set(e, PP_EUSAGE,
-                            "--%s: expected %s, got \"%s\" "
-                            "(did you mean \"%s\"?)",
-                            name, list, v, near);
-    return pp_error_set(e, PP_EUSAGE, "--%s: expected %s, got \"%s\"", name,
-                        list, v);
+    char list[256] = "", what[80];
+    for (int k = 0; names[k]; k++) {
+        size_t used = strlen(list);
+        snprintf(list + used, sizeof list - used, "%s%s", k ? "|" : "",
+                 names[k]);
+    }
+    snprintf(what, sizeof what, "--%s", name);
+    return pp_name_error(e, PP_EUSAGE, what, list, v, near);
 }
 
 int pp_args_choice(const pp_args *a, const char *name, int *out, pp_error *e) {

@@ -38,6 +38,13 @@ static const pp_cli_opt opts[] = {
     {"gpus", 'n', "N",
      "group size: the first N GPUs; ps: N workers (default: all)", false, NULL,
      0, NULL},
+    {"profile", 0, "FILE",
+     "a profile fitted by `podplan calibrate fit`: its network: alpha-beta "
+     "times the collectives it covers (default: none, the cluster's links)",
+     false, NULL, 0, NULL},
+    {"collnet", 0, NULL,
+     "--algo nccl: CollNet (SHARP) enabled, as NCCL_COLLNET_ENABLE=1",
+     false, NULL, 0, NULL},
     {"fidelity", 0, "F", "network model (default: flow):", false,
      &pp_reg_fidelity, 0, NULL},
     {"granularity", 0, "G",
@@ -83,6 +90,7 @@ typedef struct result {
     pp_coll_spec spec;
     int fid;
     pp_coll_result r;
+    const pp_gpu_profile *prof; /* --profile, else NULL */
     link_row top[TOP_LINKS];
     int n_top;
     bool show_links;
@@ -95,6 +103,32 @@ static const char *link_name(const result *x, int32_t l, char *buf,
     snprintf(buf, len, "%s -> %s", x->devs[x->links[l].src].name,
              x->devs[x->links[l].dst].name);
     return buf;
+}
+
+/* What --profile did: which fitted entry timed the collective, or why
+ * none did. */
+static void print_fit(FILE *fp, const result *x) {
+    const pp_net_fit *f = x->r.fit;
+    fprintf(fp, "profile      %s (%s)\n", x->prof->name,
+            x->prof->calibrated[0] ? x->prof->calibrated
+                                   : "uncalibrated: published figures");
+    if (!f) {
+        fprintf(fp, "network      no fitted entry for %s/%s (%zu entr%s): "
+                    "the cluster's links\n",
+                pp_coll_op_name(x->spec.op), pp_coll_algo_name(x->spec.algo),
+                x->prof->n_net, x->prof->n_net == 1 ? "y" : "ies");
+        return;
+    }
+    char nr[32] = "any";
+    if (f->ranks > 0) snprintf(nr, sizeof nr, "%lld", (long long)f->ranks);
+    fprintf(fp,
+            "network      fitted %s/%s %s, %s ranks (line %d): alpha %s, "
+            "beta %s/s -> %s%s\n",
+            f->op, f->algo, f->link, nr, f->line, pp_fmtq(f->alpha_s, PP_Q_TIME),
+            pp_fmtq(f->beta_Bps, PP_Q_BYTES), pp_fmtq(x->r.fit_s, PP_Q_TIME),
+            x->fid == PP_FIDELITY_ANALYTIC
+                ? ""
+                : " (a floor: the transfers ran on the links)");
 }
 
 static void print_table(FILE *fp, const void *ctx) {
@@ -110,7 +144,21 @@ static void print_table(FILE *fp, const void *ctx) {
             pp_fidelity_name((pp_fidelity)x->fid), gran_names[r->gran],
             x->spec.gran == PP_GRAN_AUTO ? " (auto)" : "", r->channels,
             r->channels == 1 ? "" : "s",
-            x->spec.channels ? "" : " (one per NIC when leaving a server)");
+            x->spec.channels                ? ""
+            : x->spec.algo == PP_ALGO_NCCL ? " (NCCL's topology search)"
+                                           : " (one per NIC when leaving a server)");
+    if (r->nccl.algo)
+        fprintf(fp,
+                "nccl         chose %s/%s (%d channel%s x %s/s, %d server%s): "
+                "latency %s + S / %s/s = %s\n",
+                r->nccl.algo, r->nccl.proto, r->nccl.channels,
+                r->nccl.channels == 1 ? "" : "s",
+                pp_fmtq(r->nccl.chan_Bps, PP_Q_BYTES), r->nccl.nodes,
+                r->nccl.nodes == 1 ? "" : "s",
+                pp_fmtq(r->nccl.lat_s, PP_Q_TIME),
+                pp_fmtq(r->nccl.algbw_Bps, PP_Q_BYTES),
+                pp_fmtq(r->nccl.time_s, PP_Q_TIME));
+    if (x->prof) print_fit(fp, x);
     fprintf(fp, "size         %s per GPU\n",
             pp_fmtq(x->spec.bytes, PP_Q_BYTES));
     fprintf(fp, "time         %s\n", pp_fmtq(r->time_s, PP_Q_TIME));
@@ -166,6 +214,40 @@ static json_t *to_json(const result *x) {
     /* The resolved values: what the simulation actually ran. */
     json_object_set_new(o, "granularity", json_string(gran_names[r->gran]));
     json_object_set_new(o, "channels", json_integer(r->channels));
+    if (r->nccl.algo) {
+        json_t *nc = json_object();
+        json_object_set_new(nc, "algo", json_string(r->nccl.algo));
+        json_object_set_new(nc, "proto", json_string(r->nccl.proto));
+        json_object_set_new(nc, "channels", json_integer(r->nccl.channels));
+        json_object_set_new(nc, "channel_GBps",
+                            pp_json_num(r->nccl.chan_Bps / 1e9));
+        json_object_set_new(nc, "servers", json_integer(r->nccl.nodes));
+        json_object_set_new(nc, "latency_s", pp_json_num(r->nccl.lat_s));
+        json_object_set_new(nc, "algbw_GBps",
+                            pp_json_num(r->nccl.algbw_Bps / 1e9));
+        json_object_set_new(nc, "time_s", pp_json_num(r->nccl.time_s));
+        json_object_set_new(o, "nccl", nc);
+    }
+    if (x->prof) {
+        json_object_set_new(o, "profile", json_string(x->prof->name));
+        json_object_set_new(o, "profile_calibrated",
+                            x->prof->calibrated[0]
+                                ? json_string(x->prof->calibrated)
+                                : json_false());
+        json_t *nf = json_null();
+        if (r->fit) {
+            nf = json_object();
+            json_object_set_new(nf, "op", json_string(r->fit->op));
+            json_object_set_new(nf, "algo", json_string(r->fit->algo));
+            json_object_set_new(nf, "link", json_string(r->fit->link));
+            json_object_set_new(nf, "ranks", json_integer(r->fit->ranks));
+            json_object_set_new(nf, "line", json_integer(r->fit->line));
+            json_object_set_new(nf, "alpha_s", pp_json_num(r->fit->alpha_s));
+            json_object_set_new(nf, "beta_Bps", pp_json_num(r->fit->beta_Bps));
+            json_object_set_new(nf, "time_s", pp_json_num(r->fit_s));
+        }
+        json_object_set_new(o, "network_fit", nf);
+    }
     json_object_set_new(o, "time_s", pp_json_num(r->time_s));
     json_object_set_new(o, "algbw_GBps", pp_json_num(r->algbw_Bps / 1e9));
     json_object_set_new(o, "busbw_GBps", pp_json_num(r->busbw_Bps / 1e9));
@@ -307,6 +389,7 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
     pp_cluster *c = NULL;
     pp_sim *s = NULL;
     int32_t *gpus = NULL;
+    pp_gpu_profile *prof = NULL;
     pp_outfile tf = {0};
     bool tracing = false;
     int rc = pp_cli_parse(cmd, argc, argv, &a, &e);
@@ -345,6 +428,11 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
     x.fid = fid;
     x.step_time = step_time;
     x.show_links = pp_args_flag(&a, "links");
+    x.spec.nccl_collnet = pp_args_flag(&a, "collnet");
+    if (x.spec.nccl_collnet && algo != PP_ALGO_NCCL) {
+        pp_error_set(&e, PP_EUSAGE, "--collnet only applies to --algo nccl");
+        return pp_cli_fail(cmd->name, &e);
+    }
 
     rc = pp_cli_load_cluster(&a, &c, &e);
     if (rc) goto out;
@@ -363,6 +451,15 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
     x.spec.root = (int32_t)root;
     x.spec.gpus = gpus;
 
+    if (pp_args_get(&a, "profile")) {
+        prof = pp_xmalloc(sizeof *prof);
+        if ((rc = pp_cli_load_profile(&a, pp_cluster_info_get(c)->gpu, true,
+                                      prof, &e)))
+            goto out;
+        x.prof = prof;
+        x.spec.fits = prof->net;
+        x.spec.n_fits = prof->n_net;
+    }
     if ((rc = pp_sim_new(c, (pp_fidelity)fid, (uint64_t)seed, &s, &e)))
         goto out;
     const char *tpath = pp_args_get(&a, "trace");
@@ -383,6 +480,7 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
         if ((rc = pp_outfile_commit(&tf, &e))) goto out;
     }
     rc = pp_cli_emit(&a, fmt, to_json(&x), print_table, &x);
+    free(prof);
     free(gpus);
     pp_cluster_free(c);
     return rc;
@@ -392,6 +490,7 @@ out:
         memmove(e.msg, e.msg + 12, strlen(e.msg + 12) + 1);
     pp_sim_free(s);
     if (tracing) pp_outfile_abort(&tf);
+    free(prof);
     free(gpus);
     pp_cluster_free(c);
     return pp_cli_fail(cmd->name, &e);
@@ -401,7 +500,7 @@ const pp_cli_cmd pp_cmd_collective = {
     "collective",
     "simulate one collective (AllReduce, ...) on a cluster: time, algbw, busbw",
     "collective --cluster C [--op OP] [--algo ALGO] --bytes SIZE [--gpus N] "
-    "[--fidelity F] [--granularity auto|step|stream] "
+    "[--profile FILE] [--collnet] [--fidelity F] [--granularity auto|step|stream] "
     "[--channels K] [--set PATH=VALUE]... [--trace FILE] [--links] "
     "[--format table|json] [-o FILE]",
     "The group is the first N GPUs in server-major order.  ring uses "
@@ -418,7 +517,18 @@ const pp_cli_cmd pp_cmd_collective = {
     "broadcast and sendrecv (nccl-tests' PERFORMANCE.md).  GB/s in JSON keys "
     "is\n"
     "1e9 bytes per second.  A GPU sums at HBM bandwidth / 3 unless "
-    "--reduce-bw.",
+    "--reduce-bw.\n"
+    "--profile P (a profile `podplan calibrate fit` wrote): where its "
+    "network:\n"
+    "section has an entry for the operation and algorithm (or auto) at this\n"
+    "scope, the collective takes the fitted alpha + S/beta (rescaled by the\n"
+    "algorithm's steps for another group size): exactly at analytic "
+    "fidelity,\n"
+    "at least at flow fidelity, where the transfers still contend.\n"
+    "--algo nccl: NCCL's own tuning model (src/graph/tuning.cc) picks the\n"
+    "algorithm (Ring, Tree, NVLS, NVLSTree, CollNet) and protocol (LL, LL128,\n"
+    "Simple) for the size and times it, as nccl-tests would run it; the line\n"
+    "`nccl` says what it chose.",
     opts,
     run,
 };

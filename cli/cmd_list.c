@@ -247,10 +247,9 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
         return pp_cli_fail(cmd->name, &e);
     }
     const char *w = a.positional[0];
-    for (int i = 0; what_names[i]; i++)
-        if (strcmp(w, what_names[i]) == 0) what = i;
+    const char *near;
+    what = pp_name_find(w, what_names, &near);
     if (what < 0) {
-        const char *near = pp_closest(w, what_names);
         if (near)
             pp_error_set(&e, PP_EUSAGE,
                          "unknown list \"%s\" (did you mean "

@@ -23,6 +23,27 @@ const char *pp_closest(const char *word, const char *const *names) {
     return best;
 }
 
+int pp_name_find(const char *word, const char *const *names,
+                 const char **near) {
+    if (near) *near = NULL;
+    if (!word) return -1;
+    for (int i = 0; names[i]; i++)
+        if (strcmp(word, names[i]) == 0) return i;
+    if (near) *near = pp_closest(word, names);
+    return -1;
+}
+
+int pp_name_error(pp_error *e, int code, const char *what,
+                  const char *expected, const char *got, const char *near) {
+    if (near)
+        return pp_error_set(e, code,
+                            "%s: expected %s, got \"%s\" (did you mean "
+                            "\"%s\"?)",
+                            what, expected, got, near);
+    return pp_error_set(e, code, "%s: expected %s, got \"%s\"", what,
+                        expected, got);
+}
+
 static bool ieq(const char *a, const char *b) {
     for (; *a && *b; a++, b++)
         if (tolower((unsigned char)*a) != tolower((unsigned char)*b))

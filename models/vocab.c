@@ -53,22 +53,17 @@ char *pp_registry_choices(const pp_registry *r, char *buf, size_t len) {
 
 int pp_registry_parse(const pp_registry *r, const char *field, const char *name,
                       int *out, pp_error *e) {
-    int v = pp_registry_find(r, name);
+    const char *near;
+    int v = pp_name_find(name, r->names, &near);
     if (v >= 0) {
         *out = v;
         return 0;
     }
-    char choices[256];
+    char choices[256], expected[270];
     pp_registry_choices(r, choices, sizeof choices);
-    const char *near = name ? pp_closest(name, r->names) : NULL;
-    if (near)
-        return pp_error_set(e, PP_EUSAGE,
-                            "%s: expected one of %s, got \"%s\" (did you "
-                            "mean \"%s\"?)",
-                            field ? field : r->what, choices, name ? name : "",
-                            near);
-    return pp_error_set(e, PP_EUSAGE, "%s: expected one of %s, got \"%s\"",
-                        field ? field : r->what, choices, name ? name : "");
+    snprintf(expected, sizeof expected, "one of %s", choices);
+    return pp_name_error(e, PP_EUSAGE, field ? field : r->what, expected,
+                         name ? name : "", near);
 }
 
 const char *pp_coll_op_name(pp_coll_op op) {

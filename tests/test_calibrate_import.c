@@ -89,6 +89,120 @@ static void test_nccl_multinode(void **state) {
     pp_cal_set_fini(&s);
 }
 
+/* nccl-tests' -J output: calibrate/examples/nccl-tests-h100-2x8-allreduce.json
+ * is the same run as the text capture, transcribed in util.cu's JSON
+ * form; both must give the same points. */
+static void test_nccl_json(void **state) {
+    (void)state;
+    pp_cal_set s, t;
+    pp_cal_set_init(&s);
+    pp_cal_set_init(&t);
+    load(&s, PODPLAN_SOURCE_DIR
+         "/calibrate/examples/nccl-tests-h100-2x8-allreduce.json",
+         NULL);
+    load(&t, DATA "nccl-h100-2x8-allreduce.txt", NULL);
+    assert_string_equal(s.src[0].format, "nccl-tests-json");
+    assert_int_equal(s.n, 62);
+    assert_int_equal(s.n, t.n);
+    for (size_t i = 0; i < s.n; i++) {
+        const pp_cal_point *a = &s.pts[i], *b = &t.pts[i];
+        assert_string_equal(a->op, "allreduce");
+        assert_true(a->bytes == b->bytes);
+        assert_string_equal(a->variant, b->variant);
+        near(a->time_s, b->time_s, 1e-12);
+        assert_int_equal(a->ranks, 16); /* 16 processes x 1 x 1 */
+        assert_int_equal(a->nodes, 2);  /* two host names */
+        assert_int_equal(a->scope, PP_CAL_SCOPE_INTER);
+        assert_int_equal(a->repeats, 20);
+    }
+    char loc[256];
+    const pp_cal_point *p = find(&s, "allreduce", 8589934592.0, "in-place");
+    near(p->time_s, 47743e-6, 1e-12);
+    assert_non_null(strstr(pp_cal_point_loc(&s, p, loc, sizeof loc),
+                           "allreduce.json:results[30].in_place"));
+    pp_cal_set_fini(&s);
+    pp_cal_set_fini(&t);
+
+    /* One process driving 4 GPUs (-g 4, no MPI), per-iteration spread,
+     * a variant not run (null) and a NaN timing skipped, cpu_time (-C). */
+    static const char one[] =
+        "{\"version\":2,\"args\":[\"./build/reduce_scatter_perf\",\"-g\","
+        "\"4\"],\"env\":[],\"nccl_version\":22703,\"config\":{\"nthreads\":1,"
+        "\"ngpus\":4,\"devices\":[{\"rank\":0,\"hostname\":\"h0\"}]},"
+        "\"results\":[{\"size\":1024,\"count\":64,\"out_of_place\":null,"
+        "\"in_place\":{\"cpu_time\":12.5,\"alg_bw\":0.08,\"bus_bw\":0.06,"
+        "\"nwrong\":0.0},\"in_place_per_iter\":{\"stdev_us\":2.0},"
+        "\"actual_iterations\":4},{\"size\":2048,\"count\":128,"
+        "\"out_of_place\":{\"time\":\"nan\"},\"in_place\":{\"time\":13.0},"
+        "\"actual_iterations\":4}]}";
+    pp_error e = PP_ERROR_INIT;
+    pp_cal_set_init(&s);
+    if (pp_cal_import_text(&s, "one.json", one, strlen(one), NULL, &e))
+        fail_msg("%s", e.msg);
+    assert_int_equal(s.n, 2);
+    assert_string_equal(s.pts[0].op, "reducescatter");
+    assert_int_equal(s.pts[0].ranks, 4);
+    assert_int_equal(s.pts[0].scope, PP_CAL_SCOPE_INTRA);
+    assert_string_equal(s.pts[0].variant, "in-place");
+    near(s.pts[0].time_s, 12.5e-6, 1e-12);
+    near(s.pts[0].time_sd_s, 1e-6, 1e-12); /* 2 us / sqrt(4) */
+    near(s.pts[1].time_s, 13e-6, 1e-12);
+    pp_cal_set_fini(&s);
+
+    /* Broken: exit with the place and what was expected; nothing added. */
+    static const struct {
+        const char *text, *want;
+    } bad[] = {
+        {"{\"nccl_version\":1,\"config\":{},\"results\":[{\"size\":8,",
+         "bad.json:1:"},
+        {"{\"nccl_version\":1,\"args\":[\"all_gather_perf\"],\"config\":{},"
+         "\"results\":[{\"size\":8,\"in_place\":{\"time\":1.0}},"
+         "{\"size\":16,\"in_place\":{\"time\":\"fast\"}}]}",
+         "bad.json:results[1].in_place.time: expected a time in "
+         "microseconds > 0"},
+        {"{\"nccl_version\":1,\"args\":[\"all_gather_perf\"],\"config\":{},"
+         "\"results\":[{\"size\":-8,\"in_place\":{\"time\":1.0}}]}",
+         "bad.json:results[0].size: expected a byte count"},
+        {"{\"nccl_version\":1,\"args\":[\"./a.out\"],\"config\":{},"
+         "\"results\":[{\"size\":8,\"in_place\":{\"time\":1.0}}]}",
+         "bad.json:args[0]: expected the nccl-tests binary"},
+        {"{\"nccl_version\":1,\"args\":[\"all_gather_perf\"],\"config\":"
+         "{\"ngpus\":0},\"results\":[{\"size\":8}]}",
+         "bad.json:config.ngpus: expected an integer >= 1"},
+        {"{\"nccl_version\":1,\"args\":[\"all_gather_perf\"],\"config\":{},"
+         "\"results\":[]}",
+         "bad.json:results: expected a non-empty array"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        pp_cal_set_init(&s);
+        pp_error_clear(&e);
+        int rc = pp_cal_import_text(&s, "bad.json", bad[i].text,
+                                    strlen(bad[i].text), NULL, &e);
+        assert_int_equal(rc, PP_EINPUT);
+        if (!strstr(e.msg, bad[i].want))
+            fail_msg("case %zu: got \"%s\", want \"%s\"", i, e.msg,
+                     bad[i].want);
+        assert_int_equal(s.n, 0);
+        assert_int_equal(s.n_src, 0);
+        pp_cal_set_fini(&s);
+    }
+
+    /* Through the command: exit 2, no output file. */
+    const char *path = "/tmp/podplan-test-nccl-bad.json";
+    const char *out = "/tmp/podplan-test-nccl-bad-out.json";
+    FILE *fp = fopen(path, "w");
+    assert_non_null(fp);
+    fputs(bad[1].text, fp);
+    fclose(fp);
+    unlink(out);
+    cli_result r;
+    cli_runf(&r, "calibrate import %s -o %s", path, out);
+    assert_int_equal(r.status, 2);
+    assert_non_null(strstr(r.err, "results[1].in_place.time"));
+    assert_int_equal(access(out, F_OK), -1);
+    cli_result_free(&r);
+}
+
 static void test_nccl_old_format(void **state) {
     (void)state;
     pp_cal_set s;
@@ -494,7 +608,7 @@ static void test_cli_fit_validate(void **state) {
     assert_non_null(strstr(r.out, "(held out)"));
     cli_result_free(&r);
 
-    /* Today's sim rejects the network: section; --plain is accepted. */
+    /* --plain: no network: section, the provenance as comments. */
     cli_runf(&r, "calibrate fit --plain --cluster selene-like %s -o %s",
              DATA "nccl-h100-2x8-allreduce.txt", prof);
     assert_int_equal(r.status, 0);
@@ -538,6 +652,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sha256),
         cmocka_unit_test(test_nccl_multinode),
+        cmocka_unit_test(test_nccl_json),
         cmocka_unit_test(test_nccl_old_format),
         cmocka_unit_test(test_perftest_gbits),
         cmocka_unit_test(test_perftest_mbytes_and_latency),

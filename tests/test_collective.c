@@ -557,7 +557,7 @@ static void test_usage_errors(void **state) {
     expect_usage("--cluster etri-ps --algo ps --bytes 64MB --gpus 17",
                  "more than the 16 worker GPUs of etri-ps");
     expect_usage("--cluster ethernet-10g --bytes 64MB --algo rign",
-                 "--algo: expected one of ring|tree|hier|naive|ps|sharp|rd, "
+                 "--algo: expected one of ring|tree|hier|naive|ps|sharp|rd|nccl, "
                  "got \"rign\" (did you mean \"ring\"?)");
     expect_usage("--cluster ethernet-10g --bytes 64MB --algo butterfly",
                  "--algo: expected one of ring|tree");

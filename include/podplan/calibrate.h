@@ -294,14 +294,13 @@ typedef struct pp_cal_network {
 
 /* Loads the `network:` section of a profile (a YAML path).  A profile
  * without one gives n = 0.  Errors are located.  Free with
- * pp_cal_network_fini.  The simulator does not read it yet: wiring it
- * into sim's collectives is the next step. */
+ * pp_cal_network_fini.  Read through sim's profile reader (the
+ * simulator's collectives use the same entries, pp_coll_fit_find). */
 int pp_cal_network_load(const char *path, pp_cal_network *out, pp_error *e);
 void pp_cal_network_fini(pp_cal_network *n);
 /* Loads a fitted profile: its GPU part through sim's pp_profile_load
  * (path may also be a name in topologies/profiles/), and its network
- * section into *net (may be NULL).  Works before sim's reader learns to
- * skip `network:` and `provenance:`.  On failure outputs are untouched. */
+ * section into *net (may be NULL).  On failure outputs are untouched. */
 int pp_cal_profile_load(const char *path, const pp_gpu_spec *gpu,
                         pp_gpu_profile *prof, pp_cal_network *net, pp_error *e);
 /* t(S) of an entry: the small-message line up to the knee, the main

@@ -29,6 +29,19 @@ typedef enum {
     PP_GRAN_STREAM /* NCCL's pipelined steady state */
 } pp_granularity;
 
+/* What NCCL's tuning model chose for one call (sim/coll/nccl.c). */
+typedef struct pp_nccl_choice {
+    const char *algo;  /* NCCL's names: Ring, Tree, NVLS, NVLSTree,
+                          CollNetDirect, CollNetChain; NULL: not run */
+    const char *proto; /* LL, LL128, Simple */
+    double time_s;     /* its predicted time */
+    double lat_s;      /* the latency term */
+    double algbw_Bps;  /* its bandwidth term: bytes / (time - latency) */
+    int channels;      /* of the graph it used */
+    double chan_Bps;   /* per channel */
+    int nodes;         /* servers the group spans */
+} pp_nccl_choice;
+
 typedef struct pp_coll_spec {
     pp_coll_op op;
     pp_coll_algo algo;
@@ -40,6 +53,13 @@ typedef struct pp_coll_spec {
     int channels;   /* ring channels; 0 = one per NIC of a node */
     pp_granularity gran;
     double reduce_Bps; /* summing rate; 0 = the GPU's HBM bandwidth/3 */
+    /* A fitted profile's network (hw.h; borrowed, NULL = none): when an
+     * entry covers this collective its time is the fit's (analytic) or
+     * at least the fit's (flow); sim/coll/coll_fit.c. */
+    const pp_net_fit *fits;
+    size_t n_fits;
+    bool nccl_collnet; /* algo nccl: CollNet (SHARP) enabled, as with
+                          NCCL_COLLNET_ENABLE=1 */
 } pp_coll_spec;
 
 typedef struct pp_coll_result {
@@ -52,6 +72,9 @@ typedef struct pp_coll_result {
     double busiest_bytes;
     pp_granularity gran; /* what ran: PP_GRAN_STEP or PP_GRAN_STREAM */
     int channels;        /* channels that ran (ring family; else 1) */
+    const pp_net_fit *fit; /* the spec's fitted entry used (NULL: none) */
+    double fit_s;          /* its time for this collective */
+    pp_nccl_choice nccl;   /* algo nccl: what NCCL's model chose */
 } pp_coll_result;
 
 /* The rate at which a GPU sums a received chunk into its own: HBM / 3
@@ -64,6 +87,36 @@ double pp_coll_reduce_Bps(const pp_gpu_spec *gpu);
  * reduce_Bps.  0 when n <= 1 or S <= 0; NAN for another operation. */
 double pp_coll_ring_time_s(pp_coll_op op, double n, double S, double B,
                            double lat, double reduce_Bps);
+
+/* The fitted entry (a profile's network:, hw.h) that covers collective
+ * `op` ("allreduce", or a p2p name such as "write_bw") run by `algo` on
+ * `ranks` ranks at `scope`: the same algorithm before "auto" (NCCL's
+ * choice), the same group size before an entry for any size before the
+ * nearest size.  NULL when none. */
+const pp_net_fit *pp_coll_fit_find(const pp_net_fit *v, size_t n,
+                                   const char *op, const char *algo,
+                                   pp_net_scope scope, int64_t ranks);
+/* The rank model of a collective and algorithm: steps(n) and the bytes
+ * each rank sends in units of S, bw(n), in t(n, S) = steps(n) alpha +
+ * bw(n) S / beta.  ring (and "auto", NCCL's choice, a ring for large
+ * messages) allreduce 2(n-1), 2(n-1)/n; ring allgather/reducescatter
+ * n-1, (n-1)/n; rd allreduce floor(log2 n) (+2 when n is not a power of
+ * two), the same times S.  false for others or n < 2. */
+bool pp_coll_rank_terms(const char *op, const char *algo, int64_t n,
+                        double *steps, double *bw);
+/* The entry's time for `bytes` per GPU on `ranks` ranks: its
+ * small-message line up to the knee, rescaled by the algorithm's steps
+ * and per-rank bytes when the group size differs from the one measured
+ * (sim/coll/coll_fit.c).  NAN for an entry without a bandwidth. */
+double pp_coll_fit_time_s(const pp_net_fit *f, int64_t ranks, double bytes);
+
+/* NCCL's tuning model (src/graph/tuning.cc, sim/coll/nccl.c) for `op` of
+ * `bytes` (nccl-tests' S) on the GPUs `gpus` of cluster c: the algorithm
+ * and protocol NCCL picks and its predicted time.  PP_EINVAL for
+ * alltoall/sendrecv (point-to-point in NCCL) and uneven groups. */
+int pp_coll_nccl_choose(const pp_cluster *c, const int32_t *gpus, size_t n,
+                        pp_coll_op op, double bytes, bool collnet,
+                        pp_nccl_choice *out, pp_error *e);
 
 /* Starts a collective now; done runs when the last rank finishes. */
 int pp_sim_collective_start(pp_sim *s, const pp_coll_spec *spec,

@@ -370,6 +370,16 @@ int pp_kv_parse(const char *spec, const char *what, const char *const *keys,
                 pp_kv_fn fn, void *ctx, uint64_t *seen, pp_error *e);
 /* The nearest of names within two edits, or NULL. */
 const char *pp_closest(const char *word, const char *const *names);
+/* The one "find a name or suggest one" of the choices a person types
+ * (--format, registries, `list` kinds): the index of `word` in the
+ * NULL-terminated `names`, else -1 with *near (may be NULL) the nearest
+ * name for a "did you mean" (NULL when none is close). */
+int pp_name_find(const char *word, const char *const *names,
+                 const char **near);
+/* Its message: "<what>: expected <expected>, got "<got>"" plus " (did you
+ * mean "<near>"?)" when near is not NULL.  Returns code. */
+int pp_name_error(pp_error *e, int code, const char *what,
+                  const char *expected, const char *got, const char *near);
 /* "Did you mean" for names a person types (GPUs, models, clusters): writes
  * into buf the names of `names` (n of them) that `word` most likely meant,
  * quoted and joined ("\"a\"", "\"a\" or \"b\"", "\"a\", \"b\" or \"c\""):

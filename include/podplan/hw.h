@@ -162,6 +162,32 @@ typedef struct pp_gemm_tile {
     double efficiency; /* relative to the best tile, 0 < x <= 1 */
 } pp_gemm_tile;
 
+/* One fitted alpha-beta of a profile's `network:` section, as `podplan
+ * calibrate fit` writes it (calibrate/README.md): t(S) = alpha + S/beta
+ * for collective `op` with algorithm `algo` on `ranks` ranks (0: any) at
+ * a scope, with an optional small-message line below `knee`.  beta is
+ * per collective as nccl-tests' algbw sees it.  sim/coll uses it
+ * (pp_coll_fit_find); calibrate validates it. */
+#define PP_PROFILE_NET_FITS 64
+
+typedef enum {
+    PP_NET_SCOPE_ANY,   /* unknown: matches either */
+    PP_NET_SCOPE_INTRA, /* the group inside one server */
+    PP_NET_SCOPE_INTER  /* the group spans servers */
+} pp_net_scope;
+
+typedef struct pp_net_fit {
+    char link[16]; /* nvlink|nvswitch|pcie|infiniband|roce|ethernet|unknown */
+    char op[24];   /* a collective (vocab.h) or perftest's write_bw, ... */
+    char algo[16]; /* ring|tree|...|auto (what NCCL chose) */
+    pp_net_scope scope;
+    int64_t ranks; /* 0 = any */
+    double alpha_s, beta_Bps;
+    double alpha_se, beta_se;                   /* 0 = not given */
+    double knee_bytes, alpha_lo_s, beta_lo_Bps; /* knee 0 = none */
+    int line;                                   /* in the profile */
+} pp_net_fit;
+
 typedef struct pp_gpu_profile {
     char name[PP_NAME_MAX]; /* the profile's name ("a100") */
     char source[256];       /* the file it came from, or "builtin" */
@@ -218,6 +244,9 @@ typedef struct pp_gpu_profile {
     double overlap_p2p_penalty;  /* of the DP time hidden under the
                                     backward, the part that comes back as
                                     slower pipeline sends */
+    /* A fitted profile's `network:` (none in the shipped ones). */
+    pp_net_fit net[PP_PROFILE_NET_FITS];
+    size_t n_net;
 } pp_gpu_profile;
 
 /* The builtin stack names, in NAMES.md order, NULL-terminated. */

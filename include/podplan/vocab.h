@@ -47,7 +47,9 @@ extern "C" {
     X(PS, "ps", "parameter server: push to and pull from a server")            \
     X(SHARP, "sharp", "in-network reduction at the switches (SHARP)")          \
     X(RD, "rd",                                                                \
-      "recursive doubling (Rabenseifner for large buffers): latency-optimal")
+      "recursive doubling (Rabenseifner for large buffers): latency-optimal")  \
+    X(NCCL, "nccl",                                                            \
+      "NCCL's choice of ring/tree/NVLS and protocol, its tuning model")
 
 #define PP_FIDELITY_MAP(X)                                                     \
     X(ANALYTIC, "analytic",                                                    \

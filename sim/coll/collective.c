@@ -36,7 +36,7 @@
 #define SPAN_ROW(op)                                                           \
     {                                                                          \
         op " ring", op " tree", op " hier", op " naive", op " ps",             \
-            op " sharp", op " rd"                                              \
+            op " sharp", op " rd", op " nccl"                                 \
     }
 static const char *const span_names[PP_COLL__COUNT][PP_ALGO__COUNT] = {
     SPAN_ROW("allreduce"), SPAN_ROW("allgather"), SPAN_ROW("reducescatter"),
@@ -80,8 +80,21 @@ static void coll_free(pp__coll *k) {
     free(k);
 }
 
+static void on_finish(pp_engine *eng, void *ctx, uint64_t arg);
+
 static void finish(pp__coll *k) {
     double now = pp_sim_now(k->s);
+    /* A fitted network is a floor at flow fidelity (coll_fit.c): the
+     * collective cannot beat what the measured machine did alone. */
+    if (k->t_fit > 0 && !k->failed && !k->fit_held) {
+        k->fit_held = true;
+        double rest = k->t0 + k->t_fit - now;
+        if (rest > 0) {
+            for (size_t i = 0; i < k->n; i++) k->end[i] = k->t0 + k->t_fit;
+            pp_engine_after(pp_sim_engine(k->s), rest, on_finish, k, 0);
+            return;
+        }
+    }
     if (pp__sim_tracing(k->s)) {
         /* Each rank is busy until its last transfer or reduction; a
          * parameter server until the end. */
@@ -98,6 +111,9 @@ static void finish(pp__coll *k) {
         k->sink->transfers = k->transfers;
         k->sink->gran = k->gran;
         k->sink->channels = k->C > 0 ? k->C : 1;
+        k->sink->fit = k->fit;
+        k->sink->fit_s = k->fit ? k->t_fit : 0;
+        k->sink->nccl = k->nccl;
     }
     /* A collective that failed while starting was reported to its caller
      * then; it only drained its transfers since and does not call back. */
@@ -257,6 +273,41 @@ static bool in_group(const int32_t *g, size_t n, int32_t d) {
     return false;
 }
 
+/* The fitted network's collective at analytic fidelity: one wait. */
+static int gen_fit(pp__coll *k, int64_t phase, pp_error *e) {
+    (void)phase;
+    (void)e;
+    k->post_s = k->t_fit;
+    for (size_t i = 0; i < k->n; i++) k->end[i] = k->t0 + k->t_fit;
+    return 0;
+}
+
+/* algo nccl: NCCL's tuning model (nccl.c) times the call.  At analytic
+ * fidelity that is the collective: one wait.  At flow fidelity a Ring or
+ * Tree choice also sends its transfers (contending with the rest) and
+ * the model's time is a floor, as for a fitted profile; NVLS and CollNet
+ * have no transfer schedule here and stay a wait. */
+static int plan_nccl(pp__coll *k, const pp_coll_spec *spec, pp_error *e) {
+    int rc = pp_coll_nccl_choose(k->c, spec->gpus, spec->n_gpus, k->op, k->S,
+                                 spec->nccl_collnet, &k->nccl, e);
+    if (rc) return rc;
+    k->t_fit = k->nccl.time_s;
+    bool ring = !strcmp(k->nccl.algo, "Ring"),
+         tree = !strcmp(k->nccl.algo, "Tree");
+    if (pp_sim_net(k->s) && (ring || tree)) {
+        k->algo = ring ? PP_ALGO_RING : PP_ALGO_TREE;
+        rc = pp__coll_plan(k, e);
+        k->algo = PP_ALGO_NCCL;
+        return rc;
+    }
+    /* NCCL's steady-state closed form, on its own channels. */
+    k->gran = PP_GRAN_STREAM;
+    k->C = k->nccl.channels;
+    k->gen = gen_fit;
+    k->n_phases = 1;
+    return 0;
+}
+
 /* Checks the spec against the cluster and builds the endpoint table. */
 static int coll_new(pp_sim *s, const pp_coll_spec *spec, pp__coll **out,
                     pp_error *e) {
@@ -344,10 +395,28 @@ static int coll_new(pp_sim *s, const pp_coll_spec *spec, pp__coll **out,
     k->C = spec->channels;
 
     rc = pp__coll_group(k, e);
-    if (!rc) rc = pp__coll_plan(k, e);
+    if (!rc && k->algo == PP_ALGO_NCCL) rc = plan_nccl(k, spec, e);
+    else if (!rc) rc = pp__coll_plan(k, e);
     if (rc) {
         coll_free(k);
         return rc;
+    }
+    if (spec->fits && spec->n_fits) {
+        const pp_net_fit *f = pp_coll_fit_find(
+            spec->fits, spec->n_fits, pp_coll_op_name(k->op),
+            pp_coll_algo_name(k->algo),
+            k->m > 1 ? PP_NET_SCOPE_INTER : PP_NET_SCOPE_INTRA,
+            (int64_t)k->n);
+        double t = f ? pp_coll_fit_time_s(f, (int64_t)k->n, k->S) : 0;
+        if (t > 0 && isfinite(t)) {
+            k->t_fit = t;
+            k->fit = f;
+            /* Analytic: the fit is the collective's time, nothing sent. */
+            if (!pp_sim_net(s)) {
+                k->gen = gen_fit;
+                k->n_phases = 1;
+            }
+        }
     }
     *out = k;
     return 0;
@@ -419,6 +488,9 @@ int pp_sim_collective(pp_sim *s, const pp_coll_spec *spec, pp_coll_result *out,
     r.transfers = sink.transfers;
     r.gran = sink.gran;
     r.channels = sink.channels;
+    r.fit = sink.fit;
+    r.fit_s = sink.fit_s;
+    r.nccl = sink.nccl;
     r.events = pp_engine_events(eng) - ev0;
     r.busiest_link = -1;
     lb = pp_sim_link_bytes(s, &nl);

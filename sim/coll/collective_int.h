@@ -37,6 +37,9 @@ typedef struct pp__coll_sink {
     uint64_t transfers;
     pp_granularity gran; /* as resolved by the plan */
     int channels;
+    const pp_net_fit *fit;
+    double fit_s;
+    pp_nccl_choice nccl;
     int rc;
     pp_error err;
 } pp__coll_sink;
@@ -83,7 +86,11 @@ struct pp__coll {
     bool in_start; /* inside pp_sim_collective_start */
     bool silent;   /* failed while starting: no callback */
     double t0;
-    double *end; /* n: when each rank last finished something */
+    double t_fit;  /* > 0: the fitted network's time (coll_fit.c) */
+    const pp_net_fit *fit; /* its entry */
+    pp_nccl_choice nccl;   /* algo nccl: NCCL's model's choice */
+    bool fit_held; /* finish already held back to t0 + t_fit */
+    double *end;   /* n: when each rank last finished something */
     uint64_t transfers;
     const char *name; /* trace span name */
 

@@ -103,6 +103,68 @@ static int read_tiles(pp_node *seq, const char *path, pp_gpu_profile *g,
 }
 
 /* Reads the document into g (which holds the defaults). */
+static const char *const net_links[] = {"nvlink",     "nvswitch", "pcie",
+                                        "infiniband", "roce",     "ethernet",
+                                        "unknown",    NULL};
+static const char *const net_scopes[] = {"unknown", "intra", "inter", NULL};
+
+static void copy_str(char *dst, size_t len, const char *src) {
+    snprintf(dst, len, "%s", src);
+}
+
+/* One entry of `network:` (hw.h's pp_net_fit). */
+static int net_entry(pp_node *it, const char *path, pp_net_fit *x,
+                     pp_error *e) {
+    int rc, li = 0, sc = 0;
+    const char *op = NULL, *algo = NULL;
+    int64_t ranks = 0;
+    memset(x, 0, sizeof *x);
+    if ((rc = pp_node_expect(it, path, PP_NODE_MAP, e)) < 0 ||
+        (rc = pp_map_enum(it, path, "link", PP_REQUIRED, net_links, &li, e)) <
+            0 ||
+        (rc = pp_map_enum(it, path, "scope", PP_REQUIRED, net_scopes, &sc,
+                          e)) < 0 ||
+        (rc = pp_map_string(it, path, "op", PP_REQUIRED, &op, e)) < 0 ||
+        (rc = pp_map_string(it, path, "algo", PP_OPTIONAL, &algo, e)) < 0 ||
+        (rc = pp_map_int(it, path, "ranks", PP_OPTIONAL, 0, 1 << 24, &ranks,
+                         e)) < 0 ||
+        (rc = pp_map_quantity(it, path, "alpha", PP_REQUIRED, PP_Q_TIME, NULL,
+                              true, &x->alpha_s, e)) < 0 ||
+        (rc = pp_map_quantity(it, path, "beta", PP_REQUIRED, PP_Q_BANDWIDTH,
+                              NULL, false, &x->beta_Bps, e)) < 0 ||
+        (rc = pp_map_quantity(it, path, "alpha_se", PP_OPTIONAL, PP_Q_TIME,
+                              NULL, true, &x->alpha_se, e)) < 0 ||
+        (rc = pp_map_quantity(it, path, "beta_se", PP_OPTIONAL, PP_Q_BANDWIDTH,
+                              NULL, true, &x->beta_se, e)) < 0 ||
+        (rc = pp_map_quantity(it, path, "knee", PP_OPTIONAL, PP_Q_BYTES, NULL,
+                              false, &x->knee_bytes, e)) < 0 ||
+        (rc = pp_map_quantity(it, path, "alpha_lo", PP_OPTIONAL, PP_Q_TIME,
+                              NULL, true, &x->alpha_lo_s, e)) < 0 ||
+        (rc = pp_map_quantity(it, path, "beta_lo", PP_OPTIONAL, PP_Q_BANDWIDTH,
+                              NULL, false, &x->beta_lo_Bps, e)) < 0 ||
+        (rc = pp_map_done(it, path, e)) < 0)
+        return rc;
+    if (!(x->beta_Bps > 0))
+        return pp_error_at(e, PP_EINPUT, it, path,
+                           "beta: expected a bandwidth > 0");
+    if (x->knee_bytes > 0 && !(x->beta_lo_Bps > 0))
+        return pp_error_at(e, PP_EINPUT, it, path,
+                           "knee: expected alpha_lo "
+                           "and beta_lo with it");
+    if (strlen(op) >= sizeof x->op || (algo && strlen(algo) >= sizeof x->algo))
+        return pp_error_at(e, PP_EINPUT, it, path,
+                           "op/algo: expected a name of at most %zu "
+                           "characters",
+                           sizeof x->algo - 1);
+    copy_str(x->link, sizeof x->link, net_links[li]);
+    x->scope = (pp_net_scope)sc;
+    copy_str(x->op, sizeof x->op, op);
+    copy_str(x->algo, sizeof x->algo, algo ? algo : "auto");
+    x->ranks = ranks;
+    x->line = it->line;
+    return 0;
+}
+
 static int profile_read(pp_node *root, pp_gpu_profile *g, pp_error *e) {
     pp_node *sec, *n;
     const char *name;
@@ -196,10 +258,25 @@ static int profile_read(pp_node *root, pp_gpu_profile *g, pp_error *e) {
             return rc;
     }
     /* Written by `podplan calibrate fit` (calibrate/README.md): the
-     * network's fitted alpha-beta, read by calibrate's own loader, and
-     * where the figures came from.  Accepted here so a fitted profile is
-     * a --profile like any other. */
-    (void)pp_map_get(root, "network");
+     * network's fitted alpha-beta, which sim/coll's collectives use, and
+     * where the figures came from. */
+    pp_node *seq = NULL;
+    rc = pp_map_node(root, "", "network", PP_OPTIONAL, PP_NODE_SEQ, &seq, e);
+    if (rc < 0) return rc;
+    g->n_net = 0;
+    if (seq) {
+        if (seq->n > PP_PROFILE_NET_FITS)
+            return pp_error_at(e, PP_EINPUT, seq, "network",
+                               "expected at most %d entries, got %zu",
+                               PP_PROFILE_NET_FITS, seq->n);
+        for (size_t i = 0; i < seq->n; i++) {
+            char p[64];
+            pp_path_index(p, sizeof p, "network", i);
+            if ((rc = net_entry(seq->items[i], p, &g->net[i], e)) < 0)
+                return rc;
+            g->n_net++;
+        }
+    }
     /* A profile with a provenance date was fitted to measurements; the
      * outputs say so (and say when a profile was not). */
     pp_node *pv = pp_map_get(root, "provenance");

@@ -104,6 +104,8 @@ static int coll(step *S, pp_coll_op op, pp_coll_algo algo, double bytes,
     sp.server = -1;
     sp.channels = channels;
     sp.gran = S->cfg->gran;
+    sp.fits = S->prof.net; /* a fitted profile's network, if any */
+    sp.n_fits = S->prof.n_net;
     int rc = pp_sim_collective_start(S->sim, &sp, on_sim, S, arg, &S->err);
     if (rc) {
         pp_error_prefix(&S->err, "%s of %zu GPUs", pp_coll_op_name(op), n);

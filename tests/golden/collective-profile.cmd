@@ -1,0 +1,1 @@
+printf 'network:\n  - {link: infiniband, scope: inter, op: allreduce, algo: auto, ranks: 16, alpha: 883us, beta: 182.6GB/s, knee: 11863283B, alpha_lo: 131.8us, beta_lo: 17.85GB/s}\nprovenance: {date: "2026-11-24", source: "calibrate fit of a 2x8 H100 nccl-tests run"}\n' > a3mega.yaml; podplan collective --cluster dgx-h100-ndr --gpus 16 --bytes 1GiB --profile a3mega.yaml
