@@ -19,16 +19,14 @@ static size_t md(long a, int n) {
     return (size_t)(((a % n) + n) % n);
 }
 
-static int run_ring(pp__comm *c, char *buf, const char *src,
-                    const size_t *bounds, int n_steps, pp__step *st,
-                    pp_error *e) {
+static int run_ring(pp__comm *c, char *buf, const size_t *bounds, int n_steps,
+                    pp__step *st, pp_error *e) {
     pp__sched s = {.steps = st,
                    .n_steps = n_steps,
                    .n_chunks = (size_t)c->nranks,
                    .chunk_begin = bounds,
                    .channels = c->channels,
-                   .slice_elems = c->slice_bytes / c->esize,
-                   .src = src};
+                   .slice_elems = c->slice_bytes / c->esize};
     return pp__sched_run(c, &s, buf, e);
 }
 
@@ -60,24 +58,20 @@ int pp__ring_steps(int n, int r, int o, bool allgather_after, pp__step *st) {
     return nrs + nag;
 }
 
-static int ring(pp__comm *c, char *buf, const char *src, const size_t *bounds,
-                int o, bool allgather_after, pp_error *e) {
+static int ring(pp__comm *c, char *buf, const size_t *bounds, int o,
+                bool allgather_after, pp_error *e) {
     pp__step *st = pp_xcalloc(2 * (size_t)c->nranks, sizeof *st);
     int ns = pp__ring_steps(c->nranks, c->rank, o, allgather_after, st);
-    int rc = run_ring(c, buf, src, bounds, ns, st, e);
+    int rc = run_ring(c, buf, bounds, ns, st, e);
     free(st);
     return rc;
 }
 
-int pp__coll_allreduce_ring(pp__comm *c, char *buf, const char *src,
-                            size_t count, pp_error *e) {
-    if (c->nranks == 1) {
-        if (src && count) memcpy(buf, src, count * c->esize);
-        return 0;
-    }
+int pp__coll_allreduce_ring(pp__comm *c, char *buf, size_t count, pp_error *e) {
+    if (c->nranks == 1) return 0;
     size_t *b = even_bounds(count, c->nranks);
     c->what = "allreduce ring";
-    int rc = ring(c, buf, src, b, 0, true, e);
+    int rc = ring(c, buf, b, 0, true, e);
     free(b);
     return rc;
 }
@@ -87,7 +81,7 @@ int pp__coll_reducescatter_ring(pp__comm *c, char *buf, size_t count,
     if (c->nranks == 1) return 0;
     size_t *b = block_bounds(count, c->nranks);
     c->what = "reducescatter ring";
-    int rc = ring(c, buf, NULL, b, 1, false, e);
+    int rc = ring(c, buf, b, 1, false, e);
     free(b);
     return rc;
 }
@@ -101,7 +95,7 @@ int pp__coll_allgather_ring(pp__comm *c, char *buf, size_t count, pp_error *e) {
         st[t] = (pp__step){(r + 1) % n, (r + n - 1) % n, md(r - t, n),
                            md(r - t - 1, n), false};
     c->what = "allgather ring";
-    int rc = run_ring(c, buf, NULL, b, n - 1, st, e);
+    int rc = run_ring(c, buf, b, n - 1, st, e);
     free(st);
     free(b);
     return rc;

@@ -214,10 +214,9 @@ static int run_once(run *u, bool inplace, pp_error *e) {
     size_t es = c->esize, per = u->per * es, total = u->total * es;
     switch (u->o->op) {
     case PP_COLL_ALLREDUCE:
-        if (u->algo == PP_ALGO_RING)
-            return pp__coll_allreduce_ring(c, u->recv, inplace ? NULL : u->send,
-                                           u->total, e);
         if (!inplace) memcpy(u->recv, u->send, total);
+        if (u->algo == PP_ALGO_RING)
+            return pp__coll_allreduce_ring(c, u->recv, u->total, e);
         return u->rabenseifner
                    ? pp__coll_allreduce_rabenseifner(c, u->recv, u->total, e)
                    : pp__coll_allreduce_rd(c, u->recv, u->total, e);

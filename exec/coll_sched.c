@@ -103,28 +103,6 @@ int pp__sched_run(pp__comm *c, const pp__sched *s, char *buf, pp_error *e) {
     pp_xreq **wl = pp_xcalloc((size_t)nch * 2, sizeof *wl);
     size_t es = c->esize;
     int fail_step = 0;
-    /* Out of place (s->src): which steps send a chunk no earlier step has
-     * received (it is still only in src), and which reduce into a chunk
-     * for the first time (start from src's copy).  Static: a schedule
-     * receives each chunk in a known order. */
-    bool *send_src = NULL, *first_red = NULL;
-    if (s->src) {
-        send_src = pp_xcalloc((size_t)s->n_steps * 2, sizeof *send_src);
-        first_red = send_src + s->n_steps;
-        for (int t = 0; t < s->n_steps; t++) {
-            bool sent = s->steps[t].send_peer >= 0,
-                 got = s->steps[t].recv_peer >= 0;
-            send_src[t] = sent;
-            first_red[t] = got && s->steps[t].reduce;
-            for (int u = 0; u < t; u++) {
-                if (s->steps[u].recv_peer < 0) continue;
-                if (s->steps[u].recv_chunk == s->steps[t].send_chunk)
-                    send_src[t] = false;
-                if (s->steps[u].recv_chunk == s->steps[t].recv_chunk)
-                    first_red[t] = false;
-            }
-        }
-    }
     for (;;) {
         bool all_done = true;
         size_t nw = 0;
@@ -136,9 +114,6 @@ int pp__sched_run(pp__comm *c, const pp__sched *s, char *buf, pp_error *e) {
                 const pp__step *st = &s->steps[t];
                 size_t b = h->rbeg[slot], en = h->rend[slot];
                 if (st->recv_peer >= 0 && st->reduce && en > b) {
-                    /* the slice is cache-hot from here to the reduction */
-                    if (first_red && first_red[t])
-                        memcpy(buf + b * es, s->src + b * es, (en - b) * es);
                     if ((rc = c->red.fn(c->red.ctx, buf + b * es,
                                         slot_buf(c, k, slot), en - b, e))) {
                         fail_step = (int)t;
@@ -203,9 +178,7 @@ int pp__sched_run(pp__comm *c, const pp__sched *s, char *buf, pp_error *e) {
                     if (en > b) {
                         r->peer = st->send_peer;
                         r->is_send = true;
-                        r->buf = (send_src && send_src[t] ? (char *)s->src
-                                                          : buf) +
-                                 b * es;
+                        r->buf = buf + b * es;
                         r->len = (en - b) * es;
                         r->channel = k;
                         r->done = false;
@@ -240,7 +213,6 @@ int pp__sched_run(pp__comm *c, const pp__sched *s, char *buf, pp_error *e) {
 out:
     free(ch);
     free(wl);
-    free(send_src);
     if (rc) pp__step_error(c, fail_step, s->n_steps, rc, e);
     return rc;
 }

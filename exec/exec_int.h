@@ -100,13 +100,6 @@ typedef struct pp__sched {
     const size_t *chunk_begin; /* n_chunks + 1 element offsets */
     int channels;
     size_t slice_elems;
-    /* Out of place: the input, laid out like buf (NULL: buf holds it).
-     * buf is then written before it is read: a chunk is sent from src
-     * until a step has received it, and the first reduction into a chunk
-     * starts from src's copy of it, slice by slice as the slices arrive,
-     * so no pass copies the whole input first.  src must lie in the
-     * registered work buffer (c->mr_buf). */
-    const char *src;
 } pp__sched;
 
 /* Slices per part: the largest part of any chunk divided by slice_elems,
@@ -151,9 +144,7 @@ int pp__sched_run(pp__comm *c, const pp__sched *s, char *buf, pp_error *e);
 
 /* The collectives, in place on buf unless stated (coll_algos.c).  count
  * is in elements; see each for the layout. */
-/* allreduce_ring: src NULL in place, else the input (see pp__sched.src). */
-int pp__coll_allreduce_ring(pp__comm *c, char *buf, const char *src,
-                            size_t count, pp_error *e);
+int pp__coll_allreduce_ring(pp__comm *c, char *buf, size_t count, pp_error *e);
 int pp__coll_allreduce_rd(pp__comm *c, char *buf, size_t count, pp_error *e);
 /* Recursive-halving reduce-scatter then recursive-doubling all-gather
  * (Rabenseifner), with rd's fix-up for n not a power of two. */
