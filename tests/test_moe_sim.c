@@ -59,6 +59,24 @@ static void test_h800_profile(void **state) {
     assert_true(a.grad_accum_bytes == b.grad_accum_bytes);
 }
 
+/* dtype=fp8 runs the experts' grouped GEMMs at the FP8 rate too (as the
+ * dense MLP's): with 8 experts of 14336 making up most of Mixtral's
+ * FLOPs, FP8 must take compute well below BF16's, at least 20% (the FP8
+ * curve gives 1.4-1.7x on these shapes), and never above it. */
+static void test_moe_fp8(void **state) {
+    (void)state;
+    const char *cmd = "simulate --model mixtral-8x7b --cluster dgx-h100-ndr "
+                      "--parallel tp=1,pp=2,dp=32,ep=8,mbs=1,gbs=64,zero=1,"
+                      "dtype=%s --placement tp,dp,pp --format json";
+    json_t *b = run_json(cmd, "bf16");
+    json_t *f = run_json(cmd, "fp8");
+    double cb = num(json_object_get(b, "breakdown"), "compute_s"),
+           cf = num(json_object_get(f, "breakdown"), "compute_s");
+    assert_true(cf < 0.8 * cb);
+    json_decref(b);
+    json_decref(f);
+}
+
 /* EP: the all-to-alls take time on the network (and none without ep);
  * the experts split over ep take memory off each GPU. */
 static void test_simulate_ep(void **state) {
@@ -170,6 +188,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_h800_profile),
         cmocka_unit_test(test_simulate_ep),
+        cmocka_unit_test(test_moe_fp8),
         cmocka_unit_test(test_simulate_cp),
         cmocka_unit_test(test_launch_flags),
         cmocka_unit_test(test_scale_plans),

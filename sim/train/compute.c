@@ -66,6 +66,9 @@ static void lgemm(const pp__shape *s, pp__oplist *l, const char *name, double m,
     o->time_s = pp_gemm_time_prec_s(s->g, true, 1, m, n, k);
 }
 
+static void lgemm_bwd(const pp__shape *s, pp__oplist *l, const char *dname,
+                      const char *wname, double m, double n, double k);
+
 /* FlashAttention (Dao et al. 2022; Dao 2023): one fused kernel, timed
  * from its FLOPs at the profile's measured fraction of peak.  Forward:
  * QK^T and PV, 4 s^2 d per head, halved by the causal mask (the kernels
@@ -95,6 +98,16 @@ static void comm(pp__oplist *l, const char *name, pp_coll_op op, double bytes) {
 void pp__op_gemm(const pp__shape *s, pp__oplist *l, const char *name,
                  double batch, double m, double n, double k) {
     gemm(s, l, name, batch, m, n, k);
+}
+
+void pp__op_lgemm(const pp__shape *s, pp__oplist *l, const char *name,
+                  double m, double n, double k) {
+    lgemm(s, l, name, m, n, k);
+}
+
+void pp__op_lgemm_bwd(const pp__shape *s, pp__oplist *l, const char *dname,
+                      const char *wname, double m, double n, double k) {
+    lgemm_bwd(s, l, dname, wname, m, n, k);
 }
 
 void pp__op_mem(const pp__shape *s, pp__oplist *l, const char *name,

@@ -78,10 +78,10 @@ static void shared_fwd(const pp__shape *s, const moe_dims *x, pp__oplist *l) {
     if (!(x->S > 0)) return;
     double w = x->S * x->fe / x->t, act = PP_ACT_BYTES * x->tok * x->h;
     if (x->t > 1) pp__op_comm(l, "tp allgather", PP_COLL_ALLGATHER, act, 0);
-    pp__op_gemm(s, l, "shared fc1", 1, x->tok, (x->swiglu ? 2.0 : 1.0) * w,
-                x->h);
+    pp__op_lgemm(s, l, "shared fc1", x->tok, (x->swiglu ? 2.0 : 1.0) * w,
+                 x->h);
     pp__op_mem(s, l, "shared swiglu", (x->swiglu ? 6.0 : 4.0) * x->tok * w);
-    pp__op_gemm(s, l, "shared fc2", 1, x->tok, x->h, w);
+    pp__op_lgemm(s, l, "shared fc2", x->tok, x->h, w);
     if (x->t > 1)
         pp__op_comm(l, "tp reducescatter", PP_COLL_REDUCESCATTER, act, 0);
 }
@@ -97,9 +97,11 @@ void pp__ops_moe_fwd(const pp__shape *s, pp__oplist *l) {
     pp__op_mem(s, l, "moe permute", 4.0 * x.tn * x.k * x.cf * x.h);
     a2a(&x, l, "ep dispatch alltoall");
     etp_comm(&x, l, PP_COLL_ALLGATHER);
-    pp__op_gemm(s, l, "experts fc1", 1, te, (x.swiglu ? 2.0 : 1.0) * w, x.h);
+    /* Transformer Engine's grouped GEMMs run the experts in FP8 under
+     * dtype=fp8; the router stays in higher precision (above). */
+    pp__op_lgemm(s, l, "experts fc1", te, (x.swiglu ? 2.0 : 1.0) * w, x.h);
     pp__op_mem(s, l, "experts swiglu", (x.swiglu ? 6.0 : 4.0) * te * w);
-    pp__op_gemm(s, l, "experts fc2", 1, te, x.h, w);
+    pp__op_lgemm(s, l, "experts fc2", te, x.h, w);
     etp_comm(&x, l, PP_COLL_REDUCESCATTER);
     a2a(&x, l, "ep combine alltoall");
     /* Unpermute and the weighted sum of the k outputs. */
@@ -120,21 +122,23 @@ void pp__ops_moe_bwd(const pp__shape *s, pp__oplist *l) {
     if (x.S > 0) {
         double ws = x.S * x.fe / x.t, act = PP_ACT_BYTES * x.tok * x.h;
         if (x.t > 1) pp__op_comm(l, "tp allgather", PP_COLL_ALLGATHER, act, 0);
-        gemm_bwd(s, l, "shared fc2 dgrad", "shared fc2 wgrad", x.tok, x.h, ws);
+        pp__op_lgemm_bwd(s, l, "shared fc2 dgrad", "shared fc2 wgrad", x.tok,
+                         x.h, ws);
         pp__op_mem(s, l, "shared swiglu bwd",
                    (x.swiglu ? 10.0 : 8.0) * x.tok * ws);
-        gemm_bwd(s, l, "shared fc1 dgrad", "shared fc1 wgrad", x.tok,
-                 (x.swiglu ? 2.0 : 1.0) * ws, x.h);
+        pp__op_lgemm_bwd(s, l, "shared fc1 dgrad", "shared fc1 wgrad", x.tok,
+                         (x.swiglu ? 2.0 : 1.0) * ws, x.h);
         if (x.t > 1)
             pp__op_comm(l, "tp reducescatter", PP_COLL_REDUCESCATTER, act, 0);
     }
     pp__op_mem(s, l, "moe unpermute bwd", 6.0 * x.tn * x.k * x.cf * x.h);
     a2a(&x, l, "ep combine alltoall bwd");
     etp_comm(&x, l, PP_COLL_ALLGATHER);
-    gemm_bwd(s, l, "experts fc2 dgrad", "experts fc2 wgrad", te, x.h, w);
+    pp__op_lgemm_bwd(s, l, "experts fc2 dgrad", "experts fc2 wgrad", te, x.h,
+                     w);
     pp__op_mem(s, l, "experts swiglu bwd", (x.swiglu ? 10.0 : 8.0) * te * w);
-    gemm_bwd(s, l, "experts fc1 dgrad", "experts fc1 wgrad", te,
-             (x.swiglu ? 2.0 : 1.0) * w, x.h);
+    pp__op_lgemm_bwd(s, l, "experts fc1 dgrad", "experts fc1 wgrad", te,
+                     (x.swiglu ? 2.0 : 1.0) * w, x.h);
     etp_comm(&x, l, PP_COLL_REDUCESCATTER);
     a2a(&x, l, "ep dispatch alltoall bwd");
     pp__op_mem(s, l, "moe permute bwd", 4.0 * x.tn * x.k * x.cf * x.h);

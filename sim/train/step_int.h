@@ -62,6 +62,12 @@ bool pp__shape_moe(const pp__shape *s);
  * a collective over a group (PP__GRP_*). */
 void pp__op_gemm(const pp__shape *s, pp__oplist *l, const char *name,
                  double batch, double m, double n, double k);
+/* A linear layer's GEMM, and its dgrad + wgrad, at the layout's number
+ * format (dtype=fp8: the FP8 rate and the casts, as the dense MLP). */
+void pp__op_lgemm(const pp__shape *s, pp__oplist *l, const char *name,
+                  double m, double n, double k);
+void pp__op_lgemm_bwd(const pp__shape *s, pp__oplist *l, const char *dname,
+                      const char *wname, double m, double n, double k);
 void pp__op_mem(const pp__shape *s, pp__oplist *l, const char *name,
                 double bytes);
 void pp__op_comm(pp__oplist *l, const char *name, pp_coll_op op, double bytes,
