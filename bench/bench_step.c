@@ -17,13 +17,9 @@
  *
  * Usage: bench_step [case...]   (default: all)
  */
-#include "podplan/sim.h"
+#include "bench_step_util.h"
 
-#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <sys/resource.h>
-#include <time.h>
 
 typedef struct bcase {
     const char *name, *cluster, *spec;
@@ -36,18 +32,6 @@ static const bcase cases[] = {
     {"16k", "fat-tree-16k", "tp=8,pp=16,dp=128,mbs=1,gbs=4096", false},
     {"16k-ov", "fat-tree-16k", "tp=8,pp=16,dp=128,mbs=1,gbs=4096", true},
 };
-
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-static double peak_rss_mib(void) {
-    struct rusage u;
-    getrusage(RUSAGE_SELF, &u);
-    return (double)u.ru_maxrss / 1024.0; /* Linux: kilobytes */
-}
 
 static int run(const bcase *b) {
     pp_error e = PP_ERROR_INIT;
@@ -83,19 +67,7 @@ static int run(const bcase *b) {
            "peak %7.1f MiB\n",
            b->name, b->cluster, b->spec, (long long)r.gpus, t_load, t_sim,
            peak_rss_mib());
-    printf("        iteration %.3f s, %.1f TFLOP/s per GPU; events %llu "
-           "(%.2f M/s), transfers %llu, collectives %llu\n",
-           r.iteration_time_s, r.tflops_per_gpu, (unsigned long long)r.events,
-           (double)r.events / t_sim / 1e6, (unsigned long long)r.transfers,
-           (unsigned long long)r.collectives);
-    printf("        flows %llu, max active %zu, updates %llu (full %llu), "
-           "flows re-solved %llu (%.1f per update)\n",
-           (unsigned long long)r.net.flows_started, r.net.max_active,
-           (unsigned long long)r.net.updates,
-           (unsigned long long)r.net.full_solves,
-           (unsigned long long)r.net.flows_touched,
-           r.net.updates ? (double)r.net.flows_touched / (double)r.net.updates
-                         : 0.0);
+    print_step_counters(&r, t_sim);
     pp_step_result_fini(&r);
     pp_cluster_free(c);
     return 0;
@@ -104,10 +76,7 @@ static int run(const bcase *b) {
 int main(int argc, char **argv) {
     int rc = 0;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        bool want = argc < 2;
-        for (int k = 1; k < argc; k++)
-            if (strcmp(argv[k], cases[i].name) == 0) want = true;
-        if (want) rc |= run(&cases[i]);
+        if (case_wanted(argc, argv, cases[i].name)) rc |= run(&cases[i]);
     }
     return rc;
 }

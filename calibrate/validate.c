@@ -36,8 +36,10 @@ static int predict_net(const pp_cal_result *r, const pp_cal_point *p,
             continue;
         pp_net_fit *x = &v[n++];
         snprintf(x->op, sizeof x->op, "%.*s", (int)sizeof x->op - 1, f->op);
-        snprintf(x->algo, sizeof x->algo, "%.*s", (int)sizeof x->algo - 1, f->algo);
-        snprintf(x->link, sizeof x->link, "%.*s", (int)sizeof x->link - 1, f->link);
+        snprintf(x->algo, sizeof x->algo, "%.*s", (int)sizeof x->algo - 1,
+                 f->algo);
+        snprintf(x->link, sizeof x->link, "%.*s", (int)sizeof x->link - 1,
+                 f->link);
         x->scope = (pp_net_scope)f->scope;
         x->ranks = f->ranks;
         x->alpha_s = f->alpha_s;
@@ -175,16 +177,32 @@ void pp_cal_validation_fini(pp_cal_validation *v) {
 }
 
 /* ------------------------------------------------------------------------
- * gnuplot, as a subprocess: measured against predicted on log axes, one
- * series per kind, the diagonal for reference.  The SVG is written to a
- * temporary name and renamed.
+ * gnuplot, through pp_gnuplot_svg: measured against predicted on log
+ * axes, one series per kind, the diagonal for reference.
  * ---------------------------------------------------------------------- */
+typedef struct plot_ctx {
+    char (*dat)[32];
+    const bool *has;
+} plot_ctx;
+
+static void plot_script(FILE *fp, const char *tmp_svg, void *ctx) {
+    const plot_ctx *p = ctx;
+    fprintf(fp,
+            "set terminal svg size 800,600 dynamic; set output '%s';"
+            "set logscale xy; set xlabel 'measured (s)';"
+            "set ylabel 'predicted (s)'; set key top left;"
+            "set title 'podplan calibrate validate';"
+            "plot x title 'predicted = measured' with lines",
+            tmp_svg);
+    for (int k = 0; k < PP_CAL__KINDS; k++)
+        if (p->has[k])
+            fprintf(fp, ", '%s' title '%s' with points", p->dat[k],
+                    pp_cal_kind_name((pp_cal_kind)k));
+    fputc('\n', fp);
+}
+
 int pp_cal_plot(const pp_cal_set *s, const pp_cal_validation *v,
                 const char *svg_path, pp_error *e) {
-    if (system("command -v gnuplot >/dev/null 2>&1") != 0)
-        return pp_error_set(e, PP_ENOSYS,
-                            "--plot: gnuplot not found: install "
-                            "it (Debian: apt-get install gnuplot-nox)");
     /* One data file per kind (gnuplot's "index" over empty blocks is
      * fragile). */
     char dat[PP_CAL__KINDS][32];
@@ -213,31 +231,8 @@ int pp_cal_plot(const pp_cal_set *s, const pp_cal_validation *v,
         }
         if (fp) fclose(fp);
     }
-    char tmp_svg[1100], script[4096], cmd[8192];
-    snprintf(tmp_svg, sizeof tmp_svg, "%s.tmp.%ld", svg_path, (long)getpid());
-    int len = snprintf(script, sizeof script,
-                       "set terminal svg size 800,600 dynamic; set output '%s';"
-                       "set logscale xy; set xlabel 'measured (s)';"
-                       "set ylabel 'predicted (s)'; set key top left;"
-                       "set title 'podplan calibrate validate';"
-                       "plot x title 'predicted = measured' with lines",
-                       tmp_svg);
-    for (int k = 0; k < PP_CAL__KINDS; k++)
-        if (has[k])
-            len += snprintf(script + len, sizeof script - (size_t)len,
-                            ", '%s' title '%s' with points", dat[k],
-                            pp_cal_kind_name((pp_cal_kind)k));
-    snprintf(cmd, sizeof cmd, "gnuplot -e \"%s\" 2>&1", script);
-    int st = system(cmd);
-    if (st != 0) {
-        unlink(tmp_svg);
-        rc =
-            pp_error_set(e, PP_EFAIL, "--plot: gnuplot failed (status %d)", st);
-    } else if (rename(tmp_svg, svg_path) != 0) {
-        unlink(tmp_svg);
-        rc = pp_error_set(e, PP_EIO, "--plot: %s: %s", svg_path,
-                          strerror(errno));
-    }
+    plot_ctx pc = {dat, has};
+    rc = pp_gnuplot_svg(svg_path, "", plot_script, &pc, e);
 out:
     for (int k = 0; k < PP_CAL__KINDS; k++)
         if (dat[k][0]) unlink(dat[k]);

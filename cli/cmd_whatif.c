@@ -9,16 +9,14 @@
 
 #include "podplan/whatif.h"
 
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 static const pp_cli_opt opts[] = {
     {"study", 's', "FILE",
-     "study: YAML file or a name in studies/, e.g. nic-count (required)",
-     false, NULL, 0, NULL},
+     "study: YAML file or a name in studies/, e.g. nic-count (required)", false,
+     NULL, 0, NULL},
     {"format", 0, "FMT", "table|csv|json (default: table)", false, NULL, 0,
      NULL},
     {"output", 'o', "FILE", "write to FILE atomically (default: stdout)", false,
@@ -29,8 +27,9 @@ static const pp_cli_opt opts[] = {
     {"report", 0, "FILE.html",
      "also write one self-contained HTML page: inputs, table, charts", false,
      NULL, 0, NULL},
-    {"quiet", 'q', NULL, "no progress bar (there is none unless stderr is a "
-                         "terminal)",
+    {"quiet", 'q', NULL,
+     "no progress bar (there is none unless stderr is a "
+     "terminal)",
      false, NULL, 0, NULL},
     {NULL, 0, NULL, NULL, false, NULL, 0, NULL},
 };
@@ -43,68 +42,16 @@ static void progress(size_t done, size_t n, const char *label) {
     fflush(stderr);
 }
 
-/* Whether `prog` is an executable on $PATH. */
-static bool on_path(const char *prog) {
-    const char *path = getenv("PATH");
-    if (!path) return false;
-    char buf[4096];
-    for (const char *p = path; *p;) {
-        const char *c = strchr(p, ':');
-        size_t len = c ? (size_t)(c - p) : strlen(p);
-        snprintf(buf, sizeof buf, "%.*s/%s", (int)len, p, prog);
-        if (access(buf, X_OK) == 0) return true;
-        if (!c) break;
-        p = c + 1;
-    }
-    return false;
-}
+/* --plot: the study's gnuplot script, drawn by pp_gnuplot_svg. */
+typedef struct plot_ctx {
+    const pp_whatif_study *s;
+    const pp_whatif_result *r;
+    size_t n;
+} plot_ctx;
 
-/* Runs gnuplot on a script into a temporary SVG, renamed into place. */
-static int plot(const pp_whatif_study *s, const pp_whatif_result *r, size_t n,
-                const char *out, pp_error *e) {
-    if (!on_path("gnuplot"))
-        return pp_error_set(e, PP_EIO,
-                            "--plot: gnuplot is not on PATH (Debian: apt-get "
-                            "install gnuplot-nox); the table and --report "
-                            "do not need it");
-    size_t len = strlen(out) + 32;
-    char *svg = pp_xmalloc(len), *script = pp_xmalloc(len + 8);
-    snprintf(svg, len, "%s.tmp.%ld", out, (long)getpid());
-    snprintf(script, len + 8, "%s.gp.%ld", out, (long)getpid());
-    FILE *fp = fopen(script, "w");
-    int rc = 0;
-    if (!fp) {
-        rc = pp_error_set(e, PP_EIO, "--plot: %s: %s", script,
-                          strerror(errno));
-        goto out;
-    }
-    pp_whatif_write_gnuplot(s, r, n, svg, fp, e);
-    if (fclose(fp) != 0) {
-        rc = pp_error_set(e, PP_EIO, "--plot: %s: write failed", script);
-        goto out;
-    }
-    pid_t pid = fork();
-    if (pid == 0) {
-        execlp("gnuplot", "gnuplot", script, (char *)NULL);
-        _exit(127);
-    }
-    int st = 0;
-    if (pid < 0 || waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) ||
-        WEXITSTATUS(st) != 0) {
-        rc = pp_error_set(e, PP_EIO, "--plot: gnuplot failed (status %d)",
-                          WIFEXITED(st) ? WEXITSTATUS(st) : -1);
-        unlink(svg);
-        goto out;
-    }
-    if (rename(svg, out) != 0) {
-        rc = pp_error_set(e, PP_EIO, "--plot: %s: %s", out, strerror(errno));
-        unlink(svg);
-    }
-out:
-    unlink(script);
-    free(svg);
-    free(script);
-    return rc;
+static void plot_script(FILE *fp, const char *tmp_svg, void *ctx) {
+    const plot_ctx *p = ctx;
+    pp_whatif_write_gnuplot(p->s, p->r, p->n, tmp_svg, fp, NULL);
 }
 
 static int write_all(const pp_args *a, const pp_whatif_study *s,
@@ -128,7 +75,12 @@ static int write_all(const pp_args *a, const pp_whatif_study *s,
         if ((rc = pp_outfile_commit(&of, e)) < 0) return rc;
     }
     const char *svg = pp_args_get(a, "plot");
-    if (svg && (rc = plot(s, r, n, svg, e)) < 0) return rc;
+    plot_ctx pc = {s, r, n};
+    if (svg && (rc = pp_gnuplot_svg(svg,
+                                    "; the table and --report do not "
+                                    "need it",
+                                    plot_script, &pc, e)) < 0)
+        return rc;
     return 0;
 }
 
@@ -181,8 +133,8 @@ out:
     free(r);
     pp_whatif_study_free(s);
     pp_whatif_dist_fini();
-    if (rc < 0) return rank == 0 ? pp_cli_fail(cmd->name, &e)
-                                 : pp_exit_code(rc);
+    if (rc < 0)
+        return rank == 0 ? pp_cli_fail(cmd->name, &e) : pp_exit_code(rc);
     return 0;
 }
 

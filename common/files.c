@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 int pp_outfile_open(pp_outfile *of, const char *path, pp_error *e) {
@@ -202,4 +203,72 @@ int pp_data_find(const char *subdir, const char *name, char *buf, size_t len,
     return pp_error_set(e, PP_ENOENT,
                         "\"%s\" is neither a file nor a name in %s/; %s", name,
                         subdir, see);
+}
+
+/* Whether `prog` is an executable file in a folder of $PATH. */
+static bool on_path(const char *prog) {
+    const char *path = getenv("PATH");
+    if (!path) return false;
+    char buf[4096];
+    for (const char *p = path; *p;) {
+        const char *c = strchr(p, ':');
+        size_t len = c ? (size_t)(c - p) : strlen(p);
+        snprintf(buf, sizeof buf, "%.*s/%s", (int)len, p, prog);
+        if (access(buf, X_OK) == 0) return true;
+        if (!c) break;
+        p = c + 1;
+    }
+    return false;
+}
+
+int pp_gnuplot_svg(const char *svg_path, const char *hint,
+                   void (*write)(FILE *script, const char *tmp_svg, void *ctx),
+                   void *ctx, pp_error *e) {
+    if (!on_path("gnuplot"))
+        return pp_error_set(e, PP_ENOSYS,
+                            "--plot: gnuplot not found: install it (Debian: "
+                            "apt-get install gnuplot-nox)%s",
+                            hint ? hint : "");
+    size_t len = strlen(svg_path) + 32;
+    char *svg = pp_xmalloc(len);
+    snprintf(svg, len, "%s.tmp.%ld", svg_path, (long)getpid());
+    char script[] = "/tmp/podplan-gnuplot-XXXXXX";
+    int fd = mkstemp(script), rc = 0;
+    FILE *fp = fd >= 0 ? fdopen(fd, "w") : NULL;
+    if (!fp) {
+        if (fd >= 0) {
+            close(fd);
+            unlink(script);
+        }
+        rc = pp_error_set(e, PP_EIO, "--plot: temporary script: %s",
+                          strerror(errno));
+        free(svg);
+        return rc;
+    }
+    write(fp, svg, ctx);
+    if (fclose(fp) != 0) {
+        rc = pp_error_set(e, PP_EIO, "--plot: %s: write failed", script);
+        goto out;
+    }
+    /* fork + exec, not system(): no shell parses the paths. */
+    pid_t pid = fork();
+    if (pid == 0) {
+        execlp("gnuplot", "gnuplot", script, (char *)NULL);
+        _exit(127);
+    }
+    int st = 0;
+    if (pid < 0 || waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) ||
+        WEXITSTATUS(st) != 0) {
+        rc = pp_error_set(e, PP_EFAIL, "--plot: gnuplot failed (status %d)",
+                          WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+        unlink(svg);
+    } else if (rename(svg, svg_path) != 0) {
+        rc = pp_error_set(e, PP_EIO, "--plot: %s: %s", svg_path,
+                          strerror(errno));
+        unlink(svg);
+    }
+out:
+    unlink(script);
+    free(svg);
+    return rc;
 }

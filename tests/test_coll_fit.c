@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "cli_run.h"
+#include "coll_util.h"
 #include "podplan/sim.h"
 
 #define EXAMPLES PODPLAN_SOURCE_DIR "/calibrate/examples/"
@@ -64,44 +65,6 @@ static void write_file(const char *path, const char *text) {
     fclose(fp);
 }
 
-static pp_cluster *load_cluster(const char *name) {
-    pp_error e = PP_ERROR_INIT;
-    pp_cluster *c = NULL;
-    if (pp_cluster_load(name, NULL, 0, NULL, &c, &e))
-        fail_msg("loading %s: %s", name, e.msg);
-    return c;
-}
-
-static pp_coll_result run(const pp_cluster *c, pp_fidelity f, pp_coll_op op,
-                          pp_coll_algo algo, double bytes, size_t n,
-                          const pp_gpu_profile *g) {
-    const pp_cluster_info *info = pp_cluster_info_get(c);
-    int32_t *gpus = malloc(n * sizeof *gpus);
-    for (size_t i = 0; i < n; i++)
-        gpus[i] = pp_cluster_gpu(c, (int32_t)(i / (size_t)info->gpus_per_node),
-                                 (int32_t)(i % (size_t)info->gpus_per_node));
-    pp_coll_spec sp;
-    memset(&sp, 0, sizeof sp);
-    sp.op = op;
-    sp.algo = algo;
-    sp.bytes = bytes;
-    sp.gpus = gpus;
-    sp.n_gpus = n;
-    sp.server = -1;
-    if (g) {
-        sp.fits = g->net;
-        sp.n_fits = g->n_net;
-    }
-    pp_error e = PP_ERROR_INIT;
-    pp_sim *s = NULL;
-    pp_coll_result r;
-    if (pp_sim_new(c, f, 0, &s, &e)) fail_msg("pp_sim_new: %s", e.msg);
-    if (pp_sim_collective(s, &sp, &r, &e)) fail_msg("collective: %s", e.msg);
-    pp_sim_free(s);
-    free(gpus);
-    return r;
-}
-
 static void test_known_alpha_beta(void **state) {
     (void)state;
     const char *path = "/tmp/podplan-test-coll-fit.yaml";
@@ -113,47 +76,51 @@ static void test_known_alpha_beta(void **state) {
     assert_int_equal(g.net[0].line, 4);
     assert_int_equal(g.net[1].scope, PP_NET_SCOPE_INTRA);
     assert_string_equal(g.net[1].algo, "auto");
-    pp_cluster *c = load_cluster("dgx-h100-ndr");
+    pp_cluster *c = coll_load_cluster("dgx-h100-ndr");
     double S = 64e6;
 
     /* Analytic: exactly alpha + S/beta, nothing sent. */
-    pp_coll_result r =
-        run(c, PP_FIDELITY_ANALYTIC, PP_COLL_ALLREDUCE, PP_ALGO_RING, S, 8, &g);
+    pp_coll_result r = coll_run(c, PP_FIDELITY_ANALYTIC, PP_COLL_ALLREDUCE,
+                                PP_ALGO_RING, S, 8, &g);
     assert_non_null(r.fit);
     assert_int_equal(r.fit->line, 4);
     assert_rel(r.time_s, 20e-6 + S / 100e9, 1e-12);
     assert_int_equal(r.transfers, 0);
 
     /* 4 ranks from the 8-rank entry: alpha x 6/14, S/beta x 1.5/1.75. */
-    r = run(c, PP_FIDELITY_ANALYTIC, PP_COLL_ALLREDUCE, PP_ALGO_RING, S, 4, &g);
+    r = coll_run(c, PP_FIDELITY_ANALYTIC, PP_COLL_ALLREDUCE, PP_ALGO_RING, S, 4,
+                 &g);
     assert_rel(r.time_s, 20e-6 * 6 / 14 + S / 100e9 * 1.5 / 1.75, 1e-12);
 
     /* "auto" (NCCL's choice) serves a ring all-gather; below the knee the
      * small-message line. */
-    r = run(c, PP_FIDELITY_ANALYTIC, PP_COLL_ALLGATHER, PP_ALGO_RING, 32768, 8,
-            &g);
+    r = coll_run(c, PP_FIDELITY_ANALYTIC, PP_COLL_ALLGATHER, PP_ALGO_RING,
+                 32768, 8, &g);
     assert_rel(r.time_s, 5e-6 + 32768 / 5e9, 1e-12);
-    r = run(c, PP_FIDELITY_ANALYTIC, PP_COLL_ALLGATHER, PP_ALGO_RING, S, 8, &g);
+    r = coll_run(c, PP_FIDELITY_ANALYTIC, PP_COLL_ALLGATHER, PP_ALGO_RING, S, 8,
+                 &g);
     assert_rel(r.time_s, 10e-6 + S / 50e9, 1e-12);
 
     /* Not covered: a tree all-reduce has no entry; the links time it as
      * without the profile. */
-    pp_coll_result a =
-        run(c, PP_FIDELITY_ANALYTIC, PP_COLL_ALLREDUCE, PP_ALGO_TREE, S, 8, &g);
-    pp_coll_result b = run(c, PP_FIDELITY_ANALYTIC, PP_COLL_ALLREDUCE,
-                           PP_ALGO_TREE, S, 8, NULL);
+    pp_coll_result a = coll_run(c, PP_FIDELITY_ANALYTIC, PP_COLL_ALLREDUCE,
+                                PP_ALGO_TREE, S, 8, &g);
+    pp_coll_result b = coll_run(c, PP_FIDELITY_ANALYTIC, PP_COLL_ALLREDUCE,
+                                PP_ALGO_TREE, S, 8, NULL);
     assert_null(a.fit);
     assert_true(a.time_s == b.time_s);
 
     /* Flow: a floor.  The 16-GPU inter-node entry (1 GB/s) is far slower
      * than the links: its time, with the transfers still sent; the
      * intra-node one: the slower of the links' time and the fit's. */
-    r = run(c, PP_FIDELITY_FLOW, PP_COLL_ALLREDUCE, PP_ALGO_RING, S, 16, &g);
+    r = coll_run(c, PP_FIDELITY_FLOW, PP_COLL_ALLREDUCE, PP_ALGO_RING, S, 16,
+                 &g);
     assert_rel(r.time_s, 50e-6 + S / 1e9, 1e-9);
     assert_true(r.transfers > 0);
-    pp_coll_result links =
-        run(c, PP_FIDELITY_FLOW, PP_COLL_ALLREDUCE, PP_ALGO_RING, S, 8, NULL);
-    r = run(c, PP_FIDELITY_FLOW, PP_COLL_ALLREDUCE, PP_ALGO_RING, S, 8, &g);
+    pp_coll_result links = coll_run(c, PP_FIDELITY_FLOW, PP_COLL_ALLREDUCE,
+                                    PP_ALGO_RING, S, 8, NULL);
+    r = coll_run(c, PP_FIDELITY_FLOW, PP_COLL_ALLREDUCE, PP_ALGO_RING, S, 8,
+                 &g);
     assert_rel(r.time_s, fmax(links.time_s, 20e-6 + S / 100e9), 1e-9);
     pp_cluster_free(c);
 }

@@ -29,42 +29,10 @@
 #include <string.h>
 
 #include "cli_run.h"
+#include "coll_util.h"
 #include "podplan/sim.h"
 
 #define TOL 0.10
-
-static pp_cluster *load_cluster(const char *name) {
-    pp_error e = PP_ERROR_INIT;
-    pp_cluster *c = NULL;
-    if (pp_cluster_load(name, NULL, 0, NULL, &c, &e))
-        fail_msg("loading %s: %s", name, e.msg);
-    return c;
-}
-
-static pp_coll_result run(const pp_cluster *c, pp_fidelity f, pp_coll_op op,
-                          pp_coll_algo algo, double bytes, size_t n) {
-    const pp_cluster_info *info = pp_cluster_info_get(c);
-    int32_t *gpus = malloc(n * sizeof *gpus);
-    for (size_t i = 0; i < n; i++)
-        gpus[i] = pp_cluster_gpu(c, (int32_t)(i / (size_t)info->gpus_per_node),
-                                 (int32_t)(i % (size_t)info->gpus_per_node));
-    pp_coll_spec sp;
-    memset(&sp, 0, sizeof sp);
-    sp.op = op;
-    sp.algo = algo;
-    sp.bytes = bytes;
-    sp.gpus = gpus;
-    sp.n_gpus = n;
-    sp.server = -1;
-    pp_error e = PP_ERROR_INIT;
-    pp_sim *s = NULL;
-    pp_coll_result r;
-    if (pp_sim_new(c, f, 0, &s, &e)) fail_msg("pp_sim_new: %s", e.msg);
-    if (pp_sim_collective(s, &sp, &r, &e)) fail_msg("collective: %s", e.msg);
-    pp_sim_free(s);
-    free(gpus);
-    return r;
-}
 
 static void published(const char *what, double got, double want) {
     double err = got / want - 1;
@@ -76,21 +44,24 @@ static void published(const char *what, double got, double want) {
 static void test_published(void **state) {
     (void)state;
     double S = 8.0 * 1024 * 1024 * 1024;
-    pp_cluster *h = load_cluster("dgx-h100-ndr");
-    pp_coll_result r =
-        run(h, PP_FIDELITY_ANALYTIC, PP_COLL_ALLREDUCE, PP_ALGO_NCCL, S, 8);
+    pp_cluster *h = coll_load_cluster("dgx-h100-ndr");
+    pp_coll_result r = coll_run(h, PP_FIDELITY_ANALYTIC, PP_COLL_ALLREDUCE,
+                                PP_ALGO_NCCL, S, 8, NULL);
     assert_string_equal(r.nccl.algo, "NVLS");
     assert_string_equal(r.nccl.proto, "Simple");
     published("H100 x8 all_reduce 8 GiB (NVLS)", r.busbw_Bps, 480e9);
-    r = run(h, PP_FIDELITY_ANALYTIC, PP_COLL_ALLGATHER, PP_ALGO_NCCL, S, 8);
+    r = coll_run(h, PP_FIDELITY_ANALYTIC, PP_COLL_ALLGATHER, PP_ALGO_NCCL, S, 8,
+                 NULL);
     assert_string_equal(r.nccl.algo, "Ring");
     published("H100 x8 all_gather 8 GiB (ring)", r.busbw_Bps, 370e9);
-    r = run(h, PP_FIDELITY_ANALYTIC, PP_COLL_REDUCESCATTER, PP_ALGO_NCCL, S, 8);
+    r = coll_run(h, PP_FIDELITY_ANALYTIC, PP_COLL_REDUCESCATTER, PP_ALGO_NCCL,
+                 S, 8, NULL);
     published("H100 x8 reduce_scatter 8 GiB (ring)", r.busbw_Bps, 370e9);
     pp_cluster_free(h);
 
-    pp_cluster *a = load_cluster("selene-like");
-    r = run(a, PP_FIDELITY_ANALYTIC, PP_COLL_ALLREDUCE, PP_ALGO_NCCL, S, 32);
+    pp_cluster *a = coll_load_cluster("selene-like");
+    r = coll_run(a, PP_FIDELITY_ANALYTIC, PP_COLL_ALLREDUCE, PP_ALGO_NCCL, S,
+                 32, NULL);
     assert_string_equal(r.nccl.algo, "Ring");
     assert_int_equal(r.nccl.nodes, 4);
     published("DGX-A100 8xHDR, 4 nodes all_reduce 8 GiB", r.busbw_Bps, 192e9);
@@ -102,29 +73,31 @@ static void test_published(void **state) {
  * latency term is the model's. */
 static void test_structure(void **state) {
     (void)state;
-    pp_cluster *h = load_cluster("dgx-h100-ndr");
-    pp_coll_result r =
-        run(h, PP_FIDELITY_ANALYTIC, PP_COLL_ALLREDUCE, PP_ALGO_NCCL, 8, 8);
+    pp_cluster *h = coll_load_cluster("dgx-h100-ndr");
+    pp_coll_result r = coll_run(h, PP_FIDELITY_ANALYTIC, PP_COLL_ALLREDUCE,
+                                PP_ALGO_NCCL, 8, 8, NULL);
     assert_string_equal(r.nccl.proto, "LL");
     /* Ring/LL on one NVLink server: 6.6 + 14 x 0.6 us (tuning.cc). */
     assert_true(fabs(r.nccl.lat_s - 15.0e-6) < 1e-9);
     assert_true(fabs(r.time_s - r.nccl.time_s) < 1e-15);
     double prev = 0;
     for (double S = 8; S <= 8.6e9; S *= 8) {
-        r = run(h, PP_FIDELITY_ANALYTIC, PP_COLL_ALLREDUCE, PP_ALGO_NCCL, S,
-                16);
+        r = coll_run(h, PP_FIDELITY_ANALYTIC, PP_COLL_ALLREDUCE, PP_ALGO_NCCL,
+                     S, 16, NULL);
         assert_true(r.time_s >= prev);
         prev = r.time_s;
     }
     /* Two servers, large: NVLS-Tree (NVLink SHARP in the server, a tree
      * between); four: the ring, whose bandwidth NVLS-Tree halves. */
-    r = run(h, PP_FIDELITY_ANALYTIC, PP_COLL_ALLREDUCE, PP_ALGO_NCCL, 8e9, 16);
+    r = coll_run(h, PP_FIDELITY_ANALYTIC, PP_COLL_ALLREDUCE, PP_ALGO_NCCL, 8e9,
+                 16, NULL);
     assert_string_equal(r.nccl.algo, "NVLSTree");
-    r = run(h, PP_FIDELITY_ANALYTIC, PP_COLL_ALLREDUCE, PP_ALGO_NCCL, 8e9, 32);
+    r = coll_run(h, PP_FIDELITY_ANALYTIC, PP_COLL_ALLREDUCE, PP_ALGO_NCCL, 8e9,
+                 32, NULL);
     assert_string_equal(r.nccl.algo, "Ring");
     /* Flow fidelity: the ring's transfers run, the model is a floor. */
-    pp_coll_result f =
-        run(h, PP_FIDELITY_FLOW, PP_COLL_ALLREDUCE, PP_ALGO_NCCL, 8e9, 32);
+    pp_coll_result f = coll_run(h, PP_FIDELITY_FLOW, PP_COLL_ALLREDUCE,
+                                PP_ALGO_NCCL, 8e9, 32, NULL);
     assert_true(f.transfers > 0);
     assert_true(f.time_s >= r.time_s * (1 - 1e-12));
     pp_cluster_free(h);

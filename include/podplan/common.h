@@ -411,6 +411,16 @@ int pp_outfile_commit(pp_outfile *of, pp_error *e);
 /* Removes the temporary file; the destination is untouched. */
 void pp_outfile_abort(pp_outfile *of);
 
+/* --plot's one way to draw: runs gnuplot (Debian's gnuplot-nox) as a
+ * subprocess on the script `write` produces, which must send the SVG to
+ * the temporary name it is given; that file is renamed onto svg_path only
+ * when gnuplot succeeds.  PP_ENOSYS "--plot: gnuplot not found..." (hint
+ * appended, may be "") when gnuplot is not on PATH, PP_EFAIL when it
+ * fails, PP_EIO for the files. */
+int pp_gnuplot_svg(const char *svg_path, const char *hint,
+                   void (*write)(FILE *script, const char *tmp_svg, void *ctx),
+                   void *ctx, pp_error *e);
+
 /* The file name without folders and without .yaml/.yml, for default
  * names ("topologies/titan.yaml" gives "titan"); cut to len - 1. */
 void pp_file_stem(const char *path, char *dst, size_t len);
