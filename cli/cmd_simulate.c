@@ -36,6 +36,10 @@ static const pp_cli_opt opts[] = {
      "bf16|fp16|fp32: gradients in the DP sync (default: the stack's; "
      "Megatron-core reduces in fp32 when training in bf16)",
      false, NULL, 0, NULL},
+    {"memory-check", 0, "on|off",
+     "off: simulate a layout even where the memory model says it does not "
+     "fit (the memory line still says by how much; default: on)",
+     false, NULL, 0, NULL},
     {"p2p", 0, "sync|async",
      "a stage waits for its pipeline sends (sync, Megatron-LM 2021) or not "
      "(default: the stack's)",
@@ -270,6 +274,7 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
     (void)pspec;
     /* -1: not given, the stack's value. */
     int fmt = PP_FMT_TABLE, fid = PP_FIDELITY_FLOW, sched = -1, ov = -1;
+    int memchk = -1;
     int p2p = -1, gdt = -1, scatter = -1;
     int64_t seed = 0;
     double ctime = 0, bucket = 0;
@@ -287,6 +292,7 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
         pp_args_choice(&a, "fidelity", &fid, &e) ||
         pp_args_choice(&a, "schedule", &sched, &e) ||
         get_enum(&a, "dp-overlap", onoff, &ov, &e) ||
+        get_enum(&a, "memory-check", onoff, &memchk, &e) ||
         get_enum(&a, "p2p", p2p_names, &p2p, &e) ||
         get_enum(&a, "p2p-scatter-gather", onoff, &scatter, &e) ||
         get_enum(&a, "grad-dtype", gdt_names, &gdt, &e) ||
@@ -348,6 +354,7 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
     x.cfg.par = &x.p;
     x.cfg.cluster = c;
     x.cfg.profile = &x.prof;
+    x.cfg.check_memory = memchk != 0;
     const char *tpath = pp_args_get(&a, "trace");
     if (tpath && !pp_args_flag(&a, "trace-force")) {
         double est = trace_estimate(&x.m, &x.p);
@@ -402,7 +409,7 @@ const pp_cli_cmd pp_cmd_simulate = {
     "simulate --model M --cluster C --parallel SPEC [--fidelity F] "
     "[--schedule S] [--placement tp,pp,dp] "
     "[--dp-overlap on|off] [--p2p sync|async] [--p2p-scatter-gather on|off] "
-    "[--profile FILE] [--stack NAME] [--compute-time TIME] [--tokens T] "
+    "[--memory-check on|off] [--profile FILE] [--stack NAME] [--compute-time TIME] [--tokens T] "
     "[--set PATH=VALUE]... [--trace FILE] [--format table|json] [-o FILE]",
     "Every kernel of every layer is timed by a roofline with the GPU profile\n"
     "(topologies/profiles/); TP collectives, pipeline sends and the DP "

@@ -126,6 +126,7 @@ static int spec_value(void *ctx, int k, const char *val, pp_error *e) {
         for (int r = PP_RECOMPUTE_NONE; r <= PP_RECOMPUTE_FULL; r++)
             if (strcmp(val, pp_recompute_name((pp_recompute)r)) == 0) {
                 p->recompute = (pp_recompute)r;
+                p->recompute_set = true;
                 return 0;
             }
         return pp_error_set(e, PP_EINPUT,

@@ -229,9 +229,14 @@ static int fill_entry(pp_plan_estimator *x, const pp_parallel *par,
 
     const pp_layer_cost *lc = &ce->lc;
     ce->layer_compute = lc->fwd_s + lc->bwd_s + lc->recompute_s;
+    /* Collectives overlapped with a GEMM cost only what outlasts it
+     * (the GEMMs' mean, as the simulator's max per pair). */
+    double n_ovl = lc->tp_overlap_colls;
     ce->layer_tp =
-        (double)(lc->fwd_colls + lc->bwd_colls + lc->recompute_colls) *
-        ce->t_coll;
+        ((double)(lc->fwd_colls + lc->bwd_colls + lc->recompute_colls) -
+         n_ovl) * ce->t_coll +
+        (n_ovl > 0 ? n_ovl * fmax(0.0, ce->t_coll - lc->tp_overlap_s / n_ovl)
+                   : 0.0);
     ce->layer_w = ce->layer_compute + ce->layer_tp;
 
     const pp_layer_cost *em = &ce->emb, *hd = &ce->head;
@@ -599,6 +604,17 @@ int pp_plan_estimate(pp_plan_estimator *x, const pp_parallel *p, bool overlap,
         dp_k[k] =
             (p->zero >= 2 && x->prof.zero3_overlap ? 1.0 : times) * exposed;
         opt_k[k] = pp_optimizer_time_s(&x->prof, x->opt, Pk[k] / shard);
+        /* A stack that overlaps the gather with the next forward
+         * (overlap_param_gather) waits for the first chunk's; each later
+         * chunk's hides under the warm-up forwards of the chunk before
+         * (up to pp micro-batches), as the simulator gates them. */
+        if (p->zero >= 1 && p->zero < 3 && x->prof.sw.param_gather_overlap &&
+            t_gather > 0) {
+            double per = t_gather / (double)p->vp;
+            double warm = fmin(nmb, (double)p->pp) * Lk[k] / (double)p->vp *
+                          ce->lc.fwd_s;
+            t_gather = per + ((double)p->vp - 1.0) * fmax(0.0, per - warm);
+        }
         gat_k[k] = t_gather;
         end_k[k] = opt_k[k] + t_gather;
     }

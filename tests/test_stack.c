@@ -116,6 +116,28 @@ static void test_broken(void **state) {
     expect_bad("zero:\n  max_stage: 4\n", ":2:14: zero.max_stage");
     expect_bad("launch: [slurm]\n", ":1:10: launch");
     expect_bad("fp8: yes please\n", ":1:6: fp8");
+    /* A default the stack does not offer, an unknown overlap key. */
+    expect_bad("recompute: [full]\nrecompute_default: none\n",
+               ":2:20: recompute_default");
+    expect_bad("tensor_parallel:\n  overlap: true\n",
+               ":2:3: tensor_parallel.overlap");
+}
+
+/* Without recompute= a layout gets its stack's default: Megatron-core's
+ * recompute_granularity None, Megatron-LM 2021's full; a given mode
+ * stays. */
+static void test_recompute_default(void **state) {
+    (void)state;
+    pp_gpu_profile mc = prof("h100-sxm5", "megatron-core-2024");
+    pp_gpu_profile lm = prof("a100-sxm4-80gb", "megatron-lm-2021");
+    pp_parallel p = par("tp=4"), q = par("tp=4,recompute=full");
+    pp_parallel r = p;
+    pp_stack_resolve(&mc, &p);
+    pp_stack_resolve(&mc, &q);
+    pp_stack_resolve(&lm, &r);
+    assert_int_equal(p.recompute, PP_RECOMPUTE_NONE);
+    assert_int_equal(q.recompute, PP_RECOMPUTE_FULL);
+    assert_int_equal(r.recompute, PP_RECOMPUTE_FULL);
 }
 
 /* FlashAttention drops Korthikanti's 5 a s^2 b / t per layer and keeps
@@ -253,6 +275,83 @@ static double z3_run(const char *stack, const char *spec, pp_cluster *c,
     return t;
 }
 
+/* One iteration under profile g (its stack's DP and p2p choices), and
+ * the estimator's figure for the same layout. */
+static double run_prof(pp_gpu_profile *g, const char *spec, pp_cluster *c,
+                       const pp_model *m, double *est, pp_breakdown *bd) {
+    pp_error e = PP_ERROR_INIT;
+    pp_parallel p = par(spec);
+    pp_stack_resolve(g, &p);
+    pp_step_config cfg;
+    pp_step_config_init(&cfg);
+    cfg.model = m;
+    cfg.par = &p;
+    cfg.cluster = c;
+    cfg.profile = g;
+    cfg.dp_overlap = g->sw.dp_overlap;
+    cfg.grad_bytes = g->sw.grad_reduce_bytes;
+    cfg.bucket_bytes = g->sw.bucket_bytes;
+    cfg.p2p_sync = g->sw.p2p_sync;
+    cfg.p2p_scatter = g->sw.p2p_scatter;
+    pp_step_result r;
+    if (pp_step_simulate(&cfg, &r, &e)) fail_msg("%s", e.msg);
+    *bd = r.total;
+    double t = r.iteration_time_s;
+    pp_step_result_fini(&r);
+    pp_plan_estimator *x = NULL;
+    if (pp_plan_estimator_new(m, c, g, &x, &e)) fail_msg("%s", e.msg);
+    pp_breakdown eb;
+    if (pp_plan_estimate(x, &p, false, est, &eb, &e)) fail_msg("%s", e.msg);
+    pp_plan_estimator_free(x);
+    return t;
+}
+
+/* The NeMo stacks' overlaps, each switched off in turn on Llama 3 70B
+ * (tp 4, pp 8, vp 5, dp 2, ZeRO-1, FP8) on 8 DGX H100 nodes.
+ * - tensor_parallel.overlap_comm: the GEMMs the collectives hide under
+ *   stay compute (the same compute time), the TP communication left is
+ *   what outlasts them: under a fifth here (NVLink all-gathers and
+ *   reduce-scatters are shorter than the GEMMs beside them).
+ * - data_parallel.overlap_param_gather: ZeRO's parameter all-gather
+ *   moves under the next forward: less exposed DP time, a shorter step.
+ * The estimator follows the simulator within 10% either way. */
+static void test_nemo_overlaps(void **state) {
+    (void)state;
+    pp_error e = PP_ERROR_INIT;
+    const char *sets[] = {"node.count=8"};
+    pp_cluster *c = NULL;
+    if (pp_cluster_load("dgx-h100-ndr", sets, 1, NULL, &c, &e))
+        fail_msg("%s", e.msg);
+    pp_model m = model("llama3-70b");
+    const char *spec = "tp=4,pp=8,dp=2,vp=5,mbs=1,gbs=32,sp=on,zero=1,"
+                       "dtype=fp8";
+    pp_gpu_profile on = prof("h100-sxm5", "nemo-2025");
+    assert_true(on.sw.tp_overlap && on.sw.param_gather_overlap);
+    pp_gpu_profile no_tp = on, no_pag = on;
+    no_tp.sw.tp_overlap = false;
+    no_pag.sw.param_gather_overlap = false;
+    pp_breakdown b_on, b_tp, b_pag;
+    double e_on, e_tp, e_pag;
+    double t_on = run_prof(&on, spec, c, &m, &e_on, &b_on);
+    double t_tp = run_prof(&no_tp, spec, c, &m, &e_tp, &b_tp);
+    double t_pag = run_prof(&no_pag, spec, c, &m, &e_pag, &b_pag);
+    printf("llama3-70b: %.4f s; TP overlap off %.4f s (tp comm %.4f -> "
+           "%.4f s); param gather overlap off %.4f s (dp exposed %.4f -> "
+           "%.4f s); estimates %.4f %.4f %.4f s\n",
+           t_on, t_tp, b_tp.tp_comm_s, b_on.tp_comm_s, t_pag,
+           b_pag.dp_comm_exposed_s, b_on.dp_comm_exposed_s, e_on, e_tp,
+           e_pag);
+    assert_rel(b_on.compute_s, b_tp.compute_s, 1e-9);
+    assert_true(b_on.tp_comm_s < 0.2 * b_tp.tp_comm_s);
+    assert_true(t_on < t_tp);
+    assert_true(b_on.dp_comm_exposed_s < b_pag.dp_comm_exposed_s);
+    assert_true(t_on < t_pag);
+    assert_rel(e_on, t_on, 0.10);
+    assert_rel(e_tp, t_tp, 0.10);
+    assert_rel(e_pag, t_pag, 0.10);
+    pp_cluster_free(c);
+}
+
 static void test_zero3(void **state) {
     (void)state;
     pp_error e = PP_ERROR_INIT;
@@ -282,8 +381,10 @@ static void test_zero3(void **state) {
  * GPUs, GBS 2048, MBS 2, seq 2048, TP 4, PP 8, VP 6: 866 tokens/s/GPU.
  * Assumed where the table is silent: sequence parallelism, no
  * recomputation, the distributed optimizer (zero=1).  Simulated with
- * nemo-2024 on 64 DGX H100 nodes (dgx-h100-ndr with node.count=64):
- * 846.8 tokens/s/GPU, -2.2%; tolerance 5%. */
+ * nemo-2025 (a 25.x container) on 64 DGX H100 nodes (dgx-h100-ndr with
+ * node.count=64): 843.3 tokens/s/GPU, -2.6%; tolerance 5%.  The stack's
+ * training-loop efficiency (0.84) was fitted on two other runs
+ * (tests/validation); this one was not among them. */
 static void test_nemo_gpt3_h100(void **state) {
     (void)state;
     pp_error e = PP_ERROR_INIT;
@@ -292,7 +393,7 @@ static void test_nemo_gpt3_h100(void **state) {
     if (pp_cluster_load("dgx-h100-ndr", sets, 1, NULL, &c, &e))
         fail_msg("%s", e.msg);
     pp_model m = model("gpt3-175b");
-    pp_gpu_profile g = prof("h100-sxm5", "nemo-2024");
+    pp_gpu_profile g = prof("h100-sxm5", "nemo-2025");
     pp_parallel p = par("tp=4,pp=8,dp=16,mbs=2,gbs=2048,vp=6,sp=on,"
                         "recompute=none,zero=1,dtype=fp8");
     pp_stack_resolve(&g, &p);
@@ -383,6 +484,8 @@ int main(void) {
         cmocka_unit_test(test_flash_closed_form),
         cmocka_unit_test(test_fp8_closed_form),
         cmocka_unit_test(test_nemo_gpt3_h100),
+        cmocka_unit_test(test_recompute_default),
+        cmocka_unit_test(test_nemo_overlaps),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

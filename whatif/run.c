@@ -206,8 +206,23 @@ static int run_fixed(const pp_whatif_study *s, variant *v,
                            why.msg);
     }
     v->gbs = par.gbs; /* the layout's batch sets the iterations */
+    /* The GPU's default software stack, as `podplan simulate` without
+     * --stack: an H100 variant trains with Megatron-core 2024's kernels
+     * and overlaps, an A100 one with Megatron-LM 2021's. */
+    const pp_cluster_info *info = pp_cluster_info_get(c);
+    pp_gpu_profile prof;
+    pp_stack stk;
+    if ((rc = pp_profile_load_stack(NULL, info->gpu, NULL, &prof, &stk, e)) <
+        0)
+        return rc;
+    pp_stack_resolve(&prof, &par);
     pp_step_config cfg;
     pp_step_config_init(&cfg);
+    cfg.profile = &prof;
+    cfg.dp_overlap = stk.dp_overlap;
+    cfg.p2p_sync = stk.p2p_sync;
+    cfg.bucket_bytes = stk.bucket_bytes;
+    cfg.grad_bytes = stk.grad_reduce_bytes;
     cfg.model = m;
     cfg.par = &par;
     cfg.cluster = c;
@@ -256,6 +271,10 @@ static int run_planner(const pp_whatif_study *s, const variant *v,
     o.fidelity = s->fidelity;
     o.tokens = v->tokens;
     o.jobs = 1; /* one core per rank: MPI spreads the variants instead */
+    pp_gpu_profile prof; /* the GPU's default stack, as in run_fixed */
+    int rc0 = pp_profile_load_stack(NULL, info->gpu, NULL, &prof, NULL, e);
+    if (rc0 < 0) return rc0;
+    o.profile = &prof;
     pp_plan *plan = NULL;
     int rc = pp_plan_search(m, c, &o, &plan, e);
     if (rc == PP_EINFEASIBLE) {

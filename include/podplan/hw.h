@@ -137,12 +137,15 @@ typedef struct pp_stack {
     double grad_accum_bytes;   /* per parameter per micro-batch, 0 fused */
     bool p2p_sync;             /* a stage waits for its pipeline sends */
     bool p2p_scatter;          /* TP ranks send 1/tp, receiver gathers */
+    bool tp_overlap;           /* TP collectives under the adjacent GEMM
+                                  (Transformer Engine userbuffers) */
     bool dp_overlap;           /* grad reduce during the backward */
     bool param_gather_overlap; /* ZeRO-1 param all-gather during the next
                                   forward (informative) */
     double bucket_bytes;       /* DP bucket */
     double grad_reduce_bytes;  /* bytes per gradient element reduced */
     uint32_t recompute;        /* bit r: pp_recompute r offered */
+    pp_recompute recompute_default; /* what it does unless told */
     bool flash_attention;      /* uses FlashAttention */
     bool fp8;                  /* can train with FP8 GEMMs */
     double fp8_cast_bytes;     /* HBM bytes per FP8 GEMM input element */

@@ -113,9 +113,13 @@ typedef struct pp_parallel {
      * core's default for --expert-tensor-parallel-size); see
      * pp_parallel_etp. */
     int64_t cp, ep, etp;
+    /* recompute= was given; otherwise pp_stack_resolve replaces the
+     * default (full) with the software stack's own default. */
+    bool recompute_set;
 } pp_parallel;
 
-/* Defaults: everything 1, gbs = mbs * dp, no sp, full recompute, zero 0. */
+/* Defaults: everything 1, gbs = mbs * dp, no sp, full recompute (until a
+ * stack resolves it), zero 0. */
 void pp_parallel_init(pp_parallel *p);
 /* Parses a SPEC string (keys in any order; missing keys keep their value in
  * *p, so call pp_parallel_init first).  Errors name the key and the text:

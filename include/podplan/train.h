@@ -48,6 +48,11 @@ typedef struct pp_layer_cost {
     double ep_coll_bytes;
     double cp_fwd_bytes, cp_bwd_bytes, cp_recompute_bytes;
     double cp_fwd_overlap_s, cp_bwd_overlap_s, cp_recompute_overlap_s;
+    /* TP collectives a stack overlaps with their GEMMs (stack
+     * tensor_parallel.overlap_comm), over all three passes, and the GEMM
+     * time they run under (which the compute times include). */
+    int32_t tp_overlap_colls;
+    double tp_overlap_s;
 } pp_layer_cost;
 
 /* Fills *out for model m (a transformer; PP_EINVAL for a generic model)

@@ -20,6 +20,8 @@
 const char *const pp_stack_names[] = {"megatron-lm-2021",
                                       "megatron-core-2024",
                                       "nemo-2024",
+                                      "nemo-2025",
+                                      "nemo-mlperf-2024",
                                       "deepspeed-zero-2021",
                                       "deepspeed-2024",
                                       "pytorch-fsdp2",
@@ -51,6 +53,7 @@ static void stack_defaults(pp_stack *s) {
     s->bucket_bytes = 40e6;
     s->grad_reduce_bytes = 2.0;
     s->recompute = 7u;
+    s->recompute_default = PP_RECOMPUTE_FULL;
     s->fp8_cast_bytes = 3.0;
     s->zero_max = 1;
     s->zero3_prefetch = 0;
@@ -126,6 +129,27 @@ static int read_recompute(pp_node *root, pp_stack *s, pp_error *e) {
     return 0;
 }
 
+/* What the stack does when the launch names no recomputation: Megatron-
+ * LM 2021's scripts passed --checkpoint-activations (full), Megatron-core
+ * leaves recompute_granularity None.  Must be one the stack offers. */
+static int read_recompute_default(pp_node *root, pp_stack *s, pp_error *e) {
+    const char *const names[] = {
+        pp_recompute_name(PP_RECOMPUTE_NONE),
+        pp_recompute_name(PP_RECOMPUTE_SELECTIVE),
+        pp_recompute_name(PP_RECOMPUTE_FULL), NULL};
+    int v;
+    int rc = pp_map_enum(root, "", "recompute_default", PP_OPTIONAL, names,
+                         &v, e);
+    if (rc != 0) return rc < 0 ? rc : 0;
+    pp_recompute r = (pp_recompute)(PP_RECOMPUTE_NONE + v);
+    if (!(s->recompute & (1u << r)))
+        return pp_error_at(e, PP_EINPUT, pp_map_get(root, "recompute_default"),
+                           "recompute_default",
+                           "expected one of the modes listed in recompute");
+    s->recompute_default = r;
+    return 0;
+}
+
 static int stack_read(pp_node *root, pp_stack *s, pp_error *e) {
     pp_node *sec;
     const char *str;
@@ -186,7 +210,15 @@ static int stack_read(pp_node *root, pp_stack *s, pp_error *e) {
         return pp_error_at(e, PP_EINPUT, pp_map_get(root, "data_parallel"),
                            "data_parallel.bucket", "expected a positive size");
 
-    if ((rc = read_recompute(root, s, e)) < 0) return rc;
+    if ((rc = sec_of(root, "tensor_parallel", &sec, e)) < 0) return rc;
+    if (sec && ((rc = read_bool(sec, "tensor_parallel", "overlap_comm",
+                                &s->tp_overlap, e)) < 0 ||
+                (rc = pp_map_done(sec, "tensor_parallel", e)) < 0))
+        return rc;
+
+    if ((rc = read_recompute(root, s, e)) < 0 ||
+        (rc = read_recompute_default(root, s, e)) < 0)
+        return rc;
 
     if ((rc = sec_of(root, "attention", &sec, e)) < 0) return rc;
     if (sec && ((rc = read_bool(sec, "attention", "flash", &s->flash_attention,
@@ -266,6 +298,7 @@ void pp_stack_apply(const pp_stack *s, pp_gpu_profile *g, bool is_default) {
 
 void pp_stack_resolve(const pp_gpu_profile *g, pp_parallel *p) {
     if (p->attn == PP_ATTN_AUTO) p->flash = g->flash_attention;
+    if (!p->recompute_set) p->recompute = g->sw.recompute_default;
 }
 
 int pp_profile_load_stack(const char *spec, const pp_gpu_spec *gpu,

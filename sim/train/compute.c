@@ -11,6 +11,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "step_int.h"
@@ -237,6 +238,58 @@ static void cp_wrap(const dims *x, pp__oplist *l, size_t from, double mult,
     o->flops = f;
 }
 
+/* Transformer Engine's userbuffers overlap (Megatron-core
+ * --tp-comm-overlap, NeMo's MegatronCommOverlapCallback, sequence
+ * parallelism required): each all-gather of the sequence shards is
+ * pipelined with the column-parallel GEMM that consumes it, each
+ * reduce-scatter with the row-parallel GEMM that produces it (and
+ * backward, the dgrad all-gather with its dgrad GEMM, the dgrad reduce-
+ * scatter with the wgrad GEMM before it).  Ops [from..): every TP
+ * all-gather takes the next GEMM, every TP reduce-scatter the one before
+ * (FP8 casts and other memory-bound ops may sit between; another
+ * collective or GEMM may not), as one collective run while that GEMM computes
+ * (cp_wrap's form: the GEMM is hidden until the collective outlasts it).
+ * Not modelled: the SMs the reduce-scatter's kernels take from the GEMM
+ * and the last chunk's exposed share. */
+static bool ub_gemm(const char *name) {
+    /* The attention's and the dense MLP's TE linears; MoE's grouped
+     * expert GEMMs run without userbuffers. */
+    return strncmp(name, "qkv", 3) == 0 || strncmp(name, "attn proj", 9) == 0 ||
+           strncmp(name, "mlp fc", 6) == 0;
+}
+
+static void tp_overlap(const pp__shape *s, const dims *x, pp__oplist *l,
+                       size_t from) {
+    if (!s->g->sw.tp_overlap || !x->sp) return;
+    for (size_t i = from; i < l->n; i++) {
+        pp__op *c = &l->v[i];
+        if (c->kind != PP__OP_COMM || c->group != PP__GRP_TP ||
+            c->overlap_s > 0 ||
+            (c->coll != PP_COLL_ALLGATHER && c->coll != PP_COLL_REDUCESCATTER))
+            continue;
+        bool ag = c->coll == PP_COLL_ALLGATHER;
+        size_t j = i;
+        for (;;) {
+            if (ag ? j + 1 >= l->n : j <= from) {
+                j = SIZE_MAX;
+                break;
+            }
+            j = ag ? j + 1 : j - 1;
+            if (l->v[j].kind == PP__OP_GEMM && ub_gemm(l->v[j].name)) break;
+            if (l->v[j].kind != PP__OP_MEM) {
+                j = SIZE_MAX;
+                break;
+            }
+        }
+        if (j == SIZE_MAX) continue;
+        c->overlap_s = l->v[j].time_s;
+        c->flops = l->v[j].flops;
+        memmove(&l->v[j], &l->v[j + 1], (l->n - j - 1) * sizeof *l->v);
+        l->n--;
+        if (j < i) i--; /* the collective moved down one */
+    }
+}
+
 static void core_fwd(const pp__shape *s, const dims *x, pp__oplist *l) {
     double E = x->heads * x->sq * x->sk;
     size_t from = l->n;
@@ -258,6 +311,7 @@ static void core_fwd(const pp__shape *s, const dims *x, pp__oplist *l) {
 
 void pp__ops_layer_fwd(const pp__shape *s, pp__oplist *l) {
     dims x = dims_of(s);
+    size_t from = l->n;
     double H = x.tn * x.h; /* elements of a norm/dropout region */
     /* LayerNorm: read 2, write 2 bytes per element (fp32 statistics are
      * per token: negligible). */
@@ -283,6 +337,7 @@ void pp__ops_layer_fwd(const pp__shape *s, pp__oplist *l) {
         tp_exit_fwd(&x, l);
     }
     mem(s, l, "bias dropout add", 7.0 * H);
+    tp_overlap(s, &x, l, from);
 }
 
 /* A GEMM's backward: the input gradient (dgrad) and the weight gradient
@@ -325,6 +380,7 @@ static void ln_bwd(const pp__shape *s, const dims *x, pp__oplist *l) {
 
 void pp__ops_layer_bwd(const pp__shape *s, pp__oplist *l) {
     dims x = dims_of(s);
+    size_t from = l->n;
     double H = x.tn * x.h;
     double E = x.heads * x.sq * x.sk;
     /* Full recomputation (Narayanan et al. 2021; Korthikanti et al. 2022
@@ -389,6 +445,7 @@ void pp__ops_layer_bwd(const pp__shape *s, pp__oplist *l) {
     double params = pp__layer_params_gpu(s);
     if (s->g->grad_accum_bytes > 0)
         mem(s, l, "grad accumulate", s->g->grad_accum_bytes * params);
+    tp_overlap(s, &x, l, from);
     mark(l, params);
 }
 
@@ -509,6 +566,13 @@ static void sum_list(const pp__oplist *l, size_t from, size_t to, double act,
             continue;
         }
         if (o->kind == PP__OP_COMM) {
+            /* A TP collective overlapped with its GEMM (tp_overlap): the
+             * GEMM is compute; the collective is counted as any other,
+             * and pp_layer_cost's tp_overlap_* let the estimator hide
+             * it. */
+            *t += o->overlap_s;
+            *f += o->flops;
+            if (gemm_s) *gemm_s += o->overlap_s;
             if (o->bytes == act) {
                 (*colls)++;
             } else {
@@ -590,6 +654,12 @@ int pp_layer_cost_get(const pp_gpu_profile *g, const pp_model *m,
     c.ep_recompute_colls = ep_all - c.ep_bwd_colls;
     c.cp_recompute_bytes = cp_all - c.cp_bwd_bytes;
     c.cp_recompute_overlap_s = ovl_all - c.cp_bwd_overlap_s;
+    for (size_t i = 0; i < l.n; i++)
+        if (l.v[i].kind == PP__OP_COMM && l.v[i].group == PP__GRP_TP &&
+            l.v[i].overlap_s > 0) {
+            c.tp_overlap_colls++;
+            c.tp_overlap_s += l.v[i].overlap_s;
+        }
     c.params = pp__layer_params_gpu(&s);
     pp__oplist_fini(&l);
     pp__oplist_fini(&l0);

@@ -127,9 +127,9 @@ void pp__step_resume(step *S, stage *st) {
 }
 
 static void tp_coll(step *S, stage *st, pp_coll_op op, double bytes,
-                    uint64_t arg) {
+                    uint64_t arg, int32_t extra) {
     int32_t p = st->p;
-    st->pending = S->n_tpm[p];
+    st->pending = S->n_tpm[p] + extra;
     for (int32_t i = 0; i < S->n_tpm[p] && !S->failed; i++)
         coll(S, op, S->cfg->tp_algo, bytes, &D(S, 0, p, S->tpm[p][i]),
              (size_t)S->tp, 1, arg);
@@ -211,6 +211,28 @@ static void zero3_gather(step *S, stage *st, int32_t v) {
         coll(S, PP_COLL_ALLGATHER, S->cfg->dp_algo,
              S->vparams[v] * PP_PARAM_GATHER_BYTES, S->grp, (size_t)S->dp,
              S->cfg->dp_channels, ARG(K_Z3, st->p));
+    }
+}
+
+/* Megatron-core's overlap_param_gather: the distributed optimizer's
+ * all-gather of the updated parameters is not waited for after the
+ * step; the next forward's pre-hooks wait for each bucket as they reach
+ * it.  In steady state that is this iteration's start: the gathers go
+ * out chunk by chunk in forward order (one communicator, in order) and a
+ * chunk's forward waits for its own.  Chunk granularity: Megatron waits
+ * per bucket, so within a chunk the forward could start earlier (with
+ * vp 1 the whole gather is exposed here, as without overlap). */
+static void pag_issue(step *S, stage *st) {
+    int32_t v = st->pag_ready * S->pp + st->p;
+    double all = 0;
+    for (int32_t c = 0; c < S->vp; c++) all += S->vparams[c * S->pp + st->p];
+    double bytes = all > 0 ? st->params * S->vparams[v] / all : 0;
+    st->pag_pending = S->tp;
+    for (int32_t t = 0; t < S->tp && !S->failed; t++) {
+        for (int32_t d = 0; d < S->dp; d++) S->grp[d] = D(S, t, st->p, d);
+        coll(S, PP_COLL_ALLGATHER, S->cfg->dp_algo,
+             bytes * PP_PARAM_GATHER_BYTES, S->grp, (size_t)S->dp,
+             S->cfg->dp_channels, ARG(K_PAG, st->p));
     }
 }
 
@@ -339,6 +361,19 @@ static void task_end(step *S, stage *st) {
     if (out) send_output(S, st, t);
 }
 
+static void tp_overlap_done(pp_engine *eng, void *ctx, uint64_t arg) {
+    (void)eng;
+    step *S = ctx;
+    if (S->failed) return;
+    stage *st = &S->st[ARG_I(arg)];
+    if (--st->pending == 0) {
+        enter(S, st, ST_IDLE);
+        stage_run(S, st);
+    } else {
+        enter(S, st, ST_TP);
+    }
+}
+
 static void stage_run(step *S, stage *st) {
     while (!S->failed) {
         if (st->state == ST_SEND || st->state == ST_WAIT ||
@@ -359,6 +394,10 @@ static void stage_run(step *S, stage *st) {
             }
             const pp__task *t = &st->tasks[st->cur];
             int32_t v = t->chunk * S->pp + st->p;
+            if (S->pag && !t->bwd && t->chunk >= st->pag_ready) {
+                enter(S, st, ST_ZAG); /* K_PAG resumes it */
+                return;
+            }
             bool need = t->bwd ? v < S->V - 1 : v > 0;
             if (need && !st->gathered) {
                 int32_t idx = msg_index(S, t->bwd, v, t->mb);
@@ -411,8 +450,22 @@ static void stage_run(step *S, stage *st) {
             pp__step_group_coll(S, st, it);
             return;
         }
-        enter(S, st, ST_TP);
-        tp_coll(S, st, (pp_coll_op)it->coll, it->x, ARG(K_TP, st->p));
+        if (it->t > 0) {
+            /* Overlapped with its GEMM (compute.c's tp_overlap): the
+             * GEMM computes meanwhile; what the collective takes beyond
+             * it is TP communication (tp_overlap_done). */
+            enter(S, st, ST_COMPUTE);
+            if (pp__sim_tracing(S->sim))
+                for (int32_t k = 0; k < S->tp; k++)
+                    pp__sim_trace_span(S->sim, D(S, k, st->p, 0), it->label,
+                                       now_s(S), now_s(S) + it->t);
+            pp_engine_after(S->eng, it->t, tp_overlap_done, S,
+                            ARG(K_TP, st->p));
+        } else {
+            enter(S, st, ST_TP);
+        }
+        tp_coll(S, st, (pp_coll_op)it->coll, it->x, ARG(K_TP, st->p),
+                it->t > 0);
         return;
     }
 }
@@ -446,7 +499,7 @@ static void on_event(pp_engine *eng, void *ctx, uint64_t arg) {
         stage_run(S, st);
         break;
     case K_OPT:
-        if (S->par->zero >= 1 && S->par->zero < 3 && S->dp > 1) {
+        if (S->par->zero >= 1 && S->par->zero < 3 && S->dp > 1 && !S->pag) {
             /* ZeRO: gather the updated parameters (16 bits). */
             enter(S, st, ST_ZAG);
             st->pending = S->tp;
@@ -518,11 +571,23 @@ static void on_sim(pp_sim *sim, void *ctx, uint64_t arg) {
         if (--st->pending == 0) stage_done(S, st);
         break;
     }
+    case K_PAG: {
+        stage *st = &S->st[i];
+        if (--st->pag_pending > 0) break;
+        if (++st->pag_ready < S->vp) pag_issue(S, st);
+        if (st->state == ST_ZAG) {
+            enter(S, st, ST_IDLE);
+            stage_run(S, st);
+        }
+        break;
+    }
     default: fail(S, PP_EINTERNAL);
     }
 }
 
 void pp__step_start(step *S) {
+    if (S->pag)
+        for (int32_t q = 0; q < S->pp && !S->failed; q++) pag_issue(S, &S->st[q]);
     for (int32_t q = 0; q < S->pp && !S->failed; q++) stage_run(S, &S->st[q]);
 }
 

@@ -347,6 +347,8 @@ static int setup(step *S, const pp_step_config *cfg, pp_error *e) {
 
     S->z3_layer = p->zero >= 3 && S->dp > 1 && S->prof.sw.zero_max >= 3 &&
                   S->m->arch == PP_ARCH_TRANSFORMER;
+    S->pag = p->zero >= 1 && p->zero < 3 && S->dp > 1 &&
+             S->prof.sw.param_gather_overlap;
     pp__step_build(S);
     S->vparams = pp_xcalloc((size_t)S->V, sizeof *S->vparams);
     for (int32_t v = 0; v < S->V; v++)

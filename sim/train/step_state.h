@@ -95,6 +95,10 @@ typedef struct stage {
      * and per gather the collectives in flight (-1: not issued). */
     int32_t zn, zissued, znext, zwait, zcap;
     int32_t *zpend;
+    /* ZeRO-1/2 with the stack's overlap_param_gather: the previous
+     * step's parameter all-gather, chunk by chunk at the start of this
+     * one: chunks arrived, collectives of the one in flight. */
+    int32_t pag_ready, pag_pending;
     double t_done;
 } stage;
 
@@ -127,6 +131,7 @@ typedef struct step {
     bool gather;      /* receivers all-gather (tp > 1, no sp) */
     int32_t barrier, emb_ready, emb_pending;
     bool emb_sync;
+    bool pag; /* ZeRO-1/2 parameter all-gather under the next forward */
     bool mb_reduce; /* ZeRO >= 2: every backward reduces */
     bool z3_layer;  /* ZeRO-3 as the stack implements it (zero3.c) */
     double emb_bytes;
@@ -149,7 +154,8 @@ enum {
     K_ZAG,
     K_Z3,
     K_Z3L,
-    K_GRP /* a CP or EP collective (counts down st->pending) */
+    K_GRP, /* a CP or EP collective (counts down st->pending) */
+    K_PAG  /* a chunk's overlapped ZeRO parameter all-gather */
 };
 #define ARG(k, i) ((uint64_t)(k) << 56 | (uint64_t)(i))
 #define ARG_K(a) ((int)((a) >> 56))

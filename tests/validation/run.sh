@@ -60,7 +60,7 @@ cases=${PP_VALIDATION_CASES:-$here/published.yaml}
 # One line per case, fields separated by \037 (not whitespace, so empty
 # fields survive `read`): the line of its "- id:", then the scalar keys of
 # its `run:` block.
-fields="kind model cluster set parallel stack op algo bytes gpus gbs seq metric published"
+fields="kind model cluster set parallel stack op algo bytes gpus gbs seq metric published memory_check"
 table=$(awk -v fields="$fields" '
 function flush(   n, f, i, line) {
     if (id == "") return
@@ -91,7 +91,7 @@ seen=" "
 isnum() { case $1 in "" | *[!0-9.eE+-]*) return 1 ;; *) return 0 ;; esac; }
 complain() { echo "$cases:$line: case $id: $1" >&2; bad=1; }
 while IFS=$'\037' read -r id split line kind model cluster set parallel stack \
-    op algo bytes gpus gbs seq metric published; do
+    op algo bytes gpus gbs seq metric published memory_check; do
     case $seen in *" $id "*) complain "id: duplicate" ;; esac
     seen="$seen$id "
     case $split in tune | holdout | info) ;;
@@ -116,10 +116,12 @@ while IFS=$'\037' read -r id split line kind model cluster set parallel stack \
         [ "$metric" = busbw_GBps ] || complain "run.metric: expected busbw_GBps, got '$metric'" ;;
     *) complain "run.kind: expected simulate or collective, got '$kind'" ;;
     esac
+    case $memory_check in "" | on | off) ;;
+    *) complain "run.memory_check: expected on or off, got '$memory_check'" ;; esac
 done <<<"$table"
 [ $bad = 0 ] || exit 2
 if [ $list = 1 ]; then
-    while IFS=$'\037' read -r id split line kind _ _ _ _ _ _ _ _ _ _ _ metric published; do
+    while IFS=$'\037' read -r id split line kind _ _ _ _ _ _ _ _ _ _ _ metric published _; do
         printf '%-40s %-7s %-10s %-21s %s\n' "$id" "$split" "$kind" "$metric" "$published"
     done <<<"$table"
     exit 0
@@ -147,7 +149,7 @@ notrun=$tmp/notrun # split, one line per scored case that did not run
 : >"$notrun"
 
 while IFS=$'\037' read -r id split _ kind model cluster set parallel stack op \
-    algo bytes gpus gbs seq metric published; do
+    algo bytes gpus gbs seq metric published memory_check; do
     if [ ${#only[@]} -gt 0 ]; then
         keep=0
         for o in "${only[@]}"; do [ "$o" = "$id" ] && keep=1; done
@@ -160,6 +162,7 @@ while IFS=$'\037' read -r id split _ kind model cluster set parallel stack op \
     simulate)
         args=(simulate --model "$model" --cluster "$cluster" --parallel "$parallel")
         [ -n "$stack" ] && args+=(--stack "$stack")
+        [ -n "$memory_check" ] && args+=(--memory-check "$memory_check")
         ;;
     collective)
         args=(collective --cluster "$cluster" --gpus "$gpus" --bytes "$bytes")
