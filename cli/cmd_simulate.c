@@ -409,7 +409,8 @@ const pp_cli_cmd pp_cmd_simulate = {
     "simulate --model M --cluster C --parallel SPEC [--fidelity F] "
     "[--schedule S] [--placement tp,pp,dp] "
     "[--dp-overlap on|off] [--p2p sync|async] [--p2p-scatter-gather on|off] "
-    "[--memory-check on|off] [--profile FILE] [--stack NAME] [--compute-time TIME] [--tokens T] "
+    "[--memory-check on|off] [--profile FILE] [--stack NAME] "
+    "[--compute-time TIME] [--tokens T] "
     "[--set PATH=VALUE]... [--trace FILE] [--format table|json] [-o FILE]",
     "Every kernel of every layer is timed by a roofline with the GPU profile\n"
     "(topologies/profiles/); TP collectives, pipeline sends and the DP "

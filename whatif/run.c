@@ -206,9 +206,11 @@ static int run_fixed(const pp_whatif_study *s, variant *v,
                            why.msg);
     }
     v->gbs = par.gbs; /* the layout's batch sets the iterations */
-    /* The GPU's default software stack, as `podplan simulate` without
-     * --stack: an H100 variant trains with Megatron-core 2024's kernels
-     * and overlaps, an A100 one with Megatron-LM 2021's. */
+    /* As `podplan simulate` without --stack: the GPU's default software
+     * stack decides what the SPEC leaves open (attention kernels,
+     * recomputation) and the DP overlap, buckets and pipeline sends, so an
+     * H100 variant trains as Megatron-core 2024 does, an A100 one as
+     * Megatron-LM 2021. */
     const pp_cluster_info *info = pp_cluster_info_get(c);
     pp_gpu_profile prof;
     pp_stack stk;
@@ -271,10 +273,6 @@ static int run_planner(const pp_whatif_study *s, const variant *v,
     o.fidelity = s->fidelity;
     o.tokens = v->tokens;
     o.jobs = 1; /* one core per rank: MPI spreads the variants instead */
-    pp_gpu_profile prof; /* the GPU's default stack, as in run_fixed */
-    int rc0 = pp_profile_load_stack(NULL, info->gpu, NULL, &prof, NULL, e);
-    if (rc0 < 0) return rc0;
-    o.profile = &prof;
     pp_plan *plan = NULL;
     int rc = pp_plan_search(m, c, &o, &plan, e);
     if (rc == PP_EINFEASIBLE) {

@@ -140,8 +140,8 @@ typedef struct pp_stack {
     bool tp_overlap;           /* TP collectives under the adjacent GEMM
                                   (Transformer Engine userbuffers) */
     bool dp_overlap;           /* grad reduce during the backward */
-    bool param_gather_overlap; /* ZeRO-1 param all-gather during the next
-                                  forward (informative) */
+    bool param_gather_overlap; /* ZeRO-1/2 param all-gather during the
+                                  next forward (step.c, by chunk) */
     double bucket_bytes;       /* DP bucket */
     double grad_reduce_bytes;  /* bytes per gradient element reduced */
     uint32_t recompute;        /* bit r: pp_recompute r offered */

@@ -247,8 +247,9 @@ static void cp_wrap(const dims *x, pp__oplist *l, size_t from, double mult,
  * scatter with the wgrad GEMM before it).  Ops [from..): every TP
  * all-gather takes the next GEMM, every TP reduce-scatter the one before
  * (FP8 casts and other memory-bound ops may sit between; another
- * collective or GEMM may not), as one collective run while that GEMM computes
- * (cp_wrap's form: the GEMM is hidden until the collective outlasts it).
+ * collective or GEMM may not), as one collective run while that GEMM
+ * computes (cp_wrap's form: the GEMM is hidden until the collective
+ * outlasts it).
  * Not modelled: the SMs the reduce-scatter's kernels take from the GEMM
  * and the last chunk's exposed share. */
 static bool ub_gemm(const char *name) {
