@@ -361,17 +361,19 @@ static void task_end(step *S, stage *st) {
     if (out) send_output(S, st, t);
 }
 
-static void tp_overlap_done(pp_engine *eng, void *ctx, uint64_t arg) {
-    (void)eng;
-    step *S = ctx;
-    if (S->failed) return;
-    stage *st = &S->st[ARG_I(arg)];
+void pp__step_overlap_end(step *S, stage *st, int exposed) {
     if (--st->pending == 0) {
         enter(S, st, ST_IDLE);
         stage_run(S, st);
     } else {
-        enter(S, st, ST_TP);
+        enter(S, st, exposed);
     }
+}
+
+static void tp_overlap_done(pp_engine *eng, void *ctx, uint64_t arg) {
+    (void)eng;
+    step *S = ctx;
+    if (!S->failed) pp__step_overlap_end(S, &S->st[ARG_I(arg)], ST_TP);
 }
 
 static void stage_run(step *S, stage *st) {

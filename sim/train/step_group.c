@@ -22,16 +22,9 @@
 static void group_done_compute(pp_engine *eng, void *ctx, uint64_t arg) {
     (void)eng;
     step *S = ctx;
-    if (S->failed) return;
-    stage *st = &S->st[ARG_I(arg)];
     /* The overlapped attention is done; whatever is left of the exchange
      * is exposed. */
-    if (--st->pending == 0) {
-        pp__step_enter(S, st, ST_IDLE);
-        pp__step_run(S, st);
-    } else {
-        pp__step_enter(S, st, ST_CP);
-    }
+    if (!S->failed) pp__step_overlap_end(S, &S->st[ARG_I(arg)], ST_CP);
 }
 
 static void cp_ring(step *S, stage *st, const item *it) {

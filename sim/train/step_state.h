@@ -168,6 +168,10 @@ void pp__step_group_coll(step *S, stage *st, const item *it);
 /* step.c, for step_group.c. */
 void pp__step_enter(step *S, stage *st, int state);
 void pp__step_run(step *S, stage *st);
+/* The compute a collective overlaps is done (an engine event): the stage
+ * runs on if the collective is too, else waits in state `exposed` for
+ * what is left of it. */
+void pp__step_overlap_end(step *S, stage *st, int exposed);
 int pp__step_coll(step *S, pp_coll_op op, pp_coll_algo algo, double bytes,
                   const int32_t *g, size_t n, int channels, uint64_t arg);
 
