@@ -49,6 +49,33 @@ static void test_stated(void **state) {
     cli_result_free(&r);
 }
 
+/* A layout the memory model does not fit is refused (exit 1, by how
+ * much); --memory-check off simulates it anyway and the memory line
+ * still shows the excess.  Without recompute= the 2024 stacks recompute
+ * nothing, the 2021 one everything. */
+static void test_memory_check(void **state) {
+    (void)state;
+    const char *base = "simulate --model gpt3-175b --cluster dgx-h100-ndr "
+                       "--set node.count=1 --parallel tp=8,pp=1,dp=1,mbs=1,"
+                       "gbs=1 --stack megatron-core-2024";
+    cli_result r;
+    cli_runf(&r, "%s", base);
+    assert_int_equal(r.status, 1);
+    assert_non_null(strstr(r.err, "does not fit in memory"));
+    assert_non_null(strstr(r.err, "recompute=none"));
+    cli_result_free(&r);
+    cli_runf(&r, "%s --memory-check off --format json", base);
+    assert_int_equal(r.status, 0);
+    json_t *j = cli_json(&r);
+    assert_true(json_number_value(json_object_get(j, "iteration_time_s")) > 0);
+    json_decref(j);
+    cli_result_free(&r);
+    cli_runf(&r, "%s --memory-check sometimes", base);
+    assert_int_equal(r.status, 2);
+    assert_non_null(strstr(r.err, "memory-check"));
+    cli_result_free(&r);
+}
+
 static void test_broken(void **state) {
     (void)state;
     char path[64];
@@ -106,6 +133,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_stated),
         cmocka_unit_test(test_broken),
+        cmocka_unit_test(test_memory_check),
         cmocka_unit_test(test_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
