@@ -118,8 +118,11 @@ static void take_flows(pp_flownet *net, size_t i, size_t *nf, size_t *nl,
             *fh += (size_t)w->n;
             PP_VEC_RESERVE(net->f_links, net->cap_f_links, *fh + 1, 16);
             net->c_flows[(*nf)++] = s;
-            prefetch(w->path);      /* take_links reads it next */
-            prefetch(&net->fl[s]); /* the rates' write-back, later */
+            /* take_links reads the path next; the rates' write-back
+             * reads the flow and its positions in its links' lists. */
+            prefetch(w->path);
+            prefetch(w->path + w->n);
+            prefetch(&net->fl[s]);
         }
         int32_t j = w->local;
         net->lf[(*hops)++] = j;
