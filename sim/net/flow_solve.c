@@ -61,12 +61,12 @@ static int cmp_double(const void *a, const void *b) {
 static double join_level(pp_flownet *net, const link *lk) {
     size_t k = 0, m = 0;
     PP_VEC_RESERVE(net->lv, net->cap_lv, lk->n, 16);
-    for (size_t i = 0; i < lk->n; i++) {
-        const flow *f = &net->fl[lk->fl[i].slot];
-        if (f->state == F_JOINED)
+    for (size_t i = 0; i < lk->n; i++) { /* from the keys: no flow read */
+        double key = lk->fl[i].key;
+        if (key == INFINITY) /* joined */
             k++;
         else
-            net->lv[m++] = f->rate;
+            net->lv[m++] = key;
     }
     if (k == 0) return INFINITY;
     qsort(net->lv, m, sizeof *net->lv, cmp_double);
@@ -365,6 +365,11 @@ void pp__flow_on_resolve(pp_engine *eng, void *ctx, uint64_t arg) {
     pp_iheap *dh = &net->done_heap;
     bool bulk = nf > 64 && 4 * nf > dh->n;
     for (size_t j = 0; j < nf; j++) {
+        if (j + AHEAD < nf) { /* a full solve's flows were not walked */
+            const fwalk *w = &net->fw[net->c_flows[j + AHEAD]];
+            prefetch(&net->fl[net->c_flows[j + AHEAD]]);
+            prefetch(w->path + w->n);
+        }
         int32_t s = net->c_flows[j];
         flow *f = &net->fl[s];
         double r = net->c_rate[j];
