@@ -8,6 +8,7 @@
  * Cases (DeepSeek-V3 on dgx-h800-2048, tp 1, pp 16 (3 + 14 x 4 + 2
  * layers), dp 128, ep 64, ZeRO-1, full recomputation, mbs 1):
  *   ds-2mb   global batch 256: 2 micro-batches per pipeline
+ *   ds-4mb   global batch 512: 4 micro-batches (quicker to iterate on)
  *   ds-16mb  global batch 2048: 16 micro-batches
  *   mixtral  mixtral-8x7b on dgx-h100-ndr, tp 1, dp 256, ep 8, batch 256
  *
@@ -23,12 +24,30 @@
  * the solver's cost per flow (about 1 us here: joining, the batched
  * update, the route lookup).
  *
+ * Where ds-16mb's time goes.  The 16 stages' all-to-alls overlap, share
+ * the spines and end at staggered times: 45M flows, 1.85M updates, each
+ * re-solving about 385 flows (130 of which change rate) over about 210
+ * links whose lists hold about 7,000 entries, mostly flows that keep
+ * their rates.  Those are read too: what they use of a link is summed,
+ * in list order, off its capacity, and that order is part of what makes
+ * the answer the same to the last bit from run to run and change to
+ * change.  Perf (one core): the updates about 60% (the walk 25%, the
+ * rates' write-back 15%, progressive filling 10%), the flows' own costs
+ * about 35% (leaving 11%, joining 9%, the route lookup 7%, the engine's
+ * events 7%), nearly all of it cache misses.  Cutting the update's work
+ * further (per-link sums kept across updates, re-solving only from the
+ * saturated links of the flows that left) changes the arithmetic, and so
+ * the results at the rounding level: not done here.
+ *
  * Prints the wall time of pp_step_simulate alone (the cluster is loaded
  * first), the process's peak resident memory so far, engine events,
  * transfers and collectives started, flows, max-min updates and the flows
  * they re-solved.  Figures, not assertions.
  *
- * Usage: bench_moe [case...]   (default: all)
+ * Usage: bench_moe [--exact] [case...]   (default: all)
+ * --exact also prints the iteration time and every stage's breakdown to
+ * 17 significant digits: a change to the solver's speed must leave them
+ * identical (diff two runs' outputs).
  */
 #include "bench_step_util.h"
 
@@ -41,10 +60,22 @@ typedef struct bcase {
 #define DS "tp=1,pp=16,dp=128,ep=64,first=3,last=2,mbs=1,zero=1,recompute=full"
 static const bcase cases[] = {
     {"ds-2mb", "deepseek-v3", "dgx-h800-2048", DS ",gbs=256"},
+    {"ds-4mb", "deepseek-v3", "dgx-h800-2048", DS ",gbs=512"},
     {"ds-16mb", "deepseek-v3", "dgx-h800-2048", DS ",gbs=2048"},
     {"mixtral", "mixtral-8x7b", "dgx-h100-ndr",
      "tp=1,dp=256,ep=8,mbs=1,gbs=256,zero=1,recompute=full"},
 };
+
+static bool exact;
+
+/* Every field of one breakdown, to the last bit of a double. */
+static void print_exact(const char *what, const pp_breakdown *b) {
+    printf("        %s: compute %.17g tp %.17g pp %.17g dp %.17g bubble "
+           "%.17g other %.17g ep %.17g cp %.17g\n",
+           what, b->compute_s, b->tp_comm_s, b->pp_comm_s,
+           b->dp_comm_exposed_s, b->bubble_s, b->other_s, b->ep_comm_s,
+           b->cp_comm_s);
+}
 
 static int run(const bcase *b) {
     pp_error e = PP_ERROR_INIT;
@@ -80,6 +111,15 @@ static int run(const bcase *b) {
            b->name, b->model, b->cluster, b->spec, (long long)r.gpus, t_load,
            t_sim, c_sim, peak_rss_mib());
     print_step_counters(&r, t_sim);
+    if (exact) {
+        printf("        iteration %.17g s\n", r.iteration_time_s);
+        print_exact("total", &r.total);
+        for (size_t i = 0; i < r.n_stages; i++) {
+            char what[32];
+            snprintf(what, sizeof what, "stage %zu", i);
+            print_exact(what, &r.stages[i]);
+        }
+    }
     pp_step_result_fini(&r);
     pp_cluster_free(c);
     return 0;
@@ -87,6 +127,12 @@ static int run(const bcase *b) {
 
 int main(int argc, char **argv) {
     int rc = 0;
+    if (argc > 1 && strcmp(argv[1], "--exact") == 0) {
+        exact = true;
+        argv[1] = argv[0];
+        argc--;
+        argv++;
+    }
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         if (case_wanted(argc, argv, cases[i].name)) rc |= run(&cases[i]);
     }

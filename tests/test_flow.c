@@ -452,6 +452,12 @@ static void test_flow_check_catches_corruption(void **state) {
     expect_broken(net, "active with rate");
     fa->rate = r;
 
+    link *l0 = &net->links[0]; /* a rate and its copy in the link's list */
+    double key = l0->fl[0].key;
+    l0->fl[0].key = key / 2;
+    expect_broken(net, "has key");
+    l0->fl[0].key = key;
+
     int32_t *pos = fa->path + fa->n; /* a's slot in link 0's list */
     int32_t p = pos[0];
     pos[0] = 1 - p;

@@ -26,7 +26,10 @@
  * ones coupled to them through shared spine links.  Every link keeps an
  * array of the flows crossing it (swap-remove; each flow remembers its
  * slot in each of its links' arrays), so the walk costs the component's
- * size.  When the walk has gathered more than half of the active flows it
+ * size; each entry carries a copy of its flow's rate, so the walk tells
+ * the flows it re-solves from those that keep their rates, sums what the
+ * latter use of the link and builds the problem's rows in one pass over
+ * the arrays, without reading the flows that keep their rates.  When the walk has gathered more than half of the active flows it
  * stops walking and takes every active flow at or above the level (a full
  * solve, counted in stats.full_solves).  All starts and ends at one
  * simulated instant are batched into a single update: the first change
@@ -92,9 +95,7 @@ void pp_flownet_free(pp_flownet *net) {
     free(net->link_bytes);
     free(net->fl);
     free(net->hpos);
-    free(net->f_local);
-    free(net->f_n);
-    free(net->f_mark);
+    free(net->fw);
     free(net->free_fl);
     free(net->slot_of);
     free(net->active);
@@ -160,9 +161,7 @@ static int32_t slot_new(pp_flownet *net) {
         size_t c = net->cap_fl;
         PP_VEC_RESERVE(net->fl, c, net->n_fl + 1, 64);
         net->hpos = pp_xrealloc(net->hpos, c * sizeof *net->hpos);
-        net->f_local = pp_xrealloc(net->f_local, c * sizeof *net->f_local);
-        net->f_n = pp_xrealloc(net->f_n, c * sizeof *net->f_n);
-        net->f_mark = pp_xrealloc(net->f_mark, c * sizeof *net->f_mark);
+        net->fw = pp_xrealloc(net->fw, c * sizeof *net->fw);
         net->free_fl = pp_xrealloc(net->free_fl, c * sizeof *net->free_fl);
         net->cap_fl = c;
     }
@@ -196,13 +195,14 @@ pp_flow_id pp_flow_start(pp_flownet *net, const int32_t *path, size_t n,
     }
     if (n) memcpy(f->path, path, n * sizeof *path);
     f->n = (int32_t)n;
-    net->f_n[s] = (int32_t)n;
+    net->fw[s].path = f->path;
+    net->fw[s].n = (int32_t)n;
     f->bytes = bytes;
     f->left = bytes;
     f->rate = 0;
     f->t_last = f->t_end = INFINITY;
     f->apos = -1;
-    net->f_mark[s] = 0;
+    net->fw[s].mark = 0;
     f->done = done;
     f->ctx = ctx;
     f->arg = arg;
@@ -253,7 +253,8 @@ static void on_latency(pp_engine *eng, void *ctx, uint64_t arg) {
         finish_unjoined(net, s);
         return;
     }
-    /* Join: into every link's list, at rate 0 until the update. */
+    /* Join: into every link's list, at rate 0 until the update (key
+     * INFINITY: whatever its level, the update takes it). */
     f->state = F_JOINED;
     net->n_joined++;
     int32_t *pos = f->path + f->n;
@@ -270,7 +271,7 @@ static void on_latency(pp_engine *eng, void *ctx, uint64_t arg) {
             net->busy[net->n_busy++] = f->path[h];
         }
         pos[h] = (int32_t)lk->n;
-        lk->fl[lk->n++] = (lentry){s, h};
+        lk->fl[lk->n++] = (lentry){s, h, INFINITY};
         seed_link(net, f->path[h]);
     }
     PP_VEC_RESERVE(net->active, net->cap_active, net->n_active + 1, 16);
@@ -290,10 +291,11 @@ static void leave(pp_flownet *net, int32_t s) {
         link *lk = &net->links[f->path[h]];
         size_t p = (size_t)pos[h];
         lentry last = lk->fl[--lk->n];
-        if (p != lk->n) {
+        if (p != lk->n) { /* the moved flow's position, by its fwalk:
+                             a smaller array than the flows' lines */
             lk->fl[p] = last;
-            net->fl[last.slot].path[net->fl[last.slot].n + last.hop] =
-                (int32_t)p;
+            const fwalk *w = &net->fw[last.slot];
+            w->path[w->n + last.hop] = (int32_t)p;
         }
         if (lk->n == 0 && lk->bpos >= 0) { /* a path may cross it twice */
             int32_t moved = net->busy[--net->n_busy];
@@ -325,11 +327,17 @@ static void on_complete(pp_engine *eng, void *ctx, uint64_t arg) {
             f->left - f->rate * (now - f->t_last) > DONE_REL_TOL * f->bytes)
             break;
         pp_iheap_remove(&net->done_heap, net->hpos, s);
-        leave(net, s);
         net->slot_of[f->id] = -1;
         net->st.flows_done++;
         PP_VEC_RESERVE(net->fin, net->cap_fin, net->n_fin + 1, 16);
         net->fin[net->n_fin++] = s;
+    }
+    /* Leave in the order popped (leave does not touch the heap), asking
+     * for a later flow's path while this one's links are updated: each
+     * path is a likely cache miss, and so are the lines it leads to. */
+    for (size_t i = 0; i < net->n_fin; i++) {
+        if (i + 2 < net->n_fin) prefetch(net->fw[net->fin[i + 2]].path);
+        leave(net, net->fin[i]);
     }
     if (net->n_fin > 0)
         want_resolve(net);

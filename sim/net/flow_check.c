@@ -5,9 +5,11 @@
  * rates on a link fit its capacity, every active flow has a rate and a
  * completion time in the heap, and the cross-indices (a flow's slots in
  * its links' lists and the lists' entries back, the heap positions, the
- * active and busy lists, id -> slot) agree.  A stale index corrupts
- * results silently, long after the change that broke it; run after every
- * update, the checker names the first broken invariant at that update.
+ * active and busy lists, id -> slot) agree, and so do the copies the
+ * update reads instead of the flows (the links' entries' keys, the walk's
+ * paths).  A stale index corrupts results silently, long after the change
+ * that broke it; run after every update, the checker names the first
+ * broken invariant at that update.
  *
  * Compiled in where PODPLAN_FLOW_CHECK is defined: the Debug build type
  * (sim/net/CMakeLists.txt) and the flow tests, which build the network's
@@ -51,6 +53,8 @@ static int check_flow(const pp_flownet *net, int32_t s, pp_error *e) {
         if (f->apos < 0 || (size_t)f->apos >= net->n_active ||
             net->active[f->apos] != s)
             FAIL("flow %d: active-list position %d is stale", f->id, f->apos);
+        if (net->fw[s].path != f->path || net->fw[s].n != f->n)
+            FAIL("flow %d: the walk's copy of its path is stale", f->id);
         const int32_t *pos = f->path + f->n;
         for (int32_t h = 0; h < f->n; h++) {
             int32_t l = f->path[h];
@@ -87,6 +91,13 @@ static int check_link(const pp_flownet *net, size_t l, size_t *busy,
     if (sum > lk->cap_Bps * (1 + CAP_REL_TOL))
         FAIL("link %zu carries %.17g B/s over its capacity %.17g B/s", l, sum,
              lk->cap_Bps);
+    for (uint32_t k = 0; k < lk->n; k++) {
+        lentry x = lk->fl[k];
+        const flow *f = &net->fl[x.slot];
+        if (x.key != (f->state == F_JOINED ? INFINITY : f->rate))
+            FAIL("link %zu: entry %u (flow %d) has key %.17g, rate %.17g", l,
+                 k, f->id, x.key, f->rate);
+    }
     if (lk->n > 0) {
         (*busy)++;
         if (lk->bpos < 0 || (size_t)lk->bpos >= net->n_busy ||

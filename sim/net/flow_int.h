@@ -14,8 +14,6 @@
 #include <stdint.h>
 
 /* ---- the max-min solver (maxmin.c) ------------------------------------ */
-
-/* ---- the max-min solver (maxmin.c) ------------------------------------ */
 typedef struct mm_scratch {
     double *rc;   /* remaining capacity per link */
     int32_t *cnt; /* unfrozen flows per link */
@@ -33,9 +31,16 @@ void pp__mm_scratch_fini(mm_scratch *s);
 
 /* ---- the network (flow.c) -------------------------------------------- */
 
+/* A link's entry for one flow crossing it.  key is the flow's rate while
+ * it is active and INFINITY while it has joined but not been solved: the
+ * update's walk decides from it alone whether the flow is re-solved
+ * (key >= the update's level) or keeps its rate (and what it uses of the
+ * link), reading the link's list front to back instead of every flow's
+ * line, a cache miss each on the long lists of spine links. */
 typedef struct lentry {
     int32_t slot; /* flow slot */
     int32_t hop;  /* which hop of that flow's path this link is */
+    double key;   /* the flow's rate, INFINITY while F_JOINED */
 } lentry;
 
 /* One cache line per link (the array is 64-byte aligned): a join, a
@@ -58,6 +63,18 @@ typedef struct link {
 _Static_assert(sizeof(link) <= 64, "a link should fit one cache line");
 
 enum { F_FREE, F_WAIT, F_JOINED, F_ACTIVE };
+
+/* What the update's walk (flow_solve.c) reads and writes of a flow, kept
+ * apart from the flow's own lines: the walk meets a flow on a link, checks
+ * and sets its mark, numbers it and follows its path, and with these in
+ * one place that is one cache miss instead of one per array (and none on
+ * the flow's lines, which only the rates' write-back needs). */
+typedef struct fwalk {
+    int32_t *path; /* flow.path */
+    int32_t n;     /* flow.n */
+    uint32_t mark; /* walk epoch */
+    int32_t local; /* index in the component being solved */
+} fwalk;
 
 typedef struct flow {
     double bytes;
@@ -82,12 +99,9 @@ struct pp_flownet {
     size_t n_links;
     double *link_bytes;
 
-    flow *fl;         /* slots, recycled */
-    int32_t *hpos;    /* completion-heap position per slot */
-    int32_t *f_local; /* per slot: index in the component being solved */
-    int32_t *f_n;     /* per slot: hops of its path (flow.n, dense) */
-    uint32_t *f_mark; /* per slot: walk epoch (kept apart from flow for
-                           the walk's cache footprint) */
+    flow *fl;      /* slots, recycled */
+    int32_t *hpos; /* completion-heap position per slot */
+    fwalk *fw;     /* per slot: what the update's walk reads */
     size_t n_fl, cap_fl;
     int32_t *free_fl;
     size_t n_free;

@@ -21,7 +21,7 @@
 
 /* Adds the unvisited links of flow slot s (taken) to the component. */
 static void take_links(pp_flownet *net, int32_t s, size_t *nl) {
-    const flow *f = &net->fl[s];
+    const fwalk *f = &net->fw[s];
     for (int32_t h = 0; h < f->n; h++) {
         link *lk = &net->links[f->path[h]];
         if (lk->mark == net->epoch) continue;
@@ -34,7 +34,7 @@ static void take_links(pp_flownet *net, int32_t s, size_t *nl) {
 static void next_epoch(pp_flownet *net) {
     if (++net->epoch == 0) { /* wrapped: clear every mark once */
         for (size_t l = 0; l < net->n_links; l++) net->links[l].mark = 0;
-        for (size_t s = 0; s < net->n_fl; s++) net->f_mark[s] = 0;
+        for (size_t s = 0; s < net->n_fl; s++) net->fw[s].mark = 0;
         net->epoch = 1;
     }
 }
@@ -61,12 +61,12 @@ static int cmp_double(const void *a, const void *b) {
 static double join_level(pp_flownet *net, const link *lk) {
     size_t k = 0, m = 0;
     PP_VEC_RESERVE(net->lv, net->cap_lv, lk->n, 16);
-    for (size_t i = 0; i < lk->n; i++) {
-        const flow *f = &net->fl[lk->fl[i].slot];
-        if (f->state == F_JOINED)
+    for (size_t i = 0; i < lk->n; i++) { /* from the keys: no flow read */
+        double key = lk->fl[i].key;
+        if (key == INFINITY) /* joined */
             k++;
         else
-            net->lv[m++] = f->rate;
+            net->lv[m++] = key;
     }
     if (k == 0) return INFINITY;
     qsort(net->lv, m, sizeof *net->lv, cmp_double);
@@ -82,21 +82,53 @@ static double join_level(pp_flownet *net, const link *lk) {
 }
 
 /* Takes the flows of component link i that the update can move (joined,
- * or at or above the level), then their links. */
-static void take_flows(pp_flownet *net, size_t i, size_t *nf, size_t *nl) {
+ * or at or above the level: key >= level), then their links; and, from the
+ * same pass over the link's list, fills in link i's row of the problem
+ * build_csr would build (when the walk does not turn into a full solve).
+ * That is possible because which of a link's flows are in the component
+ * depends on its entry alone (key against the level), and every flow in
+ * the link's list is then either taken already or taken now, so its local
+ * index is known.  The rows come out as build_csr's: links in c_links
+ * order, each link's flows in list order, the others' rates summed in list
+ * order (c_out), flows numbered in the order taken. */
+static void take_flows(pp_flownet *net, size_t i, size_t *nf, size_t *nl,
+                       size_t *hops, size_t *fh) {
     const link *lk = &net->links[net->c_links[i]];
     size_t first = *nf;
     double lv = net->c_level;
     PP_VEC_RESERVE(net->c_flows, net->cap_c_flows, *nf + lk->n, 16);
+    PP_VEC_RESERVE(net->f_off, net->cap_f_off, *nf + lk->n + 1, 16);
+    PP_VEC_RESERVE(net->lf, net->cap_lf, *hops + lk->n + 1, 16);
+    PP_VEC_RESERVE(net->lf_off, net->cap_lf_off, i + 2, 16);
+    PP_VEC_RESERVE(net->c_out, net->cap_c_out, i + 2, 16);
+    net->lf_off[i] = (int32_t)*hops;
+    double out = 0;
     for (size_t k = 0; k < lk->n; k++) {
-        int32_t s = lk->fl[k].slot;
-        if (net->f_mark[s] == net->epoch) continue;
-        const flow *f = &net->fl[s];
-        if (f->state == F_ACTIVE && f->rate < lv) continue;
-        net->f_mark[s] = net->epoch;
-        net->c_flows[(*nf)++] = s;
-        prefetch(f->path);
+        lentry x = lk->fl[k];
+        if (x.key < lv) { /* keeps its rate: x.key */
+            out += x.key;
+            continue;
+        }
+        int32_t s = x.slot;
+        fwalk *w = &net->fw[s];
+        if (w->mark != net->epoch) {
+            w->mark = net->epoch;
+            w->local = (int32_t)*nf;
+            net->f_off[*nf] = (int32_t)*fh;
+            *fh += (size_t)w->n;
+            PP_VEC_RESERVE(net->f_links, net->cap_f_links, *fh + 1, 16);
+            net->c_flows[(*nf)++] = s;
+            /* take_links reads the path next; the rates' write-back
+             * reads the flow and its positions in its links' lists. */
+            prefetch(w->path);
+            prefetch(w->path + w->n);
+            prefetch(&net->fl[s]);
+        }
+        int32_t j = w->local;
+        net->lf[(*hops)++] = j;
+        net->f_links[net->f_off[j] + x.hop] = (int32_t)i;
     }
+    net->c_out[i] = out;
     for (size_t j = first; j < *nf; j++)
         take_links(net, net->c_flows[j], nl); /* links[] never moves */
 }
@@ -119,7 +151,7 @@ static void take_all(pp_flownet *net, size_t *nf_out, size_t *nl_out) {
         int32_t s = net->active[a];
         const flow *f = &net->fl[s];
         if (f->state == F_ACTIVE && f->rate < net->c_level) continue;
-        net->f_mark[s] = net->epoch;
+        net->fw[s].mark = net->epoch;
         net->c_flows[nf++] = s;
     }
     *nf_out = nf;
@@ -160,17 +192,26 @@ static bool gather(pp_flownet *net, size_t *nf_out, size_t *nl_out) {
     /* Breadth first.  A link's new flows are all taken (marked, queued)
      * before their links are: the same order of flows and links as taking
      * each in turn, with their lines asked for together. */
+    size_t hops = 0, fh = 0;
     for (size_t i = 0; i < nl; i++) {
         if (i + AHEAD < nl) prefetch(&net->links[net->c_links[i + AHEAD]]);
         if (i + AHEAD / 2 < nl)
             prefetch(net->links[net->c_links[i + AHEAD / 2]].fl);
-        take_flows(net, i, &nf, &nl);
+        take_flows(net, i, &nf, &nl, &hops, &fh);
         if (nf > limit) {
             full = true;
             break;
         }
     }
-    if (full) take_all(net, &nf, &nl);
+    if (full) {
+        take_all(net, &nf, &nl);
+    } else { /* close the rows take_flows filled in */
+        PP_VEC_RESERVE(net->lf_off, net->cap_lf_off, nl + 1, 16);
+        PP_VEC_RESERVE(net->f_off, net->cap_f_off, nf + 1, 16);
+        net->lf_off[nl] = (int32_t)hops;
+        net->f_off[nf] = (int32_t)fh;
+        assert(fh == hops);
+    }
     *nf_out = nf;
     *nl_out = nl;
     return full;
@@ -180,9 +221,10 @@ static bool gather(pp_flownet *net, size_t *nf_out, size_t *nl_out) {
  * capacity less what the flows that keep their rates use of it (c_out),
  * and only the component's flows in its list.  *max_n is the most
  * component flows on one link, *kept whether any link carries a kept
- * flow. */
-static void build_csr(pp_flownet *net, size_t nf, size_t nl, double now,
-                      size_t *max_n, bool *kept) {
+ * flow.  After a walk (not full) take_flows has built the lists and c_out
+ * already; only the capacities are left. */
+static void build_csr(pp_flownet *net, size_t nf, size_t nl, bool full,
+                      double now, size_t *max_n, bool *kept) {
     PP_VEC_RESERVE(net->c_cap, net->cap_c_cap, nl + 1, 16);
     PP_VEC_RESERVE(net->c_out, net->cap_c_out, nl + 1, 16);
     PP_VEC_RESERVE(net->lf_off, net->cap_lf_off, nl + 1, 16);
@@ -191,17 +233,33 @@ static void build_csr(pp_flownet *net, size_t nf, size_t nl, double now,
     size_t hops = 0;
     *max_n = 0;
     *kept = false;
+    if (!full) {
+        for (size_t i = 0; i < nl; i++) {
+            link *lk = &net->links[net->c_links[i]];
+            settle_link(lk, now);
+            size_t n = (size_t)(net->lf_off[i + 1] - net->lf_off[i]);
+            if (n < lk->n) *kept = true;
+            net->c_cap[i] = n < lk->n ? fmax(lk->cap_Bps - net->c_out[i], 0)
+                                      : lk->cap_Bps;
+            if (n > *max_n) *max_n = n;
+        }
+        return;
+    }
+    /* A full solve: the same rows from the links' lists.  take_all took
+     * exactly the flows with key >= c_level, so the keys tell members
+     * from kept flows, as in take_flows. */
+    double lv = net->c_level;
     for (size_t i = 0; i < nl; i++) {
         link *lk = &net->links[net->c_links[i]];
         settle_link(lk, now);
         size_t n = 0;
         double out = 0;
         for (size_t k = 0; k < lk->n; k++) {
-            int32_t s = lk->fl[k].slot;
-            if (net->f_mark[s] == net->epoch)
+            double key = lk->fl[k].key;
+            if (key >= lv)
                 n++;
             else
-                out += net->fl[s].rate;
+                out += key;
         }
         if (n < lk->n) *kept = true;
         net->c_out[i] = out;
@@ -216,9 +274,9 @@ static void build_csr(pp_flownet *net, size_t nf, size_t nl, double now,
     size_t fh = 0;
     for (size_t j = 0; j < nf; j++) {
         int32_t s = net->c_flows[j];
-        net->f_local[s] = (int32_t)j;
+        net->fw[s].local = (int32_t)j;
         net->f_off[j] = (int32_t)fh;
-        fh += (size_t)net->f_n[s];
+        fh += (size_t)net->fw[s].n;
     }
     net->f_off[nf] = (int32_t)fh;
     assert(fh == hops);
@@ -233,8 +291,8 @@ static void build_csr(pp_flownet *net, size_t nf, size_t nl, double now,
         int32_t *out = net->lf + net->lf_off[i];
         for (size_t k = 0; k < lk->n; k++) {
             lentry x = lk->fl[k];
-            if (net->f_mark[x.slot] != net->epoch) continue;
-            int32_t j = net->f_local[x.slot];
+            if (x.key < lv) continue;
+            int32_t j = net->fw[x.slot].local;
             *out++ = j;
             net->f_links[net->f_off[j] + x.hop] = (int32_t)i;
         }
@@ -259,7 +317,7 @@ void pp__flow_on_resolve(pp_engine *eng, void *ctx, uint64_t arg) {
             settle_link(lk, now);
             double sum = 0;
             for (size_t k = 0; k < lk->n; k++)
-                sum += net->fl[lk->fl[k].slot].rate;
+                sum += lk->fl[k].key; /* all active: no joined flow here */
             lk->rate = sum;
         }
         net->st.updates++;
@@ -271,7 +329,7 @@ void pp__flow_on_resolve(pp_engine *eng, void *ctx, uint64_t arg) {
 
     size_t max_n;
     bool kept;
-    build_csr(net, nf, nl, now, &max_n, &kept);
+    build_csr(net, nf, nl, full, now, &max_n, &kept);
     /* No link carries two of the component's hops, and none a flow that
      * keeps its rate (most updates): every flow is alone on its path,
      * and pp__maxmin_core would settle each at the narrowest capacity of its
@@ -307,6 +365,11 @@ void pp__flow_on_resolve(pp_engine *eng, void *ctx, uint64_t arg) {
     pp_iheap *dh = &net->done_heap;
     bool bulk = nf > 64 && 4 * nf > dh->n;
     for (size_t j = 0; j < nf; j++) {
+        if (j + AHEAD < nf) { /* a full solve's flows were not walked */
+            const fwalk *w = &net->fw[net->c_flows[j + AHEAD]];
+            prefetch(&net->fl[net->c_flows[j + AHEAD]]);
+            prefetch(w->path + w->n);
+        }
         int32_t s = net->c_flows[j];
         flow *f = &net->fl[s];
         double r = net->c_rate[j];
@@ -321,6 +384,11 @@ void pp__flow_on_resolve(pp_engine *eng, void *ctx, uint64_t arg) {
         }
         f->t_last = now;
         f->rate = r;
+        /* The links' entries carry the rate too (lentry.key); the lines
+         * were read by this update's walk. */
+        const int32_t *pos = f->path + f->n;
+        for (int32_t h = 0; h < f->n; h++)
+            net->links[f->path[h]].fl[pos[h]].key = r;
         f->t_end = r > 0 ? now + f->left / r : INFINITY;
         if (bulk && net->hpos[s] < 0) {
             PP_VEC_RESERVE(dh->a, dh->cap, dh->n + 1, 16);
