@@ -68,10 +68,7 @@ static const pp_cli_opt coll_opts[] = {
     {"channels", 0, "K",
      "connections per peer; the ring runs one pipeline on each (default: 2)",
      false, NULL, 0, NULL},
-    {"slice", 0, "SIZE",
-     "largest ring slice (pipelining granularity); smaller buffers are cut "
-     "into 4 slices a channel, down to 64KiB (default: 512KiB)",
-     false,
+    {"slice", 0, "SIZE", "ring pipelining granularity (default: 512KiB)", false,
      NULL, 0, NULL},
     {"np", 0, "N",
      "start N local ranks here (127.0.0.1) instead of joining a launcher's "

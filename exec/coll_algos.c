@@ -19,28 +19,6 @@ static size_t md(long a, int n) {
     return (size_t)(((a % n) + n) % n);
 }
 
-/* The slice: --slice at most, but small enough that a channel's share of
- * the largest chunk is cut into PP__SLOTS slices, so that every receive
- * slot is in use and slice j+1 moves while slice j is reduced: with
- * whole-share slices a mid-size buffer (a 1 MiB allreduce on 2 ranks:
- * 256 KiB a channel) would receive, reduce and forward in lockstep.  Not
- * below PP__MIN_SLICE, where a slice's per-message costs (a poll, a
- * send, a receive) would outweigh what it pipelines. */
-#define PP__MIN_SLICE (64u << 10)
-
-static size_t slice_elems(const pp__comm *c, const size_t *bounds,
-                          size_t n_chunks, int channels) {
-    size_t most = 0;
-    for (size_t k = 0; k < n_chunks; k++)
-        if (bounds[k + 1] - bounds[k] > most) most = bounds[k + 1] - bounds[k];
-    size_t part = (most + (size_t)channels - 1) / (size_t)channels;
-    size_t want = (part + PP__SLOTS - 1) / PP__SLOTS;
-    size_t hi = c->slice_bytes / c->esize;
-    size_t lo = PP__MIN_SLICE / c->esize;
-    if (want < lo) want = lo;
-    return want < hi ? want : hi;
-}
-
 static int run_ring(pp__comm *c, char *buf, const size_t *bounds, int n_steps,
                     pp__step *st, pp_error *e) {
     pp__sched s = {.steps = st,
@@ -48,8 +26,7 @@ static int run_ring(pp__comm *c, char *buf, const size_t *bounds, int n_steps,
                    .n_chunks = (size_t)c->nranks,
                    .chunk_begin = bounds,
                    .channels = c->channels,
-                   .slice_elems = slice_elems(c, bounds, (size_t)c->nranks,
-                                              c->channels)};
+                   .slice_elems = c->slice_bytes / c->esize};
     return pp__sched_run(c, &s, buf, e);
 }
 
@@ -141,7 +118,7 @@ int pp__coll_broadcast_chain(pp__comm *c, char *buf, size_t count, int root,
                    .n_chunks = 1,
                    .chunk_begin = b,
                    .channels = c->channels,
-                   .slice_elems = slice_elems(c, b, 1, c->channels)};
+                   .slice_elems = c->slice_bytes / c->esize};
     c->what = "broadcast chain";
     return pp__sched_run(c, &s, buf, e);
 }
