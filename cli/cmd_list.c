@@ -131,11 +131,14 @@ static void describe_stack(const char *name, char *d, size_t len) {
     }
     snprintf(d, len,
              "%s: %s attention, %s, ZeRO up to %d, grad accumulation %s, "
-             "DP overlap %s, loop efficiency %.2f",
+             "recompute %s unless told, TP overlap %s, DP overlap %s, loop "
+             "efficiency %.2f",
              s.framework, s.flash_attention ? "flash" : "standard",
              s.fp8 ? "FP8" : "no FP8", s.zero_max,
              s.grad_accum_bytes > 0 ? "unfused" : "fused",
-             s.dp_overlap ? "on" : "off", s.efficiency);
+             pp_recompute_name(s.recompute_default),
+             s.tp_overlap ? "on" : "off", s.dp_overlap ? "on" : "off",
+             s.efficiency);
 }
 
 static int from_files(listing *l, const char *subdir, int what, pp_error *e) {
