@@ -210,6 +210,7 @@ static void report_text(FILE *fp, const void *ctx) {
 static json_t *vjson(const pp_cal_validation *v) {
     json_t *o = json_object();
     json_object_set_new(o, "points", json_integer((json_int_t)v->n));
+    json_object_set_new(o, "skipped", json_integer((json_int_t)v->skipped));
     json_object_set_new(o, "mean_abs_error", pp_json_num(v->mean_abs));
     json_object_set_new(o, "max_abs_error", pp_json_num(v->max_abs));
     return o;
