@@ -527,8 +527,8 @@ static void test_cli_run(void **state) {
     /* 5 sizes x 2 placements at 3 ranks: each is priced or counted as
      * skipped.  Skipped: the points of an algorithm whose rank fit the
      * noise made unusable (the ring's has two sizes here, 256 KiB and
-     * 1 MiB; under load, CI once saw fewer than 5 of 10 priced).  At least one
-     * algorithm's points must be priced. */
+     * 1 MiB; under load, CI once saw fewer than 5 of 10 priced).  At
+     * least one algorithm's points must be priced. */
     assert_int_equal(hn + hs, 10);
     assert_true(hn >= 2);
     assert_true(ek > 0 && ek < 3.0);
