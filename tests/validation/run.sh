@@ -22,13 +22,17 @@
 #   --list       check the cases file and list its cases; runs nothing
 #                (exit 2, naming file:line, case and key, if it is malformed)
 #
+# A case's run: block may add memory_check: "off" (simulate --memory-check
+# off) and extrapolate: "G1 G2" (simulate at those global batches and
+# extend the line through the two iteration times to the case's gbs).
+#
 # Environment: PP_VALIDATION_TIMEOUT seconds per case (default 900);
 # PP_VALIDATION_CASES another cases file (default: published.yaml here).
 # Needs jq (tools/deps.sh installs it) and awk.
 set -u
 
 usage() {
-    sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
 }
 
@@ -60,7 +64,7 @@ cases=${PP_VALIDATION_CASES:-$here/published.yaml}
 # One line per case, fields separated by \037 (not whitespace, so empty
 # fields survive `read`): the line of its "- id:", then the scalar keys of
 # its `run:` block.
-fields="kind model cluster set parallel stack op algo bytes gpus gbs seq metric published memory_check"
+fields="kind model cluster set parallel stack op algo bytes gpus gbs seq metric published memory_check extrapolate"
 table=$(awk -v fields="$fields" '
 function flush(   n, f, i, line) {
     if (id == "") return
@@ -91,7 +95,7 @@ seen=" "
 isnum() { case $1 in "" | *[!0-9.eE+-]*) return 1 ;; *) return 0 ;; esac; }
 complain() { echo "$cases:$line: case $id: $1" >&2; bad=1; }
 while IFS=$'\037' read -r id split line kind model cluster set parallel stack \
-    op algo bytes gpus gbs seq metric published memory_check; do
+    op algo bytes gpus gbs seq metric published memory_check extrapolate; do
     case $seen in *" $id "*) complain "id: duplicate" ;; esac
     seen="$seen$id "
     case $split in tune | holdout | info) ;;
@@ -118,10 +122,18 @@ while IFS=$'\037' read -r id split line kind model cluster set parallel stack \
     esac
     case $memory_check in "" | on | off) ;;
     *) complain "run.memory_check: expected on or off, got '$memory_check'" ;; esac
+    if [ -n "$extrapolate" ]; then
+        set -- $extrapolate
+        if [ $# -ne 2 ] || ! isnum "$1" || ! isnum "$2" || [ "$1" = "$2" ]; then
+            complain "run.extrapolate: expected two different global batch sizes, got '$extrapolate'"
+        elif [ "$kind" != simulate ] || [ "$metric" != tokens_per_s_per_gpu ]; then
+            complain "run.extrapolate: only for simulate cases measured in tokens_per_s_per_gpu"
+        fi
+    fi
 done <<<"$table"
 [ $bad = 0 ] || exit 2
 if [ $list = 1 ]; then
-    while IFS=$'\037' read -r id split line kind _ _ _ _ _ _ _ _ _ _ _ metric published _; do
+    while IFS=$'\037' read -r id split line kind _ _ _ _ _ _ _ _ _ _ _ metric published _ _; do
         printf '%-40s %-7s %-10s %-21s %s\n' "$id" "$split" "$kind" "$metric" "$published"
     done <<<"$table"
     exit 0
@@ -149,7 +161,7 @@ notrun=$tmp/notrun # split, one line per scored case that did not run
 : >"$notrun"
 
 while IFS=$'\037' read -r id split _ kind model cluster set parallel stack op \
-    algo bytes gpus gbs seq metric published memory_check; do
+    algo bytes gpus gbs seq metric published memory_check extrapolate; do
     if [ ${#only[@]} -gt 0 ]; then
         keep=0
         for o in "${only[@]}"; do [ "$o" = "$id" ] && keep=1; done
@@ -179,11 +191,44 @@ while IFS=$'\037' read -r id split _ kind model cluster set parallel stack op \
 
     # Data files (models/zoo, topologies) are found from the repository
     # root; stdin is /dev/null so podplan cannot eat the case table.
-    (cd "$root" && PODPLAN_DATA_DIR=$root timeout "$timeout_s" "$podplan" "${args[@]}") \
-        </dev/null >"$tmp/out.json" 2>"$tmp/err"
-    rc=$?
+    run_podplan() {
+        (cd "$root" && PODPLAN_DATA_DIR=$root timeout "$timeout_s" "$podplan" "$@") \
+            </dev/null >"$tmp/out.json" 2>"$tmp/err"
+    }
     status=ok
     sim=""
+    note=""
+    if [ -n "$extrapolate" ]; then
+        # The published batch is too many micro-batches to simulate here
+        # (a MoE iteration at flow fidelity): simulate two smaller global
+        # batches and extend the line through them.  Past pp micro-batches
+        # a 1F1B step grows by one micro-batch's time per micro-batch.
+        set -- $extrapolate
+        g1=$1 g2=$2 t1="" t2=""
+        for g in "$g1" "$g2"; do
+            p2=$(printf '%s\n' "$parallel" | sed "s/gbs=[0-9]*/gbs=$g/")
+            a2=()
+            for x in "${args[@]}"; do
+                [ "$x" = "$parallel" ] && x=$p2
+                a2+=("$x")
+            done
+            run_podplan "${a2[@]}"
+            rc=$?
+            [ $rc -ne 0 ] && break
+            t=$(jq -r '.iteration_time_s' "$tmp/out.json" 2>/dev/null)
+            if [ "$g" = "$g1" ]; then t1=$t; else t2=$t; fi
+        done
+        if [ $rc -eq 0 ]; then
+            t=$(awk -v a="$t1" -v b="$t2" -v g1="$g1" -v g2="$g2" -v g="$gbs" \
+                'BEGIN { printf "%.9g", a + (g - g1) * (b - a) / (g2 - g1) }')
+            jq --argjson t "$t" '.iteration_time_s = $t' "$tmp/out.json" \
+                >"$tmp/x.json" && mv "$tmp/x.json" "$tmp/out.json"
+            note="extrapolated to gbs $gbs from gbs $g1 ($t1 s) and $g2 ($t2 s): $t s"
+        fi
+    else
+        run_podplan "${args[@]}"
+        rc=$?
+    fi
     if [ $rc -eq 124 ]; then
         status="not runnable: timed out after ${timeout_s} s"
     elif [ $rc -ne 0 ]; then
@@ -211,6 +256,7 @@ while IFS=$'\037' read -r id split _ kind model cluster set parallel stack op \
         absv=${err#-}
         printf '%-40s %-7s %-21s %11.1f %11.1f %7s%%\n' "$id" "$split" "$metric" \
             "$published" "$sim" "$err"
+        [ -n "$note" ] && printf '    %s\n' "$note"
         printf '%s\t%s\n' "$split" "$absv" >>"$results"
     else
         printf '%-40s %-7s %-21s %11.1f %11s %8s\n' "$id" "$split" "$metric" \
