@@ -38,21 +38,12 @@ static int run(const bcase *b) {
     pp_cluster *c = NULL;
     pp_model m;
     pp_parallel p;
-    pp_parallel_init(&p);
-    double t0 = now();
-    if (pp_cluster_load(b->cluster, NULL, 0, NULL, &c, &e) ||
-        pp_model_load("gpt3-175b", &m, &e) ||
-        pp_parallel_parse(b->spec, &p, &e)) {
-        fprintf(stderr, "bench_step: %s\n", e.msg);
-        pp_cluster_free(c);
-        return 1;
-    }
-    double t_load = now() - t0;
     pp_step_config cfg;
-    pp_step_config_init(&cfg);
-    cfg.model = &m;
-    cfg.par = &p;
-    cfg.cluster = c;
+    double t0 = now();
+    if (load_case("bench_step", b->cluster, "gpt3-175b", b->spec, &c, &m, &p,
+                  &cfg))
+        return 1;
+    double t_load = now() - t0;
     cfg.dp_overlap = b->overlap;
     pp_step_result r;
     t0 = now();

@@ -64,4 +64,27 @@ static bool case_wanted(int argc, char **argv, const char *name) {
     return want;
 }
 
+/* Loads a case (cluster, model, SPEC) and points a fresh step config at
+ * it.  Returns 0, or 1 with the error on stderr under the benchmark's
+ * name (and nothing left to free). */
+static int load_case(const char *bench, const char *cluster,
+                     const char *model, const char *spec, pp_cluster **c,
+                     pp_model *m, pp_parallel *p, pp_step_config *cfg) {
+    pp_error e = PP_ERROR_INIT;
+    *c = NULL;
+    pp_parallel_init(p);
+    if (pp_cluster_load(cluster, NULL, 0, NULL, c, &e) ||
+        pp_model_load(model, m, &e) || pp_parallel_parse(spec, p, &e)) {
+        fprintf(stderr, "%s: %s\n", bench, e.msg);
+        pp_cluster_free(*c);
+        *c = NULL;
+        return 1;
+    }
+    pp_step_config_init(cfg);
+    cfg->model = m;
+    cfg->par = p;
+    cfg->cluster = *c;
+    return 0;
+}
+
 #endif

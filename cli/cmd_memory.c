@@ -126,8 +126,7 @@ static int load_stack(const pp_args *a, result *r, pp_error *e) {
     int rc =
         pp_stack_load(name ? name : pp_stack_default_name(NULL), &r->stack, e);
     if (rc < 0) return rc;
-    if (r->p.attn == PP_ATTN_AUTO) r->p.flash = r->stack.flash_attention;
-    if (!r->p.recompute_set) r->p.recompute = r->stack.recompute_default;
+    pp_stack_resolve_spec(&r->stack, &r->p);
     if (r->p.dtype == PP_PREC_FP8 && !r->stack.fp8)
         return pp_error_set(e, PP_EUSAGE,
                             "--parallel: dtype=fp8: stack %s does not train "

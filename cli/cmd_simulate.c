@@ -342,12 +342,12 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
                                         &e)))
         goto out;
     /* The stack's choices, unless an option said otherwise. */
-    x.cfg.dp_overlap = ov >= 0 ? ov == 1 : stk.dp_overlap;
-    x.cfg.p2p_sync = p2p >= 0 ? p2p == 1 : stk.p2p_sync;
-    x.cfg.p2p_scatter = scatter >= 0 ? scatter == 1 : stk.p2p_scatter;
-    x.cfg.bucket_bytes = bucket > 0 ? bucket : stk.bucket_bytes;
-    x.cfg.grad_bytes =
-        gdt >= 0 ? (gdt == 2 ? 4.0 : 2.0) : stk.grad_reduce_bytes;
+    pp_step_config_stack(&x.cfg, &stk);
+    if (ov >= 0) x.cfg.dp_overlap = ov == 1;
+    if (p2p >= 0) x.cfg.p2p_sync = p2p == 1;
+    if (scatter >= 0) x.cfg.p2p_scatter = scatter == 1;
+    if (bucket > 0) x.cfg.bucket_bytes = bucket;
+    if (gdt >= 0) x.cfg.grad_bytes = gdt == 2 ? 4.0 : 2.0;
     if ((rc = pp_cli_check_stack(&stk, &x.prof, &x.p, &e))) goto out;
     pp_stack_resolve(&x.prof, &x.p);
     x.cfg.model = &x.m;

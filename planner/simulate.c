@@ -135,15 +135,11 @@ void pp__plan_simulate(pp_plan *plan, const pp_model *m, const pp_cluster *c,
                 jb->cfg.cluster = c;
                 jb->cfg.profile = &plan->profile;
                 jb->cfg.fidelity = o->fidelity;
+                /* The stack's pipeline sends and DP buckets; the
+                 * candidate's DP overlap. */
+                if (plan->profile.stack[0])
+                    pp_step_config_stack(&jb->cfg, &plan->profile.sw);
                 jb->cfg.dp_overlap = plan->cand[i].dp_overlap;
-                /* The stack's pipeline sends and DP buckets. */
-                if (plan->profile.stack[0]) {
-                    const pp_stack *sw = &plan->profile.sw;
-                    jb->cfg.p2p_sync = sw->p2p_sync;
-                    jb->cfg.p2p_scatter = sw->p2p_scatter;
-                    jb->cfg.bucket_bytes = sw->bucket_bytes;
-                    jb->cfg.grad_bytes = sw->grad_reduce_bytes;
-                }
                 jb->cfg.optimizer = o->optimizer;
                 jb->cfg.seed = o->seed;
                 memcpy(jb->cfg.placement, plan->cand[i].placement, 3);

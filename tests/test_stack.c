@@ -288,11 +288,7 @@ static double run_prof(pp_gpu_profile *g, const char *spec, pp_cluster *c,
     cfg.par = &p;
     cfg.cluster = c;
     cfg.profile = g;
-    cfg.dp_overlap = g->sw.dp_overlap;
-    cfg.grad_bytes = g->sw.grad_reduce_bytes;
-    cfg.bucket_bytes = g->sw.bucket_bytes;
-    cfg.p2p_sync = g->sw.p2p_sync;
-    cfg.p2p_scatter = g->sw.p2p_scatter;
+    pp_step_config_stack(&cfg, &g->sw);
     pp_step_result r;
     if (pp_step_simulate(&cfg, &r, &e)) fail_msg("%s", e.msg);
     *bd = r.total;
@@ -403,11 +399,7 @@ static void test_nemo_gpt3_h100(void **state) {
     cfg.par = &p;
     cfg.cluster = c;
     cfg.profile = &g;
-    cfg.dp_overlap = g.sw.dp_overlap;
-    cfg.grad_bytes = g.sw.grad_reduce_bytes;
-    cfg.bucket_bytes = g.sw.bucket_bytes;
-    cfg.p2p_sync = g.sw.p2p_sync;
-    cfg.p2p_scatter = g.sw.p2p_scatter;
+    pp_step_config_stack(&cfg, &g.sw);
     pp_step_result r;
     if (pp_step_simulate(&cfg, &r, &e)) fail_msg("%s", e.msg);
     double tok = 2048.0 * 2048.0 / r.iteration_time_s / 512.0;

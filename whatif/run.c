@@ -220,11 +220,8 @@ static int run_fixed(const pp_whatif_study *s, variant *v,
     pp_stack_resolve(&prof, &par);
     pp_step_config cfg;
     pp_step_config_init(&cfg);
+    pp_step_config_stack(&cfg, &stk);
     cfg.profile = &prof;
-    cfg.dp_overlap = stk.dp_overlap;
-    cfg.p2p_sync = stk.p2p_sync;
-    cfg.bucket_bytes = stk.bucket_bytes;
-    cfg.grad_bytes = stk.grad_reduce_bytes;
     cfg.model = m;
     cfg.par = &par;
     cfg.cluster = c;

@@ -265,7 +265,10 @@ int pp_stack_load(const char *spec, pp_stack *out, pp_error *e);
 /* Makes the stack's software figures the profile's effective ones (a
  * profile whose file still has framework: keeps those two values). */
 void pp_stack_apply(const pp_stack *s, pp_gpu_profile *g, bool is_default);
-/* Resolves attn=auto in a layout to the profile's stack's choice. */
+/* Resolves what a layout left to its stack (attn=auto, no recompute=)
+ * to stack s's choices; pp_stack_resolve does it for a profile's applied
+ * stack. */
+void pp_stack_resolve_spec(const pp_stack *s, pp_parallel *p);
 void pp_stack_resolve(const pp_gpu_profile *g, pp_parallel *p);
 
 /* Loads a profile.  `spec` is a YAML path or a name in

@@ -126,6 +126,10 @@ typedef struct pp_step_config {
 } pp_step_config;
 
 void pp_step_config_init(pp_step_config *c);
+/* The software stack's choices for a step: pipeline sends (p2p_sync,
+ * p2p_scatter), DP overlap, bucket and gradient reduction bytes.  Callers
+ * override what an option or a plan decided after it. */
+void pp_step_config_stack(pp_step_config *c, const pp_stack *s);
 
 /* Where a stage's time went; the six parts add up to the iteration time
  * (for one stage of one replica: all replicas are alike). */

@@ -296,9 +296,13 @@ void pp_stack_apply(const pp_stack *s, pp_gpu_profile *g, bool is_default) {
     g->sw = *s;
 }
 
+void pp_stack_resolve_spec(const pp_stack *s, pp_parallel *p) {
+    if (p->attn == PP_ATTN_AUTO) p->flash = s->flash_attention;
+    if (!p->recompute_set) p->recompute = s->recompute_default;
+}
+
 void pp_stack_resolve(const pp_gpu_profile *g, pp_parallel *p) {
-    if (p->attn == PP_ATTN_AUTO) p->flash = g->flash_attention;
-    if (!p->recompute_set) p->recompute = g->sw.recompute_default;
+    pp_stack_resolve_spec(&g->sw, p);
 }
 
 int pp_profile_load_stack(const char *spec, const pp_gpu_spec *gpu,

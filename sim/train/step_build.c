@@ -216,6 +216,14 @@ void pp_step_config_init(pp_step_config *c) {
     c->grad_bytes = PP_GRAD_SYNC_BYTES;
 }
 
+void pp_step_config_stack(pp_step_config *c, const pp_stack *s) {
+    c->p2p_sync = s->p2p_sync;
+    c->p2p_scatter = s->p2p_scatter;
+    c->dp_overlap = s->dp_overlap;
+    c->bucket_bytes = s->bucket_bytes;
+    c->grad_bytes = s->grad_reduce_bytes;
+}
+
 void pp_step_result_fini(pp_step_result *r) {
     if (!r) return;
     free(r->stages);
