@@ -19,14 +19,16 @@ static size_t md(long a, int n) {
     return (size_t)(((a % n) + n) % n);
 }
 
-static int run_ring(pp__comm *c, char *buf, const size_t *bounds, int n_steps,
-                    pp__step *st, pp_error *e) {
+static int run_ring(pp__comm *c, char *buf, const char *src,
+                    const size_t *bounds, int n_steps, pp__step *st,
+                    pp_error *e) {
     pp__sched s = {.steps = st,
                    .n_steps = n_steps,
                    .n_chunks = (size_t)c->nranks,
                    .chunk_begin = bounds,
                    .channels = c->channels,
-                   .slice_elems = c->slice_bytes / c->esize};
+                   .slice_elems = c->slice_bytes / c->esize,
+                   .src = src};
     return pp__sched_run(c, &s, buf, e);
 }
 
@@ -58,30 +60,37 @@ int pp__ring_steps(int n, int r, int o, bool allgather_after, pp__step *st) {
     return nrs + nag;
 }
 
-static int ring(pp__comm *c, char *buf, const size_t *bounds, int o,
-                bool allgather_after, pp_error *e) {
+static int ring(pp__comm *c, char *buf, const char *src, const size_t *bounds,
+                int o, bool allgather_after, pp_error *e) {
     pp__step *st = pp_xcalloc(2 * (size_t)c->nranks, sizeof *st);
     int ns = pp__ring_steps(c->nranks, c->rank, o, allgather_after, st);
-    int rc = run_ring(c, buf, bounds, ns, st, e);
+    int rc = run_ring(c, buf, src, bounds, ns, st, e);
     free(st);
     return rc;
 }
 
-int pp__coll_allreduce_ring(pp__comm *c, char *buf, size_t count, pp_error *e) {
-    if (c->nranks == 1) return 0;
+int pp__coll_allreduce_ring(pp__comm *c, char *buf, const char *src,
+                            size_t count, pp_error *e) {
+    if (c->nranks == 1) {
+        if (src) memcpy(buf, src, count * c->esize);
+        return 0;
+    }
     size_t *b = even_bounds(count, c->nranks);
     c->what = "allreduce ring";
-    int rc = ring(c, buf, b, 0, true, e);
+    int rc = ring(c, buf, src, b, 0, true, e);
     free(b);
     return rc;
 }
 
-int pp__coll_reducescatter_ring(pp__comm *c, char *buf, size_t count,
-                                pp_error *e) {
-    if (c->nranks == 1) return 0;
+int pp__coll_reducescatter_ring(pp__comm *c, char *buf, const char *src,
+                                size_t count, pp_error *e) {
+    if (c->nranks == 1) {
+        if (src) memcpy(buf, src, count * c->esize);
+        return 0;
+    }
     size_t *b = block_bounds(count, c->nranks);
     c->what = "reducescatter ring";
-    int rc = ring(c, buf, b, 1, false, e);
+    int rc = ring(c, buf, src, b, 1, false, e);
     free(b);
     return rc;
 }
@@ -95,7 +104,7 @@ int pp__coll_allgather_ring(pp__comm *c, char *buf, size_t count, pp_error *e) {
         st[t] = (pp__step){(r + 1) % n, (r + n - 1) % n, md(r - t, n),
                            md(r - t - 1, n), false};
     c->what = "allgather ring";
-    int rc = run_ring(c, buf, b, n - 1, st, e);
+    int rc = run_ring(c, buf, NULL, b, n - 1, st, e);
     free(st);
     free(b);
     return rc;
@@ -275,7 +284,8 @@ static int allreduce_rd(pp__comm *c, char *buf, size_t count, bool rab,
         rc = exchange(c, x->send_peer, buf + soff, slen, x->recv_peer, rbuf,
                       rlen, c->mr_buf, t, ns, e);
         if (!rc && x->recv_peer >= 0 && x->reduce && rlen)
-            rc = c->red.fn(c->red.ctx, buf + roff, c->rd_tmp, rlen / es, e);
+            rc = c->red.fn(c->red.ctx, buf + roff, buf + roff, c->rd_tmp,
+                           rlen / es, e);
     }
     free(st);
     free(b);

@@ -1,5 +1,6 @@
 /*
- * coll_reduce.c: dst = op(dst, src) on the CPU for fp32, bf16 and fp16.
+ * coll_reduce.c: dst = op(dst, src) and dst = op(a, b) on the CPU for fp32,
+ * bf16 and fp16.
  *
  * Written for the vectoriser (this file is built with -O3): one loop per
  * (type, op) with restrict pointers and no calls or branches in the body;
@@ -91,6 +92,19 @@ uint16_t pp__f32_to_fp16(float f) {
         }                                                                      \
     }
 
+/* The same with a separate output: dst = op(a, b), for the ring's out of
+ * place reductions (no copy of the input into the output first). */
+#define DEF3_F32(name, OP)                                                     \
+    static void name(float *restrict d, const float *restrict a,               \
+                     const float *restrict b, size_t n) {                      \
+        for (size_t i = 0; i < n; i++) d[i] = OP(a[i], b[i]);                  \
+    }
+#define DEF3_H(name, OP, TOF, FROMF)                                           \
+    static void name(uint16_t *restrict d, const uint16_t *restrict a,         \
+                     const uint16_t *restrict b, size_t n) {                   \
+        for (size_t i = 0; i < n; i++) d[i] = FROMF(OP(TOF(a[i]), TOF(b[i]))); \
+    }
+
 DEF_F32(sum_f32, OP_SUM)
 DEF_F32(max_f32, OP_MAX)
 DEF_F32(min_f32, OP_MIN)
@@ -100,6 +114,32 @@ DEF_H(min_bf16, OP_MIN, pp__bf16_to_f32, bf16_rne)
 DEF_H(sum_fp16, OP_SUM, fp16_to_f32, f32_to_fp16)
 DEF_H(max_fp16, OP_MAX, fp16_to_f32, f32_to_fp16)
 DEF_H(min_fp16, OP_MIN, fp16_to_f32, f32_to_fp16)
+
+DEF3_F32(sum3_f32, OP_SUM)
+DEF3_F32(max3_f32, OP_MAX)
+DEF3_F32(min3_f32, OP_MIN)
+DEF3_H(sum3_bf16, OP_SUM, pp__bf16_to_f32, bf16_rne)
+DEF3_H(max3_bf16, OP_MAX, pp__bf16_to_f32, bf16_rne)
+DEF3_H(min3_bf16, OP_MIN, pp__bf16_to_f32, bf16_rne)
+DEF3_H(sum3_fp16, OP_SUM, fp16_to_f32, f32_to_fp16)
+DEF3_H(max3_fp16, OP_MAX, fp16_to_f32, f32_to_fp16)
+DEF3_H(min3_fp16, OP_MIN, fp16_to_f32, f32_to_fp16)
+
+void pp__reduce_cpu3(pp_xdtype t, pp_xredop op, void *dst, const void *a,
+                     const void *b, size_t count) {
+    switch (t * 3 + op) {
+    case PP_XDT_FP32 * 3 + PP_XOP_SUM: sum3_f32(dst, a, b, count); break;
+    case PP_XDT_FP32 * 3 + PP_XOP_MAX: max3_f32(dst, a, b, count); break;
+    case PP_XDT_FP32 * 3 + PP_XOP_MIN: min3_f32(dst, a, b, count); break;
+    case PP_XDT_BF16 * 3 + PP_XOP_SUM: sum3_bf16(dst, a, b, count); break;
+    case PP_XDT_BF16 * 3 + PP_XOP_MAX: max3_bf16(dst, a, b, count); break;
+    case PP_XDT_BF16 * 3 + PP_XOP_MIN: min3_bf16(dst, a, b, count); break;
+    case PP_XDT_FP16 * 3 + PP_XOP_SUM: sum3_fp16(dst, a, b, count); break;
+    case PP_XDT_FP16 * 3 + PP_XOP_MAX: max3_fp16(dst, a, b, count); break;
+    case PP_XDT_FP16 * 3 + PP_XOP_MIN: min3_fp16(dst, a, b, count); break;
+    default: break;
+    }
+}
 
 void pp__reduce_cpu(pp_xdtype t, pp_xredop op, void *dst, const void *src,
                     size_t count) {

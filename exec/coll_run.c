@@ -186,22 +186,25 @@ static int64_t count_wrong(const run *u, bool inplace) {
 
 /* ---- one run ------------------------------------------------------------ */
 
-static int cpu_reduce(void *ctx, void *dst, const void *src, size_t count,
-                      pp_error *e) {
+static int cpu_reduce(void *ctx, void *dst, const void *a, const void *b,
+                      size_t count, pp_error *e) {
     run *u = ctx;
-    pp__reduce_cpu(u->c.dtype, (pp_xredop)u->o->redop, dst, src, count);
+    if (dst == a)
+        pp__reduce_cpu(u->c.dtype, (pp_xredop)u->o->redop, dst, b, count);
+    else
+        pp__reduce_cpu3(u->c.dtype, (pp_xredop)u->o->redop, dst, a, b, count);
     return 0;
 }
 
 /* --device cuda over tcp: the sockets need host memory, so buffers are
  * staged through host copies and each reduction runs on the GPU. */
-static int cuda_reduce(void *ctx, void *dst, const void *src, size_t count,
-                       pp_error *e) {
+static int cuda_reduce(void *ctx, void *dst, const void *a, const void *b,
+                       size_t count, pp_error *e) {
     run *u = ctx;
     size_t len = count * u->c.esize;
     int rc;
-    if ((rc = pp_cuda_h2d(u->d_a, dst, len, e)) ||
-        (rc = pp_cuda_h2d(u->d_b, src, len, e)) ||
+    if ((rc = pp_cuda_h2d(u->d_a, a, len, e)) ||
+        (rc = pp_cuda_h2d(u->d_b, b, len, e)) ||
         (rc = pp_cuda_reduce(u->c.dtype, (pp_xredop)u->o->redop, u->d_a, u->d_b,
                              count, e)) ||
         (rc = pp_cuda_d2h(dst, u->d_a, len, e)))
@@ -214,16 +217,19 @@ static int run_once(run *u, bool inplace, pp_error *e) {
     size_t es = c->esize, per = u->per * es, total = u->total * es;
     switch (u->o->op) {
     case PP_COLL_ALLREDUCE:
-        if (!inplace) memcpy(u->recv, u->send, total);
+        /* The ring reads the input where it is (NCCL's out of place); the
+         * others work on a copy. */
         if (u->algo == PP_ALGO_RING)
-            return pp__coll_allreduce_ring(c, u->recv, u->total, e);
+            return pp__coll_allreduce_ring(c, u->recv, inplace ? NULL : u->send,
+                                           u->total, e);
+        if (!inplace) memcpy(u->recv, u->send, total);
         return u->rabenseifner
                    ? pp__coll_allreduce_rabenseifner(c, u->recv, u->total, e)
                    : pp__coll_allreduce_rd(c, u->recv, u->total, e);
     case PP_COLL_REDUCESCATTER: {
         int rc;
-        if (!inplace) memcpy(u->recv, u->send, total);
-        rc = pp__coll_reducescatter_ring(c, u->recv, u->per, e);
+        rc = pp__coll_reducescatter_ring(c, u->recv, inplace ? NULL : u->send,
+                                         u->per, e);
         /* out of place, NCCL's output is the start of recvbuff */
         if (!rc && !inplace && u->r)
             memmove(u->recv, u->recv + (size_t)u->r * per, per);

@@ -114,7 +114,8 @@ int pp__sched_run(pp__comm *c, const pp__sched *s, char *buf, pp_error *e) {
                 const pp__step *st = &s->steps[t];
                 size_t b = h->rbeg[slot], en = h->rend[slot];
                 if (st->recv_peer >= 0 && st->reduce && en > b) {
-                    if ((rc = c->red.fn(c->red.ctx, buf + b * es,
+                    const char *own = s->src ? s->src : buf;
+                    if ((rc = c->red.fn(c->red.ctx, buf + b * es, own + b * es,
                                         slot_buf(c, k, slot), en - b, e))) {
                         fail_step = (int)t;
                         goto out;
@@ -178,7 +179,10 @@ int pp__sched_run(pp__comm *c, const pp__sched *s, char *buf, pp_error *e) {
                     if (en > b) {
                         r->peer = st->send_peer;
                         r->is_send = true;
-                        r->buf = buf + b * es;
+                        /* the input itself until the ring has written
+                         * the chunk (step 0 out of place) */
+                        const char *from = t == 0 && s->src ? s->src : buf;
+                        r->buf = (char *)from + b * es;
                         r->len = (en - b) * es;
                         r->channel = k;
                         r->done = false;

@@ -100,6 +100,12 @@ typedef struct pp__sched {
     const size_t *chunk_begin; /* n_chunks + 1 element offsets */
     int channels;
     size_t slice_elems;
+    /* Out of place: this rank's input, the same layout as the buffer, or
+     * NULL (in place).  Step 0 sends its chunk from src, and a reduction
+     * writes src op received into the buffer, so the buffer never needs a
+     * copy of the input first: the ring's schedules write every chunk of
+     * the buffer (by a reduction or a receive) before reading it. */
+    const char *src;
 } pp__sched;
 
 /* Slices per part: the largest part of any chunk divided by slice_elems,
@@ -111,8 +117,9 @@ void pp__sched_slice(const pp__sched *s, size_t k, int c, size_t j,
 
 /* What a collective needs at run time (coll_algos.c). */
 typedef struct pp__reducer {
-    /* dst[i] = op(dst[i], src[i]) for count elements */
-    int (*fn)(void *ctx, void *dst, const void *src, size_t count, pp_error *e);
+    /* dst[i] = op(a[i], b[i]) for count elements; a may be dst (never b) */
+    int (*fn)(void *ctx, void *dst, const void *a, const void *b, size_t count,
+              pp_error *e);
     void *ctx;
 } pp__reducer;
 
@@ -144,7 +151,10 @@ int pp__sched_run(pp__comm *c, const pp__sched *s, char *buf, pp_error *e);
 
 /* The collectives, in place on buf unless stated (coll_algos.c).  count
  * is in elements; see each for the layout. */
-int pp__coll_allreduce_ring(pp__comm *c, char *buf, size_t count, pp_error *e);
+/* The ring ones take src: this rank's input when out of place (buf is then
+ * written without being copied from it first), or NULL (in place). */
+int pp__coll_allreduce_ring(pp__comm *c, char *buf, const char *src,
+                            size_t count, pp_error *e);
 int pp__coll_allreduce_rd(pp__comm *c, char *buf, size_t count, pp_error *e);
 /* Recursive-halving reduce-scatter then recursive-doubling all-gather
  * (Rabenseifner), with rd's fix-up for n not a power of two. */
@@ -152,8 +162,8 @@ int pp__coll_allreduce_rabenseifner(pp__comm *c, char *buf, size_t count,
                                     pp_error *e);
 /* buf: nranks * count elements, this rank's slice at rank * count gets the
  * reduction. */
-int pp__coll_reducescatter_ring(pp__comm *c, char *buf, size_t count,
-                                pp_error *e);
+int pp__coll_reducescatter_ring(pp__comm *c, char *buf, const char *src,
+                                size_t count, pp_error *e);
 /* buf: nranks * count elements, this rank's part already in place. */
 int pp__coll_allgather_ring(pp__comm *c, char *buf, size_t count, pp_error *e);
 int pp__coll_broadcast_chain(pp__comm *c, char *buf, size_t count, int root,
@@ -209,6 +219,9 @@ void pp__coll_stats(pp_exec_coll_side *sd, const double *all, int n, int iters,
  * to nearest even. */
 void pp__reduce_cpu(pp_xdtype t, pp_xredop op, void *dst, const void *src,
                     size_t count);
+/* dst[i] = op(a[i], b[i]); dst overlaps neither. */
+void pp__reduce_cpu3(pp_xdtype t, pp_xredop op, void *dst, const void *a,
+                     const void *b, size_t count);
 float pp__bf16_to_f32(uint16_t h);
 uint16_t pp__f32_to_bf16(float f);
 float pp__fp16_to_f32(uint16_t h);

@@ -8,9 +8,10 @@
  * poll() from wait(): bytes go straight between the socket and the
  * caller's buffer (no copy here), every read is bounded by what the
  * request still expects, and a short read or write just waits for the next
- * poll.  TCP_NODELAY because the slices are sent whole and latency counts
- * for small messages; large socket buffers so a slice is in flight while
- * the receiver reduces the previous one.
+ * poll (after a short spin, see progress()).  TCP_NODELAY because the
+ * slices are sent whole and latency counts for small messages; large
+ * socket buffers so a slice is in flight while the receiver reduces the
+ * previous one.
  */
 #include "exec_int.h"
 
@@ -21,6 +22,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +31,7 @@
 #include <unistd.h>
 
 #define SOCK_BUF_BYTES (4 << 20)
+#define SPIN_S 200e-6
 #define CONN_MAGIC 0x70705431u /* "ppT1" */
 
 /* ms left until deadline, for poll(); at least 0, at most 1 s so a signal
@@ -193,8 +196,9 @@ struct pp_xport {
     qitem *free_items;
     struct pollfd *pfd; /* scratch for wait */
     int *pconn;
-    int dead_peer; /* first peer whose connection failed, or -1 */
-    pp_error dead; /* and why: every later wait reports it */
+    double idle_since; /* when progress() last found nothing ready, or 0 */
+    int dead_peer;     /* first peer whose connection failed, or -1 */
+    pp_error dead;     /* and why: every later wait reports it */
 };
 
 struct pp_xmr {
@@ -449,7 +453,23 @@ static int progress(pp_xport *t, double deadline, pp_error *e) {
         t->pconn[np++] = (int)i;
     }
     if (np == 0) return 0;
-    int rc = poll(t->pfd, np, ms_left(deadline));
+    /* Spin first (poll without sleeping, yielding the core) and sleep in
+     * poll() only after SPIN_S without a ready socket, as MPI and NCCL
+     * progress loops do: the ring waits on its peer at every slice, and
+     * a wake-up from poll() each time doubled a 2-rank 1-4 MiB allreduce
+     * here (1 MiB: 602 -> 313 us).  sched_yield() lets oversubscribed
+     * ranks (4 on 2 cores) run while one spins. */
+    int rc = poll(t->pfd, np, 0);
+    if (rc == 0) {
+        double now = pp_exec_now();
+        if (t->idle_since == 0) t->idle_since = now;
+        if (now - t->idle_since < SPIN_S) {
+            sched_yield();
+            return 0;
+        }
+        rc = poll(t->pfd, np, ms_left(deadline));
+    }
+    t->idle_since = 0;
     if (rc < 0) {
         if (errno == EINTR) return 0;
         return pp_error_set(e, PP_EIO, "poll: %s", strerror(errno));

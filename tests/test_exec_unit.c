@@ -226,6 +226,43 @@ static void test_bf16_fp16(void **state) {
     }
 }
 
+/* The three-operand form (the ring's out-of-place reductions) gives the
+ * same bits as the in-place one, and writes only dst. */
+static void test_reduce_cpu3(void **state) {
+    (void)state;
+    enum { N = 1003 };
+    float a[N], b[N], d[N], ref[N];
+    for (int t = 0; t < 3; t++)
+        for (int op = 0; op < 3; op++) {
+            size_t es = t == PP_XDT_FP32 ? 4 : 2;
+            for (int i = 0; i < N; i++) {
+                a[i] = (float)((i * 37) % 101) * 0.37f - 11;
+                b[i] = (float)((i * 53) % 89) * 0.29f - 9;
+                d[i] = -1;
+            }
+            if (t != PP_XDT_FP32) { /* reuse the arrays as 16-bit halves */
+                uint16_t *ha = (uint16_t *)a, *hb = (uint16_t *)b;
+                for (int i = 0; i < N; i++) {
+                    uint16_t (*from)(float) =
+                        t == PP_XDT_BF16 ? pp__f32_to_bf16 : pp__f32_to_fp16;
+                    ha[i] = from(a[i]);
+                    hb[i] = from(b[i]);
+                }
+            }
+            float a0[N], b0[N];
+            memcpy(a0, a, sizeof a);
+            memcpy(b0, b, sizeof b);
+            memcpy(ref, a, sizeof a);
+            pp__reduce_cpu((pp_xdtype)t, (pp_xredop)op, ref, b, N);
+            pp__reduce_cpu3((pp_xdtype)t, (pp_xredop)op, d, a, b, N);
+            assert_memory_equal(d, ref, N * es);
+            assert_memory_equal(a, a0, sizeof a);
+            assert_memory_equal(b, b0, sizeof b);
+            /* nothing past the N elements */
+            if (es == 2) assert_true(d[N / 2 + 1] == -1);
+        }
+}
+
 static void test_reduce_cpu(void **state) {
     (void)state;
     enum { N = 1003 };
@@ -620,6 +657,7 @@ int main(void) {
         cmocka_unit_test(test_stats_average),
         cmocka_unit_test(test_bf16_fp16),
         cmocka_unit_test(test_reduce_cpu),
+        cmocka_unit_test(test_reduce_cpu3),
         cmocka_unit_test(test_world_env),
         cmocka_unit_test(test_rendezvous_rejects),
         cmocka_unit_test(test_rendezvous_client_told),
