@@ -2,11 +2,12 @@
  * launch.c: who this process is (the launcher's environment) and the
  * local launcher behind --np.
  */
-#define _GNU_SOURCE /* prctl's PR_SET_PDEATHSIG */
+#define _GNU_SOURCE /* prctl's PR_SET_PDEATHSIG, sched_setaffinity */
 #include "exec_int.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <sched.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
@@ -127,6 +128,14 @@ int pp_exec_spawn_local(int np, pp_exec_rank_fn fn, void *ctx, double grace_s,
     }
     fflush(stdout);
     fflush(stderr);
+    /* One core per rank when there are enough, as mpirun binds by
+     * default: a rank that migrates between cores mid-collective loses
+     * its caches and stalls its peer. */
+    cpu_set_t allowed;
+    int ncpu = sched_getaffinity(0, sizeof allowed, &allowed) == 0
+                   ? CPU_COUNT(&allowed)
+                   : 0;
+    bool bind = np <= ncpu && !getenv("PODPLAN_EXEC_NOBIND");
     pid_t *pids = pp_xcalloc((size_t)np, sizeof *pids);
     pid_t parent = getpid();
     pid_t pgid = 0;
@@ -143,6 +152,13 @@ int pp_exec_spawn_local(int np, pp_exec_rank_fn fn, void *ctx, double grace_s,
             /* Die with the launcher; and if it died before this line, go. */
             prctl(PR_SET_PDEATHSIG, SIGKILL);
             if (getppid() != parent) _exit(1);
+            if (bind) {
+                cpu_set_t one;
+                CPU_ZERO(&one);
+                for (int c = 0, k = 0; c < CPU_SETSIZE; c++)
+                    if (CPU_ISSET(c, &allowed) && k++ == r) CPU_SET(c, &one);
+                sched_setaffinity(0, sizeof one, &one);
+            }
             pp_exec_world w;
             memset(&w, 0, sizeof w);
             w.rank = r;

@@ -84,7 +84,8 @@ int pp_flops_closed(const pp_model *m, int64_t batch, pp_recompute r,
  * Counted matrix by matrix, per token, forward (2 FLOPs per multiply-add):
  *   QKV          2 h (h + 2 kv)       kv = kv_heads * h/heads (GQA)
  *   scores       2 s h                QK^T, every head, no causal saving
- *   over values  2 s h                scores x V
+ *   over values  2 s h                scores x V (h: heads x head_dim
+ *                                     where the model sets head_dim)
  *   out-proj     2 h^2
  *   MLP          2 * 2 h f (GeLU: up, down) or 3 * 2 h f (SwiGLU: gate, up,
  *                down; Shazeer 2020)
@@ -125,7 +126,9 @@ int pp_flops_count(const pp_model *m, int64_t batch, pp_recompute r,
     /* per token, per layer, forward */
     double gemm =
         2.0 * h * (h + 2.0 * kv) + 2.0 * h * h + mlp_mats * 2.0 * h * ff;
-    double core = 2.0 * s * h + 2.0 * s * h;
+    /* head_dim (MLA's wider heads) widens the core only */
+    double ac = m->head_dim > 0 ? (double)m->heads * (double)m->head_dim : h;
+    double core = 2.0 * s * ac + 2.0 * s * ac;
     double logits = 2.0 * h * V; /* per token, forward */
 
     /* An MoE layer (models/moe.c) runs the router (2 h E per token) and

@@ -115,6 +115,8 @@ static int moe_check(const pp_model *m, const pp_where *w, pp_error *e) {
                         : m->first_dense_layers ? "first_dense_layers"
                         : m->expert_ffn_hidden  ? "expert_ffn_hidden"
                         : m->moe_layer_freq     ? "moe_layer_freq"
+                        : m->expert_groups      ? "expert_groups"
+                        : m->group_top_k        ? "group_top_k"
                                                 : NULL;
         if (k)
             return model_bad(w, e, k,
@@ -152,6 +154,30 @@ static int moe_check(const pp_model *m, const pp_where *w, pp_error *e) {
                          m->capacity_factor);
     if (m->arch == PP_ARCH_TRANSFORMER && pp_model_moe_layers(m) == 0)
         return model_bad(w, e, "first_dense_layers", "leaves no MoE layer");
+    if (m->expert_groups || m->group_top_k) {
+        if (m->expert_groups == 0)
+            return model_bad(w, e, "group_top_k",
+                             "needs expert_groups (the groups it picks "
+                             "from)");
+        if (m->experts % m->expert_groups)
+            return model_bad(w, e, "expert_groups",
+                             "expected a divisor of experts (%lld), got %lld",
+                             (long long)m->experts,
+                             (long long)m->expert_groups);
+        if (m->group_top_k == 0)
+            return model_bad(w, e, "expert_groups",
+                             "needs group_top_k (how many groups a token "
+                             "picks)");
+        int64_t per = m->experts / m->expert_groups;
+        if (m->group_top_k < 1 || m->group_top_k > m->expert_groups ||
+            m->group_top_k * per < m->top_k)
+            return model_bad(w, e, "group_top_k",
+                             "expected 1 to expert_groups (%lld) groups "
+                             "holding at least top_k (%lld) experts, got "
+                             "%lld",
+                             (long long)m->expert_groups, (long long)m->top_k,
+                             (long long)m->group_top_k);
+    }
     return 0;
 }
 
@@ -257,13 +283,16 @@ int pp_model_from_node(pp_node *map, const char *path, pp_model *out,
                     {"hidden", PP_REQUIRED, &m.hidden},
                     {"heads", PP_REQUIRED, &m.heads},
                     {"kv_heads", PP_OPTIONAL, &m.kv_heads},
+                    {"head_dim", PP_OPTIONAL, &m.head_dim},
                     {"seq", PP_REQUIRED, &m.seq},
                     {"vocab", PP_REQUIRED, &m.vocab},
                     {"ffn_hidden", PP_OPTIONAL, &m.ffn_hidden},
                     {"experts", PP_OPTIONAL, &m.experts},
                     {"top_k", PP_OPTIONAL, &m.top_k},
                     {"expert_ffn_hidden", PP_OPTIONAL, &m.expert_ffn_hidden},
-                    {"moe_layer_freq", PP_OPTIONAL, &m.moe_layer_freq}};
+                    {"moe_layer_freq", PP_OPTIONAL, &m.moe_layer_freq},
+                    {"expert_groups", PP_OPTIONAL, &m.expert_groups},
+                    {"group_top_k", PP_OPTIONAL, &m.group_top_k}};
         for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
             if ((rc = pp_map_int(map, path, ints[i].key, ints[i].flags, 1,
                                  PP_MODEL_DIM_MAX, ints[i].dst, e)) < 0)
@@ -335,6 +364,7 @@ static const char *const inline_keys[] = {"layers",
                                           "vocab",
                                           "kv_heads",
                                           "ffn_hidden",
+                                          "head_dim",
                                           "ffn",
                                           "tied_embeddings",
                                           "name",
@@ -345,6 +375,8 @@ static const char *const inline_keys[] = {"layers",
                                           "shared_experts",
                                           "moe_layer_freq",
                                           "first_dense_layers",
+                                          "expert_groups",
+                                          "group_top_k",
                                           "capacity_factor",
                                           NULL};
 
@@ -356,6 +388,7 @@ enum {
     I_VOCAB,
     I_KV_HEADS,
     I_FFN_HIDDEN,
+    I_HEAD_DIM,
     I_FFN,
     I_TIED,
     I_NAME,
@@ -366,15 +399,17 @@ enum {
     I_SHARED,
     I_MOE_FREQ,
     I_FIRST_DENSE,
+    I_GROUPS,
+    I_GROUP_TOPK,
     I_CAPACITY
 };
 
 static int inline_value(void *ctx, int k, const char *val, pp_error *e) {
     pp_model *m = ctx;
     const char *pre = "--model: ";
-    int64_t *dims[] = {&m->layers, &m->hidden,   &m->heads,     &m->seq,
-                       &m->vocab,  &m->kv_heads, &m->ffn_hidden};
-    if (k <= I_FFN_HIDDEN) {
+    int64_t *dims[] = {&m->layers, &m->hidden,   &m->heads,      &m->seq,
+                       &m->vocab,  &m->kv_heads, &m->ffn_hidden, &m->head_dim};
+    if (k <= I_HEAD_DIM) {
         if (pp_parse_i64(val, 1, PP_MODEL_DIM_MAX, dims[k]) < 0)
             return pp_error_set(e, PP_EINPUT,
                                 "%s%s: expected a positive integer, got "
@@ -382,10 +417,11 @@ static int inline_value(void *ctx, int k, const char *val, pp_error *e) {
                                 pre, inline_keys[k], val);
         return 0;
     }
-    if (k >= I_EXPERTS && k <= I_FIRST_DENSE) {
+    if (k >= I_EXPERTS && k <= I_GROUP_TOPK) {
         int64_t *moe[] = {&m->experts,           &m->top_k,
                           &m->expert_ffn_hidden, &m->shared_experts,
-                          &m->moe_layer_freq,    &m->first_dense_layers};
+                          &m->moe_layer_freq,    &m->first_dense_layers,
+                          &m->expert_groups,     &m->group_top_k};
         int64_t lo = k == I_SHARED || k == I_FIRST_DENSE ? 0 : 1;
         if (pp_parse_i64(val, lo, PP_MODEL_DIM_MAX, moe[k - I_EXPERTS]) < 0)
             return pp_error_set(

@@ -14,6 +14,8 @@
  * An expert is an FFN of expert_ffn_hidden (SwiGLU: gate, up, down, as in
  * both models above); the router is one h x experts matrix without bias.
  */
+#include <math.h>
+
 #include "models_int.h"
 
 bool pp_model_is_moe(const pp_model *m) {
@@ -82,6 +84,41 @@ double pp_model_active_params(const pp_model *m) {
  * the expert groups from the tp x cp x dp ranks of a stage as
  * etp-ep-edp).
  * ---------------------------------------------------------------------- */
+/* C(n - j, k) / C(n, k): none of k draws without replacement from n
+ * lands among j marked items. */
+static double miss(double n, double j, double k) {
+    if (n - j < k) return 0;
+    double p = 1;
+    for (double i = 0; i < k; i++) p *= (n - j - i) / (n - i);
+    return p;
+}
+
+/* A token draws its top_k experts from the population of its groups,
+ * N = group_top_k x (experts / expert_groups); a slice is hit unless all
+ * k land elsewhere.  A slice inside one group is in the population with
+ * probability M/G (all b of its experts); a slice holding r whole groups
+ * holds i of the chosen M with the hypergeometric probability, i.e. i q
+ * experts of the population. */
+double pp_model_moe_spread(const pp_model *m, int64_t bins) {
+    double E = (double)m->experts, k = (double)m->top_k;
+    double G = m->expert_groups > 0 ? (double)m->expert_groups : 1;
+    double M = m->group_top_k > 0 ? (double)m->group_top_k : 1;
+    double b = E / (double)bins, q = E / G;
+    if (fmod(q, b) != 0 && fmod(b, q) != 0) G = M = 1, q = E;
+    double N = M * q;
+    if (b <= q) return (double)bins * (M / G) * (1.0 - miss(N, b, k));
+    double r = b / q, hit = 0;
+    /* lgamma keeps C(G, M) finite for any group count */
+    double lc = lgamma(G + 1) - lgamma(M + 1) - lgamma(G - M + 1);
+    for (double i = fmax(0, M - (G - r)); i <= fmin(r, M); i++) {
+        double lp = lgamma(r + 1) - lgamma(i + 1) - lgamma(r - i + 1) +
+                    lgamma(G - r + 1) - lgamma(M - i + 1) -
+                    lgamma(G - r - M + i + 1) - lc;
+        hit += exp(lp) * (1.0 - miss(N, i * q, k));
+    }
+    return (double)bins * hit;
+}
+
 int pp__parallel_validate_cp_ep(const pp_parallel *p, const pp_model *m,
                                 const char *pre, pp_error *e) {
     int64_t etp = pp_parallel_etp(p);

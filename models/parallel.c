@@ -15,7 +15,8 @@
 
 static const char *const spec_keys[] = {
     "tp",   "pp",    "dp",    "mbs",   "gbs",  "vp",  "sp",  "recompute",
-    "zero", "first", "last",  "dtype", "attn", "cp",  "ep",  "etp", NULL};
+    "zero", "first", "last",  "dtype", "attn", "cp",  "ep",  "etp",
+    "dispatcher", NULL};
 enum {
     K_TP,
     K_PP,
@@ -32,7 +33,8 @@ enum {
     K_ATTN,
     K_CP,
     K_EP,
-    K_ETP
+    K_ETP,
+    K_DISPATCH
 };
 
 void pp_parallel_init(pp_parallel *p) {
@@ -104,8 +106,10 @@ static int spec_value(void *ctx, int k, const char *val, pp_error *e) {
                                 pre, val);
         return 0;
     }
-    if (k == K_DTYPE || k == K_ATTN) {
-        const pp_registry *r = k == K_DTYPE ? &pp_reg_prec : &pp_reg_attn;
+    if (k == K_DTYPE || k == K_ATTN || k == K_DISPATCH) {
+        const pp_registry *r = k == K_DTYPE  ? &pp_reg_prec
+                               : k == K_ATTN ? &pp_reg_attn
+                                             : &pp_reg_dispatch;
         int v;
         char field[64];
         snprintf(field, sizeof field, "%s%s", pre, spec_keys[k]);
@@ -116,6 +120,9 @@ static int spec_value(void *ctx, int k, const char *val, pp_error *e) {
         }
         if (k == K_DTYPE) {
             p->dtype = (pp_prec)v;
+        } else if (k == K_DISPATCH) {
+            p->dispatch = (pp_dispatch)v;
+            if (v != PP_DISPATCH_AUTO) p->deepep = v == PP_DISPATCH_DEEPEP;
         } else {
             p->attn = (pp_attn)v;
             if (v != PP_ATTN_AUTO) p->flash = v == PP_ATTN_FLASH;
@@ -189,8 +196,11 @@ char *pp_parallel_format(const pp_parallel *p, char *buf, size_t len) {
         n += snprintf(buf + n, len - (size_t)n, ",dtype=%s",
                       pp_registry_name(&pp_reg_prec, (int)p->dtype));
     if (n >= 0 && (size_t)n < len && p->attn != PP_ATTN_AUTO)
-        snprintf(buf + n, len - (size_t)n, ",attn=%s",
-                 pp_registry_name(&pp_reg_attn, (int)p->attn));
+        n += snprintf(buf + n, len - (size_t)n, ",attn=%s",
+                      pp_registry_name(&pp_reg_attn, (int)p->attn));
+    if (n >= 0 && (size_t)n < len && p->dispatch != PP_DISPATCH_AUTO)
+        snprintf(buf + n, len - (size_t)n, ",dispatcher=%s",
+                 pp_registry_name(&pp_reg_dispatch, (int)p->dispatch));
     return buf;
 }
 

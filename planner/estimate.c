@@ -311,7 +311,8 @@ static int lookup(pp_plan_estimator *x, const pp_parallel *par,
  * Context and expert parallelism per layer (sim/train/step_group.c runs
  * them as flows).  An MoE all-to-all: each rank sends S/ep to every other
  * member, the members on its own server over NVLink and the rest through
- * its NIC share, both at once; the slower part sets the time.  The CP
+ * its NIC share, both at once; the slower part sets the time (DeepEP:
+ * the bytes of its two parts instead).  The CP
  * exchange: a ring all-gather over the CP ranks, hidden behind the
  * attention it overlaps, the excess exposed.  *ep_s is scaled by the
  * share of MoE layers (the layer costs are an MoE layer's).
@@ -332,10 +333,18 @@ static void cp_ep_layer(const pp_plan_estimator *x, const pp_parallel *p,
             same += r / x->gpn == r0 / x->gpn;
         }
         double S = lc->ep_coll_bytes, n = (double)ep;
-        double t_net =
-            same < ep ? x->net_lat + S * (n - (double)same) / n / x->nic_gpu_Bps
-                      : 0;
-        double t_nvl = x->nvl_lat + S * ((double)same - 1.0) / n / x->nvl_Bps;
+        double net = S * (n - (double)same) / n;
+        double nvl = S * ((double)same - 1.0) / n;
+        if (p->deepep && same < ep && ep % same == 0) {
+            /* DeepEP (step_group.c): a copy per other server, then
+             * NVLink to the ranks holding the experts. */
+            double c = S / (double)m->top_k, k = (double)(ep / same);
+            net = c * pp_model_moe_spread(m, ep / same) * (k - 1.0) / k;
+            nvl = c * pp_model_moe_spread(m, ep) * ((double)same - 1.0) /
+                  (double)same;
+        }
+        double t_net = same < ep ? x->net_lat + net / x->nic_gpu_Bps : 0;
+        double t_nvl = x->nvl_lat + nvl / x->nvl_Bps;
         double colls = (double)(lc->ep_fwd_colls + lc->ep_bwd_colls +
                                 lc->ep_recompute_colls);
         *ep_s = colls * fmax(t_net, t_nvl) * (double)pp_model_moe_layers(m) /

@@ -162,9 +162,19 @@ int pp__write_megatron(const pp_plan *p, FILE *fp, pp_error *e) {
         ARG("--expert-model-parallel-size %lld", (long long)q->ep);
         ARG("--expert-tensor-parallel-size %lld",
             (long long)pp_parallel_etp(q));
-        /* What sim/train/moe.c models: the all-to-all dispatcher and the
-         * local experts as one grouped GEMM. */
-        ARG("--moe-token-dispatcher-type alltoall");
+        if (m->expert_groups > 0) {
+            ARG("--moe-router-num-groups %lld", (long long)m->expert_groups);
+            ARG("--moe-router-group-topk %lld", (long long)m->group_top_k);
+        }
+        /* What sim/train/moe.c and step_group.c model: the all-to-all
+         * dispatcher or DeepEP's (flex), and the local experts as one
+         * grouped GEMM. */
+        if (q->deepep) {
+            ARG("--moe-token-dispatcher-type flex");
+            ARG("--moe-enable-deepep");
+        } else {
+            ARG("--moe-token-dispatcher-type alltoall");
+        }
         ARG("--moe-grouped-gemm");
     }
     if (q->recompute == PP_RECOMPUTE_FULL) {
@@ -279,11 +289,17 @@ int pp__write_nemo(const pp_plan *p, FILE *fp, pp_error *e) {
                 "  moe_ffn_hidden_size: %lld\n"
                 "  expert_model_parallel_size: %lld\n"
                 "  expert_tensor_parallel_size: %lld\n"
-                "  moe_token_dispatcher_type: alltoall\n"
+                "  moe_token_dispatcher_type: %s\n"
                 "  moe_grouped_gemm: true\n",
                 (long long)m->experts, (long long)m->top_k,
                 (long long)m->expert_ffn_hidden, (long long)q->ep,
-                (long long)pp_parallel_etp(q));
+                (long long)pp_parallel_etp(q),
+                q->deepep ? "flex\n  moe_enable_deepep: true" : "alltoall");
+        if (m->expert_groups > 0)
+            fprintf(fp,
+                    "  moe_router_num_groups: %lld\n"
+                    "  moe_router_group_topk: %lld\n",
+                    (long long)m->expert_groups, (long long)m->group_top_k);
         if (m->shared_experts)
             fprintf(fp, "  moe_shared_expert_intermediate_size: %lld\n",
                     (long long)(m->shared_experts * m->expert_ffn_hidden));

@@ -51,7 +51,8 @@ typedef struct pp__space {
      * when the stack was asked for, the recomputations it offers (bit
      * per mode, 0: all) and its highest ZeRO stage (-1: any). */
     bool flash;
-    bool fp8; /* the stack and the GPU train in FP8: dtype searched */
+    bool deepep; /* the stack's MoE dispatcher is DeepEP's */
+    bool fp8;    /* the stack and the GPU train in FP8: dtype searched */
     uint32_t recompute_mask;
     int zero_max;
 } pp__space;

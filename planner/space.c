@@ -405,6 +405,7 @@ int pp__space_walk(const pp__space *s, pp__space_fn fn, void *ctx,
                     pp_parallel_init(&p);
                     p.tp = tp, p.pp = pp, p.dp = dp, p.gbs = s->gbs, p.cp = cp;
                     p.flash = s->flash;
+                    p.deepep = s->deepep;
                     rc = walk_batch(s, &p, fn, ctx, e);
                     continue;
                 }
@@ -424,6 +425,7 @@ int pp__space_walk(const pp__space *s, pp__space_fn fn, void *ctx,
                     pp_parallel_init(&p);
                     p.tp = tp, p.pp = pp, p.dp = dp, p.gbs = s->gbs, p.cp = cp;
                     p.flash = s->flash;
+                    p.deepep = s->deepep;
                     rc = walk_batch(s, &p, fn, ctx, e);
                 }
             }

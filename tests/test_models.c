@@ -120,6 +120,21 @@ static void test_inline_model(void **state) {
                      0);
     assert_string_equal(m.name, "mine");
     assert_true(pp_model_params(&m) == 6738415616.0);
+
+    /* head_dim widens the attention core only: the same parameters, the
+     * core's FLOPs (QK^T, PV) doubled at twice hidden/heads. */
+    pp_model w;
+    assert_int_equal(pp_model_load("layers=96,hidden=12288,heads=96,seq=2048,"
+                                   "vocab=51200,head_dim=256",
+                                   &w, &e),
+                     0);
+    pp_model g0 = load("gpt3-175b");
+    assert_true(pp_model_params(&w) == pp_model_params(&g0));
+    pp_flops a, b;
+    assert_int_equal(pp_flops_count(&g0, 8, PP_RECOMPUTE_NONE, &a, NULL), 0);
+    assert_int_equal(pp_flops_count(&w, 8, PP_RECOMPUTE_NONE, &b, NULL), 0);
+    assert_true(b.attn == 2.0 * a.attn);
+    assert_true(b.dense == a.dense && b.logit == a.logit);
 }
 
 static void expect_inline_error(const char *spec, const char *msg) {
@@ -162,6 +177,9 @@ static void test_inline_model_errors(void **state) {
                         "--model: layers: given twice");
     expect_inline_error("layers=96,hidden,heads=96,seq=2048,vocab=51200",
                         "expected key=value");
+    expect_inline_error("layers=96,hidden=12288,heads=96,seq=2048,"
+                        "vocab=51200,head_dim=0",
+                        "--model: head_dim: expected a positive integer");
 }
 
 static void test_model_file_errors(void **state) {

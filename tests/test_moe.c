@@ -93,6 +93,23 @@ static void test_moe_inline_errors(void **state) {
         {"layers=8,hidden=1024,heads=8,seq=2048,vocab=32000,experts=8,"
          "top_k=2,first_dense_layers=4,moe_layer_freq=8",
          "first_dense_layers: leaves no MoE layer"},
+        {"layers=8,hidden=1024,heads=8,seq=2048,vocab=32000,experts=8,"
+         "top_k=2,group_top_k=2",
+         "group_top_k: needs expert_groups"},
+        {"layers=8,hidden=1024,heads=8,seq=2048,vocab=32000,experts=8,"
+         "top_k=2,expert_groups=3,group_top_k=1",
+         "expert_groups: expected a divisor of experts (8), got 3"},
+        {"layers=8,hidden=1024,heads=8,seq=2048,vocab=32000,experts=8,"
+         "top_k=2,expert_groups=4",
+         "expert_groups: needs group_top_k"},
+        /* 1 group of 2 experts cannot hold top 4 */
+        {"layers=8,hidden=1024,heads=8,seq=2048,vocab=32000,experts=8,"
+         "top_k=4,expert_groups=4,group_top_k=1",
+         "group_top_k: expected 1 to expert_groups (4) groups holding at "
+         "least top_k (4) experts, got 1"},
+        {"layers=8,hidden=1024,heads=8,seq=2048,vocab=32000,"
+         "expert_groups=4",
+         "expert_groups: is an MoE key"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         pp_model m;
@@ -100,6 +117,66 @@ static void test_moe_inline_errors(void **state) {
         assert_int_equal(pp_model_load(bad[i].spec, &m, &e), PP_EINPUT);
         assert_contains(e.msg, bad[i].want);
     }
+}
+
+/* Brute force for pp_model_moe_spread: every choice of group_top_k groups,
+ * then every top_k-subset of their experts, equally likely; count the
+ * distinct bins (bins contiguous slices of the experts) hit. */
+static double spread_brute(int E, int G, int M, int k, int bins) {
+    double sum = 0, n = 0;
+    for (unsigned gs = 0; gs < 1u << G; gs++) {
+        if (__builtin_popcount(gs) != M) continue;
+        for (unsigned ex = 0; ex < 1u << E; ex++) {
+            if (__builtin_popcount(ex) != k) continue;
+            bool ok = true;
+            unsigned hit = 0;
+            for (int x = 0; x < E; x++)
+                if (ex >> x & 1) {
+                    ok = ok && (gs >> (x / (E / G)) & 1);
+                    hit |= 1u << (x / (E / bins));
+                }
+            if (!ok) continue;
+            sum += __builtin_popcount(hit);
+            n++;
+        }
+    }
+    return sum / n;
+}
+
+static void test_moe_spread(void **state) {
+    (void)state;
+    static const struct {
+        int E, G, M, k, bins;
+    } c[] = {
+        {8, 1, 1, 2, 8},  /* no groups, a bin per expert: exactly k */
+        {8, 1, 1, 3, 2},  /* no groups, 2 bins */
+        {12, 4, 2, 2, 4}, /* a group per bin (DeepSeek's layout) */
+        {12, 4, 2, 3, 12},
+        {16, 8, 3, 2, 2}, /* bins of 4 groups: the hypergeometric sum */
+        {16, 8, 2, 3, 4},
+        {16, 4, 3, 5, 8}, /* bins inside groups */
+    };
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        char spec[256];
+        snprintf(spec, sizeof spec,
+                 "layers=4,hidden=256,heads=4,seq=128,vocab=1000,"
+                 "experts=%d,top_k=%d",
+                 c[i].E, c[i].k);
+        pp_model m = load(spec);
+        if (c[i].G > 1) m.expert_groups = c[i].G, m.group_top_k = c[i].M;
+        double want = spread_brute(c[i].E, c[i].G, c[i].M, c[i].k, c[i].bins);
+        assert_rel(pp_model_moe_spread(&m, c[i].bins), want, 1e-12);
+    }
+    pp_model a = load("layers=4,hidden=256,heads=4,seq=128,vocab=1000,"
+                      "experts=8,top_k=2");
+    assert_rel(pp_model_moe_spread(&a, 8), 2.0, 1e-12);
+    /* DeepSeek-V3 over 8 servers (a group each): 4 of 8 groups, 8 of
+     * their 128 experts: 4 (1 - C(96,8)/C(128,8)) = 3.6290 servers, 2.2x
+     * fewer network copies than the 7 of a per-expert all-to-all. */
+    pp_model d = load("deepseek-v3");
+    assert_int_equal(d.expert_groups, 8);
+    assert_int_equal(d.group_top_k, 4);
+    assert_rel(pp_model_moe_spread(&d, 8), 3.6290, 1e-4);
 }
 
 static void test_spec_keys(void **state) {
@@ -126,6 +203,18 @@ static void test_spec_keys(void **state) {
     pp_parallel_init(&x);
     assert_int_equal(pp_parallel_parse("cp=0", &x, &e), PP_EINPUT);
     assert_contains(e.msg, "cp: expected a positive integer");
+    /* dispatcher: auto (the stack's) prints nothing; a choice prints. */
+    pp_parallel d = layout("tp=1,dp=8,ep=8,dispatcher=deepep");
+    assert_int_equal(d.dispatch, PP_DISPATCH_DEEPEP);
+    assert_true(d.deepep);
+    pp_parallel_format(&d, buf, sizeof buf);
+    assert_contains(buf, ",dispatcher=deepep");
+    pp_parallel a = layout("tp=1,dp=8,ep=8,dispatcher=alltoall");
+    assert_false(a.deepep);
+    pp_error_clear(&e);
+    assert_int_equal(pp_parallel_parse("dispatcher=nccl", &x, &e), PP_EINPUT);
+    assert_contains(e.msg, "dispatcher");
+    assert_contains(e.msg, "deepep");
 }
 
 static void test_validate_cp_ep(void **state) {
@@ -208,6 +297,7 @@ int main(void) {
         cmocka_unit_test(test_zoo_counts),
         cmocka_unit_test(test_moe_layers),
         cmocka_unit_test(test_moe_inline_errors),
+        cmocka_unit_test(test_moe_spread),
         cmocka_unit_test(test_spec_keys),
         cmocka_unit_test(test_validate_cp_ep),
         cmocka_unit_test(test_memory_cp_ep),

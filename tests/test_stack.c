@@ -121,6 +121,8 @@ static void test_broken(void **state) {
                ":2:20: recompute_default");
     expect_bad("tensor_parallel:\n  overlap: true\n",
                ":2:3: tensor_parallel.overlap");
+    expect_bad("moe:\n  dispatcher: nccl\n", ":2:15: moe.dispatcher");
+    expect_bad("moe:\n  dedup: true\n", ":2:3: moe.dedup");
 }
 
 /* Without recompute= a layout gets its stack's default: Megatron-core's

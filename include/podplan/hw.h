@@ -154,6 +154,7 @@ typedef struct pp_stack {
     bool zero3_overlap;        /* ZeRO-3 gathers run beside compute */
     double coll_efficiency;    /* collectives' busbw over the fabric model
                                  (recorded; 1 = as simulated) */
+    bool moe_deepep; /* MoE dispatch deduplicated per server (DeepEP) */
 } pp_stack;
 
 /* A GPU profile (topologies/profiles/<gpu>.yaml, documented there): what

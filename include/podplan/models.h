@@ -28,10 +28,15 @@ typedef struct pp_model {
     char name[PP_NAME_MAX];
     pp_arch arch;
     /* transformer (decoder-only GPT family) */
-    int64_t layers;     /* l */
-    int64_t hidden;     /* h */
-    int64_t heads;      /* a */
-    int64_t kv_heads;   /* GQA: heads sharing K/V; == heads for MHA */
+    int64_t layers;   /* l */
+    int64_t hidden;   /* h */
+    int64_t heads;    /* a */
+    int64_t kv_heads; /* GQA: heads sharing K/V; == heads for MHA */
+    /* The attention core's width per head (QK^T and PV: 4 s head_dim
+     * FLOPs per token and head), 0 = hidden / heads.  Only the core:
+     * the projections stay h wide.  For DeepSeek's MLA it is the mean of
+     * the q/k (192) and v (128) head widths. */
+    int64_t head_dim;
     int64_t seq;        /* s */
     int64_t vocab;      /* V */
     int64_t ffn_hidden; /* default 4h */
@@ -46,9 +51,15 @@ typedef struct pp_model {
      * i % moe_layer_freq == 0 (DeepSeek-V3's and Megatron-core's rule);
      * its FFN is `experts` routed experts of expert_ffn_hidden each
      * (top_k per token) plus shared_experts always-active ones of that
-     * width, and a router (h x experts).  capacity_factor 0 = dropless. */
+     * width, and a router (h x experts).  capacity_factor 0 = dropless.
+     * Group-limited routing (DeepSeek-V3's node-limited routing,
+     * Megatron-core's moe_router_num_groups / moe_router_group_topk):
+     * the experts are cut into expert_groups equal groups and a token's
+     * top_k experts come from its best group_top_k groups; both 0 = no
+     * limit. */
     int64_t experts, top_k, expert_ffn_hidden, shared_experts;
     int64_t moe_layer_freq, first_dense_layers;
+    int64_t expert_groups, group_top_k;
     double capacity_factor;
     /* generic: a model known only by its size and cost (ResNet-50, ViT) */
     double params;           /* generic: parameter count */
@@ -80,6 +91,15 @@ bool pp_model_is_moe(const pp_model *m);
 bool pp_model_layer_is_moe(const pp_model *m, int64_t layer);
 int64_t pp_model_moe_layers(const pp_model *m);
 double pp_model_active_params(const pp_model *m);
+/* Routing spread: with the experts cut into `bins` equal contiguous
+ * slices (the servers, or the ranks, of an expert-parallel group), the
+ * expected number of slices holding at least one of a token's top_k
+ * experts.  Routing is taken as uniform over the experts a token may use
+ * (balanced, as an auxiliary loss or Megatron's force-balancing makes
+ * it), within its group_top_k groups under group-limited routing; a
+ * group that neither holds nor sits inside whole slices is treated as if
+ * routing were not group-limited.  bins must divide experts. */
+double pp_model_moe_spread(const pp_model *m, int64_t bins);
 
 /* ------------------------------------------------------------------------
  * Parallel layout: tp=8,pp=8,dp=16,mbs=1,gbs=1536[,vp=2][,sp=on]
@@ -113,6 +133,13 @@ typedef struct pp_parallel {
      * core's default for --expert-tensor-parallel-size); see
      * pp_parallel_etp. */
     int64_t cp, ep, etp;
+    /* The MoE token dispatcher (dispatcher=alltoall|deepep; auto: the
+     * stack's, pp_stack_resolve).  `deepep` is the resolved choice the
+     * simulator reads: DeepEP's (and DeepSeek-V3's) dispatch, one copy of
+     * a token per target server over the network, forwarded to the
+     * server's experts over NVLink. */
+    pp_dispatch dispatch;
+    bool deepep;
     /* recompute= was given; otherwise pp_stack_resolve replaces the
      * default (full) with the software stack's own default. */
     bool recompute_set;

@@ -85,6 +85,14 @@ extern "C" {
     X(FLASH, "flash", "FlashAttention: fused, no s^2 scores in HBM")           \
     X(STANDARD, "standard", "batched GEMMs + softmax, s^2 scores stored")
 
+/* The MoE token dispatcher (SPEC dispatcher=): auto is the stack's. */
+#define PP_DISPATCH_MAP(X)                                                     \
+    X(AUTO, "auto", "what the software stack uses (--stack)")                  \
+    X(ALLTOALL, "alltoall",                                                    \
+      "all-to-all of one copy per (token, expert): Megatron-core's default")   \
+    X(DEEPEP, "deepep",                                                        \
+      "one copy per (token, node) between servers, fanned out over NVLink")
+
 #define PP__ENUM_ITEM(prefix, e) prefix##e,
 #define PP__COLL_E(e, n, h) PP__ENUM_ITEM(PP_COLL_, e)
 #define PP__ALGO_E(e, n, h) PP__ENUM_ITEM(PP_ALGO_, e)
@@ -94,6 +102,7 @@ extern "C" {
 #define PP__OPT_E(e, n, h) PP__ENUM_ITEM(PP_OPT_, e)
 #define PP__PREC_E(e, n, h) PP__ENUM_ITEM(PP_PREC_, e)
 #define PP__ATTN_E(e, n, h) PP__ENUM_ITEM(PP_ATTN_, e)
+#define PP__DISPATCH_E(e, n, h) PP__ENUM_ITEM(PP_DISPATCH_, e)
 
 typedef enum { PP_COLL_OP_MAP(PP__COLL_E) PP_COLL__COUNT } pp_coll_op;
 typedef enum { PP_COLL_ALGO_MAP(PP__ALGO_E) PP_ALGO__COUNT } pp_coll_algo;
@@ -105,6 +114,9 @@ typedef enum {
 typedef enum { PP_OPT_MAP(PP__OPT_E) PP_OPT__COUNT } pp_optimizer;
 typedef enum { PP_PREC_MAP(PP__PREC_E) PP_PREC__COUNT } pp_prec;
 typedef enum { PP_ATTN_MAP(PP__ATTN_E) PP_ATTN__COUNT } pp_attn;
+typedef enum {
+    PP_DISPATCH_MAP(PP__DISPATCH_E) PP_DISPATCH__COUNT
+} pp_dispatch;
 
 /* ------------------------------------------------------------------------
  * Registries: read-only views of the lists above.
@@ -129,6 +141,7 @@ extern const pp_registry pp_reg_recompute;
 extern const pp_registry pp_reg_optimizer;
 extern const pp_registry pp_reg_prec;
 extern const pp_registry pp_reg_attn;
+extern const pp_registry pp_reg_dispatch;
 
 /* The name of value v, or "?" when out of range. */
 const char *pp_registry_name(const pp_registry *r, int v);

@@ -255,6 +255,17 @@ static int stack_read(pp_node *root, pp_stack *s, pp_error *e) {
                              1e-3, 1, &s->coll_efficiency, e)) < 0 ||
          (rc = pp_map_done(sec, "collectives", e)) < 0))
         return rc;
+
+    if ((rc = sec_of(root, "moe", &sec, e)) < 0) return rc;
+    if (sec) {
+        static const char *const disp[] = {"alltoall", "deepep", NULL};
+        int d = s->moe_deepep;
+        if ((rc = pp_map_enum(sec, "moe", "dispatcher", PP_OPTIONAL, disp, &d,
+                              e)) < 0 ||
+            (rc = pp_map_done(sec, "moe", e)) < 0)
+            return rc;
+        s->moe_deepep = d == 1;
+    }
     return pp_map_done(root, "", e);
 }
 
@@ -299,6 +310,7 @@ void pp_stack_apply(const pp_stack *s, pp_gpu_profile *g, bool is_default) {
 void pp_stack_resolve_spec(const pp_stack *s, pp_parallel *p) {
     if (p->attn == PP_ATTN_AUTO) p->flash = s->flash_attention;
     if (!p->recompute_set) p->recompute = s->recompute_default;
+    if (p->dispatch == PP_DISPATCH_AUTO) p->deepep = s->moe_deepep;
 }
 
 void pp_stack_resolve(const pp_gpu_profile *g, pp_parallel *p) {

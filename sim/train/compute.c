@@ -101,8 +101,8 @@ void pp__op_gemm(const pp__shape *s, pp__oplist *l, const char *name,
     gemm(s, l, name, batch, m, n, k);
 }
 
-void pp__op_lgemm(const pp__shape *s, pp__oplist *l, const char *name,
-                  double m, double n, double k) {
+void pp__op_lgemm(const pp__shape *s, pp__oplist *l, const char *name, double m,
+                  double n, double k) {
     lgemm(s, l, name, m, n, k);
 }
 
@@ -134,6 +134,7 @@ static void mark(pp__oplist *l, double params) {
 /* Shapes after the TP split, per micro-batch. */
 typedef struct dims {
     double b, sq, h, t, a, d, kvd, f, V;
+    double dc; /* the attention core's width per head (head_dim, else d) */
     double sk; /* keys each query attends to: s (sq = s / cp) */
     double cp;
     double tok;   /* tokens of a GEMM: s b */
@@ -160,6 +161,7 @@ static dims dims_of(const pp__shape *s) {
     x.t = (double)p->tp;
     x.a = (double)m->heads;
     x.d = x.h / x.a;
+    x.dc = m->head_dim > 0 ? (double)m->head_dim : x.d;
     x.kvd = (double)(m->kv_heads > 0 ? m->kv_heads : m->heads) * x.d;
     x.f = (double)(m->ffn_hidden > 0 ? m->ffn_hidden : 4 * m->hidden);
     x.V = (double)m->vocab;
@@ -296,14 +298,14 @@ static void core_fwd(const pp__shape *s, const dims *x, pp__oplist *l) {
     size_t from = l->n;
     /* FlashAttention writes the context in [s, b, h/t] order itself. */
     if (s->p->flash) {
-        flash(s, l, "flash attn", x->heads, x->sq, x->sk, x->d, false);
+        flash(s, l, "flash attn", x->heads, x->sq, x->sk, x->dc, false);
         cp_wrap(x, l, from, 1.0, "cp ring attention");
         return;
     }
-    gemm(s, l, "attn scores", x->heads, x->sq, x->sk, x->d);
+    gemm(s, l, "attn scores", x->heads, x->sq, x->sk, x->dc);
     mem(s, l, "softmax", 4.0 * E);
     mem(s, l, "attn dropout", 5.0 * E);
-    gemm(s, l, "attn values", x->heads, x->sq, x->d, x->sk);
+    gemm(s, l, "attn values", x->heads, x->sq, x->dc, x->sk);
     cp_wrap(x, l, from, 1.0, "cp ring attention");
     /* The context [b a/t, s, d] is permuted back to [s, b, h/t] with a
      * .contiguous() copy (read 2, write 2). */
@@ -420,17 +422,17 @@ void pp__ops_layer_bwd(const pp__shape *s, pp__oplist *l) {
     if (s->p->recompute == PP_RECOMPUTE_SELECTIVE) core_fwd(s, &x, l);
     size_t core0 = l->n;
     if (s->p->flash) {
-        flash(s, l, "flash attn bwd", x.heads, x.sq, x.sk, x.d, true);
+        flash(s, l, "flash attn bwd", x.heads, x.sq, x.sk, x.dc, true);
     } else {
         /* scores x V backward: d(probs) = dO V^T and dV = P^T dO. */
-        gemm(s, l, "attn values dgrad", x.heads, x.sq, x.sk, x.d);
-        gemm(s, l, "attn values wgrad", x.heads, x.sk, x.d, x.sq);
+        gemm(s, l, "attn values dgrad", x.heads, x.sq, x.sk, x.dc);
+        gemm(s, l, "attn values wgrad", x.heads, x.sk, x.dc, x.sq);
         mem(s, l, "attn dropout bwd", 5.0 * E);
         /* Softmax backward reads the output and its gradient, writes one. */
         mem(s, l, "softmax bwd", 6.0 * E);
         /* dQ = dS K, dK = dS^T Q. */
-        gemm(s, l, "attn scores dq", x.heads, x.sq, x.d, x.sk);
-        gemm(s, l, "attn scores dk", x.heads, x.sk, x.d, x.sq);
+        gemm(s, l, "attn scores dq", x.heads, x.sq, x.dc, x.sk);
+        gemm(s, l, "attn scores dk", x.heads, x.sk, x.dc, x.sq);
     }
     cp_wrap(&x, l, core0, 2.0, "cp ring attention bwd");
     /* The Q, K and V gradients are concatenated into one tensor. */

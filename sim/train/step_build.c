@@ -349,8 +349,9 @@ static int setup(step *S, const pp_step_config *cfg, pp_error *e) {
                                                (int32_t)(r % gpn));
             }
     /* Scratch for a DP, CP or EP group (an EP group can span TP ranks:
-     * at most tp x cp x dp). */
-    S->grp = pp_xmalloc((size_t)(S->dp * S->tp > 2 ? S->dp * S->tp : 2) *
+     * at most tp x cp x dp), twice: DeepEP's sub-groups (step_group.c)
+     * are built beside their EP group. */
+    S->grp = pp_xmalloc(2 * (size_t)(S->dp * S->tp > 2 ? S->dp * S->tp : 2) *
                         sizeof *S->grp);
 
     S->z3_layer = p->zero >= 3 && S->dp > 1 && S->prof.sw.zero_max >= 3 &&

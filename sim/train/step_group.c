@@ -47,6 +47,52 @@ static void cp_ring(step *S, stage *st, const item *it) {
         }
 }
 
+/* Servers an EP group spans when its members fill them in order, the same
+ * number on each (DeepEP's layout); 0 otherwise. */
+static int32_t group_servers(const step *S, const int32_t *g, int32_t ep) {
+    const pp_device *dv = pp_cluster_devices(S->c, NULL);
+    int32_t per = 1;
+    while (per < ep && dv[g[per]].node == dv[g[0]].node) per++;
+    if (per == ep) return 1;
+    if (ep % per) return 0;
+    for (int32_t e = 1; e < ep; e++) {
+        bool same = dv[g[e]].node == dv[g[e - 1]].node;
+        if (same != (e % per != 0)) return 0;
+    }
+    return ep / per;
+}
+
+/* DeepEP's dispatch (and combine, reversed) for one EP group over m
+ * servers of n = ep/m members: a token crosses the network once per
+ * other server holding one of its experts, to the member with its own
+ * local index, which forwards it over NVLink to the members holding its
+ * experts.  Each member sends c D_node (m-1)/m bytes to its peers of the
+ * same index (one all-to-all per index) and c D_rank (n-1)/n to the
+ * others of its server (one per server), all at once, c being one
+ * token copy's bytes and D the routing spread (pp_model_moe_spread)
+ * over servers and over ranks.  Returns the collectives started. */
+static int32_t deepep(step *S, int32_t *g, int32_t ep, int32_t m,
+                      double bytes, uint64_t arg) {
+    const pp_model *mo = S->m;
+    int32_t n = ep / m, started = 0;
+    int32_t *sub = g + ep; /* S->grp has room for two groups */
+    double c = bytes / (double)mo->top_k;
+    double net = c * pp_model_moe_spread(mo, m);
+    double nvl = c * pp_model_moe_spread(mo, ep);
+    for (int32_t l = 0; l < n && !S->failed; l++) {
+        for (int32_t s = 0; s < m; s++) sub[s] = g[s * n + l];
+        pp__step_coll(S, PP_COLL_ALLTOALL, PP_ALGO_RING, net, sub, (size_t)m,
+                      1, arg);
+        started++;
+    }
+    for (int32_t s = 0; s < m && n > 1 && !S->failed; s++) {
+        pp__step_coll(S, PP_COLL_ALLTOALL, PP_ALGO_RING, nvl, g + s * n,
+                      (size_t)n, 1, arg);
+        started++;
+    }
+    return started;
+}
+
 static void ep_alltoall(step *S, stage *st, const item *it) {
     int32_t p = st->p, tp = S->tp;
     int32_t ep = S->par->ep > 1 ? (int32_t)S->par->ep : 1;
@@ -54,16 +100,28 @@ static void ep_alltoall(step *S, stage *st, const item *it) {
     int32_t ranks = S->dp * tp, groups = ranks / (ep * etp);
     int32_t *g = S->grp;
     pp__step_enter(S, st, ST_EP);
-    st->pending = groups * etp;
+    /* Counted up as they start, plus one so that none can finish the
+     * stage's wait before all are out. */
+    st->pending = 1;
     for (int32_t i = 0; i < groups && !S->failed; i++)
         for (int32_t et = 0; et < etp && !S->failed; et++) {
             for (int32_t e = 0; e < ep; e++) {
                 int32_t u = (i * ep + e) * etp + et;
                 g[e] = D(S, u % tp, p, u / tp);
             }
-            pp__step_coll(S, PP_COLL_ALLTOALL, PP_ALGO_RING, it->x, g,
-                          (size_t)ep, 1, ARG(K_GRP, p));
+            int32_t m = S->par->deepep ? group_servers(S, g, ep) : 0;
+            if (m > 1) {
+                st->pending += deepep(S, g, ep, m, it->x, ARG(K_GRP, p));
+            } else {
+                st->pending++;
+                pp__step_coll(S, PP_COLL_ALLTOALL, PP_ALGO_RING, it->x, g,
+                              (size_t)ep, 1, ARG(K_GRP, p));
+            }
         }
+    if (--st->pending == 0 && !S->failed) { /* all done already */
+        pp__step_enter(S, st, ST_IDLE);
+        pp__step_run(S, st);
+    }
 }
 
 void pp__step_group_coll(step *S, stage *st, const item *it) {

@@ -23,8 +23,10 @@
 #                (exit 2, naming file:line, case and key, if it is malformed)
 #
 # A case's run: block may add memory_check: "off" (simulate --memory-check
-# off) and extrapolate: "G1 G2" (simulate at those global batches and
-# extend the line through the two iteration times to the case's gbs).
+# off), extrapolate: "G1 G2" (simulate at those global batches and
+# extend the line through the two iteration times to the case's gbs) and
+# placement: tp,pp,dp or tp,dp,pp (simulate --placement: the run's rank
+# order where the source gives it).
 #
 # Environment: PP_VALIDATION_TIMEOUT seconds per case (default 900);
 # PP_VALIDATION_CASES another cases file (default: published.yaml here).
@@ -64,7 +66,7 @@ cases=${PP_VALIDATION_CASES:-$here/published.yaml}
 # One line per case, fields separated by \037 (not whitespace, so empty
 # fields survive `read`): the line of its "- id:", then the scalar keys of
 # its `run:` block.
-fields="kind model cluster set parallel stack op algo bytes gpus gbs seq metric published memory_check extrapolate"
+fields="kind model cluster set parallel stack op algo bytes gpus gbs seq metric published memory_check extrapolate placement"
 table=$(awk -v fields="$fields" '
 function flush(   n, f, i, line) {
     if (id == "") return
@@ -95,7 +97,8 @@ seen=" "
 isnum() { case $1 in "" | *[!0-9.eE+-]*) return 1 ;; *) return 0 ;; esac; }
 complain() { echo "$cases:$line: case $id: $1" >&2; bad=1; }
 while IFS=$'\037' read -r id split line kind model cluster set parallel stack \
-    op algo bytes gpus gbs seq metric published memory_check extrapolate; do
+    op algo bytes gpus gbs seq metric published memory_check extrapolate \
+    placement; do
     case $seen in *" $id "*) complain "id: duplicate" ;; esac
     seen="$seen$id "
     case $split in tune | holdout | info) ;;
@@ -122,6 +125,8 @@ while IFS=$'\037' read -r id split line kind model cluster set parallel stack \
     esac
     case $memory_check in "" | on | off) ;;
     *) complain "run.memory_check: expected on or off, got '$memory_check'" ;; esac
+    case $placement in "" | tp,pp,dp | tp,dp,pp) ;;
+    *) complain "run.placement: expected tp,pp,dp or tp,dp,pp, got '$placement'" ;; esac
     if [ -n "$extrapolate" ]; then
         set -- $extrapolate
         if [ $# -ne 2 ] || ! isnum "$1" || ! isnum "$2" || [ "$1" = "$2" ]; then
@@ -161,7 +166,8 @@ notrun=$tmp/notrun # split, one line per scored case that did not run
 : >"$notrun"
 
 while IFS=$'\037' read -r id split _ kind model cluster set parallel stack op \
-    algo bytes gpus gbs seq metric published memory_check extrapolate; do
+    algo bytes gpus gbs seq metric published memory_check extrapolate \
+    placement; do
     if [ ${#only[@]} -gt 0 ]; then
         keep=0
         for o in "${only[@]}"; do [ "$o" = "$id" ] && keep=1; done
@@ -175,6 +181,7 @@ while IFS=$'\037' read -r id split _ kind model cluster set parallel stack op \
         args=(simulate --model "$model" --cluster "$cluster" --parallel "$parallel")
         [ -n "$stack" ] && args+=(--stack "$stack")
         [ -n "$memory_check" ] && args+=(--memory-check "$memory_check")
+        [ -n "$placement" ] && args+=(--placement "$placement")
         ;;
     collective)
         args=(collective --cluster "$cluster" --gpus "$gpus" --bytes "$bytes")
