@@ -10,6 +10,11 @@
  *   ds-2mb   global batch 256: 2 micro-batches per pipeline
  *   ds-4mb   global batch 512: 4 micro-batches (quicker to iterate on)
  *   ds-16mb  global batch 2048: 16 micro-batches
+ *   ds-16mb-deepep  the same with DeepSeek-V3's own dispatch
+ *            (dispatcher=deepep) and rank order (placement tp,dp,pp: an
+ *            EP group is 8 servers): per group 8 all-to-alls of 8 members
+ *            over the network and 8 of 8 over NVLink, 896 flows, not
+ *            4,032 (sim/train/step_group.c)
  *   mixtral  mixtral-8x7b on dgx-h100-ndr, tp 1, dp 256, ep 8, batch 256
  *
  * Why the flows are not aggregated.  Merging flows is exact under max-min
@@ -55,15 +60,18 @@
 
 typedef struct bcase {
     const char *name, *model, *cluster, *spec;
+    const char *placement; /* NULL: the default, tp,pp,dp */
 } bcase;
 
 #define DS "tp=1,pp=16,dp=128,ep=64,first=3,last=2,mbs=1,zero=1,recompute=full"
 static const bcase cases[] = {
-    {"ds-2mb", "deepseek-v3", "dgx-h800-2048", DS ",gbs=256"},
-    {"ds-4mb", "deepseek-v3", "dgx-h800-2048", DS ",gbs=512"},
-    {"ds-16mb", "deepseek-v3", "dgx-h800-2048", DS ",gbs=2048"},
+    {"ds-2mb", "deepseek-v3", "dgx-h800-2048", DS ",gbs=256", NULL},
+    {"ds-4mb", "deepseek-v3", "dgx-h800-2048", DS ",gbs=512", NULL},
+    {"ds-16mb", "deepseek-v3", "dgx-h800-2048", DS ",gbs=2048", NULL},
+    {"ds-16mb-deepep", "deepseek-v3", "dgx-h800-2048",
+     DS ",gbs=2048,dispatcher=deepep", "tdp"},
     {"mixtral", "mixtral-8x7b", "dgx-h100-ndr",
-     "tp=1,dp=256,ep=8,mbs=1,gbs=256,zero=1,recompute=full"},
+     "tp=1,dp=256,ep=8,mbs=1,gbs=256,zero=1,recompute=full", NULL},
 };
 
 static bool exact;
@@ -72,9 +80,8 @@ static bool exact;
 static void print_exact(const char *what, const pp_breakdown *b) {
     printf("        %s: compute %.17g tp %.17g pp %.17g dp %.17g bubble "
            "%.17g other %.17g ep %.17g cp %.17g\n",
-           what, b->compute_s, b->tp_comm_s, b->pp_comm_s,
-           b->dp_comm_exposed_s, b->bubble_s, b->other_s, b->ep_comm_s,
-           b->cp_comm_s);
+           what, b->compute_s, b->tp_comm_s, b->pp_comm_s, b->dp_comm_exposed_s,
+           b->bubble_s, b->other_s, b->ep_comm_s, b->cp_comm_s);
 }
 
 static int run(const bcase *b) {
@@ -84,9 +91,9 @@ static int run(const bcase *b) {
     pp_parallel p;
     pp_step_config cfg;
     double t0 = now();
-    if (load_case("bench_moe", b->cluster, b->model, b->spec, &c, &m, &p,
-                  &cfg))
+    if (load_case("bench_moe", b->cluster, b->model, b->spec, &c, &m, &p, &cfg))
         return 1;
+    if (b->placement) memcpy(cfg.placement, b->placement, 3);
     double t_load = now() - t0;
     pp_step_result r;
     t0 = now();

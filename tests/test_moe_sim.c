@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "cli_run.h"
+#include "podplan/planner.h"
 #include "podplan/sim.h"
 
 static json_t *run_json(const char *fmt, const char *arg) {
@@ -149,6 +150,41 @@ static void test_simulate_deepep(void **state) {
     json_decref(b);
 }
 
+/* The planner's estimate prices DeepEP's bytes too: the same layout with
+ * EP groups over two servers, cheaper all-to-alls (the network part is
+ * the slower one and shrinks to 0.79 of the all-to-all's); inside one
+ * server (the other rank order) the two dispatchers cost the same. */
+static void test_estimate_deepep(void **state) {
+    (void)state;
+    pp_error e = PP_ERROR_INIT;
+    pp_cluster *c = NULL;
+    pp_model m;
+    assert_int_equal(pp_cluster_load("dgx-h100-ndr", NULL, 0, NULL, &c, &e), 0);
+    assert_int_equal(pp_model_load("mixtral-8x7b", &m, &e), 0);
+    pp_plan_estimator *x = NULL;
+    assert_int_equal(pp_plan_estimator_new(&m, c, NULL, &x, &e), 0);
+    pp_parallel p;
+    pp_parallel_init(&p);
+    assert_int_equal(
+        pp_parallel_parse("tp=1,pp=2,dp=32,ep=8,mbs=1,gbs=64,zero=1", &p, &e),
+        0);
+    double t[2][2];
+    pp_breakdown b[2][2];
+    const char *order[2] = {"tpd", "tdp"};
+    for (int o = 0; o < 2; o++) {
+        assert_int_equal(pp_plan_estimator_placement(x, order[o], &e), 0);
+        for (int d = 0; d < 2; d++) {
+            p.deepep = d;
+            assert_int_equal(
+                pp_plan_estimate(x, &p, true, &t[o][d], &b[o][d], &e), 0);
+        }
+    }
+    assert_true(b[0][1].ep_comm_s < 0.9 * b[0][0].ep_comm_s);
+    assert_true(b[1][1].ep_comm_s == b[1][0].ep_comm_s);
+    pp_plan_estimator_free(x);
+    pp_cluster_free(c);
+}
+
 /* CP 2 on the same GPUs: each rank holds half the sequence, so a
  * micro-batch's compute per GPU about halves (the attention's s^2 part
  * exactly), the GPU count doubles, and the K/V ring moves bytes. */
@@ -229,6 +265,7 @@ int main(void) {
         cmocka_unit_test(test_h800_profile),
         cmocka_unit_test(test_simulate_ep),
         cmocka_unit_test(test_simulate_deepep),
+        cmocka_unit_test(test_estimate_deepep),
         cmocka_unit_test(test_moe_fp8),
         cmocka_unit_test(test_simulate_cp),
         cmocka_unit_test(test_launch_flags),
