@@ -11,9 +11,11 @@
  * the median, p99 and coefficient of variation of the per-iteration time
  * (the slowest rank's) and which rank was the slowest.
  */
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include "exec_int.h"
 
 #include <math.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -498,6 +500,15 @@ static int sweep(run *u, pp__boot *b, pp_exec_coll_result *res, pp_error *e) {
     return rc;
 }
 
+/* Busy-polling pays only when each rank of the host has a core of its own
+ * (an unknown count is taken to: one rank per GPU on a server). */
+static bool spin_ok(const pp_exec_world *w) {
+    cpu_set_t cs;
+    if (w->local_size <= 0) return true;
+    if (sched_getaffinity(0, sizeof cs, &cs) != 0) return false;
+    return w->local_size <= CPU_COUNT(&cs);
+}
+
 int pp_exec_coll_run(const pp_exec_world *w, const pp_exec_coll_opts *o,
                      pp_exec_coll_result **out, pp_error *e) {
     const pp_xport_ops *ops = NULL;
@@ -537,7 +548,8 @@ int pp_exec_coll_run(const pp_exec_world *w, const pp_exec_coll_opts *o,
                         .timeout_s = o->timeout_s,
                         .device = strcmp(ops->name, "tcp") == 0 ? ip : NULL,
                         .ib_port = 1,
-                        .gid_index = -1};
+                        .gid_index = -1,
+                        .spin = spin_ok(w)};
     size_t bmax = pp_xport_addr_max(ops, &xo);
     if ((rc = pp__boot_set_blob_max(b, bmax, e))) goto out;
     blob = pp_xcalloc(1, bmax);

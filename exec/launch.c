@@ -44,12 +44,13 @@ int pp_exec_world_from_env(pp_exec_world *w, pp_error *e) {
      * mpirun OMPI_*; a torchrun inside an allocation sets both RANK and
      * SLURM_PROCID, and RANK is the one that describes this process. */
     static const struct {
-        const char *rank, *size, *local, *name;
+        const char *rank, *size, *local, *local_size, *name;
     } kinds[] = {
-        {"RANK", "WORLD_SIZE", "LOCAL_RANK", "torchrun"},
+        {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "torchrun"},
         {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
-         "OMPI_COMM_WORLD_LOCAL_RANK", "mpirun"},
-        {"SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "srun"},
+         "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE", "mpirun"},
+        {"SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID",
+         "SLURM_NTASKS_PER_NODE", "srun"},
     };
     int rc;
     for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
@@ -60,6 +61,11 @@ int pp_exec_world_from_env(pp_exec_world *w, pp_error *e) {
             (rc = env_int(kinds[k].rank, 0, 1 << 20, &x.rank, NULL, e)) ||
             (rc = env_int(kinds[k].local, 0, 1 << 20, &x.local_rank, NULL, e)))
             return rc;
+        /* informative (the transport's spin): a malformed one is unknown */
+        pp_error ignore = PP_ERROR_INIT;
+        if (env_int(kinds[k].local_size, 1, 1 << 20, &x.local_size, NULL,
+                    &ignore))
+            x.local_size = 0;
         if (!seen_size)
             return pp_error_set(e, PP_EUSAGE, "%s is set but %s is not",
                                 kinds[k].rank, kinds[k].size);
@@ -164,6 +170,7 @@ int pp_exec_spawn_local(int np, pp_exec_rank_fn fn, void *ctx, double grace_s,
             w.rank = r;
             w.nranks = np;
             w.local_rank = r;
+            w.local_size = np;
             w.launcher = "np";
             snprintf(w.master_addr, sizeof w.master_addr, "127.0.0.1");
             w.master_port = ntohs(sa.sin_port);

@@ -65,6 +65,8 @@ typedef struct pp_xport_opts {
                             = any */
     int ib_port;        /* verbs: port number (default 1) */
     int gid_index;      /* verbs: -1 = choose (RoCE v2 IPv4 GID if any) */
+    bool spin;          /* tcp: poll without sleeping a while before
+                           sleeping (set when each rank has a core) */
 } pp_xport_opts;
 
 typedef struct pp_xport_ops {

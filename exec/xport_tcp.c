@@ -196,6 +196,7 @@ struct pp_xport {
     qitem *free_items;
     struct pollfd *pfd; /* scratch for wait */
     int *pconn;
+    bool spin;         /* pp_xport_opts.spin */
     double idle_since; /* when progress() last found nothing ready, or 0 */
     int dead_peer;     /* first peer whose connection failed, or -1 */
     pp_error dead;     /* and why: every later wait reports it */
@@ -248,6 +249,7 @@ static int tcp_create(const pp_xport_opts *o, pp_xport **out, char *addr,
     t->nranks = o->nranks;
     t->channels = o->channels;
     t->timeout_s = o->timeout_s > 0 ? o->timeout_s : 30;
+    t->spin = o->spin;
     t->lfd = fd;
     t->dead_peer = -1;
     t->conns =
@@ -457,10 +459,12 @@ static int progress(pp_xport *t, double deadline, pp_error *e) {
      * poll() only after SPIN_S without a ready socket, as MPI and NCCL
      * progress loops do: the ring waits on its peer at every slice, and
      * a wake-up from poll() each time doubled a 2-rank 1-4 MiB allreduce
-     * here (1 MiB: 602 -> 313 us).  sched_yield() lets oversubscribed
-     * ranks (4 on 2 cores) run while one spins. */
-    int rc = poll(t->pfd, np, 0);
-    if (rc == 0) {
+     * here (1 MiB: 602 -> 313 us).  Only when every rank of the host has
+     * a core (o->spin): spinning ranks that share cores, under other
+     * load, took the time a peer needed to send (Open MPI yields when
+     * oversubscribed for the same reason). */
+    int rc = poll(t->pfd, np, t->spin ? 0 : ms_left(deadline));
+    if (rc == 0 && t->spin) {
         double now = pp_exec_now();
         if (t->idle_since == 0) t->idle_since = now;
         if (now - t->idle_since < SPIN_S) {

@@ -321,6 +321,7 @@ static void clear_env(void) {
                        "OMPI_COMM_WORLD_RANK",
                        "OMPI_COMM_WORLD_SIZE",
                        "OMPI_COMM_WORLD_LOCAL_RANK",
+                       "SLURM_NTASKS_PER_NODE",
                        "MASTER_ADDR",
                        "MASTER_PORT",
                        NULL};
@@ -348,6 +349,13 @@ static void test_world_env(void **state) {
     assert_int_equal(w.local_rank, 1);
     assert_string_equal(w.launcher, "srun");
     assert_int_equal(w.master_port, 29500);
+    assert_int_equal(w.local_size, 0); /* not said: unknown */
+    setenv("SLURM_NTASKS_PER_NODE", "4", 1);
+    assert_int_equal(pp_exec_world_from_env(&w, &e), 0);
+    assert_int_equal(w.local_size, 4);
+    setenv("SLURM_NTASKS_PER_NODE", "4(x2)", 1); /* informative: unknown */
+    assert_int_equal(pp_exec_world_from_env(&w, &e), 0);
+    assert_int_equal(w.local_size, 0);
     /* torchrun's variables win inside an allocation */
     setenv("RANK", "9", 1);
     setenv("WORLD_SIZE", "8", 1);

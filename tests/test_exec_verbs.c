@@ -34,7 +34,7 @@ typedef struct world {
 static const pp_xport_ops *V = &pp_xport_verbs;
 
 static pp_xport_opts opts(int rank, int n, int C) {
-    pp_xport_opts o = {rank, n, C, 5.0, NULL, 1, -1};
+    pp_xport_opts o = {rank, n, C, 5.0, NULL, 1, -1, false};
     return o;
 }
 

@@ -37,6 +37,9 @@ double pp_exec_now(void);
 /* Where this process stands, from the launcher's environment (plain data). */
 typedef struct pp_exec_world {
     int rank, nranks, local_rank;
+    int local_size; /* ranks on this host: --np, or the launcher's
+                       LOCAL_WORLD_SIZE / OMPI_COMM_WORLD_LOCAL_SIZE /
+                       SLURM_NTASKS_PER_NODE; 0 unknown */
     const char *launcher; /* "torchrun", "srun", "mpirun", "np", "single" */
     bool use_mpi;         /* bootstrap with MPI_Allgather (mpirun, MPI build) */
     char master_addr[256]; /* TCP rendezvous: rank 0's address */
