@@ -13,7 +13,8 @@
 # and highest ratio of a pair of runs taken back to back.
 #
 #   bench/bench_exec_coll.sh [BUILD] [RANKS...]      (default: build 2 4)
-# Env: MINB MAXB FACTOR ITERS WARMUP CHANNELS SLICE (see the defaults below);
+# Env: MINB MAXB FACTOR ITERS WARMUP CHANNELS SLICE (see the defaults below),
+# PER_SIZE=1 (one size per run, the programs alternating size by size);
 # BENCH_BIN=path/to/bench_exec_coll runs that (exec layer only, same code)
 # instead of the podplan CLI, for machines without the simulator's libraries.
 set -eu
@@ -22,6 +23,7 @@ shift 2>/dev/null || true
 RANKS=${*:-2 4}
 MINB=${MINB:-1024}
 MAXB=${MAXB:-268435456}
+MINB0=$MINB MAXB0=$MAXB
 FACTOR=${FACTOR:-4}
 ITERS=${ITERS:-10}
 WARMUP=${WARMUP:-3}
@@ -50,17 +52,28 @@ mpi() {
 }
 for n in $RANKS; do
   : > "$tmp/all"
-  rep=1
-  while [ "$rep" -le "$REPS" ]; do
-    if [ $((rep % 2)) -eq 1 ]; then
-      ours "$n" > "$tmp/o"; mpi "$n" > "$tmp/m"
-    else
-      mpi "$n" > "$tmp/m"; ours "$n" > "$tmp/o"
-    fi
-    # one line per size and run: size podplan_us mpi_us
-    awk -v r="$rep" 'NR == FNR { us[$1] = $2; next }
-         ($1 in us) { print r, $1, $2, us[$1] }' "$tmp/m" "$tmp/o" >> "$tmp/all"
-    rep=$((rep + 1))
+  # PER_SIZE=1: each run covers one size, and the two programs alternate
+  # size by size, so that a pair compared ran seconds apart, not a sweep
+  # apart (this machine's speed drifts over tens of seconds).
+  if [ "${PER_SIZE:-0}" = 1 ]; then
+    sizes=$(awk -v b="$MINB0" -v e="$MAXB0" -v f="$FACTOR" 'BEGIN { for (s = b; s <= e; s *= f) print s }')
+  else
+    sizes=all
+  fi
+  for sz in $sizes; do
+    if [ "$sz" = all ]; then MINB=$MINB0 MAXB=$MAXB0; else MINB=$sz MAXB=$sz; fi
+    rep=1
+    while [ "$rep" -le "$REPS" ]; do
+      if [ $((rep % 2)) -eq 1 ]; then
+        ours "$n" > "$tmp/o"; mpi "$n" > "$tmp/m"
+      else
+        mpi "$n" > "$tmp/m"; ours "$n" > "$tmp/o"
+      fi
+      # one line per size and run: size podplan_us mpi_us
+      awk -v r="$rep" 'NR == FNR { us[$1] = $2; next }
+           ($1 in us) { print r, $1, $2, us[$1] }' "$tmp/m" "$tmp/o" >> "$tmp/all"
+      rep=$((rep + 1))
+    done
   done
   echo
   echo "# $n ranks, allreduce float sum (out of place), loopback TCP; median of $REPS runs"

@@ -21,6 +21,9 @@
 #include <string.h>
 #include <unistd.h>
 
+/* Between the buffers of the arena: 68 KiB, 17 pages (see its use). */
+#define STRIDE_PAD (17 * 4096)
+
 _Static_assert((int)PP_EXEC_DT_BF16 == (int)PP_XDT_BF16 &&
                    (int)PP_EXEC_DT_FP16 == (int)PP_XDT_FP16 &&
                    (int)PP_EXEC_RED_MIN == (int)PP_XOP_MIN,
@@ -577,7 +580,13 @@ int pp_exec_coll_run(const pp_exec_world *w, const pp_exec_coll_opts *o,
      * verbs transport pins it). */
     int nbuf = o->op == PP_COLL_ALLREDUCE ? 4 : 3;
     if (u.cap > SIZE_MAX / 8) u.cap = SIZE_MAX / 8;
-    u.arena = malloc((size_t)nbuf * u.cap);
+    /* The buffers sit a stride apart that is not a multiple of a large
+     * power of two: at cap-multiples (256 MiB apart on huge pages) the
+     * same offsets of send, receive and scratch land in the same cache
+     * sets, and a 1 MiB allreduce in a sweep up to 256 MiB took 1.4x
+     * the time it takes alone. */
+    size_t stride = u.cap + STRIDE_PAD;
+    u.arena = malloc((size_t)nbuf * stride);
     c->tmp = malloc(c->tmp_bytes);
     if (!u.arena || !c->tmp) {
         rc = pp_error_set(e, PP_ENOMEM,
@@ -587,9 +596,9 @@ int pp_exec_coll_run(const pp_exec_world *w, const pp_exec_coll_opts *o,
         goto out;
     }
     u.send = u.arena;
-    u.recv = u.arena + u.cap;
-    u.scratch = u.arena + 2 * u.cap;
-    c->rd_tmp = nbuf == 4 ? u.arena + 3 * u.cap : NULL;
+    u.recv = u.arena + stride;
+    u.scratch = u.arena + 2 * stride;
+    c->rd_tmp = nbuf == 4 ? u.arena + 3 * stride : NULL;
     if (o->on_device) {
         size_t dcap = u.cap > c->slice_bytes ? u.cap : c->slice_bytes;
         if ((rc = pp_cuda_set_device(w->local_rank, e)) ||
@@ -598,7 +607,7 @@ int pp_exec_coll_run(const pp_exec_world *w, const pp_exec_coll_opts *o,
             (rc = pp_cuda_malloc(&u.d_b, dcap, e)))
             goto out;
     }
-    if ((rc = ops->reg(x, u.arena, (size_t)nbuf * u.cap, false, &c->mr_buf,
+    if ((rc = ops->reg(x, u.arena, (size_t)nbuf * stride, false, &c->mr_buf,
                        e)) ||
         (rc = ops->reg(x, c->tmp, c->tmp_bytes, false, &c->mr_tmp, e)))
         goto out;
