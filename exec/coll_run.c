@@ -11,11 +11,9 @@
  * the median, p99 and coefficient of variation of the per-iteration time
  * (the slowest rank's) and which rank was the slowest.
  */
-#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include "exec_int.h"
 
 #include <math.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -506,10 +504,7 @@ static int sweep(run *u, pp__boot *b, pp_exec_coll_result *res, pp_error *e) {
 /* Busy-polling pays only when each rank of the host has a core of its own
  * (an unknown count is taken to: one rank per GPU on a server). */
 static bool spin_ok(const pp_exec_world *w) {
-    cpu_set_t cs;
-    if (w->local_size <= 0) return true;
-    if (sched_getaffinity(0, sizeof cs, &cs) != 0) return false;
-    return w->local_size <= CPU_COUNT(&cs);
+    return w->local_size <= 0 || w->local_size <= pp__cpus_allowed(NULL);
 }
 
 int pp_exec_coll_run(const pp_exec_world *w, const pp_exec_coll_opts *o,

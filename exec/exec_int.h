@@ -214,6 +214,10 @@ int pp__step_error(const pp__comm *c, int step, int n_steps, int rc,
 void pp__coll_stats(pp_exec_coll_side *sd, const double *all, int n, int iters,
                     double bytes, double factor, int average);
 
+/* The CPUs this process may run on (launch.c); set, when not NULL, gets
+ * them as a cpu_set_t.  0 when they cannot be read. */
+int pp__cpus_allowed(void *set);
+
 /* ---- reductions (coll_reduce.c) ----------------------------------------- */
 /* dst[i] = op(dst[i], src[i]) on the CPU; bf16/fp16 through float, rounded
  * to nearest even. */

@@ -112,6 +112,13 @@ static int exit_of(int status) {
     return 1; /* killed or stopped for good: the work failed */
 }
 
+int pp__cpus_allowed(void *set) {
+    cpu_set_t cs;
+    if (sched_getaffinity(0, sizeof cs, &cs) != 0) return 0;
+    if (set) memcpy(set, &cs, sizeof cs);
+    return CPU_COUNT(&cs);
+}
+
 int pp_exec_spawn_local(int np, pp_exec_rank_fn fn, void *ctx, double grace_s,
                         pp_error *e) {
     if (np < 1 || np > 1024)
@@ -138,10 +145,8 @@ int pp_exec_spawn_local(int np, pp_exec_rank_fn fn, void *ctx, double grace_s,
      * default: a rank that migrates between cores mid-collective loses
      * its caches and stalls its peer. */
     cpu_set_t allowed;
-    int ncpu = sched_getaffinity(0, sizeof allowed, &allowed) == 0
-                   ? CPU_COUNT(&allowed)
-                   : 0;
-    bool bind = np <= ncpu && !getenv("PODPLAN_EXEC_NOBIND");
+    bool bind =
+        np <= pp__cpus_allowed(&allowed) && !getenv("PODPLAN_EXEC_NOBIND");
     pid_t *pids = pp_xcalloc((size_t)np, sizeof *pids);
     pid_t parent = getpid();
     pid_t pgid = 0;
