@@ -96,7 +96,7 @@ int main(int argc, char **argv) {
     printf("  one estimate         %.2f us cold (layer costs computed), "
            "%.3f us warm (target < 10 us)\n",
            cold * 1e6, warm * 1e6);
-    char spec[256];
+    char spec[PP_SPEC_MAX];
     printf("  best by the estimate %s%s: %.2f s\n",
            pp_parallel_format(&pp_plan_get(plan, 0)->par, spec, sizeof spec),
            pp_plan_get(plan, 0)->dp_overlap ? " overlap" : "",

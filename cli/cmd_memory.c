@@ -12,7 +12,7 @@ static const pp_cli_opt opts[] = {
     {"parallel", 'p', "SPEC",
      "tp=8,pp=8,dp=16,mbs=1,gbs=1536[,vp=,sp=,recompute=,zero=,first=,last=,"
      "dtype=bf16|fp16|fp8,attn=flash|standard,cp=,ep=,etp=,"
-     "dispatcher=alltoall|deepep] "
+     "dispatcher=alltoall|deepep,layout=Et|(tt|)*30L] "
      "(required)",
      false, NULL, 0, NULL},
     {"optimizer", 0, "OPT", "optimizer (default: adam-mixed):", false,
@@ -42,7 +42,7 @@ typedef struct result {
 static void print_table(FILE *fp, const void *ctx) {
     const result *r = ctx;
     const pp_memory *x = &r->mem;
-    char spec[256];
+    char spec[PP_SPEC_MAX];
     fprintf(fp, "model        %s (%s parameters)\n", r->m.name,
             pp_fmtq(pp_model_params(&r->m), PP_Q_COUNT));
     fprintf(fp, "parallel     %s\n",
@@ -89,7 +89,7 @@ static void print_table(FILE *fp, const void *ctx) {
 
 static json_t *to_json(const result *r) {
     const pp_memory *x = &r->mem;
-    char spec[256];
+    char spec[PP_SPEC_MAX];
     json_t *o = json_object(), *b = json_object();
     json_object_set_new(o, "model", json_string(r->m.name));
     json_object_set_new(

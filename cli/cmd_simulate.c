@@ -17,7 +17,7 @@ static const pp_cli_opt opts[] = {
     {"parallel", 'p', "SPEC",
      "tp=8,pp=8,dp=16,mbs=1,gbs=1536[,vp=,sp=,recompute=,zero=,first=,last=,"
      "dtype=bf16|fp16|fp8,attn=flash|standard,cp=,ep=,etp=,"
-     "dispatcher=alltoall|deepep] "
+     "dispatcher=alltoall|deepep,layout=Et|(tt|)*30L] "
      "(required)",
      false, NULL, 0, NULL},
     {"fidelity", 0, "F", "network model (default: flow):", false,
@@ -115,7 +115,7 @@ static bool extra_cols(const pp_parallel *p) {
 static void print_table(FILE *fp, const void *ctx) {
     const result *x = ctx;
     const pp_step_result *r = &x->r;
-    char spec[256];
+    char spec[PP_SPEC_MAX];
     fprintf(fp, "model        %s (%s parameters)\n", x->m.name,
             pp_fmtq(pp_model_params(&x->m), PP_Q_COUNT));
     fprintf(fp, "cluster      %s: %lld of %d x %s\n", x->info->name,
@@ -186,7 +186,7 @@ static json_t *bd_json(const pp_breakdown *b, bool xc) {
 
 static json_t *to_json(const result *x) {
     const pp_step_result *r = &x->r;
-    char spec[256];
+    char spec[PP_SPEC_MAX];
     json_t *o = json_object();
     json_object_set_new(o, "model", json_string(x->m.name));
     json_object_set_new(o, "cluster", json_string(x->info->name));

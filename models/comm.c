@@ -46,7 +46,7 @@ int pp_comm_per_iter(const pp_model *m, const pp_parallel *p,
     double t = (double)p->tp;
     double act = pp_activation_bytes(m, p->mbs); /* one activation tensor */
     /* The first stage's layers. */
-    double layers = p->first || p->last
+    double layers = pp_parallel_uneven(p)
                         ? (double)pp_parallel_stage_layers(p, m, 0)
                         : ceil((double)m->layers / (double)p->pp);
 

@@ -57,21 +57,23 @@ double pp_parallel_microbatches(const pp_parallel *p) {
     return n < 1.0 ? 1.0 : n;
 }
 
-/* The stages that can differ: the first, one between the ends (stage 1:
- * the one with the most in flight) and the last.  Returns how many. */
-static int stage_kinds(const pp_parallel *p, int64_t kinds[3]) {
-    kinds[0] = 0;
-    kinds[1] = 1;
-    kinds[2] = p->pp - 1;
+/* The stages whose memory can differ: the first (embedding), stage 1 (the
+ * middle one with the most micro-batches in flight) and the last (output
+ * layer); every stage under layout=, whose stages may each hold a
+ * different number of layers. */
+static int64_t stage_count(const pp_parallel *p) {
+    if (p->layout.stages > 0) return p->pp;
     return p->pp <= 1 ? 1 : p->pp == 2 ? 2 : 3;
 }
 
+static int64_t stage_at(const pp_parallel *p, int64_t i) {
+    return p->layout.stages > 0 || i < 2 ? i : p->pp - 1;
+}
+
 double pp__stage_params(const pp_model *m, const pp_parallel *p) {
-    int64_t kinds[3];
-    int n = stage_kinds(p, kinds);
     double best = 0;
-    for (int i = 0; i < n; i++) {
-        double x = pp__stage_params_of(m, p, kinds[i]);
+    for (int64_t i = 0; i < stage_count(p); i++) {
+        double x = pp__stage_params_of(m, p, stage_at(p, i));
         if (x > best) best = x;
     }
     return best;
@@ -85,7 +87,7 @@ double pp__stage_params_of(const pp_model *m, const pp_parallel *p,
     if (p->pp <= 1) return pp_model_params(m) / tp;
     /* ceil: with layers not divisible by pp (only when the caller skipped
      * pp_parallel_validate) the first stage takes the extra layer. */
-    double layers = p->first || p->last
+    double layers = pp_parallel_uneven(p)
                         ? (double)pp_parallel_stage_layers(p, m, stage)
                         : ceil((double)m->layers / (double)p->pp);
     /* Megatron splits the word embedding over tp (vocab-parallel) and the
@@ -198,7 +200,7 @@ static void stage_memory(const pp_model *m, const pp_parallel *p,
 
     double s = (double)m->seq, b = (double)p->mbs, h = (double)m->hidden;
     double t = (double)p->tp, ppd = (double)p->pp, vp = (double)p->vp;
-    double layers = p->first || p->last
+    double layers = pp_parallel_uneven(p)
                         ? (double)pp_parallel_stage_layers(p, m, st)
                         : ceil((double)m->layers / ppd);
     bool sp = p->sp && p->tp > 1;
@@ -259,12 +261,10 @@ int pp_memory_per_gpu(const pp_model *m, const pp_parallel *p, pp_optimizer opt,
     int rc;
     if ((rc = pp_parallel_validate(p, m, e)) < 0) return rc;
     /* The most loaded kind of stage; on a tie the earlier is reported. */
-    int64_t kinds[3];
-    int n = stage_kinds(p, kinds);
     stage_memory(m, p, opt, 0, out);
-    for (int i = 1; i < n; i++) {
+    for (int64_t i = 1; i < stage_count(p); i++) {
         pp_memory r;
-        stage_memory(m, p, opt, kinds[i], &r);
+        stage_memory(m, p, opt, stage_at(p, i), &r);
         if (r.total > out->total) *out = r;
     }
     return 0;

@@ -34,9 +34,6 @@ double pp__mlp_params(const pp_model *m, double f);
 double pp__layer_params_at(const pp_model *m, int64_t layer);
 double pp__expert_params_at(const pp_model *m, int64_t layer);
 double pp__layers_params(const pp_model *m, int64_t from, int64_t n);
-/* The first layer (0-based, model order) of pipeline stage `stage`. */
-int64_t pp__stage_first_layer(const pp_parallel *p, const pp_model *m,
-                              int64_t stage);
 /* models/moe.c: pp_parallel_validate's rules for cp, ep and etp. */
 int pp__parallel_validate_cp_ep(const pp_parallel *p, const pp_model *m,
                                 const char *pre, pp_error *e);

@@ -169,23 +169,24 @@ int pp__parallel_validate_cp_ep(const pp_parallel *p, const pp_model *m,
     return 0;
 }
 
-int64_t pp__stage_first_layer(const pp_parallel *p, const pp_model *m,
-                              int64_t stage) {
-    int64_t n = 0;
-    for (int64_t q = 0; q < stage; q++) n += pp_parallel_stage_layers(p, m, q);
-    return n;
-}
-
 /* ------------------------------------------------------------------------
  * Memory (models/memory.c calls these).
  * ---------------------------------------------------------------------- */
 double pp__stage_params_moe(const pp_model *m, const pp_parallel *p,
                             int64_t stage, double *experts) {
-    int64_t first = p->pp > 1 ? pp__stage_first_layer(p, m, stage) : 0;
-    int64_t n = p->pp > 1 ? pp_parallel_stage_layers(p, m, stage) : m->layers;
-    double all = pp__layers_params(m, first, n), routed = 0;
-    for (int64_t i = first; i < first + n; i++)
-        routed += pp__expert_params_at(m, i);
+    /* The stage's layers chunk by chunk: with vp > 1 they are not one
+     * run of the model (chunk c holds virtual stage c pp + stage), and
+     * which of them are dense (DeepSeek-V3's first three) depends on it. */
+    double all = 0, routed = 0;
+    int64_t chunks = p->pp > 1 ? p->vp : 1;
+    for (int64_t c = 0; c < chunks; c++) {
+        int64_t v = c * p->pp + stage;
+        int64_t first = p->pp > 1 ? pp_parallel_chunk_first(p, m, v) : 0;
+        int64_t n = p->pp > 1 ? pp_parallel_chunk_layers(p, m, v) : m->layers;
+        all += pp__layers_params(m, first, n);
+        for (int64_t i = first; i < first + n; i++)
+            routed += pp__expert_params_at(m, i);
+    }
     double ends = 0;
     if (p->pp <= 1)
         ends = pp_model_params(m) - pp__layers_params(m, 0, m->layers);

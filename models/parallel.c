@@ -16,7 +16,7 @@
 static const char *const spec_keys[] = {
     "tp",   "pp",    "dp",    "mbs",   "gbs",  "vp",  "sp",  "recompute",
     "zero", "first", "last",  "dtype", "attn", "cp",  "ep",  "etp",
-    "dispatcher", NULL};
+    "dispatcher", "layout", NULL};
 enum {
     K_TP,
     K_PP,
@@ -34,7 +34,8 @@ enum {
     K_CP,
     K_EP,
     K_ETP,
-    K_DISPATCH
+    K_DISPATCH,
+    K_LAYOUT
 };
 
 void pp_parallel_init(pp_parallel *p) {
@@ -129,6 +130,7 @@ static int spec_value(void *ctx, int k, const char *val, pp_error *e) {
         }
         return 0;
     }
+    if (k == K_LAYOUT) return pp_layout_parse(val, &p->layout, e);
     if (k == K_RECOMPUTE) {
         for (int r = PP_RECOMPUTE_NONE; r <= PP_RECOMPUTE_FULL; r++)
             if (strcmp(val, pp_recompute_name((pp_recompute)r)) == 0) {
@@ -165,6 +167,23 @@ int pp_parallel_parse(const char *spec, pp_parallel *p, pp_error *e) {
      * does not set it ("tp=8,dp=4" means one micro-batch per replica). */
     if (!(seen & (UINT64_C(1) << K_GBS)) && p->gbs == p->mbs * p->dp)
         q.gbs = q.mbs * q.dp;
+    /* A layout names its virtual stages, so it sets vp (as in Megatron-
+     * core); a vp given beside it must agree. */
+    if (q.layout.stages > 0) {
+        if (q.layout.stages % q.pp != 0)
+            return pp_error_set(e, PP_EINPUT,
+                                "--parallel: layout: %d virtual stages are "
+                                "not a multiple of pp (%lld)",
+                                (int)q.layout.stages, (long long)q.pp);
+        int64_t vp = q.layout.stages / q.pp;
+        if ((seen & (UINT64_C(1) << K_VP)) && q.vp != vp)
+            return pp_error_set(e, PP_EINPUT,
+                                "--parallel: vp: %lld, but the layout's %d "
+                                "virtual stages over pp %lld make vp %lld",
+                                (long long)q.vp, (int)q.layout.stages,
+                                (long long)q.pp, (long long)vp);
+        q.vp = vp;
+    }
     *p = q;
     return 0;
 }
@@ -199,8 +218,13 @@ char *pp_parallel_format(const pp_parallel *p, char *buf, size_t len) {
         n += snprintf(buf + n, len - (size_t)n, ",attn=%s",
                       pp_registry_name(&pp_reg_attn, (int)p->attn));
     if (n >= 0 && (size_t)n < len && p->dispatch != PP_DISPATCH_AUTO)
-        snprintf(buf + n, len - (size_t)n, ",dispatcher=%s",
-                 pp_registry_name(&pp_reg_dispatch, (int)p->dispatch));
+        n += snprintf(buf + n, len - (size_t)n, ",dispatcher=%s",
+                      pp_registry_name(&pp_reg_dispatch, (int)p->dispatch));
+    if (n >= 0 && (size_t)n < len && p->layout.stages > 0) {
+        char l[512];
+        snprintf(buf + n, len - (size_t)n, ",layout=%s",
+                 pp_layout_format(&p->layout, l, sizeof l));
+    }
     return buf;
 }
 
@@ -209,13 +233,37 @@ static int64_t middle_stages(const pp_parallel *p) {
     return p->pp - (p->first > 0) - (p->last > 0);
 }
 
+bool pp_parallel_uneven(const pp_parallel *p) {
+    return p->first > 0 || p->last > 0 || p->layout.stages > 0;
+}
+
 int64_t pp_parallel_stage_layers(const pp_parallel *p, const pp_model *m,
                                  int64_t stage) {
+    if (p->layout.stages > 0) {
+        int64_t n = 0;
+        for (int64_t c = 0; c < p->vp; c++)
+            n += pp_layout_stage(&p->layout, c * p->pp + stage);
+        return n;
+    }
     if (p->pp <= 1) return m->layers;
     if (stage == 0 && p->first > 0) return p->first;
     if (stage == p->pp - 1 && p->last > 0) return p->last;
     int64_t mid = middle_stages(p);
     return mid > 0 ? (m->layers - p->first - p->last) / mid : 0;
+}
+
+int64_t pp_parallel_chunk_layers(const pp_parallel *p, const pp_model *m,
+                                 int64_t v) {
+    if (p->layout.stages > 0) return pp_layout_stage(&p->layout, v);
+    int64_t vp = p->vp > 0 ? p->vp : 1;
+    return pp_parallel_stage_layers(p, m, p->pp > 0 ? v % p->pp : 0) / vp;
+}
+
+int64_t pp_parallel_chunk_first(const pp_parallel *p, const pp_model *m,
+                                int64_t v) {
+    int64_t n = 0;
+    for (int64_t u = 0; u < v; u++) n += pp_parallel_chunk_layers(p, m, u);
+    return n;
 }
 
 /* Megatron-core's rules for --decoder-first/last-pipeline-num-layers
@@ -260,6 +308,38 @@ static int validate_split(const pp_parallel *p, const pp_model *m,
                                 : i == 1 ? "the last"
                                          : "each middle",
                                 (long long)p->vp);
+    return 0;
+}
+
+/* A layout (models/layout.c has checked its grammar) against the degrees
+ * and the model: Megatron-core's PipelineParallelLayerLayout asserts. */
+static int validate_layout(const pp_parallel *p, const pp_model *m,
+                           const char *pre, pp_error *e) {
+    char l[160];
+    pp_layout_format(&p->layout, l, sizeof l);
+    if (p->first || p->last)
+        return pp_error_set(e, PP_EINPUT,
+                            "%s%s: not with layout= (the layout places "
+                            "every layer)",
+                            pre, p->first ? "first" : "last");
+    if (p->layout.stages != p->pp * p->vp)
+        return pp_error_set(e, PP_EINPUT,
+                            "%slayout: %d virtual stages, but pp x vp = "
+                            "%lld x %lld",
+                            pre, (int)p->layout.stages, (long long)p->pp,
+                            (long long)p->vp);
+    if (p->pp < 2)
+        return pp_error_set(e, PP_EINPUT,
+                            "%slayout: needs pipeline parallelism (pp > 1), "
+                            "got pp=%lld",
+                            pre, (long long)p->pp);
+    int64_t n = pp_layout_layers(&p->layout);
+    if (n != m->layers)
+        return pp_error_set(e, PP_EINPUT,
+                            "%slayout: \"%s\" places %lld layers, model %s "
+                            "has %lld",
+                            pre, l, (long long)n, m->name,
+                            (long long)m->layers);
     return 0;
 }
 
@@ -319,7 +399,7 @@ int pp_parallel_validate(const pp_parallel *p, const pp_model *m, pp_error *e) {
                                 : p->ep > 1 ? "ep"
                                             : "etp",
                                 m->name);
-        if (p->tp > 1 || p->pp > 1 || p->vp > 1 || p->first || p->last)
+        if (p->tp > 1 || p->pp > 1 || p->vp > 1 || pp_parallel_uneven(p))
             return pp_error_set(e, PP_EINPUT,
                                 "%s%s: model %s is generic (no layer shape): "
                                 "only data parallelism applies, tp, pp and "
@@ -329,7 +409,8 @@ int pp_parallel_validate(const pp_parallel *p, const pp_model *m, pp_error *e) {
                                 : p->pp > 1 ? "pp"
                                 : p->vp > 1 ? "vp"
                                 : p->first  ? "first"
-                                            : "last",
+                                : p->last   ? "last"
+                                            : "layout",
                                 m->name);
         return 0;
     }
@@ -349,8 +430,11 @@ int pp_parallel_validate(const pp_parallel *p, const pp_model *m, pp_error *e) {
                             "model %s",
                             pre, (long long)p->tp, (long long)m->kv_heads,
                             m->name);
-    bool uneven = p->first > 0 || p->last > 0;
-    if (uneven) {
+    bool uneven = pp_parallel_uneven(p);
+    if (p->layout.stages > 0) {
+        int rc = validate_layout(p, m, pre, e);
+        if (rc < 0) return rc;
+    } else if (uneven) {
         int rc = validate_split(p, m, pre, e);
         if (rc < 0) return rc;
     }

@@ -125,7 +125,7 @@ const char *pp__plan_why(const pp_plan *p, size_t i, char *buf, size_t len) {
  * ---------------------------------------------------------------------- */
 static json_t *candidate_json(const pp_plan *p, size_t i) {
     const pp_plan_candidate *c = &p->cand[i];
-    char spec[256], why[256];
+    char spec[PP_SPEC_MAX], why[256];
     json_t *o = json_object();
     json_object_set_new(o, "rank", json_integer((json_int_t)i + 1));
     json_object_set_new(
@@ -228,7 +228,7 @@ json_t *pp__plan_json(const pp_plan *p, bool timing) {
 
     /* Every layout the estimator scored, in rank order, compactly. */
     json_t *ev = json_array();
-    char spec[256];
+    char spec[PP_SPEC_MAX];
     for (size_t i = 0; i < p->n; i++) {
         const pp_plan_candidate *c = &p->cand[i];
         json_t *e = json_object();
@@ -353,7 +353,7 @@ static void short_layout(const pp_plan *p, const pp_plan_candidate *c, char *b,
     if (c->par.dtype == PP_PREC_FP8 && n >= 0 && (size_t)n < len)
         n += snprintf(b + n, len - (size_t)n, " fp8");
     /* An uneven split as layers on the first/a middle/the last stage. */
-    if ((c->par.first || c->par.last) && n >= 0 && (size_t)n < len) {
+    if (pp_parallel_uneven(&c->par) && n >= 0 && (size_t)n < len) {
         const pp_parallel *q = &c->par;
         int64_t mid =
             q->pp > 2 ? pp_parallel_stage_layers(q, &p->model, 1) : -1;
@@ -495,7 +495,7 @@ static void write_table(const pp_plan *p, bool timing, FILE *fp) {
                     pp__plan_why(p, i, why, sizeof why));
         }
     }
-    char spec[256];
+    char spec[PP_SPEC_MAX];
     const pp_plan_candidate *best = &p->cand[0];
     fprintf(fp, "\nbest: %s%s, ranks %s\n",
             pp_parallel_format(&best->par, spec, sizeof spec),

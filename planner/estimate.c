@@ -447,6 +447,10 @@ int pp_plan_estimate(pp_plan_estimator *x, const pp_parallel *p, bool overlap,
     double Lf = (double)pp_parallel_stage_layers(p, m, 0);
     double Ll = (double)pp_parallel_stage_layers(p, m, p->pp - 1);
     double Lm = p->pp > 2 ? (double)pp_parallel_stage_layers(p, m, 1) : Lf;
+    /* Under layout= the middle stages may differ: the slowest sets the
+     * pace. */
+    for (int64_t q = 2; p->layout.stages > 0 && q < p->pp - 1; q++)
+        Lm = fmax(Lm, (double)pp_parallel_stage_layers(p, m, q));
 
     /* Pipeline transfers: each of the tp GPUs of a stage sends 1/tp of
      * the activation and waits for it to arrive (Megatron-LM 2021

@@ -25,7 +25,7 @@
 
 static void header(const pp_plan *p, FILE *fp, const char *cmt) {
     const pp_plan_candidate *c = &p->cand[0];
-    char spec[256], b1[48], b2[48];
+    char spec[PP_SPEC_MAX], b1[48], b2[48];
     fprintf(fp, "%s podplan plan: %s on %s, %lld GPUs, global batch %lld\n",
             cmt, p->model.name, p->cluster_name, (long long)c->gpus,
             (long long)c->par.gbs);
@@ -573,7 +573,7 @@ int pp_plan_write_assumptions(const pp_plan *p, pp_plan_format f,
     const pp_plan_candidate *c = &p->cand[0];
     const pp_parallel *q = &c->par;
     const pp_model *m = &p->model;
-    char spec[256];
+    char spec[PP_SPEC_MAX];
     int n = 0;
 #define LINE(...)                                                              \
     do {                                                                       \

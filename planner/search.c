@@ -279,7 +279,7 @@ static int infeasible(pp_plan *plan, visit *v, const pp__space *sp,
                             plan->model.name, sp->gpus ? "" : "up to ",
                             (long long)(sp->gpus ? sp->gpus : sp->cluster_gpus),
                             (long long)sp->gbs, counts[0] ? counts : "none");
-    char spec[256], need[48], have[48], short_[48], hbm[48], fix[256];
+    char spec[PP_SPEC_MAX], need[48], have[48], short_[48], hbm[48], fix[256];
     pp_parallel_format(&v->closest, spec, sizeof spec);
     pp_unit_format(v->closest_total, PP_Q_BYTES, 4, need, sizeof need);
     pp_unit_format(v->limit, PP_Q_BYTES, 4, have, sizeof have);
@@ -329,7 +329,7 @@ static int infeasible(pp_plan *plan, visit *v, const pp__space *sp,
             lo = mid;
     }
     if (hi > 0) {
-        char fspec[256];
+        char fspec[256]; /* a searched layout: no layout= */
         pp_parallel_format(&fit, fspec, sizeof fspec);
         snprintf(more, sizeof more,
                  "; it fits on %lld GPUs of this cluster (e.g. %s)",

@@ -1,6 +1,7 @@
 /*
- * tests/models_util.h: what test_models.c and test_models_cost.c share:
- * tolerant comparisons, loading a model or a layout or failing the test.
+ * tests/models_util.h: what test_models.c, test_models_cost.c and
+ * test_layout.c share: tolerant comparisons, loading a model or a layout
+ * or failing the test, SPECs that must be refused.
  */
 #ifndef PODPLAN_TESTS_MODELS_UTIL_H
 #define PODPLAN_TESTS_MODELS_UTIL_H
@@ -57,6 +58,28 @@ static inline pp_parallel layout(const char *spec) {
     if (rc != 0) print_error("pp_parallel_parse(%s): %s\n", spec, e.msg);
     assert_int_equal(rc, 0);
     return p;
+}
+
+/* A SPEC the parser refuses: exit code 2, the message, *p untouched. */
+static inline void expect_parallel_error(const char *spec, const char *msg) {
+    pp_parallel p, before;
+    pp_error e = PP_ERROR_INIT;
+    pp_parallel_init(&p);
+    before = p;
+    int rc = pp_parallel_parse(spec, &p, &e);
+    assert_int_equal(rc, PP_EINPUT);
+    assert_int_equal(pp_exit_code(rc), 2);
+    assert_contains(e.msg, msg);
+    assert_memory_equal(&p, &before, sizeof p);
+}
+
+/* A SPEC that parses but that pp_parallel_validate refuses for model m. */
+static inline void expect_invalid(const pp_model *m, const char *spec,
+                                  const char *msg) {
+    pp_parallel p = layout(spec);
+    pp_error e = PP_ERROR_INIT;
+    assert_int_equal(pp_parallel_validate(&p, m, &e), PP_EINPUT);
+    assert_contains(e.msg, msg);
 }
 
 /* Loads a model from YAML text; returns the status, message in e. */

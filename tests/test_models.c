@@ -280,18 +280,6 @@ static void test_parallel_parse_format(void **state) {
     assert_string_equal(pp_recompute_name(PP_RECOMPUTE_FULL), "full");
 }
 
-static void expect_parallel_error(const char *spec, const char *msg) {
-    pp_parallel p, before;
-    pp_error e = PP_ERROR_INIT;
-    pp_parallel_init(&p);
-    before = p;
-    int rc = pp_parallel_parse(spec, &p, &e);
-    assert_int_equal(rc, PP_EINPUT);
-    assert_int_equal(pp_exit_code(rc), 2);
-    assert_contains(e.msg, msg);
-    assert_memory_equal(&p, &before, sizeof p);
-}
-
 static void test_parallel_parse_errors(void **state) {
     (void)state;
     expect_parallel_error("tp=8,zero=5", "--parallel: zero: expected 0..3, "
@@ -311,14 +299,6 @@ static void test_parallel_parse_errors(void **state) {
     expect_parallel_error("tp=8,,pp=2", "expected key=value");
     expect_parallel_error("tp=2,tp=4", "tp: given twice");
     expect_parallel_error("", "empty");
-}
-
-static void expect_invalid(const pp_model *m, const char *spec,
-                           const char *msg) {
-    pp_parallel p = layout(spec);
-    pp_error e = PP_ERROR_INIT;
-    assert_int_equal(pp_parallel_validate(&p, m, &e), PP_EINPUT);
-    assert_contains(e.msg, msg);
 }
 
 static void test_parallel_validate(void **state) {

@@ -173,7 +173,7 @@ static void unit_prices(const pp_whatif_study *s, const variant *v,
 /* The SPEC without the keys at their defaults (pp_parallel_init): it
  * still pastes into --parallel unchanged, and fits a table column. */
 static void format_spec(const pp_parallel *par, char *buf, size_t len) {
-    char full[256];
+    char full[PP_SPEC_MAX];
     pp_parallel_format(par, full, sizeof full);
     static const char *const defaults[] = {",vp=1", ",sp=off",
                                            ",recompute=full", ",zero=0"};
@@ -190,7 +190,7 @@ static void format_spec(const pp_parallel *par, char *buf, size_t len) {
 static int run_fixed(const pp_whatif_study *s, variant *v,
                      const pp_model *m, const pp_cluster *c,
                      pp_whatif_result *r, pp_error *e) {
-    char spec[256];
+    char spec[PP_SPEC_MAX];
     bool has_gbs = strstr(v->parallel, "gbs") != NULL;
     snprintf(spec, sizeof spec, "%s", v->parallel);
     if (!has_gbs)

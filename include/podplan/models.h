@@ -102,6 +102,36 @@ double pp_model_active_params(const pp_model *m);
 double pp_model_moe_spread(const pp_model *m, int64_t bins);
 
 /* ------------------------------------------------------------------------
+ * Pipeline layout (Megatron-core's --pipeline-model-parallel-layout): the
+ * transformer layers of every virtual pipeline stage, in Megatron's
+ * grammar, e.g. "Et|(tt|)*30L": E the embedding, t a layer, L the loss,
+ * "|" between virtual stages, "(X)*n" and "c*n" repeat.  Virtual stage k
+ * is chunk k / pp of pipeline rank k % pp.  Kept run-length: `run[i]` is
+ * `stages` virtual stages in a row with `layers` layers each; stage 0 (E)
+ * and the last (L) are runs of their own.  models/layout.c says where each
+ * rule comes from.
+ * ---------------------------------------------------------------------- */
+#define PP_LAYOUT_RUNS 32
+typedef struct pp_layout_run {
+    int32_t stages, layers;
+} pp_layout_run;
+typedef struct pp_layout {
+    int32_t stages; /* virtual stages (pp x vp); 0: no layout given */
+    int32_t nrun;
+    pp_layout_run run[PP_LAYOUT_RUNS];
+} pp_layout;
+
+/* Parses Megatron's layout string; errors name "--parallel: layout" and
+ * say what was expected (m, multi-token prediction, is refused: podplan
+ * does not model it).  *out is untouched on failure. */
+int pp_layout_parse(const char *text, pp_layout *out, pp_error *e);
+/* The canonical string ("Et|(tt|)*30L"), truncated to len. */
+char *pp_layout_format(const pp_layout *l, char *buf, size_t len);
+/* Transformer layers in all, and in virtual stage v (model order). */
+int64_t pp_layout_layers(const pp_layout *l);
+int64_t pp_layout_stage(const pp_layout *l, int64_t v);
+
+/* ------------------------------------------------------------------------
  * Parallel layout: tp=8,pp=8,dp=16,mbs=1,gbs=1536[,vp=2][,sp=on]
  * [,recompute=full|selective|none][,zero=0..3]
  * ---------------------------------------------------------------------- */
@@ -118,6 +148,9 @@ typedef struct pp_parallel {
      * share; the stages between split the rest evenly.  Lightening the
      * end stages balances the embedding and the logit layer they carry. */
     int64_t first, last;
+    /* Or every virtual stage's layers (layout=, Megatron-core's pipeline
+     * layout); vp then follows from it (stages / pp).  Not with first/last. */
+    pp_layout layout;
     /* Training number format (dtype=bf16|fp16|fp8, default bf16) and the
      * attention kernels (attn=flash|standard; auto: the software stack's,
      * pp_stack_resolve in sim/hw).  `flash` is the resolved choice the
@@ -153,15 +186,28 @@ void pp_parallel_init(pp_parallel *p);
  * "--parallel: tp: expected a positive integer, got "x"".  Returns
  * PP_EINPUT and leaves *p untouched on failure. */
 int pp_parallel_parse(const char *spec, pp_parallel *p, pp_error *e);
-/* Writes the canonical SPEC string (keys in a fixed order). */
+/* Writes the canonical SPEC string (keys in a fixed order).  A buffer of
+ * PP_SPEC_MAX holds any layout's (a layout= of 32 runs included). */
+#define PP_SPEC_MAX 768
 char *pp_parallel_format(const pp_parallel *p, char *buf, size_t len);
 /* Checks divisibility rules against a model (Megatron-LM's): tp | heads,
  * pp | layers, (pp*vp) | layers, mbs*dp | gbs, ...  Returns PP_EINPUT. */
 int pp_parallel_validate(const pp_parallel *p, const pp_model *m, pp_error *e);
 /* Transformer layers on pipeline stage `stage` (0..pp-1) of a validated
- * layout: first/last where set, an even share of the rest elsewhere. */
+ * layout: first/last where set, an even share of the rest elsewhere; with
+ * layout= the sum over the stage's chunks. */
 int64_t pp_parallel_stage_layers(const pp_parallel *p, const pp_model *m,
                                  int64_t stage);
+/* Layers of virtual stage v (0..pp*vp-1, model order: chunk v / pp of
+ * stage v % pp), and the model-order index of its first layer.  Without
+ * layout= a stage splits its layers evenly over its chunks (Megatron-
+ * core's rule, uneven ends included). */
+int64_t pp_parallel_chunk_layers(const pp_parallel *p, const pp_model *m,
+                                 int64_t v);
+int64_t pp_parallel_chunk_first(const pp_parallel *p, const pp_model *m,
+                                int64_t v);
+/* Whether stages may differ in layers (first=, last= or layout=). */
+bool pp_parallel_uneven(const pp_parallel *p);
 /* The expert tensor-parallel degree in force: etp, or tp when unset. */
 int64_t pp_parallel_etp(const pp_parallel *p);
 /* GPUs of a layout: tp x cp x pp x dp. */

@@ -84,11 +84,9 @@ void pp__step_build(step *S) {
         int64_t first_layer = 0; /* of chunk v, in model order */
         for (int32_t v = 0; v < S->V; v++) {
             program *f = &S->fwd[v], *b = &S->bwd[v];
-            /* Chunk v belongs to stage v mod pp, which splits its layers
-             * evenly over its vp chunks (Megatron-core's rule, uneven ends
-             * included). */
-            int64_t Lv =
-                pp_parallel_stage_layers(S->par, S->m, v % S->pp) / S->vp;
+            /* Chunk v belongs to stage v mod pp: its share of the
+             * stage's layers, or what layout= gives it. */
+            int64_t Lv = pp_parallel_chunk_layers(S->par, S->m, v);
             l.n = 0;
             /* ZeRO-3 as the stack implements it: each layer's weights
              * (and the embedding's, the head's) gathered before use,

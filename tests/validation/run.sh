@@ -26,7 +26,9 @@
 # off), extrapolate: "G1 G2" (simulate at those global batches and
 # extend the line through the two iteration times to the case's gbs) and
 # placement: tp,pp,dp or tp,dp,pp (simulate --placement: the run's rank
-# order where the source gives it).
+# order where the source gives it) and dp_overlap: "on" or "off"
+# (simulate --dp-overlap: where the source's configuration sets
+# overlap_grad_reduce against the stack's default).
 #
 # Environment: PP_VALIDATION_TIMEOUT seconds per case (default 900);
 # PP_VALIDATION_CASES another cases file (default: published.yaml here).
@@ -66,7 +68,7 @@ cases=${PP_VALIDATION_CASES:-$here/published.yaml}
 # One line per case, fields separated by \037 (not whitespace, so empty
 # fields survive `read`): the line of its "- id:", then the scalar keys of
 # its `run:` block.
-fields="kind model cluster set parallel stack op algo bytes gpus gbs seq metric published memory_check extrapolate placement"
+fields="kind model cluster set parallel stack op algo bytes gpus gbs seq metric published memory_check extrapolate placement dp_overlap"
 table=$(awk -v fields="$fields" '
 function flush(   n, f, i, line) {
     if (id == "") return
@@ -98,7 +100,7 @@ isnum() { case $1 in "" | *[!0-9.eE+-]*) return 1 ;; *) return 0 ;; esac; }
 complain() { echo "$cases:$line: case $id: $1" >&2; bad=1; }
 while IFS=$'\037' read -r id split line kind model cluster set parallel stack \
     op algo bytes gpus gbs seq metric published memory_check extrapolate \
-    placement; do
+    placement dp_overlap; do
     case $seen in *" $id "*) complain "id: duplicate" ;; esac
     seen="$seen$id "
     case $split in tune | holdout | info) ;;
@@ -125,6 +127,8 @@ while IFS=$'\037' read -r id split line kind model cluster set parallel stack \
     esac
     case $memory_check in "" | on | off) ;;
     *) complain "run.memory_check: expected on or off, got '$memory_check'" ;; esac
+    case $dp_overlap in "" | on | off) ;;
+    *) complain "run.dp_overlap: expected on or off, got '$dp_overlap'" ;; esac
     case $placement in "" | tp,pp,dp | tp,dp,pp) ;;
     *) complain "run.placement: expected tp,pp,dp or tp,dp,pp, got '$placement'" ;; esac
     if [ -n "$extrapolate" ]; then
@@ -167,7 +171,7 @@ notrun=$tmp/notrun # split, one line per scored case that did not run
 
 while IFS=$'\037' read -r id split _ kind model cluster set parallel stack op \
     algo bytes gpus gbs seq metric published memory_check extrapolate \
-    placement; do
+    placement dp_overlap; do
     if [ ${#only[@]} -gt 0 ]; then
         keep=0
         for o in "${only[@]}"; do [ "$o" = "$id" ] && keep=1; done
@@ -182,6 +186,7 @@ while IFS=$'\037' read -r id split _ kind model cluster set parallel stack op \
         [ -n "$stack" ] && args+=(--stack "$stack")
         [ -n "$memory_check" ] && args+=(--memory-check "$memory_check")
         [ -n "$placement" ] && args+=(--placement "$placement")
+        [ -n "$dp_overlap" ] && args+=(--dp-overlap "$dp_overlap")
         ;;
     collective)
         args=(collective --cluster "$cluster" --gpus "$gpus" --bytes "$bytes")
