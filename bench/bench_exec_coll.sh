@@ -9,8 +9,9 @@
 # run to run, for both programs alike, so one run of each says little.  The
 # two are run REPS times, alternating which goes first; each run gives a
 # mean time per size (nccl-tests' figure, and MPI's); the table shows the
-# median over the runs of each, the ratio of those medians, and the lowest
-# and highest ratio of a pair of runs taken back to back.
+# median over the runs of each, the ratio of those medians, the lowest
+# and highest ratio of a pair of runs taken back to back, and the median
+# of those pair ratios with its 95% confidence interval (from 6 runs up).
 #
 #   bench/bench_exec_coll.sh [BUILD] [RANKS...]      (default: build 2 4)
 # Env: MINB MAXB FACTOR ITERS WARMUP CHANNELS SLICE (see the defaults below),
@@ -77,20 +78,27 @@ for n in $RANKS; do
   done
   echo
   echo "# $n ranks, allreduce float sum (out of place), loopback TCP; median of $REPS runs"
-  printf '# %12s %12s %12s %12s %12s %8s %13s\n' size_B podplan_us mpi_us podplan_GBps mpi_GBps ratio "ratio_min-max"
+  printf '# %12s %12s %12s %12s %12s %8s %13s %8s %13s\n' size_B podplan_us mpi_us podplan_GBps mpi_GBps ratio "ratio_min-max" pair_med "pair_95%CI"
   sort -k2,2n "$tmp/all" | awk -v n="$n" '
     function med(a, k,   i, j, t) {
       for (i = 2; i <= k; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
       return k % 2 ? a[(k + 1) / 2] : (a[k / 2] + a[k / 2 + 1]) / 2
     }
-    function flush(   po, mp, f) {
+    # The median of the pair ratios and its distribution-free 95%
+    # confidence interval (order statistics j and u of the sorted ratios,
+    # binomial(k, 1/2) by its normal approximation; Conover, Practical
+    # Nonparametric Statistics, sec. 3.2): the figure to hold against the
+    # target, since a pair ran back to back.
+    function flush(   po, mp, f, pm, j, u, ci) {
       if (k == 0) return
       f = 2 * (n - 1) / n
-      po = med(o, k); mp = med(m, k)
-      printf "%14d %12.1f %12.1f %12.3f %12.3f %8.2f %6.2f-%-6.2f\n", size, po, mp,
-             size / (po * 1e3) * f, size / (mp * 1e3) * f, mp / po, lo, hi
+      po = med(o, k); mp = med(m, k); pm = med(q, k)
+      j = int(k / 2 - 0.98 * sqrt(k)); u = k + 1 - j
+      ci = j >= 1 ? sprintf("%.2f-%.2f", q[j], q[u]) : "-"
+      printf "%14d %12.1f %12.1f %12.3f %12.3f %8.2f %6.2f-%-6.2f %8.2f %13s\n", size, po, mp,
+             size / (po * 1e3) * f, size / (mp * 1e3) * f, mp / po, lo, hi, pm, ci
     }
     $2 != size { flush(); size = $2; k = 0; lo = 1e9; hi = 0 }
-    { k++; o[k] = $3; m[k] = $4; r = $4 / $3; if (r < lo) lo = r; if (r > hi) hi = r }
+    { k++; o[k] = $3; m[k] = $4; r = $4 / $3; q[k] = r; if (r < lo) lo = r; if (r > hi) hi = r }
     END { flush() }'
 done

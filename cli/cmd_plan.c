@@ -44,7 +44,7 @@ static const pp_cli_opt opts[] = {
      0, NULL},
     {"uneven", 0, NULL,
      "also try uneven pipeline splits (fewer or more layers on the first and "
-     "last stages)",
+     "last stages; the embedding and the loss counted as layers)",
      false, NULL, 0, NULL},
     {"memory-reserve", 0, "F", "HBM kept free, e.g. 10% or 0.1 (default: 10%)",
      false, NULL, 0, NULL},
@@ -314,7 +314,10 @@ const pp_cli_cmd pp_cmd_plan = {
     "and DP overlap (DP > 1); with --uneven also pipeline splits whose first\n"
     "and last stages hold one or two chunks of layers fewer or more (first=,\n"
     "last= in the SPEC; Megatron-LM's --decoder-first/last-pipeline-num-\n"
-    "layers), which balance the embedding and the logits those stages add.  "
+    "layers), which balance the embedding and the logits those stages add,\n"
+    "and the split that counts the embedding and the loss as a layer each\n"
+    "(Megatron-core's --account-for-embedding/loss-in-pipeline-split; a PP\n"
+    "or vp dividing layers + 2 then qualifies; layout= in the SPEC).  "
     "Layouts that do not fit in HBM less the\n"
     "reserve are counted and dropped; the rest are scored in closed form and\n"
     "the best K simulated (podplan simulate) and ranked by the simulation.\n"

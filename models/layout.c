@@ -215,6 +215,16 @@ int64_t pp_layout_stage(const pp_layout *l, int64_t v) {
     return 0;
 }
 
+int64_t pp_layout_before(const pp_layout *l, int64_t v) {
+    int64_t n = 0;
+    for (int32_t i = 0; i < l->nrun && v > 0; i++) {
+        int64_t k = v < l->run[i].stages ? v : l->run[i].stages;
+        n += k * l->run[i].layers;
+        v -= k;
+    }
+    return n;
+}
+
 /* Appends to buf[len] at *n, truncating (the caller sizes buf). */
 static void app(char *buf, size_t len, size_t *n, const char *fmt, ...) {
     if (*n + 1 >= len) return;

@@ -261,9 +261,18 @@ int64_t pp_parallel_chunk_layers(const pp_parallel *p, const pp_model *m,
 
 int64_t pp_parallel_chunk_first(const pp_parallel *p, const pp_model *m,
                                 int64_t v) {
-    int64_t n = 0;
-    for (int64_t u = 0; u < v; u++) n += pp_parallel_chunk_layers(p, m, u);
-    return n;
+    if (p->layout.stages > 0) return pp_layout_before(&p->layout, v);
+    /* Chunk row c (chunk c of every stage) holds the same layers in every
+     * row: c rows before, then this row's stages before s.  O(pp), as the
+     * planner asks this of every MoE candidate's stages. */
+    int64_t pp = p->pp > 0 ? p->pp : 1, c = v / pp, s = v % pp, row = 0,
+            before = 0;
+    for (int64_t q = 0; q < pp; q++) {
+        int64_t n = pp_parallel_chunk_layers(p, m, q);
+        row += n;
+        if (q < s) before += n;
+    }
+    return c * row + before;
 }
 
 /* Megatron-core's rules for --decoder-first/last-pipeline-num-layers

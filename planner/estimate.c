@@ -613,9 +613,17 @@ int pp_plan_estimate(pp_plan_estimator *x, const pp_parallel *p, bool overlap,
         }
         if (k == 0) hidden0 = times * (t_sync - exposed);
         /* A stack that overlaps ZeRO's reductions (zero.overlap) hides
-         * every micro-batch's but the last under the next task. */
-        dp_k[k] =
-            (p->zero >= 2 && x->prof.zero3_overlap ? 1.0 : times) * exposed;
+         * every micro-batch's but the last under the next task, as long
+         * as the DP links keep up: the nmb reductions queue on them, and
+         * whatever of that queue outlasts the stage's compute is exposed
+         * (the simulator's per-micro-batch buckets, step.c mb_reduce). */
+        if (p->zero >= 2 && x->prof.zero3_overlap) {
+            double W = Lk[k] * nmb *
+                       (ce->lc.fwd_s + ce->lc.bwd_s + ce->lc.recompute_s);
+            dp_k[k] = fmax(exposed, times * t_sync - W);
+        } else {
+            dp_k[k] = times * exposed;
+        }
         opt_k[k] = pp_optimizer_time_s(&x->prof, x->opt, Pk[k] / shard);
         /* A stack that overlaps the gather with the next forward
          * (overlap_param_gather) waits for the first chunk's; each later

@@ -123,7 +123,13 @@ int pp__write_megatron(const pp_plan *p, FILE *fp, pp_error *e) {
     } while (0)
     ARG("--tensor-model-parallel-size %lld", (long long)q->tp);
     ARG("--pipeline-model-parallel-size %lld", (long long)q->pp);
-    if (q->first || q->last) {
+    if (q->layout.stages > 0) {
+        /* Megatron-core's pipeline layout; it sets vp itself (arguments.py
+         * derives virtual_pipeline_model_parallel_size from it). */
+        char l[PP_SPEC_MAX];
+        ARG("--pipeline-model-parallel-layout '%s'",
+            pp_layout_format(&q->layout, l, sizeof l));
+    } else if (q->first || q->last) {
         /* Megatron-core's uneven split; with it the chunks are given by
          * their count per rank, not their size (a stage size varies). */
         if (q->first)
@@ -261,6 +267,11 @@ int pp__write_nemo(const pp_plan *p, FILE *fp, pp_error *e) {
     else
         fprintf(fp, "  virtual_pipeline_model_parallel_size: null\n");
     /* Megatron-core TransformerConfig's names for the uneven split. */
+    if (q->layout.stages > 0) {
+        char l[PP_SPEC_MAX];
+        fprintf(fp, "  pipeline_model_parallel_layout: \"%s\"\n",
+                pp_layout_format(&q->layout, l, sizeof l));
+    }
     if (q->first)
         fprintf(fp, "  num_layers_in_first_pipeline_stage: %lld\n",
                 (long long)q->first);
@@ -408,6 +419,11 @@ int pp__write_nemo2(const pp_plan *p, FILE *fp, pp_error *e) {
     fprintf(fp, "    add_bias_linear=%s,\n", py_bool(m->bias));
     fprintf(fp, "    share_embeddings_and_output_weights=%s,\n",
             py_bool(m->tied_embeddings));
+    if (q->layout.stages > 0) {
+        char l[PP_SPEC_MAX];
+        fprintf(fp, "    pipeline_model_parallel_layout=\"%s\",\n",
+                pp_layout_format(&q->layout, l, sizeof l));
+    }
     if (q->first)
         fprintf(fp, "    num_layers_in_first_pipeline_stage=%lld,\n",
                 (long long)q->first);

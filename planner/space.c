@@ -200,7 +200,7 @@ static bool target_allows(pp_plan_target t, const pp_parallel *p) {
          * parallelism, and checkpoints whole layers or nothing
          * (deepspeed.checkpointing: no Megatron-style selective
          * recomputation).  vp is checked in walk_batch already. */
-        return (p->pp == 1 || p->zero <= 1) && !p->first && !p->last &&
+        return (p->pp == 1 || p->zero <= 1) && !pp_parallel_uneven(p) &&
                p->vp == 1 && !p->sp && p->recompute != PP_RECOMPUTE_SELECTIVE &&
                p->cp <= 1 && p->ep <= 1; /* neither in its pipeline engine */
     default: return true;
@@ -267,11 +267,32 @@ static int walk_inner_moe(const pp__space *s, pp_parallel *p, pp__space_fn fn,
     return 0;
 }
 
+/* Megatron-core's --account-for-embedding-in-pipeline-split and
+ * --account-for-loss-in-pipeline-split: the embedding and the loss count
+ * as a layer each, and the layers + 2 units split evenly over the pp x vp
+ * virtual stages, so the first and the last hold one layer fewer (what
+ * NVIDIA's Llama 3.1 405B recipes run at pp 8 x vp 8: 126 layers, 128
+ * units).  As a pipeline layout (layout=); false when the units do not
+ * split evenly. */
+static bool accounted_layout(const pp_model *m, const pp_parallel *p,
+                             pp_layout *l) {
+    int64_t V = p->pp * p->vp, units = m->layers + 2;
+    if (V < 2 || units % V != 0) return false;
+    int32_t u = (int32_t)(units / V);
+    memset(l, 0, sizeof *l);
+    l->stages = (int32_t)V;
+    l->run[l->nrun++] = (pp_layout_run){1, u - 1};
+    if (V > 2) l->run[l->nrun++] = (pp_layout_run){(int32_t)V - 2, u};
+    l->run[l->nrun++] = (pp_layout_run){1, u - 1};
+    return true;
+}
+
 /* The pipeline split for a given (tp, pp, dp, mbs, vp): the even one, and
  * with --uneven the first and last stages one or two chunks (vp layers
  * each) lighter or heavier, where the stages between can share the rest
- * evenly (Megatron-core's rule).  Pins of first= or last= are tried
- * whatever --uneven says. */
+ * evenly (Megatron-core's rule), and the split that counts the embedding
+ * and the loss as layers (accounted_layout).  Pins of first= or last= are
+ * tried whatever --uneven says, and alone. */
 static int walk_split(const pp__space *s, pp_parallel *p, pp__space_fn fn,
                       void *ctx, pp_error *e) {
     const pp_plan_filter *f = s->filter;
@@ -304,11 +325,54 @@ static int walk_split(const pp__space *s, pp_parallel *p, pp__space_fn fn,
                 reject(s, PP_PLAN_REJECT_SPLIT);
                 continue;
             }
+            /* The even split, where --uneven brought in a pp or vp that
+             * only the layers + 2 units divide. */
+            if (!first && !last && split &&
+                s->m->layers % (p->pp * p->vp) != 0) {
+                reject(s, PP_PLAN_REJECT_SPLIT);
+                continue;
+            }
             if ((rc = walk_inner_moe(s, p, fn, ctx, e)) != 0) return rc;
         }
     }
     p->first = p->last = 0;
+    bool pinned =
+        f && (f->fixed[PP_PLAN_DIM_FIRST] || f->fixed[PP_PLAN_DIM_LAST]);
+    if (split && s->uneven && !pinned &&
+        accounted_layout(s->m, p, &p->layout)) {
+        /* With vp 1 it is first = last = u - 1: tried above when that was
+         * one of the first/last values. */
+        bool dup = false;
+        for (int i = 1; p->vp == 1 && i < n[0]; i++)
+            dup = dup || (vals[0][i] == p->layout.run[0].layers &&
+                          p->layout.run[0].layers > 0);
+        rc = 0;
+        if (dup)
+            ; /* already walked */
+        else if (pp_parallel_validate(p, s->m, NULL))
+            reject(s, PP_PLAN_REJECT_SPLIT);
+        else
+            rc = walk_inner_moe(s, p, fn, ctx, e);
+        memset(&p->layout, 0, sizeof p->layout);
+        if (rc != 0) return rc;
+    }
     return 0;
+}
+
+/* The union of the ascending lists a[0..na) and b[0..nb) into a (room for
+ * cap), ascending, without repeats.  Returns its length. */
+static size_t merge_sorted(int64_t *a, size_t na, const int64_t *b, size_t nb,
+                           size_t cap) {
+    int64_t out[MAXDIV];
+    size_t i = 0, j = 0, n = 0;
+    while ((i < na || j < nb) && n < cap) {
+        int64_t x = j >= nb || (i < na && a[i] <= b[j]) ? a[i] : b[j];
+        if (i < na && a[i] == x) i++;
+        if (j < nb && b[j] == x) j++;
+        out[n++] = x;
+    }
+    memcpy(a, out, n * sizeof *a);
+    return n;
 }
 
 /* mbs and vp for a given (tp, pp, dp). */
@@ -320,8 +384,16 @@ static int walk_batch(const pp__space *s, pp_parallel *p, pp__space_fn fn,
     size_t n_mbs = pp__divisors(local, mbs_list, MAXDIV);
     size_t n_vp = 1;
     vp_list[0] = 1;
-    if (p->pp > 1 && s->m->arch == PP_ARCH_TRANSFORMER)
+    if (p->pp > 1 && s->m->arch == PP_ARCH_TRANSFORMER) {
         n_vp = pp__divisors(s->m->layers / p->pp, vp_list, MAXDIV);
+        /* --uneven: also the vp that split layers + 2 units evenly
+         * (accounted_layout), in ascending order with the others. */
+        int64_t more[MAXDIV];
+        size_t n_more = 0;
+        if (s->uneven && (s->m->layers + 2) % p->pp == 0)
+            n_more = pp__divisors((s->m->layers + 2) / p->pp, more, MAXDIV);
+        n_vp = merge_sorted(vp_list, n_vp, more, n_more, MAXDIV);
+    }
     int rc;
     for (size_t i = 0; i < n_mbs; i++) {
         int64_t mbs = mbs_list[i];
@@ -366,6 +438,13 @@ int pp__space_walk(const pp__space *s, pp__space_fn fn, void *ctx,
     if (!generic) {
         n_tp = pp__divisors(m->heads, tps, MAXDIV);
         n_pp = pp__divisors(m->layers, pps, MAXDIV);
+        /* --uneven: also the pp that split layers + 2 units evenly (the
+         * embedding and the loss counted as layers, accounted_layout). */
+        if (s->uneven) {
+            int64_t more[MAXDIV];
+            size_t n_more = pp__divisors(m->layers + 2, more, MAXDIV);
+            n_pp = merge_sorted(pps, n_pp, more, n_more, MAXDIV);
+        }
     }
     n_dp = pp__divisors(s->gbs, dps, MAXDIV);
     int64_t cps[16];
@@ -438,6 +517,12 @@ int pp__space_walk(const pp__space *s, pp__space_fn fn, void *ctx,
 /* ------------------------------------------------------------------------
  * Pins no layout can meet: usage errors, caught before the search.
  * ---------------------------------------------------------------------- */
+/* Whether --uneven's split that counts the embedding and the loss as
+ * layers can cut the model into n equal parts (accounted_layout). */
+static bool units_split(const pp__space *s, int64_t n) {
+    return s->uneven && (s->m->layers + 2) % n == 0;
+}
+
 int pp__space_check_pins(const pp__space *s, pp_error *e) {
     const pp_plan_filter *f = s->filter;
     const pp_model *m = s->m;
@@ -483,11 +568,14 @@ int pp__space_check_pins(const pp__space *s, pp_error *e) {
                                 "--fix pp=%lld: model %s is generic (no layer "
                                 "shape): data parallelism only",
                                 (long long)pp, m->name);
-        if (!generic && m->layers % pp != 0)
+        if (!generic && m->layers % pp != 0 && !units_split(s, pp))
             return pp_error_set(e, PP_EUSAGE,
                                 "--fix pp=%lld: does not divide the %lld "
-                                "layers of %s",
-                                (long long)pp, (long long)m->layers, m->name);
+                                "layers of %s%s",
+                                (long long)pp, (long long)m->layers, m->name,
+                                s->uneven ? " nor those + 2 (embedding and "
+                                            "loss as layers)"
+                                          : "");
         if (pp > limit)
             return pp_error_set(e, PP_EUSAGE,
                                 "--fix pp=%lld: more than the %lld GPUs "
@@ -496,7 +584,7 @@ int pp__space_check_pins(const pp__space *s, pp_error *e) {
     }
     if (x[PP_PLAN_DIM_VP] && v[PP_PLAN_DIM_VP] > 1) {
         int64_t vp = v[PP_PLAN_DIM_VP];
-        if (generic || m->layers % vp != 0)
+        if (generic || (m->layers % vp != 0 && !units_split(s, vp)))
             return pp_error_set(e, PP_EUSAGE,
                                 "--fix vp=%lld: the layers of %s cannot be "
                                 "split into %lld chunks per GPU",
@@ -508,7 +596,7 @@ int pp__space_check_pins(const pp__space *s, pp_error *e) {
                                     "--fix vp=%lld: interleaving needs pp > 2 "
                                     "(pinned pp=%lld)",
                                     (long long)vp, (long long)pp);
-            if (m->layers % (pp * vp) != 0)
+            if (m->layers % (pp * vp) != 0 && !units_split(s, pp * vp))
                 return pp_error_set(e, PP_EUSAGE,
                                     "--fix vp=%lld: the %lld layers of %s are "
                                     "not divisible by pp x vp = %lld",

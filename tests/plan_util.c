@@ -61,7 +61,9 @@ static const char *const megatron_args[] = {
     "--data-path", "--vocab-file", "--merge-file", "--tokenizer-type",
     /* _add_distributed_args: rank order tp-cp-ep-pp-dp instead of the
      * default tp-cp-ep-dp-pp */
-    "--use-tp-pp-dp-mapping", NULL};
+    "--use-tp-pp-dp-mapping",
+    /* _add_distributed_args: Megatron-core's pipeline layout (vp from it) */
+    "--pipeline-model-parallel-layout", NULL};
 
 bool megatron_arg(const char *name) {
     for (int i = 0; megatron_args[i]; i++)

@@ -64,6 +64,10 @@ static void test_layout_grammar(void **state) {
     assert_int_equal(pp_layout_stage(&l, 17), 2);
     assert_int_equal(pp_layout_stage(&l, 31), 0);
     assert_int_equal(pp_layout_stage(&l, 32), 0); /* past the end */
+    assert_int_equal(pp_layout_before(&l, 0), 0);
+    assert_int_equal(pp_layout_before(&l, 1), 1);
+    assert_int_equal(pp_layout_before(&l, 31), 61);
+    assert_int_equal(pp_layout_before(&l, 99), 61);
     roundtrip("Et|(tt|)*30L", "Et|(tt|)*30L", 32, 61);
     /* c*N, long runs written back as t*N, stage 0 and the last kept
      * apart from equal neighbours. */
@@ -197,6 +201,15 @@ static void test_layout_even(void **state) {
                          pp_parallel_chunk_layers(&b, &m, v));
         assert_int_equal(pp_parallel_chunk_first(&a, &m, v),
                          pp_parallel_chunk_first(&b, &m, v));
+    }
+    /* Without a layout, chunk_first is the sum of the chunks before,
+     * uneven ends included. */
+    pp_model g = load("gpt3-175b");
+    pp_parallel u = layout("pp=4,vp=2,dp=2,gbs=16,first=22,last=22");
+    assert_int_equal(pp_parallel_validate(&u, &g, &e), 0);
+    for (int64_t v = 0, sum = 0; v < 8; v++) {
+        assert_int_equal(pp_parallel_chunk_first(&u, &g, v), sum);
+        sum += pp_parallel_chunk_layers(&u, &g, v);
     }
     pp_memory ma, mb;
     assert_int_equal(pp_memory_per_gpu(&m, &a, PP_OPT_ADAM_MIXED, &ma, &e), 0);

@@ -221,6 +221,63 @@ static void test_uneven(void **state) {
     cli_result_free(&r);
 }
 
+/* --uneven also tries Megatron-core's split that counts the embedding and
+ * the loss as a layer each (--account-for-embedding/loss-in-pipeline-
+ * split, as NVIDIA runs Llama 3.1 405B at pp 8 x vp 8).  30 layers + 2 =
+ * 32 units over pp 4 x vp 2, 4 each: no first/last split of 30 layers
+ * divides by vp 2, so that is the only split, and the launch formats
+ * carry it as a pipeline layout. */
+#define ODD_LAYERS "layers=30,hidden=4096,heads=32,seq=4096,vocab=128256"
+static void test_uneven_layout(void **state) {
+    (void)state;
+    cli_result r;
+    char v[64];
+    const char *base = "plan --model " ODD_LAYERS " --cluster selene-like "
+                       "--gpus 64 --global-batch 256 --fix tp=2,pp=4,vp=2 "
+                       "--top 0";
+    /* Without --uneven the pins cannot be met: a usage error. */
+    cli_runf(&r, "%s --format json --no-timing", base);
+    assert_int_equal(r.status, 2);
+    assert_non_null(strstr(r.err, "--fix pp=4: does not divide the 30 layers"));
+    cli_result_free(&r);
+    cli_runf(&r, "%s --uneven --format json --no-timing", base);
+    if (r.status) fail_msg("exit %d: %s", r.status, r.err);
+    json_t *d = cli_json(&r);
+    json_t *c0 = json_array_get(json_object_get(d, "candidates"), 0);
+    const char *best = json_string_value(json_object_get(c0, "parallel"));
+    assert_non_null(strstr(best, ",vp=2,"));
+    assert_non_null(strstr(best, ",layout=Ettt|(tttt|)*6tttL"));
+    json_decref(d);
+    cli_result_free(&r);
+
+    cli_runf(&r, "%s --uneven --format megatron", base);
+    if (r.status) fail_msg("exit %d: %s", r.status, r.err);
+    assert_string_equal(
+        megatron_value(r.out, "--pipeline-model-parallel-layout", v, sizeof v),
+        "'Ettt|(tttt|)*6tttL'");
+    assert_null(megatron_value(r.out, "--num-virtual-stages-per-pipeline-rank",
+                               v, sizeof v));
+    cli_result_free(&r);
+    cli_runf(&r, "%s --uneven --format nemo", base);
+    if (r.status) fail_msg("exit %d: %s", r.status, r.err);
+    assert_non_null(strstr(r.out, "  pipeline_model_parallel_layout: "
+                                  "\"Ettt|(tttt|)*6tttL\"\n"));
+    assert_non_null(strstr(r.out, "virtual_pipeline_model_parallel_size: 2\n"));
+    cli_result_free(&r);
+    cli_runf(&r, "%s --uneven --format nemo2", base);
+    if (r.status) fail_msg("exit %d: %s", r.status, r.err);
+    assert_non_null(strstr(r.out, "    pipeline_model_parallel_layout="
+                                  "\"Ettt|(tttt|)*6tttL\",\n"));
+    cli_result_free(&r);
+    /* DeepSpeed's pipeline engine has no uneven split in either form:
+     * at vp 1 (DeepSpeed's only) nothing is left to offer. */
+    cli_runf(&r, "plan --model " ODD_LAYERS " --cluster selene-like --gpus 64 "
+                 "--global-batch 256 --fix tp=2,pp=4,vp=1 --top 0 --uneven "
+                 "--format deepspeed");
+    assert_int_equal(r.status, 1);
+    cli_result_free(&r);
+}
+
 /* ---- DeepSpeed: only keys DeepSpeed reads ---------------------------------- */
 
 /* The keys DeepSpeed's config reads, "parent.child" for nested ones.
@@ -572,9 +629,10 @@ static void test_nemo2(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_gpt3_titan),  cmocka_unit_test(test_targets),
-        cmocka_unit_test(test_uneven),      cmocka_unit_test(test_deepspeed),
-        cmocka_unit_test(test_llama_flags), cmocka_unit_test(test_nemo2),
+        cmocka_unit_test(test_gpt3_titan), cmocka_unit_test(test_targets),
+        cmocka_unit_test(test_uneven),     cmocka_unit_test(test_uneven_layout),
+        cmocka_unit_test(test_deepspeed),  cmocka_unit_test(test_llama_flags),
+        cmocka_unit_test(test_nemo2),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

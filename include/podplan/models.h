@@ -127,9 +127,11 @@ typedef struct pp_layout {
 int pp_layout_parse(const char *text, pp_layout *out, pp_error *e);
 /* The canonical string ("Et|(tt|)*30L"), truncated to len. */
 char *pp_layout_format(const pp_layout *l, char *buf, size_t len);
-/* Transformer layers in all, and in virtual stage v (model order). */
+/* Transformer layers in all, in virtual stage v (model order), and in
+ * the virtual stages before v. */
 int64_t pp_layout_layers(const pp_layout *l);
 int64_t pp_layout_stage(const pp_layout *l, int64_t v);
+int64_t pp_layout_before(const pp_layout *l, int64_t v);
 
 /* ------------------------------------------------------------------------
  * Parallel layout: tp=8,pp=8,dp=16,mbs=1,gbs=1536[,vp=2][,sp=on]
