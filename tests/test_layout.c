@@ -175,6 +175,49 @@ static void test_layout_spec(void **state) {
     expect_invalid(&g, "pp=2,layout=Et|tL", "model resnet50 is generic");
 }
 
+/* Random strings over the grammar's alphabet (a fixed seed): every one
+ * parses or is refused with PP_EINPUT, never anything else; what parses
+ * formats to a canonical string that parses back to the same runs.  Run
+ * under ASan by CI, this is also the parser's memory check. */
+static void test_layout_random(void **state) {
+    (void)state;
+    static const char alphabet[] = "EttttL||()**0123456789,m";
+    uint64_t x = 0x9E3779B97F4A7C15ULL; /* xorshift64 */
+    int parsed = 0;
+    for (int i = 0; i < 20000; i++) {
+        char s[48];
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        size_t n = (size_t)(x % (sizeof s - 1));
+        for (size_t k = 0; k < n; k++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            s[k] = alphabet[x % (sizeof alphabet - 1)];
+        }
+        s[n] = '\0';
+        /* Valid ones are rare among random strings: frame some. */
+        if (i % 2) {
+            s[0] = 'E';
+            if (n > 1) s[n - 1] = 'L';
+        }
+        pp_layout l;
+        pp_error e = PP_ERROR_INIT;
+        int rc = pp_layout_parse(s, &l, &e);
+        if (rc != 0) {
+            assert_int_equal(rc, PP_EINPUT);
+            assert_contains(e.msg, "--parallel: layout: ");
+            continue;
+        }
+        parsed++;
+        char buf[PP_SPEC_MAX];
+        pp_layout_format(&l, buf, sizeof buf);
+        pp_layout b = parse_ok(buf);
+        assert_int_equal(b.stages, l.stages);
+        assert_int_equal(b.nrun, l.nrun);
+        assert_memory_equal(b.run, l.run, sizeof l.run[0] * (size_t)l.nrun);
+    }
+    printf("%d of 20000 random layouts parsed\n", parsed);
+    assert_true(parsed > 100);
+}
+
 /* A layout that spells out the even interleaved split is that split: the
  * same chunks, memory and (below) iteration. */
 static const char *even_spec = "tp=2,pp=4,dp=2,vp=2,gbs=16,sp=on,zero=1,"
@@ -297,6 +340,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_layout_grammar),
         cmocka_unit_test(test_layout_grammar_errors),
+        cmocka_unit_test(test_layout_random),
         cmocka_unit_test(test_layout_spec),
         cmocka_unit_test(test_layout_even),
         cmocka_unit_test(test_layout_simulate),
