@@ -46,6 +46,7 @@ typedef struct {
 } sbuf;
 
 static int put(sbuf *b, const char *src, size_t n, size_t times, pp_error *e) {
+    if (n == 0) times = 1; /* "()*N": nothing N times; just terminate */
     if (n && times > (EXPAND_MAX - b->n) / n)
         return pp_error_set(e, PP_EINPUT,
                             FIELD ": expands to more than %d characters",

@@ -14,9 +14,9 @@
 #define PP_PARALLEL_MAX 1000000000LL
 
 static const char *const spec_keys[] = {
-    "tp",   "pp",    "dp",    "mbs",   "gbs",  "vp",  "sp",  "recompute",
-    "zero", "first", "last",  "dtype", "attn", "cp",  "ep",  "etp",
-    "dispatcher", "layout", NULL};
+    "tp",        "pp",   "dp",         "mbs",    "gbs",   "vp",   "sp",
+    "recompute", "zero", "first",      "last",   "dtype", "attn", "cp",
+    "ep",        "etp",  "dispatcher", "layout", NULL};
 enum {
     K_TP,
     K_PP,
@@ -324,8 +324,6 @@ static int validate_split(const pp_parallel *p, const pp_model *m,
  * and the model: Megatron-core's PipelineParallelLayerLayout asserts. */
 static int validate_layout(const pp_parallel *p, const pp_model *m,
                            const char *pre, pp_error *e) {
-    char l[160];
-    pp_layout_format(&p->layout, l, sizeof l);
     if (p->first || p->last)
         return pp_error_set(e, PP_EINPUT,
                             "%s%s: not with layout= (the layout places "
@@ -343,12 +341,13 @@ static int validate_layout(const pp_parallel *p, const pp_model *m,
                             "got pp=%lld",
                             pre, (long long)p->pp);
     int64_t n = pp_layout_layers(&p->layout);
+    char l[160]; /* only for the message: the planner validates often */
     if (n != m->layers)
         return pp_error_set(e, PP_EINPUT,
                             "%slayout: \"%s\" places %lld layers, model %s "
                             "has %lld",
-                            pre, l, (long long)n, m->name,
-                            (long long)m->layers);
+                            pre, pp_layout_format(&p->layout, l, sizeof l),
+                            (long long)n, m->name, (long long)m->layers);
     return 0;
 }
 

@@ -31,6 +31,24 @@ void load_model(const char *spec, pp_model *m) {
     if (pp_model_load(spec, m, &e)) fail_msg("loading %s: %s", spec, e.msg);
 }
 
+double sim_and_estimate(const pp_step_config *cfg, double *est,
+                        pp_breakdown *bd) {
+    pp_error e = PP_ERROR_INIT;
+    pp_step_result r;
+    if (pp_step_simulate(cfg, &r, &e)) fail_msg("%s", e.msg);
+    if (bd) *bd = r.total;
+    double t = r.iteration_time_s;
+    pp_step_result_fini(&r);
+    pp_plan_estimator *x = NULL;
+    if (pp_plan_estimator_new(cfg->model, cfg->cluster, cfg->profile, &x, &e))
+        fail_msg("%s", e.msg);
+    pp_breakdown eb;
+    if (pp_plan_estimate(x, cfg->par, false, est, &eb, &e))
+        fail_msg("%s", e.msg);
+    pp_plan_estimator_free(x);
+    return t;
+}
+
 /* Argument names of Megatron-LM (megatron/training/arguments.py,
  * NVIDIA/Megatron-LM main, 2025: _add_network_size_args,
  * _add_training_args, _add_distributed_args, _add_mixed_precision_args,

@@ -1,7 +1,8 @@
 /*
  * plan_util.h: helpers shared by the planner's test files
- * (test_planner*.c): JSON numbers, loading, and the Megatron-LM launch
- * line parser with its list of argument names.
+ * (test_planner*.c, test_stack.c, test_layout.c): JSON numbers, loading,
+ * the Megatron-LM launch line parser with its list of argument names, and
+ * a simulated iteration beside the planner's estimate of it.
  */
 #ifndef PODPLAN_TESTS_PLAN_UTIL_H
 #define PODPLAN_TESTS_PLAN_UTIL_H
@@ -12,6 +13,7 @@
 #include <jansson.h>
 
 #include "podplan/planner.h"
+#include "podplan/sim.h"
 
 /* The number at o[key]; fails the test when it is missing. */
 double num(json_t *o, const char *key);
@@ -26,5 +28,12 @@ bool megatron_arg(const char *name);
  * absent). */
 const char *megatron_value(const char *script, const char *want, char *buf,
                            size_t len);
+
+/* Simulates cfg (its model, layout, cluster and profile set by the caller)
+ * and returns the iteration time, the breakdown in *bd when not NULL;
+ * *est gets the planner's estimate of the same layout (without DP
+ * overlap).  Fails the test on any error. */
+double sim_and_estimate(const pp_step_config *cfg, double *est,
+                        pp_breakdown *bd);
 
 #endif

@@ -8,6 +8,7 @@
  */
 #include "models_util.h"
 
+#include "plan_util.h"
 #include "podplan/planner.h"
 #include "podplan/sim.h"
 
@@ -294,16 +295,7 @@ static double run(const char *spec, const pp_model *m, pp_cluster *c,
     cfg.par = &p;
     cfg.cluster = c;
     cfg.profile = g;
-    pp_step_result r;
-    if (pp_step_simulate(&cfg, &r, &e)) fail_msg("%s", e.msg);
-    double t = r.iteration_time_s;
-    pp_step_result_fini(&r);
-    pp_plan_estimator *x = NULL;
-    if (pp_plan_estimator_new(m, c, g, &x, &e)) fail_msg("%s", e.msg);
-    pp_breakdown eb;
-    if (pp_plan_estimate(x, &p, false, est, &eb, &e)) fail_msg("%s", e.msg);
-    pp_plan_estimator_free(x);
-    return t;
+    return sim_and_estimate(&cfg, est, NULL);
 }
 
 static void test_layout_simulate(void **state) {

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "plan_util.h"
 #include "podplan/planner.h"
 #include "podplan/sim.h"
 
@@ -264,24 +265,13 @@ static double z3_run(const char *stack, const char *spec, pp_cluster *c,
     cfg.bucket_bytes = g.sw.bucket_bytes;
     cfg.p2p_sync = g.sw.p2p_sync;
     cfg.p2p_scatter = g.sw.p2p_scatter;
-    pp_step_result r;
-    if (pp_step_simulate(&cfg, &r, &e)) fail_msg("%s: %s", stack, e.msg);
-    *bd = r.total;
-    double t = r.iteration_time_s;
-    pp_step_result_fini(&r);
-    pp_plan_estimator *x = NULL;
-    if (pp_plan_estimator_new(m, c, &g, &x, &e)) fail_msg("%s", e.msg);
-    pp_breakdown eb;
-    if (pp_plan_estimate(x, &p, false, est, &eb, &e)) fail_msg("%s", e.msg);
-    pp_plan_estimator_free(x);
-    return t;
+    return sim_and_estimate(&cfg, est, bd);
 }
 
 /* One iteration under profile g (its stack's DP and p2p choices), and
  * the estimator's figure for the same layout. */
 static double run_prof(pp_gpu_profile *g, const char *spec, pp_cluster *c,
                        const pp_model *m, double *est, pp_breakdown *bd) {
-    pp_error e = PP_ERROR_INIT;
     pp_parallel p = par(spec);
     pp_stack_resolve(g, &p);
     pp_step_config cfg;
@@ -291,17 +281,7 @@ static double run_prof(pp_gpu_profile *g, const char *spec, pp_cluster *c,
     cfg.cluster = c;
     cfg.profile = g;
     pp_step_config_stack(&cfg, &g->sw);
-    pp_step_result r;
-    if (pp_step_simulate(&cfg, &r, &e)) fail_msg("%s", e.msg);
-    *bd = r.total;
-    double t = r.iteration_time_s;
-    pp_step_result_fini(&r);
-    pp_plan_estimator *x = NULL;
-    if (pp_plan_estimator_new(m, c, g, &x, &e)) fail_msg("%s", e.msg);
-    pp_breakdown eb;
-    if (pp_plan_estimate(x, &p, false, est, &eb, &e)) fail_msg("%s", e.msg);
-    pp_plan_estimator_free(x);
-    return t;
+    return sim_and_estimate(&cfg, est, bd);
 }
 
 /* The NeMo stacks' overlaps, each switched off in turn on Llama 3 70B
@@ -337,8 +317,7 @@ static void test_nemo_overlaps(void **state) {
            "%.4f s); param gather overlap off %.4f s (dp exposed %.4f -> "
            "%.4f s); estimates %.4f %.4f %.4f s\n",
            t_on, t_tp, b_tp.tp_comm_s, b_on.tp_comm_s, t_pag,
-           b_pag.dp_comm_exposed_s, b_on.dp_comm_exposed_s, e_on, e_tp,
-           e_pag);
+           b_pag.dp_comm_exposed_s, b_on.dp_comm_exposed_s, e_on, e_tp, e_pag);
     assert_rel(b_on.compute_s, b_tp.compute_s, 1e-9);
     assert_true(b_on.tp_comm_s < 0.2 * b_tp.tp_comm_s);
     assert_true(t_on < t_tp);
