@@ -89,7 +89,8 @@ int pp_flops_closed(const pp_model *m, int64_t batch, pp_recompute r,
  *   out-proj     2 h^2
  *   MLP          2 * 2 h f (GeLU: up, down) or 3 * 2 h f (SwiGLU: gate, up,
  *                down; Shazeer 2020)
- *   logits       2 h V                once, after the last layer
+ *   logits       2 h V                once, after the last layer (and
+ *                                     once per MTP module)
  * Backward is twice the forward (gradients of the input and of the
  * weights).  Full recompute adds one forward of the layers, selective the
  * attention core only; the logits are never recomputed.  Element-wise work
@@ -135,7 +136,7 @@ int pp_flops_count(const pp_model *m, int64_t batch, pp_recompute r,
      * top_k + shared experts of expert_ffn_hidden instead of the FFN: the
      * FLOPs of the active parameters (Jiang et al. 2024; DeepSeek-V3's
      * 6 N_active per token).  Capacity padding is not counted. */
-    double gemm_sum = l * gemm;
+    double gemm_sum = l * gemm, gemm_mtp = gemm;
     if (pp_model_is_moe(m)) {
         double n = (double)pp_model_moe_layers(m);
         double fe = (double)m->expert_ffn_hidden;
@@ -143,16 +144,23 @@ int pp_flops_count(const pp_model *m, int64_t batch, pp_recompute r,
             gemm - mlp_mats * 2.0 * h * ff + 2.0 * h * (double)m->experts +
             (double)(m->top_k + m->shared_experts) * mlp_mats * 2.0 * h * fe;
         gemm_sum = (l - n) * gemm + n * moe;
+        if (pp_model_layer_is_moe(m, m->layers - 1)) gemm_mtp = moe;
     }
+    /* Multi-token prediction (DeepSeek-V3 sec. 2.2): per module, the
+     * projection of [norm(h); norm(embedding)] (2h -> h), one layer of
+     * the last layer's kind, and the shared output layer once more.
+     * Megatron-LM's num_floating_point_operations counts the same. */
+    double D = (double)m->mtp_layers;
+    gemm_sum += D * (gemm_mtp + 2.0 * 2.0 * h * h);
     double dense = 3.0 * tokens * gemm_sum;
-    double attn = 3.0 * tokens * l * core;
-    double logit = 3.0 * tokens * logits;
+    double attn = 3.0 * tokens * (l + D) * core;
+    double logit = 3.0 * tokens * logits * (1.0 + D);
     f.model = dense + attn + logit;
     if (r == PP_RECOMPUTE_FULL) {
         dense += tokens * gemm_sum;
-        attn += tokens * l * core;
+        attn += tokens * (l + D) * core;
     } else if (r == PP_RECOMPUTE_SELECTIVE) {
-        attn += tokens * l * core;
+        attn += tokens * (l + D) * core;
     }
     f.dense = dense;
     f.attn = attn;

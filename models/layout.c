@@ -16,11 +16,12 @@
  *
  * Differences, each an error rather than a silent change: commas, which
  * Megatron drops as cosmetic, separate SPEC keys here; nested parentheses,
- * which Megatron's regular expressions do not expand either; m, because
- * podplan does not model multi-token prediction (its layer, its second
- * logit layer and its loss would be priced as nothing).  E must open
+ * which Megatron's regular expressions do not expand either.  E must open
  * virtual stage 0 and L close the last one, where the simulator puts the
- * embedding and the output layer.
+ * embedding and the output layer; the m units (multi-token prediction)
+ * come just before L, where Megatron-core builds its MTP block (on the
+ * last stage, after the decoder), and pp_parallel_validate checks their
+ * count against the model's mtp_layers.
  *
  * Storage is run-length (pp_layout in models.h): virtual stages with the
  * same number of layers in a row are one run, stage 0 and the last stage
@@ -169,11 +170,18 @@ int pp_layout_parse(const char *text, pp_layout *out, pp_error *e) {
             if (nl++ || p[1] != '\0')
                 why = "the loss (L) must close the last virtual stage, once";
             break;
-        case 'm':
-            why = "m (a multi-token-prediction layer) is not modelled by "
-                  "podplan; leave it out";
+        case 'm': {
+            /* Megatron-core builds the MTP block on the last stage, after
+             * its decoder layers (DeepSeek-V3's "...|mL"). */
+            const char *q = p + 1;
+            while (*q == 'm') q++;
+            if (*q != 'L')
+                why = "the multi-token-prediction layers (m) must close the "
+                      "last virtual stage, just before L";
+            l.mtp++;
             break;
-        default: why = "expected E, t, L, |, (...)*N or c*N"; break;
+        }
+        default: why = "expected E, t, m, L, |, (...)*N or c*N"; break;
         }
     }
     free(x.s);
@@ -249,6 +257,10 @@ char *pp_layout_format(const pp_layout *l, char *buf, size_t len) {
             app(buf, len, &n, "t*%d", (int)r->layers);
         else
             app(buf, len, &n, "%.*s", (int)r->layers, "tttt");
+        if (last && l->mtp > 4)
+            app(buf, len, &n, "m*%d", (int)l->mtp);
+        else if (last)
+            app(buf, len, &n, "%.*s", (int)l->mtp, "mmmm");
         if (last) app(buf, len, &n, "L");
         if (r->stages > 1)
             app(buf, len, &n, "|)*%d", (int)r->stages);

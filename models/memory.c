@@ -84,7 +84,7 @@ double pp__stage_params_of(const pp_model *m, const pp_parallel *p,
     if (m->arch == PP_ARCH_GENERIC) return m->params;
     if (pp_model_is_moe(m)) return pp__stage_params_moe(m, p, stage, NULL);
     double tp = (double)p->tp;
-    if (p->pp <= 1) return pp_model_params(m) / tp;
+    if (p->pp <= 1) return (pp_model_params(m) + pp__mtp_params(m, NULL)) / tp;
     /* ceil: with layers not divisible by pp (only when the caller skipped
      * pp_parallel_validate) the first stage takes the extra layer. */
     double layers = pp_parallel_uneven(p)
@@ -97,6 +97,9 @@ double pp__stage_params_of(const pp_model *m, const pp_parallel *p,
      * tied embeddings a copy of it): V x h either way. */
     double ends =
         (stage == 0 || stage == p->pp - 1) ? pp__embedding_params(m) : 0.0;
+    /* The MTP modules and, for them, a copy of the word table. */
+    if (stage == p->pp - 1 && m->mtp_layers)
+        ends += pp__mtp_params(m, NULL) + (double)m->vocab * (double)m->hidden;
     return (layers * pp__layer_params(m) + ends) / tp;
 }
 
@@ -203,6 +206,8 @@ static void stage_memory(const pp_model *m, const pp_parallel *p,
     double layers = pp_parallel_uneven(p)
                         ? (double)pp_parallel_stage_layers(p, m, st)
                         : ceil((double)m->layers / ppd);
+    /* The MTP modules' layers keep their activations like any other. */
+    if (st == p->pp - 1) layers += (double)m->mtp_layers;
     bool sp = p->sp && p->tp > 1;
 
     /* Context parallelism splits every activation's sequence over cp,
@@ -242,7 +247,9 @@ static void stage_memory(const pp_model *m, const pp_parallel *p,
      * s b h per micro-batch in flight (/t with sp); on the last the fp32
      * logits of the softmax cross-entropy, 4 s b V / t (vocab-parallel). */
     if (st == 0) r.buffers = s * b * h * r.inflight / (sp ? t : 1.0) / cpf;
-    if (st == p->pp - 1) r.buffers += 4.0 * s * b * (double)m->vocab / t / cpf;
+    if (st == p->pp - 1)
+        r.buffers += 4.0 * s * b * (double)m->vocab / t / cpf *
+                     (1.0 + (double)m->mtp_layers);
 
     /* ZeRO-3 / FSDP gathers each layer's full (/tp) 16-bit weights
      * before using it and frees them after: the layer in use and the one

@@ -61,6 +61,13 @@ double pp__embedding_params(const pp_model *m) {
     return p;
 }
 
+double pp__mtp_params(const pp_model *m, double *experts) {
+    double D = (double)m->mtp_layers, h = (double)m->hidden;
+    int64_t last = m->layers - 1;
+    if (experts) *experts = D * pp__expert_params_at(m, last);
+    return D * (pp__layer_params_at(m, last) + 2.0 * h * h + 2.0 * h);
+}
+
 double pp_model_params(const pp_model *m) {
     if (m->arch == PP_ARCH_GENERIC) return m->params;
     double h = (double)m->hidden;
@@ -216,6 +223,9 @@ static int model_check(const pp_model *m, const pp_where *w, pp_error *e) {
     if (m->heads % m->kv_heads != 0)
         return model_bad(w, e, "kv_heads", "%lld does not divide heads (%lld)",
                          (long long)m->kv_heads, (long long)m->heads);
+    if (m->mtp_layers < 0 || m->mtp_layers > PP_MTP_MAX)
+        return model_bad(w, e, "mtp_layers", "expected 0 to %d, got %lld",
+                         PP_MTP_MAX, (long long)m->mtp_layers);
     return moe_check(m, w, e);
 }
 
@@ -297,11 +307,13 @@ int pp_model_from_node(pp_node *map, const char *path, pp_model *out,
             if ((rc = pp_map_int(map, path, ints[i].key, ints[i].flags, 1,
                                  PP_MODEL_DIM_MAX, ints[i].dst, e)) < 0)
                 return rc;
-        /* These two may be 0. */
+        /* These three may be 0. */
         if ((rc = pp_map_int(map, path, "shared_experts", PP_OPTIONAL, 0,
                              PP_MODEL_DIM_MAX, &m.shared_experts, e)) < 0 ||
             (rc = pp_map_int(map, path, "first_dense_layers", PP_OPTIONAL, 0,
                              PP_MODEL_DIM_MAX, &m.first_dense_layers, e)) < 0 ||
+            (rc = pp_map_int(map, path, "mtp_layers", PP_OPTIONAL, 0,
+                             PP_MTP_MAX, &m.mtp_layers, e)) < 0 ||
             (rc = pp_map_number(map, path, "capacity_factor", PP_OPTIONAL, 0,
                                 64, &m.capacity_factor, e)) < 0)
             return rc;
@@ -378,6 +390,7 @@ static const char *const inline_keys[] = {"layers",
                                           "expert_groups",
                                           "group_top_k",
                                           "capacity_factor",
+                                          "mtp_layers",
                                           NULL};
 
 enum {
@@ -401,7 +414,8 @@ enum {
     I_FIRST_DENSE,
     I_GROUPS,
     I_GROUP_TOPK,
-    I_CAPACITY
+    I_CAPACITY,
+    I_MTP
 };
 
 static int inline_value(void *ctx, int k, const char *val, pp_error *e) {
@@ -427,6 +441,14 @@ static int inline_value(void *ctx, int k, const char *val, pp_error *e) {
             return pp_error_set(
                 e, PP_EINPUT, "%s%s: expected a%s integer, got \"%.100s\"", pre,
                 inline_keys[k], lo ? " positive" : " non-negative", val);
+        return 0;
+    }
+    if (k == I_MTP) {
+        if (pp_parse_i64(val, 0, PP_MTP_MAX, &m->mtp_layers) < 0)
+            return pp_error_set(e, PP_EINPUT,
+                                "%smtp_layers: expected 0 to %d, got "
+                                "\"%.100s\"",
+                                pre, PP_MTP_MAX, val);
         return 0;
     }
     if (k == I_CAPACITY) {

@@ -16,6 +16,12 @@ double pp__layer_params(const pp_model *m);
  * models use rotary positions and have no table. */
 double pp__embedding_params(const pp_model *m);
 
+/* Multi-token prediction (pp_model.mtp_layers), all modules: each one
+ * layer of the last layer's kind, the 2h x h projection and two norms;
+ * the routed experts among them in *experts when not NULL.  Without the
+ * copy of the word table the last stage keeps for them (pp > 1). */
+double pp__mtp_params(const pp_model *m, double *experts);
+
 /* Parameters held by one GPU of a pipeline stage: its layers and, on the
  * first and last stage, the embedding (or output layer), split over tp;
  * pp__stage_params is the most any stage holds.  With pp == 1 the stage

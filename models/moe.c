@@ -192,6 +192,14 @@ double pp__stage_params_moe(const pp_model *m, const pp_parallel *p,
         ends = pp_model_params(m) - pp__layers_params(m, 0, m->layers);
     else if (stage == 0 || stage == p->pp - 1)
         ends = pp__embedding_params(m);
+    /* The MTP modules (their experts split as any layer's) and, with a
+     * pipeline, the last stage's copy of the word table for them. */
+    if (m->mtp_layers && stage == (p->pp > 1 ? p->pp - 1 : 0)) {
+        double mr, mall = pp__mtp_params(m, &mr);
+        all += mall;
+        routed += mr;
+        if (p->pp > 1) ends += (double)m->vocab * (double)m->hidden;
+    }
     double ep = p->ep > 1 ? (double)p->ep : 1.0;
     double mine = routed / (ep * (double)pp_parallel_etp(p));
     if (experts) *experts = mine;

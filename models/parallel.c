@@ -348,6 +348,16 @@ static int validate_layout(const pp_parallel *p, const pp_model *m,
                             "has %lld",
                             pre, pp_layout_format(&p->layout, l, sizeof l),
                             (long long)n, m->name, (long long)m->layers);
+    /* Megatron-core: the layout's mtp entries are the model's MTP
+     * layers, no more and no fewer. */
+    if (p->layout.mtp != m->mtp_layers)
+        return pp_error_set(e, PP_EINPUT,
+                            "%slayout: \"%s\" places %d multi-token-"
+                            "prediction layers (m), model %s has %lld "
+                            "(mtp_layers)",
+                            pre, pp_layout_format(&p->layout, l, sizeof l),
+                            (int)p->layout.mtp, m->name,
+                            (long long)m->mtp_layers);
     return 0;
 }
 

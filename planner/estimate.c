@@ -76,6 +76,12 @@ typedef struct cost_entry {
     double layer_compute, layer_tp;
     double embed_c, embed_tp; /* fwd + bwd of the embedding */
     double head_c, head_tp;   /* fwd + bwd of the logits and the loss */
+    /* All multi-token-prediction modules (pp_model.mtp_layers) on the
+     * last stage: their own part (pp_mtp_cost_get, params with the
+     * pipeline's copy of the word table), and fwd + bwd of the whole,
+     * layers and output-layer passes included, before EP and CP. */
+    pp_layer_cost mtp;
+    double mtp_c, mtp_tp;
 } cost_entry;
 
 struct pp_plan_estimator {
@@ -246,6 +252,17 @@ static int fill_entry(pp_plan_estimator *x, const pp_parallel *par,
     ce->head_tp = (double)(hd->fwd_colls + hd->bwd_colls) * ce->t_coll +
                   (double)hd->aux_colls * ring_s(x, PP_COLL_ALLREDUCE, t,
                                                  hd->aux_coll_bytes, B, lat);
+    memset(&ce->mtp, 0, sizeof ce->mtp);
+    ce->mtp_c = ce->mtp_tp = 0;
+    if (m->mtp_layers > 0) {
+        if ((rc = pp_mtp_cost_get(&x->prof, m, &q, &ce->mtp, e)) < 0) return rc;
+        double D = (double)m->mtp_layers;
+        const pp_layer_cost *mt = &ce->mtp;
+        ce->mtp_c =
+            D * (mt->fwd_s + mt->bwd_s + ce->layer_compute + ce->head_c);
+        ce->mtp_tp = D * ((double)(mt->fwd_colls + mt->bwd_colls) * ce->t_coll +
+                          ce->layer_tp + ce->head_tp);
+    }
     return 0;
 }
 
@@ -532,20 +549,22 @@ int pp_plan_estimate(pp_plan_estimator *x, const pp_parallel *p, bool overlap,
     double ltp = ce->layer_tp;
     double w_first, w_last, w_mid = Lm * lw + c_pp + z3_mid, sum_w, sum_c;
     double sum_tp, w_max, sum_z3;
-    double L = (double)m->layers;
+    double L = (double)m->layers, D = (double)m->mtp_layers;
+    /* The MTP modules, on the last stage: their layers' EP and CP too. */
+    double w_mtp = ce->mtp_c + ce->mtp_tp + D * (l_ep + l_cp);
     if (p->pp == 1) {
         w_first = w_last = L * lw + ce->embed_c + ce->embed_tp + ce->head_c +
-                           ce->head_tp + z3_first + z3_last - z3_mid;
+                           ce->head_tp + w_mtp + z3_first + z3_last - z3_mid;
         sum_w = w_first;
         sum_z3 = z3_first + z3_last - z3_mid;
     } else {
         w_first = Lf * lw + c_pp + ce->embed_c + ce->embed_tp + z3_first;
-        w_last = Ll * lw + c_pp + ce->head_c + ce->head_tp + z3_last;
+        w_last = Ll * lw + c_pp + ce->head_c + ce->head_tp + w_mtp + z3_last;
         sum_w = w_first + w_last + (pp - 2) * w_mid;
         sum_z3 = z3_first + z3_last + (pp - 2) * z3_mid;
     }
-    sum_c = L * lc + ce->embed_c + ce->head_c;
-    sum_tp = L * ltp + ce->embed_tp + ce->head_tp;
+    sum_c = L * lc + ce->embed_c + ce->head_c + ce->mtp_c;
+    sum_tp = L * ltp + ce->embed_tp + ce->head_tp + ce->mtp_tp;
     w_max = fmax(w_first, fmax(w_last, w_mid));
     double t_pipe = nmb * w_max + (sum_w - w_max) / vp;
 
@@ -553,8 +572,8 @@ int pp_plan_estimate(pp_plan_estimator *x, const pp_parallel *p, bool overlap,
     b.compute_s = nmb * sum_c / pp;
     b.tp_comm_s = nmb * sum_tp / pp;
     b.pp_comm_s = nmb * c_pp;
-    b.ep_comm_s = nmb * L * l_ep / pp;
-    b.cp_comm_s = nmb * L * l_cp / pp;
+    b.ep_comm_s = nmb * (L + D) * l_ep / pp;
+    b.cp_comm_s = nmb * (L + D) * l_cp / pp;
     b.bubble_s = t_pipe - nmb * sum_w / pp;
 
     /* Data parallelism, on every kind of stage (first, middle, last):
@@ -568,9 +587,15 @@ int pp_plan_estimate(pp_plan_estimator *x, const pp_parallel *p, bool overlap,
      * leave them waiting at the barrier (bubble), as the simulator
      * counts it. */
     double Lk[3] = {Lf, Lm, Ll}, wk[3] = {1.0, pp - 2.0, 1.0};
+    /* The modules' layers and own parts, and one copy of the table (none
+     * without a pipeline: the embedding's own). */
+    double copy = D > 0 ? ce->emb.params : 0;
+    double mtp_params =
+        D * (ce->lc.params + ce->mtp.params - copy) + (p->pp > 1 ? copy : 0);
     double Pk[3] = {Lf * ce->lc.params + ce->emb.params +
-                        (p->pp == 1 ? ce->head_params_pp1 : 0),
-                    Lm * ce->lc.params, Ll * ce->lc.params + ce->head.params};
+                        (p->pp == 1 ? ce->head_params_pp1 + mtp_params : 0),
+                    Lm * ce->lc.params,
+                    Ll * ce->lc.params + ce->head.params + mtp_params};
     if (p->pp == 1) wk[1] = wk[2] = 0;
     /* Gradients are reduced over dp x cp (Megatron-core's dp-cp group). */
     double dpc = (double)p->dp * (p->cp > 1 ? (double)p->cp : 1.0);
@@ -644,9 +669,10 @@ int pp_plan_estimate(pp_plan_estimator *x, const pp_parallel *p, bool overlap,
     if (overlap && p->pp > 1 && crosses(x, p))
         b.pp_comm_s += x->prof.overlap_p2p_penalty * hidden0;
 
-    /* The tied embedding's gradient, between the first and last stage. */
+    /* The tied embedding's gradient (or the MTP block's copy of it),
+     * between the first and last stage. */
     double t_emb = 0;
-    if (p->pp > 1 && m->tied_embeddings) {
+    if (p->pp > 1 && (m->tied_embeddings || m->mtp_layers > 0)) {
         double B, lat;
         int64_t span = stride(x, p, 'p') * p->pp; /* replica 0's stages */
         if (span <= x->gpn && x->gpn % span == 0)

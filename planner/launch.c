@@ -195,6 +195,7 @@ int pp__write_megatron(const pp_plan *p, FILE *fp, pp_error *e) {
     if (q->zero == 1) ARG("--use-distributed-optimizer");
     if (c->dp_overlap) ARG("--overlap-grad-reduce");
     ARG("--num-layers %lld", (long long)m->layers);
+    if (m->mtp_layers) ARG("--mtp-num-layers %lld", (long long)m->mtp_layers);
     ARG("--hidden-size %lld", (long long)m->hidden);
     ARG("--ffn-hidden-size %lld", (long long)ffn_of(m));
     ARG("--num-attention-heads %lld", (long long)m->heads);
@@ -319,6 +320,8 @@ int pp__write_nemo(const pp_plan *p, FILE *fp, pp_error *e) {
     fprintf(fp, "  encoder_seq_length: %lld\n", (long long)m->seq);
     fprintf(fp, "  max_position_embeddings: %lld\n", (long long)m->seq);
     fprintf(fp, "  num_layers: %lld\n", (long long)m->layers);
+    if (m->mtp_layers)
+        fprintf(fp, "  mtp_num_layers: %lld\n", (long long)m->mtp_layers);
     fprintf(fp, "  hidden_size: %lld\n", (long long)m->hidden);
     fprintf(fp, "  ffn_hidden_size: %lld\n", (long long)ffn_of(m));
     fprintf(fp, "  num_attention_heads: %lld\n", (long long)m->heads);
@@ -405,6 +408,8 @@ int pp__write_nemo2(const pp_plan *p, FILE *fp, pp_error *e) {
 
     fputs("config = llm.GPTConfig(\n", fp);
     fprintf(fp, "    num_layers=%lld,\n", (long long)m->layers);
+    if (m->mtp_layers)
+        fprintf(fp, "    mtp_num_layers=%lld,\n", (long long)m->mtp_layers);
     fprintf(fp, "    hidden_size=%lld,\n", (long long)m->hidden);
     fprintf(fp, "    ffn_hidden_size=%lld,\n", (long long)ffn_of(m));
     fprintf(fp, "    num_attention_heads=%lld,\n", (long long)m->heads);

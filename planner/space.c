@@ -284,6 +284,9 @@ static bool accounted_layout(const pp_model *m, const pp_parallel *p,
     l->run[l->nrun++] = (pp_layout_run){1, u - 1};
     if (V > 2) l->run[l->nrun++] = (pp_layout_run){(int32_t)V - 2, u};
     l->run[l->nrun++] = (pp_layout_run){1, u - 1};
+    /* Megatron-core puts the MTP block beside the loss, outside the
+     * accounting (it counts the embedding and the loss only). */
+    l->mtp = (int32_t)m->mtp_layers;
     return true;
 }
 

@@ -81,7 +81,9 @@ static const char *const megatron_args[] = {
      * default tp-cp-ep-dp-pp */
     "--use-tp-pp-dp-mapping",
     /* _add_distributed_args: Megatron-core's pipeline layout (vp from it) */
-    "--pipeline-model-parallel-layout", NULL};
+    "--pipeline-model-parallel-layout",
+    /* _add_mtp_args: multi-token prediction (Megatron-core 0.11+) */
+    "--mtp-num-layers", NULL};
 
 bool megatron_arg(const char *name) {
     for (int i = 0; megatron_args[i]; i++)

@@ -35,14 +35,16 @@ static void expect_layout_error(const char *text, const char *want) {
 
 /* Parse, format, parse again: the same runs, the same text. */
 static void roundtrip(const char *text, const char *canonical, int32_t stages,
-                      int64_t layers) {
+                      int64_t layers, int32_t mtp) {
     pp_layout a = parse_ok(text), b;
     char buf[256], buf2[256];
     assert_string_equal(pp_layout_format(&a, buf, sizeof buf), canonical);
     assert_int_equal(a.stages, stages);
     assert_int_equal(pp_layout_layers(&a), layers);
+    assert_int_equal(a.mtp, mtp);
     b = parse_ok(buf);
     assert_int_equal(b.stages, a.stages);
+    assert_int_equal(b.mtp, a.mtp);
     assert_int_equal(b.nrun, a.nrun);
     assert_memory_equal(b.run, a.run, sizeof a.run[0] * (size_t)a.nrun);
     assert_string_equal(pp_layout_format(&b, buf2, sizeof buf2), canonical);
@@ -50,9 +52,10 @@ static void roundtrip(const char *text, const char *canonical, int32_t stages,
 
 static void test_layout_grammar(void **state) {
     (void)state;
-    /* DeepSeek-V3's layout as NVIDIA configures it, without the MTP
-     * layer: the embedding and one layer, 30 stages of two, the loss. */
-    pp_layout l = parse_ok("Et|(tt|)*30L");
+    /* DeepSeek-V3's layout as NVIDIA configures it: the embedding and
+     * one layer, 30 stages of two, the MTP layer and the loss. */
+    pp_layout l = parse_ok("Et|(tt|)*30mL");
+    assert_int_equal(l.mtp, 1);
     assert_int_equal(l.stages, 32);
     assert_int_equal(l.nrun, 3);
     assert_int_equal(l.run[0].stages, 1);
@@ -69,22 +72,30 @@ static void test_layout_grammar(void **state) {
     assert_int_equal(pp_layout_before(&l, 1), 1);
     assert_int_equal(pp_layout_before(&l, 31), 61);
     assert_int_equal(pp_layout_before(&l, 99), 61);
-    roundtrip("Et|(tt|)*30L", "Et|(tt|)*30L", 32, 61);
+    roundtrip("Et|(tt|)*30mL", "Et|(tt|)*30mL", 32, 61, 1);
+    roundtrip("Et|(tt|)*30L", "Et|(tt|)*30L", 32, 61, 0);
     /* c*N, long runs written back as t*N, stage 0 and the last kept
      * apart from equal neighbours. */
-    roundtrip("Et*3|(tt|)*29t*2L", "Ettt|(tt|)*29ttL", 31, 63);
-    roundtrip("E|t*12|t*12|L", "E|(t*12|)*2L", 4, 24);
-    roundtrip("Et|t|t|tL", "Et|(t|)*2tL", 4, 4);
-    roundtrip("EttL", "EttL", 1, 2);
-    /* Empty stages, as Megatron allows; (X)*1 and t*1. */
-    roundtrip("E||(t|)*1t*1L", "E||t|tL", 4, 2);
+    roundtrip("Et*3|(tt|)*29t*2L", "Ettt|(tt|)*29ttL", 31, 63, 0);
+    roundtrip("E|t*12|t*12|L", "E|(t*12|)*2L", 4, 24, 0);
+    roundtrip("Et|t|t|tL", "Et|(t|)*2tL", 4, 4, 0);
+    roundtrip("EttL", "EttL", 1, 2, 0);
+    /* Empty stages, as Megatron allows; (X)*1 and t*1; m*N. */
+    roundtrip("E||(t|)*1t*1L", "E||t|tL", 4, 2, 0);
+    roundtrip("Et|tm*2L", "Et|tmmL", 2, 2, 2);
+    roundtrip("Et|m*6L", "Et|m*6L", 2, 1, 6);
+    roundtrip("Et|(m)*3L", "Et|mmmL", 2, 1, 3);
 }
 
 static void test_layout_grammar_errors(void **state) {
     (void)state;
     expect_layout_error("Ettt|(tt|)*29,m|L", "commas separate SPEC keys");
-    expect_layout_error("Et|(tt|)*30mL", "m (a multi-token-prediction layer) "
-                                         "is not modelled");
+    /* Megatron-core builds the MTP block after the last decoder layer,
+     * beside the loss. */
+    expect_layout_error("Et|m|tL", "(m) must close the last virtual stage, "
+                                   "just before L");
+    expect_layout_error("Et|tmtL", "(m) must close the last virtual stage");
+    expect_layout_error("Emt|tL", "(m) must close the last virtual stage");
     expect_layout_error("tEt|L", "the embedding (E) must open the first");
     expect_layout_error("|Et|L", "the embedding (E) must open the first");
     expect_layout_error("EEt|L", "the embedding (E) must open the first");
@@ -92,7 +103,7 @@ static void test_layout_grammar_errors(void **state) {
     expect_layout_error("Et|tLt", "the loss (L) must close the last");
     expect_layout_error("Et|tt", "the loss (L) is missing");
     expect_layout_error("t|tL", "the embedding (E) is missing");
-    expect_layout_error("Et|xL", "expected E, t, L, |, (...)*N or c*N");
+    expect_layout_error("Et|xL", "expected E, t, m, L, |, (...)*N or c*N");
     expect_layout_error("E((t|)*2)*2L", "nested parentheses");
     expect_layout_error("E(t|L", "\"(\" without its \")\"");
     expect_layout_error("Et)|L", "\")\" without its \"(\"");
@@ -118,13 +129,13 @@ static void test_layout_spec(void **state) {
     pp_error e = PP_ERROR_INIT;
     char buf[PP_SPEC_MAX], again[PP_SPEC_MAX];
     pp_parallel p = layout("tp=2,pp=8,dp=64,ep=64,etp=1,sp=on,gbs=1024,"
-                           "layout=Et|(tt|)*30L");
+                           "layout=Et|(tt|)*30mL");
     /* vp follows from the layout: 32 virtual stages over pp 8. */
     assert_int_equal(p.vp, 4);
     assert_int_equal(pp_parallel_validate(&p, &ds, &e), 0);
     pp_parallel_format(&p, buf, sizeof buf);
     assert_contains(buf, ",vp=4,");
-    assert_contains(buf, ",layout=Et|(tt|)*30L");
+    assert_contains(buf, ",layout=Et|(tt|)*30mL");
     /* The SPEC printed reads back as itself (vp=4 given and agreeing). */
     pp_parallel q = layout(buf);
     assert_string_equal(pp_parallel_format(&q, again, sizeof again), buf);
@@ -155,22 +166,32 @@ static void test_layout_spec(void **state) {
     /* A comma ends the value: the SPEC parser sees "Et|(tt|)*29". */
     expect_parallel_error("pp=8,layout=Et|(tt|)*29,m|L",
                           "write the layout without commas");
+    /* The m units are the model's MTP layers (mtp_layers 1). */
+    expect_invalid(&ds,
+                   "tp=2,pp=8,dp=64,ep=64,etp=1,sp=on,gbs=1024,"
+                   "layout=Et|(tt|)*30L",
+                   "layout: \"Et|(tt|)*30L\" places 0 multi-token-prediction "
+                   "layers (m), model deepseek-v3 has 1 (mtp_layers)");
+    expect_invalid(&ds,
+                   "tp=2,pp=8,dp=64,ep=64,etp=1,sp=on,gbs=1024,"
+                   "layout=Et|(tt|)*30mmL",
+                   "places 2 multi-token-prediction layers");
     pp_model l8 = load("llama3-8b"); /* 32 layers */
     expect_invalid(&l8, "pp=8,dp=1,gbs=8,layout=Et|(tt|)*30L",
                    "layout: \"Et|(tt|)*30L\" places 61 layers, model "
                    "llama3-8b has 32");
-    expect_invalid(&ds, "pp=8,gbs=8,first=1,layout=Et|(tt|)*30L",
+    expect_invalid(&ds, "pp=8,gbs=8,first=1,layout=Et|(tt|)*30mL",
                    "first: not with layout=");
-    expect_invalid(&ds, "pp=1,layout=Et*61L",
+    expect_invalid(&ds, "pp=1,layout=Et*61mL",
                    "layout: needs pipeline parallelism");
     /* A vp changed after the layout was read is caught by validate. */
-    p = layout("pp=8,gbs=8,layout=Et|(tt|)*30L");
+    p = layout("pp=8,gbs=8,layout=Et|(tt|)*30mL");
     p.vp = 2;
     assert_int_equal(pp_parallel_validate(&p, &ds, &e), PP_EINPUT);
     assert_contains(e.msg, "32 virtual stages, but pp x vp = 8 x 2");
     /* The interleaved schedule's rule still holds: micro-batches in
      * groups of pp. */
-    expect_invalid(&ds, "pp=8,gbs=4,layout=Et|(tt|)*30L",
+    expect_invalid(&ds, "pp=8,gbs=4,layout=Et|(tt|)*30mL",
                    "to be a multiple of pp");
     pp_model g = load("resnet50");
     expect_invalid(&g, "pp=2,layout=Et|tL", "model resnet50 is generic");
@@ -213,6 +234,7 @@ static void test_layout_random(void **state) {
         pp_layout b = parse_ok(buf);
         assert_int_equal(b.stages, l.stages);
         assert_int_equal(b.nrun, l.nrun);
+        assert_int_equal(b.mtp, l.mtp);
         assert_memory_equal(b.run, l.run, sizeof l.run[0] * (size_t)l.nrun);
     }
     printf("%d of 20000 random layouts parsed\n", parsed);

@@ -61,6 +61,16 @@ typedef struct pp_model {
     int64_t moe_layer_freq, first_dense_layers;
     int64_t expert_groups, group_top_k;
     double capacity_factor;
+    /* Multi-token prediction (DeepSeek-V3 sec. 2.2; Megatron-core's
+     * --mtp-num-layers): mtp_layers modules after the last layer, each
+     * the embedding of the next token and the previous hidden state,
+     * normed and projected (2h -> h), then one transformer layer of the
+     * last layer's kind, then the shared output layer and its own loss.
+     * They sit on the last pipeline stage (Megatron-core's rule).  Not in
+     * pp_model_params (the published counts leave them out, as the 671B
+     * of DeepSeek-V3 does); in the FLOPs and the stage's memory. */
+    int64_t mtp_layers;
+#define PP_MTP_MAX 16
     /* generic: a model known only by its size and cost (ResNet-50, ViT) */
     double params;           /* generic: parameter count */
     double flops_per_sample; /* generic: forward FLOPs per sample */
@@ -117,13 +127,15 @@ typedef struct pp_layout_run {
 } pp_layout_run;
 typedef struct pp_layout {
     int32_t stages; /* virtual stages (pp x vp); 0: no layout given */
+    int32_t mtp;    /* m units: at the end of the last stage, before L */
     int32_t nrun;
     pp_layout_run run[PP_LAYOUT_RUNS];
 } pp_layout;
 
 /* Parses Megatron's layout string; errors name "--parallel: layout" and
- * say what was expected (m, multi-token prediction, is refused: podplan
- * does not model it).  *out is untouched on failure. */
+ * say what was expected.  m (multi-token prediction) only in the last
+ * virtual stage, before L; pp_parallel_validate checks that their count
+ * is the model's mtp_layers.  *out is untouched on failure. */
 int pp_layout_parse(const char *text, pp_layout *out, pp_error *e);
 /* The canonical string ("Et|(tt|)*30L"), truncated to len. */
 char *pp_layout_format(const pp_layout *l, char *buf, size_t len);

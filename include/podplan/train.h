@@ -69,6 +69,13 @@ int pp_embed_cost_get(const pp_gpu_profile *g, const pp_model *m,
                       const pp_parallel *p, pp_layer_cost *out, pp_error *e);
 int pp_head_cost_get(const pp_gpu_profile *g, const pp_model *m,
                      const pp_parallel *p, pp_layer_cost *out, pp_error *e);
+/* One multi-token-prediction module's own part (pp_model.mtp_layers):
+ * the next tokens' embedding, the norms and the 2h -> h projection; its
+ * params with (pipeline) the last stage's one copy of the word table,
+ * held once whatever the modules.  Its layer and its pass through the
+ * output layer cost what pp_layer_cost_get and pp_head_cost_get say. */
+int pp_mtp_cost_get(const pp_gpu_profile *g, const pp_model *m,
+                    const pp_parallel *p, pp_layer_cost *out, pp_error *e);
 /* The optimizer step over `params` parameters (one GPU's shard):
  * memory-bound, pp_optimizer_bytes' step_traffic per parameter. */
 double pp_optimizer_time_s(const pp_gpu_profile *g, pp_optimizer opt,

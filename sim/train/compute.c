@@ -492,22 +492,88 @@ void pp__ops_head_fwd(const pp__shape *s, pp__oplist *l) {
                  PP_LOSS_BYTES * x.tok);
 }
 
-void pp__ops_head_bwd(const pp__shape *s, pp__oplist *l) {
-    dims x = dims_of(s);
-    double E = x.tok * x.V / x.t;
+/* The head's backward up to its weight gradient (shared by the MTP
+ * modules' passes through the same output layer). */
+static void head_bwd(const pp__shape *s, const dims *x, pp__oplist *l) {
+    double E = x->tok * x->V / x->t;
     /* softmax - one-hot (read 4, write 4), cast back (read 4, write 2). */
     mem(s, l, "cross entropy bwd", 14.0 * E);
-    gemm_bwd(s, l, "logits dgrad", "logits wgrad", x.tok, x.V / x.t, x.h);
+    gemm_bwd(s, l, "logits dgrad", "logits wgrad", x->tok, x->V / x->t, x->h);
     /* The logits' input was copied to the TP region (f): its gradient is
      * all-reduced (reduce-scattered with sp). */
-    tp_exit_bwd(&x, l);
-    mem(s, l, "final layernorm bwd", 10.0 * x.tn * x.h);
+    tp_exit_bwd(x, l);
+    mem(s, l, "final layernorm bwd", 10.0 * x->tn * x->h);
+}
+
+void pp__ops_head_bwd(const pp__shape *s, pp__oplist *l) {
+    dims x = dims_of(s);
+    head_bwd(s, &x, l);
     /* The logits' weight gradient is accumulated whether the table is
      * this stage's own or the tied word embedding. */
     if (s->g->grad_accum_bytes > 0)
         mem(s, l, "grad accumulate",
             s->g->grad_accum_bytes * (2.0 * x.h + x.V / x.t * x.h));
     mark(l, pp__head_params_gpu(s));
+}
+
+/* Multi-token prediction, one module (Megatron-core's
+ * MultiTokenPredictionLayer; DeepSeek-V3 sec. 2.2), on the last stage:
+ * the next tokens' embedding (the vocab-parallel lookup and its TP
+ * reduction, as the embedding's), the RMSNorms of it and of the hidden
+ * state (read 2, write 2 each), and the projection of their
+ * concatenation, 2h -> h, column-parallel (a Transformer Engine linear:
+ * FP8 with dtype=fp8) with its output gathered over TP back to full
+ * width.  Then one transformer layer and the output layer again: the
+ * caller adds them (pp__ops_layer_fwd, pp__ops_head_fwd). */
+void pp__ops_mtp_fwd(const pp__shape *s, pp__oplist *l) {
+    dims x = dims_of(s);
+    mem(s, l, "mtp embedding", 4.0 * x.tok * x.h);
+    tp_exit_fwd(&x, l);
+    mem(s, l, "mtp norms", 8.0 * x.tn * x.h);
+    tp_enter_fwd(&x, l);
+    lgemm(s, l, "mtp eh proj", x.tok, x.h / x.t, 2.0 * x.h);
+    if (x.tpc) comm(l, "tp allgather (mtp)", PP_COLL_ALLGATHER, act_bytes(&x));
+}
+
+/* Backward in reverse; the gradient of the embedding rows goes into the
+ * last stage's copy of the word table (Megatron-core keeps one there for
+ * the MTP block and reduces its gradient with the first stage's), whose
+ * parameters the first module (table) marks. */
+void pp__ops_mtp_bwd(const pp__shape *s, pp__oplist *l, bool table) {
+    dims x = dims_of(s);
+    if (x.tpc)
+        comm(l, "tp reducescatter (mtp)", PP_COLL_REDUCESCATTER, act_bytes(&x));
+    lgemm_bwd(s, l, "mtp eh proj dgrad", "mtp eh proj wgrad", x.tok, x.h / x.t,
+              2.0 * x.h);
+    tp_exit_bwd(&x, l);
+    mem(s, l, "mtp norms bwd", 20.0 * x.tn * x.h);
+    tp_enter_bwd(&x, l);
+    mem(s, l, "mtp embedding bwd", 6.0 * x.tok * x.h);
+    double params = pp__mtp_params_gpu(s);
+    if (s->g->grad_accum_bytes > 0)
+        mem(s, l, "grad accumulate", s->g->grad_accum_bytes * params);
+    mark(l, params + (table ? pp__mtp_embed_params_gpu(s) : 0.0));
+}
+
+/* The module's pass back through the shared output layer (forward:
+ * pp__ops_head_fwd): its weight gradient adds to the head's, which has
+ * no parameters of its own to mark. */
+void pp__ops_mtp_head_bwd(const pp__shape *s, pp__oplist *l) {
+    dims x = dims_of(s);
+    head_bwd(s, &x, l);
+}
+
+/* The word table's copy on the last stage, when that is not the first. */
+double pp__mtp_embed_params_gpu(const pp__shape *s) {
+    return s->p->pp > 1 ? pp__embed_params_gpu(s) : 0.0;
+}
+
+/* One module's own parameters on this GPU: the projection (2h x h over
+ * t) and the two norms (its layer is counted by pp__layer_params_gpu,
+ * its output layer is the head's, the table's copy apart). */
+double pp__mtp_params_gpu(const pp__shape *s) {
+    dims x = dims_of(s);
+    return 2.0 * x.h * x.h / x.t + 2.0 * x.h;
 }
 
 /* Memory-bound (Megatron-LM's multi-tensor apply): the bytes per
@@ -698,6 +764,20 @@ int pp_embed_cost_get(const pp_gpu_profile *g, const pp_model *m,
     pp__shape s = {m, p, g, 0};
     part_cost(&s, pp__ops_embed_fwd, pp__ops_embed_bwd, out);
     out->params = pp__embed_params_gpu(&s);
+    return 0;
+}
+
+static void mtp_bwd_table(const pp__shape *s, pp__oplist *l) {
+    pp__ops_mtp_bwd(s, l, true);
+}
+
+int pp_mtp_cost_get(const pp_gpu_profile *g, const pp_model *m,
+                    const pp_parallel *p, pp_layer_cost *out, pp_error *e) {
+    int rc = transformer_only(m, "mtp", e);
+    if (rc < 0) return rc;
+    pp__shape s = {m, p, g, 0};
+    part_cost(&s, pp__ops_mtp_fwd, mtp_bwd_table, out);
+    out->params = pp__mtp_params_gpu(&s) + pp__mtp_embed_params_gpu(&s);
     return 0;
 }
 

@@ -302,8 +302,9 @@ static void barrier(step *S, stage *st) {
     }
 }
 
-/* The tied word embedding's gradient: first and last stage, every TP rank
- * and replica (Megatron-LM's embedding group). */
+/* The tied word embedding's gradient (or the MTP block's copy of the
+ * table): first and last stage, every TP rank and replica (Megatron-LM's
+ * embedding group). */
 static void after_dp(step *S, stage *st) {
     if (!S->emb_sync || (st->p != 0 && st->p != S->pp - 1)) {
         barrier(S, st);

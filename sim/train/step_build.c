@@ -108,6 +108,22 @@ void pp__step_build(step *S) {
                 emit(f, &l, from, S->n_labels);
                 label(S, "layer %ld %s", (long)(first_layer + i), "fwd");
             }
+            /* Multi-token prediction: after the last layer, each module
+             * of the last layer's kind (pp_model.mtp_layers). */
+            int mtp_kind =
+                pp_model_layer_is_moe(S->m, S->m->layers - 1) ? 2 : 1;
+            for (int64_t k = 0; v == S->V - 1 && k < S->m->mtp_layers; k++) {
+                size_t from = l.n;
+                sh.kind = mtp_kind;
+                if (S->z3_layer)
+                    zg.x = pp__layer_params_gpu(&sh) + pp__mtp_params_gpu(&sh),
+                    prog_push(f, zg);
+                pp__ops_mtp_fwd(&sh, &l);
+                pp__ops_layer_fwd(&sh, &l);
+                pp__ops_head_fwd(&sh, &l);
+                emit(f, &l, from, S->n_labels);
+                label(S, "mtp %ld fwd", (long)k, "");
+            }
             if (v == S->V - 1) {
                 size_t from = l.n;
                 if (S->z3_layer)
@@ -123,6 +139,19 @@ void pp__step_build(step *S) {
                 pp__ops_head_bwd(&sh, &l);
                 emit(b, &l, 0, S->n_labels);
                 label(S, "logits and loss bwd", 0, "");
+            }
+            for (int64_t k = v == S->V - 1 ? S->m->mtp_layers - 1 : -1; k >= 0;
+                 k--) {
+                size_t from = l.n;
+                sh.kind = mtp_kind;
+                if (S->z3_layer)
+                    zg.x = pp__layer_params_gpu(&sh) + pp__mtp_params_gpu(&sh),
+                    prog_push(b, zg);
+                pp__ops_mtp_head_bwd(&sh, &l);
+                pp__ops_layer_bwd(&sh, &l);
+                pp__ops_mtp_bwd(&sh, &l, k == 0);
+                emit(b, &l, from, S->n_labels);
+                label(S, "mtp %ld bwd", (long)k, "");
             }
             for (int64_t i = Lv - 1; i >= 0; i--) {
                 size_t from = l.n;
@@ -372,7 +401,10 @@ static int setup(step *S, const pp_step_config *cfg, pp_error *e) {
         S->p2p_bytes = S->tp > 1 && (p->sp || cfg->p2p_scatter)
                            ? S->act_bytes / S->tp
                            : S->act_bytes;
-        S->emb_sync = S->pp > 1 && S->m->tied_embeddings;
+        /* The embedding group: a tied output layer's table, or the copy
+         * the last stage keeps for multi-token prediction. */
+        S->emb_sync =
+            S->pp > 1 && (S->m->tied_embeddings || S->m->mtp_layers > 0);
         S->emb_bytes = cfg->grad_bytes * (double)S->m->vocab *
                        (double)S->m->hidden / S->tp;
     }

@@ -91,6 +91,13 @@ void pp__ops_embed_fwd(const pp__shape *s, pp__oplist *l);
 void pp__ops_embed_bwd(const pp__shape *s, pp__oplist *l);
 void pp__ops_head_fwd(const pp__shape *s, pp__oplist *l);
 void pp__ops_head_bwd(const pp__shape *s, pp__oplist *l);
+/* Multi-token prediction (pp_model.mtp_layers): a module's embedding,
+ * norms and projection, and its pass through the shared output layer. */
+void pp__ops_mtp_fwd(const pp__shape *s, pp__oplist *l);
+void pp__ops_mtp_bwd(const pp__shape *s, pp__oplist *l, bool table);
+void pp__ops_mtp_head_bwd(const pp__shape *s, pp__oplist *l);
+double pp__mtp_params_gpu(const pp__shape *s);
+double pp__mtp_embed_params_gpu(const pp__shape *s);
 /* Parameters of one layer and of the embedding, on one GPU (/tp). */
 double pp__layer_params_gpu(const pp__shape *s);
 double pp__embed_params_gpu(const pp__shape *s);

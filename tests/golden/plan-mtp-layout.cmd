@@ -1,0 +1,1 @@
+podplan plan --model layers=30,hidden=4096,heads=32,kv_heads=8,seq=8192,vocab=128256,ffn=swiglu,ffn_hidden=14336,mtp_layers=1,name=l8-30-mtp --cluster dgx-h100-ndr --set node.count=2 --gpus 16 --global-batch 64 --fix tp=2,pp=4,vp=2,cp=1 --uneven --format megatron | grep -E 'layout|mtp'

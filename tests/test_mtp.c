@@ -1,0 +1,205 @@
+/*
+ * tests/test_mtp.c: multi-token prediction (pp_model.mtp_layers;
+ * DeepSeek-V3 sec. 2.2, Megatron-core's --mtp-num-layers).  Its FLOPs
+ * against Megatron-LM's formula written out here, its key's bad values,
+ * the last stage's parameters and memory, and the simulator and the
+ * planner's estimate: the modules' work lands on the last stage, and the
+ * estimate follows the simulation.
+ */
+#include "models_util.h"
+
+#include <unistd.h>
+
+#include "plan_util.h"
+#include "podplan/planner.h"
+#include "podplan/sim.h"
+
+/* Llama 3 8B's shape, inline, with and without one MTP module. */
+#define L8                                                                     \
+    "hidden=4096,heads=32,kv_heads=8,seq=8192,vocab=128256,"                   \
+    "ffn=swiglu,ffn_hidden=14336"
+
+/* Megatron-LM's num_floating_point_operations (training.py) adds, per
+ * module: the layer (attention and MLP of the last layer's kind), its
+ * norms and eh_proj (2h^2 multiply-adds per token; the norms' 3h are
+ * element-wise, which podplan's count leaves out everywhere), and one
+ * more pass through the output layer (2hV): x 3 (forward and backward),
+ * x 2 (FLOPs per multiply-add).  Written out for Llama 3 8B. */
+static void test_mtp_flops(void **state) {
+    (void)state;
+    pp_model a = load("layers=32," L8),
+             b = load("layers=32," L8 ",mtp_layers=1");
+    assert_int_equal(b.mtp_layers, 1);
+    pp_flops fa, fb;
+    pp_error e = PP_ERROR_INIT;
+    assert_int_equal(pp_flops_count(&a, 4, PP_RECOMPUTE_NONE, &fa, &e), 0);
+    assert_int_equal(pp_flops_count(&b, 4, PP_RECOMPUTE_NONE, &fb, &e), 0);
+    double h = 4096, kv = 1024, f = 14336, V = 128256, s = 8192, B = 4;
+    double layer = h * (h + 2 * kv) + h * h + 3 * h * f; /* multiply-adds */
+    double core = 2 * s * h; /* QK^T and PV, per token */
+    double want = 6 * B * s * (layer + core + h * V + 2 * h * h);
+    assert_rel(fb.model - fa.model, want, 1e-12);
+    assert_rel(fb.total - fa.total, want, 1e-12);
+    /* Not in the parameter count (the published totals leave it out). */
+    assert_true(pp_model_params(&a) == pp_model_params(&b));
+    /* Full recomputation runs the module's layer forward once more, the
+     * output layer not. */
+    assert_int_equal(pp_flops_count(&a, 4, PP_RECOMPUTE_FULL, &fa, &e), 0);
+    assert_int_equal(pp_flops_count(&b, 4, PP_RECOMPUTE_FULL, &fb, &e), 0);
+    assert_rel(fb.total - fa.total,
+               want + 2 * B * s * (layer + core + 2 * h * h), 1e-12);
+
+    /* DeepSeek-V3: the module's layer is an MoE layer (the last layer's
+     * kind): 8 routed + 1 shared experts of 2048, the router. */
+    pp_model ds = load("deepseek-v3"), ds0 = ds;
+    ds0.mtp_layers = 0;
+    assert_int_equal(pp_flops_count(&ds, 1, PP_RECOMPUTE_NONE, &fb, &e), 0);
+    assert_int_equal(pp_flops_count(&ds0, 1, PP_RECOMPUTE_NONE, &fa, &e), 0);
+    h = 7168, s = 4096, V = 129280;
+    double moe = 4 * h * h + 256 * h + 9 * 3 * h * 2048;
+    core = 2 * s * 128 * 160;
+    assert_rel(fb.model - fa.model, 6 * s * (moe + core + h * V + 2 * h * h),
+               1e-12);
+}
+
+static const char *tmp_yaml(const char *text) {
+    static char path[64];
+    snprintf(path, sizeof path, "/tmp/podplan-test-mtp-%d.yaml", (int)getpid());
+    FILE *fp = fopen(path, "w");
+    assert_non_null(fp);
+    fputs(text, fp);
+    fclose(fp);
+    return path;
+}
+
+static void expect_model_error(const char *spec, const char *want) {
+    pp_model m;
+    memset(&m, 0x5a, sizeof m);
+    pp_model before = m;
+    pp_error e = PP_ERROR_INIT;
+    assert_int_equal(pp_model_load(spec, &m, &e), PP_EINPUT);
+    assert_contains(e.msg, want);
+    assert_memory_equal(&m, &before, sizeof m);
+}
+
+static void test_mtp_key(void **state) {
+    (void)state;
+    expect_model_error("layers=32," L8 ",mtp_layers=17",
+                       "--model: mtp_layers: expected 0 to 16, got \"17\"");
+    expect_model_error("layers=32," L8 ",mtp_layers=-1",
+                       "mtp_layers: expected 0 to 16");
+    expect_model_error("layers=32," L8 ",mtp_layers=one",
+                       "mtp_layers: expected 0 to 16");
+    const char *p = tmp_yaml("layers: 4\nhidden: 256\nheads: 4\nseq: 128\n"
+                             "vocab: 1000\nmtp_layers: 99\n");
+    expect_model_error(p, ":6:13: mtp_layers:");
+    /* A generic model has no layers to predict with. */
+    p = tmp_yaml("arch: generic\nparams: 25e6\nflops_per_sample: 4.1e9\n"
+                 "mtp_layers: 1\n");
+    expect_model_error(p, ":4:1: mtp_layers:");
+    unlink(p);
+    pp_model ok = load("layers=32," L8 ",mtp_layers=0");
+    assert_int_equal(ok.mtp_layers, 0);
+}
+
+/* With one micro-batch in flight everywhere (gbs = dp), the last stage
+ * is the most loaded: the module's layer (its activations too), its
+ * projection and norms, a copy of the word table for its embedding, and
+ * a second fp32 logits buffer. */
+static void test_mtp_memory(void **state) {
+    (void)state;
+    pp_model a = load("layers=32," L8),
+             b = load("layers=32," L8 ",mtp_layers=1");
+    pp_parallel p = layout("tp=2,pp=4,dp=2,gbs=2,sp=on,zero=1,recompute=none");
+    pp_memory ma, mb;
+    pp_error e = PP_ERROR_INIT;
+    assert_int_equal(pp_memory_per_gpu(&a, &p, PP_OPT_ADAM_MIXED, &ma, &e), 0);
+    assert_int_equal(pp_memory_per_gpu(&b, &p, PP_OPT_ADAM_MIXED, &mb, &e), 0);
+    assert_int_equal(ma.stage, 3);
+    assert_int_equal(mb.stage, 3);
+    double h = 4096, kv = 1024, f = 14336, V = 128256;
+    double layer = h * (h + 2 * kv) + h * h + 3 * h * f + 2 * h;
+    assert_rel(mb.params_per_gpu - ma.params_per_gpu,
+               (layer + 2 * h * h + 2 * h + V * h) / 2, 1e-12);
+    /* One more layer's activations (8 of them before), one more logits
+     * buffer (4 s b V / t). */
+    assert_rel(mb.activations, ma.activations * 9.0 / 8.0, 1e-12);
+    assert_rel(mb.buffers - ma.buffers, 4.0 * 8192 * V / 2, 1e-12);
+}
+
+static pp_gpu_profile h100(void) {
+    static pp_catalog *cat;
+    pp_error e = PP_ERROR_INIT;
+    if (!cat && pp_catalog_load(NULL, &cat, &e))
+        fail_msg("catalogue: %s", e.msg);
+    pp_gpu_profile g;
+    if (pp_profile_load_stack(NULL, pp_catalog_gpu(cat, "h100-sxm5"), NULL, &g,
+                              NULL, &e))
+        fail_msg("%s", e.msg);
+    return g;
+}
+
+/* The simulator puts the modules on the last stage: its compute grows by
+ * the micro-batches times one module's fwd + bwd (its own part, a layer,
+ * a pass through the output layer, as pp_*_cost_get price them), the
+ * other stages' not at all; the estimate follows. */
+static void test_mtp_simulate(void **state) {
+    (void)state;
+    pp_error e = PP_ERROR_INIT;
+    const char *sets[] = {"node.count=2"};
+    pp_cluster *c = NULL;
+    if (pp_cluster_load("dgx-h100-ndr", sets, 1, NULL, &c, &e))
+        fail_msg("%s", e.msg);
+    pp_gpu_profile g = h100();
+    pp_model a = load("layers=32," L8),
+             b = load("layers=32," L8 ",mtp_layers=1");
+    pp_parallel p = layout("tp=2,pp=4,dp=2,gbs=16,sp=on,zero=1");
+    pp_stack_resolve(&g, &p);
+    pp_step_config cfg;
+    pp_step_config_init(&cfg);
+    cfg.par = &p;
+    cfg.cluster = c;
+    cfg.profile = &g;
+    pp_step_result ra, rb;
+    cfg.model = &a;
+    assert_int_equal(pp_step_simulate(&cfg, &ra, &e), 0);
+    cfg.model = &b;
+    assert_int_equal(pp_step_simulate(&cfg, &rb, &e), 0);
+    pp_layer_cost lc, hc, mc;
+    assert_int_equal(pp_layer_cost_get(&g, &b, &p, &lc, &e), 0);
+    assert_int_equal(pp_head_cost_get(&g, &b, &p, &hc, &e), 0);
+    assert_int_equal(pp_mtp_cost_get(&g, &b, &p, &mc, &e), 0);
+    double nmb = pp_parallel_microbatches(&p);
+    double module =
+        lc.fwd_s + lc.bwd_s + hc.fwd_s + hc.bwd_s + mc.fwd_s + mc.bwd_s;
+    for (size_t s = 0; s + 1 < ra.n_stages; s++)
+        assert_rel(rb.stages[s].compute_s, ra.stages[s].compute_s, 1e-12);
+    /* TP collectives overlapped with GEMMs count as compute: within 2%. */
+    assert_rel(rb.stages[3].compute_s - ra.stages[3].compute_s, nmb * module,
+               0.02);
+    printf("llama3-8b shape on 16 H100: %.6f s, with one MTP module %.6f s "
+           "(last stage compute %.4f -> %.4f s)\n",
+           ra.iteration_time_s, rb.iteration_time_s, ra.stages[3].compute_s,
+           rb.stages[3].compute_s);
+    assert_true(rb.iteration_time_s > ra.iteration_time_s);
+    /* The module's parameters and its table copy are the last stage's. */
+    assert_rel(mc.params,
+               2.0 * 4096 * 4096 / 2 + 2 * 4096 + 128256 * 4096 / 2.0, 1e-12);
+    pp_step_result_fini(&ra);
+    pp_step_result_fini(&rb);
+
+    double est, t = sim_and_estimate(&cfg, &est, NULL);
+    printf("simulated %.6f s, estimated %.6f s\n", t, est);
+    assert_rel(est, t, 0.15);
+    pp_cluster_free(c);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_mtp_flops),
+        cmocka_unit_test(test_mtp_key),
+        cmocka_unit_test(test_mtp_memory),
+        cmocka_unit_test(test_mtp_simulate),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
