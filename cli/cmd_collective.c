@@ -147,17 +147,22 @@ static void print_table(FILE *fp, const void *ctx) {
             x->spec.channels                ? ""
             : x->spec.algo == PP_ALGO_NCCL ? " (NCCL's topology search)"
                                            : " (one per NIC when leaving a server)");
-    if (r->nccl.algo)
+    if (r->nccl.algo) {
         fprintf(fp,
                 "nccl         chose %s/%s (%d channel%s x %s/s, %d server%s): "
-                "latency %s + S / %s/s = %s\n",
+                "latency %s + S / %s/s",
                 r->nccl.algo, r->nccl.proto, r->nccl.channels,
                 r->nccl.channels == 1 ? "" : "s",
                 pp_fmtq(r->nccl.chan_Bps, PP_Q_BYTES), r->nccl.nodes,
                 r->nccl.nodes == 1 ? "" : "s",
                 pp_fmtq(r->nccl.lat_s, PP_Q_TIME),
-                pp_fmtq(r->nccl.algbw_Bps, PP_Q_BYTES),
-                pp_fmtq(r->nccl.time_s, PP_Q_TIME));
+                pp_fmtq(r->nccl.algbw_Bps, PP_Q_BYTES));
+        if (r->nccl.fill_s > 0)
+            fprintf(fp, " + pipeline fill %s (%s chunks)",
+                    pp_fmtq(r->nccl.fill_s, PP_Q_TIME),
+                    pp_fmtq((double)r->nccl.chunk, PP_Q_BYTES));
+        fprintf(fp, " = %s\n", pp_fmtq(r->nccl.time_s, PP_Q_TIME));
+    }
     if (x->prof) print_fit(fp, x);
     fprintf(fp, "size         %s per GPU\n",
             pp_fmtq(x->spec.bytes, PP_Q_BYTES));
@@ -223,6 +228,11 @@ static json_t *to_json(const result *x) {
                             pp_json_num(r->nccl.chan_Bps / 1e9));
         json_object_set_new(nc, "servers", json_integer(r->nccl.nodes));
         json_object_set_new(nc, "latency_s", pp_json_num(r->nccl.lat_s));
+        if (r->nccl.fill_s > 0) {
+            json_object_set_new(nc, "fill_s", pp_json_num(r->nccl.fill_s));
+            json_object_set_new(nc, "chunk_bytes",
+                                json_integer((json_int_t)r->nccl.chunk));
+        }
         json_object_set_new(nc, "algbw_GBps",
                             pp_json_num(r->nccl.algbw_Bps / 1e9));
         json_object_set_new(nc, "time_s", pp_json_num(r->nccl.time_s));

@@ -36,7 +36,10 @@ typedef struct pp_nccl_choice {
     const char *proto; /* LL, LL128, Simple */
     double time_s;     /* its predicted time */
     double lat_s;      /* the latency term */
-    double algbw_Bps;  /* its bandwidth term: bytes / (time - latency) */
+    double algbw_Bps;  /* its bandwidth term */
+    double fill_s;     /* NVLS in one server: the pipeline's fill (the
+                          time is lat + bytes / algbw + fill); else 0 */
+    int64_t chunk;     /* NVLS in one server: enqueue.cc's chunk, bytes */
     int channels;      /* of the graph it used */
     double chan_Bps;   /* per channel */
     int nodes;         /* servers the group spans */

@@ -44,6 +44,11 @@
  * (numPipeOps 1), and the size is nccl-tests' S: for AllGather and
  * ReduceScatter the whole buffer, the per-rank count times the ranks, as
  * NCCL's enqueue passes it to the model.
+ *
+ * One departure, for the time only (the choice stays the model's): an
+ * NVLS AllReduce in one Hopper server is timed with its chunk pipeline
+ * (nvls_pipeline below: two constants fitted to a published sweep),
+ * because the model misses its mid-size ramp by up to 44%.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -335,6 +340,41 @@ static void tune(const machine *mc, int coll, int nRanks, int nNodes,
     }
 }
 
+/* NVLS AllReduce in one Hopper server, timed as it runs rather than as
+ * the tuning model prices it (the model still makes the choice, as in
+ * NCCL).  Measured sweeps fall well below the model between 2 and 512
+ * MiB (16 MiB: 237 GB/s busbw against the model's 342), which neither
+ * the model's latency nor its bandwidth can produce.  The kernel moves
+ * each of its ops = nvlsChannels x nHeads pieces in chunks that
+ * enqueue.cc shrinks for smaller buffers (calcCollChunking, the same
+ * 2.19-2.21 generation as tuning.cc: 128 KiB, then 64 KiB below 64 x
+ * ops x chunk, 32 KiB below 8 x, 16 KiB below 2 x; nvlsChannels is
+ * NCCL_NVLS_NCHANNELS' default 16, nHeads the server's GPUs), and its
+ * reduce and broadcast stages fill and drain a pipeline of such chunks:
+ *   time = L + bytes / algbw + f x min(bytes, ops x chunk) / algbw,
+ * with algbw the model's.  L and f are fitted (least squares on relative
+ * error) to one published sweep that no validation case uses: AWS p5
+ * (8 x H100 SXM), nccl-tests all_reduce_perf from 1 MiB to 16 GiB,
+ * aws-samples/awsome-distributed-training, micro-benchmarks/nccl-tests/
+ * aws-batch/README.md (15 sizes; residuals within 9%, 3.6% mean).  L is
+ * the kernel's latency, below the table's 23 us; f is in chunks.  Only
+ * sm 90: no Blackwell sweep was fitted. */
+#define NVLS_LAT_US 15.0
+#define NVLS_FILL_CHUNKS 2.65
+#define NVLS_NCHANNELS 16
+
+static void nvls_pipeline(int nRanks, double nBytes, pp_nccl_choice *out) {
+    double ops = (double)NVLS_NCHANNELS * nRanks, chunk = 131072;
+    if (nBytes < 64 * ops * chunk && chunk > 65536) chunk = 65536;
+    if (nBytes < 8 * ops * chunk && chunk > 32768) chunk = 32768;
+    if (nBytes < 2 * ops * chunk && chunk > 16384) chunk = 16384;
+    double b = out->algbw_Bps;
+    out->lat_s = NVLS_LAT_US * 1e-6;
+    out->fill_s = NVLS_FILL_CHUNKS * fmin(nBytes, ops * chunk) / b;
+    out->chunk = (int64_t)chunk;
+    out->time_s = out->lat_s + nBytes / b + out->fill_s;
+}
+
 /* The machine as NCCL would see it (see the header). */
 static machine machine_of(const pp_cluster *c) {
     const pp_cluster_info *info = pp_cluster_info_get(c);
@@ -401,6 +441,9 @@ int pp_coll_nccl_choose(const pp_cluster *c, const int32_t *gpus, size_t n,
     if (!out->algo)
         return pp_error_set(e, PP_EINVAL,
                             "collective: nccl: no algorithm applies");
+    if (mc.cc == 90 && nNodes == 1 && coll == F_ALLREDUCE &&
+        !strcmp(out->algo, alg_name[T_NVLS]))
+        nvls_pipeline((int)n, bytes, out);
     out->nodes = nNodes;
     return 0;
 }
