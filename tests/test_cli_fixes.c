@@ -59,8 +59,9 @@ static void test_name_suggestions(void **state) {
     expect_fail(
         "topo stats --cluster titn", 2,
         "(did you mean \"titan\"?); `podplan list clusters` shows them");
-    expect_fail("simulate --model llama2 --cluster titan --parallel tp=8", 2,
-                "(did you mean \"llama2-70b\" or \"llama2-7b\"?)");
+    expect_fail(
+        "simulate --model llama2 --cluster titan --parallel tp=8", 2,
+        "(did you mean \"llama2-13b\", \"llama2-70b\" or \"llama2-7b\"?)");
 }
 
 static void test_list(void **state) {

@@ -54,6 +54,8 @@ static void test_llama_params(void **state) {
     assert_rel(pp_model_params(&m7), 6.74e9, 0.02);
     /* The published count, to the parameter (LLaMA conventions). */
     assert_true(pp_model_params(&m7) == 6738415616.0);
+    pp_model m13 = load("llama2-13b");
+    assert_true(pp_model_params(&m13) == 13015864320.0);
 
     pp_model m70 = load("llama2-70b");
     assert_int_equal(m70.kv_heads, 8);
