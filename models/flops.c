@@ -82,11 +82,12 @@ int pp_flops_closed(const pp_model *m, int64_t batch, pp_recompute r,
 
 /* ------------------------------------------------------------------------
  * Counted matrix by matrix, per token, forward (2 FLOPs per multiply-add):
- *   QKV          2 h (h + 2 kv)       kv = kv_heads * h/heads (GQA)
- *   scores       2 s h                QK^T, every head, no causal saving
- *   over values  2 s h                scores x V (h: heads x head_dim
+ *   QKV          2 h (q + 2 kv)       q = heads * d, kv = kv_heads * d
+ *                                     (GQA), d = kv_channels or h/heads
+ *   scores       2 s q                QK^T, every head, no causal saving
+ *   over values  2 s q                scores x V (q: heads x head_dim
  *                                     where the model sets head_dim)
- *   out-proj     2 h^2
+ *   out-proj     2 q h
  *   MLP          2 * 2 h f (GeLU: up, down) or 3 * 2 h f (SwiGLU: gate, up,
  *                down; Shazeer 2020)
  *   logits       2 h V                once, after the last layer (and
@@ -120,15 +121,16 @@ int pp_flops_count(const pp_model *m, int64_t batch, pp_recompute r,
 
     double s = (double)m->seq, l = (double)m->layers, h = (double)m->hidden;
     double V = (double)m->vocab, ff = (double)m->ffn_hidden;
-    double kv = (double)m->kv_heads * (double)(m->hidden / m->heads);
+    double dh = pp_model_kv_channels(m);
+    double q = (double)m->heads * dh, kv = (double)m->kv_heads * dh;
     double mlp_mats = m->ffn == PP_FFN_SWIGLU ? 3.0 : 2.0;
     double tokens = B * s;
 
     /* per token, per layer, forward */
     double gemm =
-        2.0 * h * (h + 2.0 * kv) + 2.0 * h * h + mlp_mats * 2.0 * h * ff;
+        2.0 * h * (q + 2.0 * kv) + 2.0 * q * h + mlp_mats * 2.0 * h * ff;
     /* head_dim (MLA's wider heads) widens the core only */
-    double ac = m->head_dim > 0 ? (double)m->heads * (double)m->head_dim : h;
+    double ac = m->head_dim > 0 ? (double)m->heads * (double)m->head_dim : q;
     double core = 2.0 * s * ac + 2.0 * s * ac;
     double logits = 2.0 * h * V; /* per token, forward */
 

@@ -36,7 +36,7 @@ int pp_layer_gemms(const pp_model *m, const pp_parallel *p, pp_gemm_shape *out,
                             "layer GEMMs: room for %zu shapes, need %d", max,
                             COUNT);
     int64_t t = p->tp, b = p->mbs, s = m->seq, h = m->hidden;
-    int64_t a = m->heads, d = h / a;
+    int64_t a = m->heads, d = (int64_t)pp_model_kv_channels(m), q = a * d;
     int64_t kvd = (m->kv_heads > 0 ? m->kv_heads : a) * d;
     int64_t f = m->ffn_hidden > 0 ? m->ffn_hidden : 4 * h;
     int64_t f_in = (m->ffn == PP_FFN_SWIGLU ? 2 : 1) * f / t;
@@ -47,10 +47,10 @@ int pp_layer_gemms(const pp_model *m, const pp_parallel *p, pp_gemm_shape *out,
                             (long long)t, (long long)a);
     int64_t tok = s * b;
     pp_gemm_shape g[COUNT];
-    put(&g[0], "qkv", 1, tok, (h + 2 * kvd) / t, h);
+    put(&g[0], "qkv", 1, tok, (q + 2 * kvd) / t, h);
     put(&g[1], "attn scores", b * a / t, s, s, d);
     put(&g[2], "attn values", b * a / t, s, d, s);
-    put(&g[3], "attn proj", 1, tok, h, h / t);
+    put(&g[3], "attn proj", 1, tok, h, q / t);
     put(&g[4], "mlp fc1", 1, tok, f_in, h);
     put(&g[5], "mlp fc2", 1, tok, h, f / t);
     memcpy(out, g, sizeof g);

@@ -38,17 +38,23 @@ static const char *const ffn_names[] = {"gelu", "swiglu", NULL};
  * published counts exactly: LLaMA-2 7B 6,738,415,616, LLaMA-2 70B
  * 68,976,648,192.
  * ---------------------------------------------------------------------- */
+double pp_model_kv_channels(const pp_model *m) {
+    return m->kv_channels > 0 ? (double)m->kv_channels
+                              : (double)(m->hidden / m->heads);
+}
+
 double pp__layer_params(const pp_model *m) {
     double h = (double)m->hidden;
     double f = (double)m->ffn_hidden;
-    double kv = (double)m->kv_heads * (double)(m->hidden / m->heads);
+    double d = pp_model_kv_channels(m);
+    double q = (double)m->heads * d, kv = (double)m->kv_heads * d;
     bool llama = m->ffn == PP_FFN_SWIGLU;
 
-    double attn = h * (h + 2.0 * kv) + h * h;
+    double attn = h * (q + 2.0 * kv) + q * h;
     double mlp = llama ? 3.0 * h * f : 2.0 * h * f;
     double norms = llama ? 2.0 * h : 4.0 * h;
     if (m->bias) {
-        attn += (h + 2.0 * kv) + h; /* QKV and output-projection biases */
+        attn += (q + 2.0 * kv) + h; /* QKV and output-projection biases */
         mlp += (llama ? 2.0 * f : f) + h;
     }
     return attn + mlp + norms;
@@ -294,6 +300,7 @@ int pp_model_from_node(pp_node *map, const char *path, pp_model *out,
                     {"heads", PP_REQUIRED, &m.heads},
                     {"kv_heads", PP_OPTIONAL, &m.kv_heads},
                     {"head_dim", PP_OPTIONAL, &m.head_dim},
+                    {"kv_channels", PP_OPTIONAL, &m.kv_channels},
                     {"seq", PP_REQUIRED, &m.seq},
                     {"vocab", PP_REQUIRED, &m.vocab},
                     {"ffn_hidden", PP_OPTIONAL, &m.ffn_hidden},
@@ -391,6 +398,7 @@ static const char *const inline_keys[] = {"layers",
                                           "group_top_k",
                                           "capacity_factor",
                                           "mtp_layers",
+                                          "kv_channels",
                                           NULL};
 
 enum {
@@ -415,7 +423,8 @@ enum {
     I_GROUPS,
     I_GROUP_TOPK,
     I_CAPACITY,
-    I_MTP
+    I_MTP,
+    I_KV_CHANNELS
 };
 
 static int inline_value(void *ctx, int k, const char *val, pp_error *e) {
@@ -441,6 +450,14 @@ static int inline_value(void *ctx, int k, const char *val, pp_error *e) {
             return pp_error_set(
                 e, PP_EINPUT, "%s%s: expected a%s integer, got \"%.100s\"", pre,
                 inline_keys[k], lo ? " positive" : " non-negative", val);
+        return 0;
+    }
+    if (k == I_KV_CHANNELS) {
+        if (pp_parse_i64(val, 1, PP_MODEL_DIM_MAX, &m->kv_channels) < 0)
+            return pp_error_set(e, PP_EINPUT,
+                                "%skv_channels: expected a positive integer, "
+                                "got \"%.100s\"",
+                                pre, val);
         return 0;
     }
     if (k == I_MTP) {

@@ -203,6 +203,7 @@ int pp__write_megatron(const pp_plan *p, FILE *fp, pp_error *e) {
         ARG("--group-query-attention");
         ARG("--num-query-groups %lld", (long long)m->kv_heads);
     }
+    if (m->kv_channels) ARG("--kv-channels %lld", (long long)m->kv_channels);
     ARG("--seq-length %lld", (long long)m->seq);
     ARG("--max-position-embeddings %lld", (long long)m->seq);
     if (m->ffn == PP_FFN_SWIGLU) {
@@ -327,6 +328,8 @@ int pp__write_nemo(const pp_plan *p, FILE *fp, pp_error *e) {
     fprintf(fp, "  num_attention_heads: %lld\n", (long long)m->heads);
     if (m->kv_heads > 0 && m->kv_heads != m->heads)
         fprintf(fp, "  num_query_groups: %lld\n", (long long)m->kv_heads);
+    if (m->kv_channels)
+        fprintf(fp, "  kv_channels: %lld\n", (long long)m->kv_channels);
     if (m->ffn == PP_FFN_SWIGLU)
         fprintf(fp, "  activation: fast-swiglu\n"
                     "  position_embedding_type: rope\n"
@@ -414,6 +417,8 @@ int pp__write_nemo2(const pp_plan *p, FILE *fp, pp_error *e) {
     fprintf(fp, "    ffn_hidden_size=%lld,\n", (long long)ffn_of(m));
     fprintf(fp, "    num_attention_heads=%lld,\n", (long long)m->heads);
     fprintf(fp, "    num_query_groups=%lld,\n", (long long)m->kv_heads);
+    if (m->kv_channels)
+        fprintf(fp, "    kv_channels=%lld,\n", (long long)m->kv_channels);
     fprintf(fp, "    seq_length=%lld,\n", (long long)m->seq);
     if (m->ffn == PP_FFN_SWIGLU)
         fputs("    gated_linear_unit=True,\n"

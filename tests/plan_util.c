@@ -83,7 +83,9 @@ static const char *const megatron_args[] = {
     /* _add_distributed_args: Megatron-core's pipeline layout (vp from it) */
     "--pipeline-model-parallel-layout",
     /* _add_mtp_args: multi-token prediction (Megatron-core 0.11+) */
-    "--mtp-num-layers", NULL};
+    "--mtp-num-layers",
+    /* _add_network_size_args: the projections' width per head */
+    "--kv-channels", NULL};
 
 bool megatron_arg(const char *name) {
     for (int i = 0; megatron_args[i]; i++)

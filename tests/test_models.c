@@ -245,6 +245,40 @@ static void test_model_file_errors(void **state) {
 /* ------------------------------------------------------------------------
  * Parallel layouts.
  * ---------------------------------------------------------------------- */
+/* kv_channels (Megatron-core's, Hugging Face's head_dim): Qwen3's
+ * projections are heads x 128 wide, twice hidden.  The model cards'
+ * totals (30.5B / 3.3B active, 235B / 22B active) within 1% and 3%; the
+ * QK-norm's 256 parameters per layer are left out.  kv_channels equal to
+ * hidden / heads changes nothing. */
+static void test_kv_channels(void **state) {
+    (void)state;
+    pp_model q30 = load("qwen3-30b-a3b"), q235 = load("qwen3-235b-a22b");
+    assert_rel(pp_model_params(&q30), 30.5e9, 0.01);
+    assert_rel(pp_model_active_params(&q30), 3.3e9, 0.03);
+    assert_rel(pp_model_params(&q235), 235e9, 0.01);
+    assert_rel(pp_model_active_params(&q235), 22e9, 0.03);
+    /* Attention of one layer: h (q + 2 kv) + q h, q = 32 x 128, kv =
+     * 4 x 128, against the same model at kv_channels 64 (= 2048 / 32). */
+    pp_model narrow = q30;
+    narrow.kv_channels = 64;
+    double h = 2048, wide = h * (4096 + 1024) + 4096 * h,
+           thin = h * (2048 + 512) + 2048 * h;
+    assert_rel(pp_model_params(&q30) - pp_model_params(&narrow),
+               48 * (wide - thin), 1e-12);
+    pp_model a = load("llama3-8b"), b = a;
+    b.kv_channels = 128; /* 4096 / 32 */
+    assert_true(pp_model_params(&a) == pp_model_params(&b));
+    pp_flops fa, fb;
+    pp_error e = PP_ERROR_INIT;
+    assert_int_equal(pp_flops_count(&a, 2, PP_RECOMPUTE_NONE, &fa, &e), 0);
+    assert_int_equal(pp_flops_count(&b, 2, PP_RECOMPUTE_NONE, &fb, &e), 0);
+    assert_true(fa.total == fb.total);
+    expect_inline_error("layers=2,hidden=256,heads=4,seq=128,vocab=100,"
+                        "kv_channels=0",
+                        "--model: kv_channels: expected a positive integer, "
+                        "got \"0\"");
+}
+
 static void test_parallel_parse_format(void **state) {
     (void)state;
     char buf[256];
@@ -421,6 +455,7 @@ int main(void) {
         cmocka_unit_test(test_gpt3_params),
         cmocka_unit_test(test_megatron_table_params),
         cmocka_unit_test(test_llama_params),
+        cmocka_unit_test(test_kv_channels),
         cmocka_unit_test(test_generic_models),
         cmocka_unit_test(test_inline_model),
         cmocka_unit_test(test_inline_model_errors),

@@ -37,6 +37,12 @@ typedef struct pp_model {
      * the projections stay h wide.  For DeepSeek's MLA it is the mean of
      * the q/k (192) and v (128) head widths. */
     int64_t head_dim;
+    /* The projections' width per head (Megatron-core's kv_channels,
+     * Hugging Face's head_dim): Q and the attention output are heads x
+     * kv_channels wide, K and V kv_heads x kv_channels; 0 = hidden /
+     * heads.  Qwen3's are wider than hidden (64 x 128 against 4096).
+     * The core takes it too unless head_dim says otherwise. */
+    int64_t kv_channels;
     int64_t seq;        /* s */
     int64_t vocab;      /* V */
     int64_t ffn_hidden; /* default 4h */
@@ -92,6 +98,8 @@ int pp_model_validate(const pp_model *m, pp_error *e);
 /* Parameter count from the shape.  For GPT (tied embeddings, learned
  * positions) this is 12 l h^2 (1 + 13/(12h) + (V+s)/(12lh)). */
 double pp_model_params(const pp_model *m);
+/* The projections' width per head: kv_channels, else hidden / heads. */
+double pp_model_kv_channels(const pp_model *m);
 
 /* Mixture of experts (models/moe.c).  Whether m has experts; whether
  * layer i (0-based) is an MoE layer; how many are; the parameters a token

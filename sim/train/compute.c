@@ -134,6 +134,7 @@ static void mark(pp__oplist *l, double params) {
 /* Shapes after the TP split, per micro-batch. */
 typedef struct dims {
     double b, sq, h, t, a, d, kvd, f, V;
+    double q;  /* Q's and the attention output's width: a d */
     double dc; /* the attention core's width per head (head_dim, else d) */
     double sk; /* keys each query attends to: s (sq = s / cp) */
     double cp;
@@ -160,7 +161,8 @@ static dims dims_of(const pp__shape *s) {
     x.h = (double)m->hidden;
     x.t = (double)p->tp;
     x.a = (double)m->heads;
-    x.d = x.h / x.a;
+    x.d = pp_model_kv_channels(m);
+    x.q = x.a * x.d;
     x.dc = m->head_dim > 0 ? (double)m->head_dim : x.d;
     x.kvd = (double)(m->kv_heads > 0 ? m->kv_heads : m->heads) * x.d;
     x.f = (double)(m->ffn_hidden > 0 ? m->ffn_hidden : 4 * m->hidden);
@@ -171,7 +173,7 @@ static dims dims_of(const pp__shape *s) {
     x.tok = x.sq * x.b;
     x.tn = x.sp ? x.tok / x.t : x.tok;
     x.heads = x.b * x.a / x.t;
-    x.qkv_n = (x.h + 2.0 * x.kvd) / x.t;
+    x.qkv_n = (x.q + 2.0 * x.kvd) / x.t;
     x.f_in = (x.swiglu ? 2.0 : 1.0) * x.f / x.t;
     return x;
 }
@@ -309,7 +311,7 @@ static void core_fwd(const pp__shape *s, const dims *x, pp__oplist *l) {
     cp_wrap(x, l, from, 1.0, "cp ring attention");
     /* The context [b a/t, s, d] is permuted back to [s, b, h/t] with a
      * .contiguous() copy (read 2, write 2). */
-    mem(s, l, "context permute", 4.0 * x->tok * x->h / x->t);
+    mem(s, l, "context permute", 4.0 * x->tok * x->q / x->t);
 }
 
 void pp__ops_layer_fwd(const pp__shape *s, pp__oplist *l) {
@@ -322,7 +324,7 @@ void pp__ops_layer_fwd(const pp__shape *s, pp__oplist *l) {
     tp_enter_fwd(&x, l);
     lgemm(s, l, "qkv", x.tok, x.qkv_n, x.h);
     core_fwd(s, &x, l);
-    lgemm(s, l, "attn proj", x.tok, x.h, x.h / x.t);
+    lgemm(s, l, "attn proj", x.tok, x.h, x.q / x.t);
     tp_exit_fwd(&x, l);
     /* Fused bias-dropout-add: read the output and the residual, write the
      * sum, write the mask: 2 + 2 + 2 + 1. */
@@ -415,8 +417,8 @@ void pp__ops_layer_bwd(const pp__shape *s, pp__oplist *l) {
     mem(s, l, "bias dropout add bwd", 7.0 * H);
     tp_enter_bwd(&x, l);
     lgemm_bwd(s, l, "attn proj dgrad", "attn proj wgrad", x.tok, x.h,
-              x.h / x.t);
-    if (!s->p->flash) mem(s, l, "context permute bwd", 4.0 * x.tok * x.h / x.t);
+              x.q / x.t);
+    if (!s->p->flash) mem(s, l, "context permute bwd", 4.0 * x.tok * x.q / x.t);
     /* Selective recomputation (Korthikanti et al. 2022, sec. 4.2): the
      * attention core alone runs again before its backward. */
     if (s->p->recompute == PP_RECOMPUTE_SELECTIVE) core_fwd(s, &x, l);
@@ -592,10 +594,10 @@ double pp__layer_params_gpu(const pp__shape *s) {
     /* Matrices split over t: QKV h x (h + 2 kv d), projection h x h, MLP
      * h x f (x2 SwiGLU) and f x h, with their biases; the two norms
      * (2 x 2h) are replicated. */
-    double mats = x.h * (x.h + 2.0 * x.kvd) + x.h * x.h +
+    double mats = x.h * (x.q + 2.0 * x.kvd) + x.q * x.h +
                   x.h * x.f * (x.swiglu ? 3.0 : 2.0);
     double bias =
-        (x.h + 2.0 * x.kvd) + x.h + x.f * (x.swiglu ? 2.0 : 1.0) + x.h;
+        (x.q + 2.0 * x.kvd) + x.h + x.f * (x.swiglu ? 2.0 : 1.0) + x.h;
     return (mats + bias) / x.t + 4.0 * x.h;
 }
 

@@ -152,11 +152,12 @@ void pp__ops_moe_bwd(const pp__shape *s, pp__oplist *l) {
 double pp__moe_layer_params_gpu(const pp__shape *s) {
     const pp_model *m = s->m;
     moe_dims x = moe_dims_of(s);
-    double kvd = (double)m->kv_heads * (x.h / (double)m->heads);
-    double attn = x.h * (x.h + 2.0 * kvd) + x.h * x.h;
+    double d = pp_model_kv_channels(m), q = (double)m->heads * d;
+    double kvd = (double)m->kv_heads * d;
+    double attn = x.h * (q + 2.0 * kvd) + q * x.h;
     double mlp = (x.swiglu ? 3.0 : 2.0) * x.h * x.fe;
     if (m->bias) {
-        attn += (x.h + 2.0 * kvd) + x.h;
+        attn += (q + 2.0 * kvd) + x.h;
         mlp += (x.swiglu ? 2.0 : 1.0) * x.fe + x.h;
     }
     return attn / x.t + 4.0 * x.h + x.h * x.E + x.S * mlp / x.t +

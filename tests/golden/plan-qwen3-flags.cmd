@@ -1,0 +1,1 @@
+podplan plan --model qwen3-30b-a3b --cluster dgx-h100-ndr --set node.count=2 --gpus 16 --global-batch 512 --top 0 --format megatron | grep -E 'kv-channels|query-groups|num-experts|moe-router-topk|moe-ffn'
