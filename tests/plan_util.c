@@ -26,6 +26,26 @@ pp_cluster *load_cluster(const char *name) {
     return c;
 }
 
+pp_cluster *load_cluster_set(const char *name, const char *set) {
+    pp_error e = PP_ERROR_INIT;
+    pp_cluster *c = NULL;
+    if (pp_cluster_load(name, &set, 1, NULL, &c, &e))
+        fail_msg("loading %s (%s): %s", name, set, e.msg);
+    return c;
+}
+
+pp_gpu_profile load_gpu_profile(const char *gpu, const char *stack) {
+    static pp_catalog *cat;
+    pp_error e = PP_ERROR_INIT;
+    if (!cat && pp_catalog_load(NULL, &cat, &e))
+        fail_msg("catalogue: %s", e.msg);
+    pp_gpu_profile g;
+    if (pp_profile_load_stack(NULL, pp_catalog_gpu(cat, gpu), stack, &g, NULL,
+                              &e))
+        fail_msg("%s: %s", gpu, e.msg);
+    return g;
+}
+
 void load_model(const char *spec, pp_model *m) {
     pp_error e = PP_ERROR_INIT;
     if (pp_model_load(spec, m, &e)) fail_msg("loading %s: %s", spec, e.msg);

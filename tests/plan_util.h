@@ -18,6 +18,10 @@
 /* The number at o[key]; fails the test when it is missing. */
 double num(json_t *o, const char *key);
 pp_cluster *load_cluster(const char *name);
+/* The same with one --set PATH=VALUE. */
+pp_cluster *load_cluster_set(const char *name, const char *set);
+/* A GPU's profile from the catalogue under a stack (NULL: its default). */
+pp_gpu_profile load_gpu_profile(const char *gpu, const char *stack);
 void load_model(const char *spec, pp_model *m);
 
 /* Whether `name` ("--swiglu") is a Megatron-LM argument. */

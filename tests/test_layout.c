@@ -293,18 +293,6 @@ static void test_layout_even(void **state) {
     assert_true(mc.params_per_gpu > ma.params_per_gpu);
 }
 
-static pp_gpu_profile h100(void) {
-    static pp_catalog *cat;
-    pp_error e = PP_ERROR_INIT;
-    if (!cat && pp_catalog_load(NULL, &cat, &e))
-        fail_msg("catalogue: %s", e.msg);
-    pp_gpu_profile g;
-    if (pp_profile_load_stack(NULL, pp_catalog_gpu(cat, "h100-sxm5"), NULL, &g,
-                              NULL, &e))
-        fail_msg("%s", e.msg);
-    return g;
-}
-
 static double run(const char *spec, const pp_model *m, pp_cluster *c,
                   pp_gpu_profile *g, double *est) {
     pp_error e = PP_ERROR_INIT;
@@ -322,13 +310,9 @@ static double run(const char *spec, const pp_model *m, pp_cluster *c,
 
 static void test_layout_simulate(void **state) {
     (void)state;
-    pp_error e = PP_ERROR_INIT;
-    const char *sets[] = {"node.count=2"};
-    pp_cluster *c = NULL;
-    if (pp_cluster_load("dgx-h100-ndr", sets, 1, NULL, &c, &e))
-        fail_msg("%s", e.msg);
+    pp_cluster *c = load_cluster_set("dgx-h100-ndr", "node.count=2");
     pp_model m = load("llama3-8b");
-    pp_gpu_profile g = h100();
+    pp_gpu_profile g = load_gpu_profile("h100-sxm5", NULL);
     double ea, eb, ec, e1;
     double ta = run(even_spec, &m, c, &g, &ea);
     double tb = run(even_layout, &m, c, &g, &eb);

@@ -127,18 +127,6 @@ static void test_mtp_memory(void **state) {
     assert_rel(mb.buffers - ma.buffers, 4.0 * 8192 * V / 2, 1e-12);
 }
 
-static pp_gpu_profile h100(void) {
-    static pp_catalog *cat;
-    pp_error e = PP_ERROR_INIT;
-    if (!cat && pp_catalog_load(NULL, &cat, &e))
-        fail_msg("catalogue: %s", e.msg);
-    pp_gpu_profile g;
-    if (pp_profile_load_stack(NULL, pp_catalog_gpu(cat, "h100-sxm5"), NULL, &g,
-                              NULL, &e))
-        fail_msg("%s", e.msg);
-    return g;
-}
-
 /* The simulator puts the modules on the last stage: its compute grows by
  * the micro-batches times one module's fwd + bwd (its own part, a layer,
  * a pass through the output layer, as pp_*_cost_get price them), the
@@ -146,11 +134,8 @@ static pp_gpu_profile h100(void) {
 static void test_mtp_simulate(void **state) {
     (void)state;
     pp_error e = PP_ERROR_INIT;
-    const char *sets[] = {"node.count=2"};
-    pp_cluster *c = NULL;
-    if (pp_cluster_load("dgx-h100-ndr", sets, 1, NULL, &c, &e))
-        fail_msg("%s", e.msg);
-    pp_gpu_profile g = h100();
+    pp_cluster *c = load_cluster_set("dgx-h100-ndr", "node.count=2");
+    pp_gpu_profile g = load_gpu_profile("h100-sxm5", NULL);
     pp_model a = load("layers=32," L8),
              b = load("layers=32," L8 ",mtp_layers=1");
     pp_parallel p = layout("tp=2,pp=4,dp=2,gbs=16,sp=on,zero=1");

@@ -759,36 +759,43 @@ static void part_cost(const pp__shape *s,
     pp__oplist_fini(&l);
 }
 
-int pp_embed_cost_get(const pp_gpu_profile *g, const pp_model *m,
-                      const pp_parallel *p, pp_layer_cost *out, pp_error *e) {
-    int rc = transformer_only(m, "embedding", e);
+typedef void (*ops_fn)(const pp__shape *, pp__oplist *);
+
+/* One part's cost and the parameters params(s) gives it. */
+static int part_get(const char *what, const pp_gpu_profile *g,
+                    const pp_model *m, const pp_parallel *p, ops_fn fwd,
+                    ops_fn bwd, double (*params)(const pp__shape *),
+                    pp_layer_cost *out, pp_error *e) {
+    int rc = transformer_only(m, what, e);
     if (rc < 0) return rc;
     pp__shape s = {m, p, g, 0};
-    part_cost(&s, pp__ops_embed_fwd, pp__ops_embed_bwd, out);
-    out->params = pp__embed_params_gpu(&s);
+    part_cost(&s, fwd, bwd, out);
+    out->params = params(&s);
     return 0;
+}
+
+int pp_embed_cost_get(const pp_gpu_profile *g, const pp_model *m,
+                      const pp_parallel *p, pp_layer_cost *out, pp_error *e) {
+    return part_get("embedding", g, m, p, pp__ops_embed_fwd, pp__ops_embed_bwd,
+                    pp__embed_params_gpu, out, e);
 }
 
 static void mtp_bwd_table(const pp__shape *s, pp__oplist *l) {
     pp__ops_mtp_bwd(s, l, true);
 }
 
+static double mtp_params_table(const pp__shape *s) {
+    return pp__mtp_params_gpu(s) + pp__mtp_embed_params_gpu(s);
+}
+
 int pp_mtp_cost_get(const pp_gpu_profile *g, const pp_model *m,
                     const pp_parallel *p, pp_layer_cost *out, pp_error *e) {
-    int rc = transformer_only(m, "mtp", e);
-    if (rc < 0) return rc;
-    pp__shape s = {m, p, g, 0};
-    part_cost(&s, pp__ops_mtp_fwd, mtp_bwd_table, out);
-    out->params = pp__mtp_params_gpu(&s) + pp__mtp_embed_params_gpu(&s);
-    return 0;
+    return part_get("mtp", g, m, p, pp__ops_mtp_fwd, mtp_bwd_table,
+                    mtp_params_table, out, e);
 }
 
 int pp_head_cost_get(const pp_gpu_profile *g, const pp_model *m,
                      const pp_parallel *p, pp_layer_cost *out, pp_error *e) {
-    int rc = transformer_only(m, "head", e);
-    if (rc < 0) return rc;
-    pp__shape s = {m, p, g, 0};
-    part_cost(&s, pp__ops_head_fwd, pp__ops_head_bwd, out);
-    out->params = pp__head_params_gpu(&s);
-    return 0;
+    return part_get("head", g, m, p, pp__ops_head_fwd, pp__ops_head_bwd,
+                    pp__head_params_gpu, out, e);
 }
