@@ -82,6 +82,21 @@ static inline void expect_invalid(const pp_model *m, const char *spec,
     assert_contains(e.msg, msg);
 }
 
+/* A model spec (inline, file or zoo name) the loader refuses: exit code
+ * 2, the message, *m untouched. */
+static inline void expect_model_error(const char *spec, const char *msg) {
+    pp_model m;
+    memset(&m, 0x5a, sizeof m);
+    pp_model before = m;
+    pp_error e = PP_ERROR_INIT;
+    int rc = pp_model_load(spec, &m, &e);
+    assert_int_equal(rc, PP_EINPUT);
+    assert_int_equal(pp_exit_code(rc), 2);
+    assert_int_equal(e.code, PP_EINPUT);
+    assert_contains(e.msg, msg);
+    assert_memory_equal(&m, &before, sizeof m); /* untouched on failure */
+}
+
 /* Loads a model from YAML text; returns the status, message in e. */
 static inline int model_from_text(const char *name, const char *text,
                                   pp_model *m, pp_error *e) {

@@ -139,49 +139,36 @@ static void test_inline_model(void **state) {
     assert_true(b.dense == a.dense && b.logit == a.logit);
 }
 
-static void expect_inline_error(const char *spec, const char *msg) {
-    pp_model m;
-    memset(&m, 0x5a, sizeof m);
-    pp_model before = m;
-    pp_error e = PP_ERROR_INIT;
-    int rc = pp_model_load(spec, &m, &e);
-    assert_int_equal(rc, PP_EINPUT);
-    assert_int_equal(pp_exit_code(rc), 2);
-    assert_int_equal(e.code, PP_EINPUT);
-    assert_contains(e.msg, msg);
-    assert_memory_equal(&m, &before, sizeof m); /* untouched on failure */
-}
-
 static void test_inline_model_errors(void **state) {
     (void)state;
-    expect_inline_error("layers=x,hidden=12288,heads=96,seq=2048,vocab=51200",
-                        "--model: layers: expected a positive integer, got "
-                        "\"x\"");
-    expect_inline_error("layers=0,hidden=12288,heads=96,seq=2048,vocab=51200",
-                        "--model: layers: expected a positive integer");
-    expect_inline_error("layrs=96,hidden=12288,heads=96,seq=2048,vocab=51200",
-                        "--model: unknown key \"layrs\" (did you mean "
-                        "\"layers\"?)");
-    expect_inline_error("layers=96,hidden=12288,heads=96,seq=2048",
-                        "--model: vocab: missing");
-    expect_inline_error("layers=96,hidden=12288,heads=100,seq=2048,"
-                        "vocab=51200",
-                        "--model: hidden: 12288 is not divisible by heads "
-                        "(100)");
-    expect_inline_error("layers=96,hidden=12288,heads=96,kv_heads=7,"
-                        "seq=2048,vocab=51200",
-                        "kv_heads: 7 does not divide heads (96)");
-    expect_inline_error("layers=96,hidden=12288,heads=96,seq=2048,"
-                        "vocab=51200,ffn=relu",
-                        "--model: ffn: expected gelu or swiglu");
-    expect_inline_error("layers=96,layers=2,hidden=12288,heads=96,seq=2048,"
-                        "vocab=51200",
-                        "--model: layers: given twice");
-    expect_inline_error("layers=96,hidden,heads=96,seq=2048,vocab=51200",
-                        "expected key=value");
-    expect_inline_error("layers=96,hidden=12288,heads=96,seq=2048,"
-                        "vocab=51200,head_dim=0",
-                        "--model: head_dim: expected a positive integer");
+    expect_model_error("layers=x,hidden=12288,heads=96,seq=2048,vocab=51200",
+                       "--model: layers: expected a positive integer, got "
+                       "\"x\"");
+    expect_model_error("layers=0,hidden=12288,heads=96,seq=2048,vocab=51200",
+                       "--model: layers: expected a positive integer");
+    expect_model_error("layrs=96,hidden=12288,heads=96,seq=2048,vocab=51200",
+                       "--model: unknown key \"layrs\" (did you mean "
+                       "\"layers\"?)");
+    expect_model_error("layers=96,hidden=12288,heads=96,seq=2048",
+                       "--model: vocab: missing");
+    expect_model_error("layers=96,hidden=12288,heads=100,seq=2048,"
+                       "vocab=51200",
+                       "--model: hidden: 12288 is not divisible by heads "
+                       "(100)");
+    expect_model_error("layers=96,hidden=12288,heads=96,kv_heads=7,"
+                       "seq=2048,vocab=51200",
+                       "kv_heads: 7 does not divide heads (96)");
+    expect_model_error("layers=96,hidden=12288,heads=96,seq=2048,"
+                       "vocab=51200,ffn=relu",
+                       "--model: ffn: expected gelu or swiglu");
+    expect_model_error("layers=96,layers=2,hidden=12288,heads=96,seq=2048,"
+                       "vocab=51200",
+                       "--model: layers: given twice");
+    expect_model_error("layers=96,hidden,heads=96,seq=2048,vocab=51200",
+                       "expected key=value");
+    expect_model_error("layers=96,hidden=12288,heads=96,seq=2048,"
+                       "vocab=51200,head_dim=0",
+                       "--model: head_dim: expected a positive integer");
 }
 
 static void test_model_file_errors(void **state) {
@@ -273,10 +260,10 @@ static void test_kv_channels(void **state) {
     assert_int_equal(pp_flops_count(&a, 2, PP_RECOMPUTE_NONE, &fa, &e), 0);
     assert_int_equal(pp_flops_count(&b, 2, PP_RECOMPUTE_NONE, &fb, &e), 0);
     assert_true(fa.total == fb.total);
-    expect_inline_error("layers=2,hidden=256,heads=4,seq=128,vocab=100,"
-                        "kv_channels=0",
-                        "--model: kv_channels: expected a positive integer, "
-                        "got \"0\"");
+    expect_model_error("layers=2,hidden=256,heads=4,seq=128,vocab=100,"
+                       "kv_channels=0",
+                       "--model: kv_channels: expected a positive integer, "
+                       "got \"0\"");
 }
 
 static void test_parallel_parse_format(void **state) {

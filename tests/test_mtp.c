@@ -8,8 +8,6 @@
  */
 #include "models_util.h"
 
-#include <unistd.h>
-
 #include "plan_util.h"
 #include "podplan/planner.h"
 #include "podplan/sim.h"
@@ -62,26 +60,6 @@ static void test_mtp_flops(void **state) {
                1e-12);
 }
 
-static const char *tmp_yaml(const char *text) {
-    static char path[64];
-    snprintf(path, sizeof path, "/tmp/podplan-test-mtp-%d.yaml", (int)getpid());
-    FILE *fp = fopen(path, "w");
-    assert_non_null(fp);
-    fputs(text, fp);
-    fclose(fp);
-    return path;
-}
-
-static void expect_model_error(const char *spec, const char *want) {
-    pp_model m;
-    memset(&m, 0x5a, sizeof m);
-    pp_model before = m;
-    pp_error e = PP_ERROR_INIT;
-    assert_int_equal(pp_model_load(spec, &m, &e), PP_EINPUT);
-    assert_contains(e.msg, want);
-    assert_memory_equal(&m, &before, sizeof m);
-}
-
 static void test_mtp_key(void **state) {
     (void)state;
     expect_model_error("layers=32," L8 ",mtp_layers=17",
@@ -90,14 +68,27 @@ static void test_mtp_key(void **state) {
                        "mtp_layers: expected 0 to 16");
     expect_model_error("layers=32," L8 ",mtp_layers=one",
                        "mtp_layers: expected 0 to 16");
-    const char *p = tmp_yaml("layers: 4\nhidden: 256\nheads: 4\nseq: 128\n"
-                             "vocab: 1000\nmtp_layers: 99\n");
-    expect_model_error(p, ":6:13: mtp_layers:");
+    /* In YAML, located (models_util.h's loader of YAML text). */
+    pp_model m, before;
+    memset(&m, 0x5a, sizeof m);
+    before = m;
+    pp_error e = PP_ERROR_INIT;
+    assert_int_equal(model_from_text("mtp.yaml",
+                                     "layers: 4\nhidden: 256\nheads: 4\n"
+                                     "seq: 128\nvocab: 1000\nmtp_layers: 99\n",
+                                     &m, &e),
+                     PP_EINPUT);
+    assert_contains(e.msg, "mtp.yaml:6:13: mtp_layers:");
+    assert_memory_equal(&m, &before, sizeof m);
     /* A generic model has no layers to predict with. */
-    p = tmp_yaml("arch: generic\nparams: 25e6\nflops_per_sample: 4.1e9\n"
-                 "mtp_layers: 1\n");
-    expect_model_error(p, ":4:1: mtp_layers:");
-    unlink(p);
+    pp_error_clear(&e);
+    assert_int_equal(model_from_text("mtp.yaml",
+                                     "arch: generic\nparams: 25e6\n"
+                                     "flops_per_sample: 4.1e9\nmtp_layers: 1\n",
+                                     &m, &e),
+                     PP_EINPUT);
+    assert_contains(e.msg, "mtp.yaml:4:1: mtp_layers:");
+    assert_memory_equal(&m, &before, sizeof m);
     pp_model ok = load("layers=32," L8 ",mtp_layers=0");
     assert_int_equal(ok.mtp_layers, 0);
 }

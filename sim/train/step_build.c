@@ -82,6 +82,7 @@ void pp__step_build(step *S) {
         pp__shape sh = {S->m, S->par, &S->prof, 0};
         pp__oplist l = {0};
         int64_t first_layer = 0; /* of chunk v, in model order */
+        int mtp_kind = pp_model_layer_is_moe(S->m, S->m->layers - 1) ? 2 : 1;
         for (int32_t v = 0; v < S->V; v++) {
             program *f = &S->fwd[v], *b = &S->bwd[v];
             /* Chunk v belongs to stage v mod pp: its share of the
@@ -110,8 +111,6 @@ void pp__step_build(step *S) {
             }
             /* Multi-token prediction: after the last layer, each module
              * of the last layer's kind (pp_model.mtp_layers). */
-            int mtp_kind =
-                pp_model_layer_is_moe(S->m, S->m->layers - 1) ? 2 : 1;
             for (int64_t k = 0; v == S->V - 1 && k < S->m->mtp_layers; k++) {
                 size_t from = l.n;
                 sh.kind = mtp_kind;
