@@ -361,6 +361,14 @@ static int validate_layout(const pp_parallel *p, const pp_model *m,
     return 0;
 }
 
+int pp_parallel_validate_split(const pp_parallel *p, const pp_model *m,
+                               pp_error *e) {
+    const char *pre = "--parallel: ";
+    if (p->layout.stages > 0) return validate_layout(p, m, pre, e);
+    if (pp_parallel_uneven(p)) return validate_split(p, m, pre, e);
+    return 0;
+}
+
 int pp_parallel_validate(const pp_parallel *p, const pp_model *m, pp_error *e) {
     const char *pre = "--parallel: ";
     struct {
@@ -449,13 +457,8 @@ int pp_parallel_validate(const pp_parallel *p, const pp_model *m, pp_error *e) {
                             pre, (long long)p->tp, (long long)m->kv_heads,
                             m->name);
     bool uneven = pp_parallel_uneven(p);
-    if (p->layout.stages > 0) {
-        int rc = validate_layout(p, m, pre, e);
-        if (rc < 0) return rc;
-    } else if (uneven) {
-        int rc = validate_split(p, m, pre, e);
-        if (rc < 0) return rc;
-    }
+    int rc = pp_parallel_validate_split(p, m, e);
+    if (rc < 0) return rc;
     /* Otherwise every stage holds the same number of layers. */
     if (!uneven && m->layers % p->pp != 0)
         return pp_error_set(e, PP_EINPUT,

@@ -324,7 +324,7 @@ static int walk_split(const pp__space *s, pp_parallel *p, pp__space_fn fn,
             if (!allowed(s, PP_PLAN_DIM_LAST, last)) continue;
             p->first = first;
             p->last = last;
-            if ((first || last) && pp_parallel_validate(p, s->m, NULL)) {
+            if ((first || last) && pp_parallel_validate_split(p, s->m, NULL)) {
                 reject(s, PP_PLAN_REJECT_SPLIT);
                 continue;
             }
@@ -352,7 +352,7 @@ static int walk_split(const pp__space *s, pp_parallel *p, pp__space_fn fn,
         rc = 0;
         if (dup)
             ; /* already walked */
-        else if (pp_parallel_validate(p, s->m, NULL))
+        else if (pp_parallel_validate_split(p, s->m, NULL))
             reject(s, PP_PLAN_REJECT_SPLIT);
         else
             rc = walk_inner_moe(s, p, fn, ctx, e);

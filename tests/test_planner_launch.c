@@ -278,6 +278,40 @@ static void test_uneven_layout(void **state) {
     cli_result_free(&r);
 }
 
+/* An MoE model needs sp at tp > 1 (models/moe.c), which the planner sets
+ * after the split: the split alone is checked first (it was the whole
+ * SPEC, sp still off, and every uneven or accounted split of an MoE model
+ * at tp > 1 was refused).  Qwen3-235B-A22B as NVIDIA's H100 preset runs
+ * it: 94 layers, tp 2, pp 8 x vp 4, embedding and loss as layers. */
+static void test_uneven_moe_tp(void **state) {
+    (void)state;
+    cli_result r;
+    const char *base = "plan --model qwen3-235b-a22b --cluster dgx-h100-ndr "
+                       "--set node.count=32 --gpus 256 --global-batch 2048 "
+                       "--stack nemo-2025 --top 0 --uneven --format json "
+                       "--no-timing";
+    cli_runf(&r, "%s --fix tp=2,pp=8,vp=4", base);
+    if (r.status) fail_msg("exit %d: %s", r.status, r.err);
+    json_t *d = cli_json(&r);
+    json_t *c0 = json_array_get(json_object_get(d, "candidates"), 0);
+    const char *best = json_string_value(json_object_get(c0, "parallel"));
+    assert_non_null(strstr(best, "tp=2,pp=8,"));
+    assert_non_null(strstr(best, ",sp=on,"));
+    assert_non_null(strstr(best, ",layout=Ett|(ttt|)*30ttL"));
+    json_decref(d);
+    cli_result_free(&r);
+    /* The first= / last= form (vp 1: 11 + 6 x 12 + 11). */
+    cli_runf(&r, "%s --fix tp=2,pp=8,vp=1,first=11,last=11", base);
+    if (r.status) fail_msg("exit %d: %s", r.status, r.err);
+    d = cli_json(&r);
+    c0 = json_array_get(json_object_get(d, "candidates"), 0);
+    best = json_string_value(json_object_get(c0, "parallel"));
+    assert_non_null(strstr(best, ",sp=on,"));
+    assert_non_null(strstr(best, ",first=11,last=11"));
+    json_decref(d);
+    cli_result_free(&r);
+}
+
 /* ---- DeepSpeed: only keys DeepSpeed reads ---------------------------------- */
 
 /* The keys DeepSpeed's config reads, "parent.child" for nested ones.
@@ -631,6 +665,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gpt3_titan), cmocka_unit_test(test_targets),
         cmocka_unit_test(test_uneven),     cmocka_unit_test(test_uneven_layout),
+        cmocka_unit_test(test_uneven_moe_tp),
         cmocka_unit_test(test_deepspeed),  cmocka_unit_test(test_llama_flags),
         cmocka_unit_test(test_nemo2),
     };

@@ -215,6 +215,13 @@ char *pp_parallel_format(const pp_parallel *p, char *buf, size_t len);
 /* Checks divisibility rules against a model (Megatron-LM's): tp | heads,
  * pp | layers, (pp*vp) | layers, mbs*dp | gbs, ...  Returns PP_EINPUT. */
 int pp_parallel_validate(const pp_parallel *p, const pp_model *m, pp_error *e);
+/* The pipeline split alone (layout=, or first= / last= against the
+ * model's layers, pp and vp), whatever the other keys hold: what the
+ * planner checks before it has chosen sp, ep and the rest (a full
+ * pp_parallel_validate there would refuse an MoE split at tp > 1 for the
+ * sp it has not set yet).  Returns PP_EINPUT. */
+int pp_parallel_validate_split(const pp_parallel *p, const pp_model *m,
+                               pp_error *e);
 /* Transformer layers on pipeline stage `stage` (0..pp-1) of a validated
  * layout: first/last where set, an even share of the rest elsewhere; with
  * layout= the sum over the stage's chunks. */
