@@ -35,7 +35,7 @@ static const pp_cli_opt opts[] = {
      NULL, 0, NULL},
     {"fix", 0, "KEY=V",
      "pin a dimension: tp pp dp mbs gbs vp sp recompute zero overlap first "
-     "last (repeatable, or a comma list)",
+     "last cp ep etp (repeatable, or a comma list)",
      true, NULL, 0, NULL},
     {"exclude", 0, "KEY=V",
      "drop a value of a dimension, e.g. recompute=none (repeatable)", true,
@@ -317,9 +317,11 @@ const pp_cli_cmd pp_cmd_plan = {
     "layers), which balance the embedding and the logits those stages add,\n"
     "and the split that counts the embedding and the loss as a layer each\n"
     "(Megatron-core's --account-for-embedding/loss-in-pipeline-split; a PP\n"
-    "or vp dividing layers + 2 then qualifies; layout= in the SPEC).  "
-    "Layouts that do not fit in HBM less the\n"
-    "reserve are counted and dropped; the rest are scored in closed form and\n"
+    "or vp dividing layers + 2 then qualifies; for a model with multi-token\n"
+    "prediction also with its MTP layers counted, layers + 2 + mtp_layers, as\n"
+    "NVIDIA's DeepSeek-V3 layout Et|(tt|)*30mL; layout= in the SPEC).\n"
+    "Layouts that do not fit in HBM less the reserve are counted and\n"
+    "dropped; the rest are scored in closed form and\n"
     "the best K simulated (podplan simulate) and ranked by the simulation.\n"
     "The launch formats restrict the search to what they can express\n"
     "(Megatron-LM and NeMo: ZeRO 0 or 1; DeepSpeed: ZeRO 2 and 3 only\n"

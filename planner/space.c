@@ -267,25 +267,52 @@ static int walk_inner_moe(const pp__space *s, pp_parallel *p, pp__space_fn fn,
     return 0;
 }
 
+/* The units --uneven splits evenly over the pp x vp virtual stages
+ * (accounted_layout): the layers with the embedding and the loss as one
+ * each (Megatron-core's accounting), and for a model with multi-token
+ * prediction the same with its MTP layers counted too.  Returns how many
+ * counts (1 or 2) it wrote to units[]. */
+static int unit_counts(const pp_model *m, int64_t units[2]) {
+    units[0] = m->layers + 2;
+    if (m->mtp_layers <= 0) return 1;
+    units[1] = units[0] + m->mtp_layers;
+    return 2;
+}
+
+/* Whether some unit count of m is divisible by n. */
+static bool units_divide(const pp_model *m, int64_t n) {
+    int64_t units[2];
+    int k = unit_counts(m, units);
+    for (int i = 0; i < k; i++)
+        if (units[i] % n == 0) return true;
+    return false;
+}
+
 /* Megatron-core's --account-for-embedding-in-pipeline-split and
  * --account-for-loss-in-pipeline-split: the embedding and the loss count
  * as a layer each, and the layers + 2 units split evenly over the pp x vp
  * virtual stages, so the first and the last hold one layer fewer (what
  * NVIDIA's Llama 3.1 405B recipes run at pp 8 x vp 8: 126 layers, 128
- * units).  As a pipeline layout (layout=); false when the units do not
- * split evenly. */
+ * units); Megatron-core then puts the MTP block beside the loss, outside
+ * the accounting.  Variant 1 (a model with MTP) counts the MTP layers as
+ * units too, so the last virtual stage gives up one layer for each: the
+ * split NVIDIA's DeepSeek-V3 recipes write out as a layout (Et|(tt|)*30mL
+ * at pp 8 x vp 4, 64 units).  As a pipeline layout (layout=); false when
+ * the units do not split evenly or leave the last stage too few layers. */
 static bool accounted_layout(const pp_model *m, const pp_parallel *p,
-                             pp_layout *l) {
-    int64_t V = p->pp * p->vp, units = m->layers + 2;
-    if (V < 2 || units % V != 0) return false;
-    int32_t u = (int32_t)(units / V);
+                             int variant, pp_layout *l) {
+    int64_t units[2];
+    if (variant >= unit_counts(m, units)) return false;
+    int64_t V = p->pp * p->vp;
+    if (V < 2 || units[variant] % V != 0) return false;
+    int32_t u = (int32_t)(units[variant] / V);
+    int32_t last = u - 1 - (variant ? (int32_t)m->mtp_layers : 0);
+    if (last < 0) return false;
     memset(l, 0, sizeof *l);
     l->stages = (int32_t)V;
     l->run[l->nrun++] = (pp_layout_run){1, u - 1};
     if (V > 2) l->run[l->nrun++] = (pp_layout_run){(int32_t)V - 2, u};
-    l->run[l->nrun++] = (pp_layout_run){1, u - 1};
-    /* Megatron-core puts the MTP block beside the loss, outside the
-     * accounting (it counts the embedding and the loss only). */
+    l->run[l->nrun++] = (pp_layout_run){1, last};
     l->mtp = (int32_t)m->mtp_layers;
     return true;
 }
@@ -341,16 +368,21 @@ static int walk_split(const pp__space *s, pp_parallel *p, pp__space_fn fn,
     p->first = p->last = 0;
     bool pinned =
         f && (f->fixed[PP_PLAN_DIM_FIRST] || f->fixed[PP_PLAN_DIM_LAST]);
-    if (split && s->uneven && !pinned &&
-        accounted_layout(s->m, p, &p->layout)) {
-        /* With vp 1 it is first = last = u - 1: tried above when that was
-         * one of the first/last values. */
-        bool dup = false;
+    for (int variant = 0; split && s->uneven && !pinned && variant < 2;
+         variant++) {
+        if (!accounted_layout(s->m, p, variant, &p->layout)) continue;
+        /* With vp 1 it is first = u - 1 and last = u - 1 (less the MTP
+         * layers in variant 1): tried above when both were among the
+         * first/last values. */
+        int32_t lf = p->layout.run[0].layers,
+                ll = p->layout.run[p->layout.nrun - 1].layers;
+        bool df = false, dl = false;
         for (int i = 1; p->vp == 1 && i < n[0]; i++)
-            dup = dup || (vals[0][i] == p->layout.run[0].layers &&
-                          p->layout.run[0].layers > 0);
+            df = df || (vals[0][i] == lf && lf > 0);
+        for (int j = 1; p->vp == 1 && j < n[1]; j++)
+            dl = dl || (vals[1][j] == ll && ll > 0);
         rc = 0;
-        if (dup)
+        if (df && dl)
             ; /* already walked */
         else if (pp_parallel_validate_split(p, s->m, NULL))
             reject(s, PP_PLAN_REJECT_SPLIT);
@@ -389,13 +421,16 @@ static int walk_batch(const pp__space *s, pp_parallel *p, pp__space_fn fn,
     vp_list[0] = 1;
     if (p->pp > 1 && s->m->arch == PP_ARCH_TRANSFORMER) {
         n_vp = pp__divisors(s->m->layers / p->pp, vp_list, MAXDIV);
-        /* --uneven: also the vp that split layers + 2 units evenly
+        /* --uneven: also the vp that split the units evenly
          * (accounted_layout), in ascending order with the others. */
-        int64_t more[MAXDIV];
-        size_t n_more = 0;
-        if (s->uneven && (s->m->layers + 2) % p->pp == 0)
-            n_more = pp__divisors((s->m->layers + 2) / p->pp, more, MAXDIV);
-        n_vp = merge_sorted(vp_list, n_vp, more, n_more, MAXDIV);
+        int64_t units[2];
+        int nu = s->uneven ? unit_counts(s->m, units) : 0;
+        for (int k = 0; k < nu; k++) {
+            int64_t more[MAXDIV];
+            if (units[k] % p->pp != 0) continue;
+            size_t n_more = pp__divisors(units[k] / p->pp, more, MAXDIV);
+            n_vp = merge_sorted(vp_list, n_vp, more, n_more, MAXDIV);
+        }
     }
     int rc;
     for (size_t i = 0; i < n_mbs; i++) {
@@ -441,11 +476,14 @@ int pp__space_walk(const pp__space *s, pp__space_fn fn, void *ctx,
     if (!generic) {
         n_tp = pp__divisors(m->heads, tps, MAXDIV);
         n_pp = pp__divisors(m->layers, pps, MAXDIV);
-        /* --uneven: also the pp that split layers + 2 units evenly (the
-         * embedding and the loss counted as layers, accounted_layout). */
-        if (s->uneven) {
+        /* --uneven: also the pp that split the units evenly (the
+         * embedding and the loss, and MTP, counted as layers,
+         * accounted_layout). */
+        int64_t units[2];
+        int nu = s->uneven ? unit_counts(m, units) : 0;
+        for (int k = 0; k < nu; k++) {
             int64_t more[MAXDIV];
-            size_t n_more = pp__divisors(m->layers + 2, more, MAXDIV);
+            size_t n_more = pp__divisors(units[k], more, MAXDIV);
             n_pp = merge_sorted(pps, n_pp, more, n_more, MAXDIV);
         }
     }
@@ -520,10 +558,10 @@ int pp__space_walk(const pp__space *s, pp__space_fn fn, void *ctx,
 /* ------------------------------------------------------------------------
  * Pins no layout can meet: usage errors, caught before the search.
  * ---------------------------------------------------------------------- */
-/* Whether --uneven's split that counts the embedding and the loss as
- * layers can cut the model into n equal parts (accounted_layout). */
+/* Whether --uneven's split that counts the embedding and the loss (and
+ * MTP) as layers can cut the model into n equal parts (accounted_layout). */
 static bool units_split(const pp__space *s, int64_t n) {
-    return s->uneven && (s->m->layers + 2) % n == 0;
+    return s->uneven && units_divide(s->m, n);
 }
 
 int pp__space_check_pins(const pp__space *s, pp_error *e) {
@@ -576,9 +614,12 @@ int pp__space_check_pins(const pp__space *s, pp_error *e) {
                                 "--fix pp=%lld: does not divide the %lld "
                                 "layers of %s%s",
                                 (long long)pp, (long long)m->layers, m->name,
-                                s->uneven ? " nor those + 2 (embedding and "
-                                            "loss as layers)"
-                                          : "");
+                                !s->uneven ? ""
+                                : m->mtp_layers
+                                    ? " nor those + 2 or + 2 + mtp_layers "
+                                      "(embedding, loss and MTP as layers)"
+                                    : " nor those + 2 (embedding and loss "
+                                      "as layers)");
         if (pp > limit)
             return pp_error_set(e, PP_EUSAGE,
                                 "--fix pp=%lld: more than the %lld GPUs "

@@ -312,6 +312,33 @@ static void test_uneven_moe_tp(void **state) {
     cli_result_free(&r);
 }
 
+/* A model with multi-token prediction: --uneven also counts its MTP
+ * layers as units, the split NVIDIA's DeepSeek-V3 recipes write out
+ * (61 layers + E + L + m = 64 units, 2 per virtual stage at pp 8 x vp 4:
+ * Et|(tt|)*30mL); the plain accounting (63 units) cannot split there. */
+static void test_uneven_mtp(void **state) {
+    (void)state;
+    cli_result r;
+    const char *base = "plan --model deepseek-v3 --cluster dgx-h100-ndr "
+                       "--set node.count=128 --gpus 1024 --global-batch 8192 "
+                       "--stack nemo-2025 --top 0 --uneven --no-timing";
+    cli_runf(&r, "%s --fix tp=2,pp=8,vp=4 --format json", base);
+    if (r.status) fail_msg("exit %d: %s", r.status, r.err);
+    json_t *d = cli_json(&r);
+    json_t *c0 = json_array_get(json_object_get(d, "candidates"), 0);
+    const char *best = json_string_value(json_object_get(c0, "parallel"));
+    assert_non_null(strstr(best, ",layout=Et|(tt|)*30mL"));
+    json_decref(d);
+    cli_result_free(&r);
+    /* 5 divides none of 61, 63 and 64: a usage error naming all three. */
+    cli_runf(&r, "%s --fix pp=5", base);
+    assert_int_equal(r.status, 2);
+    assert_non_null(strstr(r.err, "--fix pp=5: does not divide the 61 layers "
+                                  "of deepseek-v3 nor those + 2 or + 2 + "
+                                  "mtp_layers"));
+    cli_result_free(&r);
+}
+
 /* ---- DeepSpeed: only keys DeepSpeed reads ---------------------------------- */
 
 /* The keys DeepSpeed's config reads, "parent.child" for nested ones.
@@ -665,7 +692,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gpt3_titan), cmocka_unit_test(test_targets),
         cmocka_unit_test(test_uneven),     cmocka_unit_test(test_uneven_layout),
-        cmocka_unit_test(test_uneven_moe_tp),
+        cmocka_unit_test(test_uneven_moe_tp), cmocka_unit_test(test_uneven_mtp),
         cmocka_unit_test(test_deepspeed),  cmocka_unit_test(test_llama_flags),
         cmocka_unit_test(test_nemo2),
     };
