@@ -45,6 +45,11 @@ static const pp_cli_opt opts[] = {
     {"collnet", 0, NULL,
      "--algo nccl: CollNet (SHARP) enabled, as NCCL_COLLNET_ENABLE=1",
      false, NULL, 0, NULL},
+    {"pxn", 0, "on|off",
+     "alltoall: relay each transfer between servers through the GPU on the "
+     "destination's rail over NVLink (NCCL's PXN; off: NCCL_PXN_DISABLE=1; "
+     "default: on)",
+     false, NULL, 0, NULL},
     {"fidelity", 0, "F", "network model (default: flow):", false,
      &pp_reg_fidelity, 0, NULL},
     {"granularity", 0, "G",
@@ -173,7 +178,13 @@ static void print_table(FILE *fp, const void *ctx) {
             pp_fmtq(r->busbw_Bps, PP_Q_BYTES),
             pp_fmtq(r->busbw_Bps, PP_Q_BANDWIDTH),
             pp_coll_busbw_factor(x->spec.op, x->spec.n_gpus));
-    fprintf(fp, "transfers    %llu\n", (unsigned long long)r->transfers);
+    fprintf(fp, "transfers    %llu", (unsigned long long)r->transfers);
+    if (x->spec.op == PP_COLL_ALLTOALL)
+        fprintf(fp, " (%llu relayed through the destination's rail, NCCL's "
+                    "PXN%s)",
+                (unsigned long long)r->relayed,
+                x->spec.no_pxn ? ": off" : "");
+    fputc('\n', fp);
     fprintf(fp, "events       %llu\n", (unsigned long long)r->events);
     if (r->busiest_link >= 0)
         fprintf(fp, "busiest link %s: %s\n",
@@ -219,6 +230,11 @@ static json_t *to_json(const result *x) {
     /* The resolved values: what the simulation actually ran. */
     json_object_set_new(o, "granularity", json_string(gran_names[r->gran]));
     json_object_set_new(o, "channels", json_integer(r->channels));
+    if (x->spec.op == PP_COLL_ALLTOALL) {
+        json_object_set_new(o, "pxn", json_boolean(!x->spec.no_pxn));
+        json_object_set_new(o, "relayed_transfers",
+                            json_integer((json_int_t)r->relayed));
+    }
     if (r->nccl.algo) {
         json_t *nc = json_object();
         json_object_set_new(nc, "algo", json_string(r->nccl.algo));
@@ -439,6 +455,13 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
     x.step_time = step_time;
     x.show_links = pp_args_flag(&a, "links");
     x.spec.nccl_collnet = pp_args_flag(&a, "collnet");
+    const char *pxn = pp_args_get(&a, "pxn");
+    if (pxn && strcmp(pxn, "on") != 0 && strcmp(pxn, "off") != 0) {
+        pp_error_set(&e, PP_EUSAGE, "--pxn: expected on or off, got \"%s\"",
+                     pxn);
+        return pp_cli_fail(cmd->name, &e);
+    }
+    x.spec.no_pxn = pxn && strcmp(pxn, "off") == 0;
     if (x.spec.nccl_collnet && algo != PP_ALGO_NCCL) {
         pp_error_set(&e, PP_EUSAGE, "--collnet only applies to --algo nccl");
         return pp_cli_fail(cmd->name, &e);
@@ -510,7 +533,8 @@ const pp_cli_cmd pp_cmd_collective = {
     "collective",
     "simulate one collective (AllReduce, ...) on a cluster: time, algbw, busbw",
     "collective --cluster C [--op OP] [--algo ALGO] --bytes SIZE [--gpus N] "
-    "[--profile FILE] [--collnet] [--fidelity F] [--granularity auto|step|stream] "
+    "[--profile FILE] [--collnet] [--pxn on|off] [--fidelity F] "
+    "[--granularity auto|step|stream] "
     "[--channels K] [--set PATH=VALUE]... [--trace FILE] [--links] "
     "[--format table|json] [-o FILE]",
     "The group is the first N GPUs in server-major order.  ring uses "

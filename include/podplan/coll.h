@@ -63,6 +63,9 @@ typedef struct pp_coll_spec {
     size_t n_fits;
     bool nccl_collnet; /* algo nccl: CollNet (SHARP) enabled, as with
                           NCCL_COLLNET_ENABLE=1 */
+    bool no_pxn;       /* all-to-all: every transfer direct, as with
+                          NCCL_PXN_DISABLE=1 (default: relayed through the
+                          GPU on the destination's rail, NCCL's PXN) */
 } pp_coll_spec;
 
 typedef struct pp_coll_result {
@@ -70,6 +73,7 @@ typedef struct pp_coll_result {
     double algbw_Bps;     /* S / time */
     double busbw_Bps;     /* algbw x the nccl-tests factor */
     uint64_t transfers;   /* point-to-point transfers generated */
+    uint64_t relayed;     /* of them, relayed by PXN (all-to-all) */
     uint64_t events;      /* engine events run */
     int32_t busiest_link; /* the link that carried the most bytes */
     double busiest_bytes;

@@ -48,7 +48,13 @@ static const char *const span_names[PP_COLL__COUNT][PP_ALGO__COUNT] = {
 void pp__coll_add(pp__coll *k, int32_t src, int32_t dst, double bytes,
                   double tail_s) {
     PP_VEC_RESERVE(k->x, k->cap_x, k->nx + 1, 64);
-    k->x[k->nx++] = (pp__xfer){src, dst, k->key, bytes, tail_s};
+    k->x[k->nx++] = (pp__xfer){src, dst, -1, k->key, bytes, tail_s};
+}
+
+void pp__coll_add_via(pp__coll *k, int32_t src, int32_t via, int32_t dst,
+                      double bytes) {
+    PP_VEC_RESERVE(k->x, k->cap_x, k->nx + 1, 64);
+    k->x[k->nx++] = (pp__xfer){src, dst, via, k->key, bytes, 0};
 }
 
 /* Latency of the path the simulation takes between two endpoints (every
@@ -75,6 +81,9 @@ static void coll_free(pp__coll *k) {
     free(k->depth);
     free(k->height);
     free(k->acc);
+    free(k->srv_of);
+    free(k->rail_of);
+    free(k->relay);
     free(k->x);
     free(k->end);
     free(k);
@@ -109,6 +118,7 @@ static void finish(pp__coll *k) {
         k->sink->finished = true;
         k->sink->t_end = now;
         k->sink->transfers = k->transfers;
+        k->sink->relayed = k->relayed;
         k->sink->gran = k->gran;
         k->sink->channels = k->C > 0 ? k->C : 1;
         k->sink->fit = k->fit;
@@ -175,8 +185,9 @@ static int launch(pp__coll *k, pp_error *e) {
         k->pending = k->nx;
         for (size_t i = 0; i < k->nx; i++) {
             const pp__xfer *x = &k->x[i];
-            rc = pp__sim_send_key(k->s, k->dev[x->src], k->dev[x->dst],
-                                  x->bytes, x->key, on_arrive, k, i, e);
+            rc = pp__sim_send_via(k->s, k->dev[x->src], x->via,
+                                  k->dev[x->dst], x->bytes, x->key, on_arrive,
+                                  k, i, e);
             if (rc) {
                 pp_error_prefix(e, "%s, phase %lld", k->name,
                                 (long long)k->phase);
@@ -184,6 +195,7 @@ static int launch(pp__coll *k, pp_error *e) {
                 break;
             }
             k->transfers++;
+            if (x->via >= 0) k->relayed++;
         }
         if (rc) break;
         return 0; /* in flight */
@@ -393,6 +405,7 @@ static int coll_new(pp_sim *s, const pp_coll_spec *spec, pp__coll **out,
     if (ps) k->dev[k->n] = spec->server;
     k->end = pp_xcalloc(k->n, sizeof *k->end);
     k->C = spec->channels;
+    k->no_pxn = spec->no_pxn;
 
     rc = pp__coll_group(k, e);
     if (!rc && k->algo == PP_ALGO_NCCL) rc = plan_nccl(k, spec, e);
@@ -486,6 +499,7 @@ int pp_sim_collective(pp_sim *s, const pp_coll_spec *spec, pp_coll_result *out,
     r.busbw_Bps = r.algbw_Bps * pp_coll_busbw_factor(spec->op, spec->n_gpus);
     if (spec->bytes == 0) r.algbw_Bps = r.busbw_Bps = 0;
     r.transfers = sink.transfers;
+    r.relayed = sink.relayed;
     r.gran = sink.gran;
     r.channels = sink.channels;
     r.fit = sink.fit;

@@ -21,6 +21,7 @@
  * parameter server, SHARP's switches). */
 typedef struct pp__xfer {
     int32_t src, dst;
+    int32_t via;  /* relay device id (NCCL's PXN), -1: direct */
     uint64_t key; /* ECMP key: one NCCL channel keeps one path */
     double bytes;
     double tail_s; /* extra wait after arrival (pipeline latency terms) */
@@ -35,6 +36,7 @@ typedef struct pp__coll_sink {
     bool finished;
     double t_end;
     uint64_t transfers;
+    uint64_t relayed;
     pp_granularity gran; /* as resolved by the plan */
     int channels;
     const pp_net_fit *fit;
@@ -74,6 +76,13 @@ struct pp__coll {
     int32_t hmax, dmax;
     double *acc;          /* n: scratch (bytes reduced per rank) */
     int64_t bcast_chunks; /* broadcast step mode: pipeline chunks */
+    /* All-to-all's relays (NCCL's PXN, collective_sched.c): each rank's
+     * server index and rail (its nearest NIC's), and per server and rail
+     * the rank that relays there (-1 none); relay NULL: every transfer
+     * direct. */
+    int32_t *srv_of, *rail_of, *relay;
+    int32_t n_rail;
+    bool no_pxn; /* pp_coll_spec.no_pxn */
 
     /* The phase machine. */
     pp__coll_gen gen;
@@ -92,6 +101,7 @@ struct pp__coll {
     bool fit_held; /* finish already held back to t0 + t_fit */
     double *end;   /* n: when each rank last finished something */
     uint64_t transfers;
+    uint64_t relayed;
     const char *name; /* trace span name */
 
     uint64_t key; /* ECMP key of the transfers being added */
@@ -106,6 +116,9 @@ struct pp__coll {
  * (a schedule sets it to the channel, tree instance or rail). */
 void pp__coll_add(pp__coll *k, int32_t src, int32_t dst, double bytes,
                   double tail_s);
+/* The same relayed through device `via` (-1: direct). */
+void pp__coll_add_via(pp__coll *k, int32_t src, int32_t via, int32_t dst,
+                      double bytes);
 /* The latency of the routed path between two endpoints (key k->key). */
 int pp__coll_lat(pp__coll *k, int32_t src, int32_t dst, double *lat_s,
                  pp_error *e);

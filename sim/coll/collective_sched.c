@@ -274,19 +274,70 @@ static int gen_bcast(pp__coll *k, int64_t phase, pp_error *e) {
     return 0;
 }
 
+/* NCCL's PXN (NCCL 2.12 on, by default; NCCL_PXN_DISABLE): a GPU sends
+ * to a GPU of another server through the GPU of its own server that sits
+ * on the destination's rail, over NVLink, and that GPU's NIC sends it on.
+ * On a rail-optimised fabric the transfer then stays on one rail's leaf
+ * instead of crossing the spines, where an all-to-all's flows collide on
+ * the hashed paths.  NVIDIA's statement of what an all-to-all reaches
+ * (nccl-tests issues #130 and #267: one NIC's bandwidth, about 48 GB/s at
+ * NDR, times N/(N-1) over N servers) assumes it.  Built where the
+ * servers' GPUs are NVLink-connected and own NICs; the relay must be a
+ * rank of the group (NCCL relays through its own ranks' proxies). */
+static void build_relays(pp__coll *k) {
+    const pp_cluster_info *info = pp_cluster_info_get(k->c);
+    int32_t R = info->hcas_per_node;
+    if (k->no_pxn || k->m < 2 || R <= 0) return;
+    size_t nd, nl, no;
+    const pp_device *devs = pp_cluster_devices(k->c, &nd);
+    const pp_link *links = pp_cluster_links(k->c, &nl);
+    const int32_t *out = pp_cluster_out(k->c, k->dev[0], &no);
+    bool nvlink = false;
+    for (size_t i = 0; i < no; i++)
+        nvlink = nvlink || links[out[i]].kind == PP_LINK_NVLINK;
+    if (!nvlink) return;
+    size_t n = k->n;
+    k->srv_of = pp_xmalloc(n * sizeof *k->srv_of);
+    k->rail_of = pp_xmalloc(n * sizeof *k->rail_of);
+    k->relay = pp_xmalloc((size_t)k->m * (size_t)R * sizeof *k->relay);
+    k->n_rail = R;
+    for (size_t i = 0; i < (size_t)k->m * (size_t)R; i++) k->relay[i] = -1;
+    for (int32_t g = 0; g < k->m; g++)
+        for (int32_t x = k->off[g]; x < k->off[g + 1]; x++) {
+            int32_t r = k->mem[x];
+            int32_t hca = pp_cluster_gpu_hca(k->c, k->dev[r]);
+            int32_t rail = hca >= 0 ? devs[hca].local : -1;
+            k->srv_of[r] = g;
+            k->rail_of[r] = rail >= 0 && rail < R ? rail : -1;
+            if (k->rail_of[r] >= 0 && k->relay[g * R + rail] < 0)
+                k->relay[g * R + rail] = r;
+        }
+}
+
+/* The device rank i relays a transfer to rank j through, -1: direct. */
+static int32_t relay_for(const pp__coll *k, int32_t i, int32_t j) {
+    if (!k->relay || k->srv_of[i] == k->srv_of[j]) return -1;
+    int32_t rj = k->rail_of[j];
+    if (rj < 0 || rj == k->rail_of[i]) return -1;
+    int32_t r = k->relay[k->srv_of[i] * k->n_rail + rj];
+    return r >= 0 && r != i ? k->dev[r] : -1;
+}
+
 static int gen_alltoall(pp__coll *k, int64_t phase, pp_error *e) {
     (void)e;
     int32_t n = (int32_t)k->n;
     double b = k->S / n;
     if (k->gran == PP_GRAN_STEP) { /* shifted pairwise exchange */
         int32_t shift = (int32_t)phase + 1;
-        for (int32_t i = 0; i < n; i++)
-            pp__coll_add(k, i, (i + shift) % n, b, 0);
+        for (int32_t i = 0; i < n; i++) {
+            int32_t j = (i + shift) % n;
+            pp__coll_add_via(k, i, relay_for(k, i, j), j, b);
+        }
         return 0;
     }
     for (int32_t i = 0; i < n; i++)
         for (int32_t j = 0; j < n; j++)
-            if (i != j) pp__coll_add(k, i, j, b, 0);
+            if (i != j) pp__coll_add_via(k, i, relay_for(k, i, j), j, b);
     return 0;
 }
 
@@ -731,6 +782,7 @@ int pp__coll_plan(pp__coll *k, pp_error *e) {
                                     "%lld transfers at once; use the step "
                                     "granularity (one shift per step)",
                                     (long long)n, (long long)(n * (n - 1)));
+            build_relays(k);
             k->gen = gen_alltoall;
             k->n_phases = k->gran == PP_GRAN_STEP ? n - 1 : 1;
             break;

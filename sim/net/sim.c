@@ -38,6 +38,7 @@ typedef struct xfer {
     uint64_t key; /* ECMP key, to find the path again when tracing */
     double t0, bytes;
     int32_t src, dst;
+    int32_t via;       /* relay device (pp__sim_send_via), -1 none */
     int32_t ways;      /* sub-transfers (NVSwitch chips), 1 normally */
     int32_t left;      /* sub-transfers not yet done */
     int32_t lane;      /* trace: send lane of src, -1 when not tracing */
@@ -57,6 +58,9 @@ struct pp_sim {
     xfer *pool;
     size_t n_pool, cap_pool;
     int32_t free_head;
+
+    int32_t *via_path; /* scratch: a relayed transfer's two legs */
+    size_t cap_via_path;
 
     pp__trace *trace; /* NULL unless tracing */
 };
@@ -102,6 +106,7 @@ void pp_sim_free(pp_sim *s) {
     pp_router_free(s->router);
     free(s->link_bytes);
     free(s->pool);
+    free(s->via_path);
     free(s);
 }
 
@@ -178,10 +183,18 @@ static int xfer_path(pp_sim *s, const xfer *x, int32_t k, const int32_t **path,
 static void trace_part_done(pp_sim *s, const xfer *x, int32_t k) {
     const int32_t *path;
     size_t n;
-    double lat, bw;
+    double lat, bw, now = pp_engine_now(s->eng);
+    if (x->via >= 0) { /* its two legs, as pp__sim_send_via routed them */
+        if (pp_route(s->router, x->src, x->via, x->key, &path, &n, &lat, &bw,
+                     NULL) == 0)
+            pp__trace_links_end(s->trace, path, n, x->bytes, now);
+        if (pp_route(s->router, x->via, x->dst, x->key, &path, &n, &lat, &bw,
+                     NULL) == 0)
+            pp__trace_links_end(s->trace, path, n, x->bytes, now);
+        return;
+    }
     if (x->src != x->dst && xfer_path(s, x, k, &path, &n, &lat, &bw, NULL) == 0)
-        pp__trace_links_end(s->trace, path, n, x->bytes / x->ways,
-                            pp_engine_now(s->eng));
+        pp__trace_links_end(s->trace, path, n, x->bytes / x->ways, now);
 }
 
 static void finish(pp_sim *s, int32_t i) {
@@ -251,8 +264,8 @@ int pp__sim_send_key(pp_sim *s, int32_t src, int32_t dst, double bytes,
 
     int32_t i = xfer_new(s);
     xfer *x = &s->pool[i];
-    *x = (xfer){done, ctx, arg,  flow_key, now, bytes,
-                src,  dst, ways, ways,     -1,  -1};
+    *x = (xfer){done, ctx, arg, flow_key, now, bytes,
+                src,  dst, -1,  ways,     ways, -1,  -1};
     if (s->trace) x->lane = pp__trace_send_begin(s->trace, src, now);
     if (src == dst) {
         /* At once, but from the engine: done never runs inside send. */
@@ -279,6 +292,63 @@ int pp__sim_send_key(pp_sim *s, int32_t src, int32_t dst, double bytes,
     }
     if (s->fid == PP_FIDELITY_ANALYTIC)
         pp_engine_at(s->eng, t_end, on_timer, s, (uint64_t)i);
+    return 0;
+}
+
+int pp__sim_send_via(pp_sim *s, int32_t src, int32_t via, int32_t dst,
+                     double bytes, uint64_t flow_key, pp_sim_done_fn done,
+                     void *ctx, uint64_t arg, pp_error *e) {
+    if (via < 0 || via == src || via == dst || src == dst)
+        return pp__sim_send_key(s, src, dst, bytes, flow_key, done, ctx, arg,
+                                e);
+    if ((size_t)via >= s->n_devs || src < 0 || dst < 0 ||
+        (size_t)src >= s->n_devs || (size_t)dst >= s->n_devs)
+        return pp_error_set(e, PP_EINVAL,
+                            "pp_sim_send: device %d, %d or %d out of range "
+                            "(%zu devices)",
+                            src, via, dst, s->n_devs);
+    if (!(bytes >= 0) || !isfinite(bytes))
+        return pp_error_set(e, PP_EINVAL,
+                            "pp_sim_send: bytes must be finite and >= 0, "
+                            "got %g",
+                            bytes);
+    /* Both legs on one key's path each (the relay's proxy keeps the
+     * channel's connection), pipelined through the relay's memory: one
+     * flow over the two, at the slower leg's rate, after both latencies. */
+    const int32_t *p1, *p2;
+    size_t n1, n2;
+    double lat1, lat2, bw1, bw2;
+    int rc = pp_route(s->router, src, via, flow_key, &p1, &n1, &lat1, &bw1, e);
+    if (rc) return rc;
+    if ((rc = pp_route(s->router, via, dst, flow_key, &p2, &n2, &lat2, &bw2,
+                       e)))
+        return rc;
+    PP_VEC_RESERVE(s->via_path, s->cap_via_path, n1 + n2, 64);
+    if (n1) memcpy(s->via_path, p1, n1 * sizeof *p1);
+    if (n2) memcpy(s->via_path + n1, p2, n2 * sizeof *p2);
+    size_t n = n1 + n2;
+    double lat = lat1 + lat2, bw = bw1 < bw2 ? bw1 : bw2;
+
+    double now = pp_engine_now(s->eng);
+    int32_t i = xfer_new(s);
+    xfer *x = &s->pool[i];
+    *x = (xfer){done, ctx, arg, flow_key, now, bytes, src, dst, via, 1, 1,
+                -1,   -1};
+    if (s->trace) {
+        x->lane = pp__trace_send_begin(s->trace, src, now);
+        pp__trace_links_begin(s->trace, s->via_path, n, now);
+    }
+    if (s->fid == PP_FIDELITY_FLOW) {
+        pp_flow_id id = pp_flow_start(s->net, s->via_path, n, bytes, lat,
+                                      on_flow_done, s, (uint64_t)i << 8);
+        if (id < 0)
+            return pp_error_set(e, PP_EINTERNAL,
+                                "pp_flow_start refused a route (%d)", (int)id);
+        return 0;
+    }
+    for (size_t h = 0; h < n; h++) s->link_bytes[s->via_path[h]] += bytes;
+    pp_engine_at(s->eng, (now + lat) + (bytes > 0 ? bytes / bw : 0), on_timer,
+                 s, (uint64_t)i);
     return 0;
 }
 

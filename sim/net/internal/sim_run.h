@@ -27,6 +27,14 @@ int pp__sim_send_key(pp_sim *s, int32_t src, int32_t dst, double bytes,
                      uint64_t flow_key, pp_sim_done_fn done, void *ctx,
                      uint64_t arg, pp_error *e);
 
+/* pp__sim_send_key relayed through device `via` (NCCL's PXN: a GPU sends
+ * over NVLink to the GPU of its server on the destination's rail, whose
+ * NIC sends it on): one flow over both legs, each routed by flow_key.
+ * via < 0 (or an endpoint) sends directly. */
+int pp__sim_send_via(pp_sim *s, int32_t src, int32_t via, int32_t dst,
+                     double bytes, uint64_t flow_key, pp_sim_done_fn done,
+                     void *ctx, uint64_t arg, pp_error *e);
+
 /* The router the sim routes with (borrowed; for closed forms that need a
  * path's latency and bottleneck without sending anything). */
 pp_router *pp__sim_router(pp_sim *s);
