@@ -228,6 +228,23 @@ static void test_uneven(void **state) {
  * divides by vp 2, so that is the only split, and the launch formats
  * carry it as a pipeline layout. */
 #define ODD_LAYERS "layers=30,hidden=4096,heads=32,seq=4096,vocab=128256"
+
+/* The SPEC of the best candidate of `plan ARGS --format json` (a copy;
+ * the caller frees it). */
+static char *best_spec(const char *args) {
+    cli_result r;
+    cli_runf(&r, "%s --format json", args);
+    if (r.status) fail_msg("%s: exit %d: %s", args, r.status, r.err);
+    json_t *d = cli_json(&r);
+    json_t *c0 = json_array_get(json_object_get(d, "candidates"), 0);
+    const char *p = json_string_value(json_object_get(c0, "parallel"));
+    if (!p) fail_msg("%s: no candidate", args);
+    char *best = strdup(p);
+    json_decref(d);
+    cli_result_free(&r);
+    return best;
+}
+
 static void test_uneven_layout(void **state) {
     (void)state;
     cli_result r;
@@ -240,15 +257,12 @@ static void test_uneven_layout(void **state) {
     assert_int_equal(r.status, 2);
     assert_non_null(strstr(r.err, "--fix pp=4: does not divide the 30 layers"));
     cli_result_free(&r);
-    cli_runf(&r, "%s --uneven --format json --no-timing", base);
-    if (r.status) fail_msg("exit %d: %s", r.status, r.err);
-    json_t *d = cli_json(&r);
-    json_t *c0 = json_array_get(json_object_get(d, "candidates"), 0);
-    const char *best = json_string_value(json_object_get(c0, "parallel"));
+    char args[512];
+    snprintf(args, sizeof args, "%s --uneven --no-timing", base);
+    char *best = best_spec(args);
     assert_non_null(strstr(best, ",vp=2,"));
     assert_non_null(strstr(best, ",layout=Ettt|(tttt|)*6tttL"));
-    json_decref(d);
-    cli_result_free(&r);
+    free(best);
 
     cli_runf(&r, "%s --uneven --format megatron", base);
     if (r.status) fail_msg("exit %d: %s", r.status, r.err);
@@ -283,33 +297,21 @@ static void test_uneven_layout(void **state) {
  * SPEC, sp still off, and every uneven or accounted split of an MoE model
  * at tp > 1 was refused).  Qwen3-235B-A22B as NVIDIA's H100 preset runs
  * it: 94 layers, tp 2, pp 8 x vp 4, embedding and loss as layers. */
+#define QWEN235 "plan --model qwen3-235b-a22b --cluster dgx-h100-ndr " \
+                "--set node.count=32 --gpus 256 --global-batch 2048 "     \
+                "--stack nemo-2025 --top 0 --uneven --no-timing"
 static void test_uneven_moe_tp(void **state) {
     (void)state;
-    cli_result r;
-    const char *base = "plan --model qwen3-235b-a22b --cluster dgx-h100-ndr "
-                       "--set node.count=32 --gpus 256 --global-batch 2048 "
-                       "--stack nemo-2025 --top 0 --uneven --format json "
-                       "--no-timing";
-    cli_runf(&r, "%s --fix tp=2,pp=8,vp=4", base);
-    if (r.status) fail_msg("exit %d: %s", r.status, r.err);
-    json_t *d = cli_json(&r);
-    json_t *c0 = json_array_get(json_object_get(d, "candidates"), 0);
-    const char *best = json_string_value(json_object_get(c0, "parallel"));
+    char *best = best_spec(QWEN235 " --fix tp=2,pp=8,vp=4");
     assert_non_null(strstr(best, "tp=2,pp=8,"));
     assert_non_null(strstr(best, ",sp=on,"));
     assert_non_null(strstr(best, ",layout=Ett|(ttt|)*30ttL"));
-    json_decref(d);
-    cli_result_free(&r);
+    free(best);
     /* The first= / last= form (vp 1: 11 + 6 x 12 + 11). */
-    cli_runf(&r, "%s --fix tp=2,pp=8,vp=1,first=11,last=11", base);
-    if (r.status) fail_msg("exit %d: %s", r.status, r.err);
-    d = cli_json(&r);
-    c0 = json_array_get(json_object_get(d, "candidates"), 0);
-    best = json_string_value(json_object_get(c0, "parallel"));
+    best = best_spec(QWEN235 " --fix tp=2,pp=8,vp=1,first=11,last=11");
     assert_non_null(strstr(best, ",sp=on,"));
     assert_non_null(strstr(best, ",first=11,last=11"));
-    json_decref(d);
-    cli_result_free(&r);
+    free(best);
 }
 
 /* A model with multi-token prediction: --uneven also counts its MTP
@@ -319,17 +321,13 @@ static void test_uneven_moe_tp(void **state) {
 static void test_uneven_mtp(void **state) {
     (void)state;
     cli_result r;
-    const char *base = "plan --model deepseek-v3 --cluster dgx-h100-ndr "
-                       "--set node.count=128 --gpus 1024 --global-batch 8192 "
-                       "--stack nemo-2025 --top 0 --uneven --no-timing";
-    cli_runf(&r, "%s --fix tp=2,pp=8,vp=4 --format json", base);
-    if (r.status) fail_msg("exit %d: %s", r.status, r.err);
-    json_t *d = cli_json(&r);
-    json_t *c0 = json_array_get(json_object_get(d, "candidates"), 0);
-    const char *best = json_string_value(json_object_get(c0, "parallel"));
+#define DSV3 "plan --model deepseek-v3 --cluster dgx-h100-ndr "              \
+             "--set node.count=128 --gpus 1024 --global-batch 8192 "        \
+             "--stack nemo-2025 --top 0 --uneven --no-timing"
+    const char *base = DSV3;
+    char *best = best_spec(DSV3 " --fix tp=2,pp=8,vp=4");
     assert_non_null(strstr(best, ",layout=Et|(tt|)*30mL"));
-    json_decref(d);
-    cli_result_free(&r);
+    free(best);
     /* 5 divides none of 61, 63 and 64: a usage error naming all three. */
     cli_runf(&r, "%s --fix pp=5", base);
     assert_int_equal(r.status, 2);
