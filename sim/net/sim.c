@@ -229,15 +229,25 @@ static void on_flow_done(pp_flownet *net, pp_flow_id id, void *ctx,
     if (--s->pool[i].left == 0) finish(s, i);
 }
 
-int pp__sim_send_key(pp_sim *s, int32_t src, int32_t dst, double bytes,
-                     uint64_t flow_key, pp_sim_done_fn done, void *ctx,
-                     uint64_t arg, pp_error *e) {
+/* Routes a transfer and starts its flows: directly (over every NVSwitch
+ * way when the pair has several), or relayed through `via` (>= 0): one
+ * flow over both legs, each on flow_key's path (the relay's proxy keeps
+ * the channel's connection), pipelined through the relay's memory, so at
+ * the slower leg's rate after both latencies. */
+static int send(pp_sim *s, int32_t src, int32_t via, int32_t dst, double bytes,
+                uint64_t flow_key, pp_sim_done_fn done, void *ctx,
+                uint64_t arg, pp_error *e) {
     if (src < 0 || dst < 0 || (size_t)src >= s->n_devs ||
         (size_t)dst >= s->n_devs)
         return pp_error_set(e, PP_EINVAL,
                             "pp_sim_send: device %d or %d out of range (%zu "
                             "devices)",
                             src, dst, s->n_devs);
+    if (via >= 0 && (size_t)via >= s->n_devs)
+        return pp_error_set(e, PP_EINVAL,
+                            "pp_sim_send: relay device %d out of range (%zu "
+                            "devices)",
+                            via, s->n_devs);
     if (!(bytes >= 0) || !isfinite(bytes))
         return pp_error_set(e, PP_EINVAL,
                             "pp_sim_send: bytes must be finite and >= 0, "
@@ -250,7 +260,24 @@ int pp__sim_send_key(pp_sim *s, int32_t src, int32_t dst, double bytes,
     int32_t ways = 1;
 
     /* Route every part first, so a failure leaves nothing started. */
-    if (src != dst) {
+    if (via >= 0) {
+        const int32_t *p2;
+        size_t n2;
+        double lat2, bw2;
+        int rc = pp_route(s->router, src, via, flow_key, &path[0], &n[0],
+                          &lat[0], &bw[0], e);
+        if (rc ||
+            (rc = pp_route(s->router, via, dst, flow_key, &p2, &n2, &lat2,
+                           &bw2, e)))
+            return rc;
+        PP_VEC_RESERVE(s->via_path, s->cap_via_path, n[0] + n2, 64);
+        if (n[0]) memcpy(s->via_path, path[0], n[0] * sizeof *path[0]);
+        if (n2) memcpy(s->via_path + n[0], p2, n2 * sizeof *p2);
+        path[0] = s->via_path;
+        n[0] += n2;
+        lat[0] += lat2;
+        if (bw2 < bw[0]) bw[0] = bw2;
+    } else if (src != dst) {
         ways = pp__route_ways(s->router, src, dst);
         if (ways > MAX_WAYS) ways = MAX_WAYS;
         for (int32_t k = 0; k < ways; k++) {
@@ -265,7 +292,7 @@ int pp__sim_send_key(pp_sim *s, int32_t src, int32_t dst, double bytes,
     int32_t i = xfer_new(s);
     xfer *x = &s->pool[i];
     *x = (xfer){done, ctx, arg, flow_key, now, bytes,
-                src,  dst, -1,  ways,     ways, -1,  -1};
+                src,  dst, via, ways,     ways, -1,  -1};
     if (s->trace) x->lane = pp__trace_send_begin(s->trace, src, now);
     if (src == dst) {
         /* At once, but from the engine: done never runs inside send. */
@@ -295,61 +322,17 @@ int pp__sim_send_key(pp_sim *s, int32_t src, int32_t dst, double bytes,
     return 0;
 }
 
+int pp__sim_send_key(pp_sim *s, int32_t src, int32_t dst, double bytes,
+                     uint64_t flow_key, pp_sim_done_fn done, void *ctx,
+                     uint64_t arg, pp_error *e) {
+    return send(s, src, -1, dst, bytes, flow_key, done, ctx, arg, e);
+}
+
 int pp__sim_send_via(pp_sim *s, int32_t src, int32_t via, int32_t dst,
                      double bytes, uint64_t flow_key, pp_sim_done_fn done,
                      void *ctx, uint64_t arg, pp_error *e) {
-    if (via < 0 || via == src || via == dst || src == dst)
-        return pp__sim_send_key(s, src, dst, bytes, flow_key, done, ctx, arg,
-                                e);
-    if ((size_t)via >= s->n_devs || src < 0 || dst < 0 ||
-        (size_t)src >= s->n_devs || (size_t)dst >= s->n_devs)
-        return pp_error_set(e, PP_EINVAL,
-                            "pp_sim_send: device %d, %d or %d out of range "
-                            "(%zu devices)",
-                            src, via, dst, s->n_devs);
-    if (!(bytes >= 0) || !isfinite(bytes))
-        return pp_error_set(e, PP_EINVAL,
-                            "pp_sim_send: bytes must be finite and >= 0, "
-                            "got %g",
-                            bytes);
-    /* Both legs on one key's path each (the relay's proxy keeps the
-     * channel's connection), pipelined through the relay's memory: one
-     * flow over the two, at the slower leg's rate, after both latencies. */
-    const int32_t *p1, *p2;
-    size_t n1, n2;
-    double lat1, lat2, bw1, bw2;
-    int rc = pp_route(s->router, src, via, flow_key, &p1, &n1, &lat1, &bw1, e);
-    if (rc) return rc;
-    if ((rc = pp_route(s->router, via, dst, flow_key, &p2, &n2, &lat2, &bw2,
-                       e)))
-        return rc;
-    PP_VEC_RESERVE(s->via_path, s->cap_via_path, n1 + n2, 64);
-    if (n1) memcpy(s->via_path, p1, n1 * sizeof *p1);
-    if (n2) memcpy(s->via_path + n1, p2, n2 * sizeof *p2);
-    size_t n = n1 + n2;
-    double lat = lat1 + lat2, bw = bw1 < bw2 ? bw1 : bw2;
-
-    double now = pp_engine_now(s->eng);
-    int32_t i = xfer_new(s);
-    xfer *x = &s->pool[i];
-    *x = (xfer){done, ctx, arg, flow_key, now, bytes, src, dst, via, 1, 1,
-                -1,   -1};
-    if (s->trace) {
-        x->lane = pp__trace_send_begin(s->trace, src, now);
-        pp__trace_links_begin(s->trace, s->via_path, n, now);
-    }
-    if (s->fid == PP_FIDELITY_FLOW) {
-        pp_flow_id id = pp_flow_start(s->net, s->via_path, n, bytes, lat,
-                                      on_flow_done, s, (uint64_t)i << 8);
-        if (id < 0)
-            return pp_error_set(e, PP_EINTERNAL,
-                                "pp_flow_start refused a route (%d)", (int)id);
-        return 0;
-    }
-    for (size_t h = 0; h < n; h++) s->link_bytes[s->via_path[h]] += bytes;
-    pp_engine_at(s->eng, (now + lat) + (bytes > 0 ? bytes / bw : 0), on_timer,
-                 s, (uint64_t)i);
-    return 0;
+    if (via < 0 || via == src || via == dst || src == dst) via = -1;
+    return send(s, src, via, dst, bytes, flow_key, done, ctx, arg, e);
 }
 
 int pp_sim_send(pp_sim *s, int32_t src, int32_t dst, double bytes,
