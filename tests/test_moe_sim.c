@@ -60,6 +60,39 @@ static void test_h800_profile(void **state) {
     assert_true(a.grad_accum_bytes == b.grad_accum_bytes);
 }
 
+/* The H200 and B200 profiles (no GPU of either measured here): H200 is
+ * H100's die, so every figure is h100.yaml's but the FP8 rate, scaled by
+ * the MAMF table's H200 / H100 ratio (73.4 / 70.9); B200's GEMM rates are
+ * the table's, the rest H100's.  Both say they are uncalibrated (no
+ * provenance), and the B200's best FP8 GEMM must come out at about the
+ * table's 76.3% of 4,500 TFLOP/s (within 3%). */
+static void test_h200_b200_profiles(void **state) {
+    (void)state;
+    pp_gpu_profile a, h, b;
+    pp_error e = PP_ERROR_INIT;
+    pp_catalog *c = NULL;
+    assert_int_equal(pp_catalog_load(NULL, &c, &e), 0);
+    assert_int_equal(pp_profile_load(NULL, pp_catalog_gpu(c, "h100-sxm5"),
+                                     &a, &e), 0);
+    assert_int_equal(pp_profile_load(NULL, pp_catalog_gpu(c, "h200-sxm"),
+                                     &h, &e), 0);
+    assert_int_equal(pp_profile_load(NULL, pp_catalog_gpu(c, "b200"), &b,
+                                     &e), 0);
+    pp_catalog_free(c);
+    assert_string_equal(h.name, "h200");
+    assert_string_equal(b.name, "b200");
+    assert_true(h.peak_flops == a.peak_flops && h.hbm_Bps > a.hbm_Bps);
+    assert_true(h.gemm_efficiency == a.gemm_efficiency);
+    assert_true(h.mem_efficiency == a.mem_efficiency);
+    assert_true(fabs(h.fp8_gemm_efficiency / a.fp8_gemm_efficiency - 73.4 / 70.9) <
+                0.002);
+    assert_true(h.calibrated[0] == 0 && b.calibrated[0] == 0);
+    double m = 16384, n = 16384, k = 16384;
+    double t = pp_gemm_time_prec_s(&b, true, 1, m, n, k);
+    double rate = 2 * m * n * k / t;
+    assert_true(fabs(rate / (0.763 * 4500e12) - 1) < 0.03);
+}
+
 /* dtype=fp8 runs the experts' grouped GEMMs at the FP8 rate too (as the
  * dense MLP's): with 8 experts of 14336 making up most of Mixtral's
  * FLOPs, FP8 must take compute well below BF16's, at least 20% (the FP8
@@ -263,6 +296,7 @@ static void test_scale_plans(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_h800_profile),
+        cmocka_unit_test(test_h200_b200_profiles),
         cmocka_unit_test(test_simulate_ep),
         cmocka_unit_test(test_simulate_deepep),
         cmocka_unit_test(test_estimate_deepep),
