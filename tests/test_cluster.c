@@ -27,7 +27,7 @@ static const char *const shipped[] = {"hyperconnect-superpod",
                                       "titan",
                                       "selene-like",
                                       "dgx-h100-ndr", "dgx-h800-2048",
-                                      "dgx-b200-ndr",
+                                      "dgx-b200-ndr", "gb200-nvl72",
                                       "ethernet-10g",
                                       "big-basin-50g",
                                       "etri-ps",
@@ -357,6 +357,22 @@ static void test_set_errors(void **state) {
 /* ------------------------------------------------------------------------
  * The other shipped clusters.
  * ---------------------------------------------------------------------- */
+/* GB200 NVL72: podplan's node is the NVLink domain, the whole rack of 72
+ * GPUs on one logical NVSwitch, one 400Gb/s HCA per GPU; 8 racks on a
+ * rail-optimised leaf-spine (72 rails of 8). */
+static void test_gb200_nvl72(void **state) {
+    (void)state;
+    pp_cluster *c = load("gb200-nvl72");
+    const pp_cluster_info *in = pp_cluster_info_get(c);
+    assert_int_equal(in->nodes, 8);
+    assert_int_equal(in->gpus, 576);
+    assert_int_equal(in->hcas, 576);
+    assert_int_equal(in->gpus_per_node, 72);
+    assert_int_equal(in->switches[PP_DEV_LEAF], 72);
+    assert_int_equal(count_cables(c, PP_LINK_HOST, PP_DEV_HCA), 576);
+    pp_cluster_free(c);
+}
+
 static void test_titan(void **state) {
     (void)state;
     pp_cluster *c = load("titan");
@@ -607,6 +623,7 @@ int main(void) {
         cmocka_unit_test(test_set_nics),
         cmocka_unit_test(test_set_oversubscription),
         cmocka_unit_test(test_set_errors),
+        cmocka_unit_test(test_gb200_nvl72),
         cmocka_unit_test(test_titan),
         cmocka_unit_test(test_pcie_7dev),
         cmocka_unit_test(test_fat_tree_16k),

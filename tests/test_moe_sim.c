@@ -60,15 +60,16 @@ static void test_h800_profile(void **state) {
     assert_true(a.grad_accum_bytes == b.grad_accum_bytes);
 }
 
-/* The H200 and B200 profiles (no GPU of either measured here): H200 is
+/* The H200, B200 and GB200 profiles (no GPU of either measured here): H200 is
  * H100's die, so every figure is h100.yaml's but the FP8 rate, scaled by
  * the MAMF table's H200 / H100 ratio (73.4 / 70.9); B200's GEMM rates are
  * the table's, the rest H100's.  Both say they are uncalibrated (no
  * provenance), and the B200's best FP8 GEMM must come out at about the
- * table's 76.3% of 4,500 TFLOP/s (within 3%). */
+ * table's 76.3% of 4,500 TFLOP/s (within 3%); GB200's (same rule) at
+ * 72.3% of 5,000. */
 static void test_h200_b200_profiles(void **state) {
     (void)state;
-    pp_gpu_profile a, h, b;
+    pp_gpu_profile a, h, b, g;
     pp_error e = PP_ERROR_INIT;
     pp_catalog *c = NULL;
     assert_int_equal(pp_catalog_load(NULL, &c, &e), 0);
@@ -78,7 +79,11 @@ static void test_h200_b200_profiles(void **state) {
                                      &h, &e), 0);
     assert_int_equal(pp_profile_load(NULL, pp_catalog_gpu(c, "b200"), &b,
                                      &e), 0);
+    assert_int_equal(pp_profile_load(NULL, pp_catalog_gpu(c, "gb200"), &g,
+                                     &e), 0);
     pp_catalog_free(c);
+    assert_string_equal(g.name, "gb200");
+    assert_true(g.calibrated[0] == 0);
     assert_string_equal(h.name, "h200");
     assert_string_equal(b.name, "b200");
     assert_true(h.peak_flops == a.peak_flops && h.hbm_Bps > a.hbm_Bps);
@@ -91,6 +96,8 @@ static void test_h200_b200_profiles(void **state) {
     double t = pp_gemm_time_prec_s(&b, true, 1, m, n, k);
     double rate = 2 * m * n * k / t;
     assert_true(fabs(rate / (0.763 * 4500e12) - 1) < 0.03);
+    rate = 2 * m * n * k / pp_gemm_time_prec_s(&g, true, 1, m, n, k);
+    assert_true(fabs(rate / (0.723 * 5000e12) - 1) < 0.03);
 }
 
 /* dtype=fp8 runs the experts' grouped GEMMs at the FP8 rate too (as the

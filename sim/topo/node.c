@@ -22,7 +22,7 @@ static const char *const intra_names[] = {"nvswitch", "nvlink-mesh",
 #define MAX_NODES 100000
 #define MAX_GPUS 256
 #define MAX_NICS 256
-#define MAX_SOCKETS 8
+#define MAX_SOCKETS 64 /* GB200 NVL72: 36 Grace CPUs in one NVLink domain */
 #define MAX_PCIE_SWITCHES 64 /* pp_pcie_layout.switch_socket */
 #define MAX_DEVICES (1 << 22)
 #define MAX_LINKS (1 << 24)
