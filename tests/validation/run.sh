@@ -198,7 +198,9 @@ while IFS=$'\037' read -r id split _ kind model cluster set parallel stack op \
         exit 2
         ;;
     esac
-    [ -n "$set" ] && args+=(--set "$set")
+    # `set:` holds one or more PATH=VALUE, separated by spaces: one --set
+    # each.
+    for kv in $set; do args+=(--set "$kv"); done
     args+=(--format json)
 
     # Data files (models/zoo, topologies) are found from the repository
