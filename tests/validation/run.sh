@@ -199,8 +199,9 @@ while IFS=$'\037' read -r id split _ kind model cluster set parallel stack op \
         ;;
     esac
     # `set:` holds one or more PATH=VALUE, separated by spaces: one --set
-    # each.
-    for kv in $set; do args+=(--set "$kv"); done
+    # each (read -a splits without globbing).
+    read -r -a kvs <<< "$set"
+    for kv in "${kvs[@]}"; do args+=(--set "$kv"); done
     args+=(--format json)
 
     # Data files (models/zoo, topologies) are found from the repository
