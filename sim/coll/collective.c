@@ -45,16 +45,20 @@ static const char *const span_names[PP_COLL__COUNT][PP_ALGO__COUNT] = {
 /* ------------------------------------------------------------------------
  * Helpers for the schedules.
  * ---------------------------------------------------------------------- */
+static void add(pp__coll *k, int32_t src, int32_t via, int32_t dst,
+                double bytes, double tail_s) {
+    PP_VEC_RESERVE(k->x, k->cap_x, k->nx + 1, 64);
+    k->x[k->nx++] = (pp__xfer){src, dst, via, k->key, bytes, tail_s};
+}
+
 void pp__coll_add(pp__coll *k, int32_t src, int32_t dst, double bytes,
                   double tail_s) {
-    PP_VEC_RESERVE(k->x, k->cap_x, k->nx + 1, 64);
-    k->x[k->nx++] = (pp__xfer){src, dst, -1, k->key, bytes, tail_s};
+    add(k, src, -1, dst, bytes, tail_s);
 }
 
 void pp__coll_add_via(pp__coll *k, int32_t src, int32_t via, int32_t dst,
                       double bytes) {
-    PP_VEC_RESERVE(k->x, k->cap_x, k->nx + 1, 64);
-    k->x[k->nx++] = (pp__xfer){src, dst, via, k->key, bytes, 0};
+    add(k, src, via, dst, bytes, 0);
 }
 
 /* Latency of the path the simulation takes between two endpoints (every
