@@ -17,7 +17,7 @@ extern "C" {
 #endif
 
 /* ------------------------------------------------------------------------
- * Training iteration (sim/train/compute.c, sim/train/schedule.c,
+ * Training iteration (sim/train/compute.c and cost.c, sim/train/schedule.c,
  * sim/train/step.c, sim/train/step_build.c): one
  * iteration of a model under TP x PP x DP on a cluster, as a task graph on
  * the event engine.  Compute is a roofline per operation, timed with a GPU
@@ -75,6 +75,13 @@ int pp_head_cost_get(const pp_gpu_profile *g, const pp_model *m,
  * held once whatever the modules.  Its layer and its pass through the
  * output layer cost what pp_layer_cost_get and pp_head_cost_get say. */
 int pp_mtp_cost_get(const pp_gpu_profile *g, const pp_model *m,
+                    const pp_parallel *p, pp_layer_cost *out, pp_error *e);
+/* An MoE layer's MoE block alone (pp_model_is_moe; PP_EINVAL else), as
+ * Megatron-core's MoELayer runs it: router, permutation, the EP
+ * all-to-alls (ep_*: counted, not timed), the local and the shared
+ * experts; recompute_* are 0.  What a one-layer benchmark of MoELayer
+ * times, less the all-to-alls' transfer. */
+int pp_moe_cost_get(const pp_gpu_profile *g, const pp_model *m,
                     const pp_parallel *p, pp_layer_cost *out, pp_error *e);
 /* The optimizer step over `params` parameters (one GPU's shard):
  * memory-bound, pp_optimizer_bytes' step_traffic per parameter. */

@@ -146,6 +146,14 @@ void pp__ops_moe_bwd(const pp__shape *s, pp__oplist *l) {
     gemm_bwd(s, l, "router dgrad", "router wgrad", x.tn, x.E, x.h);
 }
 
+/* One expert's MLP parameters (a shared expert's, or a routed one's
+ * before the expert-TP split). */
+static double expert_mlp_params(const pp_model *m, const moe_dims *x) {
+    double mlp = (x->swiglu ? 3.0 : 2.0) * x->h * x->fe;
+    if (m->bias) mlp += (x->swiglu ? 2.0 : 1.0) * x->fe + x->h;
+    return mlp;
+}
+
 /* Attention and norms as in a dense layer (split over tp; the norms
  * replicated, 4h as compute.c counts them), the router replicated, the
  * shared experts split over tp, the routed experts over ep x etp. */
@@ -155,11 +163,15 @@ double pp__moe_layer_params_gpu(const pp__shape *s) {
     double d = pp_model_kv_channels(m), q = (double)m->heads * d;
     double kvd = (double)m->kv_heads * d;
     double attn = x.h * (q + 2.0 * kvd) + q * x.h;
-    double mlp = (x.swiglu ? 3.0 : 2.0) * x.h * x.fe;
-    if (m->bias) {
-        attn += (q + 2.0 * kvd) + x.h;
-        mlp += (x.swiglu ? 2.0 : 1.0) * x.fe + x.h;
-    }
+    double mlp = expert_mlp_params(m, &x);
+    if (m->bias) attn += (q + 2.0 * kvd) + x.h;
     return attn / x.t + 4.0 * x.h + x.h * x.E + x.S * mlp / x.t +
            x.E / x.ep * mlp / x.etp;
+}
+
+/* The MoE block alone: the router, the shared and the local experts. */
+double pp__moe_block_params_gpu(const pp__shape *s) {
+    moe_dims x = moe_dims_of(s);
+    double mlp = expert_mlp_params(s->m, &x);
+    return x.h * x.E + x.S * mlp / x.t + x.E / x.ep * mlp / x.etp;
 }

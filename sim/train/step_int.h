@@ -1,6 +1,6 @@
 /*
- * step_int.h: private to sim/train/ (compute.c, schedule.c, step.c,
- * step_build.c).
+ * step_int.h: private to sim/train/ (compute.c, cost.c, moe.c, schedule.c,
+ * step.c, step_build.c).
  *
  * compute.c turns a model and a layout into lists of operations (a GEMM,
  * a memory-bound kernel, a TP collective, a "gradients ready" mark) with
@@ -79,6 +79,8 @@ void pp__op_comm(pp__oplist *l, const char *name, pp_coll_op op, double bytes,
 void pp__ops_moe_fwd(const pp__shape *s, pp__oplist *l);
 void pp__ops_moe_bwd(const pp__shape *s, pp__oplist *l);
 double pp__moe_layer_params_gpu(const pp__shape *s);
+/* Of those, the MoE block's: router, shared and local experts. */
+double pp__moe_block_params_gpu(const pp__shape *s);
 
 /* One layer's forward (fwd, with its TP collectives) and backward (bwd:
  * with the recomputation p->recompute asks for, then a MARK of the
@@ -100,6 +102,9 @@ double pp__mtp_params_gpu(const pp__shape *s);
 double pp__mtp_embed_params_gpu(const pp__shape *s);
 /* Parameters of one layer and of the embedding, on one GPU (/tp). */
 double pp__layer_params_gpu(const pp__shape *s);
+/* The bytes of the activation a TP collective carries (s b h / cp, 2
+ * bytes): what pp_layer_cost counts its collectives against. */
+double pp__act_bytes(const pp__shape *s);
 double pp__embed_params_gpu(const pp__shape *s);
 double pp__head_params_gpu(const pp__shape *s); /* final norm, output */
 
