@@ -352,9 +352,10 @@ static void cp_ep_layer(const pp_plan_estimator *x, const pp_parallel *p,
         double S = lc->ep_coll_bytes, n = (double)ep;
         double net = S * (n - (double)same) / n;
         double nvl = S * ((double)same - 1.0) / n;
-        if (p->deepep && same < ep && ep % same == 0) {
+        if (p->deepep && ep % same == 0) {
             /* DeepEP (step_group.c): a copy per other server, then
-             * NVLink to the ranks holding the experts. */
+             * NVLink to the ranks holding the experts (inside one server
+             * only the second). */
             double c = S / (double)m->top_k, k = (double)(ep / same);
             net = c * pp_model_moe_spread(m, ep / same) * (k - 1.0) / k;
             nvl = c * pp_model_moe_spread(m, ep) * ((double)same - 1.0) /

@@ -70,7 +70,10 @@ static int32_t group_servers(const step *S, const int32_t *g, int32_t ep) {
  * same index (one all-to-all per index) and c D_rank (n-1)/n to the
  * others of its server (one per server), all at once, c being one
  * token copy's bytes and D the routing spread (pp_model_moe_spread)
- * over servers and over ranks.  Returns the collectives started. */
+ * over servers and over ranks.  With m = 1 only the second part runs:
+ * DeepEP's intranode kernels send a token once to each rank holding one
+ * of its experts (get_dispatch_layout's is_token_in_rank), not once per
+ * expert.  Returns the collectives started. */
 static int32_t deepep(step *S, int32_t *g, int32_t ep, int32_t m,
                       double bytes, uint64_t arg) {
     const pp_model *mo = S->m;
@@ -79,7 +82,7 @@ static int32_t deepep(step *S, int32_t *g, int32_t ep, int32_t m,
     double c = bytes / (double)mo->top_k;
     double net = c * pp_model_moe_spread(mo, m);
     double nvl = c * pp_model_moe_spread(mo, ep);
-    for (int32_t l = 0; l < n && !S->failed; l++) {
+    for (int32_t l = 0; l < n && m > 1 && !S->failed; l++) {
         for (int32_t s = 0; s < m; s++) sub[s] = g[s * n + l];
         pp__step_coll(S, PP_COLL_ALLTOALL, PP_ALGO_RING, net, sub, (size_t)m,
                       1, arg);
@@ -110,7 +113,7 @@ static void ep_alltoall(step *S, stage *st, const item *it) {
                 g[e] = D(S, u % tp, p, u / tp);
             }
             int32_t m = S->par->deepep ? group_servers(S, g, ep) : 0;
-            if (m > 1) {
+            if (m >= 1) {
                 st->pending += deepep(S, g, ep, m, it->x, ARG(K_GRP, p));
             } else {
                 st->pending++;
