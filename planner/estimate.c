@@ -193,10 +193,14 @@ static void group_link(const pp_plan_estimator *x, int64_t stride, int64_t n,
         *B = x->nvl_Bps, *lat = x->nvl_lat;
         return;
     }
-    /* k members per server share its NICs with the other groups there. */
+    /* k members per server share its NICs with the other groups there;
+     * with k > 1 the ring's hops between them are NVLink, which carry a
+     * member's whole share too (the slower of the two on a rack-scale
+     * NVLink domain, where k NICs outrun one GPU's NVLink). */
     double k = stride < x->gpn ? (double)(x->gpn / stride) : 1.0;
     if (k > (double)n) k = (double)n;
     double b = x->nic_gpu_Bps * k;
+    if (k > 1) b = fmin(b, x->nvl_Bps);
     *B = fmin(b, x->net_Bps * k), *lat = x->net_lat;
 }
 
