@@ -191,8 +191,9 @@ typedef struct pp_parallel {
     /* The MoE token dispatcher (dispatcher=alltoall|deepep; auto: the
      * stack's, pp_stack_resolve).  `deepep` is the resolved choice the
      * simulator reads: DeepEP's (and DeepSeek-V3's) dispatch, one copy of
-     * a token per target server over the network, forwarded to the
-     * server's experts over NVLink. */
+     * a token per target server over the network, forwarded over NVLink
+     * once per GPU holding its experts (inside a server only the
+     * latter). */
     pp_dispatch dispatch;
     bool deepep;
     /* recompute= was given; otherwise pp_stack_resolve replaces the

@@ -7,10 +7,6 @@
 
 #include "step_int.h"
 
-/* ------------------------------------------------------------------------
- * pp_layer_cost_get and its siblings: the sums of the lists, for the
- * CLI, the tests and the planner's estimator.
- * ---------------------------------------------------------------------- */
 /* Sums ops [from, to): compute time and FLOPs; TP collectives of the
  * activation's size into *colls, others (the loss's) into *aux. */
 static void sum_list(const pp__oplist *l, size_t from, size_t to, double act,

@@ -102,11 +102,11 @@ double pp__mtp_params_gpu(const pp__shape *s);
 double pp__mtp_embed_params_gpu(const pp__shape *s);
 /* Parameters of one layer and of the embedding, on one GPU (/tp). */
 double pp__layer_params_gpu(const pp__shape *s);
-/* The bytes of the activation a TP collective carries (s b h / cp, 2
- * bytes): what pp_layer_cost counts its collectives against. */
-double pp__act_bytes(const pp__shape *s);
 double pp__embed_params_gpu(const pp__shape *s);
 double pp__head_params_gpu(const pp__shape *s); /* final norm, output */
+/* The bytes of the activation a TP collective carries (s b h / cp, 2
+ * bytes): what pp_layer_cost counts its collectives against (cost.c). */
+double pp__act_bytes(const pp__shape *s);
 
 /* ------------------------------------------------------------------------
  * schedule.c: the order in which one stage runs its tasks.
