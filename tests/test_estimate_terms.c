@@ -62,6 +62,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coll_util.h"
 #include "podplan/planner.h"
 
 #define TOL_EXACT 1e-9
@@ -329,26 +330,13 @@ static void test_dp_ring_rack_scale(void **state) {
     pp_breakdown eb;
     if (pp_plan_estimate(x, &p, false, &est_t, &eb, &e)) fail_msg("%s", e.msg);
 
-    int32_t *g = malloc(144 * sizeof *g);
-    for (int i = 0; i < 144; i++) g[i] = pp_cluster_gpu(c, i / 72, i % 72);
-    pp_sim *s = NULL;
-    if (pp_sim_new(c, PP_FIDELITY_FLOW, 0, &s, &e)) fail_msg("%s", e.msg);
-    pp_coll_spec sp;
-    memset(&sp, 0, sizeof sp);
-    sp.op = PP_COLL_ALLREDUCE;
-    sp.algo = PP_ALGO_RING;
-    sp.bytes = pp_model_params(&m) * prof.sw.grad_reduce_bytes;
-    sp.gpus = g;
-    sp.n_gpus = 144;
-    sp.server = -1;
-    pp_coll_result r;
-    if (pp_sim_collective(s, &sp, &r, &e)) fail_msg("%s", e.msg);
+    double bytes = pp_model_params(&m) * prof.sw.grad_reduce_bytes;
+    pp_coll_result r = coll_run(c, PP_FIDELITY_FLOW, PP_COLL_ALLREDUCE,
+                                PP_ALGO_RING, bytes, 144, NULL);
     printf("  dp 144 over 2 NVL72 racks, %.3g GB AllReduce: estimate %.4f "
            "s, flow simulation %.4f s (%d channels)\n",
-           sp.bytes / 1e9, eb.dp_comm_exposed_s, r.time_s, (int)r.channels);
+           bytes / 1e9, eb.dp_comm_exposed_s, r.time_s, (int)r.channels);
     assert_true(fabs(eb.dp_comm_exposed_s / r.time_s - 1) <= 0.05);
-    pp_sim_free(s);
-    free(g);
     pp_plan_estimator_free(x);
     pp_cluster_free(c);
 }

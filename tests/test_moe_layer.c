@@ -80,6 +80,19 @@ static const moe_case CASES[] = {
      10.08771367073059},
 };
 
+/* The H100 profile under `stack`. */
+static pp_gpu_profile h100(const char *stack) {
+    pp_error e = PP_ERROR_INIT;
+    pp_catalog *cat = NULL;
+    pp_gpu_profile g;
+    assert_int_equal(pp_catalog_load(NULL, &cat, &e), 0);
+    if (pp_profile_load_stack(NULL, pp_catalog_gpu(cat, "h100-sxm5"), stack, &g,
+                              NULL, &e))
+        fail_msg("profile: %s", e.msg);
+    pp_catalog_free(cat);
+    return g;
+}
+
 /* podplan's forward and backward of one case, in ms. */
 static void price(const pp_cluster *c, const pp_gpu_profile *g,
                   const moe_case *k, double *fwd_ms, double *bwd_ms) {
@@ -111,13 +124,7 @@ static void price(const pp_cluster *c, const pp_gpu_profile *g,
 
 static void test_megatron_moe_layer(void **state) {
     (void)state;
-    pp_error e = PP_ERROR_INIT;
-    pp_catalog *cat = NULL;
-    pp_gpu_profile g;
-    assert_int_equal(pp_catalog_load(NULL, &cat, &e), 0);
-    if (pp_profile_load_stack(NULL, pp_catalog_gpu(cat, "h100-sxm5"),
-                              "megatron-core-2024", &g, NULL, &e))
-        fail_msg("profile: %s", e.msg);
+    pp_gpu_profile g = h100("megatron-core-2024");
     pp_cluster *c = coll_load_cluster("dgx-h100-ndr");
     double sum = 0, worst = 0, t[4][2];
     int n = 0;
@@ -144,7 +151,6 @@ static void test_megatron_moe_layer(void **state) {
            "over %d figures\n",
            100 * sum / n, 100 * worst, n);
     pp_cluster_free(c);
-    pp_catalog_free(cat);
     assert_true(sum / n <= 0.05);
     assert_true(worst <= 0.10);
     /* DeepEP, as measured: no cheaper for Mixtral (a token's 2 experts
@@ -160,12 +166,7 @@ static void test_megatron_moe_layer(void **state) {
 static void test_moe_cost_parts(void **state) {
     (void)state;
     pp_error e = PP_ERROR_INIT;
-    pp_catalog *cat = NULL;
-    pp_gpu_profile g;
-    assert_int_equal(pp_catalog_load(NULL, &cat, &e), 0);
-    assert_int_equal(
-        pp_profile_load(NULL, pp_catalog_gpu(cat, "h100-sxm5"), &g, &e), 0);
-    pp_catalog_free(cat);
+    pp_gpu_profile g = h100(NULL);
     pp_model m;
     pp_parallel p;
     assert_int_equal(pp_model_load(DEEPSEEK, &m, &e), 0);

@@ -122,8 +122,10 @@ int pp_layer_cost_get(const pp_gpu_profile *g, const pp_model *m,
     return 0;
 }
 
-/* The embedding or the head: fwd and bwd lists, no recomputation (the
- * simulator runs them once per micro-batch whatever p->recompute says). */
+/* The embedding, the head, an MTP module's own part or an MoE block:
+ * fwd and bwd lists, no recomputation (the simulator runs them once per
+ * micro-batch whatever p->recompute says), their EP collectives counted
+ * (only the MoE block has any). */
 static void part_cost(const pp__shape *s,
                       void (*fwd)(const pp__shape *, pp__oplist *),
                       void (*bwd)(const pp__shape *, pp__oplist *),
@@ -134,10 +136,14 @@ static void part_cost(const pp__shape *s,
     fwd(s, &l);
     sum_list(&l, 0, l.n, act, &c->fwd_s, &c->fwd_flops, &c->fwd_colls,
              &c->aux_colls, &c->aux_coll_bytes, &c->gemm_s);
+    grp_scan(&l, 0, l.n, &c->ep_fwd_colls, &c->ep_coll_bytes,
+             &c->cp_fwd_bytes, &c->cp_fwd_overlap_s);
     size_t nf = l.n;
     bwd(s, &l);
     sum_list(&l, nf, l.n, act, &c->bwd_s, &c->bwd_flops, &c->bwd_colls,
              &c->aux_colls, &c->aux_coll_bytes, NULL);
+    grp_scan(&l, nf, l.n, &c->ep_bwd_colls, &c->ep_coll_bytes,
+             &c->cp_bwd_bytes, &c->cp_bwd_overlap_s);
     c->coll_bytes = act;
     pp__oplist_fini(&l);
 }
@@ -188,18 +194,6 @@ int pp_moe_cost_get(const pp_gpu_profile *g, const pp_model *m,
     if (!pp_model_is_moe(m))
         return pp_error_set(e, PP_EINVAL, "moe cost: model %s has no experts",
                             m->name);
-    pp__shape s = {m, p, g, 2};
-    pp_layer_cost c;
-    part_cost(&s, pp__ops_moe_fwd, pp__ops_moe_bwd, &c);
-    pp__oplist l = {0};
-    double cp = 0, ovl = 0;
-    pp__ops_moe_fwd(&s, &l);
-    grp_scan(&l, 0, l.n, &c.ep_fwd_colls, &c.ep_coll_bytes, &cp, &ovl);
-    size_t nf = l.n;
-    pp__ops_moe_bwd(&s, &l);
-    grp_scan(&l, nf, l.n, &c.ep_bwd_colls, &c.ep_coll_bytes, &cp, &ovl);
-    pp__oplist_fini(&l);
-    c.params = pp__moe_block_params_gpu(&s);
-    *out = c;
-    return 0;
+    return part_get("moe", g, m, p, pp__ops_moe_fwd, pp__ops_moe_bwd,
+                    pp__moe_block_params_gpu, out, e);
 }
