@@ -198,9 +198,45 @@ static void test_moe_cost_parts(void **state) {
     assert_non_null(strstr(e.msg, "no experts"));
 }
 
+/* The local experts are a grouped GEMM: one cuBLAS call per expert (a
+ * launch each), and each expert's wgrad reduces over its own tokens.  The
+ * DeepSeek proxy's 32 experts on ep 8 (4 per GPU) and on ep 32 (1 per
+ * GPU) see the same tokens and FLOPs per GPU.  Forward, the 4 groups
+ * cost at least their 3 extra launches per GEMM (2 GEMMs) more.
+ * Backward, BF16's wgrad may gain as much back (4 experts' weight
+ * tiles fill the waves better than one's); in FP8 (no wave factor, an
+ * efficiency that falls with the reduction depth: a quarter of the
+ * tokens) the 4 backward GEMMs cost more than their launches. */
+static void test_grouped_experts(void **state) {
+    (void)state;
+    pp_error e = PP_ERROR_INIT;
+    pp_gpu_profile g = h100(NULL);
+    pp_model m;
+    assert_int_equal(pp_model_load(DEEPSEEK, &m, &e), 0);
+    const char *dt[] = {"bf16", "fp8"};
+    for (int i = 0; i < 2; i++) {
+        pp_layer_cost c[2];
+        const char *fmt[] = {"tp=1,pp=1,dp=8,ep=8,mbs=1,gbs=8,dtype=%s",
+                             "tp=1,pp=1,dp=32,ep=32,mbs=1,gbs=32,dtype=%s"};
+        for (int j = 0; j < 2; j++) {
+            char spec[96];
+            pp_parallel p;
+            snprintf(spec, sizeof spec, fmt[j], dt[i]);
+            pp_parallel_init(&p);
+            assert_int_equal(pp_parallel_parse(spec, &p, &e), 0);
+            assert_int_equal(pp_moe_cost_get(&g, &m, &p, &c[j], &e), 0);
+        }
+        assert_true(fabs(c[0].fwd_flops / c[1].fwd_flops - 1) < 1e-12);
+        double launches = 3.0 * g.launch_s;
+        assert_true(c[0].fwd_s - c[1].fwd_s >= 2 * launches * (1 - 1e-9));
+        if (i == 1) assert_true(c[0].bwd_s - c[1].bwd_s > 4 * launches * 1.5);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_moe_cost_parts),
+        cmocka_unit_test(test_grouped_experts),
         cmocka_unit_test(test_megatron_moe_layer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

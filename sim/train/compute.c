@@ -53,20 +53,38 @@ static void mem(const pp__shape *s, pp__oplist *l, const char *name,
  * kernel takes the amax too, the stack's fp8.cast_bytes per element).
  * The weight's FP8 copy is cast once per iteration and cached over the
  * micro-batches (is_first_microbatch), left out here: under 1% of the
- * layer's time at 8 or more micro-batches. */
-static void lgemm(const pp__shape *s, pp__oplist *l, const char *name, double m,
-                  double n, double k) {
+ * layer's time at 8 or more micro-batches.
+ *
+ * groups > 1: a grouped linear layer (an MoE layer's local experts), g
+ * GEMMs of m rows each.  Transformer Engine's GroupedLinear runs them as
+ * one cuBLAS GEMM per group spread over its compute streams
+ * (nvte_multi_stream_cublas_gemm, "for now, we only have multi-stream
+ * cublas backend", transformer_engine/pytorch/csrc/extensions/gemm.cpp):
+ * their tiles share the GPU's waves (batch = g in the efficiency model),
+ * and each group pays its own launch. */
+static void glgemm(const pp__shape *s, pp__oplist *l, const char *name,
+                   double g, double m, double n, double k) {
+    double extra = (g - 1.0) * s->g->launch_s;
     if (s->p->dtype != PP_PREC_FP8) {
-        gemm(s, l, name, 1, m, n, k);
+        gemm(s, l, name, g, m, n, k);
+        l->v[l->n - 1].time_s += extra;
         return;
     }
-    mem(s, l, "fp8 cast", s->g->fp8_cast_bytes * m * k);
+    mem(s, l, "fp8 cast", s->g->fp8_cast_bytes * g * m * k);
     pp__op *o = push(l, name, PP__OP_GEMM);
-    o->flops = 2.0 * m * n * k;
-    o->bytes = m * k + k * n + 2.0 * m * n;
-    o->time_s = pp_gemm_time_prec_s(s->g, true, 1, m, n, k);
+    o->flops = 2.0 * g * m * n * k;
+    o->bytes = g * (m * k + k * n + 2.0 * m * n);
+    o->time_s = pp_gemm_time_prec_s(s->g, true, g, m, n, k) + extra;
 }
 
+static void lgemm(const pp__shape *s, pp__oplist *l, const char *name, double m,
+                  double n, double k) {
+    glgemm(s, l, name, 1, m, n, k);
+}
+
+static void glgemm_bwd(const pp__shape *s, pp__oplist *l, const char *dname,
+                       const char *wname, double g, double m, double n,
+                       double k);
 static void lgemm_bwd(const pp__shape *s, pp__oplist *l, const char *dname,
                       const char *wname, double m, double n, double k);
 
@@ -109,6 +127,17 @@ void pp__op_lgemm(const pp__shape *s, pp__oplist *l, const char *name, double m,
 void pp__op_lgemm_bwd(const pp__shape *s, pp__oplist *l, const char *dname,
                       const char *wname, double m, double n, double k) {
     lgemm_bwd(s, l, dname, wname, m, n, k);
+}
+
+void pp__op_glgemm(const pp__shape *s, pp__oplist *l, const char *name,
+                   double groups, double m, double n, double k) {
+    glgemm(s, l, name, groups, m, n, k);
+}
+
+void pp__op_glgemm_bwd(const pp__shape *s, pp__oplist *l, const char *dname,
+                       const char *wname, double groups, double m, double n,
+                       double k) {
+    glgemm_bwd(s, l, dname, wname, groups, m, n, k);
 }
 
 void pp__op_mem(const pp__shape *s, pp__oplist *l, const char *name,
@@ -360,23 +389,34 @@ static void gemm_bwd(const pp__shape *s, pp__oplist *l, const char *dname,
 }
 
 /* A linear layer's backward; with fp8 the incoming gradient (m x n) is
- * cast once (e5m2) and both GEMMs run at the FP8 rate. */
-static void lgemm_bwd(const pp__shape *s, pp__oplist *l, const char *dname,
-                      const char *wname, double m, double n, double k) {
+ * cast once (e5m2) and both GEMMs run at the FP8 rate.  groups > 1 as
+ * glgemm: each group's wgrad reduces over its own m rows. */
+static void glgemm_bwd(const pp__shape *s, pp__oplist *l, const char *dname,
+                       const char *wname, double g, double m, double n,
+                       double k) {
+    double extra = (g - 1.0) * s->g->launch_s;
     if (s->p->dtype != PP_PREC_FP8) {
-        gemm_bwd(s, l, dname, wname, m, n, k);
+        gemm(s, l, dname, g, m, k, n);
+        l->v[l->n - 1].time_s += extra;
+        gemm(s, l, wname, g, k, n, m);
+        l->v[l->n - 1].time_s += extra;
         return;
     }
-    mem(s, l, "fp8 cast", s->g->fp8_cast_bytes * m * n);
+    mem(s, l, "fp8 cast", s->g->fp8_cast_bytes * g * m * n);
     /* dgrad and wgrad at the FP8 rate, casts already counted. */
     pp__op *o = push(l, dname, PP__OP_GEMM);
-    o->flops = 2.0 * m * k * n;
-    o->bytes = m * n + n * k + 2.0 * m * k;
-    o->time_s = pp_gemm_time_prec_s(s->g, true, 1, m, k, n);
+    o->flops = 2.0 * g * m * k * n;
+    o->bytes = g * (m * n + n * k + 2.0 * m * k);
+    o->time_s = pp_gemm_time_prec_s(s->g, true, g, m, k, n) + extra;
     o = push(l, wname, PP__OP_GEMM);
-    o->flops = 2.0 * k * n * m;
-    o->bytes = k * m + m * n + 2.0 * k * n;
-    o->time_s = pp_gemm_time_prec_s(s->g, true, 1, k, n, m);
+    o->flops = 2.0 * g * k * n * m;
+    o->bytes = g * (k * m + m * n + 2.0 * k * n);
+    o->time_s = pp_gemm_time_prec_s(s->g, true, g, k, n, m) + extra;
+}
+
+static void lgemm_bwd(const pp__shape *s, pp__oplist *l, const char *dname,
+                      const char *wname, double m, double n, double k) {
+    glgemm_bwd(s, l, dname, wname, 1, m, n, k);
 }
 
 /* LayerNorm backward (apex's fused kernels): the input gradient reads the

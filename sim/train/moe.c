@@ -13,9 +13,11 @@
  * sends).  With expert TP (etp > 1) the received tokens are all-gathered
  * over the expert-TP group before the experts and reduce-scattered after;
  * the group is the TP group when etp == tp (the default), and for
- * 1 < etp < tp that exchange is not simulated.  The local experts run as
- * one grouped GEMM of T k cf etp tokens, expert_ffn_hidden / etp wide.
- * The combine all-to-all brings the outputs back.  Shared experts run as
+ * 1 < etp < tp that exchange is not simulated.  The E / ep local experts
+ * run as a grouped GEMM (Transformer Engine's GroupedLinear: one GEMM per
+ * expert) of T k cf etp tokens in all, an equal share each,
+ * expert_ffn_hidden / etp wide; each expert's wgrad reduces over its own
+ * share.  The combine all-to-all brings the outputs back.  Shared experts run as
  * a dense MLP of shared x expert_ffn_hidden, split over tp like any MLP.
  * The backward mirrors it: the combine's and the dispatch's all-to-alls
  * again (the gradients travel back), the GEMMs' dgrad and wgrad.
@@ -55,6 +57,14 @@ static moe_dims moe_dims_of(const pp__shape *s) {
     x.swiglu = m->ffn == PP_FFN_SWIGLU;
     x.etp_tp = x.etp > 1 && pp_parallel_etp(p) == p->tp;
     return x;
+}
+
+/* Experts on this GPU: E / ep (expert TP splits each one's width, not
+ * their number).  Balanced routing gives each the same share of the
+ * received tokens. */
+static double local_experts(const moe_dims *x) {
+    double g = x->E / x->ep;
+    return g >= 1.0 ? g : 1.0;
 }
 
 /* Bytes of one rank's routed tokens (dispatch or combine). */
@@ -99,9 +109,11 @@ void pp__ops_moe_fwd(const pp__shape *s, pp__oplist *l) {
     etp_comm(&x, l, PP_COLL_ALLGATHER);
     /* Transformer Engine's grouped GEMMs run the experts in FP8 under
      * dtype=fp8; the router stays in higher precision (above). */
-    pp__op_lgemm(s, l, "experts fc1", te, (x.swiglu ? 2.0 : 1.0) * w, x.h);
+    double g = local_experts(&x), me = te / g;
+    pp__op_glgemm(s, l, "experts fc1", g, me, (x.swiglu ? 2.0 : 1.0) * w,
+                  x.h);
     pp__op_mem(s, l, "experts swiglu", (x.swiglu ? 6.0 : 4.0) * te * w);
-    pp__op_lgemm(s, l, "experts fc2", te, x.h, w);
+    pp__op_glgemm(s, l, "experts fc2", g, me, x.h, w);
     etp_comm(&x, l, PP_COLL_REDUCESCATTER);
     a2a(&x, l, "ep combine alltoall");
     /* Unpermute and the weighted sum of the k outputs. */
@@ -134,11 +146,12 @@ void pp__ops_moe_bwd(const pp__shape *s, pp__oplist *l) {
     pp__op_mem(s, l, "moe unpermute bwd", 6.0 * x.tn * x.k * x.cf * x.h);
     a2a(&x, l, "ep combine alltoall bwd");
     etp_comm(&x, l, PP_COLL_ALLGATHER);
-    pp__op_lgemm_bwd(s, l, "experts fc2 dgrad", "experts fc2 wgrad", te, x.h,
-                     w);
+    double g = local_experts(&x), me = te / g;
+    pp__op_glgemm_bwd(s, l, "experts fc2 dgrad", "experts fc2 wgrad", g, me,
+                      x.h, w);
     pp__op_mem(s, l, "experts swiglu bwd", (x.swiglu ? 10.0 : 8.0) * te * w);
-    pp__op_lgemm_bwd(s, l, "experts fc1 dgrad", "experts fc1 wgrad", te,
-                     (x.swiglu ? 2.0 : 1.0) * w, x.h);
+    pp__op_glgemm_bwd(s, l, "experts fc1 dgrad", "experts fc1 wgrad", g, me,
+                      (x.swiglu ? 2.0 : 1.0) * w, x.h);
     etp_comm(&x, l, PP_COLL_REDUCESCATTER);
     a2a(&x, l, "ep dispatch alltoall bwd");
     pp__op_mem(s, l, "moe permute bwd", 4.0 * x.tn * x.k * x.cf * x.h);

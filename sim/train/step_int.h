@@ -68,6 +68,13 @@ void pp__op_lgemm(const pp__shape *s, pp__oplist *l, const char *name,
                   double m, double n, double k);
 void pp__op_lgemm_bwd(const pp__shape *s, pp__oplist *l, const char *dname,
                       const char *wname, double m, double n, double k);
+/* The same for a grouped linear layer: groups GEMMs of m rows each (an
+ * MoE layer's local experts). */
+void pp__op_glgemm(const pp__shape *s, pp__oplist *l, const char *name,
+                   double groups, double m, double n, double k);
+void pp__op_glgemm_bwd(const pp__shape *s, pp__oplist *l, const char *dname,
+                       const char *wname, double groups, double m, double n,
+                       double k);
 void pp__op_mem(const pp__shape *s, pp__oplist *l, const char *name,
                 double bytes);
 void pp__op_comm(pp__oplist *l, const char *name, pp_coll_op op, double bytes,
