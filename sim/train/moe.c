@@ -17,8 +17,9 @@
  * run as a grouped GEMM (Transformer Engine's GroupedLinear: one GEMM per
  * expert) of T k cf etp tokens in all, an equal share each,
  * expert_ffn_hidden / etp wide; each expert's wgrad reduces over its own
- * share.  The combine all-to-all brings the outputs back.  Shared experts run as
- * a dense MLP of shared x expert_ffn_hidden, split over tp like any MLP.
+ * share.  The combine all-to-all brings the outputs back.  Shared experts
+ * run as a dense MLP of shared x expert_ffn_hidden, split over tp like any
+ * MLP.
  * The backward mirrors it: the combine's and the dispatch's all-to-alls
  * again (the gradients travel back), the GEMMs' dgrad and wgrad.
  *
