@@ -61,20 +61,26 @@ static void mem(const pp__shape *s, pp__oplist *l, const char *name,
  * (nvte_multi_stream_cublas_gemm, "for now, we only have multi-stream
  * cublas backend", transformer_engine/pytorch/csrc/extensions/gemm.cpp):
  * their tiles share the GPU's waves (batch = g in the efficiency model),
- * and each group pays its own launch. */
-static void glgemm(const pp__shape *s, pp__oplist *l, const char *name,
-                   double g, double m, double n, double k) {
-    double extra = (g - 1.0) * s->g->launch_s;
+ * and each group pays its own launch.  ggemm is those GEMMs alone (FP8:
+ * 1-byte operands, 2-byte output), glgemm with the FP8 input cast. */
+static void ggemm(const pp__shape *s, pp__oplist *l, const char *name,
+                  double g, double m, double n, double k) {
     if (s->p->dtype != PP_PREC_FP8) {
         gemm(s, l, name, g, m, n, k);
-        l->v[l->n - 1].time_s += extra;
-        return;
+    } else {
+        pp__op *o = push(l, name, PP__OP_GEMM);
+        o->flops = 2.0 * g * m * n * k;
+        o->bytes = g * (m * k + k * n + 2.0 * m * n);
+        o->time_s = pp_gemm_time_prec_s(s->g, true, g, m, n, k);
     }
-    mem(s, l, "fp8 cast", s->g->fp8_cast_bytes * g * m * k);
-    pp__op *o = push(l, name, PP__OP_GEMM);
-    o->flops = 2.0 * g * m * n * k;
-    o->bytes = g * (m * k + k * n + 2.0 * m * n);
-    o->time_s = pp_gemm_time_prec_s(s->g, true, g, m, n, k) + extra;
+    l->v[l->n - 1].time_s += (g - 1.0) * s->g->launch_s;
+}
+
+static void glgemm(const pp__shape *s, pp__oplist *l, const char *name,
+                   double g, double m, double n, double k) {
+    if (s->p->dtype == PP_PREC_FP8)
+        mem(s, l, "fp8 cast", s->g->fp8_cast_bytes * g * m * k);
+    ggemm(s, l, name, g, m, n, k);
 }
 
 static void lgemm(const pp__shape *s, pp__oplist *l, const char *name, double m,
@@ -394,24 +400,10 @@ static void gemm_bwd(const pp__shape *s, pp__oplist *l, const char *dname,
 static void glgemm_bwd(const pp__shape *s, pp__oplist *l, const char *dname,
                        const char *wname, double g, double m, double n,
                        double k) {
-    double extra = (g - 1.0) * s->g->launch_s;
-    if (s->p->dtype != PP_PREC_FP8) {
-        gemm(s, l, dname, g, m, k, n);
-        l->v[l->n - 1].time_s += extra;
-        gemm(s, l, wname, g, k, n, m);
-        l->v[l->n - 1].time_s += extra;
-        return;
-    }
-    mem(s, l, "fp8 cast", s->g->fp8_cast_bytes * g * m * n);
-    /* dgrad and wgrad at the FP8 rate, casts already counted. */
-    pp__op *o = push(l, dname, PP__OP_GEMM);
-    o->flops = 2.0 * g * m * k * n;
-    o->bytes = g * (m * n + n * k + 2.0 * m * k);
-    o->time_s = pp_gemm_time_prec_s(s->g, true, g, m, k, n) + extra;
-    o = push(l, wname, PP__OP_GEMM);
-    o->flops = 2.0 * g * k * n * m;
-    o->bytes = g * (k * m + m * n + 2.0 * k * n);
-    o->time_s = pp_gemm_time_prec_s(s->g, true, g, k, n, m) + extra;
+    if (s->p->dtype == PP_PREC_FP8)
+        mem(s, l, "fp8 cast", s->g->fp8_cast_bytes * g * m * n);
+    ggemm(s, l, dname, g, m, k, n);
+    ggemm(s, l, wname, g, k, n, m);
 }
 
 static void lgemm_bwd(const pp__shape *s, pp__oplist *l, const char *dname,

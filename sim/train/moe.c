@@ -177,10 +177,8 @@ double pp__moe_layer_params_gpu(const pp__shape *s) {
     double d = pp_model_kv_channels(m), q = (double)m->heads * d;
     double kvd = (double)m->kv_heads * d;
     double attn = x.h * (q + 2.0 * kvd) + q * x.h;
-    double mlp = expert_mlp_params(m, &x);
     if (m->bias) attn += (q + 2.0 * kvd) + x.h;
-    return attn / x.t + 4.0 * x.h + x.h * x.E + x.S * mlp / x.t +
-           x.E / x.ep * mlp / x.etp;
+    return attn / x.t + 4.0 * x.h + pp__moe_block_params_gpu(s);
 }
 
 /* The MoE block alone: the router, the shared and the local experts. */
