@@ -72,8 +72,10 @@ int pp_cli_parse(const pp_cli_cmd *cmd, int argc, char **argv, pp_args *a,
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i];
         if (only_positional || s[0] != '-' || s[1] == '\0') {
-            if (a->n_positional == 16)
-                return pp_error_set(e, PP_EUSAGE, "too many arguments");
+            if (a->n_positional == PP_CLI_MAX_POSITIONAL)
+                return pp_error_set(e, PP_EUSAGE,
+                                    "too many arguments (at most %d)",
+                                    PP_CLI_MAX_POSITIONAL);
             a->positional[a->n_positional++] = argv[i];
             continue;
         }

@@ -16,6 +16,9 @@
 #include <jansson.h>
 
 #define PP_CLI_MAX_OPTS 64
+/* Positional arguments one command takes: the files of a calibration
+ * sweep (`calibrate import|fit|validate` take one per shape set or run). */
+#define PP_CLI_MAX_POSITIONAL 1024
 
 typedef struct pp_cli_opt {
     const char *name; /* long name without "--" */
@@ -47,7 +50,7 @@ typedef struct pp_args {
     const pp_cli_cmd *cmd;
     const char *value[PP_CLI_MAX_OPTS]; /* last value given, or NULL */
     int count[PP_CLI_MAX_OPTS];
-    char *positional[16]; /* borrowed from argv */
+    char *positional[PP_CLI_MAX_POSITIONAL]; /* borrowed from argv */
     int n_positional;
     /* every value of repeatable options, in order */
     struct {

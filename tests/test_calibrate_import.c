@@ -483,6 +483,27 @@ static void test_cli_import(void **state) {
     cli_result_free(&r);
 }
 
+/* A sweep comes as many files (a lent H200's session wrote 44 GEMM files,
+ * one per shape set): import takes them all at once, where it stopped at
+ * 16 with a bare "too many arguments" before.  Twenty copies of one file
+ * give twenty times its points. */
+static void test_cli_import_many(void **state) {
+    (void)state;
+    char cmd[4096];
+    size_t n = (size_t)snprintf(cmd, sizeof cmd, "calibrate import --link ethernet");
+    for (int i = 0; i < 20; i++)
+        n += (size_t)snprintf(cmd + n, sizeof cmd - n, " %s",
+                              DATA "nccl-h100-2x8-allreduce.txt");
+    assert_true(n < sizeof cmd);
+    cli_result r;
+    cli_runf(&r, "%s", cmd);
+    if (r.status != 0) fail_msg("%s", r.err);
+    json_t *j = cli_json(&r);
+    assert_int_equal(json_array_size(json_object_get(j, "points")), 20 * 62);
+    json_decref(j);
+    cli_result_free(&r);
+}
+
 /* The whole loop with 2 and 3 local ranks and tiny sizes: the profile is
  * written, with the rank model, and both hold-outs are reported.  The
  * errors themselves are measurements of real TCP loopback, not something
@@ -674,6 +695,7 @@ int main(void) {
         cmocka_unit_test(test_errors_leave_set_unchanged),
         cmocka_unit_test(test_exec_json),
         cmocka_unit_test(test_cli_import),
+        cmocka_unit_test(test_cli_import_many),
         cmocka_unit_test(test_cli_run),
         cmocka_unit_test(test_cli_fit_validate),
         cmocka_unit_test(test_cli_plot),
