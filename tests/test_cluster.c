@@ -26,7 +26,7 @@
 static const char *const shipped[] = {"hyperconnect-superpod",
                                       "titan",
                                       "selene-like",
-                                      "dgx-h100-ndr", "dgx-h800-2048",
+                                      "dgx-h100-ndr", "dgx-h200-ndr", "dgx-h800-2048",
                                       "dgx-b200-ndr", "gb200-nvl72",
                                       "ethernet-10g",
                                       "big-basin-50g",

@@ -60,13 +60,14 @@ static void test_h800_profile(void **state) {
     assert_true(a.grad_accum_bytes == b.grad_accum_bytes);
 }
 
-/* The H200, B200 and GB200 profiles (none of these GPUs was measured
- * here): H200 is H100's die, so every figure is h100.yaml's but the FP8
- * rate, scaled by the MAMF table's H200 / H100 ratio (73.4 / 70.9); the
- * Blackwell GEMM rates are the table's, the rest H100's.  All three say
- * they are uncalibrated (no provenance), and the best FP8 GEMM must come
- * out at about the table's rate (within 3%): B200 76.3% of 4,500 TFLOP/s,
- * GB200 72.3% of 5,000. */
+/* The H200, B200 and GB200 profiles: H200 is H100's die, so its GEMM
+ * figures are h100.yaml's but the FP8 rate, scaled by the MAMF table's
+ * H200 / H100 ratio (73.4 / 70.9), and its memory efficiency was measured
+ * on one lent H200 (0.857, within 0.02 of H100's), so it says it is
+ * calibrated; the Blackwell GEMM rates are the table's, the rest H100's,
+ * and both say they are uncalibrated (no provenance).  The best FP8 GEMM
+ * must come out at about the table's rate (within 3%): B200 76.3% of
+ * 4,500 TFLOP/s, GB200 72.3% of 5,000. */
 static void test_h200_blackwell_profiles(void **state) {
     (void)state;
     pp_gpu_profile a, h, b, g;
@@ -88,16 +89,76 @@ static void test_h200_blackwell_profiles(void **state) {
     assert_string_equal(b.name, "b200");
     assert_true(h.peak_flops == a.peak_flops && h.hbm_Bps > a.hbm_Bps);
     assert_true(h.gemm_efficiency == a.gemm_efficiency);
-    assert_true(h.mem_efficiency == a.mem_efficiency);
+    assert_true(fabs(h.mem_efficiency - a.mem_efficiency) < 0.02 &&
+                h.mem_efficiency != a.mem_efficiency);
     double ratio = h.fp8_gemm_efficiency / a.fp8_gemm_efficiency;
     assert_true(fabs(ratio - 73.4 / 70.9) < 0.002);
-    assert_true(h.calibrated[0] == 0 && b.calibrated[0] == 0);
+    assert_true(h.calibrated[0] != 0 && b.calibrated[0] == 0);
     double m = 16384, n = 16384, k = 16384;
     double t = pp_gemm_time_prec_s(&b, true, 1, m, n, k);
     double rate = 2 * m * n * k / t;
     assert_true(fabs(rate / (0.763 * 4500e12) - 1) < 0.03);
     rate = 2 * m * n * k / pp_gemm_time_prec_s(&g, true, 1, m, n, k);
     assert_true(fabs(rate / (0.723 * 5000e12) - 1) < 0.03);
+}
+
+/* The expert GEMMs of the MoE validation models, measured with `exec
+ * gemm --backend cuda` on one lent H200 (calibrate/examples/h200/,
+ * 2026-11-26: Qwen3-30B-A3B's and Qwen3-235B-A22B's fc1, fc2, dgrad and
+ * wgrad, one expert and 8 as a batch; DeepSeek-V3's and Mixtral's fc1 and
+ * fc2; 512 to 8192 tokens), against the H200 profile's GEMM model, which
+ * was not fitted to them (h200.yaml keeps H100's figures).  Tolerance:
+ * mean |error| at most 10% in each precision over the GEMMs slower than
+ * 25 us (shorter ones sit at a launch floor of 8-10 us that a queued
+ * training step hides); measured 6.8% bf16 (60 GEMMs), 4.6% fp8 (57).
+ * That the model holds here is what rules the GEMMs out as the cause of
+ * the fine-grained MoE runs' errors (tests/validation/README.md). */
+static void test_h200_expert_gemms(void **state) {
+    (void)state;
+    static const char *const sets[] = {
+        "q30-fc1-b1",  "q30-fc1-b8",  "q30-fc2-b1",    "q30-fc2-b8",
+        "q30-fc1dg-b1", "q30-fc1dg-b8", "q30-fc1wg-b1", "q30-fc1wg-b8",
+        "q30-fc2wg-b1", "q30-fc2wg-b8", "q235-fc1-b1",  "q235-fc1-b8",
+        "q235-fc2-b1", "q235-fc2-b8", "ds-fc1",        "ds-fc2",
+        "mix-fc1"};
+    pp_error e = PP_ERROR_INIT;
+    pp_catalog *c = NULL;
+    pp_gpu_profile h;
+    assert_int_equal(pp_catalog_load(NULL, &c, &e), 0);
+    assert_int_equal(
+        pp_profile_load(NULL, pp_catalog_gpu(c, "h200-sxm"), &h, &e), 0);
+    pp_catalog_free(c);
+    for (int fp8 = 0; fp8 < 2; fp8++) {
+        double sum = 0;
+        int n = 0;
+        for (size_t i = 0; i < sizeof sets / sizeof sets[0]; i++) {
+            char path[512];
+            snprintf(path, sizeof path,
+                     PODPLAN_SOURCE_DIR "/calibrate/examples/h200/gemm-%s-%s.json",
+                     sets[i], fp8 ? "fp8" : "bf16");
+            json_error_t je;
+            json_t *j = json_load_file(path, 0, &je);
+            if (!j) fail_msg("%s: %s", path, je.text);
+            size_t k;
+            json_t *r;
+            json_array_foreach(json_object_get(j, "results"), k, r) {
+                double t = json_number_value(json_object_get(r, "time_median_s"));
+                if (t <= 25e-6) continue;
+                double p = pp_gemm_time_prec_s(
+                    &h, fp8, json_number_value(json_object_get(r, "batch")),
+                    json_number_value(json_object_get(r, "m")),
+                    json_number_value(json_object_get(r, "n")),
+                    json_number_value(json_object_get(r, "k")));
+                sum += fabs(p / t - 1);
+                n++;
+            }
+            json_decref(j);
+        }
+        printf("H200 expert GEMMs, %s: %d over 25 us, mean |error| %.1f%%\n",
+               fp8 ? "fp8" : "bf16", n, 100 * sum / n);
+        assert_true(n >= 50);
+        assert_true(sum / n <= 0.10);
+    }
 }
 
 /* dtype=fp8 runs the experts' grouped GEMMs at the FP8 rate too (as the
@@ -304,6 +365,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_h800_profile),
         cmocka_unit_test(test_h200_blackwell_profiles),
+        cmocka_unit_test(test_h200_expert_gemms),
         cmocka_unit_test(test_simulate_ep),
         cmocka_unit_test(test_simulate_deepep),
         cmocka_unit_test(test_estimate_deepep),

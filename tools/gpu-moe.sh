@@ -1,0 +1,87 @@
+#!/bin/bash
+# tools/gpu-moe.sh: one lent-GPU session's checks, in one command.
+#
+# On a lent GPU machine (no network; the -dev packages travel in .gpudeps/,
+# see tools/gpu-env.sh): builds podplan with CUDA, runs the CUDA tests and
+# then the whole suite, times with `podplan exec gemm` the GEMMs the
+# calibration needs (GPT-3 175B at TP 8, a square sweep) and the expert
+# GEMMs of the MoE validation cases (one expert's, and eight as a batch),
+# `exec membw --device cuda`, a 2-rank `exec collective --device cuda`, and
+# tools/moe_layer_torch.py (one GPU's share of a dropless MoE layer in eager
+# PyTorch).  Every step is bounded by `timeout` and logged; everything ends
+# in $OUT/results.tgz plus $OUT/summary.txt (the device tool returns at most
+# eight files).
+#
+# Usage: OUT=dir tools/gpu-moe.sh     (ITERS: timed runs per GEMM, default 50)
+cd "$(dirname "$0")/.." || exit 1
+ROOT=$PWD
+OUT=${OUT:-$ROOT/gpu-check-out}
+W=/tmp/gpu-moe
+ITERS=${ITERS:-50}
+rm -rf "$W"
+mkdir -p "$W" "$OUT"
+. tools/gpu-env.sh
+T0=$(date +%s)
+STEPS=()
+# Every step ends by DEADLINE seconds after the start (default 450), so the
+# archive is written inside the device call's limit; later steps are
+# skipped and said so.
+DEADLINE=${DEADLINE:-450}
+step() { # step NAME SECONDS CMD...
+    local name=$1 lim=$2 t0 rc left
+    shift 2
+    t0=$(date +%s)
+    left=$(( DEADLINE - (t0 - T0) ))
+    if [ "$left" -le 5 ]; then STEPS+=("$name skipped 0"); return; fi
+    [ "$lim" -gt "$left" ] && lim=$left
+    timeout "$lim" "$@" >"$W/$name.log" 2>&1
+    rc=$?
+    STEPS+=("$name $rc $(( $(date +%s) - t0 ))")
+}
+finish() {
+    {
+        echo "=== gpu-moe: $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1), $(( $(date +%s) - T0 )) s ==="
+        printf '%s\n' "${STEPS[@]}"
+    } >"$W/summary.txt"
+    cp "$W/summary.txt" "$OUT/"
+    tar czf "$OUT/results.tgz" -C /tmp gpu-moe
+}
+trap finish EXIT
+
+step 00-machine 30 sh -c "nvidia-smi; nvidia-smi --query-gpu=name,compute_cap,clocks.max.sm,clocks.max.mem,power.limit --format=csv; nvcc --version | tail -2; nproc; lscpu | head -20"
+B=$ROOT/build-gpu
+P=$B/cli/podplan
+step 10-configure 120 cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=Release -DPODPLAN_WITH_CUDA=ON \
+    -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc
+step 11-build 240 cmake --build "$B" -j 16
+step 12-ctest-cuda 60 sh -c "cd '$B' && ctest --output-on-failure -R 'test_exec_cuda' -V"
+step 15-moe-torch 240 env -u LD_LIBRARY_PATH python3 tools/moe_layer_torch.py --iters 20 --out "$W/moe-torch.json"
+
+# GEMMs: GPT-3 175B's layer at TP 8 and the square sweep (the profile fit),
+# then the experts of the MoE cases: fc1 (gate and up, 2f wide), fc2, and
+# the weight gradients (reducing over the expert's tokens), m = the
+# expert's tokens.
+g() { local name=$1; shift; step "20-gemm-$name" 60 "$P" exec gemm --backend cuda --iters "$ITERS" --format json -o "$W/gemm-$name.json" "$@"; }
+for dt in bf16 fp8; do
+    g gpt3-tp8-$dt --dtype $dt --model gpt3-175b --parallel tp=8
+    g square-$dt --dtype $dt --square 256:16384:x2
+    # Qwen3-30B-A3B (h 2048, f 768) and Qwen3-235B-A22B (h 4096, f 1536).
+    for b in 1 8; do
+        g q30-fc1-b$b-$dt --dtype $dt --batch $b -m 512:8192:x2 -n 1536 -k 2048
+        g q30-fc2-b$b-$dt --dtype $dt --batch $b -m 512:8192:x2 -n 2048 -k 768
+        g q30-fc1dg-b$b-$dt --dtype $dt --batch $b -m 512:8192:x2 -n 2048 -k 1536
+        g q30-fc1wg-b$b-$dt --dtype $dt --batch $b -m 1536 -n 2048 -k 512:8192:x2
+        g q30-fc2wg-b$b-$dt --dtype $dt --batch $b -m 2048 -n 768 -k 512:8192:x2
+        g q235-fc1-b$b-$dt --dtype $dt --batch $b -m 512:8192:x2 -n 3072 -k 4096
+        g q235-fc2-b$b-$dt --dtype $dt --batch $b -m 512:8192:x2 -n 4096 -k 1536
+    done
+    # DeepSeek-V3 (h 7168, f 2048) and Mixtral 8x7B (h 4096, f 14336).
+    g ds-fc1-$dt --dtype $dt -m 512:8192:x2 -n 4096 -k 7168
+    g ds-fc2-$dt --dtype $dt -m 512:8192:x2 -n 7168 -k 2048
+    g mix-fc1-$dt --dtype $dt -m 4096:16384:x2 -n 28672 -k 4096
+done
+step 30-membw 90 "$P" exec membw --device cuda --kernel all --sizes 64MiB,256MiB,1GiB,4GiB \
+    --format json -o "$W/membw-cuda.json"
+step 31-collective-cuda 60 "$P" exec collective --np 2 --device cuda -b 1M -e 256M -f 4 -n 10 \
+    -J "$W/coll-cuda.json"
+step 50-ctest-all 200 sh -c "cd '$B' && ctest -j 16 --output-on-failure"
