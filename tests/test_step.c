@@ -124,6 +124,18 @@ static void test_profile_errors(void **state) {
     assert_int_equal(pp_profile_load(p, gpu, &g, &e), PP_EINPUT);
     assert_non_null(strstr(e.msg, "gemm.tiles[0].n"));
 
+    /* The attention rate's size term: a negative size, and a misspelt
+     * key, are errors located in the file. */
+    pp_error_clear(&e);
+    p = tmpfile_with("attention:\n  flash_fwd_flops_half: -1e10\n");
+    assert_int_equal(pp_profile_load(p, gpu, &g, &e), PP_EINPUT);
+    assert_non_null(strstr(e.msg, ":2:25: attention.flash_fwd_flops_half"));
+    assert_memory_equal(&g, &before, sizeof g);
+    pp_error_clear(&e);
+    p = tmpfile_with("attention:\n  flash_bwd_flop_half: 6e10\n");
+    assert_int_equal(pp_profile_load(p, gpu, &g, &e), PP_EINPUT);
+    assert_non_null(strstr(e.msg, "did you mean \"flash_bwd_flops_half\""));
+
     pp_error_clear(&e);
     p = tmpfile_with("launch_overhead: 4\n");
     assert_int_equal(pp_profile_load(p, gpu, &g, &e), PP_EINPUT);

@@ -224,8 +224,11 @@ typedef struct pp_gpu_profile {
     double fp8_gemm_efficiency;
     double fp8_k_half;
     /* FlashAttention kernels: FLOP rate over peak, forward and backward
-     * (profile attention.flash_fwd/bwd_efficiency). */
+     * (profile attention.flash_fwd/bwd_efficiency), reached by a kernel
+     * of F FLOPs as efficiency x F / (F + flops_half) (attention.
+     * flash_fwd/bwd_flops_half; 0: every kernel at the efficiency). */
     double flash_fwd_efficiency, flash_bwd_efficiency;
+    double flash_fwd_flops_half, flash_bwd_flops_half;
     /* The software stack applied to this profile (pp_stack_apply; the
      * two framework fields above are the stack's unless the profile file
      * still has a framework: section, which then wins). */
@@ -297,6 +300,10 @@ double pp_gemm_efficiency(const pp_gpu_profile *g, double batch, double m,
                           double n, double k);
 double pp_gemm_time_s(const pp_gpu_profile *g, double batch, double m, double n,
                       double k);
+/* A FlashAttention kernel's FLOP rate over peak: the forward's (bwd
+ * false) or the backward's, for a kernel of `flops` FLOPs (causal FLOPs,
+ * as sim/train counts them). */
+double pp_flash_efficiency(const pp_gpu_profile *g, bool bwd, double flops);
 /* The HBM bytes such a GEMM moves: A, B and C once each. */
 double pp_gemm_bytes(double batch, double m, double n, double k);
 /* A memory-bound kernel moving `bytes` to and from HBM. */

@@ -98,14 +98,15 @@ static void lgemm_bwd(const pp__shape *s, pp__oplist *l, const char *dname,
  * from its FLOPs at the profile's measured fraction of peak.  Forward:
  * QK^T and PV, 4 s^2 d per head, halved by the causal mask (the kernels
  * skip the masked blocks, and the papers' rates count the halved FLOPs);
- * backward: 2.5x the forward (it recomputes QK^T: five GEMMs to two). */
+ * backward: 2.5x the forward (it recomputes QK^T: five GEMMs to two).
+ * The rate falls for small kernels (pp_flash_efficiency). */
 static void flash(const pp__shape *s, pp__oplist *l, const char *name,
                   double heads, double sq, double sk, double d, bool bwd) {
     pp__op *o = push(l, name, PP__OP_GEMM);
     /* sq queries against sk keys (sq = sk / cp under context parallelism;
      * causal load balancing gives every CP rank 1/cp of the work). */
     double f = 4.0 * heads * sq * sk * d * 0.5 * (bwd ? 2.5 : 1.0);
-    double eff = bwd ? s->g->flash_bwd_efficiency : s->g->flash_fwd_efficiency;
+    double eff = pp_flash_efficiency(s->g, bwd, f);
     double fw =
         s->g->framework_efficiency > 0 ? s->g->framework_efficiency : 1.0;
     o->flops = f;
