@@ -490,7 +490,8 @@ static void test_cli_import(void **state) {
 static void test_cli_import_many(void **state) {
     (void)state;
     char cmd[4096];
-    size_t n = (size_t)snprintf(cmd, sizeof cmd, "calibrate import --link ethernet");
+    size_t n = (size_t)snprintf(cmd, sizeof cmd,
+                                "calibrate import --link ethernet");
     for (int i = 0; i < 20; i++)
         n += (size_t)snprintf(cmd + n, sizeof cmd - n, " %s",
                               DATA "nccl-h100-2x8-allreduce.txt");

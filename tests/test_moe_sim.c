@@ -134,7 +134,8 @@ static void test_h200_expert_gemms(void **state) {
         for (size_t i = 0; i < sizeof sets / sizeof sets[0]; i++) {
             char path[512];
             snprintf(path, sizeof path,
-                     PODPLAN_SOURCE_DIR "/calibrate/examples/h200/gemm-%s-%s.json",
+                     PODPLAN_SOURCE_DIR
+                     "/calibrate/examples/h200/gemm-%s-%s.json",
                      sets[i], fp8 ? "fp8" : "bf16");
             json_error_t je;
             json_t *j = json_load_file(path, 0, &je);
@@ -142,7 +143,8 @@ static void test_h200_expert_gemms(void **state) {
             size_t k;
             json_t *r;
             json_array_foreach(json_object_get(j, "results"), k, r) {
-                double t = json_number_value(json_object_get(r, "time_median_s"));
+                double t =
+                    json_number_value(json_object_get(r, "time_median_s"));
                 if (t <= 25e-6) continue;
                 double p = pp_gemm_time_prec_s(
                     &h, fp8, json_number_value(json_object_get(r, "batch")),
