@@ -6,9 +6,9 @@
 # then the whole suite, times with `podplan exec gemm` the GEMMs the
 # calibration needs (GPT-3 175B at TP 8, a square sweep) and the expert
 # GEMMs of the MoE validation cases (one expert's, and eight as a batch),
-# `exec membw --device cuda`, a 2-rank `exec collective --device cuda`, and
+# `exec membw --device cuda`, a 2-rank `exec collective --device cuda`,
 # tools/moe_layer_torch.py (one GPU's share of a dropless MoE layer in eager
-# PyTorch).  Every step is bounded by `timeout` and logged; everything ends
+# PyTorch) and tools/attn_torch.py (causal attention kernels, 26 shapes).  Every step is bounded by `timeout` and logged; everything ends
 # in $OUT/results.tgz plus $OUT/summary.txt (the device tool returns at most
 # eight files).
 #
@@ -56,6 +56,7 @@ step 10-configure 120 cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=Release -DPODPLAN_WI
 step 11-build 240 cmake --build "$B" -j 16
 step 12-ctest-cuda 60 sh -c "cd '$B' && ctest --output-on-failure -R 'test_exec_cuda' -V"
 step 15-moe-torch 240 env -u LD_LIBRARY_PATH python3 tools/moe_layer_torch.py --iters 20 --out "$W/moe-torch.json"
+step 16-attn-torch 120 env -u LD_LIBRARY_PATH python3 tools/attn_torch.py --grid --iters 30 --out "$W/attn-torch.json"
 
 # GEMMs: GPT-3 175B's layer at TP 8 and the square sweep (the profile fit),
 # then the experts of the MoE cases: fc1 (gate and up, 2f wide), fc2, and
