@@ -1,0 +1,89 @@
+#!/usr/bin/env python3
+"""tools/fit_attention.py: the attention rates of a GPU profile, refitted.
+
+Reads tools/attn_torch.py's JSON (calibrate/examples/h200/attn-torch.json
+gave profiles/h100.yaml's attention: section) and fits, forward and
+backward apart, the model sim/hw/profile.c's pp_flash_efficiency() prices
+a FlashAttention kernel with:
+
+    time = F / (peak x efficiency x F / (F + flops_half)) + launch
+
+F the kernel's causal FLOPs (2 b h s^2 d forward, 2.5 times that
+backward), by least squares on the relative time error over one back-end's
+shapes (default cudnn), on a grid (efficiency in steps of 0.001, flops_half
+in steps of 1e9 FLOPs forward, 2.5e9 backward).  Prints the two pairs, the
+rms error, and each shape's error under the fit.  Pure Python: runs here.
+
+Usage: tools/fit_attention.py FILE [--backend cudnn] [--peak 989.5e12]
+       [--launch 4e-6] [--check EFF,HALF,EFF,HALF]
+--check prints the errors of given values instead of fitting (forward
+efficiency and flops_half, then backward), e.g. a profile's against a file
+it was not fitted on.
+"""
+import argparse
+import json
+import math
+import sys
+
+
+def points(res, backend, bwd):
+    out = []
+    for r in res["results"]:
+        if r.get("backend") != backend or "error" in r:
+            continue
+        f = 2.0 * r["batch"] * r["heads"] * r["seq"] ** 2 * r["head_dim"]
+        f *= 2.5 if bwd else 1.0
+        out.append((r["shape"], f, (r["bwd_ms"] if bwd else r["fwd_ms"]) / 1e3))
+    return out
+
+
+def errors(pts, eff, half, peak, launch):
+    return [(f / (peak * eff * f / (f + half)) + launch) / t - 1 for _, f, t in pts]
+
+
+def fit(pts, bwd, peak, launch):
+    step = 2.5e9 if bwd else 1e9
+    best = None
+    for i in range(400, 800):
+        eff = i / 1000
+        for j in range(300):
+            half = j * step
+            ss = sum(e * e for e in errors(pts, eff, half, peak, launch))
+            if best is None or ss < best[0]:
+                best = (ss, eff, half)
+    return best[1], best[2]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("file")
+    ap.add_argument("--backend", default="cudnn")
+    ap.add_argument("--peak", type=float, default=989.5e12)
+    ap.add_argument("--launch", type=float, default=4e-6)
+    ap.add_argument("--check", help="EFF,HALF,EFF,HALF: errors of these values, no fit")
+    a = ap.parse_args()
+    res = json.load(open(a.file))
+    given = [float(x) for x in a.check.split(",")] if a.check else None
+    if given is not None and len(given) != 4:
+        print("fit_attention: --check wants four numbers", file=sys.stderr)
+        return 2
+    for bwd in (0, 1):
+        pts = points(res, a.backend, bwd)
+        if not pts:
+            print("fit_attention: no %s results in %s" % (a.backend, a.file), file=sys.stderr)
+            return 2
+        eff, half = given[2 * bwd:2 * bwd + 2] if given else fit(pts, bwd, a.peak, a.launch)
+        err = errors(pts, eff, half, a.peak, a.launch)
+        big = [abs(e) for e, (_, _, t) in zip(err, pts) if t > 0.25e-3]
+        print("%s: efficiency %.3f, flops_half %.3g; rms %.1f%% over %d shapes; "
+              "over 0.25 ms: mean |error| %.1f%% (%d)" % (
+                  "backward" if bwd else "forward", eff, half,
+                  100 * math.sqrt(sum(e * e for e in err) / len(err)), len(err),
+                  100 * sum(big) / len(big) if big else 0, len(big)))
+        for (name, f, t), e in zip(pts, err):
+            print("  %-22s %9.3g FLOP %8.3f ms %+6.1f%%" % (name, f, t * 1e3, 100 * e))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
