@@ -95,7 +95,8 @@ int pp_cal_profile_write(const pp_cal_result *r, const pp_cal_provenance *pv,
     for (size_t i = 0; i < g->n_tiles; i++)
         fprintf(fp, "    - {m: %d, n: %d, efficiency: %.6g}\n",
                 (int)g->tiles[i].m, (int)g->tiles[i].n, g->tiles[i].efficiency);
-    fprintf(fp, "memory:\n  efficiency: %.6g\n", g->mem_efficiency);
+    fprintf(fp, "memory:\n  efficiency: %.6g\n  scatter_add_bw: %.8gB/s\n",
+            g->mem_efficiency, g->scatter_add_Bps);
     fprintf(fp, "launch_overhead: %s\n",
             q(g->launch_s, PP_Q_TIME, b1, sizeof b1));
     fprintf(fp,

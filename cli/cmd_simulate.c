@@ -17,7 +17,8 @@ static const pp_cli_opt opts[] = {
     {"parallel", 'p', "SPEC",
      "tp=8,pp=8,dp=16,mbs=1,gbs=1536[,vp=,sp=,recompute=,zero=,first=,last=,"
      "dtype=bf16|fp16|fp8,attn=flash|standard,cp=,ep=,etp=,"
-     "dispatcher=alltoall|deepep,layout=Et|(tt|)*30L] "
+     "dispatcher=alltoall|deepep,permute=fused|unfused,"
+     "layout=Et|(tt|)*30L] "
      "(required)",
      false, NULL, 0, NULL},
     {"fidelity", 0, "F", "network model (default: flow):", false,

@@ -16,7 +16,7 @@
 static const char *const spec_keys[] = {
     "tp",        "pp",   "dp",         "mbs",    "gbs",   "vp",   "sp",
     "recompute", "zero", "first",      "last",   "dtype", "attn", "cp",
-    "ep",        "etp",  "dispatcher", "layout", NULL};
+    "ep",        "etp",  "dispatcher", "permute", "layout", NULL};
 enum {
     K_TP,
     K_PP,
@@ -35,6 +35,7 @@ enum {
     K_EP,
     K_ETP,
     K_DISPATCH,
+    K_PERMUTE,
     K_LAYOUT
 };
 
@@ -107,10 +108,11 @@ static int spec_value(void *ctx, int k, const char *val, pp_error *e) {
                                 pre, val);
         return 0;
     }
-    if (k == K_DTYPE || k == K_ATTN || k == K_DISPATCH) {
-        const pp_registry *r = k == K_DTYPE  ? &pp_reg_prec
-                               : k == K_ATTN ? &pp_reg_attn
-                                             : &pp_reg_dispatch;
+    if (k == K_DTYPE || k == K_ATTN || k == K_DISPATCH || k == K_PERMUTE) {
+        const pp_registry *r = k == K_DTYPE      ? &pp_reg_prec
+                               : k == K_ATTN     ? &pp_reg_attn
+                               : k == K_DISPATCH ? &pp_reg_dispatch
+                                                 : &pp_reg_permute;
         int v;
         char field[64];
         snprintf(field, sizeof field, "%s%s", pre, spec_keys[k]);
@@ -124,6 +126,10 @@ static int spec_value(void *ctx, int k, const char *val, pp_error *e) {
         } else if (k == K_DISPATCH) {
             p->dispatch = (pp_dispatch)v;
             if (v != PP_DISPATCH_AUTO) p->deepep = v == PP_DISPATCH_DEEPEP;
+        } else if (k == K_PERMUTE) {
+            p->permute = (pp_permute)v;
+            if (v != PP_PERMUTE_AUTO)
+                p->permute_unfused = v == PP_PERMUTE_UNFUSED;
         } else {
             p->attn = (pp_attn)v;
             if (v != PP_ATTN_AUTO) p->flash = v == PP_ATTN_FLASH;
@@ -220,6 +226,9 @@ char *pp_parallel_format(const pp_parallel *p, char *buf, size_t len) {
     if (n >= 0 && (size_t)n < len && p->dispatch != PP_DISPATCH_AUTO)
         n += snprintf(buf + n, len - (size_t)n, ",dispatcher=%s",
                       pp_registry_name(&pp_reg_dispatch, (int)p->dispatch));
+    if (n >= 0 && (size_t)n < len && p->permute != PP_PERMUTE_AUTO)
+        n += snprintf(buf + n, len - (size_t)n, ",permute=%s",
+                      pp_registry_name(&pp_reg_permute, (int)p->permute));
     if (n >= 0 && (size_t)n < len && p->layout.stages > 0) {
         char l[512];
         snprintf(buf + n, len - (size_t)n, ",layout=%s",

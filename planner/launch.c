@@ -173,8 +173,9 @@ int pp__write_megatron(const pp_plan *p, FILE *fp, pp_error *e) {
             ARG("--moe-router-group-topk %lld", (long long)m->group_top_k);
         }
         /* What sim/train/moe.c and step_group.c model: the all-to-all
-         * dispatcher or DeepEP's (flex), and the local experts as one
-         * grouped GEMM. */
+         * dispatcher or DeepEP's (flex), the local experts as one grouped
+         * GEMM, and the permutation fused unless the layout says not
+         * (Megatron-core's default is unfused). */
         if (q->deepep) {
             ARG("--moe-token-dispatcher-type flex");
             ARG("--moe-enable-deepep");
@@ -182,6 +183,7 @@ int pp__write_megatron(const pp_plan *p, FILE *fp, pp_error *e) {
             ARG("--moe-token-dispatcher-type alltoall");
         }
         ARG("--moe-grouped-gemm");
+        if (!q->permute_unfused) ARG("--moe-permute-fusion");
     }
     if (q->recompute == PP_RECOMPUTE_FULL) {
         /* Every layer's input kept, the layer recomputed: Korthikanti et
@@ -303,11 +305,13 @@ int pp__write_nemo(const pp_plan *p, FILE *fp, pp_error *e) {
                 "  expert_model_parallel_size: %lld\n"
                 "  expert_tensor_parallel_size: %lld\n"
                 "  moe_token_dispatcher_type: %s\n"
-                "  moe_grouped_gemm: true\n",
+                "  moe_grouped_gemm: true\n"
+                "  moe_permute_fusion: %s\n",
                 (long long)m->experts, (long long)m->top_k,
                 (long long)m->expert_ffn_hidden, (long long)q->ep,
                 (long long)pp_parallel_etp(q),
-                q->deepep ? "flex\n  moe_enable_deepep: true" : "alltoall");
+                q->deepep ? "flex\n  moe_enable_deepep: true" : "alltoall",
+                q->permute_unfused ? "false" : "true");
         if (m->expert_groups > 0)
             fprintf(fp,
                     "  moe_router_num_groups: %lld\n"

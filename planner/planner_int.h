@@ -52,6 +52,7 @@ typedef struct pp__space {
      * per mode, 0: all) and its highest ZeRO stage (-1: any). */
     bool flash;
     bool deepep; /* the stack's MoE dispatcher is DeepEP's */
+    bool permute_unfused; /* the stack permutes MoE tokens unfused */
     bool fp8;    /* the stack and the GPU train in FP8: dtype searched */
     uint32_t recompute_mask;
     int zero_max;

@@ -487,6 +487,7 @@ int pp_plan_search(const pp_model *m, const pp_cluster *c,
         .rejected = plan->st.rejected,
         .flash = plan->profile.flash_attention,
         .deepep = plan->profile.sw.moe_deepep,
+        .permute_unfused = plan->profile.sw.moe_permute_unfused,
         .fp8 = plan->profile.fp8 && plan->profile.fp8_peak_flops > 0,
         .recompute_mask =
             plan->profile.stack_default ? 0 : plan->profile.sw.recompute,

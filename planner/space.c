@@ -526,6 +526,7 @@ int pp__space_walk(const pp__space *s, pp__space_fn fn, void *ctx,
                     p.tp = tp, p.pp = pp, p.dp = dp, p.gbs = s->gbs, p.cp = cp;
                     p.flash = s->flash;
                     p.deepep = s->deepep;
+                    p.permute_unfused = s->permute_unfused;
                     rc = walk_batch(s, &p, fn, ctx, e);
                     continue;
                 }
@@ -546,6 +547,7 @@ int pp__space_walk(const pp__space *s, pp__space_fn fn, void *ctx,
                     p.tp = tp, p.pp = pp, p.dp = dp, p.gbs = s->gbs, p.cp = cp;
                     p.flash = s->flash;
                     p.deepep = s->deepep;
+                    p.permute_unfused = s->permute_unfused;
                     rc = walk_batch(s, &p, fn, ctx, e);
                 }
             }

@@ -215,6 +215,19 @@ static void test_spec_keys(void **state) {
     assert_int_equal(pp_parallel_parse("dispatcher=nccl", &x, &e), PP_EINPUT);
     assert_contains(e.msg, "dispatcher");
     assert_contains(e.msg, "deepep");
+    /* permute: likewise; unfused is what the simulator reads. */
+    pp_parallel u = layout("tp=1,dp=8,ep=8,permute=unfused");
+    assert_true(u.permute_unfused);
+    pp_parallel_format(&u, buf, sizeof buf);
+    assert_contains(buf, ",permute=unfused");
+    pp_parallel f = layout("tp=1,dp=8,ep=8,permute=fused");
+    assert_false(f.permute_unfused);
+    pp_parallel_format(&f, buf, sizeof buf);
+    assert_contains(buf, ",permute=fused");
+    pp_error_clear(&e);
+    assert_int_equal(pp_parallel_parse("permute=yes", &x, &e), PP_EINPUT);
+    assert_contains(e.msg, "permute");
+    assert_contains(e.msg, "unfused");
 }
 
 static void test_validate_cp_ep(void **state) {

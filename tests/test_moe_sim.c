@@ -163,6 +163,76 @@ static void test_h200_expert_gemms(void **state) {
     }
 }
 
+/* permute=unfused: Megatron-core's unfused permutation adds each token's
+ * k routed rows back atomically twice per layer (the unpermute's
+ * scatter_add_ forward, the permute's index_select backward), which the
+ * profiles time at memory.scatter_add_bw.  Against what was measured:
+ * tools/moe_layer_torch.py's index_add kernels (the same atomics) on a
+ * lent H100 and H200, five MoE shapes each (calibrate/examples/h100,
+ * h200/moe-torch.json), every one within 12% (each GPU's rate is the
+ * mean of its five; the top-2 Mixtral shape reads 9-10% fast); and a
+ * step slower unfused than fused by about their time. */
+static void test_unfused_permute(void **state) {
+    (void)state;
+    static const char *const gpu[][2] = {{"h100", "h100-sxm5"},
+                                         {"h200", "h200-sxm"}};
+    pp_error e = PP_ERROR_INIT;
+    pp_catalog *c = NULL;
+    assert_int_equal(pp_catalog_load(NULL, &c, &e), 0);
+    int n = 0;
+    for (size_t g = 0; g < 2; g++) {
+        pp_gpu_profile h;
+        assert_int_equal(
+            pp_profile_load(NULL, pp_catalog_gpu(c, gpu[g][1]), &h, &e), 0);
+        h.framework_efficiency = 1; /* the kernel alone, as measured */
+        char path[512];
+        snprintf(path, sizeof path,
+                 PODPLAN_SOURCE_DIR "/calibrate/examples/%s/moe-torch.json",
+                 gpu[g][0]);
+        json_error_t je;
+        json_t *j = json_load_file(path, 0, &je);
+        if (!j) fail_msg("%s: %s", path, je.text);
+        size_t i, k;
+        json_t *r, *kt;
+        json_array_foreach(json_object_get(j, "results"), i, r) {
+            double rows = 2.0 * num(r, "T") * num(r, "k") * num(r, "h");
+            double t = 0;
+            json_array_foreach(json_object_get(r, "top_kernels_ms"), k, kt) {
+                const char *name = json_string_value(json_array_get(kt, 0));
+                if (strstr(name, "indexFuncLargeIndex"))
+                    t += json_number_value(json_array_get(kt, 1)) * 1e-3;
+            }
+            double p = 2 * pp_scatter_add_time_s(&h, rows);
+            printf("  %s %-26s index_add %.2f ms, model %.2f ms (%+.1f%%)\n",
+                   gpu[g][0],
+                   json_string_value(json_object_get(r, "config")), t * 1e3,
+                   p * 1e3, 100 * (p / t - 1));
+            assert_true(t > 0 && fabs(p / t - 1) <= 0.12);
+            n++;
+        }
+        json_decref(j);
+    }
+    pp_catalog_free(c);
+    assert_int_equal(n, 10);
+
+    const char *cmd = "simulate --model qwen3-30b-a3b --cluster dgx-h100-ndr "
+                      "--parallel tp=1,pp=1,dp=8,ep=8,mbs=1,gbs=8,zero=1%s "
+                      "--placement tp,dp,pp --memory-check off --format json";
+    json_t *f = run_json(cmd, "");
+    json_t *u = run_json(cmd, ",permute=unfused");
+    assert_string_equal(json_string_value(json_object_get(u, "parallel")) +
+                            strlen(json_string_value(
+                                json_object_get(f, "parallel"))),
+                        ",permute=unfused");
+    /* 48 layers x 2 scatter-adds of 4096 x 8 rows of 2048 at 120 GB/s:
+     * 107 ms; fused, those passes cost a tenth of that. */
+    double d = num(json_object_get(u, "breakdown"), "compute_s") -
+               num(json_object_get(f, "breakdown"), "compute_s");
+    assert_true(d > 0.08 && d < 0.12);
+    json_decref(f);
+    json_decref(u);
+}
+
 /* dtype=fp8 runs the experts' grouped GEMMs at the FP8 rate too (as the
  * dense MLP's): with 8 experts of 14336 making up most of Mixtral's
  * FLOPs, FP8 must take compute well below BF16's, at least 20% (the FP8
@@ -320,6 +390,7 @@ static void test_launch_flags(void **state) {
     assert_non_null(strstr(r.out, "--moe-router-topk 2"));
     assert_non_null(strstr(r.out, "--expert-model-parallel-size 8"));
     assert_non_null(strstr(r.out, "--moe-token-dispatcher-type alltoall"));
+    assert_non_null(strstr(r.out, "--moe-permute-fusion"));
     cli_result_free(&r);
     cli_runf(&r, "plan --model llama3-8b --cluster dgx-h100-ndr --gpus 16 "
                  "--global-batch 64 --top 0 --fix cp=2 --format megatron");
@@ -368,6 +439,7 @@ int main(void) {
         cmocka_unit_test(test_h800_profile),
         cmocka_unit_test(test_h200_blackwell_profiles),
         cmocka_unit_test(test_h200_expert_gemms),
+        cmocka_unit_test(test_unfused_permute),
         cmocka_unit_test(test_simulate_ep),
         cmocka_unit_test(test_simulate_deepep),
         cmocka_unit_test(test_estimate_deepep),

@@ -125,6 +125,7 @@ static void test_broken(void **state) {
                ":2:3: tensor_parallel.overlap");
     expect_bad("moe:\n  dispatcher: nccl\n", ":2:15: moe.dispatcher");
     expect_bad("moe:\n  dedup: true\n", ":2:3: moe.dedup");
+    expect_bad("moe:\n  permute_fusion: maybe\n", ":2:19: moe.permute_fusion");
 }
 
 /* Without recompute= a layout gets its stack's default: Megatron-core's

@@ -136,6 +136,17 @@ static void test_profile_errors(void **state) {
     assert_int_equal(pp_profile_load(p, gpu, &g, &e), PP_EINPUT);
     assert_non_null(strstr(e.msg, "did you mean \"flash_bwd_flops_half\""));
 
+    /* The scatter-add rate: a bandwidth with its unit, above zero. */
+    pp_error_clear(&e);
+    p = tmpfile_with("memory:\n  scatter_add_bw: 0GB/s\n");
+    assert_int_equal(pp_profile_load(p, gpu, &g, &e), PP_EINPUT);
+    assert_non_null(strstr(e.msg, ":2:19: memory.scatter_add_bw"));
+    assert_memory_equal(&g, &before, sizeof g);
+    pp_error_clear(&e);
+    p = tmpfile_with("memory:\n  scatter_add_bw: fast\n");
+    assert_int_equal(pp_profile_load(p, gpu, &g, &e), PP_EINPUT);
+    assert_non_null(strstr(e.msg, "memory.scatter_add_bw"));
+
     pp_error_clear(&e);
     p = tmpfile_with("launch_overhead: 4\n");
     assert_int_equal(pp_profile_load(p, gpu, &g, &e), PP_EINPUT);

@@ -155,6 +155,9 @@ typedef struct pp_stack {
     double coll_efficiency;    /* collectives' busbw over the fabric model
                                  (recorded; 1 = as simulated) */
     bool moe_deepep; /* MoE dispatch deduplicated per server (DeepEP) */
+    /* MoE tokens permuted by PyTorch ops, not Transformer Engine's fused
+     * kernels (stack moe.permute_fusion: false) */
+    bool moe_permute_unfused;
 } pp_stack;
 
 /* A GPU profile (topologies/profiles/<gpu>.yaml, documented there): what
@@ -208,6 +211,10 @@ typedef struct pp_gpu_profile {
     pp_gemm_tile tiles[PP_PROFILE_TILES];
     size_t n_tiles;
     double mem_efficiency;       /* memory-bound kernels: achieved / HBM peak */
+    double scatter_add_Bps;      /* rows added by an atomic scatter-add
+                                (index_add_, scatter_add_ with repeated
+                                targets, bf16): bytes of rows per second
+                                (profile memory.scatter_add_bw) */
     double launch_s;             /* per kernel, added to every operation */
     double grad_accum_bytes;     /* per parameter per micro-batch: adding a
                                 weight gradient into the main_grad buffer
@@ -308,6 +315,10 @@ double pp_flash_efficiency(const pp_gpu_profile *g, bool bwd, double flops);
 double pp_gemm_bytes(double batch, double m, double n, double k);
 /* A memory-bound kernel moving `bytes` to and from HBM. */
 double pp_memop_time_s(const pp_gpu_profile *g, double bytes);
+/* An atomic scatter-add of `bytes` of rows into fewer targets (PyTorch's
+ * index_add_ / scatter_add_: an unfused MoE unpermute, or the backward
+ * of an unfused permute), at the profile's scatter_add_bw. */
+double pp_scatter_add_time_s(const pp_gpu_profile *g, double bytes);
 
 #ifdef __cplusplus
 }

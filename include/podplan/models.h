@@ -196,6 +196,14 @@ typedef struct pp_parallel {
      * latter). */
     pp_dispatch dispatch;
     bool deepep;
+    /* The MoE token permutation (permute=fused|unfused; auto: the
+     * stack's).  `permute_unfused`, the resolved choice: Megatron-core's
+     * unfused permute and unpermute (moe_utils.py: index_select, then
+     * scatter_add_), whose atomic row adds the simulator times at the
+     * profile's memory.scatter_add_bw; false: Transformer Engine's fused
+     * kernels (--moe-permute-fusion), at HBM's rate. */
+    pp_permute permute;
+    bool permute_unfused;
     /* recompute= was given; otherwise pp_stack_resolve replaces the
      * default (full) with the software stack's own default. */
     bool recompute_set;

@@ -93,6 +93,14 @@ extern "C" {
     X(DEEPEP, "deepep",                                                        \
       "one copy per (token, node) between servers, fanned out over NVLink")
 
+/* The MoE token permutation (SPEC permute=): auto is the stack's. */
+#define PP_PERMUTE_MAP(X)                                                      \
+    X(AUTO, "auto", "what the software stack uses (--stack)")                  \
+    X(FUSED, "fused",                                                          \
+      "Transformer Engine's fused permute kernels (--moe-permute-fusion)")     \
+    X(UNFUSED, "unfused",                                                      \
+      "PyTorch index_select and atomic scatter-adds (Megatron's default)")
+
 #define PP__ENUM_ITEM(prefix, e) prefix##e,
 #define PP__COLL_E(e, n, h) PP__ENUM_ITEM(PP_COLL_, e)
 #define PP__ALGO_E(e, n, h) PP__ENUM_ITEM(PP_ALGO_, e)
@@ -103,6 +111,7 @@ extern "C" {
 #define PP__PREC_E(e, n, h) PP__ENUM_ITEM(PP_PREC_, e)
 #define PP__ATTN_E(e, n, h) PP__ENUM_ITEM(PP_ATTN_, e)
 #define PP__DISPATCH_E(e, n, h) PP__ENUM_ITEM(PP_DISPATCH_, e)
+#define PP__PERMUTE_E(e, n, h) PP__ENUM_ITEM(PP_PERMUTE_, e)
 
 typedef enum { PP_COLL_OP_MAP(PP__COLL_E) PP_COLL__COUNT } pp_coll_op;
 typedef enum { PP_COLL_ALGO_MAP(PP__ALGO_E) PP_ALGO__COUNT } pp_coll_algo;
@@ -117,6 +126,7 @@ typedef enum { PP_ATTN_MAP(PP__ATTN_E) PP_ATTN__COUNT } pp_attn;
 typedef enum {
     PP_DISPATCH_MAP(PP__DISPATCH_E) PP_DISPATCH__COUNT
 } pp_dispatch;
+typedef enum { PP_PERMUTE_MAP(PP__PERMUTE_E) PP_PERMUTE__COUNT } pp_permute;
 
 /* ------------------------------------------------------------------------
  * Registries: read-only views of the lists above.
@@ -142,6 +152,7 @@ extern const pp_registry pp_reg_optimizer;
 extern const pp_registry pp_reg_prec;
 extern const pp_registry pp_reg_attn;
 extern const pp_registry pp_reg_dispatch;
+extern const pp_registry pp_reg_permute;
 
 /* The name of value v, or "?" when out of range. */
 const char *pp_registry_name(const pp_registry *r, int v);

@@ -48,6 +48,9 @@ static void profile_builtin(pp_gpu_profile *g) {
     memcpy(g->tiles, t, sizeof t);
     g->n_tiles = sizeof t / sizeof t[0];
     g->mem_efficiency = 0.80;
+    /* H100's and H200's measured rate (h100.yaml): atomics-bound, about
+     * the same on both, an estimate for other GPUs. */
+    g->scatter_add_Bps = 1.2e11;
     g->launch_s = 4e-6;
     g->grad_accum_bytes = 0;
     g->framework_efficiency = 1.0;
@@ -210,6 +213,9 @@ static int profile_read(pp_node *root, pp_gpu_profile *g, pp_error *e) {
     if (rc == 0) {
         if ((rc = pp_map_number(sec, "memory", "efficiency", PP_OPTIONAL, 1e-3,
                                 1, &g->mem_efficiency, e)) < 0 ||
+            (rc = pp_map_quantity(sec, "memory", "scatter_add_bw", PP_OPTIONAL,
+                                  PP_Q_BANDWIDTH, NULL, false,
+                                  &g->scatter_add_Bps, e)) < 0 ||
             (rc = pp_map_done(sec, "memory", e)) < 0)
             return rc;
     }
@@ -447,4 +453,13 @@ double pp_gemm_time_prec_s(const pp_gpu_profile *g, bool fp8, double batch,
 
 double pp_memop_time_s(const pp_gpu_profile *g, double bytes) {
     return roofline(g, 0, 1, bytes);
+}
+
+/* Not a roofline: the rows' bytes go through atomic adds on the targets
+ * (k of them per target row for an MoE layer's top-k), which run far
+ * below HBM's rate and about as fast on H100's HBM3 as on H200's HBM3e
+ * (h100.yaml: the measurement). */
+double pp_scatter_add_time_s(const pp_gpu_profile *g, double bytes) {
+    double fw = g->framework_efficiency > 0 ? g->framework_efficiency : 1;
+    return bytes / g->scatter_add_Bps / fw + g->launch_s;
 }

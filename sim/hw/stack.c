@@ -260,11 +260,15 @@ static int stack_read(pp_node *root, pp_stack *s, pp_error *e) {
     if (sec) {
         static const char *const disp[] = {"alltoall", "deepep", NULL};
         int d = s->moe_deepep;
+        bool fused = !s->moe_permute_unfused;
         if ((rc = pp_map_enum(sec, "moe", "dispatcher", PP_OPTIONAL, disp, &d,
                               e)) < 0 ||
+            (rc = pp_map_bool(sec, "moe", "permute_fusion", PP_OPTIONAL,
+                              &fused, e)) < 0 ||
             (rc = pp_map_done(sec, "moe", e)) < 0)
             return rc;
         s->moe_deepep = d == 1;
+        s->moe_permute_unfused = !fused;
     }
     return pp_map_done(root, "", e);
 }
@@ -311,6 +315,8 @@ void pp_stack_resolve_spec(const pp_stack *s, pp_parallel *p) {
     if (p->attn == PP_ATTN_AUTO) p->flash = s->flash_attention;
     if (!p->recompute_set) p->recompute = s->recompute_default;
     if (p->dispatch == PP_DISPATCH_AUTO) p->deepep = s->moe_deepep;
+    if (p->permute == PP_PERMUTE_AUTO)
+        p->permute_unfused = s->moe_permute_unfused;
 }
 
 void pp_stack_resolve(const pp_gpu_profile *g, pp_parallel *p) {

@@ -152,6 +152,13 @@ void pp__op_mem(const pp__shape *s, pp__oplist *l, const char *name,
     mem(s, l, name, bytes);
 }
 
+void pp__op_scatter_add(const pp__shape *s, pp__oplist *l, const char *name,
+                        double bytes) {
+    pp__op *o = push(l, name, PP__OP_MEM);
+    o->bytes = bytes;
+    o->time_s = pp_scatter_add_time_s(s->g, bytes);
+}
+
 void pp__op_comm(pp__oplist *l, const char *name, pp_coll_op op, double bytes,
                  int group) {
     comm(l, name, op, bytes);

@@ -26,8 +26,16 @@
  * Not modelled: routing imbalance and dropped tokens (balanced routing is
  * assumed, as with an auxiliary loss), node-limited routing (DeepSeek-V3
  * sends each token to at most 4 nodes, which bounds its inter-node bytes;
- * here dispatch is uniform over the EP group), the permutation kernels'
- * fusion, and the overlap of the shared experts with the all-to-all.
+ * here dispatch is uniform over the EP group), and the overlap of the
+ * shared experts with the all-to-all.
+ *
+ * The permutation: Transformer Engine's fused kernels (--moe-permute-
+ * fusion) move the rows at HBM's rate.  Unfused (permute=unfused,
+ * Megatron-core's default), moe_utils.py gathers them with index_select
+ * and sums them back with scatter_add_; the backward of each is the
+ * other, so each pass adds T k rows atomically into T targets once
+ * (the unpermute forward, the permute's backward), far below HBM's rate
+ * (the profile's memory.scatter_add_bw).
  */
 #include "step_int.h"
 
@@ -117,9 +125,16 @@ void pp__ops_moe_fwd(const pp__shape *s, pp__oplist *l) {
     pp__op_glgemm(s, l, "experts fc2", g, me, x.h, w);
     etp_comm(&x, l, PP_COLL_REDUCESCATTER);
     a2a(&x, l, "ep combine alltoall");
-    /* Unpermute and the weighted sum of the k outputs. */
-    pp__op_mem(s, l, "moe unpermute",
-               4.0 * x.tn * x.k * x.cf * x.h + 2.0 * x.tn * x.h);
+    /* Unpermute and the weighted sum of the k outputs: fused, one pass;
+     * unfused, the rows scaled by their probabilities, then added into
+     * their tokens. */
+    if (s->p->permute_unfused) {
+        pp__op_mem(s, l, "moe unpermute scale", 4.0 * x.tn * x.k * x.cf * x.h);
+        pp__op_scatter_add(s, l, "moe unpermute scatter-add", routed_bytes(&x));
+    } else {
+        pp__op_mem(s, l, "moe unpermute",
+                   4.0 * x.tn * x.k * x.cf * x.h + 2.0 * x.tn * x.h);
+    }
     shared_fwd(s, &x, l);
 }
 
@@ -155,7 +170,11 @@ void pp__ops_moe_bwd(const pp__shape *s, pp__oplist *l) {
                       (x.swiglu ? 2.0 : 1.0) * w, x.h);
     etp_comm(&x, l, PP_COLL_REDUCESCATTER);
     a2a(&x, l, "ep dispatch alltoall bwd");
-    pp__op_mem(s, l, "moe permute bwd", 4.0 * x.tn * x.k * x.cf * x.h);
+    if (s->p->permute_unfused)
+        pp__op_scatter_add(s, l, "moe permute bwd scatter-add",
+                           routed_bytes(&x));
+    else
+        pp__op_mem(s, l, "moe permute bwd", 4.0 * x.tn * x.k * x.cf * x.h);
     pp__op_mem(s, l, "router topk bwd", 16.0 * x.tn * x.E);
     gemm_bwd(s, l, "router dgrad", "router wgrad", x.tn, x.E, x.h);
 }
