@@ -211,6 +211,11 @@ static void test_unfused_permute(void **state) {
             n++;
         }
         json_decref(j);
+        /* Without the figure (a hand-built profile): HBM's rate. */
+        pp_gpu_profile z = h;
+        z.scatter_add_Bps = 0;
+        assert_true(pp_scatter_add_time_s(&z, 1e9) ==
+                    1e9 / (h.hbm_Bps * h.mem_efficiency) + h.launch_s);
     }
     pp_catalog_free(c);
     assert_int_equal(n, 10);
