@@ -21,8 +21,9 @@
  * Pins and exclusions.
  * ---------------------------------------------------------------------- */
 static const char *const dim_names[PP_PLAN_DIM__COUNT + 1] = {
-    "tp",   "pp",      "dp",    "mbs",  "gbs", "vp", "sp",  "recompute",
-    "zero", "overlap", "first", "last", "cp",  "ep", "etp", NULL};
+    "tp", "pp",        "dp",   "mbs",        "gbs",     "vp",
+    "sp", "recompute", "zero", "overlap",    "first",   "last",
+    "cp", "ep",        "etp",  "dispatcher", "permute", NULL};
 
 const char *pp_plan_dim_name(pp_plan_dim d) {
     return (unsigned)d < PP_PLAN_DIM__COUNT ? dim_names[d] : "?";
@@ -86,6 +87,21 @@ static int filter_value(void *ctx, int k, const char *val, pp_error *e) {
                                 "an even share), got \"%.100s\"",
                                 c->what, dim_names[d], val);
         break;
+    case PP_PLAN_DIM_DISPATCHER:
+    case PP_PLAN_DIM_PERMUTE: {
+        /* Two-valued, named as in the SPEC (auto is no pin). */
+        const char *a = d == PP_PLAN_DIM_DISPATCHER ? "alltoall" : "fused";
+        const char *b = d == PP_PLAN_DIM_DISPATCHER ? "deepep" : "unfused";
+        if (strcmp(val, a) == 0)
+            v = 0;
+        else if (strcmp(val, b) == 0)
+            v = 1;
+        else
+            return pp_error_set(e, PP_EUSAGE,
+                                "%s: %s: expected %s or %s, got \"%.100s\"",
+                                c->what, dim_names[d], a, b, val);
+        break;
+    }
     case PP_PLAN_DIM_ZERO:
         if (pp_parse_i64(val, 0, 3, &v))
             return pp_error_set(e, PP_EUSAGE,
@@ -106,6 +122,15 @@ static int filter_value(void *ctx, int k, const char *val, pp_error *e) {
             return pp_error_set(e, PP_EUSAGE, "%s: %s: too many exclusions",
                                 c->what, dim_names[d]);
         f->exclude[d][f->n_exclude[d]++] = v;
+        if (d == PP_PLAN_DIM_DISPATCHER || d == PP_PLAN_DIM_PERMUTE) {
+            bool seen[2] = {false, false};
+            for (int i = 0; i < f->n_exclude[d]; i++)
+                seen[f->exclude[d][i] != 0] = true;
+            if (seen[0] && seen[1])
+                return pp_error_set(e, PP_EUSAGE,
+                                    "%s: %s: both choices excluded", c->what,
+                                    dim_names[d]);
+        }
     } else {
         if (f->fixed[d] && f->value[d] != v)
             return pp_error_set(e, PP_EUSAGE,
@@ -182,6 +207,29 @@ static bool allowed(const pp__space *s, pp_plan_dim d, int64_t v) {
             return false;
         }
     return true;
+}
+
+/* The MoE dispatcher and permutation: the stack's, unless pinned or its
+ * choice excluded; a pinned choice is written into the SPEC so that the
+ * layout reads back the same. */
+static bool two_way(const pp__space *s, pp_plan_dim d, bool dflt) {
+    const pp_plan_filter *f = s->filter;
+    if (!f) return dflt;
+    if (f->fixed[d]) return f->value[d] != 0;
+    for (int i = 0; i < f->n_exclude[d]; i++)
+        if ((f->exclude[d][i] != 0) == dflt) return !dflt;
+    return dflt;
+}
+
+static void moe_choices(const pp__space *s, pp_parallel *p) {
+    const pp_plan_filter *f = s->filter;
+    p->deepep = two_way(s, PP_PLAN_DIM_DISPATCHER, s->deepep);
+    p->permute_unfused = two_way(s, PP_PLAN_DIM_PERMUTE, s->permute_unfused);
+    if (f && (f->fixed[PP_PLAN_DIM_DISPATCHER] || p->deepep != s->deepep))
+        p->dispatch = p->deepep ? PP_DISPATCH_DEEPEP : PP_DISPATCH_ALLTOALL;
+    if (f && (f->fixed[PP_PLAN_DIM_PERMUTE] ||
+              p->permute_unfused != s->permute_unfused))
+        p->permute = p->permute_unfused ? PP_PERMUTE_UNFUSED : PP_PERMUTE_FUSED;
 }
 
 static bool target_allows(pp_plan_target t, const pp_parallel *p) {
@@ -525,8 +573,7 @@ int pp__space_walk(const pp__space *s, pp__space_fn fn, void *ctx,
                     pp_parallel_init(&p);
                     p.tp = tp, p.pp = pp, p.dp = dp, p.gbs = s->gbs, p.cp = cp;
                     p.flash = s->flash;
-                    p.deepep = s->deepep;
-                    p.permute_unfused = s->permute_unfused;
+                    moe_choices(s, &p);
                     rc = walk_batch(s, &p, fn, ctx, e);
                     continue;
                 }
@@ -546,8 +593,7 @@ int pp__space_walk(const pp__space *s, pp__space_fn fn, void *ctx,
                     pp_parallel_init(&p);
                     p.tp = tp, p.pp = pp, p.dp = dp, p.gbs = s->gbs, p.cp = cp;
                     p.flash = s->flash;
-                    p.deepep = s->deepep;
-                    p.permute_unfused = s->permute_unfused;
+                    moe_choices(s, &p);
                     rc = walk_batch(s, &p, fn, ctx, e);
                 }
             }

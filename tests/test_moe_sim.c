@@ -397,6 +397,16 @@ static void test_launch_flags(void **state) {
     assert_non_null(strstr(r.out, "--moe-token-dispatcher-type alltoall"));
     assert_non_null(strstr(r.out, "--moe-permute-fusion"));
     cli_result_free(&r);
+    /* Pinned, the unfused permutation and DeepEP's dispatch reach the
+     * layout (so that it reads back the same) and the launch line. */
+    cli_runf(&r, "plan --model mixtral-8x7b --cluster dgx-h100-ndr --gpus 64 "
+                 "--global-batch 64 --top 0 --fix ep=8,cp=1,permute=unfused,"
+                 "dispatcher=deepep --format megatron");
+    if (r.status != 0) fail_msg("exit %d: %s", r.status, r.err);
+    assert_null(strstr(r.out, "--moe-permute-fusion"));
+    assert_non_null(strstr(r.out, "--moe-enable-deepep"));
+    assert_non_null(strstr(r.out, "dispatcher=deepep,permute=unfused"));
+    cli_result_free(&r);
     cli_runf(&r, "plan --model llama3-8b --cluster dgx-h100-ndr --gpus 16 "
                  "--global-batch 64 --top 0 --fix cp=2 --format megatron");
     if (r.status != 0) fail_msg("exit %d: %s", r.status, r.err);

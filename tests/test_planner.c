@@ -223,9 +223,9 @@ static void test_filter_errors(void **state) {
     assert_int_equal(pp_plan_filter_add(&f, "pt=8", false, "--fix", &e),
                      PP_EUSAGE);
     assert_non_null(strstr(e.msg, "did you mean"));
-    static const char *const bad[] = {"tp=x",           "tp=0",   "sp=maybe",
-                                      "recompute=some", "zero=4", "tp",
-                                      "overlap=1x",     ""};
+    static const char *const bad[] = {
+        "tp=x", "tp=0",       "sp=maybe",        "recompute=some", "zero=4",
+        "tp",   "overlap=1x", "dispatcher=nccl", "permute=auto",   ""};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         pp_error_clear(&e);
         if (pp_plan_filter_add(&f, bad[i], false, "--fix", &e) != PP_EUSAGE)
@@ -240,6 +240,19 @@ static void test_filter_errors(void **state) {
     assert_true(pp_plan_filter_allows(&f, PP_PLAN_DIM_TP, 8));
     assert_false(pp_plan_filter_allows(&f, PP_PLAN_DIM_TP, 4));
     assert_true(pp_plan_filter_allows(&f, PP_PLAN_DIM_PP, 3));
+    /* The two-valued MoE choices: named as in the SPEC; excluding both
+     * leaves nothing. */
+    pp_error_clear(&e);
+    assert_int_equal(
+        pp_plan_filter_add(&f, "dispatcher=deepep", false, "--fix", &e), 0);
+    assert_true(pp_plan_filter_allows(&f, PP_PLAN_DIM_DISPATCHER, 1));
+    assert_false(pp_plan_filter_allows(&f, PP_PLAN_DIM_DISPATCHER, 0));
+    assert_int_equal(
+        pp_plan_filter_add(&f, "permute=fused", true, "--exclude", &e), 0);
+    assert_int_equal(
+        pp_plan_filter_add(&f, "permute=unfused", true, "--exclude", &e),
+        PP_EUSAGE);
+    assert_non_null(strstr(e.msg, "permute: both choices excluded"));
 }
 
 /* ---- no feasible layout -------------------------------------------------- */

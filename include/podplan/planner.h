@@ -29,7 +29,8 @@ extern "C" {
  * ---------------------------------------------------------------------- */
 
 /* The dimensions of the search; the names are the SPEC keys of
- * pp_parallel_parse plus "overlap" (DP overlap on|off). */
+ * pp_parallel_parse plus "overlap" (DP overlap on|off).  dispatcher and
+ * permute are not searched: the stack's choice, unless pinned. */
 typedef enum {
     PP_PLAN_DIM_TP,
     PP_PLAN_DIM_PP,
@@ -46,6 +47,8 @@ typedef enum {
     PP_PLAN_DIM_CP,        /* context parallel */
     PP_PLAN_DIM_EP,        /* expert parallel (MoE models) */
     PP_PLAN_DIM_ETP,       /* expert tensor parallel (the degree in force) */
+    PP_PLAN_DIM_DISPATCHER, /* 0 alltoall, 1 deepep (default: the stack's) */
+    PP_PLAN_DIM_PERMUTE,    /* 0 fused, 1 unfused (default: the stack's) */
     PP_PLAN_DIM__COUNT
 } pp_plan_dim;
 
