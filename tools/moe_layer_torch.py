@@ -28,6 +28,8 @@ What it reports per configuration (JSON on stdout or --out):
                  (gather/scatter/sort), elementwise/reduce, other;
   host_issue_ms  the host's time to issue one forward + backward while the
                  GPU is held busy by a sleep kernel (the launch cost alone);
+  index_add_ms, scatter_add_ms (and _GBps of rows): the unfused
+                 permutation's atomic row adds alone, both forms;
   the expert GEMMs alone (forward + backward) as a loop of per-expert
   matmuls, and as torch._grouped_mm where this PyTorch has it.
 
@@ -209,6 +211,42 @@ def host_issue_ms(fn, iters=5):
     return statistics.median(ts)
 
 
+def kernel_ms(fn, iters, warm=3):
+    """Median GPU time of fn between CUDA events."""
+    for _ in range(warm):
+        fn()
+    ts = []
+    for _ in range(iters):
+        a = torch.cuda.Event(enable_timing=True)
+        b = torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        ts.append(a.elapsed_time(b))
+    return statistics.median(ts)
+
+
+def row_adds(L, dev, dtype, iters):
+    """The unfused permutation's atomic row adds, alone: the T k routed
+    rows added into their T tokens, as PyTorch's index_add_ (the backward
+    of Megatron-core's index_select, and this probe's unpermute) and as
+    scatter_add_ (Megatron-core's unfused unpermute, moe_utils.py), with
+    the routed rows in the step's order.  podplan's profile key
+    memory.scatter_add_bw is bytes of rows per second."""
+    T, h, k = L.T, L.h, L.k
+    flat = L.topi.reshape(-1)
+    tok = torch.argsort(flat, stable=True) // k
+    rows = torch.randn(T * k, h, device=dev, dtype=dtype)
+    out = torch.zeros(T, h, device=dev, dtype=dtype)
+    idx = tok[:, None].expand(-1, h)
+    ia = kernel_ms(lambda: out.index_add_(0, tok, rows), iters)
+    sa = kernel_ms(lambda: out.scatter_add_(0, idx, rows), iters)
+    b = rows.numel() * rows.element_size()
+    return {"row_bytes": b, "index_add_ms": ia, "scatter_add_ms": sa,
+            "index_add_GBps": b / ia / 1e6, "scatter_add_GBps": b / sa / 1e6}
+
+
 def run(name, c, dtype, iters):
     dev = torch.device("cuda")
     L = Layer(**c, dtype=dtype, dev=dev)
@@ -252,6 +290,7 @@ def run(name, c, dtype, iters):
     # FLOPs of one forward + backward of the experts (3 x forward).
     r["experts_tflop"] = 3 * 2 * L.recv_rows * L.h * (3 * L.f) / 1e12
     r["experts_loop_tflops"] = r["experts_tflop"] / (r["experts_loop_gpu"] / 1e3)
+    r.update(row_adds(L, dev, dtype, iters))
     del L, xs
     torch.cuda.empty_cache()
     return r
