@@ -22,13 +22,13 @@ forward and backward median ms over --iters (CUDA events, after warm-up),
 TFLOP/s and fraction of peak.
 """
 import argparse
-import json
-import statistics
 import sys
 
 import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
+
+from torch_probe import event_ms, header, write_json
 
 SHAPES = {
     # name: batch, query heads, K/V heads, sequence, head dim
@@ -46,22 +46,6 @@ BACKENDS = {
 }
 
 
-def timed(fn, iters, warm=10):
-    for _ in range(warm):
-        fn()
-    torch.cuda.synchronize()
-    ts = []
-    for _ in range(iters):
-        a = torch.cuda.Event(enable_timing=True)
-        b = torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        ts.append(a.elapsed_time(b))
-    return statistics.median(ts)
-
-
 def run(name, shape, backend, iters, peak):
     b, hq, hkv, s, d = shape
     dev, dt = torch.device("cuda"), torch.bfloat16
@@ -77,14 +61,14 @@ def run(name, shape, backend, iters, peak):
     r = {"shape": name, "batch": b, "heads": hq, "kv_heads": hkv, "seq": s,
          "head_dim": d, "backend": backend}
     with sdpa_kernel([BACKENDS[backend]]):
-        fwd = timed(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True), iters)
+        fwd = event_ms(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True), iters, 10)
         o = F.scaled_dot_product_attention(q, k, v, is_causal=True)
 
         def bwd():
             q.grad = k.grad = v.grad = None
             o.backward(do, retain_graph=True)
 
-        bw = timed(bwd, iters)
+        bw = event_ms(bwd, iters, 10)
     f = 2.0 * b * hq * s * s * d
     r.update(fwd_ms=fwd, bwd_ms=bw, fwd_tflops=f / fwd / 1e9, bwd_tflops=2.5 * f / bw / 1e9)
     r["fwd_fraction"] = r["fwd_tflops"] * 1e12 / peak
@@ -122,8 +106,7 @@ def main():
     if not torch.cuda.is_available():
         print("attn_torch: no CUDA device visible to PyTorch", file=sys.stderr)
         return 77
-    res = {"device": torch.cuda.get_device_name(0), "torch": torch.__version__,
-           "cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version(),
+    res = {**header(), "cudnn": torch.backends.cudnn.version(),
            "peak_flops": a.peak, "results": []}
     warm_clocks()
     todo = [(n, sh, be) for n, sh in SHAPES.items() for be in a.backends.split(",")]
@@ -143,11 +126,7 @@ def main():
             print("%-20s %-9s fwd %7.3f ms %6.1f TF (%.3f)  bwd %7.3f ms %6.1f TF (%.3f)" % (
                 r["shape"], r["backend"], r["fwd_ms"], r["fwd_tflops"], r["fwd_fraction"],
                 r["bwd_ms"], r["bwd_tflops"], r["bwd_fraction"]), file=sys.stderr)
-    s = json.dumps(res, indent=1)
-    if a.out:
-        open(a.out, "w").write(s + "\n")
-    else:
-        print(s)
+    write_json(res, a.out)
     return 0
 
 

@@ -38,13 +38,14 @@ distribution): token t's experts are (t k + j) mod E, so every expert gets
 T k / E rows and every rank of a ep-wide group T k / ep.
 """
 import argparse
-import json
 import statistics
 import sys
 import time
 
 import torch
 import torch.nn.functional as F
+
+from torch_probe import event_ms, header, write_json
 
 CONFIGS = {
     # name: tokens per GPU per micro-batch T, hidden h, expert width f,
@@ -86,7 +87,7 @@ class Layer:
         self.recv_rows = T * k
 
     def step(self, sync_counts=True):
-        T, k, E = self.T, self.k, self.E
+        k = self.k
         logits = self.x @ self.wr.t()
         probs = torch.softmax(logits.float(), dim=-1)
         # Forced-balance routing: the scores are real, the choice is fixed.
@@ -211,22 +212,6 @@ def host_issue_ms(fn, iters=5):
     return statistics.median(ts)
 
 
-def kernel_ms(fn, iters, warm=3):
-    """Median GPU time of fn between CUDA events."""
-    for _ in range(warm):
-        fn()
-    ts = []
-    for _ in range(iters):
-        a = torch.cuda.Event(enable_timing=True)
-        b = torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        ts.append(a.elapsed_time(b))
-    return statistics.median(ts)
-
-
 def row_adds(L, dev, dtype, iters):
     """The unfused permutation's atomic row adds, alone: the T k routed
     rows added into their T tokens, as PyTorch's index_add_ (the backward
@@ -240,8 +225,8 @@ def row_adds(L, dev, dtype, iters):
     rows = torch.randn(T * k, h, device=dev, dtype=dtype)
     out = torch.zeros(T, h, device=dev, dtype=dtype)
     idx = tok[:, None].expand(-1, h)
-    ia = kernel_ms(lambda: out.index_add_(0, tok, rows), iters)
-    sa = kernel_ms(lambda: out.scatter_add_(0, idx, rows), iters)
+    ia = event_ms(lambda: out.index_add_(0, tok, rows), iters, warm=3)
+    sa = event_ms(lambda: out.scatter_add_(0, idx, rows), iters, warm=3)
     b = rows.numel() * rows.element_size()
     return {"row_bytes": b, "index_add_ms": ia, "scatter_add_ms": sa,
             "index_add_GBps": b / ia / 1e6, "scatter_add_GBps": b / sa / 1e6}
@@ -307,12 +292,7 @@ def main():
         return 77
     torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = True
     names = a.config or list(CONFIGS)
-    res = {
-        "device": torch.cuda.get_device_name(0),
-        "torch": torch.__version__,
-        "cuda": torch.version.cuda,
-        "results": [],
-    }
+    res = {**header(), "results": []}
     for n in names:
         t0 = time.time()
         try:
@@ -320,11 +300,7 @@ def main():
         except Exception as e:
             res["results"].append({"config": n, "error": repr(e)[:400]})
         print("%s: %.1f s" % (n, time.time() - t0), file=sys.stderr)
-    s = json.dumps(res, indent=1)
-    if a.out:
-        open(a.out, "w").write(s + "\n")
-    else:
-        print(s)
+    write_json(res, a.out)
     return 0
 
 
