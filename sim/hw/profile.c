@@ -411,11 +411,17 @@ double pp_gemm_efficiency(const pp_gpu_profile *g, double batch, double m,
     return g->gemm_efficiency * best * k / (k + g->gemm_k_half);
 }
 
+/* The share of the kernels' speed the stack's training loop sustains
+ * (1 when unset): every kernel time below is divided by it. */
+static double loop_efficiency(const pp_gpu_profile *g) {
+    return g->framework_efficiency > 0 ? g->framework_efficiency : 1;
+}
+
 static double roofline(const pp_gpu_profile *g, double flops, double eff,
                        double bytes) {
     double tc = flops > 0 ? flops / (g->peak_flops * eff) : 0;
     double tm = bytes > 0 ? bytes / (g->hbm_Bps * g->mem_efficiency) : 0;
-    double fw = g->framework_efficiency > 0 ? g->framework_efficiency : 1;
+    double fw = loop_efficiency(g);
     return (tc > tm ? tc : tm) / fw + g->launch_s;
 }
 
@@ -447,7 +453,7 @@ double pp_gemm_time_prec_s(const pp_gpu_profile *g, bool fp8, double batch,
     double bytes = batch * (m * k + k * n + 2.0 * m * n);
     double tc = flops / (g->fp8_peak_flops * eff);
     double tm = bytes / (g->hbm_Bps * g->mem_efficiency);
-    double fw = g->framework_efficiency > 0 ? g->framework_efficiency : 1;
+    double fw = loop_efficiency(g);
     return (tc > tm ? tc : tm) / fw + g->launch_s;
 }
 
@@ -464,6 +470,6 @@ double pp_scatter_add_time_s(const pp_gpu_profile *g, double bytes) {
      * fused kernel, rather than dividing by zero. */
     double bw = g->scatter_add_Bps > 0 ? g->scatter_add_Bps
                                        : g->hbm_Bps * g->mem_efficiency;
-    double fw = g->framework_efficiency > 0 ? g->framework_efficiency : 1;
+    double fw = loop_efficiency(g);
     return bytes / bw / fw + g->launch_s;
 }
