@@ -13,7 +13,7 @@ static const pp_cli_opt opts[] = {
      "tp=8,pp=8,dp=16,mbs=1,gbs=1536[,vp=,sp=,recompute=,zero=,first=,last=,"
      "dtype=bf16|fp16|fp8,attn=flash|standard,cp=,ep=,etp=,"
      "dispatcher=alltoall|deepep,permute=fused|unfused,"
-     "layout=Et|(tt|)*30L] "
+     "graphs=none|attn+moe_router+...|full,layout=Et|(tt|)*30L] "
      "(required)",
      false, NULL, 0, NULL},
     {"optimizer", 0, "OPT", "optimizer (default: adam-mixed):", false,

@@ -18,7 +18,7 @@ static const pp_cli_opt opts[] = {
      "tp=8,pp=8,dp=16,mbs=1,gbs=1536[,vp=,sp=,recompute=,zero=,first=,last=,"
      "dtype=bf16|fp16|fp8,attn=flash|standard,cp=,ep=,etp=,"
      "dispatcher=alltoall|deepep,permute=fused|unfused,"
-     "layout=Et|(tt|)*30L] "
+     "graphs=none|attn+moe_router+...|full,layout=Et|(tt|)*30L] "
      "(required)",
      false, NULL, 0, NULL},
     {"fidelity", 0, "F", "network model (default: flow):", false,
@@ -99,18 +99,23 @@ typedef struct result {
     char placement[16];
 } result;
 
-/* ep comm and cp comm columns only for layouts that have them (a dense
- * layout's table is what it always was). */
-static void row(FILE *fp, const char *name, const pp_breakdown *b, bool xc) {
+/* ep comm and cp comm columns only for layouts that have them, host only
+ * for a stack that models the host (a dense layout's table under the
+ * 2021 stack is what it always was). */
+enum { COL_EPCP = 1, COL_HOST = 2 };
+
+static void row(FILE *fp, const char *name, const pp_breakdown *b, int xc) {
     fprintf(fp, "  %-6s %9.4f %9.4f %9.4f %10.4f %9.4f %9.4f", name,
             b->compute_s, b->tp_comm_s, b->pp_comm_s, b->dp_comm_exposed_s,
             b->bubble_s, b->other_s);
-    if (xc) fprintf(fp, " %9.4f %9.4f", b->ep_comm_s, b->cp_comm_s);
+    if (xc & COL_EPCP) fprintf(fp, " %9.4f %9.4f", b->ep_comm_s, b->cp_comm_s);
+    if (xc & COL_HOST) fprintf(fp, " %9.4f", b->host_s);
     fputc('\n', fp);
 }
 
-static bool extra_cols(const pp_parallel *p) {
-    return p->ep > 1 || p->cp > 1;
+static int extra_cols(const result *x) {
+    return (x->p.ep > 1 || x->p.cp > 1 ? COL_EPCP : 0) |
+           (x->prof.sw.host_kernel_s > 0 ? COL_HOST : 0);
 }
 
 static void print_table(FILE *fp, const void *ctx) {
@@ -156,10 +161,11 @@ static void print_table(FILE *fp, const void *ctx) {
                 pp_fmtq(x->tokens, PP_Q_COUNT));
     fprintf(fp, "\nbreakdown per pipeline stage, seconds (each row adds up to "
                 "the iteration time)\n");
-    bool xc = extra_cols(&x->p);
+    int xc = extra_cols(x);
     fprintf(fp, "  %-6s %9s %9s %9s %10s %9s %9s", "stage", "compute",
             "tp comm", "pp comm", "dp exposed", "bubble", "other");
-    if (xc) fprintf(fp, " %9s %9s", "ep comm", "cp comm");
+    if (xc & COL_EPCP) fprintf(fp, " %9s %9s", "ep comm", "cp comm");
+    if (xc & COL_HOST) fprintf(fp, " %9s", "host");
     fputc('\n', fp);
     for (size_t i = 0; i < r->n_stages; i++) {
         char nm[24];
@@ -169,7 +175,7 @@ static void print_table(FILE *fp, const void *ctx) {
     row(fp, "mean", &r->total, xc);
 }
 
-static json_t *bd_json(const pp_breakdown *b, bool xc) {
+static json_t *bd_json(const pp_breakdown *b, int xc) {
     json_t *o = json_object();
     json_object_set_new(o, "compute_s", pp_json_num(b->compute_s));
     json_object_set_new(o, "tp_comm_s", pp_json_num(b->tp_comm_s));
@@ -178,10 +184,11 @@ static json_t *bd_json(const pp_breakdown *b, bool xc) {
                         pp_json_num(b->dp_comm_exposed_s));
     json_object_set_new(o, "bubble_s", pp_json_num(b->bubble_s));
     json_object_set_new(o, "other_s", pp_json_num(b->other_s));
-    if (xc) {
+    if (xc & COL_EPCP) {
         json_object_set_new(o, "ep_comm_s", pp_json_num(b->ep_comm_s));
         json_object_set_new(o, "cp_comm_s", pp_json_num(b->cp_comm_s));
     }
+    if (xc & COL_HOST) json_object_set_new(o, "host_s", pp_json_num(b->host_s));
     return o;
 }
 
@@ -225,10 +232,10 @@ static json_t *to_json(const result *x) {
         json_object_set_new(o, "tokens", pp_json_num(x->tokens));
         json_object_set_new(o, "training_days", pp_json_num(x->days));
     }
-    json_object_set_new(o, "breakdown", bd_json(&r->total, extra_cols(&x->p)));
+    json_object_set_new(o, "breakdown", bd_json(&r->total, extra_cols(x)));
     json_t *st = json_array();
     for (size_t i = 0; i < r->n_stages; i++)
-        json_array_append_new(st, bd_json(&r->stages[i], extra_cols(&x->p)));
+        json_array_append_new(st, bd_json(&r->stages[i], extra_cols(x)));
     json_object_set_new(o, "stages", st);
     json_t *sim = json_object();
     json_object_set_new(sim, "events", json_integer((json_int_t)r->events));
@@ -429,7 +436,10 @@ const pp_cli_cmd pp_cmd_simulate = {
     "is simulated too.  ZeRO-1 reduce-scatters the gradients once per\n"
     "iteration; ZeRO-2 and 3 keep only a shard of them, so every "
     "micro-batch's\n"
-    "are reduce-scattered after its backward (DeepSpeed).",
+    "are reduce-scattered after its backward (DeepSpeed).  A stack that\n"
+    "models the host (host.kernel_issue: Megatron-core's and NeMo's) makes\n"
+    "the GPU wait while its host issues kernels slower than it runs them\n"
+    "(the host column; a dropless MoE layer holds the host once per forward).",
     opts,
     run,
 };

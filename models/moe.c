@@ -138,8 +138,23 @@ int pp__parallel_validate_cp_ep(const pp_parallel *p, const pp_model *m,
                                 "%s%s: model %s has no experts (expert "
                                 "parallelism needs an MoE model)",
                                 pre, ep > 1 ? "ep" : "etp", m->name);
+        if (p->graphs & PP_GRAPH_MOE_ROUTER)
+            return pp_error_set(e, PP_EINPUT,
+                                "%sgraphs: moe_router: model %s has no "
+                                "experts",
+                                pre, m->name);
         return 0;
     }
+    /* A dropless MoE layer's token counts reach the host every forward
+     * (the dispatch's split sizes), which a graph of the whole iteration
+     * cannot replay (Megatron-core captures it only for drop-and-pad). */
+    if (p->graphs & PP_GRAPH_FULL)
+        return pp_error_set(e, PP_EINPUT,
+                            "%sgraphs: full: model %s routes dropless (its "
+                            "token counts reach the host each forward); "
+                            "graph scopes attn, moe_router, moe_preprocess "
+                            "instead",
+                            pre, m->name);
     if (m->experts % ep != 0)
         return pp_error_set(e, PP_EINPUT,
                             "%sep: %lld does not divide the %lld experts "

@@ -14,9 +14,9 @@
 #define PP_PARALLEL_MAX 1000000000LL
 
 static const char *const spec_keys[] = {
-    "tp",        "pp",   "dp",         "mbs",    "gbs",   "vp",   "sp",
-    "recompute", "zero", "first",      "last",   "dtype", "attn", "cp",
-    "ep",        "etp",  "dispatcher", "permute", "layout", NULL};
+    "tp",        "pp",   "dp",         "mbs",     "gbs",    "vp",     "sp",
+    "recompute", "zero", "first",      "last",    "dtype",  "attn",   "cp",
+    "ep",        "etp",  "dispatcher", "permute", "layout", "graphs", NULL};
 enum {
     K_TP,
     K_PP,
@@ -36,8 +36,68 @@ enum {
     K_ETP,
     K_DISPATCH,
     K_PERMUTE,
-    K_LAYOUT
+    K_LAYOUT,
+    K_GRAPHS
 };
+
+/* graphs= scopes, in PP_GRAPH_* bit order (Megatron-core's
+ * --cuda-graph-scope names; "full" is full_iteration). */
+static const char *const graph_scopes[] = {
+    "attn", "mlp", "moe_router", "moe_preprocess", "full", NULL};
+
+char *pp_graphs_format(uint8_t graphs, char *buf, size_t len) {
+    size_t n = 0;
+    if (len == 0) return buf;
+    buf[0] = '\0';
+    if (!graphs) {
+        snprintf(buf, len, "none");
+        return buf;
+    }
+    for (int i = 0; graph_scopes[i]; i++)
+        if (graphs & (1u << i) && n < len)
+            n += (size_t)snprintf(buf + n, len - n, "%s%s", n ? "+" : "",
+                                  graph_scopes[i]);
+    return buf;
+}
+
+/* "none", or scopes joined by '+', each once; full alone; moe_preprocess
+ * with moe_router (Megatron-core's rules, transformer_config.py). */
+int pp_graphs_parse(const char *val, uint8_t *out, pp_error *e) {
+    uint8_t g = 0;
+    if (strcmp(val, "none") == 0) {
+        *out = 0;
+        return 0;
+    }
+    const char *s = val;
+    for (;;) {
+        size_t n = strcspn(s, "+");
+        int i = 0;
+        while (graph_scopes[i] && (strlen(graph_scopes[i]) != n ||
+                                   strncmp(graph_scopes[i], s, n) != 0))
+            i++;
+        if (!graph_scopes[i] || g & (1u << i))
+            return pp_error_set(e, PP_EINPUT,
+                                "expected none or scopes joined by '+' "
+                                "(attn, mlp, moe_router, moe_preprocess; or "
+                                "full), each once, got \"%.100s\"",
+                                val);
+        g |= (uint8_t)(1u << i);
+        if (!s[n]) break;
+        s += n + 1;
+    }
+    if (g & PP_GRAPH_FULL && g != PP_GRAPH_FULL)
+        return pp_error_set(e, PP_EINPUT,
+                            "full captures the whole iteration: it takes "
+                            "no other scope, got \"%.100s\"",
+                            val);
+    if (g & PP_GRAPH_MOE_PREPROCESS && !(g & PP_GRAPH_MOE_ROUTER))
+        return pp_error_set(e, PP_EINPUT,
+                            "moe_preprocess needs moe_router, got "
+                            "\"%.100s\"",
+                            val);
+    *out = g;
+    return 0;
+}
 
 void pp_parallel_init(pp_parallel *p) {
     memset(p, 0, sizeof *p);
@@ -137,6 +197,11 @@ static int spec_value(void *ctx, int k, const char *val, pp_error *e) {
         return 0;
     }
     if (k == K_LAYOUT) return pp_layout_parse(val, &p->layout, e);
+    if (k == K_GRAPHS) {
+        int rc = pp_graphs_parse(val, &p->graphs, e);
+        if (rc < 0) pp_error_prefix(e, "%sgraphs", pre);
+        return rc;
+    }
     if (k == K_RECOMPUTE) {
         for (int r = PP_RECOMPUTE_NONE; r <= PP_RECOMPUTE_FULL; r++)
             if (strcmp(val, pp_recompute_name((pp_recompute)r)) == 0) {
@@ -229,6 +294,11 @@ char *pp_parallel_format(const pp_parallel *p, char *buf, size_t len) {
     if (n >= 0 && (size_t)n < len && p->permute != PP_PERMUTE_AUTO)
         n += snprintf(buf + n, len - (size_t)n, ",permute=%s",
                       pp_registry_name(&pp_reg_permute, (int)p->permute));
+    if (n >= 0 && (size_t)n < len && p->graphs) {
+        char g[64];
+        n += snprintf(buf + n, len - (size_t)n, ",graphs=%s",
+                      pp_graphs_format(p->graphs, g, sizeof g));
+    }
     if (n >= 0 && (size_t)n < len && p->layout.stages > 0) {
         char l[512];
         snprintf(buf + n, len - (size_t)n, ",layout=%s",

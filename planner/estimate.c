@@ -551,6 +551,10 @@ int pp_plan_estimate(pp_plan_estimator *x, const pp_parallel *p, bool overlap,
     double l_ep, l_cp;
     cp_ep_layer(x, p, &ce->lc, &l_ep, &l_cp);
     double lw = ce->layer_w + l_ep + l_cp, lc = ce->layer_compute;
+    /* A layer whose kernels take the host longer to issue than the GPU to
+     * run waits for the host (the simulator's host clock, step.c). */
+    double l_host = fmax(0.0, ce->lc.host_s - lw);
+    lw += l_host;
     double ltp = ce->layer_tp;
     double w_first, w_last, w_mid = Lm * lw + c_pp + z3_mid, sum_w, sum_c;
     double sum_tp, w_max, sum_z3;
@@ -579,6 +583,7 @@ int pp_plan_estimate(pp_plan_estimator *x, const pp_parallel *p, bool overlap,
     b.pp_comm_s = nmb * c_pp;
     b.ep_comm_s = nmb * (L + D) * l_ep / pp;
     b.cp_comm_s = nmb * (L + D) * l_cp / pp;
+    b.host_s = nmb * (L + D) * l_host / pp;
     b.bubble_s = t_pipe - nmb * sum_w / pp;
 
     /* Data parallelism, on every kind of stage (first, middle, last):
@@ -707,6 +712,7 @@ int pp_plan_estimate(pp_plan_estimator *x, const pp_parallel *p, bool overlap,
     b.bubble_s += path - (dp_mean + gat_mean + b.other_s);
     *out = b;
     *time_s = b.compute_s + b.tp_comm_s + b.bubble_s + b.pp_comm_s +
-              b.dp_comm_exposed_s + b.other_s + b.ep_comm_s + b.cp_comm_s;
+              b.dp_comm_exposed_s + b.other_s + b.ep_comm_s + b.cp_comm_s +
+              b.host_s;
     return 0;
 }

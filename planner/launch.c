@@ -23,6 +23,30 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* CUDA graphs as Megatron-core names them: Transformer Engine's per-layer
+ * graphs or the whole iteration's (--cuda-graph-impl), and the scopes
+ * (--cuda-graph-scope: graphs= names them so, full is full_iteration),
+ * each quoted with q and separated by sep, into buf. */
+static const char *graph_impl(const pp_parallel *q) {
+    return q->graphs & PP_GRAPH_FULL ? "local" : "transformer_engine";
+}
+
+static char *graph_scope_list(const pp_parallel *q, const char *sep,
+                              const char *qu, char *buf, size_t len) {
+    char g[64];
+    pp_graphs_format(q->graphs, g, sizeof g);
+    if (q->graphs & PP_GRAPH_FULL) snprintf(g, sizeof g, "full_iteration");
+    size_t n = 0;
+    buf[0] = '\0';
+    for (const char *t = g; *t && n < len;) {
+        size_t w = strcspn(t, "+");
+        n += (size_t)snprintf(buf + n, len - n, "%s%s%.*s%s", n ? sep : "", qu,
+                              (int)w, t, qu);
+        t += w + (t[w] == '+');
+    }
+    return buf;
+}
+
 static void header(const pp_plan *p, FILE *fp, const char *cmt) {
     const pp_plan_candidate *c = &p->cand[0];
     char spec[PP_SPEC_MAX], b1[48], b2[48];
@@ -194,6 +218,12 @@ int pp__write_megatron(const pp_plan *p, FILE *fp, pp_error *e) {
     } else if (q->recompute == PP_RECOMPUTE_SELECTIVE) {
         ARG("--recompute-granularity selective");
     }
+    if (q->graphs) {
+        char gs[128];
+        ARG("--cuda-graph-impl %s", graph_impl(q));
+        ARG("--cuda-graph-scope %s",
+            graph_scope_list(q, " ", "", gs, sizeof gs));
+    }
     if (q->zero == 1) ARG("--use-distributed-optimizer");
     if (c->dp_overlap) ARG("--overlap-grad-reduce");
     ARG("--num-layers %lld", (long long)m->layers);
@@ -321,6 +351,11 @@ int pp__write_nemo(const pp_plan *p, FILE *fp, pp_error *e) {
             fprintf(fp, "  moe_shared_expert_intermediate_size: %lld\n",
                     (long long)(m->shared_experts * m->expert_ffn_hidden));
         if (lf[0]) fprintf(fp, "  moe_layer_freq: %s\n", lf);
+    }
+    if (q->graphs) {
+        char gs[128];
+        fprintf(fp, "  cuda_graph_impl: %s\n  cuda_graph_scope: [%s]\n",
+                graph_impl(q), graph_scope_list(q, ", ", "", gs, sizeof gs));
     }
     fprintf(fp, "  encoder_seq_length: %lld\n", (long long)m->seq);
     fprintf(fp, "  max_position_embeddings: %lld\n", (long long)m->seq);
@@ -455,6 +490,11 @@ int pp__write_nemo2(const pp_plan *p, FILE *fp, pp_error *e) {
         fputs("    recompute_granularity=\"selective\",\n", fp);
         break;
     default: fputs("    recompute_granularity=None,\n", fp); break;
+    }
+    if (q->graphs) {
+        char gs[128];
+        fprintf(fp, "    cuda_graph_impl=\"%s\",\n    cuda_graph_scope=[%s],\n",
+                graph_impl(q), graph_scope_list(q, ", ", "\"", gs, sizeof gs));
     }
     fputs(")\n\n", fp);
 

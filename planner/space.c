@@ -21,9 +21,9 @@
  * Pins and exclusions.
  * ---------------------------------------------------------------------- */
 static const char *const dim_names[PP_PLAN_DIM__COUNT + 1] = {
-    "tp", "pp",        "dp",   "mbs",        "gbs",     "vp",
-    "sp", "recompute", "zero", "overlap",    "first",   "last",
-    "cp", "ep",        "etp",  "dispatcher", "permute", NULL};
+    "tp",        "pp",         "dp",      "mbs",    "gbs",  "vp", "sp",
+    "recompute", "zero",       "overlap", "first",  "last", "cp", "ep",
+    "etp",       "dispatcher", "permute", "graphs", NULL};
 
 const char *pp_plan_dim_name(pp_plan_dim d) {
     return (unsigned)d < PP_PLAN_DIM__COUNT ? dim_names[d] : "?";
@@ -100,6 +100,21 @@ static int filter_value(void *ctx, int k, const char *val, pp_error *e) {
             return pp_error_set(e, PP_EUSAGE,
                                 "%s: %s: expected %s or %s, got \"%.100s\"",
                                 c->what, dim_names[d], a, b, val);
+        break;
+    }
+    case PP_PLAN_DIM_GRAPHS: {
+        uint8_t g;
+        if (c->exclude)
+            return pp_error_set(e, PP_EUSAGE,
+                                "%s: graphs: not searched (none unless "
+                                "pinned with --fix graphs=...)",
+                                c->what);
+        if (pp_graphs_parse(val, &g, e) < 0) {
+            pp_error_prefix(e, "%s: graphs", c->what);
+            if (e) e->code = PP_EUSAGE;
+            return PP_EUSAGE;
+        }
+        v = g;
         break;
     }
     case PP_PLAN_DIM_ZERO:
@@ -211,7 +226,7 @@ static bool allowed(const pp__space *s, pp_plan_dim d, int64_t v) {
 
 /* The MoE dispatcher and permutation: the stack's, unless pinned or its
  * choice excluded; a pinned choice is written into the SPEC so that the
- * layout reads back the same. */
+ * layout reads back the same.  CUDA graphs likewise, when pinned. */
 static bool two_way(const pp__space *s, pp_plan_dim d, bool dflt) {
     const pp_plan_filter *f = s->filter;
     if (!f) return dflt;
@@ -221,8 +236,12 @@ static bool two_way(const pp__space *s, pp_plan_dim d, bool dflt) {
     return dflt;
 }
 
-static void moe_choices(const pp__space *s, pp_parallel *p) {
+static void pinned_choices(const pp__space *s, pp_parallel *p) {
     const pp_plan_filter *f = s->filter;
+    /* CUDA graphs: not searched (their memory is not modelled); pinned,
+     * every candidate has them. */
+    if (f && f->fixed[PP_PLAN_DIM_GRAPHS])
+        p->graphs = (uint8_t)f->value[PP_PLAN_DIM_GRAPHS];
     p->deepep = two_way(s, PP_PLAN_DIM_DISPATCHER, s->deepep);
     p->permute_unfused = two_way(s, PP_PLAN_DIM_PERMUTE, s->permute_unfused);
     if (f && (f->fixed[PP_PLAN_DIM_DISPATCHER] || p->deepep != s->deepep))
@@ -573,7 +592,7 @@ int pp__space_walk(const pp__space *s, pp__space_fn fn, void *ctx,
                     pp_parallel_init(&p);
                     p.tp = tp, p.pp = pp, p.dp = dp, p.gbs = s->gbs, p.cp = cp;
                     p.flash = s->flash;
-                    moe_choices(s, &p);
+                    pinned_choices(s, &p);
                     rc = walk_batch(s, &p, fn, ctx, e);
                     continue;
                 }
@@ -593,7 +612,7 @@ int pp__space_walk(const pp__space *s, pp__space_fn fn, void *ctx,
                     pp_parallel_init(&p);
                     p.tp = tp, p.pp = pp, p.dp = dp, p.gbs = s->gbs, p.cp = cp;
                     p.flash = s->flash;
-                    moe_choices(s, &p);
+                    pinned_choices(s, &p);
                     rc = walk_batch(s, &p, fn, ctx, e);
                 }
             }

@@ -94,7 +94,7 @@ static void terms(const pp_breakdown *b, double v[T__N]) {
     v[T_BUBBLE] = b->bubble_s;
     v[T_OTHER] = b->other_s;
     v[T_TOTAL] = b->compute_s + b->tp_comm_s + b->pp_comm_s +
-                 b->dp_comm_exposed_s + b->bubble_s + b->other_s;
+                 b->dp_comm_exposed_s + b->bubble_s + b->other_s + b->host_s;
 }
 
 static uint64_t rng = 0x9E3779B97F4A7C15ULL;

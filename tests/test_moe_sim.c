@@ -282,8 +282,8 @@ static void test_simulate_ep(void **state) {
     double sum = 0;
     const char *k[] = {"compute_s",         "tp_comm_s", "pp_comm_s",
                        "dp_comm_exposed_s", "bubble_s",  "other_s",
-                       "ep_comm_s",         "cp_comm_s"};
-    for (size_t i = 0; i < 8; i++) sum += num(ba, k[i]);
+                       "ep_comm_s",         "cp_comm_s", "host_s"};
+    for (size_t i = 0; i < 9; i++) sum += num(ba, k[i]);
     assert_true(fabs(sum - num(a, "iteration_time_s")) <
                 1e-9 * num(a, "iteration_time_s"));
     json_decref(a);

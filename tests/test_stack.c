@@ -88,6 +88,10 @@ static void test_shipped(void **state) {
     assert_string_equal(h.stack, "megatron-core-2024");
     assert_true(h.flash_attention && h.fp8);
     assert_rel(h.grad_accum_bytes, 0, 0);
+    /* The host: measured for Megatron-core, not modelled for 2021. */
+    assert_rel(h.sw.host_kernel_s, 51e-6, 1e-12);
+    assert_false(h.sw.moe_sync_free);
+    assert_rel(a.sw.host_kernel_s, 0, 0);
     pp_gpu_profile f = prof("a100-sxm4-80gb", "pytorch-fsdp2");
     assert_false(f.stack_default);
     assert_int_equal(f.sw.zero_max, 3);
@@ -126,6 +130,12 @@ static void test_broken(void **state) {
     expect_bad("moe:\n  dispatcher: nccl\n", ":2:15: moe.dispatcher");
     expect_bad("moe:\n  dedup: true\n", ":2:3: moe.dedup");
     expect_bad("moe:\n  permute_fusion: maybe\n", ":2:19: moe.permute_fusion");
+    expect_bad("host:\n  kernel_issue: -5us\n", ":2:17: host.kernel_issue");
+    expect_bad("host:\n  kernel_issue: 20ms\n", ":2:17: host.kernel_issue");
+    expect_bad("host:\n  kernel_issue: 5GB\n", ":2:17: host.kernel_issue");
+    expect_bad("host:\n  moe_sync: sometimes\n", ":2:13: host.moe_sync");
+    expect_bad("host:\n  kernel_launch: 5us\n", ":2:3: host.kernel_launch");
+    expect_bad("host: 5us\n", ":1:7: host");
 }
 
 /* Without recompute= a layout gets its stack's default: Megatron-core's

@@ -344,7 +344,8 @@ static void check_sums(const pp_step_result *r) {
     for (size_t i = 0; i < r->n_stages; i++) {
         const pp_breakdown *b = &r->stages[i];
         double sum = b->compute_s + b->tp_comm_s + b->pp_comm_s +
-                     b->dp_comm_exposed_s + b->bubble_s + b->other_s;
+                     b->dp_comm_exposed_s + b->bubble_s + b->other_s +
+                     b->ep_comm_s + b->cp_comm_s + b->host_s;
         assert_rel(sum, r->iteration_time_s, 1e-9);
         assert_true(b->compute_s > 0 && b->bubble_s >= 0 && b->pp_comm_s >= 0);
     }

@@ -158,6 +158,14 @@ typedef struct pp_stack {
     /* MoE tokens permuted by PyTorch ops, not Transformer Engine's fused
      * kernels (stack moe.permute_fusion: false) */
     bool moe_permute_unfused;
+    /* Host CPU time the training loop spends per kernel it launches
+     * (Python, the framework's dispatch, the launch itself; stack
+     * host.kernel_issue): a step cannot run faster than its host issues
+     * the kernels.  0: not modelled. */
+    double host_kernel_s;
+    /* The dropless MoE dispatch does not hold the host (host.moe_sync:
+     * false, a sync-free dispatcher); default: once per layer forward. */
+    bool moe_sync_free;
 } pp_stack;
 
 /* A GPU profile (topologies/profiles/<gpu>.yaml, documented there): what

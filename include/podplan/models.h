@@ -204,10 +204,31 @@ typedef struct pp_parallel {
      * kernels (--moe-permute-fusion), at HBM's rate. */
     pp_permute permute;
     bool permute_unfused;
+    /* CUDA graphs (graphs=none, or scopes joined by '+': attn, mlp,
+     * moe_router, moe_preprocess, or full alone): Transformer Engine's
+     * per-layer graphs (--cuda-graph-impl transformer_engine, Megatron-
+     * core's --cuda-graph-scope) or the whole iteration's (local,
+     * full_iteration).  A graphed scope's kernels cost the host one graph
+     * launch instead of one issue each (stack host.kernel_issue).  A
+     * PP_GRAPH_* mask, 0 none. */
+    uint8_t graphs;
     /* recompute= was given; otherwise pp_stack_resolve replaces the
      * default (full) with the software stack's own default. */
     bool recompute_set;
 } pp_parallel;
+
+enum {
+    PP_GRAPH_ATTN = 1,           /* the attention sublayer, norm included */
+    PP_GRAPH_MLP = 2,            /* a dense layer's MLP sublayer */
+    PP_GRAPH_MOE_ROUTER = 4,     /* an MoE layer's router */
+    PP_GRAPH_MOE_PREPROCESS = 8, /* its dispatcher's preprocessing */
+    PP_GRAPH_FULL = 16           /* the whole iteration */
+};
+
+/* The graphs= value of a mask ("none", "attn+moe_router", ...): buf; and
+ * back (PP_EINPUT naming what was expected). */
+char *pp_graphs_format(uint8_t graphs, char *buf, size_t len);
+int pp_graphs_parse(const char *val, uint8_t *out, pp_error *e);
 
 /* Defaults: everything 1, gbs = mbs * dp, no sp, full recompute (until a
  * stack resolves it), zero 0. */

@@ -38,17 +38,19 @@ typedef enum {
     PP_PLAN_DIM_MBS,
     PP_PLAN_DIM_GBS,
     PP_PLAN_DIM_VP,
-    PP_PLAN_DIM_SP,        /* 0 off, 1 on */
-    PP_PLAN_DIM_RECOMPUTE, /* a pp_recompute */
-    PP_PLAN_DIM_ZERO,      /* 0..3 */
-    PP_PLAN_DIM_OVERLAP,   /* 0 off, 1 on */
-    PP_PLAN_DIM_FIRST,     /* layers on the first stage, 0 an even share */
-    PP_PLAN_DIM_LAST,      /* layers on the last stage, 0 an even share */
-    PP_PLAN_DIM_CP,        /* context parallel */
-    PP_PLAN_DIM_EP,        /* expert parallel (MoE models) */
-    PP_PLAN_DIM_ETP,       /* expert tensor parallel (the degree in force) */
+    PP_PLAN_DIM_SP,         /* 0 off, 1 on */
+    PP_PLAN_DIM_RECOMPUTE,  /* a pp_recompute */
+    PP_PLAN_DIM_ZERO,       /* 0..3 */
+    PP_PLAN_DIM_OVERLAP,    /* 0 off, 1 on */
+    PP_PLAN_DIM_FIRST,      /* layers on the first stage, 0 an even share */
+    PP_PLAN_DIM_LAST,       /* layers on the last stage, 0 an even share */
+    PP_PLAN_DIM_CP,         /* context parallel */
+    PP_PLAN_DIM_EP,         /* expert parallel (MoE models) */
+    PP_PLAN_DIM_ETP,        /* expert tensor parallel (the degree in force) */
     PP_PLAN_DIM_DISPATCHER, /* 0 alltoall, 1 deepep (default: the stack's) */
     PP_PLAN_DIM_PERMUTE,    /* 0 fused, 1 unfused (default: the stack's) */
+    PP_PLAN_DIM_GRAPHS,     /* CUDA graphs, a PP_GRAPH_* mask (default 0;
+                               pinned only, not searched) */
     PP_PLAN_DIM__COUNT
 } pp_plan_dim;
 

@@ -53,6 +53,10 @@ typedef struct pp_layer_cost {
      * time they run under (which the compute times include). */
     int32_t tp_overlap_colls;
     double tp_overlap_s;
+    /* The host's time to issue the layer's kernels, forward, backward and
+     * recomputation together (the stack's host.kernel_issue; 0 when it
+     * does not model the host). */
+    double host_s;
 } pp_layer_cost;
 
 /* Fills *out for model m (a transformer; PP_EINVAL for a generic model)
@@ -157,6 +161,8 @@ typedef struct pp_breakdown {
     double ep_comm_s;         /* blocked in MoE all-to-alls (ep > 1) */
     double cp_comm_s;         /* CP's K/V exchange beyond the attention
                                  it overlaps (cp > 1) */
+    double host_s;            /* idle while the host issues kernels
+                                 (the stack's host.kernel_issue) */
 } pp_breakdown;
 
 typedef struct pp_step_result {

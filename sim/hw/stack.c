@@ -256,6 +256,23 @@ static int stack_read(pp_node *root, pp_stack *s, pp_error *e) {
          (rc = pp_map_done(sec, "collectives", e)) < 0))
         return rc;
 
+    if ((rc = sec_of(root, "host", &sec, e)) < 0) return rc;
+    if (sec) {
+        bool sync = !s->moe_sync_free;
+        if ((rc = pp_map_quantity(sec, "host", "kernel_issue", PP_OPTIONAL,
+                                  PP_Q_TIME, NULL, true, &s->host_kernel_s,
+                                  e)) < 0 ||
+            (rc = pp_map_bool(sec, "host", "moe_sync", PP_OPTIONAL, &sync, e)) <
+                0 ||
+            (rc = pp_map_done(sec, "host", e)) < 0)
+            return rc;
+        s->moe_sync_free = !sync;
+        if (!(s->host_kernel_s < 1e-2))
+            return pp_error_at(e, PP_EINPUT, pp_map_get(sec, "kernel_issue"),
+                               "host.kernel_issue",
+                               "expected at most 10ms per kernel");
+    }
+
     if ((rc = sec_of(root, "moe", &sec, e)) < 0) return rc;
     if (sec) {
         static const char *const disp[] = {"alltoall", "deepep", NULL};

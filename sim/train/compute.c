@@ -30,6 +30,7 @@ static pp__op *push(pp__oplist *l, const char *name, pp__op_kind kind) {
     memset(o, 0, sizeof *o);
     o->name = name;
     o->kind = kind;
+    o->kernels = 1.0;
     return o;
 }
 
@@ -74,12 +75,21 @@ static void ggemm(const pp__shape *s, pp__oplist *l, const char *name,
         o->time_s = pp_gemm_time_prec_s(s->g, true, g, m, n, k);
     }
     l->v[l->n - 1].time_s += (g - 1.0) * s->g->launch_s;
+    l->v[l->n - 1].kernels = g;
+}
+
+/* The FP8 cast of a grouped GEMM's input: Transformer Engine quantizes
+ * each group's rows apart (tex.split_quantize: one quantize per split),
+ * so g kernels for the host to issue. */
+static void fp8_cast(const pp__shape *s, pp__oplist *l, double g,
+                     double elems) {
+    mem(s, l, "fp8 cast", s->g->fp8_cast_bytes * elems);
+    l->v[l->n - 1].kernels = g;
 }
 
 static void glgemm(const pp__shape *s, pp__oplist *l, const char *name,
                    double g, double m, double n, double k) {
-    if (s->p->dtype == PP_PREC_FP8)
-        mem(s, l, "fp8 cast", s->g->fp8_cast_bytes * g * m * k);
+    if (s->p->dtype == PP_PREC_FP8) fp8_cast(s, l, g, g * m * k);
     ggemm(s, l, name, g, m, n, k);
 }
 
@@ -165,12 +175,32 @@ void pp__op_comm(pp__oplist *l, const char *name, pp_coll_op op, double bytes,
     l->v[l->n - 1].group = (uint8_t)group;
 }
 
+void pp__op_scope(pp__oplist *l, size_t from, uint8_t sc) {
+    for (size_t i = from; i < l->n; i++) l->v[i].scope = sc;
+}
+
+static bool graphed(const pp__op *o, uint8_t graphs) {
+    return o->kind != PP__OP_MARK &&
+           (graphs & PP_GRAPH_FULL || (o->scope & graphs));
+}
+
+double pp__op_host_kernels(const pp__oplist *l, size_t i, uint8_t graphs) {
+    const pp__op *o = &l->v[i];
+    if (o->kind == PP__OP_MARK) return 0;
+    if (!graphed(o, graphs)) return o->kernels;
+    const pp__op *p = i > 0 ? &l->v[i - 1] : NULL;
+    bool same = p && graphed(p, graphs) &&
+                (p->scope == o->scope || graphs & PP_GRAPH_FULL);
+    return same ? 0 : 1;
+}
+
 bool pp__shape_moe(const pp__shape *s) {
     return s->kind == 2 || (s->kind == 0 && pp_model_is_moe(s->m));
 }
 
 static void mark(pp__oplist *l, double params) {
     pp__op *o = push(l, "grads ready", PP__OP_MARK);
+    o->kernels = 0;
     o->params = params;
 }
 
@@ -280,9 +310,12 @@ static void cp_wrap(const dims *x, pp__oplist *l, size_t from, double mult,
         t += l->v[i].time_s;
         f += l->v[i].flops;
     }
+    double k = 0;
+    for (size_t i = from; i < l->n; i++) k += l->v[i].kernels;
     l->n = from;
     double kv = 2.0 * PP_ACT_BYTES * x->sq * x->b * x->kvd / x->t;
     pp__op *o = push(l, name, PP__OP_COMM);
+    o->kernels = k + 1.0;
     o->coll = PP_COLL_ALLGATHER;
     o->bytes = mult * kv * x->cp;
     o->group = PP__GRP_CP;
@@ -337,6 +370,7 @@ static void tp_overlap(const pp__shape *s, const dims *x, pp__oplist *l,
         if (j == SIZE_MAX) continue;
         c->overlap_s = l->v[j].time_s;
         c->flops = l->v[j].flops;
+        c->kernels += l->v[j].kernels;
         memmove(&l->v[j], &l->v[j + 1], (l->n - j - 1) * sizeof *l->v);
         l->n--;
         if (j < i) i--; /* the collective moved down one */
@@ -377,9 +411,17 @@ void pp__ops_layer_fwd(const pp__shape *s, pp__oplist *l) {
     /* Fused bias-dropout-add: read the output and the residual, write the
      * sum, write the mask: 2 + 2 + 2 + 1. */
     mem(s, l, "bias dropout add", 7.0 * H);
+    /* CUDA-graph scopes as Megatron-core draws them (transformer_layer.py
+     * _forward_attention, _forward_mlp): the attention sublayer with its
+     * norm and residual add; a dense MLP likewise; an MoE layer's norm
+     * goes with its router (moe_router). */
+    pp__op_scope(l, from, PP_GRAPH_ATTN);
+    size_t mlp0 = l->n;
     mem(s, l, "layernorm", 4.0 * H);
     if (pp__shape_moe(s)) {
+        pp__op_scope(l, mlp0, PP_GRAPH_MOE_ROUTER);
         pp__ops_moe_fwd(s, l);
+        mem(s, l, "bias dropout add", 7.0 * H);
     } else {
         tp_enter_fwd(&x, l);
         lgemm(s, l, "mlp fc1", x.tok, x.f_in, x.h);
@@ -388,8 +430,9 @@ void pp__ops_layer_fwd(const pp__shape *s, pp__oplist *l) {
             (x.swiglu ? 6.0 : 4.0) * x.tok * x.f / x.t);
         lgemm(s, l, "mlp fc2", x.tok, x.h, x.f / x.t);
         tp_exit_fwd(&x, l);
+        mem(s, l, "bias dropout add", 7.0 * H);
+        pp__op_scope(l, mlp0, PP_GRAPH_MLP);
     }
-    mem(s, l, "bias dropout add", 7.0 * H);
     tp_overlap(s, &x, l, from);
 }
 
@@ -408,8 +451,7 @@ static void gemm_bwd(const pp__shape *s, pp__oplist *l, const char *dname,
 static void glgemm_bwd(const pp__shape *s, pp__oplist *l, const char *dname,
                        const char *wname, double g, double m, double n,
                        double k) {
-    if (s->p->dtype == PP_PREC_FP8)
-        mem(s, l, "fp8 cast", s->g->fp8_cast_bytes * g * m * n);
+    if (s->p->dtype == PP_PREC_FP8) fp8_cast(s, l, g, g * m * n);
     ggemm(s, l, dname, g, m, k, n);
     ggemm(s, l, wname, g, k, n, m);
 }
@@ -443,9 +485,13 @@ void pp__ops_layer_bwd(const pp__shape *s, pp__oplist *l) {
      * first GEMM. */
     /* Dropout backward (read the gradient and the mask, write) and the
      * bias gradient, a reduction over the tokens (read 2): 7 bytes. */
+    size_t mlp0 = l->n;
     mem(s, l, "bias dropout add bwd", 7.0 * H);
     if (pp__shape_moe(s)) {
         pp__ops_moe_bwd(s, l);
+        size_t ln0 = l->n;
+        ln_bwd(s, &x, l);
+        pp__op_scope(l, ln0, PP_GRAPH_MOE_ROUTER);
     } else {
         tp_enter_bwd(&x, l);
         lgemm_bwd(s, l, "mlp fc2 dgrad", "mlp fc2 wgrad", x.tok, x.h,
@@ -456,9 +502,11 @@ void pp__ops_layer_bwd(const pp__shape *s, pp__oplist *l) {
             (x.swiglu ? 10.0 : 8.0) * x.tok * x.f / x.t);
         lgemm_bwd(s, l, "mlp fc1 dgrad", "mlp fc1 wgrad", x.tok, x.f_in, x.h);
         tp_exit_bwd(&x, l);
+        ln_bwd(s, &x, l);
+        pp__op_scope(l, mlp0, PP_GRAPH_MLP);
     }
-    ln_bwd(s, &x, l);
 
+    size_t attn0 = l->n;
     mem(s, l, "bias dropout add bwd", 7.0 * H);
     tp_enter_bwd(&x, l);
     lgemm_bwd(s, l, "attn proj dgrad", "attn proj wgrad", x.tok, x.h,
@@ -487,6 +535,7 @@ void pp__ops_layer_bwd(const pp__shape *s, pp__oplist *l) {
     lgemm_bwd(s, l, "qkv dgrad", "qkv wgrad", x.tok, x.qkv_n, x.h);
     tp_exit_bwd(&x, l);
     ln_bwd(s, &x, l);
+    pp__op_scope(l, attn0, PP_GRAPH_ATTN);
 
     /* Megatron-LM 2021 adds each weight gradient into an fp32 main_grad
      * buffer after every micro-batch (read 2 + 4, write 4 bytes per

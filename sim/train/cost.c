@@ -60,6 +60,14 @@ static void grp_scan(const pp__oplist *l, size_t from, size_t to, int32_t *ep_n,
     }
 }
 
+/* The kernels of ops [from, to) the host issues. */
+static double kernels(const pp__oplist *l, size_t from, size_t to,
+                      uint8_t graphs) {
+    double k = 0;
+    for (size_t i = from; i < to; i++) k += pp__op_host_kernels(l, i, graphs);
+    return k;
+}
+
 static int transformer_only(const pp_model *m, const char *what, pp_error *e) {
     if (m->arch == PP_ARCH_TRANSFORMER) return 0;
     return pp_error_set(e, PP_EINVAL,
@@ -115,6 +123,7 @@ int pp_layer_cost_get(const pp_gpu_profile *g, const pp_model *m,
             c.tp_overlap_colls++;
             c.tp_overlap_s += l.v[i].overlap_s;
         }
+    c.host_s = kernels(&l, 0, l.n, p->graphs) * g->sw.host_kernel_s;
     c.params = pp__layer_params_gpu(&s);
     pp__oplist_fini(&l);
     pp__oplist_fini(&l0);

@@ -110,10 +110,22 @@ void pp__ops_moe_fwd(const pp__shape *s, pp__oplist *l) {
     double te = x.tn * x.k * x.cf * x.etp, w = x.fe / x.etp;
     /* Router: logits, softmax and top-k in fp32 (read 4, write 4 per
      * score, twice). */
+    size_t r0 = l->n;
     pp__op_gemm(s, l, "router", 1, x.tn, x.E, x.h);
     pp__op_mem(s, l, "router topk", 16.0 * x.tn * x.E);
-    /* Permute: gather each token's k copies by expert (read 2, write 2). */
+    pp__op_scope(l, r0, PP_GRAPH_MOE_ROUTER);
+    /* Permute: gather each token's k copies by expert (read 2, write 2):
+     * the dispatcher's preprocessing (its T k rows are known without the
+     * counts, so a graph can hold it: moe_preprocess). */
     pp__op_mem(s, l, "moe permute", 4.0 * x.tn * x.k * x.cf * x.h);
+    pp__op_scope(l, l->n - 1, PP_GRAPH_MOE_PREPROCESS);
+    /* Dropless, the host needs each rank's token counts (the all-to-all's
+     * split sizes, the grouped GEMM's m_splits) before it can issue the
+     * dispatch: it copies them from the GPU and waits (token_dispatcher.py:
+     * "A synchronization is needed before expert parallel AlltoAll
+     * communication to get the input_splits and output_splits CPU
+     * values").  Once per layer forward, recomputation included. */
+    size_t sync_at = l->n;
     a2a(&x, l, "ep dispatch alltoall");
     etp_comm(&x, l, PP_COLL_ALLGATHER);
     /* Transformer Engine's grouped GEMMs run the experts in FP8 under
@@ -121,6 +133,7 @@ void pp__ops_moe_fwd(const pp__shape *s, pp__oplist *l) {
     double g = local_experts(&x), me = te / g;
     pp__op_glgemm(s, l, "experts fc1", g, me, (x.swiglu ? 2.0 : 1.0) * w,
                   x.h);
+    l->v[sync_at].sync = true;
     pp__op_mem(s, l, "experts swiglu", (x.swiglu ? 6.0 : 4.0) * te * w);
     pp__op_glgemm(s, l, "experts fc2", g, me, x.h, w);
     etp_comm(&x, l, PP_COLL_REDUCESCATTER);
@@ -175,8 +188,11 @@ void pp__ops_moe_bwd(const pp__shape *s, pp__oplist *l) {
                            routed_bytes(&x));
     else
         pp__op_mem(s, l, "moe permute bwd", 4.0 * x.tn * x.k * x.cf * x.h);
+    pp__op_scope(l, l->n - 1, PP_GRAPH_MOE_PREPROCESS);
+    size_t r0 = l->n;
     pp__op_mem(s, l, "router topk bwd", 16.0 * x.tn * x.E);
     gemm_bwd(s, l, "router dgrad", "router wgrad", x.tn, x.E, x.h);
+    pp__op_scope(l, r0, PP_GRAPH_MOE_ROUTER);
 }
 
 /* One expert's MLP parameters (a shared expert's, or a routed one's

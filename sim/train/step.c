@@ -35,6 +35,14 @@
  * step waits for its copies on all replicas: the slowest replica sets the
  * pace, as it does for the whole iteration through the DP AllReduce.
  *
+ * Host.  A GPU runs only what its host has issued.  Each item carries the
+ * host's time to issue its kernels (kernels x the stack's
+ * host.kernel_issue; a graphed scope one launch), and each stage a host
+ * clock: the host issues items back to back, running ahead of the GPU
+ * while it can; a compute item cannot end before the host has issued its
+ * last kernel (the wait is host_s); at a synchronisation (a dropless MoE
+ * layer's dispatch) the host first waits for the GPU to get there.
+ *
  * Accounting.  A stage is always in one state, and the time it spends in
  * each goes to one part of pp_breakdown, so the parts add up to the
  * iteration time for every stage.  Waiting for a pipeline input counts as
@@ -54,6 +62,9 @@
 static void stage_run(step *S, stage *st);
 static void on_sim(pp_sim *sim, void *ctx, uint64_t arg);
 static void on_event(pp_engine *eng, void *ctx, uint64_t arg);
+
+/* Host lag below this is not worth an event. */
+#define HOST_EPS_S 1e-9
 
 static void fail(step *S, int rc) {
     if (!S->failed) S->failed = rc ? rc : PP_EINTERNAL;
@@ -79,6 +90,7 @@ static void enter(step *S, stage *st, int state) {
     case ST_OPT: b->other_s += dt; break;
     case ST_EP: b->ep_comm_s += dt; break;
     case ST_CP: b->cp_comm_s += dt; break;
+    case ST_HOST: b->host_s += dt; break;
     case ST_WAIT: {
         double ts = S->msgs[st->wait_msg].t_send;
         double split = ts < st->t_state ? st->t_state : ts > now ? now : ts;
@@ -432,6 +444,12 @@ static void stage_run(step *S, stage *st) {
             continue;
         }
         const item *it = &st->prog->it[st->ip++];
+        if (it->kind == IT_COMPUTE || it->kind == IT_COLL) {
+            /* The host issues the item's kernels after the ones before
+             * (or, at a synchronisation, once the GPU has got here). */
+            if (it->sync && st->host_t < now_s(S)) st->host_t = now_s(S);
+            st->host_t += it->h;
+        }
         if (it->kind == IT_ZG) {
             if (pp__z3_item(S, st)) return;
             continue;
@@ -498,6 +516,18 @@ static void on_event(pp_engine *eng, void *ctx, uint64_t arg) {
     stage *st = &S->st[ARG_I(arg)];
     switch (ARG_K(arg)) {
     case K_COMPUTE:
+        /* The GPU has run what it was given; if the host has not issued
+         * the item's last kernel yet, it waits for it. */
+        if (st->host_t > now_s(S) + HOST_EPS_S) {
+            enter(S, st, ST_HOST);
+            pp_engine_after(S->eng, st->host_t - now_s(S), on_event, S,
+                            ARG(K_HOST, st->p));
+            break;
+        }
+        enter(S, st, ST_IDLE);
+        stage_run(S, st);
+        break;
+    case K_HOST:
         enter(S, st, ST_IDLE);
         stage_run(S, st);
         break;

@@ -23,16 +23,21 @@ static const char *label(step *S, const char *fmt, long a, const char *b) {
 }
 
 /* Appends ops[from..] to pr, merging runs of compute into one segment
- * named lab.  Labels are resolved once all are made (the array moves). */
-static void emit(program *pr, const pp__oplist *l, size_t from, size_t lab) {
+ * named after the label made next (labels are resolved once all are
+ * made: the array moves).  Each item carries the host's time to issue
+ * its kernels; an op the host synchronises before starts an item. */
+static void emit(const step *S, program *pr, const pp__oplist *l, size_t from) {
     for (size_t i = from; i < l->n; i++) {
         const pp__op *o = &l->v[i];
+        double h = pp__op_host_kernels(l, i, S->par->graphs) * S->host_k;
         item it;
         memset(&it, 0, sizeof it);
-        it.label = (const char *)(uintptr_t)(lab + 1);
+        it.label = (const char *)(uintptr_t)(S->n_labels + 1);
         if (o->kind == PP__OP_GEMM || o->kind == PP__OP_MEM) {
-            if (pr->n && pr->it[pr->n - 1].kind == IT_COMPUTE) {
+            bool sync = o->sync && !S->prof.sw.moe_sync_free;
+            if (!sync && pr->n && pr->it[pr->n - 1].kind == IT_COMPUTE) {
                 pr->it[pr->n - 1].t += o->time_s;
+                pr->it[pr->n - 1].h += h;
                 continue;
             }
             it.kind = IT_COMPUTE;
@@ -46,7 +51,10 @@ static void emit(program *pr, const pp__oplist *l, size_t from, size_t lab) {
         } else {
             it.kind = IT_MARK;
             it.x = o->params;
+            h = 0;
         }
+        it.sync = o->sync && !S->prof.sw.moe_sync_free;
+        it.h = h;
         prog_push(pr, it);
     }
 }
@@ -68,15 +76,16 @@ void pp__step_build(step *S) {
         double t = generic_compute_s(S);
         label(S, "forward", 0, "");
         label(S, "backward", 0, "");
-        prog_push(&S->fwd[0], (item){IT_COMPUTE, 0, (const char *)(uintptr_t)1,
-                                     t / 3, 0, 0});
+        prog_push(&S->fwd[0], (item){.kind = IT_COMPUTE,
+                                     .label = (const char *)(uintptr_t)1,
+                                     .t = t / 3});
         double params = S->m->params;
         for (int k = 0; k < GENERIC_PARTS; k++) {
+            prog_push(&S->bwd[0], (item){.kind = IT_COMPUTE,
+                                         .label = (const char *)(uintptr_t)2,
+                                         .t = 2 * t / 3 / GENERIC_PARTS});
             prog_push(&S->bwd[0],
-                      (item){IT_COMPUTE, 0, (const char *)(uintptr_t)2,
-                             2 * t / 3 / GENERIC_PARTS, 0, 0});
-            prog_push(&S->bwd[0],
-                      (item){IT_MARK, 0, NULL, 0, params / GENERIC_PARTS, 0});
+                      (item){.kind = IT_MARK, .x = params / GENERIC_PARTS});
         }
     } else {
         pp__shape sh = {S->m, S->par, &S->prof, 0};
@@ -92,13 +101,13 @@ void pp__step_build(step *S) {
             /* ZeRO-3 as the stack implements it: each layer's weights
              * (and the embedding's, the head's) gathered before use,
              * forward and backward (zero3.c). */
-            item zg = {IT_ZG, 0, NULL, 0, 0, 0};
+            item zg = {.kind = IT_ZG};
             double zl = pp__layer_params_gpu(&sh);
             if (S->z3_layer && v == 0)
                 zg.x = pp__embed_params_gpu(&sh), prog_push(f, zg);
             if (v == 0) {
                 pp__ops_embed_fwd(&sh, &l);
-                emit(f, &l, 0, S->n_labels);
+                emit(S, f, &l, 0);
                 label(S, "embedding", 0, "");
             }
             for (int64_t i = 0; i < Lv; i++) {
@@ -106,7 +115,7 @@ void pp__step_build(step *S) {
                 if (S->z3_layer) zg.x = zl, prog_push(f, zg);
                 sh.kind = pp_model_layer_is_moe(S->m, first_layer + i) ? 2 : 1;
                 pp__ops_layer_fwd(&sh, &l);
-                emit(f, &l, from, S->n_labels);
+                emit(S, f, &l, from);
                 label(S, "layer %ld %s", (long)(first_layer + i), "fwd");
             }
             /* Multi-token prediction: after the last layer, each module
@@ -120,7 +129,7 @@ void pp__step_build(step *S) {
                 pp__ops_mtp_fwd(&sh, &l);
                 pp__ops_layer_fwd(&sh, &l);
                 pp__ops_head_fwd(&sh, &l);
-                emit(f, &l, from, S->n_labels);
+                emit(S, f, &l, from);
                 label(S, "mtp %ld fwd", (long)k, "");
             }
             if (v == S->V - 1) {
@@ -128,7 +137,7 @@ void pp__step_build(step *S) {
                 if (S->z3_layer)
                     zg.x = pp__head_params_gpu(&sh), prog_push(f, zg);
                 pp__ops_head_fwd(&sh, &l);
-                emit(f, &l, from, S->n_labels);
+                emit(S, f, &l, from);
                 label(S, "logits and loss", 0, "");
             }
             l.n = 0;
@@ -136,7 +145,7 @@ void pp__step_build(step *S) {
                 if (S->z3_layer)
                     zg.x = pp__head_params_gpu(&sh), prog_push(b, zg);
                 pp__ops_head_bwd(&sh, &l);
-                emit(b, &l, 0, S->n_labels);
+                emit(S, b, &l, 0);
                 label(S, "logits and loss bwd", 0, "");
             }
             for (int64_t k = v == S->V - 1 ? S->m->mtp_layers - 1 : -1; k >= 0;
@@ -149,7 +158,7 @@ void pp__step_build(step *S) {
                 pp__ops_mtp_head_bwd(&sh, &l);
                 pp__ops_layer_bwd(&sh, &l);
                 pp__ops_mtp_bwd(&sh, &l, k == 0);
-                emit(b, &l, from, S->n_labels);
+                emit(S, b, &l, from);
                 label(S, "mtp %ld bwd", (long)k, "");
             }
             for (int64_t i = Lv - 1; i >= 0; i--) {
@@ -157,7 +166,7 @@ void pp__step_build(step *S) {
                 if (S->z3_layer) zg.x = zl, prog_push(b, zg);
                 sh.kind = pp_model_layer_is_moe(S->m, first_layer + i) ? 2 : 1;
                 pp__ops_layer_bwd(&sh, &l);
-                emit(b, &l, from, S->n_labels);
+                emit(S, b, &l, from);
                 label(S, "layer %ld %s", (long)(first_layer + i), "bwd");
             }
             if (v == 0) {
@@ -165,7 +174,7 @@ void pp__step_build(step *S) {
                 if (S->z3_layer)
                     zg.x = pp__embed_params_gpu(&sh), prog_push(b, zg);
                 pp__ops_embed_bwd(&sh, &l);
-                emit(b, &l, from, S->n_labels);
+                emit(S, b, &l, from);
                 label(S, "embedding bwd", 0, "");
             }
             first_layer += Lv;
@@ -384,6 +393,7 @@ static int setup(step *S, const pp_step_config *cfg, pp_error *e) {
                   S->m->arch == PP_ARCH_TRANSFORMER;
     S->pag = p->zero >= 1 && p->zero < 3 && S->dp > 1 &&
              S->prof.sw.param_gather_overlap;
+    S->host_k = S->prof.sw.host_kernel_s;
     pp__step_build(S);
     S->vparams = pp_xcalloc((size_t)S->V, sizeof *S->vparams);
     for (int32_t v = 0; v < S->V; v++)
@@ -505,6 +515,7 @@ int pp_step_simulate(const pp_step_config *cfg, pp_step_result *out,
         r.total.dp_comm_exposed_s += b->dp_comm_exposed_s / S->pp;
         r.total.bubble_s += b->bubble_s / S->pp;
         r.total.other_s += b->other_s / S->pp;
+        r.total.host_s += b->host_s / S->pp;
         r.total.ep_comm_s += b->ep_comm_s / S->pp;
         r.total.cp_comm_s += b->cp_comm_s / S->pp;
     }

@@ -34,6 +34,16 @@ typedef struct pp__op {
      * compute's). */
     uint8_t group;
     double overlap_s;
+    /* The kernels the framework launches for it, each costing the host
+     * the stack's host.kernel_issue (1; a grouped GEMM one per group),
+     * and whether the host first waits for the GPU to reach it (a
+     * device-to-host synchronisation: the dropless MoE dispatch). */
+    double kernels;
+    bool sync;
+    /* The CUDA-graph scope it belongs to (PP_GRAPH_*, 0 none): graphed
+     * (pp_parallel.graphs), its kernels cost the host nothing beyond the
+     * graph's one launch. */
+    uint8_t scope;
 } pp__op;
 
 enum { PP__GRP_TP = 0, PP__GRP_CP, PP__GRP_EP };
@@ -44,6 +54,12 @@ typedef struct pp__oplist {
 } pp__oplist;
 
 void pp__oplist_fini(pp__oplist *l);
+/* Puts ops [from, l->n) in graph scope sc. */
+void pp__op_scope(pp__oplist *l, size_t from, uint8_t sc);
+/* The kernels the host issues for op i of l under CUDA graphs `graphs`
+ * (PP_GRAPH_*): its own, or for a graphed op its graph's one launch,
+ * counted on the graph's first op. */
+double pp__op_host_kernels(const pp__oplist *l, size_t i, uint8_t graphs);
 
 /* What a list is built for. */
 typedef struct pp__shape {

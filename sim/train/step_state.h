@@ -33,6 +33,8 @@ typedef struct item {
     double t;          /* compute seconds */
     double x;          /* COLL: bytes S; MARK: parameters */
     uint8_t grp;       /* COLL: PP__GRP_TP, _CP (t: overlapped compute), _EP */
+    uint8_t sync;      /* the host waits for the GPU before issuing it */
+    double h;          /* host seconds to issue its kernels */
 } item;
 
 typedef struct program {
@@ -54,8 +56,9 @@ enum {
     ST_OPT,     /* optimizer step */
     ST_ZAG,     /* ZeRO parameter AllGather */
     ST_DONE,
-    ST_EP, /* in an MoE all-to-all (sim/train/step_group.c) */
-    ST_CP  /* in CP's K/V exchange after the overlapped compute */
+    ST_EP,  /* in an MoE all-to-all (sim/train/step_group.c) */
+    ST_CP,  /* in CP's K/V exchange after the overlapped compute */
+    ST_HOST /* idle until the host has issued the next kernels */
 };
 
 typedef struct msg {
@@ -100,6 +103,9 @@ typedef struct stage {
      * one: chunks arrived, collectives of the one in flight. */
     int32_t pag_ready, pag_pending;
     double t_done;
+    /* When the host will have issued every kernel up to the running
+     * item: the GPU cannot finish the item before (step.c). */
+    double host_t;
 } stage;
 
 typedef struct step {
@@ -135,6 +141,7 @@ typedef struct step {
     bool mb_reduce; /* ZeRO >= 2: every backward reduces */
     bool z3_layer;  /* ZeRO-3 as the stack implements it (zero3.c) */
     double emb_bytes;
+    double host_k; /* host seconds per kernel launched (0: not modelled) */
     int failed;
     pp_error err;
     uint64_t transfers, collectives;
@@ -155,7 +162,8 @@ enum {
     K_Z3,
     K_Z3L,
     K_GRP, /* a CP or EP collective (counts down st->pending) */
-    K_PAG  /* a chunk's overlapped ZeRO parameter all-gather */
+    K_PAG, /* a chunk's overlapped ZeRO parameter all-gather */
+    K_HOST /* the host has issued the running item's last kernel */
 };
 #define ARG(k, i) ((uint64_t)(k) << 56 | (uint64_t)(i))
 #define ARG_K(a) ((int)((a) >> 56))
