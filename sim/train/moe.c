@@ -29,6 +29,10 @@
  * here dispatch is uniform over the EP group), and the overlap of the
  * shared experts with the all-to-all.
  *
+ * The host: the dispatch waits for the token counts once per forward
+ * (op.sync: step.c's host clock), and the router and the first
+ * permutation are the CUDA-graph scopes moe_router and moe_preprocess.
+ *
  * The permutation: Transformer Engine's fused kernels (--moe-permute-
  * fusion) move the rows at HBM's rate.  Unfused (permute=unfused,
  * Megatron-core's default), moe_utils.py gathers them with index_select

@@ -30,11 +30,11 @@ static void emit(const step *S, program *pr, const pp__oplist *l, size_t from) {
     for (size_t i = from; i < l->n; i++) {
         const pp__op *o = &l->v[i];
         double h = pp__op_host_kernels(l, i, S->par->graphs) * S->host_k;
+        bool sync = o->sync && !S->prof.sw.moe_sync_free;
         item it;
         memset(&it, 0, sizeof it);
         it.label = (const char *)(uintptr_t)(S->n_labels + 1);
         if (o->kind == PP__OP_GEMM || o->kind == PP__OP_MEM) {
-            bool sync = o->sync && !S->prof.sw.moe_sync_free;
             if (!sync && pr->n && pr->it[pr->n - 1].kind == IT_COMPUTE) {
                 pr->it[pr->n - 1].t += o->time_s;
                 pr->it[pr->n - 1].h += h;
@@ -53,7 +53,7 @@ static void emit(const step *S, program *pr, const pp__oplist *l, size_t from) {
             it.x = o->params;
             h = 0;
         }
-        it.sync = o->sync && !S->prof.sw.moe_sync_free;
+        it.sync = sync;
         it.h = h;
         prog_push(pr, it);
     }
