@@ -43,7 +43,10 @@ static const char *objective_key(pp_plan_objective o) {
     }
 }
 
-static json_t *breakdown_json(const pp_breakdown *b) {
+/* The parts simulate's JSON has: ep_comm_s and cp_comm_s for a layout
+ * with ep or cp > 1, host_s under a stack that models the host. */
+static json_t *breakdown_json(const pp_plan *p, const pp_plan_candidate *c,
+                              const pp_breakdown *b) {
     json_t *o = json_object();
     json_object_set_new(o, "compute_s", num(b->compute_s));
     json_object_set_new(o, "tp_comm_s", num(b->tp_comm_s));
@@ -51,6 +54,12 @@ static json_t *breakdown_json(const pp_breakdown *b) {
     json_object_set_new(o, "dp_comm_exposed_s", num(b->dp_comm_exposed_s));
     json_object_set_new(o, "bubble_s", num(b->bubble_s));
     json_object_set_new(o, "other_s", num(b->other_s));
+    if (c->par.ep > 1 || c->par.cp > 1) {
+        json_object_set_new(o, "ep_comm_s", num(b->ep_comm_s));
+        json_object_set_new(o, "cp_comm_s", num(b->cp_comm_s));
+    }
+    if (p->profile.sw.host_kernel_s > 0)
+        json_object_set_new(o, "host_s", num(b->host_s));
     return o;
 }
 
@@ -63,17 +72,20 @@ const char *pp__plan_why(const pp_plan *p, size_t i, char *buf, size_t len) {
     struct {
         const char *name;
         double d;
-    } parts[6] = {
+    } parts[9] = {
         {"compute", y->compute_s - x->compute_s},
         {"TP comm", y->tp_comm_s - x->tp_comm_s},
         {"PP comm", y->pp_comm_s - x->pp_comm_s},
         {"exposed DP comm", y->dp_comm_exposed_s - x->dp_comm_exposed_s},
         {"bubble", y->bubble_s - x->bubble_s},
-        {"optimizer/other", y->other_s - x->other_s}};
+        {"optimizer/other", y->other_s - x->other_s},
+        {"EP comm", y->ep_comm_s - x->ep_comm_s},
+        {"CP comm", y->cp_comm_s - x->cp_comm_s},
+        {"host", y->host_s - x->host_s}};
     /* Largest penalties first (a stable selection: equal values keep the
      * order above). */
-    int order[6] = {0, 1, 2, 3, 4, 5};
-    for (int k = 1; k < 6; k++)
+    int order[9] = {0, 1, 2, 3, 4, 5, 6, 7, 8};
+    for (int k = 1; k < 9; k++)
         for (int j = k; j > 0 && parts[order[j]].d > parts[order[j - 1]].d;
              j--) {
             int t = order[j];
@@ -100,7 +112,7 @@ const char *pp__plan_why(const pp_plan *p, size_t i, char *buf, size_t len) {
                               c->iteration_time_s, T);
         shown = 3;
     }
-    for (int k = 0; k < 6 && shown < 3 && u < len; k++) {
+    for (int k = 0; k < 9 && shown < 3 && u < len; k++) {
         const char *nm = parts[order[k]].name;
         double d = parts[order[k]].d;
         if (!(d > 0.005 * T)) break; /* below half a percent: noise */
@@ -145,8 +157,9 @@ static json_t *candidate_json(const pp_plan *p, size_t i) {
     json_object_set_new(o, "memory_per_gpu_bytes", num(c->memory.total));
     json_object_set_new(o, "memory_headroom_bytes",
                         num(c->memory_limit_bytes - c->memory.total));
-    json_object_set_new(o, "breakdown", breakdown_json(&c->breakdown));
-    json_object_set_new(o, "estimated_breakdown", breakdown_json(&c->est));
+    json_object_set_new(o, "breakdown", breakdown_json(p, c, &c->breakdown));
+    json_object_set_new(o, "estimated_breakdown",
+                        breakdown_json(p, c, &c->est));
     json_object_set_new(o, "training_days", num(c->training_days));
     json_object_set_new(o, "cost_usd", num(c->cost_usd));
     json_object_set_new(o, "score", num(c->score));

@@ -5,7 +5,7 @@
  * host issues the kernels, the host costs nothing when not modelled, and
  * a dropless MoE layer's synchronisation keeps the host from running
  * ahead; CUDA graphs (graphs=) leave the host one launch per graph, and
- * the launch formats carry them.
+ * the launch formats carry them; plan's JSON carries the host's part.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,6 +16,8 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+
+#include <jansson.h>
 
 #include "cli_run.h"
 #include "podplan/planner.h"
@@ -281,6 +283,38 @@ static void test_graphs_launch(void **state) {
     cli_result_free(&r);
 }
 
+/* plan's JSON carries the parts simulate's has (EP comm, host), so each
+ * candidate's parts add up to its time, and the host makes the planner
+ * prefer the micro-batch NVIDIA's GB200 preset runs for Qwen3-30B-A3B. */
+static void test_plan_parts(void **state) {
+    (void)state;
+    cli_result r;
+    cli_runf(&r, "plan --model qwen3-30b-a3b --cluster dgx-b200-ndr --set "
+                 "node.count=1 --gpus 8 --global-batch 512 --stack nemo-2025 "
+                 "--top 0 --format json");
+    if (r.status != 0) fail_msg("exit %d: %s", r.status, r.err);
+    json_t *j = cli_json(&r);
+    json_t *cs = json_object_get(j, "candidates");
+    assert_true(json_array_size(cs) >= 5);
+    for (size_t i = 0; i < 5; i++) {
+        json_t *c = json_array_get(cs, i), *b = json_object_get(c, "breakdown");
+        double sum = 0,
+               t = json_number_value(json_object_get(c, "iteration_time_s"));
+        const char *k;
+        json_t *v;
+        json_object_foreach(b, k, v) sum += json_number_value(v);
+        assert_non_null(json_object_get(b, "host_s"));
+        assert_non_null(json_object_get(b, "ep_comm_s"));
+        if (!(fabs(sum - t) <= 1e-9 * t))
+            fail_msg("candidate %zu: parts %.12g, time %.12g", i, sum, t);
+    }
+    const char *best =
+        json_string_value(json_object_get(json_array_get(cs, 0), "parallel"));
+    assert_non_null(strstr(best, "mbs=4"));
+    json_decref(j);
+    cli_result_free(&r);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_host_off),
@@ -289,6 +323,7 @@ int main(void) {
         cmocka_unit_test(test_graphs_spec),
         cmocka_unit_test(test_graphs_host),
         cmocka_unit_test(test_graphs_launch),
+        cmocka_unit_test(test_plan_parts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
