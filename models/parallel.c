@@ -45,19 +45,24 @@ enum {
 static const char *const graph_scopes[] = {
     "attn", "mlp", "moe_router", "moe_preprocess", "full", NULL};
 
-char *pp_graphs_format(uint8_t graphs, char *buf, size_t len) {
+char *pp_graphs_list(uint8_t graphs, const char *sep, const char *quote,
+                     char *buf, size_t len) {
     size_t n = 0;
     if (len == 0) return buf;
     buf[0] = '\0';
-    if (!graphs) {
+    for (int i = 0; graph_scopes[i]; i++)
+        if (graphs & (1u << i) && n < len)
+            n += (size_t)snprintf(buf + n, len - n, "%s%s%s%s", n ? sep : "",
+                                  quote, graph_scopes[i], quote);
+    return buf;
+}
+
+char *pp_graphs_format(uint8_t graphs, char *buf, size_t len) {
+    if (!graphs && len > 0) {
         snprintf(buf, len, "none");
         return buf;
     }
-    for (int i = 0; graph_scopes[i]; i++)
-        if (graphs & (1u << i) && n < len)
-            n += (size_t)snprintf(buf + n, len - n, "%s%s", n ? "+" : "",
-                                  graph_scopes[i]);
-    return buf;
+    return pp_graphs_list(graphs, "+", "", buf, len);
 }
 
 /* "none", or scopes joined by '+', each once; full alone; moe_preprocess

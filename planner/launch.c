@@ -33,18 +33,11 @@ static const char *graph_impl(const pp_parallel *q) {
 
 static char *graph_scope_list(const pp_parallel *q, const char *sep,
                               const char *qu, char *buf, size_t len) {
-    char g[64];
-    pp_graphs_format(q->graphs, g, sizeof g);
-    if (q->graphs & PP_GRAPH_FULL) snprintf(g, sizeof g, "full_iteration");
-    size_t n = 0;
-    buf[0] = '\0';
-    for (const char *t = g; *t && n < len;) {
-        size_t w = strcspn(t, "+");
-        n += (size_t)snprintf(buf + n, len - n, "%s%s%.*s%s", n ? sep : "", qu,
-                              (int)w, t, qu);
-        t += w + (t[w] == '+');
+    if (q->graphs & PP_GRAPH_FULL) {
+        snprintf(buf, len, "%sfull_iteration%s", qu, qu);
+        return buf;
     }
-    return buf;
+    return pp_graphs_list(q->graphs, sep, qu, buf, len);
 }
 
 static void header(const pp_plan *p, FILE *fp, const char *cmt) {

@@ -226,8 +226,12 @@ enum {
 };
 
 /* The graphs= value of a mask ("none", "attn+moe_router", ...): buf; and
- * back (PP_EINPUT naming what was expected). */
+ * back (PP_EINPUT naming what was expected).  pp_graphs_list writes the
+ * scopes of a mask each in `quote`, separated by `sep` (launch formats'
+ * lists; "" for none). */
 char *pp_graphs_format(uint8_t graphs, char *buf, size_t len);
+char *pp_graphs_list(uint8_t graphs, const char *sep, const char *quote,
+                     char *buf, size_t len);
 int pp_graphs_parse(const char *val, uint8_t *out, pp_error *e);
 
 /* Defaults: everything 1, gbs = mbs * dp, no sp, full recompute (until a

@@ -305,13 +305,12 @@ static void tp_exit_bwd(const dims *x, pp__oplist *l) {
 static void cp_wrap(const dims *x, pp__oplist *l, size_t from, double mult,
                     const char *name) {
     if (x->cp <= 1) return;
-    double t = 0, f = 0;
+    double t = 0, f = 0, k = 0;
     for (size_t i = from; i < l->n; i++) {
         t += l->v[i].time_s;
         f += l->v[i].flops;
+        k += l->v[i].kernels;
     }
-    double k = 0;
-    for (size_t i = from; i < l->n; i++) k += l->v[i].kernels;
     l->n = from;
     double kv = 2.0 * PP_ACT_BYTES * x->sq * x->b * x->kvd / x->t;
     pp__op *o = push(l, name, PP__OP_COMM);
