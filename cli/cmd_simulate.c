@@ -137,8 +137,12 @@ static void print_table(FILE *fp, const void *ctx) {
         x->cfg.p2p_scatter ? "" : " (whole tensors)",
         pp_fidelity_name(x->cfg.fidelity));
     char sl[160];
-    fprintf(fp, "stack        %s\n",
-            pp_cli_stack_label(&x->prof, sl, sizeof sl));
+    fprintf(fp, "stack        %s", pp_cli_stack_label(&x->prof, sl, sizeof sl));
+    /* The recipe a plain dtype=fp8 took from the stack. */
+    if (x->p.dtype == PP_PREC_FP8 && x->p.fp8 == PP_FP8_AUTO)
+        fprintf(fp, " (FP8 recipe %s)",
+                pp_registry_name(&pp_reg_fp8, (int)x->p.fp8_recipe));
+    fputc('\n', fp);
     if (x->prof.calibrated[0])
         fprintf(fp, "profile      %s (%s) (calibrated: %s)\n\n", x->prof.name,
                 x->prof.source, x->prof.calibrated);
@@ -214,6 +218,10 @@ static json_t *to_json(const result *x) {
     json_object_set_new(o, "stack", json_string(x->prof.stack));
     json_object_set_new(o, "stack_default",
                         json_boolean(x->prof.stack_default));
+    if (x->p.dtype == PP_PREC_FP8)
+        json_object_set_new(
+            o, "fp8_recipe",
+            json_string(pp_registry_name(&pp_reg_fp8, (int)x->p.fp8_recipe)));
     json_object_set_new(o, "profile", json_string(x->prof.name));
     json_object_set_new(o, "profile_calibrated",
                         json_boolean(x->prof.calibrated[0] != '\0'));

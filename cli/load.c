@@ -90,6 +90,14 @@ int pp_cli_check_stack(const pp_stack *st, const pp_gpu_profile *g,
                             "no FP8 tensor cores (no fp8 peak in the "
                             "catalogue)",
                             g->name);
+    if (p->dtype == PP_PREC_FP8 && p->fp8_recipe == PP_FP8_MXFP8 && !g->mxfp8)
+        return pp_error_set(e, PP_EUSAGE,
+                            "--parallel: fp8=mxfp8%s: the GPU of profile %s "
+                            "has no MXFP8 tensor cores (catalogue mxfp8; "
+                            "Blackwell's have them): use tensorwise, delayed "
+                            "or blockwise",
+                            p->fp8 == PP_FP8_AUTO ? " (stack fp8.recipe)" : "",
+                            g->name);
     /* The stack a GPU gets by default does not narrow the layouts that
      * ran before stacks existed (ZeRO-2/3 on A100 with Megatron-LM
      * 2021's defaults); a stack that was asked for does. */

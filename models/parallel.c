@@ -14,9 +14,10 @@
 #define PP_PARALLEL_MAX 1000000000LL
 
 static const char *const spec_keys[] = {
-    "tp",        "pp",   "dp",         "mbs",     "gbs",    "vp",     "sp",
-    "recompute", "zero", "first",      "last",    "dtype",  "attn",   "cp",
-    "ep",        "etp",  "dispatcher", "permute", "layout", "graphs", NULL};
+    "tp",     "pp",        "dp",   "mbs",   "gbs",        "vp",
+    "sp",     "recompute", "zero", "first", "last",       "dtype",
+    "attn",   "cp",        "ep",   "etp",   "dispatcher", "permute",
+    "layout", "graphs",    "fp8",  NULL};
 enum {
     K_TP,
     K_PP,
@@ -37,7 +38,8 @@ enum {
     K_DISPATCH,
     K_PERMUTE,
     K_LAYOUT,
-    K_GRAPHS
+    K_GRAPHS,
+    K_FP8
 };
 
 /* graphs= scopes, in PP_GRAPH_* bit order (Megatron-core's
@@ -117,6 +119,8 @@ void pp_parallel_init(pp_parallel *p) {
     p->zero = 0;
     p->cp = p->ep = 1;
     p->etp = 0; /* = tp */
+    p->fp8 = PP_FP8_AUTO;
+    p->fp8_recipe = PP_FP8_DELAYED; /* until a stack resolves it */
 }
 
 int64_t pp_parallel_etp(const pp_parallel *p) {
@@ -173,10 +177,12 @@ static int spec_value(void *ctx, int k, const char *val, pp_error *e) {
                                 pre, val);
         return 0;
     }
-    if (k == K_DTYPE || k == K_ATTN || k == K_DISPATCH || k == K_PERMUTE) {
+    if (k == K_DTYPE || k == K_ATTN || k == K_DISPATCH || k == K_PERMUTE ||
+        k == K_FP8) {
         const pp_registry *r = k == K_DTYPE      ? &pp_reg_prec
                                : k == K_ATTN     ? &pp_reg_attn
                                : k == K_DISPATCH ? &pp_reg_dispatch
+                               : k == K_FP8      ? &pp_reg_fp8
                                                  : &pp_reg_permute;
         int v;
         char field[64];
@@ -191,6 +197,9 @@ static int spec_value(void *ctx, int k, const char *val, pp_error *e) {
         } else if (k == K_DISPATCH) {
             p->dispatch = (pp_dispatch)v;
             if (v != PP_DISPATCH_AUTO) p->deepep = v == PP_DISPATCH_DEEPEP;
+        } else if (k == K_FP8) {
+            p->fp8 = (pp_fp8)v;
+            if (v != PP_FP8_AUTO) p->fp8_recipe = (pp_fp8)v;
         } else if (k == K_PERMUTE) {
             p->permute = (pp_permute)v;
             if (v != PP_PERMUTE_AUTO)
@@ -260,6 +269,14 @@ int pp_parallel_parse(const char *spec, pp_parallel *p, pp_error *e) {
                                 (long long)q.pp, (long long)vp);
         q.vp = vp;
     }
+    /* A recipe scales FP8 tensors: with bf16 or fp16 GEMMs it would be
+     * silently ignored. */
+    if (q.fp8 != PP_FP8_AUTO && q.dtype != PP_PREC_FP8)
+        return pp_error_set(e, PP_EINPUT,
+                            "--parallel: fp8: %s is a recipe for dtype=fp8, "
+                            "but dtype is %s",
+                            pp_registry_name(&pp_reg_fp8, (int)q.fp8),
+                            pp_registry_name(&pp_reg_prec, (int)q.dtype));
     *p = q;
     return 0;
 }
@@ -299,6 +316,9 @@ char *pp_parallel_format(const pp_parallel *p, char *buf, size_t len) {
     if (n >= 0 && (size_t)n < len && p->permute != PP_PERMUTE_AUTO)
         n += snprintf(buf + n, len - (size_t)n, ",permute=%s",
                       pp_registry_name(&pp_reg_permute, (int)p->permute));
+    if (n >= 0 && (size_t)n < len && p->fp8 != PP_FP8_AUTO)
+        n += snprintf(buf + n, len - (size_t)n, ",fp8=%s",
+                      pp_registry_name(&pp_reg_fp8, (int)p->fp8));
     if (n >= 0 && (size_t)n < len && p->graphs) {
         char g[64];
         n += snprintf(buf + n, len - (size_t)n, ",graphs=%s",

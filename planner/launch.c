@@ -31,6 +31,17 @@ static const char *graph_impl(const pp_parallel *q) {
     return q->graphs & PP_GRAPH_FULL ? "local" : "transformer_engine";
 }
 
+/* The FP8 recipe as Megatron-core's --fp8-recipe names it (the SPEC's
+ * names are its), and whether it is delayed scaling, the one recipe of
+ * releases before the flag. */
+static const char *fp8_recipe(const pp_parallel *q) {
+    return pp_registry_name(&pp_reg_fp8, (int)q->fp8_recipe);
+}
+
+static bool fp8_delayed(const pp_parallel *q) {
+    return q->fp8_recipe == PP_FP8_DELAYED || q->fp8_recipe == PP_FP8_AUTO;
+}
+
 static char *graph_scope_list(const pp_parallel *q, const char *sep,
                               const char *qu, char *buf, size_t len) {
     if (q->graphs & PP_GRAPH_FULL) {
@@ -246,11 +257,15 @@ int pp__write_megatron(const pp_plan *p, FILE *fp, pp_error *e) {
     else
         ARG("--bf16");
     /* Transformer Engine FP8 (Megatron-LM's --fp8-format; NVIDIA's
-     * recipes use hybrid: e4m3 forward, e5m2 gradients, delayed scaling
-     * over 1024 steps of amax history). */
-    if (q->dtype == PP_PREC_FP8)
+     * recipes use hybrid: e4m3 forward, e5m2 gradients).  Delayed
+     * scaling over 1024 steps of amax history is what Megatron-core did
+     * before --fp8-recipe (core 0.13) and still its default, so it gets
+     * no recipe flag and runs on older releases too. */
+    if (q->dtype == PP_PREC_FP8 && fp8_delayed(q))
         ARG("--fp8-format hybrid --fp8-amax-history-len 1024 "
             "--fp8-amax-compute-algo max");
+    else if (q->dtype == PP_PREC_FP8)
+        ARG("--fp8-format hybrid --fp8-recipe %s", fp8_recipe(q));
     int64_t it = train_iters(p);
     if (it > 0) ARG("--train-iters %lld", (long long)it);
 #undef ARG
@@ -312,11 +327,18 @@ int pp__write_nemo(const pp_plan *p, FILE *fp, pp_error *e) {
                 c->placement[1] == 'p' ? "true" : "false");
     fprintf(fp, "  sequence_parallel: %s\n",
             q->sp && q->tp > 1 ? "true" : "false");
-    /* megatron_gpt_config.yaml's Transformer Engine FP8 keys. */
-    if (q->dtype == PP_PREC_FP8)
+    /* megatron_gpt_config.yaml's Transformer Engine FP8 keys; another
+     * recipe than delayed by Megatron-core's TransformerConfig field,
+     * which NeMo fills from the model section's keys of the same name. */
+    if (q->dtype == PP_PREC_FP8 && fp8_delayed(q))
         fprintf(fp, "  transformer_engine: true\n  fp8: true\n"
                     "  fp8_hybrid: true\n  fp8_amax_history_len: 1024\n"
                     "  fp8_amax_compute_algo: max\n");
+    else if (q->dtype == PP_PREC_FP8)
+        fprintf(fp,
+                "  transformer_engine: true\n  fp8: true\n"
+                "  fp8_hybrid: true\n  fp8_recipe: %s\n",
+                fp8_recipe(q));
     if (q->cp > 1)
         fprintf(fp, "  context_parallel_size: %lld\n", (long long)q->cp);
     if (pp_model_is_moe(m)) {
@@ -518,6 +540,16 @@ int pp__write_nemo2(const pp_plan *p, FILE *fp, pp_error *e) {
             "    ),\n)\n\n",
             py_bool(q->zero >= 1), py_bool(c->dp_overlap));
 
+    /* MegatronMixedPrecision's FP8 arguments (fp8_recipe besides
+     * delayed scaling, as NeMo's performance recipes set it). */
+    char mp[128] = "";
+    if (q->dtype == PP_PREC_FP8 && fp8_delayed(q))
+        snprintf(mp, sizeof mp,
+                 ", fp8=\"hybrid\", fp8_amax_history_len=1024, "
+                 "fp8_amax_compute_algo=\"max\"");
+    else if (q->dtype == PP_PREC_FP8)
+        snprintf(mp, sizeof mp, ", fp8=\"hybrid\", fp8_recipe=\"%s\"",
+                 fp8_recipe(q));
     fputs("trainer = nl.Trainer(\n", fp);
     fprintf(fp, "    devices=%lld,\n    num_nodes=%lld,\n", (long long)per,
             (long long)nodes);
@@ -528,11 +560,7 @@ int pp__write_nemo2(const pp_plan *p, FILE *fp, pp_error *e) {
             "    strategy=strategy,\n"
             "    plugins=nl.MegatronMixedPrecision(precision=\"%s\"%s),\n"
             ")\n\n",
-            fp16 ? "16-mixed" : "bf16-mixed",
-            q->dtype == PP_PREC_FP8
-                ? ", fp8=\"hybrid\", fp8_amax_history_len=1024, "
-                  "fp8_amax_compute_algo=\"max\""
-                : "");
+            fp16 ? "16-mixed" : "bf16-mixed", mp);
 
     fprintf(fp,
             "data = llm.MockDataModule(\n"

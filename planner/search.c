@@ -489,6 +489,8 @@ int pp_plan_search(const pp_model *m, const pp_cluster *c,
         .deepep = plan->profile.sw.moe_deepep,
         .permute_unfused = plan->profile.sw.moe_permute_unfused,
         .fp8 = plan->profile.fp8 && plan->profile.fp8_peak_flops > 0,
+        .fp8_recipe = plan->profile.sw.fp8_recipe,
+        .mxfp8 = plan->profile.mxfp8,
         .recompute_mask =
             plan->profile.stack_default ? 0 : plan->profile.sw.recompute,
         .zero_max = plan->profile.stack_default || !plan->profile.stack[0]

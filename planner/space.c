@@ -23,7 +23,7 @@
 static const char *const dim_names[PP_PLAN_DIM__COUNT + 1] = {
     "tp",        "pp",         "dp",      "mbs",    "gbs",  "vp", "sp",
     "recompute", "zero",       "overlap", "first",  "last", "cp", "ep",
-    "etp",       "dispatcher", "permute", "graphs", NULL};
+    "etp",       "dispatcher", "permute", "graphs", "fp8",  NULL};
 
 const char *pp_plan_dim_name(pp_plan_dim d) {
     return (unsigned)d < PP_PLAN_DIM__COUNT ? dim_names[d] : "?";
@@ -115,6 +115,22 @@ static int filter_value(void *ctx, int k, const char *val, pp_error *e) {
             return PP_EUSAGE;
         }
         v = g;
+        break;
+    }
+    case PP_PLAN_DIM_FP8: {
+        int r;
+        if (c->exclude)
+            return pp_error_set(e, PP_EUSAGE,
+                                "%s: fp8: not searched (the stack's recipe "
+                                "unless pinned with --fix fp8=...)",
+                                c->what);
+        r = pp_registry_find(&pp_reg_fp8, val);
+        if (r <= PP_FP8_AUTO)
+            return pp_error_set(e, PP_EUSAGE,
+                                "%s: fp8: expected delayed, tensorwise, mxfp8 "
+                                "or blockwise, got \"%.100s\"",
+                                c->what, val);
+        v = r;
         break;
     }
     case PP_PLAN_DIM_ZERO:
@@ -295,9 +311,16 @@ static int walk_inner(const pp__space *s, pp_parallel *p, pp__space_fn fn,
                     reject(s, PP_PLAN_REJECT_TARGET);
                     continue;
                 }
-                /* FP8 only where the stack and the GPU have it. */
-                for (int dt = 0; dt <= (s->fp8 ? 1 : 0); dt++) {
+                /* FP8 only where the stack and the GPU have it; a
+                 * pinned recipe asks for FP8 alone. */
+                bool rpin = s->filter && s->filter->fixed[PP_PLAN_DIM_FP8];
+                for (int dt = rpin; dt <= (s->fp8 ? 1 : 0); dt++) {
                     p->dtype = dt ? PP_PREC_FP8 : PP_PREC_BF16;
+                    p->fp8 = dt && rpin
+                                 ? (pp_fp8)s->filter->value[PP_PLAN_DIM_FP8]
+                                 : PP_FP8_AUTO;
+                    p->fp8_recipe =
+                        p->fp8 != PP_FP8_AUTO ? p->fp8 : s->fp8_recipe;
                     for (int ov = 0; ov <= (p->dp > 1 ? 1 : 0); ov++) {
                         if (!allowed(s, PP_PLAN_DIM_OVERLAP, ov)) continue;
                         if ((rc = fn(ctx, p, ov != 0, e)) != 0) return rc;
@@ -728,6 +751,16 @@ int pp__space_check_pins(const pp__space *s, pp_error *e) {
                                 "GPUs",
                                 (long long)dp, (long long)limit);
     }
+    if (x[PP_PLAN_DIM_FP8] && !s->fp8)
+        return pp_error_set(
+            e, PP_EUSAGE,
+            "--fix fp8=%s: the stack or the GPU does not "
+            "train in FP8",
+            pp_registry_name(&pp_reg_fp8, (int)v[PP_PLAN_DIM_FP8]));
+    if (x[PP_PLAN_DIM_FP8] && v[PP_PLAN_DIM_FP8] == PP_FP8_MXFP8 && !s->mxfp8)
+        return pp_error_set(e, PP_EUSAGE,
+                            "--fix fp8=mxfp8: the GPU has no MXFP8 tensor "
+                            "cores (catalogue mxfp8; Blackwell's have them)");
     if (x[PP_PLAN_DIM_MBS] && s->gbs % v[PP_PLAN_DIM_MBS] != 0)
         return pp_error_set(e, PP_EUSAGE,
                             "--fix mbs=%lld: does not divide the global batch "

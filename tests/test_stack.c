@@ -136,6 +136,9 @@ static void test_broken(void **state) {
     expect_bad("host:\n  moe_sync: sometimes\n", ":2:13: host.moe_sync");
     expect_bad("host:\n  kernel_launch: 5us\n", ":2:3: host.kernel_launch");
     expect_bad("host: 5us\n", ":1:7: host");
+    expect_bad("fp8:\n  recipe: sometimes\n", ":2:11: fp8.recipe");
+    expect_bad("fp8:\n  recipe: auto\n", ":2:11: fp8.recipe");
+    expect_bad("fp8:\n  recipe: [delayed]\n", ":2:11: fp8.recipe");
 }
 
 /* Without recompute= a layout gets its stack's default: Megatron-core's

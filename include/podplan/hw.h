@@ -36,6 +36,7 @@ typedef struct pp_gpu_spec {
     double peak_flops[PP_DTYPE__COUNT]; /* dense FLOP/s; 0 = unsupported */
     bool fp16_only;                     /* the 16-bit rate is fp16's: no bf16
                                         (P100, V100) */
+    bool mxfp8; /* tensor cores scale FP8 per 32-element block (Blackwell) */
     double hbm_bytes, hbm_Bps;
     int nvlink_gen;           /* 0 = none */
     double nvlink_Bps;        /* per GPU, per direction */
@@ -149,6 +150,7 @@ typedef struct pp_stack {
     bool flash_attention;      /* uses FlashAttention */
     bool fp8;                  /* can train with FP8 GEMMs */
     double fp8_cast_bytes;     /* HBM bytes per FP8 GEMM input element */
+    pp_fp8 fp8_recipe;         /* dtype=fp8's scaling unless fp8= says */
     int zero_max;              /* highest ZeRO/FSDP stage it implements */
     int zero3_prefetch;        /* layers all-gathered ahead (ZeRO-3) */
     bool zero3_overlap;        /* ZeRO-3 gathers run beside compute */
@@ -236,7 +238,11 @@ typedef struct pp_gpu_profile {
      * gemm.fp8_efficiency, gemm.fp8_k_half): eff x k / (k + k_half), no
      * tile or wave factor (see sim/hw/profile.c). */
     double fp8_peak_flops;
+    bool mxfp8; /* the GPU runs MXFP8 GEMMs (catalogue mxfp8) */
     double fp8_gemm_efficiency;
+    /* fp8=mxfp8's GEMMs: their asymptote (gemm.mxfp8_efficiency; 0: the
+     * per-tensor one), same k_half. */
+    double mxfp8_gemm_efficiency;
     double fp8_k_half;
     /* FlashAttention kernels: FLOP rate over peak, forward and backward
      * (profile attention.flash_fwd/bwd_efficiency), reached by a kernel
@@ -307,6 +313,9 @@ int pp_profile_load_stack(const char *spec, const pp_gpu_spec *gpu,
 /* A GEMM's time with FP8 operands (fp8 true) or 16-bit ones. */
 double pp_gemm_time_prec_s(const pp_gpu_profile *g, bool fp8, double batch,
                            double m, double n, double k);
+/* The same with MXFP8's block-scaled operands (gemm.mxfp8_efficiency). */
+double pp_gemm_time_mxfp8_s(const pp_gpu_profile *g, double batch, double m,
+                            double n, double k);
 
 /* Roofline times of single operations (seconds), launch overhead
  * included.  A (batched) GEMM C[m x n] = A[m x k] B[k x n], `batch`

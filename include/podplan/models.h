@@ -204,6 +204,12 @@ typedef struct pp_parallel {
      * kernels (--moe-permute-fusion), at HBM's rate. */
     pp_permute permute;
     bool permute_unfused;
+    /* dtype=fp8's scaling recipe (fp8=delayed|tensorwise|mxfp8|blockwise;
+     * auto: the stack's fp8.recipe).  `fp8_recipe`, the resolved one
+     * (never auto): what each FP8 cast costs (kernels, an amax pass) and
+     * the launch flags. */
+    pp_fp8 fp8;
+    pp_fp8 fp8_recipe;
     /* CUDA graphs (graphs=none, or scopes joined by '+': attn, mlp,
      * moe_router, moe_preprocess, or full alone): Transformer Engine's
      * per-layer graphs (--cuda-graph-impl transformer_engine, Megatron-

@@ -51,6 +51,8 @@ typedef enum {
     PP_PLAN_DIM_PERMUTE,    /* 0 fused, 1 unfused (default: the stack's) */
     PP_PLAN_DIM_GRAPHS,     /* CUDA graphs, a PP_GRAPH_* mask (default 0;
                                pinned only, not searched) */
+    PP_PLAN_DIM_FP8,        /* FP8 recipe, a pp_fp8 (default: the stack's;
+                               pinned only: then every candidate is FP8) */
     PP_PLAN_DIM__COUNT
 } pp_plan_dim;
 

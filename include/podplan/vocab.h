@@ -101,6 +101,19 @@ extern "C" {
     X(UNFUSED, "unfused",                                                      \
       "PyTorch index_select and atomic scatter-adds (Megatron's default)")
 
+/* How dtype=fp8 scales its tensors (SPEC fp8=, Megatron-core's
+ * --fp8-recipe names): auto is the stack's (fp8.recipe). */
+#define PP_FP8_MAP(X)                                                          \
+    X(AUTO, "auto", "what the software stack uses (--stack)")                  \
+    X(DELAYED, "delayed",                                                      \
+      "per-tensor scales from past steps' amax (Transformer Engine's first)")  \
+    X(TENSORWISE, "tensorwise",                                                \
+      "per-tensor scales from the tensor's own amax (NVIDIA's FP8-CS)")        \
+    X(MXFP8, "mxfp8",                                                          \
+      "a scale per 32 elements, in the tensor cores (Blackwell; FP8-MX)")      \
+    X(BLOCKWISE, "blockwise",                                                  \
+      "1x128 activation and 128x128 weight blocks (DeepSeek-V3's)")
+
 #define PP__ENUM_ITEM(prefix, e) prefix##e,
 #define PP__COLL_E(e, n, h) PP__ENUM_ITEM(PP_COLL_, e)
 #define PP__ALGO_E(e, n, h) PP__ENUM_ITEM(PP_ALGO_, e)
@@ -112,6 +125,7 @@ extern "C" {
 #define PP__ATTN_E(e, n, h) PP__ENUM_ITEM(PP_ATTN_, e)
 #define PP__DISPATCH_E(e, n, h) PP__ENUM_ITEM(PP_DISPATCH_, e)
 #define PP__PERMUTE_E(e, n, h) PP__ENUM_ITEM(PP_PERMUTE_, e)
+#define PP__FP8_E(e, n, h) PP__ENUM_ITEM(PP_FP8_, e)
 
 typedef enum { PP_COLL_OP_MAP(PP__COLL_E) PP_COLL__COUNT } pp_coll_op;
 typedef enum { PP_COLL_ALGO_MAP(PP__ALGO_E) PP_ALGO__COUNT } pp_coll_algo;
@@ -127,6 +141,7 @@ typedef enum {
     PP_DISPATCH_MAP(PP__DISPATCH_E) PP_DISPATCH__COUNT
 } pp_dispatch;
 typedef enum { PP_PERMUTE_MAP(PP__PERMUTE_E) PP_PERMUTE__COUNT } pp_permute;
+typedef enum { PP_FP8_MAP(PP__FP8_E) PP_FP8__COUNT } pp_fp8;
 
 /* ------------------------------------------------------------------------
  * Registries: read-only views of the lists above.
@@ -153,6 +168,7 @@ extern const pp_registry pp_reg_prec;
 extern const pp_registry pp_reg_attn;
 extern const pp_registry pp_reg_dispatch;
 extern const pp_registry pp_reg_permute;
+extern const pp_registry pp_reg_fp8;
 
 /* The name of value v, or "?" when out of range. */
 const char *pp_registry_name(const pp_registry *r, int v);

@@ -75,6 +75,7 @@ static void profile_from_gpu(pp_gpu_profile *g, const pp_gpu_spec *gpu) {
     if (gpu->peak_flops[PP_DTYPE_BF16] > 0)
         g->peak_flops = gpu->peak_flops[PP_DTYPE_BF16];
     g->fp8_peak_flops = gpu->peak_flops[PP_DTYPE_FP8];
+    g->mxfp8 = gpu->mxfp8;
     if (gpu->hbm_Bps > 0) g->hbm_Bps = gpu->hbm_Bps;
     if (gpu->sms > 0) g->sms = gpu->sms;
 }
@@ -201,7 +202,9 @@ static int profile_read(pp_node *root, pp_gpu_profile *g, pp_error *e) {
             (rc = pp_map_number(sec, "gemm", "fp8_efficiency", PP_OPTIONAL,
                                 1e-3, 1, &g->fp8_gemm_efficiency, e)) < 0 ||
             (rc = pp_map_number(sec, "gemm", "fp8_k_half", PP_OPTIONAL, 0, 1e6,
-                                &g->fp8_k_half, e)) < 0)
+                                &g->fp8_k_half, e)) < 0 ||
+            (rc = pp_map_number(sec, "gemm", "mxfp8_efficiency", PP_OPTIONAL,
+                                1e-3, 1, &g->mxfp8_gemm_efficiency, e)) < 0)
             return rc;
         rc = pp_map_node(sec, "gemm", "tiles", PP_OPTIONAL, PP_NODE_SEQ, &n, e);
         if (rc < 0) return rc;
@@ -436,10 +439,28 @@ double pp_gemm_time_s(const pp_gpu_profile *g, double batch, double m, double n,
                     pp_gemm_bytes(batch, m, n, k));
 }
 
+/* An FP8 GEMM at asymptote eff (see pp_gemm_time_prec_s). */
+static double fp8_time(const pp_gpu_profile *g, double eff, double batch,
+                       double m, double n, double k);
+
 double pp_gemm_time_prec_s(const pp_gpu_profile *g, bool fp8, double batch,
                            double m, double n, double k) {
     if (!fp8 || !(g->fp8_peak_flops > 0))
         return pp_gemm_time_s(g, batch, m, n, k);
+    return fp8_time(g, g->fp8_gemm_efficiency, batch, m, n, k);
+}
+
+double pp_gemm_time_mxfp8_s(const pp_gpu_profile *g, double batch, double m,
+                            double n, double k) {
+    if (!(g->fp8_peak_flops > 0)) return pp_gemm_time_s(g, batch, m, n, k);
+    return fp8_time(g,
+                    g->mxfp8_gemm_efficiency > 0 ? g->mxfp8_gemm_efficiency
+                                                 : g->fp8_gemm_efficiency,
+                    batch, m, n, k);
+}
+
+static double fp8_time(const pp_gpu_profile *g, double asym, double batch,
+                       double m, double n, double k) {
     /* The FP8 asymptote and its own k_half, with no tile or wave
      * factor: the measured cuBLASLt FP8 kernels on H100 (calibrate/
      * examples/h100/gemm-gpt3-tp8-fp8.json) run the qkv GEMM, whose
@@ -448,7 +469,7 @@ double pp_gemm_time_prec_s(const pp_gpu_profile *g, bool fp8, double batch,
      * (persistent, stream-K-like scheduling).  Operands of 1 byte,
      * output 2. */
     (void)n;
-    double eff = g->fp8_gemm_efficiency * k / (k + g->fp8_k_half);
+    double eff = asym * k / (k + g->fp8_k_half);
     double flops = 2.0 * batch * m * n * k;
     double bytes = batch * (m * k + k * n + 2.0 * m * n);
     double tc = flops / (g->fp8_peak_flops * eff);

@@ -55,6 +55,7 @@ static void stack_defaults(pp_stack *s) {
     s->recompute = 7u;
     s->recompute_default = PP_RECOMPUTE_FULL;
     s->fp8_cast_bytes = 3.0;
+    s->fp8_recipe = PP_FP8_DELAYED;
     s->zero_max = 1;
     s->zero3_prefetch = 0;
     s->coll_efficiency = 1.0;
@@ -227,11 +228,18 @@ static int stack_read(pp_node *root, pp_stack *s, pp_error *e) {
         return rc;
 
     if ((rc = sec_of(root, "fp8", &sec, e)) < 0) return rc;
-    if (sec && ((rc = read_bool(sec, "fp8", "supported", &s->fp8, e)) < 0 ||
-                (rc = pp_map_number(sec, "fp8", "cast_bytes", PP_OPTIONAL, 0,
-                                    64, &s->fp8_cast_bytes, e)) < 0 ||
-                (rc = pp_map_done(sec, "fp8", e)) < 0))
-        return rc;
+    if (sec) {
+        /* The recipes by name, auto left out: a stack's is a choice. */
+        int r = (int)s->fp8_recipe - 1;
+        if ((rc = read_bool(sec, "fp8", "supported", &s->fp8, e)) < 0 ||
+            (rc = pp_map_number(sec, "fp8", "cast_bytes", PP_OPTIONAL, 0, 64,
+                                &s->fp8_cast_bytes, e)) < 0 ||
+            (rc = pp_map_enum(sec, "fp8", "recipe", PP_OPTIONAL,
+                              pp_reg_fp8.names + 1, &r, e)) < 0 ||
+            (rc = pp_map_done(sec, "fp8", e)) < 0)
+            return rc;
+        s->fp8_recipe = (pp_fp8)(r + 1);
+    }
 
     if ((rc = sec_of(root, "zero", &sec, e)) < 0) return rc;
     if (sec) {
@@ -334,6 +342,7 @@ void pp_stack_resolve_spec(const pp_stack *s, pp_parallel *p) {
     if (p->dispatch == PP_DISPATCH_AUTO) p->deepep = s->moe_deepep;
     if (p->permute == PP_PERMUTE_AUTO)
         p->permute_unfused = s->moe_permute_unfused;
+    if (p->fp8 == PP_FP8_AUTO) p->fp8_recipe = s->fp8_recipe;
 }
 
 void pp_stack_resolve(const pp_gpu_profile *g, pp_parallel *p) {

@@ -72,19 +72,43 @@ static void ggemm(const pp__shape *s, pp__oplist *l, const char *name,
         pp__op *o = push(l, name, PP__OP_GEMM);
         o->flops = 2.0 * g * m * n * k;
         o->bytes = g * (m * k + k * n + 2.0 * m * n);
-        o->time_s = pp_gemm_time_prec_s(s->g, true, g, m, n, k);
+        o->time_s = s->p->fp8_recipe == PP_FP8_MXFP8
+                        ? pp_gemm_time_mxfp8_s(s->g, g, m, n, k)
+                        : pp_gemm_time_prec_s(s->g, true, g, m, n, k);
     }
     l->v[l->n - 1].time_s += (g - 1.0) * s->g->launch_s;
     l->v[l->n - 1].kernels = g;
 }
 
-/* The FP8 cast of a grouped GEMM's input: Transformer Engine quantizes
- * each group's rows apart (tex.split_quantize: one quantize per split),
- * so g kernels for the host to issue. */
+/* The FP8 cast of a GEMM input of g groups' rows (g > 1: an MoE layer's
+ * experts, which Transformer Engine quantizes split by split,
+ * tex.split_quantize), as each recipe does it (transformer_engine/
+ * pytorch/csrc/quantizer.cpp and extensions/cast.cpp):
+ * - delayed: one cast kernel with the scale past steps' amax gave, this
+ *   amax taken on the way; a split input's pieces in one fused kernel
+ *   (multi_tensor_quantize_impl: "Currently only have fused kernel for
+ *   FP8 delayed scaling", nvte_multi_cast_transpose).
+ * - tensorwise (current scaling): Float8CurrentScalingQuantizer's
+ *   amax pass over the input, a kernel turning it into the scale, then
+ *   the cast: three kernels per piece and the input read twice (2 more
+ *   bytes per element).  Transformer Engine fuses the amax into a
+ *   LayerNorm or activation before it in some paths; not told apart.
+ * - mxfp8, blockwise: one quantize kernel per piece, the block scales
+ *   found inside it; the scales (1 byte per 32, 4 bytes per 128
+ *   elements) are left out of the bytes.
+ * The stack's fp8.cast_bytes is the delayed cast's traffic. */
 static void fp8_cast(const pp__shape *s, pp__oplist *l, double g,
                      double elems) {
-    mem(s, l, "fp8 cast", s->g->fp8_cast_bytes * elems);
-    l->v[l->n - 1].kernels = g;
+    pp_fp8 r = s->p->fp8_recipe;
+    double bytes = s->g->fp8_cast_bytes, kernels = g;
+    if (r == PP_FP8_TENSORWISE) {
+        bytes += 2.0;
+        kernels = 3.0 * g;
+    } else if (r == PP_FP8_DELAYED || r == PP_FP8_AUTO) {
+        kernels = 1.0;
+    }
+    mem(s, l, "fp8 cast", bytes * elems);
+    l->v[l->n - 1].kernels = kernels;
 }
 
 static void glgemm(const pp__shape *s, pp__oplist *l, const char *name,

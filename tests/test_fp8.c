@@ -1,0 +1,244 @@
+/*
+ * tests/test_fp8.c: FP8 recipes (SPEC fp8=, stack fp8.recipe): the SPEC
+ * key and its refusals, the stacks' defaults, what each recipe's casts
+ * cost (kernels for the host, bytes for the GPU: sim/train/compute.c),
+ * MXFP8 only on GPUs whose tensor cores have it, and the recipe in the
+ * planner's pins and launch formats.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "cli_run.h"
+#include "podplan/sim.h"
+
+/* The recipe round trip, the defaults and the refusals of the SPEC. */
+static void test_spec(void **state) {
+    (void)state;
+    pp_error e = PP_ERROR_INIT;
+    pp_parallel p;
+    char buf[PP_SPEC_MAX];
+
+    pp_parallel_init(&p);
+    assert_int_equal(p.fp8, PP_FP8_AUTO);
+    assert_int_equal(p.fp8_recipe, PP_FP8_DELAYED);
+    assert_int_equal(pp_parallel_parse("tp=2,dtype=fp8,fp8=tensorwise", &p, &e),
+                     0);
+    assert_int_equal(p.fp8, PP_FP8_TENSORWISE);
+    assert_int_equal(p.fp8_recipe, PP_FP8_TENSORWISE);
+    pp_parallel_format(&p, buf, sizeof buf);
+    assert_non_null(strstr(buf, ",dtype=fp8,fp8=tensorwise"));
+    pp_parallel q;
+    pp_parallel_init(&q);
+    assert_int_equal(pp_parallel_parse(buf, &q, &e), 0);
+    assert_int_equal(q.fp8_recipe, PP_FP8_TENSORWISE);
+
+    /* auto leaves the SPEC as it was; the stack then decides. */
+    pp_parallel_init(&p);
+    assert_int_equal(pp_parallel_parse("dtype=fp8,fp8=auto", &p, &e), 0);
+    pp_parallel_format(&p, buf, sizeof buf);
+    assert_null(strstr(buf, "fp8="));
+    pp_stack s;
+    assert_int_equal(pp_stack_load("nemo-2025", &s, &e), 0);
+    assert_int_equal(s.fp8_recipe, PP_FP8_TENSORWISE);
+    pp_stack_resolve_spec(&s, &p);
+    assert_int_equal(p.fp8_recipe, PP_FP8_TENSORWISE);
+    assert_int_equal(pp_stack_load("megatron-core-2024", &s, &e), 0);
+    pp_stack_resolve_spec(&s, &p);
+    assert_int_equal(p.fp8_recipe, PP_FP8_DELAYED);
+    /* A given recipe wins over the stack's. */
+    assert_int_equal(pp_parallel_parse("fp8=mxfp8", &p, &e), 0);
+    pp_stack_resolve_spec(&s, &p);
+    assert_int_equal(p.fp8_recipe, PP_FP8_MXFP8);
+
+    /* Refusals: a recipe without FP8 GEMMs, a name not a recipe. */
+    pp_parallel_init(&p);
+    assert_int_equal(pp_parallel_parse("tp=2,fp8=tensorwise", &p, &e),
+                     PP_EINPUT);
+    assert_non_null(strstr(e.msg, "fp8: tensorwise is a recipe for "
+                                  "dtype=fp8, but dtype is bf16"));
+    assert_int_equal(p.tp, 1); /* nothing of a bad SPEC is kept */
+    e = (pp_error)PP_ERROR_INIT;
+    assert_int_equal(pp_parallel_parse("dtype=fp8,fp8=per-tensor", &p, &e),
+                     PP_EINPUT);
+    assert_non_null(strstr(e.msg, "fp8"));
+    assert_non_null(strstr(e.msg, "tensorwise"));
+}
+
+/* Kernels (host.kernel_issue at 1 ms: host_s / 1 ms counts them) and
+ * forward time of one Qwen3-30B-A3B layer, 16 experts on the GPU (ep 8),
+ * under recipe r. */
+static void layer(pp_fp8 r, double *kernels, double *fwd_s) {
+    pp_error e = PP_ERROR_INIT;
+    pp_model m;
+    pp_gpu_profile g;
+    pp_parallel p;
+    pp_layer_cost lc;
+    const pp_gpu_spec *gpu;
+    pp_catalog *cat;
+    if (pp_catalog_load(NULL, &cat, &e) ||
+        pp_model_load("qwen3-30b-a3b", &m, &e))
+        fail_msg("%s", e.msg);
+    gpu = pp_catalog_gpu(cat, "b200");
+    if (!gpu || pp_profile_load_stack(NULL, gpu, "nemo-2025", &g, NULL, &e))
+        fail_msg("b200: %s", e.msg);
+    pp_parallel_init(&p);
+    if (pp_parallel_parse("tp=1,pp=1,dp=8,ep=8,mbs=1,gbs=8,dtype=fp8", &p, &e))
+        fail_msg("%s", e.msg);
+    p.fp8 = p.fp8_recipe = r;
+    g.sw.host_kernel_s = 1e-3;
+    pp_stack_resolve(&g, &p);
+    if (pp_layer_cost_get(&g, &m, &p, &lc, &e)) fail_msg("%s", e.msg);
+    *kernels = lc.host_s / 1e-3;
+    *fwd_s = lc.fwd_s;
+    pp_catalog_free(cat);
+}
+
+static void test_cast_costs(void **state) {
+    (void)state;
+    double kd, km, kb, kt, fd, fm, fb, ft;
+    layer(PP_FP8_DELAYED, &kd, &fd);
+    layer(PP_FP8_MXFP8, &km, &fm);
+    layer(PP_FP8_BLOCKWISE, &kb, &fb);
+    layer(PP_FP8_TENSORWISE, &kt, &ft);
+    print_message("kernels per layer: delayed %.0f, mxfp8 %.0f, blockwise "
+                  "%.0f, tensorwise %.0f\n",
+                  kd, km, kb, kt);
+    /* Delayed scaling casts an expert input's 16 pieces in one fused
+     * kernel, MXFP8 and blockwise one each: 15 more per grouped cast. */
+    assert_true(km > kd);
+    double per = (km - kd) / 15.0;
+    assert_true(fabs(per - round(per)) < 1e-9 && per >= 2);
+    assert_true(fabs(kb - km) < 1e-9);
+    /* Current scaling: an amax and a scale kernel besides each cast. */
+    assert_true(kt - km >= 2 * 16 * per);
+    /* Its amax pass reads each input again; blockwise moves the same
+     * bytes as delayed (the block scales left out) at the same GEMM rate;
+     * MXFP8's GEMMs run at the B200 profile's gemm.mxfp8_efficiency,
+     * below the per-tensor one. */
+    assert_true(ft > fd);
+    assert_true(fabs(fb - fd) <= 1e-12 * fd);
+    assert_true(fm > fd);
+}
+
+/* MXFP8 runs on Blackwell's tensor cores only; simulate says which
+ * recipe a plain dtype=fp8 took from the stack. */
+static void test_gpus(void **state) {
+    (void)state;
+    const char *spec = "--parallel tp=1,pp=1,dp=8,mbs=1,gbs=64,zero=1,"
+                       "dtype=fp8,fp8=mxfp8 --stack nemo-2025";
+    cli_result r;
+    cli_runf(&r,
+             "simulate --model megatron-1.7b --cluster dgx-h100-ndr --set "
+             "node.count=1 %s",
+             spec);
+    assert_int_equal(r.status, 2);
+    assert_non_null(strstr(r.err, "fp8=mxfp8: the GPU of profile h100 has no "
+                                  "MXFP8 tensor cores"));
+    assert_string_equal(r.out, "");
+    cli_result_free(&r);
+    cli_runf(&r,
+             "simulate --model megatron-1.7b --cluster dgx-b200-ndr --set "
+             "node.count=1 %s --format json",
+             spec);
+    if (r.status != 0) fail_msg("exit %d: %s", r.status, r.err);
+    json_t *j = cli_json(&r);
+    assert_string_equal(json_string_value(json_object_get(j, "fp8_recipe")),
+                        "mxfp8");
+    json_decref(j);
+    cli_result_free(&r);
+    cli_runf(&r, "simulate --model megatron-1.7b --cluster dgx-h100-ndr --set "
+                 "node.count=1 --parallel tp=1,pp=1,dp=8,mbs=1,gbs=64,zero=1,"
+                 "dtype=fp8 --stack nemo-2025");
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "stack        nemo-2025 (FP8 recipe "
+                                  "tensorwise)\n"));
+    cli_result_free(&r);
+}
+
+/* A pinned recipe makes every candidate FP8 with it and reaches the
+ * launch formats by Megatron-core's and NeMo's names; delayed scaling
+ * keeps the flags of releases before --fp8-recipe. */
+static void test_plan(void **state) {
+    (void)state;
+    const char *base = "plan --model megatron-1.7b --cluster dgx-h100-ndr "
+                       "--gpus 8 --global-batch 64 --stack nemo-2025 --top 0";
+    /* Megatron-LM's format runs under Megatron-core's stack. */
+    const char *mc = "plan --model megatron-1.7b --cluster dgx-h100-ndr "
+                     "--gpus 8 --global-batch 64 --stack megatron-core-2024 "
+                     "--top 0";
+    const char *want[][4] = {
+        {mc, "tensorwise", "megatron",
+         "--fp8-format hybrid --fp8-recipe "
+         "tensorwise"},
+        {base, "tensorwise", "nemo",
+         "  fp8_hybrid: true\n  fp8_recipe: tensorwise\n"},
+        {base, "blockwise", "nemo2",
+         "fp8=\"hybrid\", fp8_recipe=\"blockwise\")"},
+        {mc, "delayed", "megatron",
+         "--fp8-format hybrid "
+         "--fp8-amax-history-len 1024"},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        cli_result r;
+        cli_runf(&r, "%s --fix fp8=%s --format %s", want[i][0], want[i][1],
+                 want[i][2]);
+        if (r.status != 0)
+            fail_msg("%s: exit %d: %s", want[i][2], r.status, r.err);
+        if (!strstr(r.out, want[i][3]))
+            fail_msg("%s %s lacks \"%s\"", want[i][1], want[i][2], want[i][3]);
+        if (strcmp(want[i][1], "delayed") == 0)
+            assert_null(strstr(r.out, "--fp8-recipe"));
+        cli_result_free(&r);
+    }
+    cli_result r;
+    cli_runf(&r, "%s --fix fp8=tensorwise --format json", base);
+    if (r.status != 0) fail_msg("exit %d: %s", r.status, r.err);
+    json_t *j = cli_json(&r), *cs = json_object_get(j, "candidates");
+    assert_true(json_array_size(cs) > 0);
+    for (size_t i = 0; i < json_array_size(cs); i++) {
+        const char *par = json_string_value(
+            json_object_get(json_array_get(cs, i), "parallel"));
+        if (!strstr(par, "dtype=fp8,fp8=tensorwise"))
+            fail_msg("candidate %zu: %s", i, par);
+    }
+    json_decref(j);
+    cli_result_free(&r);
+
+    const char *bad[][2] = {
+        {"--fix fp8=mxfp8", "--fix fp8=mxfp8: the GPU has no MXFP8"},
+        {"--fix fp8=auto", "fp8: expected delayed, tensorwise, mxfp8"},
+        {"--exclude fp8=delayed", "fp8: not searched"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        cli_runf(&r, "%s %s", base, bad[i][0]);
+        assert_int_equal(r.status, 2);
+        if (!strstr(r.err, bad[i][1]))
+            fail_msg("%s: \"%s\" lacks \"%s\"", bad[i][0], r.err, bad[i][1]);
+        cli_result_free(&r);
+    }
+    cli_runf(&r, "plan --model megatron-1.7b --cluster dgx-h100-ndr --gpus 8 "
+                 "--global-batch 64 --stack megatron-lm-2021 --fix "
+                 "fp8=tensorwise");
+    assert_int_equal(r.status, 2);
+    assert_non_null(strstr(r.err, "does not train in FP8"));
+    cli_result_free(&r);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_spec),
+        cmocka_unit_test(test_cast_costs),
+        cmocka_unit_test(test_gpus),
+        cmocka_unit_test(test_plan),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
