@@ -488,7 +488,11 @@ int pp_plan_search(const pp_model *m, const pp_cluster *c,
         .flash = plan->profile.flash_attention,
         .deepep = plan->profile.sw.moe_deepep,
         .permute_unfused = plan->profile.sw.moe_permute_unfused,
-        .fp8 = plan->profile.fp8 && plan->profile.fp8_peak_flops > 0,
+        /* A stack whose recipe needs MXFP8 tensor cores trains in FP8
+         * only on a GPU with them, unless another recipe is pinned. */
+        .fp8 = plan->profile.fp8 && plan->profile.fp8_peak_flops > 0 &&
+               (plan->profile.sw.fp8_recipe != PP_FP8_MXFP8 ||
+                plan->profile.mxfp8 || plan->opt.filter.fixed[PP_PLAN_DIM_FP8]),
         .fp8_recipe = plan->profile.sw.fp8_recipe,
         .mxfp8 = plan->profile.mxfp8,
         .recompute_mask =

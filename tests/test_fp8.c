@@ -13,7 +13,9 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -233,12 +235,58 @@ static void test_plan(void **state) {
     cli_result_free(&r);
 }
 
+/* A what-if study's fixed FP8 layout is infeasible on a variant whose
+ * GPU cannot run it (no FP8, no MXFP8), not priced as 16-bit. */
+static void test_whatif(void **state) {
+    (void)state;
+    char path[] = "/tmp/podplan-fp8-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    FILE *fp = fdopen(fd, "w");
+    fputs("name: mx\nmodel: megatron-1.7b\ncluster: dgx-h100-ndr\n"
+          "tokens: 1e9\nglobal_batch: 64\nset:\n  node.count: 1\n"
+          "bundles:\n"
+          "  h100: {gpu: h100-sxm5, server: dgx-h100, nic: ndr, "
+          "switch: qm9700}\n"
+          "  b200: {gpu: b200, server: dgx-b200, nic: ndr, switch: qm9700}\n"
+          "  a100: {gpu: a100-sxm4-80gb, server: dgx-a100, nic: hdr, "
+          "switch: qm8700}\n"
+          "vary:\n  bundle: [h100, b200, a100]\nlayout:\n"
+          "  parallel: tp=1,pp=1,dp=8,mbs=1,gbs=64,zero=1,dtype=fp8,"
+          "fp8=mxfp8\n",
+          fp);
+    fclose(fp);
+    cli_result r;
+    cli_runf(&r, "whatif --study %s --format json", path);
+    unlink(path);
+    if (r.status != 0) fail_msg("exit %d: %s", r.status, r.err);
+    json_t *j = cli_json(&r), *vs = json_object_get(j, "variants");
+    assert_int_equal(json_array_size(vs), 3);
+    const char *want[][2] = {
+        {"infeasible", "fp8=mxfp8: the GPU has no MXFP8 tensor cores"},
+        {"ok", NULL},
+        {"infeasible", "the GPU has no FP8 tensor cores"},
+    };
+    for (size_t i = 0; i < 3; i++) {
+        json_t *v = json_array_get(vs, i);
+        assert_string_equal(json_string_value(json_object_get(v, "status")),
+                            want[i][0]);
+        if (want[i][1]) {
+            const char *err = json_string_value(json_object_get(v, "error"));
+            assert_non_null(err);
+            if (!strstr(err, want[i][1]))
+                fail_msg("variant %zu: \"%s\"", i, err);
+        }
+    }
+    json_decref(j);
+    cli_result_free(&r);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_spec),
-        cmocka_unit_test(test_cast_costs),
-        cmocka_unit_test(test_gpus),
-        cmocka_unit_test(test_plan),
+        cmocka_unit_test(test_spec),   cmocka_unit_test(test_cast_costs),
+        cmocka_unit_test(test_gpus),   cmocka_unit_test(test_plan),
+        cmocka_unit_test(test_whatif),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
