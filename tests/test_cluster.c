@@ -26,9 +26,13 @@
 static const char *const shipped[] = {"hyperconnect-superpod",
                                       "titan",
                                       "selene-like",
-                                      "dgx-h100-ndr", "dgx-h200-ndr",
+                                      "dgx-h100-ndr",
+                                      "dgx-h200-ndr",
                                       "dgx-h800-2048",
-                                      "dgx-b200-ndr", "gb200-nvl72",
+                                      "dgx-b200-ndr",
+                                      "gb200-nvl72",
+                                      "dgx-b300-xdr",
+                                      "gb300-nvl72",
                                       "ethernet-10g",
                                       "big-basin-50g",
                                       "etri-ps",
@@ -374,6 +378,29 @@ static void test_gb200_nvl72(void **state) {
     pp_cluster_free(c);
 }
 
+/* Blackwell Ultra: DGX B300 nodes and GB300 NVL72 racks, one 800Gb/s
+ * (XDR) HCA per GPU on 144-port Quantum-X800 switches: 8 rail leaves and
+ * 2 spines for 32 DGX B300, 72 leaves for 8 racks. */
+static void test_blackwell_ultra(void **state) {
+    (void)state;
+    pp_cluster *c = load("dgx-b300-xdr");
+    const pp_cluster_info *in = pp_cluster_info_get(c);
+    assert_int_equal(in->gpus, 256);
+    assert_int_equal(in->gpus_per_node, 8);
+    assert_int_equal(in->switches[PP_DEV_LEAF], 8);
+    assert_int_equal(in->switches[PP_DEV_SPINE], 2);
+    assert_string_equal(in->gpu->name, "b300");
+    pp_cluster_free(c);
+    c = load("gb300-nvl72");
+    in = pp_cluster_info_get(c);
+    assert_int_equal(in->gpus, 576);
+    assert_int_equal(in->hcas, 576);
+    assert_int_equal(in->gpus_per_node, 72);
+    assert_int_equal(in->switches[PP_DEV_LEAF], 72);
+    assert_string_equal(in->gpu->name, "gb300");
+    pp_cluster_free(c);
+}
+
 static void test_titan(void **state) {
     (void)state;
     pp_cluster *c = load("titan");
@@ -625,6 +652,7 @@ int main(void) {
         cmocka_unit_test(test_set_oversubscription),
         cmocka_unit_test(test_set_errors),
         cmocka_unit_test(test_gb200_nvl72),
+        cmocka_unit_test(test_blackwell_ultra),
         cmocka_unit_test(test_titan),
         cmocka_unit_test(test_pcie_7dev),
         cmocka_unit_test(test_fat_tree_16k),

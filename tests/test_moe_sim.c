@@ -102,6 +102,35 @@ static void test_h200_blackwell_profiles(void **state) {
     assert_true(fabs(rate / (0.723 * 5000e12) - 1) < 0.03);
 }
 
+/* Blackwell Ultra: the B300 profile's best FP8 GEMM at the MAMF table's
+ * B300 rate (74.5% of 4,500 TFLOP/s), GB300's at B300's times GB200's
+ * over B200's (70.6% of 5,000; gb300.yaml), within 3%; both GPUs have
+ * MXFP8, whose GEMMs run at 0.88 of the per-tensor rate (b200.yaml's
+ * fitted ratio). */
+static void test_blackwell_ultra_profiles(void **state) {
+    (void)state;
+    pp_gpu_profile b, g;
+    pp_error e = PP_ERROR_INIT;
+    pp_catalog *c = NULL;
+    assert_int_equal(pp_catalog_load(NULL, &c, &e), 0);
+    assert_int_equal(pp_profile_load(NULL, pp_catalog_gpu(c, "b300"), &b, &e),
+                     0);
+    assert_int_equal(pp_profile_load(NULL, pp_catalog_gpu(c, "gb300"), &g, &e),
+                     0);
+    pp_catalog_free(c);
+    assert_string_equal(b.name, "b300");
+    assert_string_equal(g.name, "gb300");
+    assert_true(b.mxfp8 && g.mxfp8 && b.calibrated[0] == 0);
+    double m = 16384, n = 16384, k = 16384;
+    double rate = 2 * m * n * k / pp_gemm_time_prec_s(&b, true, 1, m, n, k);
+    assert_true(fabs(rate / (0.745 * 4500e12) - 1) < 0.03);
+    rate = 2 * m * n * k / pp_gemm_time_prec_s(&g, true, 1, m, n, k);
+    assert_true(fabs(rate / (0.706 * 5000e12) - 1) < 0.03);
+    double r = pp_gemm_time_prec_s(&g, true, 1, m, n, k) /
+               pp_gemm_time_mxfp8_s(&g, 1, m, n, k);
+    assert_true(fabs(r - 0.88) < 0.01);
+}
+
 /* The expert GEMMs of the MoE validation models, measured with `exec
  * gemm --backend cuda` on one lent H200 (calibrate/examples/h200/,
  * 2026-11-26: Qwen3-30B-A3B's and Qwen3-235B-A22B's fc1, fc2, dgrad and
@@ -453,6 +482,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_h800_profile),
         cmocka_unit_test(test_h200_blackwell_profiles),
+        cmocka_unit_test(test_blackwell_ultra_profiles),
         cmocka_unit_test(test_h200_expert_gemms),
         cmocka_unit_test(test_unfused_permute),
         cmocka_unit_test(test_simulate_ep),

@@ -31,8 +31,9 @@ const char *const pp_stack_names[] = {"megatron-lm-2021",
  * before with Megatron-LM 2021's (the stack the shipped A100 figures and
  * the Megatron-LM 2021 validation table were calibrated with). */
 const char *pp_stack_default_name(const pp_gpu_spec *gpu) {
-    static const char *const newer[] = {"h100", "h200", "h800",  "h20", "gh200",
-                                        "b100", "b200", "gb200", NULL};
+    static const char *const newer[] = {"h100",  "h200",  "h800", "h20",
+                                        "gh200", "b100",  "b200", "gb200",
+                                        "b300",  "gb300", NULL};
     if (gpu)
         for (int i = 0; newer[i]; i++)
             if (strncmp(gpu->name, newer[i], strlen(newer[i])) == 0)
