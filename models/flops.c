@@ -85,6 +85,7 @@ int pp_flops_closed(const pp_model *m, int64_t batch, pp_recompute r,
  *   QKV          2 h (q + 2 kv)       q = heads * d, kv = kv_heads * d
  *                                     (GQA), d = kv_channels or h/heads
  *   scores       2 s q                QK^T, every head, no causal saving
+ *                                     (s: the window in a windowed layer)
  *   over values  2 s q                scores x V (q: heads x head_dim
  *                                     where the model sets head_dim)
  *   out-proj     2 q h
@@ -129,9 +130,14 @@ int pp_flops_count(const pp_model *m, int64_t batch, pp_recompute r,
     /* per token, per layer, forward */
     double gemm =
         2.0 * h * (q + 2.0 * kv) + 2.0 * q * h + mlp_mats * 2.0 * h * ff;
-    /* head_dim (MLA's wider heads) widens the core only */
+    /* head_dim (MLA's wider heads) widens the core only.  A windowed
+     * layer's query meets `window` keys, not s (the layers' mean; still
+     * no causal saving, as for full attention). */
     double ac = m->head_dim > 0 ? (double)m->heads * (double)m->head_dim : q;
-    double core = 2.0 * s * ac + 2.0 * s * ac;
+    double keys = s, ws = pp_model_window_share(m);
+    if (ws > 0 && (double)m->window < s)
+        keys = ws * (double)m->window + (1.0 - ws) * s;
+    double core = 2.0 * keys * ac + 2.0 * keys * ac;
     double logits = 2.0 * h * V; /* per token, forward */
 
     /* An MoE layer (models/moe.c) runs the router (2 h E per token) and

@@ -43,6 +43,14 @@ double pp_model_kv_channels(const pp_model *m) {
                               : (double)(m->hidden / m->heads);
 }
 
+/* Windowed layers: all but every window_skip-th (from 1). */
+double pp_model_window_share(const pp_model *m) {
+    if (m->window <= 0 || m->layers <= 0) return 0.0;
+    if (m->window_skip <= 1) return 1.0;
+    double l = (double)m->layers;
+    return (l - (double)(m->layers / m->window_skip)) / l;
+}
+
 double pp__layer_params(const pp_model *m) {
     double h = (double)m->hidden;
     double f = (double)m->ffn_hidden;
@@ -232,6 +240,13 @@ static int model_check(const pp_model *m, const pp_where *w, pp_error *e) {
     if (m->mtp_layers < 0 || m->mtp_layers > PP_MTP_MAX)
         return model_bad(w, e, "mtp_layers", "expected 0 to %d, got %lld",
                          PP_MTP_MAX, (long long)m->mtp_layers);
+    /* window_skip 1 would make every layer full: no window at all. */
+    if (m->window_skip == 1 || (m->window_skip > 1 && m->window == 0))
+        return model_bad(w, e, "window_skip",
+                         m->window_skip == 1
+                             ? "expected 0 (every layer windowed) or at "
+                               "least 2 (every k-th layer full), got 1"
+                             : "needs a window (window: tokens)");
     return moe_check(m, w, e);
 }
 
@@ -321,6 +336,10 @@ int pp_model_from_node(pp_node *map, const char *path, pp_model *out,
                              PP_MODEL_DIM_MAX, &m.first_dense_layers, e)) < 0 ||
             (rc = pp_map_int(map, path, "mtp_layers", PP_OPTIONAL, 0,
                              PP_MTP_MAX, &m.mtp_layers, e)) < 0 ||
+            (rc = pp_map_int(map, path, "window", PP_OPTIONAL, 0,
+                             PP_MODEL_DIM_MAX, &m.window, e)) < 0 ||
+            (rc = pp_map_int(map, path, "window_skip", PP_OPTIONAL, 0,
+                             PP_MODEL_DIM_MAX, &m.window_skip, e)) < 0 ||
             (rc = pp_map_number(map, path, "capacity_factor", PP_OPTIONAL, 0,
                                 64, &m.capacity_factor, e)) < 0)
             return rc;
@@ -399,6 +418,8 @@ static const char *const inline_keys[] = {"layers",
                                           "capacity_factor",
                                           "mtp_layers",
                                           "kv_channels",
+                                          "window",
+                                          "window_skip",
                                           NULL};
 
 enum {
@@ -424,7 +445,9 @@ enum {
     I_GROUP_TOPK,
     I_CAPACITY,
     I_MTP,
-    I_KV_CHANNELS
+    I_KV_CHANNELS,
+    I_WINDOW,
+    I_WINDOW_SKIP
 };
 
 static int inline_value(void *ctx, int k, const char *val, pp_error *e) {
@@ -458,6 +481,15 @@ static int inline_value(void *ctx, int k, const char *val, pp_error *e) {
                                 "%skv_channels: expected a positive integer, "
                                 "got \"%.100s\"",
                                 pre, val);
+        return 0;
+    }
+    if (k == I_WINDOW || k == I_WINDOW_SKIP) {
+        if (pp_parse_i64(val, 0, PP_MODEL_DIM_MAX,
+                         k == I_WINDOW ? &m->window : &m->window_skip) < 0)
+            return pp_error_set(e, PP_EINPUT,
+                                "%s%s: expected a non-negative integer, got "
+                                "\"%.100s\"",
+                                pre, inline_keys[k], val);
         return 0;
     }
     if (k == I_MTP) {

@@ -77,10 +77,22 @@ typedef struct pp_model {
      * of DeepSeek-V3 does); in the FLOPs and the stage's memory. */
     int64_t mtp_layers;
 #define PP_MTP_MAX 16
+    /* Sliding-window attention (Mistral 7B, Gemma, GPT-OSS; Megatron-
+     * core's --window-size and --window-attn-skip-freq): a windowed
+     * layer's query attends to the `window` tokens before it, not the
+     * whole causal prefix; 0 = no window.  window_skip k > 1: every k-th
+     * layer (the k-th, 2k-th, ..., counting from 1) attends fully, the
+     * others in the window (GPT-OSS: 2, alternate); 0 = every layer
+     * windowed.  The simulator and the FLOP count give each layer the
+     * layers' mean attention (pp_model_window_share). */
+    int64_t window, window_skip;
     /* generic: a model known only by its size and cost (ResNet-50, ViT) */
     double params;           /* generic: parameter count */
     double flops_per_sample; /* generic: forward FLOPs per sample */
 } pp_model;
+
+/* The share of m's layers that attend in a window (0 without one). */
+double pp_model_window_share(const pp_model *m);
 
 /* Loads a model from `spec`: a YAML file path, a name in models/zoo/
  * ("gpt3-175b"), or inline "layers=96,hidden=12288,heads=96,seq=2048,

@@ -133,20 +133,34 @@ static void lgemm_bwd(const pp__shape *s, pp__oplist *l, const char *dname,
  * QK^T and PV, 4 s^2 d per head, halved by the causal mask (the kernels
  * skip the masked blocks, and the papers' rates count the halved FLOPs);
  * backward: 2.5x the forward (it recomputes QK^T: five GEMMs to two).
- * The rate falls for small kernels (pp_flash_efficiency). */
+ * The rate falls for small kernels (pp_flash_efficiency).  With sliding
+ * windows the kernels skip the blocks outside the window too: a windowed
+ * layer's query meets w - w^2 / (2 s) keys on average, and the layers'
+ * mean time is taken (a windowed kernel's smaller size lowers its rate). */
+static double flash_time(const pp__shape *s, double f, bool bwd) {
+    double eff = pp_flash_efficiency(s->g, bwd, f);
+    return f / (s->g->peak_flops * eff);
+}
+
 static void flash(const pp__shape *s, pp__oplist *l, const char *name,
                   double heads, double sq, double sk, double d, bool bwd) {
     pp__op *o = push(l, name, PP__OP_GEMM);
     /* sq queries against sk keys (sq = sk / cp under context parallelism;
      * causal load balancing gives every CP rank 1/cp of the work). */
-    double f = 4.0 * heads * sq * sk * d * 0.5 * (bwd ? 2.5 : 1.0);
-    double eff = pp_flash_efficiency(s->g, bwd, f);
-    double fw =
+    double per_key = 4.0 * heads * sq * d * (bwd ? 2.5 : 1.0);
+    double f = per_key * sk * 0.5, t = flash_time(s, f, bwd);
+    double ws = pp_model_window_share(s->m), w = (double)s->m->window;
+    if (ws > 0 && w < sk) {
+        double fw = per_key * (w - w * w / (2.0 * sk));
+        t = ws * flash_time(s, fw, bwd) + (1.0 - ws) * t;
+        f = ws * fw + (1.0 - ws) * f;
+    }
+    double lf =
         s->g->framework_efficiency > 0 ? s->g->framework_efficiency : 1.0;
     o->flops = f;
     /* Q, K, V, O (and their gradients backward) once: s d per head. */
     o->bytes = PP_ACT_BYTES * heads * (sq + sk) * d * (bwd ? 4.0 : 2.0);
-    o->time_s = f / (s->g->peak_flops * eff) / fw + s->g->launch_s;
+    o->time_s = t / lf + s->g->launch_s;
 }
 
 static void comm(pp__oplist *l, const char *name, pp_coll_op op, double bytes) {
