@@ -11,7 +11,8 @@ static const pp_cli_opt opts[] = {
      false, NULL, 0, NULL},
     {"parallel", 'p', "SPEC",
      "tp=8,pp=8,dp=16,mbs=1,gbs=1536[,vp=,sp=,recompute=,zero=,first=,last=,"
-     "dtype=bf16|fp16|fp8,attn=flash|standard,cp=,ep=,etp=,"
+     "dtype=bf16|fp16|fp8,fp8=delayed|tensorwise|mxfp8|blockwise,"
+     "attn=flash|standard,cp=,ep=,etp=,"
      "dispatcher=alltoall|deepep,permute=fused|unfused,"
      "graphs=none|attn+moe_router+...|full,layout=Et|(tt|)*30L] "
      "(required)",
