@@ -79,18 +79,19 @@ int pp_cli_load_profile_stack(const pp_args *a, const pp_gpu_spec *gpu,
 
 int pp_cli_check_stack(const pp_stack *st, const pp_gpu_profile *g,
                        const pp_parallel *p, pp_error *e) {
-    if (p->dtype == PP_PREC_FP8 && !st->fp8)
+    unsigned no = pp_stack_fp8_check(st, g, p);
+    if (no & PP_FP8_NO_STACK)
         return pp_error_set(e, PP_EUSAGE,
                             "--parallel: dtype=fp8: stack %s does not train "
                             "in FP8 (topologies/stacks/%s.yaml, fp8.supported)",
                             st->name, st->name);
-    if (p->dtype == PP_PREC_FP8 && !(g->fp8_peak_flops > 0))
+    if (no & PP_FP8_NO_GPU)
         return pp_error_set(e, PP_EUSAGE,
                             "--parallel: dtype=fp8: the GPU of profile %s has "
                             "no FP8 tensor cores (no fp8 peak in the "
                             "catalogue)",
                             g->name);
-    if (p->dtype == PP_PREC_FP8 && p->fp8_recipe == PP_FP8_MXFP8 && !g->mxfp8)
+    if (no & PP_FP8_NO_MXFP8)
         return pp_error_set(e, PP_EUSAGE,
                             "--parallel: fp8=mxfp8%s: the GPU of profile %s "
                             "has no MXFP8 tensor cores (catalogue mxfp8; "

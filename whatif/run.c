@@ -221,13 +221,12 @@ static int run_fixed(const pp_whatif_study *s, variant *v,
     /* An FP8 layout on a variant whose GPU or stack cannot run it does
      * not train there: an infeasible variant, as a layout that does not
      * fit, not a silently 16-bit one. */
-    const char *no_fp8 = par.dtype != PP_PREC_FP8 ? NULL
-                         : !(prof.fp8_peak_flops > 0)
-                             ? "the GPU has no FP8 tensor cores"
-                         : !stk.fp8 ? "the stack does not train in FP8"
-                         : par.fp8_recipe == PP_FP8_MXFP8 && !prof.mxfp8
-                             ? "fp8=mxfp8: the GPU has no MXFP8 tensor cores"
-                             : NULL;
+    unsigned no = pp_stack_fp8_check(&stk, &prof, &par);
+    const char *no_fp8 =
+        no & PP_FP8_NO_GPU     ? "the GPU has no FP8 tensor cores"
+        : no & PP_FP8_NO_STACK ? "the stack does not train in FP8"
+        : no & PP_FP8_NO_MXFP8 ? "fp8=mxfp8: the GPU has no MXFP8 tensor cores"
+                               : NULL;
     if (no_fp8) {
         r->status = 1;
         snprintf(r->error, sizeof r->error, "dtype=fp8 on %s: %s",

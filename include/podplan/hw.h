@@ -296,6 +296,18 @@ void pp_stack_apply(const pp_stack *s, pp_gpu_profile *g, bool is_default);
 void pp_stack_resolve_spec(const pp_stack *s, pp_parallel *p);
 void pp_stack_resolve(const pp_gpu_profile *g, pp_parallel *p);
 
+/* What keeps a resolved dtype=fp8 layout from training on this GPU under
+ * this stack, as PP_FP8_NO_* bits (0: it runs, or it is not FP8).  The
+ * callers word the refusal and choose which to name first: the CLI exits
+ * 2, a what-if variant is infeasible. */
+enum {
+    PP_FP8_NO_STACK = 1, /* the stack does not train in FP8 */
+    PP_FP8_NO_GPU = 2,   /* the GPU has no FP8 rate in the catalogue */
+    PP_FP8_NO_MXFP8 = 4  /* fp8=mxfp8 on a GPU without MXFP8 tensor cores */
+};
+unsigned pp_stack_fp8_check(const pp_stack *s, const pp_gpu_profile *g,
+                            const pp_parallel *p);
+
 /* Loads a profile.  `spec` is a YAML path or a name in
  * topologies/profiles/; NULL means the profile shipped for `gpu` (the
  * file named after the GPU, else after its family, "a100-sxm4-80gb" ->

@@ -346,6 +346,14 @@ void pp_stack_resolve_spec(const pp_stack *s, pp_parallel *p) {
     if (p->fp8 == PP_FP8_AUTO) p->fp8_recipe = s->fp8_recipe;
 }
 
+unsigned pp_stack_fp8_check(const pp_stack *s, const pp_gpu_profile *g,
+                            const pp_parallel *p) {
+    if (p->dtype != PP_PREC_FP8) return 0;
+    return (s->fp8 ? 0u : PP_FP8_NO_STACK) |
+           (g->fp8_peak_flops > 0 ? 0u : PP_FP8_NO_GPU) |
+           (p->fp8_recipe == PP_FP8_MXFP8 && !g->mxfp8 ? PP_FP8_NO_MXFP8 : 0u);
+}
+
 void pp_stack_resolve(const pp_gpu_profile *g, pp_parallel *p) {
     pp_stack_resolve_spec(&g->sw, p);
 }
