@@ -30,7 +30,10 @@
  *             shares the server's NICs with gpus_per_node / k - 1 other
  *             groups): a ring AllReduce, or ZeRO's reduce-scatter and
  *             (stages 1, 2) the all-gather of the updated parameters after
- *             the optimizer.  Exposed whole without overlap; with overlap
+ *             the optimizer.  An MoE model's routed experts go over
+ *             their expert data-parallel group (tp cp dp / (ep etp)
+ *             ranks) instead, and the two groups' times add (they share
+ *             the NICs).  Exposed whole without overlap; with overlap
  *             all but the last bucket is hidden under the chunks' last
  *             backwards, at the price of slower pipeline sends meanwhile.
  *             ZeRO-2 and 3 reduce-scatter every micro-batch's gradients
@@ -403,6 +406,40 @@ static double dp_time(const pp_plan_estimator *x, const pp_parallel *p,
     return ring_s(x, PP_COLL_ALLREDUCE, n, grad_bytes, B, lat);
 }
 
+/* A gradient group: its members and its ring's bandwidth and latency. */
+typedef struct dp_group {
+    double n, B, lat;
+} dp_group;
+
+/* The DP group (dp x cp) of the dense gradients, g[0], and the expert
+ * data-parallel group of an MoE model's routed experts, g[1]: the
+ * tp cp dp / (ep etp) ranks holding the same slice of experts, ep etp
+ * ranks apart in the stage's tp-cp-dp numbering (sim/train/
+ * step_group.c). */
+static void dp_groups(const pp_plan_estimator *x, const pp_parallel *p,
+                      dp_group g[2]) {
+    int64_t cp = p->cp > 1 ? p->cp : 1, tpc = p->tp * cp;
+    double dpc = (double)(p->dp * cp);
+    memset(g, 0, 2 * sizeof *g);
+    g[0].n = g[1].n = 1;
+    if (dpc > 1) {
+        g[0].n = dpc;
+        group_link(x, p->dp > 1 ? stride(x, p, 'd') : p->tp,
+                   p->dp > 1 ? p->dp : cp, &g[0].B, &g[0].lat);
+    }
+    int64_t slices = (p->ep > 1 ? p->ep : 1) * pp_parallel_etp(p);
+    int64_t edp = tpc * p->dp / slices;
+    if (!pp_model_is_moe(x->m) || edp < 2) return;
+    g[1].n = (double)edp;
+    if (slices % tpc == 0) /* whole replicas apart */
+        group_link(x, stride(x, p, 'd') * (slices / tpc), edp, &g[1].B,
+                   &g[1].lat);
+    else if (p->dp == 1) /* inside one tp x cp block */
+        group_link(x, slices, edp, &g[1].B, &g[1].lat);
+    else /* several per block, on every replica: the DP group's links */
+        g[1].B = g[0].B, g[1].lat = g[0].lat;
+}
+
 /* Whether stage boundary p -> p+1 of replica 0 crosses a server. */
 static bool crosses(const pp_plan_estimator *x, const pp_parallel *p) {
     int64_t sp = stride(x, p, 'p');
@@ -609,15 +646,17 @@ int pp_plan_estimate(pp_plan_estimator *x, const pp_parallel *p, bool overlap,
                     Lm * ce->lc.params,
                     Ll * ce->lc.params + ce->head.params + mtp_params};
     if (p->pp == 1) wk[1] = wk[2] = 0;
-    /* Gradients are reduced over dp x cp (Megatron-core's dp-cp group). */
-    double dpc = (double)p->dp * (p->cp > 1 ? (double)p->cp : 1.0);
-    double shard = p->zero >= 1 ? dpc : 1.0;
+    /* Of those, an MoE model's routed experts' (every layer priced as an
+     * MoE layer, as above). */
+    double El = ce->lc.expert_params, Ed = D * El;
+    double Ek[3] = {Lf * El + (p->pp == 1 ? Ed : 0), Lm * El, Ll * El + Ed};
+    /* Gradients are reduced over dp x cp (Megatron-core's dp-cp group),
+     * the routed experts' over the expert data-parallel group. */
+    dp_group g[2];
+    dp_groups(x, p, g);
     double times = p->zero >= 2 ? nmb : 1.0; /* ZeRO >= 2: per micro-batch */
     double dp_k[3] = {0}, end_k[3] = {0}, opt_k[3] = {0}, gat_k[3] = {0};
-    double hidden0 = 0, Bd = 0, latd = 0, n = dpc;
-    if (dpc > 1)
-        group_link(x, p->dp > 1 ? stride(x, p, 'd') : p->tp,
-                   p->dp > 1 ? p->dp : (int64_t)dpc, &Bd, &latd);
+    double hidden0 = 0;
     for (int k = 0; k < 3; k++) {
         if (k > 0 && wk[k] == 0) continue; /* no such stage */
         /* The stack's reduction dtype (2 bytes when none was applied). */
@@ -625,19 +664,25 @@ int pp_plan_estimate(pp_plan_estimator *x, const pp_parallel *p, bool overlap,
                         ? x->prof.sw.grad_reduce_bytes
                         : PP_GRAD_SYNC_BYTES;
         double S = gb * Pk[k], t_sync = 0, t_gather = 0;
-        if (dpc > 1) {
+        /* The two communicators share the NICs: their times add. */
+        double P2[2] = {Pk[k] - Ek[k], Ek[k]};
+        for (int q = 0; q < 2; q++) {
+            if (!(g[q].n > 1)) continue;
+            double n = g[q].n, B = g[q].B, lat = g[q].lat;
             if (p->zero >= 1) {
-                t_sync = ring_s(x, PP_COLL_REDUCESCATTER, n, S, Bd, latd);
+                t_sync +=
+                    ring_s(x, PP_COLL_REDUCESCATTER, n, gb * P2[q], B, lat);
                 /* ZeRO-3 gathered its weights before each pass already. */
                 if (p->zero < 3)
-                    t_gather = ring_s(x, PP_COLL_ALLGATHER, n,
-                                      PP_PARAM_GATHER_BYTES * Pk[k], Bd, latd);
+                    t_gather += ring_s(x, PP_COLL_ALLGATHER, n,
+                                       PP_PARAM_GATHER_BYTES * P2[q], B, lat);
             } else {
-                t_sync = ring_s(x, PP_COLL_ALLREDUCE, n, S, Bd, latd);
+                t_sync += ring_s(x, PP_COLL_ALLREDUCE, n, gb * P2[q], B, lat);
             }
         }
+        bool sync = g[0].n > 1 || g[1].n > 1;
         double exposed = t_sync;
-        if (overlap && dpc > 1 && S > 0) {
+        if (overlap && sync && S > 0) {
             double window =
                 Lk[k] * (ce->lc.bwd_s + ce->lc.recompute_s +
                          (double)(ce->lc.bwd_colls + ce->lc.recompute_colls) *
@@ -661,7 +706,9 @@ int pp_plan_estimate(pp_plan_estimator *x, const pp_parallel *p, bool overlap,
         } else {
             dp_k[k] = times * exposed;
         }
-        opt_k[k] = pp_optimizer_time_s(&x->prof, x->opt, Pk[k] / shard);
+        opt_k[k] = pp_optimizer_time_s(
+            &x->prof, x->opt,
+            p->zero >= 1 ? P2[0] / g[0].n + P2[1] / g[1].n : Pk[k]);
         /* A stack that overlaps the gather with the next forward
          * (overlap_param_gather) waits for the first chunk's; each later
          * chunk's hides under the warm-up forwards of the chunk before

@@ -39,6 +39,9 @@ typedef struct pp_layer_cost {
                                              loss's), of aux_coll_bytes */
     double aux_coll_bytes;
     double params; /* parameters on this GPU */
+    /* Of those, an MoE layer's routed experts', whose gradients go over
+     * the expert data-parallel group (tp cp dp / (ep etp) ranks). */
+    double expert_params;
     /* Context and expert parallelism (sim/train/moe.c, compute.c): the
      * MoE all-to-alls of the forward, backward and recomputation (each
      * ep_coll_bytes per rank) and the CP K/V exchanges (bytes of the

@@ -242,6 +242,19 @@ static void mark(pp__oplist *l, double params) {
     o->params = params;
 }
 
+/* A layer's mark: its routed experts' gradients (an MoE layer) go to
+ * their own buckets, reduced over the expert data-parallel group
+ * (Megatron-core's expert_parallel_buffers; DeepSpeed-MoE's
+ * expert-data-parallel groups), the rest over data parallelism. */
+static void mark_layer(const pp__shape *s, pp__oplist *l, double params) {
+    double ex = pp__shape_moe(s) ? pp__moe_expert_params_gpu(s) : 0;
+    mark(l, params - ex);
+    if (ex > 0) {
+        mark(l, ex);
+        l->v[l->n - 1].group = PP__GRP_EP;
+    }
+}
+
 /* Shapes after the TP split, per micro-batch. */
 typedef struct dims {
     double b, sq, h, t, a, d, kvd, f, V;
@@ -582,7 +595,7 @@ void pp__ops_layer_bwd(const pp__shape *s, pp__oplist *l) {
     if (s->g->grad_accum_bytes > 0)
         mem(s, l, "grad accumulate", s->g->grad_accum_bytes * params);
     tp_overlap(s, &x, l, from);
-    mark(l, params);
+    mark_layer(s, l, params);
 }
 
 void pp__ops_embed_fwd(const pp__shape *s, pp__oplist *l) {

@@ -125,6 +125,7 @@ int pp_layer_cost_get(const pp_gpu_profile *g, const pp_model *m,
         }
     c.host_s = kernels(&l, 0, l.n, p->graphs) * g->sw.host_kernel_s;
     c.params = pp__layer_params_gpu(&s);
+    if (pp__shape_moe(&s)) c.expert_params = pp__moe_expert_params_gpu(&s);
     pp__oplist_fini(&l);
     pp__oplist_fini(&l0);
     *out = c;

@@ -224,5 +224,11 @@ double pp__moe_layer_params_gpu(const pp__shape *s) {
 double pp__moe_block_params_gpu(const pp__shape *s) {
     moe_dims x = moe_dims_of(s);
     double mlp = expert_mlp_params(s->m, &x);
-    return x.h * x.E + x.S * mlp / x.t + x.E / x.ep * mlp / x.etp;
+    return x.h * x.E + x.S * mlp / x.t + pp__moe_expert_params_gpu(s);
+}
+
+/* The routed experts alone: E / ep of them, each split over etp. */
+double pp__moe_expert_params_gpu(const pp__shape *s) {
+    moe_dims x = moe_dims_of(s);
+    return x.E / x.ep * expert_mlp_params(s->m, &x) / x.etp;
 }

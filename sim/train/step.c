@@ -16,7 +16,9 @@
  * does without sequence parallelism).
  * After its last backward a stage synchronises its gradients over DP (one
  * collective per TP rank, over that rank's DP group: AllReduce, or ZeRO's
- * ReduceScatter and, after the optimizer, AllGather), bucketed and, with
+ * ReduceScatter and, after the optimizer, AllGather; an MoE model's routed
+ * experts over their expert data-parallel groups, on a second
+ * communicator, as Megatron-core's expert buffers), bucketed and, with
  * dp_overlap, started during the last micro-batch's backward as each
  * bucket fills.  ZeRO-2 and 3 shard the gradients, so they reduce-scatter
  * after every backward instead, and the next task waits for it.  Then the
@@ -226,42 +228,74 @@ static void zero3_gather(step *S, stage *st, int32_t v) {
     }
 }
 
+/* Whether gradients of queue q are synchronised at all: a DP (or expert
+ * DP) group of one has nothing to reduce. */
+static bool dp_live(const step *S, int q) {
+    return q == DPQ_EXPERT ? S->edp > 1 : S->dp > 1;
+}
+
+/* Starts `op` of `bytes` on every group of stage p's queue q (the TP
+ * ranks' DP groups, or the expert groups), on the DP channels; returns
+ * the collectives started. */
+static int32_t dp_colls(step *S, int32_t p, int q, pp_coll_op op, double bytes,
+                        uint64_t arg) {
+    if (!dp_live(S, q) || !(bytes > 0)) return 0;
+    int32_t groups = q == DPQ_EXPERT ? S->n_edp : S->tp, started = 0;
+    for (int32_t j = 0; j < groups && !S->failed; j++) {
+        size_t n = pp__step_dp_group(S, p, q, j, S->grp);
+        coll(S, op, S->cfg->dp_algo, bytes, S->grp, n, S->cfg->dp_channels,
+             arg);
+        started++;
+    }
+    return started;
+}
+
+static void pag_arrived(step *S, stage *st);
+
 /* Megatron-core's overlap_param_gather: the distributed optimizer's
  * all-gather of the updated parameters is not waited for after the
  * step; the next forward's pre-hooks wait for each bucket as they reach
  * it.  In steady state that is this iteration's start: the gathers go
- * out chunk by chunk in forward order (one communicator, in order) and a
- * chunk's forward waits for its own.  Chunk granularity: Megatron waits
+ * out chunk by chunk in forward order (in order on each communicator:
+ * the dense parameters' and the experts') and a chunk's forward waits for
+ * its own.  Chunk granularity: Megatron waits
  * per bucket, so within a chunk the forward could start earlier (with
  * vp 1 the whole gather is exposed here, as without overlap). */
 static void pag_issue(step *S, stage *st) {
     int32_t v = st->pag_ready * S->pp + st->p;
-    double all = 0;
-    for (int32_t c = 0; c < S->vp; c++) all += S->vparams[c * S->pp + st->p];
-    double bytes = all > 0 ? st->params * S->vparams[v] / all : 0;
-    st->pag_pending = S->tp;
-    for (int32_t t = 0; t < S->tp && !S->failed; t++) {
-        for (int32_t d = 0; d < S->dp; d++) S->grp[d] = D(S, t, st->p, d);
-        coll(S, PP_COLL_ALLGATHER, S->cfg->dp_algo,
-             bytes * PP_PARAM_GATHER_BYTES, S->grp, (size_t)S->dp,
-             S->cfg->dp_channels, ARG(K_PAG, st->p));
-    }
+    double ex = S->veparams[v], bytes[DPQ__COUNT] = {S->vparams[v] - ex, ex};
+    st->pag_pending = 0;
+    for (int q = 0; q < DPQ__COUNT && !S->failed; q++)
+        st->pag_pending +=
+            dp_colls(S, st->p, q, PP_COLL_ALLGATHER,
+                     bytes[q] * PP_PARAM_GATHER_BYTES, ARG(K_PAG, st->p));
+    if (st->pag_pending == 0) pag_arrived(S, st);
 }
 
 /* ---- DP synchronisation --------------------------------------------- */
 static void after_dp(step *S, stage *st);
 
-static void dp_push(stage *st, double bytes) {
+static void dp_push(dp_queue *dq, double bytes) {
     if (!(bytes > 0)) return;
-    PP_VEC_RESERVE(st->queue, st->qcap, st->qt + 1, 16);
-    st->queue[st->qt++] = bytes;
+    PP_VEC_RESERVE(dq->q, dq->qcap, dq->qt + 1, 16);
+    dq->q[dq->qt++] = bytes;
 }
 
-/* Starts the next bucket if none runs: NCCL runs the collectives of one
- * communicator in order. */
-static void dp_next(step *S, stage *st) {
-    if (st->dp_pending > 0 || S->failed) return;
-    if (st->qh == st->qt) {
+/* Whether a queue of st has a bucket in flight or waiting. */
+static bool dp_busy(const stage *st) {
+    for (int q = 0; q < DPQ__COUNT; q++)
+        if (st->dq[q].pending > 0 || st->dq[q].qh < st->dq[q].qt) return true;
+    return false;
+}
+
+/* Starts queue q's next bucket if none runs: NCCL runs the collectives of
+ * one communicator in order.  When both queues are empty the stage goes
+ * on. */
+static void dp_next(step *S, stage *st, int q) {
+    dp_queue *dq = &st->dq[q];
+    if (dq->pending > 0 || S->failed) return;
+    if (dq->qh == dq->qt) {
+        if (dp_busy(st)) return;
         if (st->tasks_done && st->state == ST_DP) {
             after_dp(S, st);
         } else if (st->state == ST_DPMB) {
@@ -270,31 +304,40 @@ static void dp_next(step *S, stage *st) {
         }
         return;
     }
-    double bytes = st->queue[st->qh++];
+    double bytes = dq->q[dq->qh++];
     pp_coll_op op =
         S->par->zero >= 1 ? PP_COLL_REDUCESCATTER : PP_COLL_ALLREDUCE;
-    st->dp_pending = S->tp;
-    for (int32_t t = 0; t < S->tp && !S->failed; t++) {
-        for (int32_t d = 0; d < S->dp; d++) S->grp[d] = D(S, t, st->p, d);
-        coll(S, op, S->cfg->dp_algo, bytes, S->grp, (size_t)S->dp,
-             S->cfg->dp_channels, ARG(K_DP, st->p));
+    dq->pending = dp_colls(S, st->p, q, op, bytes,
+                           ARG(q == DPQ_EXPERT ? K_EDP : K_DP, st->p));
+}
+
+static void grads_ready(step *S, stage *st, double params, int q) {
+    if (!dp_live(S, q)) return;
+    dp_queue *dq = &st->dq[q];
+    dq->pend += params * S->cfg->grad_bytes;
+    if (S->cfg->dp_overlap && dq->pend >= S->cfg->bucket_bytes) {
+        dp_push(dq, dq->pend);
+        dq->pend = 0;
+        dp_next(S, st, q);
     }
 }
 
-static void grads_ready(step *S, stage *st, double params) {
-    if (S->dp < 2) return;
-    st->pend_bytes += params * S->cfg->grad_bytes;
-    if (S->cfg->dp_overlap && st->pend_bytes >= S->cfg->bucket_bytes) {
-        dp_push(st, st->pend_bytes);
-        st->pend_bytes = 0;
-        dp_next(S, st);
+/* A chunk's parameters are gathered: the next chunk's go out, and a
+ * stage waiting for them runs on. */
+static void pag_arrived(step *S, stage *st) {
+    if (++st->pag_ready < S->vp) pag_issue(S, st);
+    if (st->state == ST_ZAG) {
+        enter(S, st, ST_IDLE);
+        stage_run(S, st);
     }
 }
 
 static void flush_grads(step *S, stage *st) {
-    dp_push(st, st->pend_bytes);
-    st->pend_bytes = 0;
-    dp_next(S, st);
+    for (int q = 0; q < DPQ__COUNT; q++) {
+        dp_push(&st->dq[q], st->dq[q].pend);
+        st->dq[q].pend = 0;
+    }
+    for (int q = 0; q < DPQ__COUNT && !S->failed; q++) dp_next(S, st, q);
 }
 
 static void barrier(step *S, stage *st) {
@@ -402,7 +445,7 @@ static void stage_run(step *S, stage *st) {
             }
             if (st->dp_wait) {
                 st->dp_wait = false;
-                if (st->dp_pending > 0 || st->qh < st->qt) {
+                if (dp_busy(st)) {
                     enter(S, st, ST_DPMB);
                     return;
                 }
@@ -455,7 +498,9 @@ static void stage_run(step *S, stage *st) {
             continue;
         }
         if (it->kind == IT_MARK) {
-            if (st->final_bwd || S->mb_reduce) grads_ready(S, st, it->x);
+            if (st->final_bwd || S->mb_reduce)
+                grads_ready(S, st, it->x,
+                            it->grp == PP__GRP_EP ? DPQ_EXPERT : DPQ_DENSE);
             continue;
         }
         if (it->kind == IT_COMPUTE) {
@@ -532,20 +577,20 @@ static void on_event(pp_engine *eng, void *ctx, uint64_t arg) {
         stage_run(S, st);
         break;
     case K_OPT:
-        if (S->par->zero >= 1 && S->par->zero < 3 && S->dp > 1 && !S->pag) {
-            /* ZeRO: gather the updated parameters (16 bits). */
-            enter(S, st, ST_ZAG);
-            st->pending = S->tp;
-            for (int32_t t = 0; t < S->tp && !S->failed; t++) {
-                for (int32_t d = 0; d < S->dp; d++)
-                    S->grp[d] = D(S, t, st->p, d);
-                coll(S, PP_COLL_ALLGATHER, S->cfg->dp_algo,
-                     st->params * PP_PARAM_GATHER_BYTES, S->grp, (size_t)S->dp,
-                     S->cfg->dp_channels, ARG(K_ZAG, st->p));
-            }
-        } else {
-            stage_done(S, st);
+        st->pending = 0;
+        if (S->par->zero >= 1 && S->par->zero < 3 && !S->pag) {
+            /* ZeRO: gather the updated parameters (16 bits), the experts'
+             * over their own group. */
+            double b[DPQ__COUNT] = {st->params - st->eparams, st->eparams};
+            for (int q = 0; q < DPQ__COUNT && !S->failed; q++)
+                st->pending +=
+                    dp_colls(S, st->p, q, PP_COLL_ALLGATHER,
+                             b[q] * PP_PARAM_GATHER_BYTES, ARG(K_ZAG, st->p));
         }
+        if (st->pending > 0)
+            enter(S, st, ST_ZAG);
+        else
+            stage_done(S, st);
         break;
     default: fail(S, PP_EINTERNAL);
     }
@@ -578,9 +623,11 @@ static void on_sim(pp_sim *sim, void *ctx, uint64_t arg) {
         }
         break;
     }
-    case K_DP: {
+    case K_DP:
+    case K_EDP: {
         stage *st = &S->st[i];
-        if (--st->dp_pending == 0) dp_next(S, st);
+        int q = ARG_K(arg) == K_EDP ? DPQ_EXPERT : DPQ_DENSE;
+        if (--st->dq[q].pending == 0) dp_next(S, st, q);
         break;
     }
     case K_EMB:
@@ -606,12 +653,7 @@ static void on_sim(pp_sim *sim, void *ctx, uint64_t arg) {
     }
     case K_PAG: {
         stage *st = &S->st[i];
-        if (--st->pag_pending > 0) break;
-        if (++st->pag_ready < S->vp) pag_issue(S, st);
-        if (st->state == ST_ZAG) {
-            enter(S, st, ST_IDLE);
-            stage_run(S, st);
-        }
+        if (--st->pag_pending == 0) pag_arrived(S, st);
         break;
     }
     default: fail(S, PP_EINTERNAL);

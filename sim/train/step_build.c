@@ -51,6 +51,7 @@ static void emit(const step *S, program *pr, const pp__oplist *l, size_t from) {
         } else {
             it.kind = IT_MARK;
             it.x = o->params;
+            it.grp = o->group;
             h = 0;
         }
         it.sync = sync;
@@ -276,11 +277,12 @@ static void step_free(step *S) {
     free(S->bwd);
     free(S->labels);
     free(S->vparams);
+    free(S->veparams);
     if (S->st)
         for (int32_t p = 0; p < S->pp; p++) {
             free(S->st[p].tasks);
             free(S->st[p].last_bwd);
-            free(S->st[p].queue);
+            for (int q = 0; q < DPQ__COUNT; q++) free(S->st[p].dq[q].q);
             free(S->st[p].zpend);
         }
     free(S->st);
@@ -396,10 +398,18 @@ static int setup(step *S, const pp_step_config *cfg, pp_error *e) {
     S->host_k = S->prof.sw.host_kernel_s;
     pp__step_build(S);
     S->vparams = pp_xcalloc((size_t)S->V, sizeof *S->vparams);
+    S->veparams = pp_xcalloc((size_t)S->V, sizeof *S->veparams);
     for (int32_t v = 0; v < S->V; v++)
-        for (size_t i = 0; i < S->bwd[v].n; i++)
-            if (S->bwd[v].it[i].kind == IT_MARK)
-                S->vparams[v] += S->bwd[v].it[i].x;
+        for (size_t i = 0; i < S->bwd[v].n; i++) {
+            const item *it = &S->bwd[v].it[i];
+            if (it->kind != IT_MARK) continue;
+            S->vparams[v] += it->x;
+            if (it->grp == PP__GRP_EP) S->veparams[v] += it->x;
+        }
+    /* Expert data parallelism (step_group.c): ep x etp expert slices,
+     * each held by tp cp dp / (ep etp) ranks. */
+    S->n_edp = (int32_t)((p->ep > 1 ? p->ep : 1) * pp_parallel_etp(p));
+    S->edp = S->dp * S->tp / S->n_edp;
     if (S->m->arch == PP_ARCH_TRANSFORMER) {
         /* A CP rank holds and sends s / cp of the sequence. */
         S->act_bytes = pp_activation_bytes(S->m, p->mbs) / S->cp;
@@ -447,7 +457,12 @@ static int setup(step *S, const pp_step_config *cfg, pp_error *e) {
         for (int32_t i = 0; i < st->n_tasks; i++)
             if (st->tasks[i].bwd) st->last_bwd[st->tasks[i].chunk] = i;
         st->params = pp__step_stage_params(S, q);
-        st->opt_params = st->params / (p->zero >= 1 ? (double)S->dp : 1.0);
+        for (int32_t v = q; v < S->V; v += S->pp) st->eparams += S->veparams[v];
+        /* The distributed optimizer shards the experts over their own
+         * group (models/moe.c, pp__moe_shard). */
+        st->opt_params = p->zero >= 1 ? (st->params - st->eparams) / S->dp +
+                                            st->eparams / S->edp
+                                      : st->params;
         st->state = ST_IDLE;
     }
     size_t nm = 2 * (size_t)S->V * (size_t)S->nmb;

@@ -8,7 +8,8 @@
  * d' = d cp + c (step_state.h).  A CP group is the cp ranks with the same
  * t and d; the expert groups tile the same ranks as etp-ep-edp
  * (u = (i ep + e) etp + et): an EP group is the ep ranks with the same
- * i and et.
+ * i and et, an expert data-parallel group (the experts' gradients) the
+ * edp ranks with the same e and et.
  *
  * Unlike TP collectives, which step.c repeats only for the replicas that
  * can contend with replica 0's, every group of the stage runs here: an
@@ -125,6 +126,23 @@ static void ep_alltoall(step *S, stage *st, const item *it) {
         pp__step_enter(S, st, ST_IDLE);
         pp__step_run(S, st);
     }
+}
+
+size_t pp__step_dp_group(const step *S, int32_t p, int q, int32_t j,
+                         int32_t *g) {
+    if (q == DPQ_DENSE) {
+        for (int32_t d = 0; d < S->dp; d++) g[d] = D(S, j, p, d);
+        return (size_t)S->dp;
+    }
+    /* The etp-ep-edp tiling above: slice (e, et) is held by the ranks
+     * u = (i ep + e) etp + et, one per i. */
+    int32_t etp = (int32_t)pp_parallel_etp(S->par), ep = S->n_edp / etp;
+    int32_t e = j / etp, et = j % etp;
+    for (int32_t i = 0; i < S->edp; i++) {
+        int32_t u = (i * ep + e) * etp + et;
+        g[i] = D(S, u % S->tp, p, u / S->tp);
+    }
+    return (size_t)S->edp;
 }
 
 void pp__step_group_coll(step *S, stage *st, const item *it) {

@@ -17,7 +17,9 @@ typedef enum {
     PP__OP_MEM,  /* compute: a memory-bound kernel */
     PP__OP_COMM, /* a TP collective over the stage's TP group */
     PP__OP_MARK  /* the weight gradients of `params` parameters are final
-                     (once the last micro-batch passes): DP buckets */
+                     (once the last micro-batch passes): DP buckets;
+                     group PP__GRP_EP: a layer's routed experts, reduced
+                     over the expert data-parallel group */
 } pp__op_kind;
 
 typedef struct pp__op {
@@ -105,8 +107,11 @@ void pp__op_comm(pp__oplist *l, const char *name, pp_coll_op op, double bytes,
 void pp__ops_moe_fwd(const pp__shape *s, pp__oplist *l);
 void pp__ops_moe_bwd(const pp__shape *s, pp__oplist *l);
 double pp__moe_layer_params_gpu(const pp__shape *s);
-/* Of those, the MoE block's: router, shared and local experts. */
+/* Of those, the MoE block's: router, shared and local experts; and of
+ * those the routed (local) experts', whose gradients are reduced over
+ * the expert data-parallel group instead of the data-parallel one. */
 double pp__moe_block_params_gpu(const pp__shape *s);
+double pp__moe_expert_params_gpu(const pp__shape *s);
 
 /* One layer's forward (fwd, with its TP collectives) and backward (bwd:
  * with the recomputation p->recompute asks for, then a MARK of the

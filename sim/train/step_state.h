@@ -67,6 +67,20 @@ typedef struct msg {
     int32_t src; /* sending stage */
 } msg;
 
+/* Gradient buckets on one communicator, which runs its collectives in
+ * order (NCCL): the dense gradients over the DP group, or an MoE
+ * model's routed experts' over the expert data-parallel group (the
+ * ranks holding the same experts: tp cp dp / (ep etp) of them).  Two
+ * communicators run side by side, as Megatron-core's two buffers'. */
+enum { DPQ_DENSE, DPQ_EXPERT, DPQ__COUNT };
+
+typedef struct dp_queue {
+    double pend; /* gradients ready, not yet in a bucket, bytes */
+    double *q;   /* buckets waiting, bytes */
+    size_t qh, qt, qcap;
+    int32_t pending; /* collectives of the running bucket */
+} dp_queue;
+
 typedef struct stage {
     int32_t p;
     pp__task *tasks;
@@ -83,15 +97,14 @@ typedef struct stage {
     int32_t pending; /* collectives in flight */
     double t_task0;
     pp_breakdown bd;
-    /* DP */
-    double pend_bytes; /* gradients ready, not yet in a bucket */
-    double *queue;     /* buckets waiting, bytes */
-    size_t qh, qt, qcap;
-    int32_t dp_pending; /* collectives of the running bucket */
+    /* DP: the dense gradients' buckets and the routed experts' (an MoE
+     * model), each on its own communicator. */
+    dp_queue dq[DPQ__COUNT];
     bool tasks_done;
     bool dp_wait;      /* ZeRO >= 2: the reductions of the backward
                                 just run end before the next task */
     double params;     /* on this GPU */
+    double eparams;    /* of those, the routed experts' (DPQ_EXPERT) */
     double opt_params; /* what its optimizer updates (ZeRO shard) */
     /* ZeRO-3 per-layer gathers (zero3.c): in the running program, the
      * gathers, how many are issued, the next to use, the one waited for,
@@ -124,6 +137,10 @@ typedef struct step {
     int32_t *dev;       /* [(d pp + p) tp + t] */
     program *fwd, *bwd; /* [V] */
     double *vparams;    /* [V] parameters of each virtual stage */
+    double *veparams;   /* [V] of those, the routed experts' */
+    /* The expert data-parallel group's size (1: the experts' gradients
+     * need no reduction), and the groups a stage has: ep x etp. */
+    int32_t edp, n_edp;
     char (*labels)[32];
     size_t n_labels;
     stage *st;
@@ -155,7 +172,8 @@ enum {
     K_TP,
     K_FLOW,
     K_GATHER,
-    K_DP,
+    K_DP,  /* a dense gradient bucket's collective */
+    K_EDP, /* an expert gradient bucket's */
     K_EMB,
     K_OPT,
     K_ZAG,
@@ -173,6 +191,12 @@ enum {
  * groups of the stage: every replica's, so that they contend); the stage
  * goes on when they (and a CP item's overlapped compute) are done. */
 void pp__step_group_coll(step *S, stage *st, const item *it);
+/* step_group.c: DP group j of stage p's queue q (DPQ_*) into g: for the
+ * dense gradients TP rank j's DP group (j < tp), for the experts' the
+ * ranks holding expert slice j = e etp + et (j < n_edp); returns its
+ * size. */
+size_t pp__step_dp_group(const step *S, int32_t p, int q, int32_t j,
+                         int32_t *g);
 /* step.c, for step_group.c. */
 void pp__step_enter(step *S, stage *st, int state);
 void pp__step_run(step *S, stage *st);
