@@ -362,6 +362,19 @@ static void test_simulate_deepep(void **state) {
     json_decref(b);
 }
 
+/* A plan estimator for model `name` on dgx-h100-ndr (freed by the
+ * caller with the cluster). */
+static pp_plan_estimator *h100_estimator(const char *name, pp_model *m,
+                                         pp_cluster **c) {
+    pp_error e = PP_ERROR_INIT;
+    *c = NULL;
+    assert_int_equal(pp_cluster_load("dgx-h100-ndr", NULL, 0, NULL, c, &e), 0);
+    assert_int_equal(pp_model_load(name, m, &e), 0);
+    pp_plan_estimator *x = NULL;
+    assert_int_equal(pp_plan_estimator_new(m, *c, NULL, &x, &e), 0);
+    return x;
+}
+
 /* The planner's estimate prices DeepEP's bytes too: the same layout with
  * EP groups over two servers, cheaper all-to-alls (the network part is
  * the slower one and shrinks to 0.79 of the all-to-all's); inside one
@@ -369,12 +382,9 @@ static void test_simulate_deepep(void **state) {
 static void test_estimate_deepep(void **state) {
     (void)state;
     pp_error e = PP_ERROR_INIT;
-    pp_cluster *c = NULL;
+    pp_cluster *c;
     pp_model m;
-    assert_int_equal(pp_cluster_load("dgx-h100-ndr", NULL, 0, NULL, &c, &e), 0);
-    assert_int_equal(pp_model_load("mixtral-8x7b", &m, &e), 0);
-    pp_plan_estimator *x = NULL;
-    assert_int_equal(pp_plan_estimator_new(&m, c, NULL, &x, &e), 0);
+    pp_plan_estimator *x = h100_estimator("mixtral-8x7b", &m, &c);
     pp_parallel p;
     pp_parallel_init(&p);
     assert_int_equal(
@@ -428,12 +438,9 @@ static void test_expert_dp_group(void **state) {
     json_decref(b);
 
     pp_error e = PP_ERROR_INIT;
-    pp_cluster *c = NULL;
+    pp_cluster *c;
     pp_model m;
-    assert_int_equal(pp_cluster_load("dgx-h100-ndr", NULL, 0, NULL, &c, &e), 0);
-    assert_int_equal(pp_model_load("qwen3-30b-a3b", &m, &e), 0);
-    pp_plan_estimator *x = NULL;
-    assert_int_equal(pp_plan_estimator_new(&m, c, NULL, &x, &e), 0);
+    pp_plan_estimator *x = h100_estimator("qwen3-30b-a3b", &m, &c);
     assert_int_equal(pp_plan_estimator_placement(x, "tdp", &e), 0);
     double t[2];
     pp_breakdown eb[2];
