@@ -14,7 +14,8 @@ static const pp_cli_opt opts[] = {
      "dtype=bf16|fp16|fp8,fp8=delayed|tensorwise|mxfp8|blockwise,"
      "attn=flash|standard,cp=,ep=,etp=,"
      "dispatcher=alltoall|deepep,permute=fused|unfused,"
-     "graphs=none|attn+moe_router+...|full,layout=Et|(tt|)*30L] "
+     "graphs=none|attn+moe_router+...|full,offload=N (layers whose "
+     "activations go to host memory; pp 1),layout=Et|(tt|)*30L] "
      "(required)",
      false, NULL, 0, NULL},
     {"optimizer", 0, "OPT", "optimizer (default: adam-mixed):", false,
@@ -69,6 +70,12 @@ static void print_table(FILE *fp, const void *ctx) {
             pp_fmtq(x->model_states, PP_Q_BYTES));
     fprintf(fp, "  %-26s %12s  (%g micro-batches in flight)\n", "activations",
             pp_fmtq(x->activations, PP_Q_BYTES), x->inflight);
+    if (x->offloaded > 0)
+        fprintf(fp,
+                "  %-26s %12s  (offload=%lld: in host memory, not in the "
+                "total)\n",
+                "offloaded activations", pp_fmtq(x->offloaded, PP_Q_BYTES),
+                (long long)r->p.offload);
     fprintf(fp, "  %-26s %12s\n", "buffers", pp_fmtq(x->buffers, PP_Q_BYTES));
     if (x->step_grads > 0)
         fprintf(fp, "  %-26s %12s  (at the optimizer step, %s)\n",
@@ -110,6 +117,9 @@ static json_t *to_json(const result *r) {
     json_object_set_new(b, "model_states_bytes", pp_json_num(x->model_states));
     json_object_set_new(b, "activations_bytes", pp_json_num(x->activations));
     json_object_set_new(b, "buffers_bytes", pp_json_num(x->buffers));
+    if (x->offloaded > 0)
+        json_object_set_new(b, "offloaded_activations_bytes",
+                            pp_json_num(x->offloaded));
     json_object_set_new(b, "step_grads_bytes", pp_json_num(x->step_grads));
     json_object_set_new(o, "memory", b);
     json_object_set_new(o, "microbatches_in_flight", pp_json_num(x->inflight));

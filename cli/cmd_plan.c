@@ -35,7 +35,7 @@ static const pp_cli_opt opts[] = {
      NULL, 0, NULL},
     {"fix", 0, "KEY=V",
      "pin a dimension: tp pp dp mbs gbs vp sp recompute zero overlap first "
-     "last cp ep etp dispatcher permute graphs fp8 (repeatable, or a "
+     "last cp ep etp dispatcher permute graphs fp8 offload (repeatable, or a "
      "comma list)",
      true, NULL, 0, NULL},
     {"exclude", 0, "KEY=V",

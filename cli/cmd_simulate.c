@@ -19,7 +19,8 @@ static const pp_cli_opt opts[] = {
      "dtype=bf16|fp16|fp8,fp8=delayed|tensorwise|mxfp8|blockwise,"
      "attn=flash|standard,cp=,ep=,etp=,"
      "dispatcher=alltoall|deepep,permute=fused|unfused,"
-     "graphs=none|attn+moe_router+...|full,layout=Et|(tt|)*30L] "
+     "graphs=none|attn+moe_router+...|full,offload=N (layers whose "
+     "activations go to host memory; pp 1),layout=Et|(tt|)*30L] "
      "(required)",
      false, NULL, 0, NULL},
     {"fidelity", 0, "F", "network model (default: flow):", false,
@@ -158,9 +159,13 @@ static void print_table(FILE *fp, const void *ctx) {
             "with recomputation); MFU %.1f%%\n",
             r->tflops_per_gpu, pp_fmtq(r->flops_iter, PP_Q_FLOPS),
             100 * r->mfu);
-    fprintf(fp, "memory       %s per GPU of %s\n",
+    fprintf(fp, "memory       %s per GPU of %s",
             pp_fmtq(r->memory.total, PP_Q_BYTES),
             pp_fmtq(r->gpu_memory_bytes, PP_Q_BYTES));
+    if (r->memory.offloaded > 0)
+        fprintf(fp, " (and %s of activations in host memory)",
+                pp_fmtq(r->memory.offloaded, PP_Q_BYTES));
+    fputc('\n', fp);
     if (x->tokens > 0)
         fprintf(fp, "training     %.1f days for %s tokens\n", x->days,
                 pp_fmtq(x->tokens, PP_Q_COUNT));
@@ -237,6 +242,9 @@ static json_t *to_json(const result *x) {
                         pp_json_num(r->memory.total));
     json_object_set_new(o, "gpu_memory_bytes",
                         pp_json_num(r->gpu_memory_bytes));
+    if (r->memory.offloaded > 0)
+        json_object_set_new(o, "offloaded_activations_bytes",
+                            pp_json_num(r->memory.offloaded));
     if (x->tokens > 0) {
         json_object_set_new(o, "tokens", pp_json_num(x->tokens));
         json_object_set_new(o, "training_days", pp_json_num(x->days));

@@ -235,6 +235,15 @@ static void stage_memory(const pp_model *m, const pp_parallel *p,
         r.inflight = fmin(ppd - (double)st, nmb);
     }
     r.activations = r.activations_per_layer * layers * r.inflight;
+    /* Offloaded layers (offload=, pp 1) hold their activations in host
+     * memory from the end of their forward to their backward (Transformer
+     * Engine's CPU offload handler; the one layer in transfer at a time
+     * is not counted). */
+    if (p->offload > 0) {
+        r.offloaded = fmin((double)p->offload, layers) *
+                      r.activations_per_layer * r.inflight;
+        r.activations -= r.offloaded;
+    }
     /* Full recompute re-runs one layer's forward during its backward and
      * holds that layer's complete activations meanwhile (Korthikanti sec.
      * 4.1). */

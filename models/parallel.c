@@ -14,10 +14,10 @@
 #define PP_PARALLEL_MAX 1000000000LL
 
 static const char *const spec_keys[] = {
-    "tp",     "pp",        "dp",   "mbs",   "gbs",        "vp",
-    "sp",     "recompute", "zero", "first", "last",       "dtype",
-    "attn",   "cp",        "ep",   "etp",   "dispatcher", "permute",
-    "layout", "graphs",    "fp8",  NULL};
+    "tp",     "pp",        "dp",   "mbs",     "gbs",        "vp",
+    "sp",     "recompute", "zero", "first",   "last",       "dtype",
+    "attn",   "cp",        "ep",   "etp",     "dispatcher", "permute",
+    "layout", "graphs",    "fp8",  "offload", NULL};
 enum {
     K_TP,
     K_PP,
@@ -39,7 +39,8 @@ enum {
     K_PERMUTE,
     K_LAYOUT,
     K_GRAPHS,
-    K_FP8
+    K_FP8,
+    K_OFFLOAD
 };
 
 /* graphs= scopes, in PP_GRAPH_* bit order (Megatron-core's
@@ -145,6 +146,13 @@ static int spec_value(void *ctx, int k, const char *val, pp_error *e) {
     case K_CP: dst = &p->cp; break;
     case K_EP: dst = &p->ep; break;
     case K_ETP: dst = &p->etp; break;
+    case K_OFFLOAD:
+        if (pp_parse_i64(val, 0, PP_PARALLEL_MAX, &p->offload) < 0)
+            return pp_error_set(e, PP_EINPUT,
+                                "%soffload: expected a number of layers (0 "
+                                "for none), got \"%.100s\"",
+                                pre, val);
+        return 0;
     case K_FIRST:
     case K_LAST:
         /* 0 is allowed: an even share, as if the key were absent. */
@@ -319,6 +327,9 @@ char *pp_parallel_format(const pp_parallel *p, char *buf, size_t len) {
     if (n >= 0 && (size_t)n < len && p->fp8 != PP_FP8_AUTO)
         n += snprintf(buf + n, len - (size_t)n, ",fp8=%s",
                       pp_registry_name(&pp_reg_fp8, (int)p->fp8));
+    if (n >= 0 && (size_t)n < len && p->offload > 0)
+        n += snprintf(buf + n, len - (size_t)n, ",offload=%lld",
+                      (long long)p->offload);
     if (n >= 0 && (size_t)n < len && p->graphs) {
         char g[64];
         n += snprintf(buf + n, len - (size_t)n, ",graphs=%s",
@@ -473,6 +484,48 @@ int pp_parallel_validate_split(const pp_parallel *p, const pp_model *m,
     return 0;
 }
 
+/* Activation offloading where Megatron-core's TransformerConfig allows it
+ * (cpu_offloading): fewer layers than the model has, pp 1, no
+ * recomputation (a recompute= left unset gives way, pp_stack_resolve_spec),
+ * no CUDA graphs. */
+static int offload_check(const pp_parallel *p, const pp_model *m,
+                         const char *pre, pp_error *e) {
+    if (p->offload == 0) return 0;
+    if (p->offload < 0)
+        return pp_error_set(e, PP_EINPUT,
+                            "%soffload: expected a number of layers, got %lld",
+                            pre, (long long)p->offload);
+    if (m->arch != PP_ARCH_TRANSFORMER)
+        return pp_error_set(e, PP_EINPUT,
+                            "%soffload: model %s is generic (no layers to "
+                            "offload)",
+                            pre, m->name);
+    if (p->offload >= m->layers)
+        return pp_error_set(e, PP_EINPUT,
+                            "%soffload: %lld layers, but model %s has %lld "
+                            "(Megatron-core offloads fewer than all: "
+                            "cpu_offloading_num_layers < num_layers)",
+                            pre, (long long)p->offload, m->name,
+                            (long long)m->layers);
+    if (p->pp > 1)
+        return pp_error_set(e, PP_EINPUT,
+                            "%soffload: needs pp=1, got pp=%lld (Megatron-core "
+                            "has no pipeline parallelism with CPU offloading)",
+                            pre, (long long)p->pp);
+    if (p->recompute_set && p->recompute != PP_RECOMPUTE_NONE)
+        return pp_error_set(e, PP_EINPUT,
+                            "%soffload: needs recompute=none, got recompute=%s "
+                            "(Megatron-core does not offload with activation "
+                            "recomputation)",
+                            pre, pp_recompute_name(p->recompute));
+    if (p->graphs)
+        return pp_error_set(e, PP_EINPUT,
+                            "%soffload: needs graphs=none (Megatron-core does "
+                            "not offload under CUDA graphs)",
+                            pre);
+    return 0;
+}
+
 int pp_parallel_validate(const pp_parallel *p, const pp_model *m, pp_error *e) {
     const char *pre = "--parallel: ";
     struct {
@@ -507,6 +560,7 @@ int pp_parallel_validate(const pp_parallel *p, const pp_model *m, pp_error *e) {
     if (p->zero < 0 || p->zero > 3)
         return pp_error_set(e, PP_EINPUT, "%szero: expected 0..3, got %d", pre,
                             p->zero);
+    if (offload_check(p, m, pre, e) < 0) return PP_EINPUT;
 
     /* The global batch is split into micro-batches of mbs on each of the dp
      * replicas (Megatron-LM: global_batch_size % (micro_batch_size *

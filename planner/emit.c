@@ -365,6 +365,9 @@ static void short_layout(const pp_plan *p, const pp_plan_candidate *c, char *b,
         rc[c->par.recompute], c->par.zero, c->dp_overlap ? "ov" : "--");
     if (c->par.dtype == PP_PREC_FP8 && n >= 0 && (size_t)n < len)
         n += snprintf(b + n, len - (size_t)n, " fp8");
+    if (c->par.offload > 0 && n >= 0 && (size_t)n < len)
+        n += snprintf(b + n, len - (size_t)n, " off%lld",
+                      (long long)c->par.offload);
     /* An uneven split as layers on the first/a middle/the last stage. */
     if (pp_parallel_uneven(&c->par) && n >= 0 && (size_t)n < len) {
         const pp_parallel *q = &c->par;

@@ -228,6 +228,10 @@ int pp__write_megatron(const pp_plan *p, FILE *fp, pp_error *e) {
         ARG("--cuda-graph-scope %s",
             graph_scope_list(q, " ", "", gs, sizeof gs));
     }
+    if (q->offload > 0) {
+        ARG("--cpu-offloading");
+        ARG("--cpu-offloading-num-layers %lld", (long long)q->offload);
+    }
     if (q->zero == 1) ARG("--use-distributed-optimizer");
     if (c->dp_overlap) ARG("--overlap-grad-reduce");
     ARG("--num-layers %lld", (long long)m->layers);
@@ -372,6 +376,10 @@ int pp__write_nemo(const pp_plan *p, FILE *fp, pp_error *e) {
         fprintf(fp, "  cuda_graph_impl: %s\n  cuda_graph_scope: [%s]\n",
                 graph_impl(q), graph_scope_list(q, ", ", "", gs, sizeof gs));
     }
+    if (q->offload > 0)
+        fprintf(fp,
+                "  cpu_offloading: true\n  cpu_offloading_num_layers: %lld\n",
+                (long long)q->offload);
     fprintf(fp, "  encoder_seq_length: %lld\n", (long long)m->seq);
     fprintf(fp, "  max_position_embeddings: %lld\n", (long long)m->seq);
     fprintf(fp, "  num_layers: %lld\n", (long long)m->layers);
@@ -511,6 +519,11 @@ int pp__write_nemo2(const pp_plan *p, FILE *fp, pp_error *e) {
         fprintf(fp, "    cuda_graph_impl=\"%s\",\n    cuda_graph_scope=[%s],\n",
                 graph_impl(q), graph_scope_list(q, ", ", "\"", gs, sizeof gs));
     }
+    if (q->offload > 0)
+        fprintf(
+            fp,
+            "    cpu_offloading=True,\n    cpu_offloading_num_layers=%lld,\n",
+            (long long)q->offload);
     fputs(")\n\n", fp);
 
     fputs("strategy = nl.MegatronStrategy(\n", fp);

@@ -226,7 +226,8 @@ static void suggest_variants(const visit *v, const pp_model *m,
     char done[160] = "";
     for (int step = 0; step < 5; step++) {
         char what[48] = "";
-        if (step == 0 && p.recompute != PP_RECOMPUTE_FULL) {
+        /* Offloading excludes recomputation (Megatron-core). */
+        if (step == 0 && p.recompute != PP_RECOMPUTE_FULL && !p.offload) {
             p.recompute = PP_RECOMPUTE_FULL;
             snprintf(what, sizeof what, "full recomputation");
         } else if (step == 1 && p.tp > 1 && !p.sp &&

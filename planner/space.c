@@ -21,9 +21,9 @@
  * Pins and exclusions.
  * ---------------------------------------------------------------------- */
 static const char *const dim_names[PP_PLAN_DIM__COUNT + 1] = {
-    "tp",        "pp",         "dp",      "mbs",    "gbs",  "vp", "sp",
-    "recompute", "zero",       "overlap", "first",  "last", "cp", "ep",
-    "etp",       "dispatcher", "permute", "graphs", "fp8",  NULL};
+    "tp",        "pp",         "dp",      "mbs",    "gbs",  "vp",      "sp",
+    "recompute", "zero",       "overlap", "first",  "last", "cp",      "ep",
+    "etp",       "dispatcher", "permute", "graphs", "fp8",  "offload", NULL};
 
 const char *pp_plan_dim_name(pp_plan_dim d) {
     return (unsigned)d < PP_PLAN_DIM__COUNT ? dim_names[d] : "?";
@@ -133,6 +133,18 @@ static int filter_value(void *ctx, int k, const char *val, pp_error *e) {
         v = r;
         break;
     }
+    case PP_PLAN_DIM_OFFLOAD:
+        if (c->exclude)
+            return pp_error_set(e, PP_EUSAGE,
+                                "%s: offload: not searched (none unless "
+                                "pinned with --fix offload=N)",
+                                c->what);
+        if (pp_parse_i64(val, 0, 1000000, &v))
+            return pp_error_set(e, PP_EUSAGE,
+                                "%s: offload: expected a number of layers, "
+                                "got \"%.100s\"",
+                                c->what, val);
+        break;
     case PP_PLAN_DIM_ZERO:
         if (pp_parse_i64(val, 0, 3, &v))
             return pp_error_set(e, PP_EUSAGE,
@@ -258,6 +270,11 @@ static void pinned_choices(const pp__space *s, pp_parallel *p) {
      * every candidate has them. */
     if (f && f->fixed[PP_PLAN_DIM_GRAPHS])
         p->graphs = (uint8_t)f->value[PP_PLAN_DIM_GRAPHS];
+    /* Activation offloading likewise: pinned, every candidate offloads
+     * (walk_inner keeps those Megatron-core allows: pp 1, no
+     * recomputation). */
+    if (f && f->fixed[PP_PLAN_DIM_OFFLOAD])
+        p->offload = f->value[PP_PLAN_DIM_OFFLOAD];
     p->deepep = two_way(s, PP_PLAN_DIM_DISPATCHER, s->deepep);
     p->permute_unfused = two_way(s, PP_PLAN_DIM_PERMUTE, s->permute_unfused);
     if (f && (f->fixed[PP_PLAN_DIM_DISPATCHER] || p->deepep != s->deepep))
@@ -294,6 +311,7 @@ static bool target_allows(pp_plan_target t, const pp_parallel *p) {
 static int walk_inner(const pp__space *s, pp_parallel *p, pp__space_fn fn,
                       void *ctx, pp_error *e) {
     int rc;
+    if (p->offload > 0 && p->pp > 1) return 0; /* no offload with pp */
     for (int sp = 0; sp <= (p->tp > 1 ? 1 : 0); sp++) {
         if (!allowed(s, PP_PLAN_DIM_SP, sp)) continue;
         /* MoE with tp > 1 needs sp (models/moe.c): not generated. */
@@ -302,6 +320,7 @@ static int walk_inner(const pp__space *s, pp_parallel *p, pp__space_fn fn,
         for (int r = PP_RECOMPUTE_NONE; r <= PP_RECOMPUTE_FULL; r++) {
             if (!allowed(s, PP_PLAN_DIM_RECOMPUTE, r)) continue;
             if (s->recompute_mask && !(s->recompute_mask & (1u << r))) continue;
+            if (p->offload > 0 && r != PP_RECOMPUTE_NONE) continue;
             p->recompute = (pp_recompute)r;
             for (int z = 0; z <= (p->dp > 1 ? 3 : 0); z++) {
                 if (!allowed(s, PP_PLAN_DIM_ZERO, z)) continue;
@@ -750,6 +769,23 @@ int pp__space_check_pins(const pp__space *s, pp_error *e) {
                                 "--fix dp=%lld: does not divide the %lld "
                                 "GPUs",
                                 (long long)dp, (long long)limit);
+    }
+    if (x[PP_PLAN_DIM_OFFLOAD] && v[PP_PLAN_DIM_OFFLOAD] > 0) {
+        const char *why =
+            v[PP_PLAN_DIM_OFFLOAD] >= s->m->layers ? "fewer layers than the "
+                                                     "model has"
+            : x[PP_PLAN_DIM_PP] && v[PP_PLAN_DIM_PP] > 1 ? "pp=1"
+            : x[PP_PLAN_DIM_RECOMPUTE] &&
+                    v[PP_PLAN_DIM_RECOMPUTE] != PP_RECOMPUTE_NONE
+                ? "recompute=none"
+            : x[PP_PLAN_DIM_GRAPHS] && v[PP_PLAN_DIM_GRAPHS] ? "graphs=none"
+            : s->m->arch != PP_ARCH_TRANSFORMER ? "a transformer model"
+                                                : NULL;
+        if (why)
+            return pp_error_set(e, PP_EUSAGE,
+                                "--fix offload=%lld: needs %s (Megatron-core's "
+                                "CPU offloading rules)",
+                                (long long)v[PP_PLAN_DIM_OFFLOAD], why);
     }
     if (x[PP_PLAN_DIM_FP8] && !s->fp8)
         return pp_error_set(

@@ -41,6 +41,9 @@ typedef struct pp_gpu_spec {
     int nvlink_gen;           /* 0 = none */
     double nvlink_Bps;        /* per GPU, per direction */
     int pcie_gen, pcie_lanes; /* host interface */
+    /* NVLink-C2C to a Grace CPU (catalogue c2c), per direction; 0: the
+     * host is reached over PCIe only.  Activation offloading's rate. */
+    double c2c_Bps;
     int sms;                  /* streaming multiprocessors */
     double tdp_w;
     double price_usd; /* estimate; price_year says when */

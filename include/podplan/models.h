@@ -230,6 +230,13 @@ typedef struct pp_parallel {
      * launch instead of one issue each (stack host.kernel_issue).  A
      * PP_GRAPH_* mask, 0 none. */
     uint8_t graphs;
+    /* Activation offloading to host memory (offload=N, Megatron-core's
+     * --cpu-offloading --cpu-offloading-num-layers N, Transformer Engine's
+     * CPU offload context): the activations of the model's first N
+     * transformer layers go to the CPU after their forward and come back
+     * before their backward.  Megatron-core allows it only with pp 1, no
+     * recomputation and no CUDA graphs, and N below the layers.  0 none. */
+    int64_t offload;
     /* recompute= was given; otherwise pp_stack_resolve replaces the
      * default (full) with the software stack's own default. */
     bool recompute_set;
@@ -343,6 +350,8 @@ typedef struct pp_memory {
     double optimizer;
     double model_states;          /* weights + grads + optimizer */
     double activations;           /* stored activations, all micro-batches */
+    double offloaded;             /* of those, held in host memory (offload=):
+                                     not in total */
     double activations_per_layer; /* one layer, one micro-batch */
     double inflight;              /* micro-batches in flight on that stage */
     int64_t stage;                /* which pipeline stage that is */

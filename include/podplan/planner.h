@@ -53,6 +53,9 @@ typedef enum {
                                pinned only, not searched) */
     PP_PLAN_DIM_FP8,        /* FP8 recipe, a pp_fp8 (default: the stack's;
                                pinned only: then every candidate is FP8) */
+    PP_PLAN_DIM_OFFLOAD,    /* layers whose activations go to host memory
+                               (default 0; pinned only: then pp 1 and no
+                               recomputation) */
     PP_PLAN_DIM__COUNT
 } pp_plan_dim;
 

@@ -177,6 +177,9 @@ static int read_gpu(pp_node *m, const char *path, pp_gpu_spec *g, pp_error *e) {
         (rc = read_small_int(sub, p, "lanes", 1, 32, &g->pcie_lanes, e)) < 0 ||
         (rc = pp_map_done(sub, p, e)) < 0)
         return rc;
+    if ((rc = pp_map_quantity(m, path, "c2c", PP_OPTIONAL, PP_Q_BANDWIDTH, NULL,
+                              false, &g->c2c_Bps, e)) < 0)
+        return rc;
 
     if ((rc = read_small_int(m, path, "sms", 1, 100000, &g->sms, e)) < 0 ||
         (rc = read_power(m, path, "tdp_w", PP_REQUIRED, &g->tdp_w, e)) < 0)

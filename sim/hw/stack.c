@@ -339,7 +339,11 @@ void pp_stack_apply(const pp_stack *s, pp_gpu_profile *g, bool is_default) {
 
 void pp_stack_resolve_spec(const pp_stack *s, pp_parallel *p) {
     if (p->attn == PP_ATTN_AUTO) p->flash = s->flash_attention;
-    if (!p->recompute_set) p->recompute = s->recompute_default;
+    /* Offloaded activations replace recomputation (Megatron-core refuses
+     * the two together): the stack's default gives way. */
+    if (!p->recompute_set)
+        p->recompute =
+            p->offload > 0 ? PP_RECOMPUTE_NONE : s->recompute_default;
     if (p->dispatch == PP_DISPATCH_AUTO) p->deepep = s->moe_deepep;
     if (p->permute == PP_PERMUTE_AUTO)
         p->permute_unfused = s->moe_permute_unfused;

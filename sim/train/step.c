@@ -93,6 +93,7 @@ static void enter(step *S, stage *st, int state) {
     case ST_EP: b->ep_comm_s += dt; break;
     case ST_CP: b->cp_comm_s += dt; break;
     case ST_HOST: b->host_s += dt; break;
+    case ST_OFFLOAD: b->other_s += dt; break;
     case ST_WAIT: {
         double ts = S->msgs[st->wait_msg].t_send;
         double split = ts < st->t_state ? st->t_state : ts > now ? now : ts;
@@ -493,6 +494,15 @@ static void stage_run(step *S, stage *st) {
             if (it->sync && st->host_t < now_s(S)) st->host_t = now_s(S);
             st->host_t += it->h;
         }
+        if (it->kind == IT_OFFL) {
+            enter(S, st, ST_OFFLOAD);
+            if (pp__sim_tracing(S->sim))
+                for (int32_t k = 0; k < S->tp; k++)
+                    pp__sim_trace_span(S->sim, D(S, k, st->p, 0), it->label,
+                                       now_s(S), now_s(S) + it->t);
+            pp_engine_after(S->eng, it->t, on_event, S, ARG(K_COMPUTE, st->p));
+            return;
+        }
         if (it->kind == IT_ZG) {
             if (pp__z3_item(S, st)) return;
             continue;
@@ -667,7 +677,8 @@ void pp__step_start(step *S) {
 }
 
 const char *const pp__step_state_names[] = {
-    "idle",    "compute",        "tp",         "waiting for input",
-    "sending", "gathering",      "dp sync",    "dp reduce (micro-batch)",
-    "barrier", "embedding sync", "optimizer",  "zero allgather",
-    "done",    "ep alltoall",    "cp exchange"};
+    "idle",    "compute",        "tp",          "waiting for input",
+    "sending", "gathering",      "dp sync",     "dp reduce (micro-batch)",
+    "barrier", "embedding sync", "optimizer",   "zero allgather",
+    "done",    "ep alltoall",    "cp exchange", "host",
+    "offload"};

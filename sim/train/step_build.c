@@ -60,6 +60,33 @@ static void emit(const step *S, program *pr, const pp__oplist *l, size_t from) {
     }
 }
 
+/* Compute seconds of ops [from, l->n): what a transfer can hide under. */
+static double ops_compute_s(const pp__oplist *l, size_t from) {
+    double t = 0;
+    for (size_t i = from; i < l->n; i++)
+        if (l->v[i].kind == PP__OP_GEMM || l->v[i].kind == PP__OP_MEM)
+            t += l->v[i].time_s;
+    return t;
+}
+
+/* An offloaded layer's activations move between the GPU and host memory
+ * on their own stream while the next layer computes (Transformer
+ * Engine's CPU offload handler waits for a layer's copy at the end of the
+ * next layer's forward, and prefetches it during the backward of the
+ * layer after it): the stage waits for what the transfer takes beyond
+ * that layer's compute, here the offloaded layer's own (the next one has
+ * its shape).  Not simulated as flows: the host link carries nothing else
+ * of the step. */
+static void offload_wait(step *S, program *pr, double layer_s, const char *what,
+                         int64_t layer) {
+    double t = S->off_Bps > 0 ? S->off_bytes / S->off_Bps - layer_s : 0;
+    if (!(t > 0)) return;
+    prog_push(pr, (item){.kind = IT_OFFL,
+                         .label = (const char *)(uintptr_t)(S->n_labels + 1),
+                         .t = t});
+    label(S, "layer %ld %s", (long)layer, what);
+}
+
 static double generic_compute_s(step *S) {
     if (S->cfg->compute_time_s > 0) return S->cfg->compute_time_s / S->nmb;
     /* Derived: the micro-batch's FLOPs at the profile's best GEMM rate
@@ -118,6 +145,9 @@ void pp__step_build(step *S) {
                 pp__ops_layer_fwd(&sh, &l);
                 emit(S, f, &l, from);
                 label(S, "layer %ld %s", (long)(first_layer + i), "fwd");
+                if (first_layer + i < S->par->offload)
+                    offload_wait(S, f, ops_compute_s(&l, from),
+                                 "activation offload", first_layer + i);
             }
             /* Multi-token prediction: after the last layer, each module
              * of the last layer's kind (pp_model.mtp_layers). */
@@ -167,6 +197,9 @@ void pp__step_build(step *S) {
                 if (S->z3_layer) zg.x = zl, prog_push(b, zg);
                 sh.kind = pp_model_layer_is_moe(S->m, first_layer + i) ? 2 : 1;
                 pp__ops_layer_bwd(&sh, &l);
+                if (first_layer + i < S->par->offload)
+                    offload_wait(S, b, ops_compute_s(&l, from),
+                                 "activation reload", first_layer + i);
                 emit(S, b, &l, from);
                 label(S, "layer %ld %s", (long)(first_layer + i), "bwd");
             }
@@ -300,6 +333,33 @@ static void step_free(step *S) {
     pp_sim_free(S->sim);
 }
 
+/* The rate at which GPU 0 of the layout reaches host memory: NVLink-C2C
+ * where the catalogue gives one (Grace), else its PCIe link, or its PCIe
+ * switch's uplink to the CPU shared by the GPUs under that switch, the
+ * slower (a DGX H100 switch holds two GPUs, which offload together). */
+static double host_Bps(const step *S) {
+    const pp_gpu_spec *g = pp_cluster_info_get(S->c)->gpu;
+    if (g && g->c2c_Bps > 0) return g->c2c_Bps;
+    const pp_device *dv = pp_cluster_devices(S->c, NULL);
+    const pp_link *L = pp_cluster_links(S->c, NULL);
+    size_t n, k;
+    const int32_t *out = pp_cluster_out(S->c, D(S, 0, 0, 0), &n);
+    for (size_t i = 0; i < n; i++) {
+        const pp_link *up = &L[out[i]];
+        if (up->kind != PP_LINK_PCIE) continue;
+        if (dv[up->dst].kind == PP_DEV_CPU) return up->bw_Bps;
+        const int32_t *sw = pp_cluster_out(S->c, up->dst, &k);
+        double cpu = 0, gpus = 0;
+        for (size_t j = 0; j < k; j++) {
+            const pp_link *x = &L[sw[j]];
+            if (dv[x->dst].kind == PP_DEV_CPU) cpu = x->bw_Bps;
+            if (dv[x->dst].kind == PP_DEV_GPU) gpus += 1;
+        }
+        return cpu > 0 && gpus > 0 ? fmin(up->bw_Bps, cpu / gpus) : up->bw_Bps;
+    }
+    return 0;
+}
+
 /* Checks the layout against the model, the cluster and the memory. */
 static int check(const pp_step_config *cfg, pp_memory *mem, pp_error *e) {
     const pp_model *m = cfg->model;
@@ -347,6 +407,22 @@ static int check(const pp_step_config *cfg, pp_memory *mem, pp_error *e) {
                            PP_Q_BYTES, 4, c, sizeof c),
             info->gpu->name, pp_unit_format(hbm, PP_Q_BYTES, 4, d, sizeof d),
             pp_unit_format(mem->total - hbm, PP_Q_BYTES, 4, f, sizeof f));
+    }
+    /* Offloaded activations land in the server's host memory, one share
+     * per GPU. */
+    double host = mem->offloaded * info->gpus_per_node;
+    if (cfg->check_memory && host > 0 && info->host_memory_bytes > 0 &&
+        host > info->host_memory_bytes) {
+        char a[48], b[48];
+        return pp_error_set(
+            e, PP_EINFEASIBLE,
+            "%s: offload=%lld puts %s of activations in host memory per "
+            "server (%d GPUs), but a server of %s has %s",
+            m->name, (long long)p->offload,
+            pp_unit_format(host, PP_Q_BYTES, 4, a, sizeof a),
+            (int)info->gpus_per_node, info->name,
+            pp_unit_format(info->host_memory_bytes, PP_Q_BYTES, 4, b,
+                           sizeof b));
     }
     return 0;
 }
@@ -396,6 +472,7 @@ static int setup(step *S, const pp_step_config *cfg, pp_error *e) {
     S->pag = p->zero >= 1 && p->zero < 3 && S->dp > 1 &&
              S->prof.sw.param_gather_overlap;
     S->host_k = S->prof.sw.host_kernel_s;
+    if (S->off_bytes > 0) S->off_Bps = host_Bps(S);
     pp__step_build(S);
     S->vparams = pp_xcalloc((size_t)S->V, sizeof *S->vparams);
     S->veparams = pp_xcalloc((size_t)S->V, sizeof *S->veparams);
@@ -489,6 +566,8 @@ int pp_step_simulate(const pp_step_config *cfg, pp_step_result *out,
         c.schedule = cfg->par->vp > 1 ? PP_SCHED_INTERLEAVED : PP_SCHED_1F1B;
 
     step *S = pp_xcalloc(1, sizeof *S);
+    /* An offloaded layer's activations: one layer, one micro-batch. */
+    if (cfg->par->offload > 0) S->off_bytes = mem.activations_per_layer;
     rc = setup(S, &c, e);
     if (!rc) {
         pp__step_start(S);

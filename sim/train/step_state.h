@@ -23,7 +23,8 @@ enum {
     IT_COMPUTE,
     IT_COLL,
     IT_MARK,
-    IT_ZG /* ZeRO-3 (zero3.c): a layer's weights all-gathered, x params */
+    IT_ZG,  /* ZeRO-3 (zero3.c): a layer's weights all-gathered, x params */
+    IT_OFFL /* waiting t seconds for an offloaded layer's activations */
 };
 
 typedef struct item {
@@ -56,9 +57,10 @@ enum {
     ST_OPT,     /* optimizer step */
     ST_ZAG,     /* ZeRO parameter AllGather */
     ST_DONE,
-    ST_EP,  /* in an MoE all-to-all (sim/train/step_group.c) */
-    ST_CP,  /* in CP's K/V exchange after the overlapped compute */
-    ST_HOST /* idle until the host has issued the next kernels */
+    ST_EP,     /* in an MoE all-to-all (sim/train/step_group.c) */
+    ST_CP,     /* in CP's K/V exchange after the overlapped compute */
+    ST_HOST,   /* idle until the host has issued the next kernels */
+    ST_OFFLOAD /* for activations moving to or from host memory */
 };
 
 typedef struct msg {
@@ -159,6 +161,9 @@ typedef struct step {
     bool z3_layer;  /* ZeRO-3 as the stack implements it (zero3.c) */
     double emb_bytes;
     double host_k; /* host seconds per kernel launched (0: not modelled) */
+    /* Activation offloading (offload=): one layer's activations of one
+     * micro-batch, and the rate they move at to and from host memory. */
+    double off_bytes, off_Bps;
     int failed;
     pp_error err;
     uint64_t transfers, collectives;
