@@ -494,15 +494,6 @@ static void stage_run(step *S, stage *st) {
             if (it->sync && st->host_t < now_s(S)) st->host_t = now_s(S);
             st->host_t += it->h;
         }
-        if (it->kind == IT_OFFL) {
-            enter(S, st, ST_OFFLOAD);
-            if (pp__sim_tracing(S->sim))
-                for (int32_t k = 0; k < S->tp; k++)
-                    pp__sim_trace_span(S->sim, D(S, k, st->p, 0), it->label,
-                                       now_s(S), now_s(S) + it->t);
-            pp_engine_after(S->eng, it->t, on_event, S, ARG(K_COMPUTE, st->p));
-            return;
-        }
         if (it->kind == IT_ZG) {
             if (pp__z3_item(S, st)) return;
             continue;
@@ -513,8 +504,10 @@ static void stage_run(step *S, stage *st) {
                             it->grp == PP__GRP_EP ? DPQ_EXPERT : DPQ_DENSE);
             continue;
         }
-        if (it->kind == IT_COMPUTE) {
-            enter(S, st, ST_COMPUTE);
+        if (it->kind == IT_COMPUTE || it->kind == IT_OFFL) {
+            /* An offload wait passes like compute, charged to its own
+             * state. */
+            enter(S, st, it->kind == IT_OFFL ? ST_OFFLOAD : ST_COMPUTE);
             if (pp__sim_tracing(S->sim))
                 for (int32_t k = 0; k < S->tp; k++)
                     pp__sim_trace_span(S->sim, D(S, k, st->p, 0), it->label,
