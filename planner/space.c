@@ -302,7 +302,8 @@ static bool target_allows(pp_plan_target t, const pp_parallel *p) {
          * recomputation).  vp is checked in walk_batch already. */
         return (p->pp == 1 || p->zero <= 1) && !pp_parallel_uneven(p) &&
                p->vp == 1 && !p->sp && p->recompute != PP_RECOMPUTE_SELECTIVE &&
-               p->cp <= 1 && p->ep <= 1; /* neither in its pipeline engine */
+               p->cp <= 1 && p->ep <= 1 && /* neither in its pipeline engine */
+               p->offload == 0; /* its config has no Megatron-core offload */
     default: return true;
     }
 }

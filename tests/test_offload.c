@@ -224,6 +224,13 @@ static void test_plan(void **state) {
     assert_int_equal(r.status, 2);
     assert_non_null(strstr(r.err, "--fix offload=8: needs pp=1"));
     cli_result_free(&r);
+    /* DeepSpeed's config has no such offload: no candidate for it. */
+    cli_runf(&r, "plan --model llama3-8b --cluster dgx-h100-ndr --gpus 8 "
+                 "--global-batch 64 --fix offload=8,tp=1 --top 0 --format "
+                 "deepspeed");
+    assert_int_not_equal(r.status, 0);
+    assert_non_null(strstr(r.err, "target"));
+    cli_result_free(&r);
     cli_runf(&r, "plan --model llama3-8b --cluster dgx-h100-ndr --gpus 8 "
                  "--global-batch 64 --exclude offload=8 --top 0");
     assert_int_equal(r.status, 2);
