@@ -97,6 +97,7 @@ struct pp_plan_estimator {
     double net_Bps, net_lat; /* GPU to GPU on the next server */
     double nic_gpu_Bps;      /* a GPU's share of its server's NICs */
     double reduce_Bps;       /* summing rate (pp_coll_reduce_Bps) */
+    double host_Bps;         /* a GPU to host memory (offload=) */
     bool spines;             /* the fabric has more than one level */
     char order[3];           /* rank placement, innermost first */
     cost_entry *cache;
@@ -134,6 +135,7 @@ int pp_plan_estimator_new(const pp_model *m, const pp_cluster *c,
     x->nodes = info->nodes;
     x->spines = info->switches[PP_DEV_SPINE] + info->switches[PP_DEV_CORE] > 0;
     x->reduce_Bps = pp_coll_reduce_Bps(info->gpu);
+    x->host_Bps = pp_cluster_host_Bps(c, pp_cluster_gpu(c, 0, 0));
     if ((rc = pp_router_new(c, 0, &r, e)) < 0) goto fail;
     x->nvl_Bps = INFINITY, x->nvl_lat = 0;
     if (x->gpn > 1 &&
@@ -759,6 +761,17 @@ int pp_plan_estimate(pp_plan_estimator *x, const pp_parallel *p, bool overlap,
     b.dp_comm_exposed_s = dp_mean + gat_mean + z3;
     b.other_s = opt_mean + (p->pp > 1 ? 2.0 * t_emb / pp : 0);
     b.bubble_s += path - (dp_mean + gat_mean + b.other_s);
+    /* Offloaded activations (offload=, pp 1): each copy waits for what it
+     * takes beyond a layer's compute, out after the forward and back
+     * before the backward, as the simulator prices it. */
+    if (p->offload > 0 && x->host_Bps > 0) {
+        pp_memory mem;
+        if ((rc = pp_memory_per_gpu(m, p, x->opt, &mem, e)) < 0) return rc;
+        double t = mem.activations_per_layer / x->host_Bps;
+        b.other_s +=
+            nmb * (double)p->offload *
+            (fmax(0.0, t - ce->lc.fwd_s) + fmax(0.0, t - ce->lc.bwd_s));
+    }
     *out = b;
     *time_s = b.compute_s + b.tp_comm_s + b.bubble_s + b.pp_comm_s +
               b.dp_comm_exposed_s + b.other_s + b.ep_comm_s + b.cp_comm_s +

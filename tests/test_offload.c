@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "cli_run.h"
+#include "podplan/planner.h"
 #include "podplan/sim.h"
 #include "podplan/train.h"
 
@@ -177,6 +178,23 @@ static void test_step_wait(void **state) {
         else
             assert_true(fabs(got) < 1e-9);
         assert_true(fabs(bd(b, "compute_s") - bd(a, "compute_s")) < 1e-9);
+        /* The planner's estimate prices the same wait. */
+        pp_plan_estimator *est = NULL;
+        assert_int_equal(pp_plan_estimator_new(&m, cc, &g, &est, &e), 0);
+        pp_parallel q = spec(base);
+        pp_stack_resolve(&g, &q);
+        double t0, t1;
+        pp_breakdown b0, b1;
+        assert_int_equal(pp_plan_estimate(est, &q, true, &t0, &b0, &e), 0);
+        assert_int_equal(pp_plan_estimate(est, &p, true, &t1, &b1, &e), 0);
+        double est_wait = b1.other_s - b0.other_s;
+        print_message("%s: estimate %.4f s\n", c[i].cluster, est_wait);
+        if (want > 0)
+            assert_true(fabs(est_wait - want) < 0.02 * want);
+        else
+            assert_true(fabs(est_wait) < 1e-9);
+        assert_true(fabs((t1 - t0) - est_wait) < 1e-9 * t1);
+        pp_plan_estimator_free(est);
         json_decref(a);
         json_decref(b);
         pp_cluster_free(cc);

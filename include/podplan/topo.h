@@ -106,6 +106,12 @@ int32_t pp_cluster_gpu(const pp_cluster *c, int32_t node, int32_t local);
 int32_t pp_cluster_hca(const pp_cluster *c, int32_t node, int32_t local);
 /* The HCA nearest a GPU (same PCIe switch, else same socket); -1 none. */
 int32_t pp_cluster_gpu_hca(const pp_cluster *c, int32_t gpu_dev);
+/* The rate, per direction, at which a GPU reaches host memory:
+ * NVLink-C2C where the catalogue gives one (Grace), else its PCIe link,
+ * or its PCIe switch's uplink to the CPU shared by the GPUs under that
+ * switch, the slower (a DGX H100 switch holds two GPUs, which copy
+ * together); 0 when it reaches none. */
+double pp_cluster_host_Bps(const pp_cluster *c, int32_t gpu_dev);
 /* Device id by name, -1 when absent (for traffic files). */
 int32_t pp_cluster_find(const pp_cluster *c, const char *name);
 const char *pp_dev_kind_name(pp_dev_kind k);

@@ -322,3 +322,26 @@ int32_t pp_cluster_gpu_hca(const pp_cluster *c, int32_t gpu_dev) {
     if (gpu_dev < 0 || (size_t)gpu_dev >= c->n_devs || !c->gpu_hca) return -1;
     return c->gpu_hca[gpu_dev];
 }
+
+double pp_cluster_host_Bps(const pp_cluster *c, int32_t gpu_dev) {
+    if (gpu_dev < 0 || (size_t)gpu_dev >= c->n_devs) return 0;
+    if (c->info.gpu && c->info.gpu->c2c_Bps > 0) return c->info.gpu->c2c_Bps;
+    const pp_device *dv = pp_cluster_devices(c, NULL);
+    const pp_link *L = pp_cluster_links(c, NULL);
+    size_t n, k;
+    const int32_t *out = pp_cluster_out(c, gpu_dev, &n);
+    for (size_t i = 0; i < n; i++) {
+        const pp_link *up = &L[out[i]];
+        if (up->kind != PP_LINK_PCIE) continue;
+        if (dv[up->dst].kind == PP_DEV_CPU) return up->bw_Bps;
+        const int32_t *sw = pp_cluster_out(c, up->dst, &k);
+        double cpu = 0, gpus = 0;
+        for (size_t j = 0; j < k; j++) {
+            const pp_link *x = &L[sw[j]];
+            if (dv[x->dst].kind == PP_DEV_CPU) cpu = x->bw_Bps;
+            if (dv[x->dst].kind == PP_DEV_GPU) gpus += 1;
+        }
+        return cpu > 0 && gpus > 0 ? fmin(up->bw_Bps, cpu / gpus) : up->bw_Bps;
+    }
+    return 0;
+}

@@ -333,33 +333,6 @@ static void step_free(step *S) {
     pp_sim_free(S->sim);
 }
 
-/* The rate at which GPU 0 of the layout reaches host memory: NVLink-C2C
- * where the catalogue gives one (Grace), else its PCIe link, or its PCIe
- * switch's uplink to the CPU shared by the GPUs under that switch, the
- * slower (a DGX H100 switch holds two GPUs, which offload together). */
-static double host_Bps(const step *S) {
-    const pp_gpu_spec *g = pp_cluster_info_get(S->c)->gpu;
-    if (g && g->c2c_Bps > 0) return g->c2c_Bps;
-    const pp_device *dv = pp_cluster_devices(S->c, NULL);
-    const pp_link *L = pp_cluster_links(S->c, NULL);
-    size_t n, k;
-    const int32_t *out = pp_cluster_out(S->c, D(S, 0, 0, 0), &n);
-    for (size_t i = 0; i < n; i++) {
-        const pp_link *up = &L[out[i]];
-        if (up->kind != PP_LINK_PCIE) continue;
-        if (dv[up->dst].kind == PP_DEV_CPU) return up->bw_Bps;
-        const int32_t *sw = pp_cluster_out(S->c, up->dst, &k);
-        double cpu = 0, gpus = 0;
-        for (size_t j = 0; j < k; j++) {
-            const pp_link *x = &L[sw[j]];
-            if (dv[x->dst].kind == PP_DEV_CPU) cpu = x->bw_Bps;
-            if (dv[x->dst].kind == PP_DEV_GPU) gpus += 1;
-        }
-        return cpu > 0 && gpus > 0 ? fmin(up->bw_Bps, cpu / gpus) : up->bw_Bps;
-    }
-    return 0;
-}
-
 /* Checks the layout against the model, the cluster and the memory. */
 static int check(const pp_step_config *cfg, pp_memory *mem, pp_error *e) {
     const pp_model *m = cfg->model;
@@ -472,7 +445,7 @@ static int setup(step *S, const pp_step_config *cfg, pp_error *e) {
     S->pag = p->zero >= 1 && p->zero < 3 && S->dp > 1 &&
              S->prof.sw.param_gather_overlap;
     S->host_k = S->prof.sw.host_kernel_s;
-    if (S->off_bytes > 0) S->off_Bps = host_Bps(S);
+    if (S->off_bytes > 0) S->off_Bps = pp_cluster_host_Bps(S->c, D(S, 0, 0, 0));
     pp__step_build(S);
     S->vparams = pp_xcalloc((size_t)S->V, sizeof *S->vparams);
     S->veparams = pp_xcalloc((size_t)S->V, sizeof *S->veparams);
