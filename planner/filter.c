@@ -51,10 +51,26 @@ static int on_off(const char *v, int64_t *out) {
     return 0;
 }
 
+/* The dimensions a search never varies (pinned only), and what holds
+ * when they are not pinned; NULL for the searched ones. */
+static const char *pinned_only(pp_plan_dim d) {
+    switch (d) {
+    case PP_PLAN_DIM_GRAPHS: return "none unless pinned with --fix graphs=...";
+    case PP_PLAN_DIM_FP8:
+        return "the stack's recipe unless pinned with --fix fp8=...";
+    case PP_PLAN_DIM_OFFLOAD: return "none unless pinned with --fix offload=N";
+    default: return NULL;
+    }
+}
+
 static int filter_value(void *ctx, int k, const char *val, pp_error *e) {
     filter_ctx *c = ctx;
     pp_plan_dim d = (pp_plan_dim)k;
     int64_t v;
+    const char *only = pinned_only(d);
+    if (c->exclude && only)
+        return pp_error_set(e, PP_EUSAGE, "%s: %s: not searched (%s)", c->what,
+                            dim_names[d], only);
     switch (d) {
     case PP_PLAN_DIM_SP:
     case PP_PLAN_DIM_OVERLAP:
@@ -98,11 +114,6 @@ static int filter_value(void *ctx, int k, const char *val, pp_error *e) {
     }
     case PP_PLAN_DIM_GRAPHS: {
         uint8_t g;
-        if (c->exclude)
-            return pp_error_set(e, PP_EUSAGE,
-                                "%s: graphs: not searched (none unless "
-                                "pinned with --fix graphs=...)",
-                                c->what);
         if (pp_graphs_parse(val, &g, e) < 0) {
             pp_error_prefix(e, "%s: graphs", c->what);
             if (e) e->code = PP_EUSAGE;
@@ -113,11 +124,6 @@ static int filter_value(void *ctx, int k, const char *val, pp_error *e) {
     }
     case PP_PLAN_DIM_FP8: {
         int r;
-        if (c->exclude)
-            return pp_error_set(e, PP_EUSAGE,
-                                "%s: fp8: not searched (the stack's recipe "
-                                "unless pinned with --fix fp8=...)",
-                                c->what);
         r = pp_registry_find(&pp_reg_fp8, val);
         if (r <= PP_FP8_AUTO)
             return pp_error_set(e, PP_EUSAGE,
@@ -128,11 +134,6 @@ static int filter_value(void *ctx, int k, const char *val, pp_error *e) {
         break;
     }
     case PP_PLAN_DIM_OFFLOAD:
-        if (c->exclude)
-            return pp_error_set(e, PP_EUSAGE,
-                                "%s: offload: not searched (none unless "
-                                "pinned with --fix offload=N)",
-                                c->what);
         if (pp_parse_i64(val, 0, 1000000, &v))
             return pp_error_set(e, PP_EUSAGE,
                                 "%s: offload: expected a number of layers, "

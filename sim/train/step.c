@@ -251,6 +251,19 @@ static int32_t dp_colls(step *S, int32_t p, int q, pp_coll_op op, double bytes,
     return started;
 }
 
+/* ZeRO's all-gather of `params` updated parameters of stage st, the
+ * `experts` among them over their own groups; returns the collectives
+ * started. */
+static int32_t gather_params(step *S, stage *st, double params, double experts,
+                             uint64_t arg) {
+    double b[DPQ__COUNT] = {params - experts, experts};
+    int32_t n = 0;
+    for (int q = 0; q < DPQ__COUNT && !S->failed; q++)
+        n += dp_colls(S, st->p, q, PP_COLL_ALLGATHER,
+                      b[q] * PP_PARAM_GATHER_BYTES, arg);
+    return n;
+}
+
 static void pag_arrived(step *S, stage *st);
 
 /* Megatron-core's overlap_param_gather: the distributed optimizer's
@@ -264,12 +277,8 @@ static void pag_arrived(step *S, stage *st);
  * vp 1 the whole gather is exposed here, as without overlap). */
 static void pag_issue(step *S, stage *st) {
     int32_t v = st->pag_ready * S->pp + st->p;
-    double ex = S->veparams[v], bytes[DPQ__COUNT] = {S->vparams[v] - ex, ex};
-    st->pag_pending = 0;
-    for (int q = 0; q < DPQ__COUNT && !S->failed; q++)
-        st->pag_pending +=
-            dp_colls(S, st->p, q, PP_COLL_ALLGATHER,
-                     bytes[q] * PP_PARAM_GATHER_BYTES, ARG(K_PAG, st->p));
+    st->pag_pending =
+        gather_params(S, st, S->vparams[v], S->veparams[v], ARG(K_PAG, st->p));
     if (st->pag_pending == 0) pag_arrived(S, st);
 }
 
@@ -584,11 +593,8 @@ static void on_event(pp_engine *eng, void *ctx, uint64_t arg) {
         if (S->par->zero >= 1 && S->par->zero < 3 && !S->pag) {
             /* ZeRO: gather the updated parameters (16 bits), the experts'
              * over their own group. */
-            double b[DPQ__COUNT] = {st->params - st->eparams, st->eparams};
-            for (int q = 0; q < DPQ__COUNT && !S->failed; q++)
-                st->pending +=
-                    dp_colls(S, st->p, q, PP_COLL_ALLGATHER,
-                             b[q] * PP_PARAM_GATHER_BYTES, ARG(K_ZAG, st->p));
+            st->pending = gather_params(S, st, st->params, st->eparams,
+                                        ARG(K_ZAG, st->p));
         }
         if (st->pending > 0)
             enter(S, st, ST_ZAG);
