@@ -108,11 +108,17 @@ int pp_cli_check_stack(const pp_stack *st, const pp_gpu_profile *g,
                             "--parallel: zero=%d: stack %s implements ZeRO "
                             "stages up to %d (zero.max_stage)",
                             p->zero, st->name, st->zero_max);
-    if (!(st->recompute & (1u << p->recompute)))
-        return pp_error_set(e, PP_EUSAGE,
-                            "--parallel: recompute=%s: stack %s does not "
-                            "offer it (recompute:)",
-                            pp_recompute_name(p->recompute), st->name);
+    uint32_t mods = (uint32_t)p->recompute_mods << PP_STACK_RECOMP_MOD;
+    if (!(st->recompute & (1u << p->recompute)) ||
+        (st->recompute & mods) != mods) {
+        char rc[64];
+        return pp_error_set(
+            e, PP_EUSAGE,
+            "--parallel: recompute=%s: stack %s does not "
+            "offer it (recompute:)",
+            pp_recompute_format(p->recompute, p->recompute_mods, rc, sizeof rc),
+            st->name);
+    }
     return 0;
 }
 

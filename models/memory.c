@@ -149,6 +149,31 @@ static double act_layer(const pp_model *m, const pp_parallel *p,
     return 0.0;
 }
 
+/* What recompute modules free per layer and micro-batch, in bytes (the
+ * layers' mean: moe_act acts in MoE layers only).  layernorm: the two
+ * norms' outputs, which the QKV GEMM and the MLP's first GEMM (an MoE
+ * layer's router) keep as their saved input, 2 s b h bytes each (1 under
+ * FP8, whose GEMMs keep the cast), replicated over TP unless sp.
+ * moe_act: the routed experts' activation output, fc2's saved input, s b
+ * k cf fe / t elements (the 8 s b h of the GeLU MLP's fc2 input that
+ * pp__moe_act_factor scales by k fe / 4h). */
+static double recompute_freed(const pp_model *m, const pp_parallel *p) {
+    if (!p->recompute_mods || p->recompute == PP_RECOMPUTE_FULL) return 0;
+    double s = (double)m->seq, b = (double)p->mbs, h = (double)m->hidden;
+    double t = (double)p->tp, el = p->dtype == PP_PREC_FP8 ? 1.0 : 2.0;
+    bool sp = p->sp && p->tp > 1;
+    double freed = 0;
+    if (p->recompute_mods & PP_RECOMP_LAYERNORM)
+        freed += 2.0 * el * s * b * h / (sp ? t : 1.0);
+    if (p->recompute_mods & PP_RECOMP_MOE_ACT && pp_model_is_moe(m)) {
+        double cf = m->capacity_factor > 0 ? m->capacity_factor : 1.0;
+        double frac = (double)pp_model_moe_layers(m) / (double)m->layers;
+        freed += frac * el * s * b * (double)m->top_k * cf *
+                 (double)m->expert_ffn_hidden / t;
+    }
+    return freed;
+}
+
 /* Stage `st`'s memory; model states in r->weights..model_states. */
 static void stage_memory(const pp_model *m, const pp_parallel *p,
                          pp_optimizer opt, int64_t st, pp_memory *out) {
@@ -215,7 +240,8 @@ static void stage_memory(const pp_model *m, const pp_parallel *p,
      * layer keeps more (pp__moe_act_factor). */
     double cpf = p->cp > 1 ? (double)p->cp : 1.0;
     double moef = pp__moe_act_factor(m, p);
-    r.activations_per_layer = act_layer(m, p, p->recompute) * moef / cpf;
+    r.activations_per_layer =
+        (act_layer(m, p, p->recompute) * moef - recompute_freed(m, p)) / cpf;
     if (p->vp > 1) {
         /* Interleaved 1F1B (Megatron-LM's schedules.py): stage st warms up
          * with 2 (pp - st - 1) + (vp - 1) pp chunk forwards before its first

@@ -68,6 +68,15 @@ char *pp_graphs_format(uint8_t graphs, char *buf, size_t len) {
     return pp_graphs_list(graphs, "+", "", buf, len);
 }
 
+/* The index of the n-byte word at s in the NULL-ended names, or the
+ * index of that NULL: the '+'-joined lists' (graphs=, recompute=) lookup. */
+static int word_index(const char *const *names, const char *s, size_t n) {
+    int i = 0;
+    while (names[i] && (strlen(names[i]) != n || strncmp(names[i], s, n) != 0))
+        i++;
+    return i;
+}
+
 /* "none", or scopes joined by '+', each once; full alone; moe_preprocess
  * with moe_router (Megatron-core's rules, transformer_config.py). */
 int pp_graphs_parse(const char *val, uint8_t *out, pp_error *e) {
@@ -79,10 +88,7 @@ int pp_graphs_parse(const char *val, uint8_t *out, pp_error *e) {
     const char *s = val;
     for (;;) {
         size_t n = strcspn(s, "+");
-        int i = 0;
-        while (graph_scopes[i] && (strlen(graph_scopes[i]) != n ||
-                                   strncmp(graph_scopes[i], s, n) != 0))
-            i++;
+        int i = word_index(graph_scopes, s, n);
         if (!graph_scopes[i] || g & (1u << i))
             return pp_error_set(e, PP_EINPUT,
                                 "expected none or scopes joined by '+' "
@@ -104,6 +110,73 @@ int pp_graphs_parse(const char *val, uint8_t *out, pp_error *e) {
                             "\"%.100s\"",
                             val);
     *out = g;
+    return 0;
+}
+
+/* Megatron-core's recompute modules (TransformerConfig.recompute_modules)
+ * that podplan prices, in its order: core_attn is recompute=selective,
+ * the others PP_RECOMP_* bits 1 << (i - 1).  The rest of Megatron-core's
+ * list is refused by name rather than silently ignored. */
+static const char *const recomp_modules[] = {"core_attn", "layernorm",
+                                             "moe_act", NULL};
+static const char *const recomp_unpriced[] = {"mlp", "moe", "shared_experts",
+                                              "mla_up_proj", NULL};
+
+char *pp_recompute_list(pp_recompute r, uint8_t mods, const char *sep,
+                        const char *quote, char *buf, size_t len) {
+    size_t n = 0;
+    if (len == 0) return buf;
+    buf[0] = '\0';
+    for (int i = 0; recomp_modules[i]; i++) {
+        bool on = i == 0 ? r == PP_RECOMPUTE_SELECTIVE
+                         : (mods & (1u << (i - 1))) != 0;
+        if (on && n < len)
+            n += (size_t)snprintf(buf + n, len - n, "%s%s%s%s", n ? sep : "",
+                                  quote, recomp_modules[i], quote);
+    }
+    return buf;
+}
+
+char *pp_recompute_format(pp_recompute r, uint8_t mods, char *buf, size_t len) {
+    if (mods == 0 || r == PP_RECOMPUTE_FULL) {
+        snprintf(buf, len, "%s", pp_recompute_name(r));
+        return buf;
+    }
+    return pp_recompute_list(r, mods, "+", "", buf, len);
+}
+
+int pp_recompute_parse(const char *val, pp_recompute *r, uint8_t *mods,
+                       pp_error *e) {
+    for (int b = PP_RECOMPUTE_NONE; b <= PP_RECOMPUTE_FULL; b++)
+        if (strcmp(val, pp_recompute_name((pp_recompute)b)) == 0) {
+            *r = (pp_recompute)b;
+            *mods = 0;
+            return 0;
+        }
+    unsigned seen = 0;
+    const char *s = val;
+    for (;;) {
+        size_t n = strcspn(s, "+");
+        int i = word_index(recomp_modules, s, n);
+        int j = word_index(recomp_unpriced, s, n);
+        if (!recomp_modules[i] && recomp_unpriced[j])
+            return pp_error_set(e, PP_EINPUT,
+                                "module %s is Megatron-core's but podplan "
+                                "does not price it (it prices core_attn, "
+                                "layernorm, moe_act), got \"%.100s\"",
+                                recomp_unpriced[j], val);
+        if (!recomp_modules[i] || seen & (1u << i))
+            return pp_error_set(e, PP_EINPUT,
+                                "expected full, selective, none or modules "
+                                "joined by '+' (core_attn, layernorm, "
+                                "moe_act), each once, got \"%.100s\"",
+                                val);
+        seen |= 1u << i;
+        if (!s[n]) break;
+        s += n + 1;
+    }
+    *r = seen & 1u ? PP_RECOMPUTE_SELECTIVE : PP_RECOMPUTE_NONE;
+    *mods = (uint8_t)(seen >> 1);
     return 0;
 }
 
@@ -225,16 +298,13 @@ static int spec_value(void *ctx, int k, const char *val, pp_error *e) {
         return rc;
     }
     if (k == K_RECOMPUTE) {
-        for (int r = PP_RECOMPUTE_NONE; r <= PP_RECOMPUTE_FULL; r++)
-            if (strcmp(val, pp_recompute_name((pp_recompute)r)) == 0) {
-                p->recompute = (pp_recompute)r;
-                p->recompute_set = true;
-                return 0;
-            }
-        return pp_error_set(e, PP_EINPUT,
-                            "%srecompute: expected full, selective or none, "
-                            "got \"%.100s\"",
-                            pre, val);
+        int rc = pp_recompute_parse(val, &p->recompute, &p->recompute_mods, e);
+        if (rc < 0) {
+            pp_error_prefix(e, "%srecompute", pre);
+            return rc;
+        }
+        p->recompute_set = true;
+        return 0;
     }
     /* K_ZERO */
     int64_t z;
@@ -290,13 +360,15 @@ int pp_parallel_parse(const char *spec, pp_parallel *p, pp_error *e) {
 }
 
 char *pp_parallel_format(const pp_parallel *p, char *buf, size_t len) {
-    int n = snprintf(buf, len,
-                     "tp=%lld,pp=%lld,dp=%lld,mbs=%lld,gbs=%lld,vp=%lld,"
-                     "sp=%s,recompute=%s,zero=%d",
-                     (long long)p->tp, (long long)p->pp, (long long)p->dp,
-                     (long long)p->mbs, (long long)p->gbs, (long long)p->vp,
-                     p->sp ? "on" : "off", pp_recompute_name(p->recompute),
-                     p->zero);
+    char rc[64];
+    int n = snprintf(
+        buf, len,
+        "tp=%lld,pp=%lld,dp=%lld,mbs=%lld,gbs=%lld,vp=%lld,"
+        "sp=%s,recompute=%s,zero=%d",
+        (long long)p->tp, (long long)p->pp, (long long)p->dp, (long long)p->mbs,
+        (long long)p->gbs, (long long)p->vp, p->sp ? "on" : "off",
+        pp_recompute_format(p->recompute, p->recompute_mods, rc, sizeof rc),
+        p->zero);
     /* The split only when uneven: even layouts keep the SPEC they always
      * had, which scripts and pinned outputs compare. */
     if (n >= 0 && (size_t)n < len && (p->first || p->last))
@@ -512,17 +584,46 @@ static int offload_check(const pp_parallel *p, const pp_model *m,
                             "%soffload: needs pp=1, got pp=%lld (Megatron-core "
                             "has no pipeline parallelism with CPU offloading)",
                             pre, (long long)p->pp);
-    if (p->recompute_set && p->recompute != PP_RECOMPUTE_NONE)
+    if (p->recompute_set &&
+        (p->recompute != PP_RECOMPUTE_NONE || p->recompute_mods)) {
+        char rc[64];
         return pp_error_set(e, PP_EINPUT,
                             "%soffload: needs recompute=none, got recompute=%s "
                             "(Megatron-core does not offload with activation "
                             "recomputation)",
-                            pre, pp_recompute_name(p->recompute));
+                            pre,
+                            pp_recompute_format(p->recompute, p->recompute_mods,
+                                                rc, sizeof rc));
+    }
     if (p->graphs)
         return pp_error_set(e, PP_EINPUT,
                             "%soffload: needs graphs=none (Megatron-core does "
                             "not offload under CUDA graphs)",
                             pre);
+    return 0;
+}
+
+/* Recompute modules where Megatron-core has them: with selective
+ * granularity (not full), a layer's norms on a transformer, moe_act on a
+ * model with MoE layers (its MoE experts' activation). */
+static int recompute_check(const pp_parallel *p, const pp_model *m,
+                           const char *pre, pp_error *e) {
+    if (!p->recompute_mods) return 0;
+    if (p->recompute == PP_RECOMPUTE_FULL)
+        return pp_error_set(e, PP_EINPUT,
+                            "%srecompute: modules are selective "
+                            "recomputation; full recomputes every module",
+                            pre);
+    if (m->arch != PP_ARCH_TRANSFORMER)
+        return pp_error_set(e, PP_EINPUT,
+                            "%srecompute: model %s is generic (no layers "
+                            "whose modules to recompute)",
+                            pre, m->name);
+    if (p->recompute_mods & PP_RECOMP_MOE_ACT && !pp_model_is_moe(m))
+        return pp_error_set(e, PP_EINPUT,
+                            "%srecompute: moe_act needs MoE layers, but "
+                            "model %s has no experts",
+                            pre, m->name);
     return 0;
 }
 
@@ -561,6 +662,7 @@ int pp_parallel_validate(const pp_parallel *p, const pp_model *m, pp_error *e) {
         return pp_error_set(e, PP_EINPUT, "%szero: expected 0..3, got %d", pre,
                             p->zero);
     if (offload_check(p, m, pre, e) < 0) return PP_EINPUT;
+    if (recompute_check(p, m, pre, e) < 0) return PP_EINPUT;
 
     /* The global batch is split into micro-batches of mbs on each of the dp
      * replicas (Megatron-LM: global_batch_size % (micro_batch_size *

@@ -358,11 +358,25 @@ static void yaml_value(FILE *fp, json_t *v, int indent) {
 static void short_layout(const pp_plan *p, const pp_plan_candidate *c, char *b,
                          size_t len) {
     static const char *const rc[] = {"none", "sel", "full"};
-    int n = snprintf(
-        b, len, "tp%lld pp%lld dp%lld mb%lld vp%lld %s %s z%d %s",
-        (long long)c->par.tp, (long long)c->par.pp, (long long)c->par.dp,
-        (long long)c->par.mbs, (long long)c->par.vp, c->par.sp ? "sp" : "--",
-        rc[c->par.recompute], c->par.zero, c->dp_overlap ? "ov" : "--");
+    /* Recompute modules (pinned) as attn, ln and act joined by '+'. */
+    char mods[24] = "";
+    if (c->par.recompute_mods) {
+        static const char *const ab[] = {"attn", "ln", "act"};
+        bool on[] = {c->par.recompute == PP_RECOMPUTE_SELECTIVE,
+                     (c->par.recompute_mods & PP_RECOMP_LAYERNORM) != 0,
+                     (c->par.recompute_mods & PP_RECOMP_MOE_ACT) != 0};
+        size_t k = 0;
+        for (int i = 0; i < 3; i++)
+            if (on[i] && k < sizeof mods)
+                k += (size_t)snprintf(mods + k, sizeof mods - k, "%s%s",
+                                      k ? "+" : "", ab[i]);
+    }
+    int n = snprintf(b, len, "tp%lld pp%lld dp%lld mb%lld vp%lld %s %s z%d %s",
+                     (long long)c->par.tp, (long long)c->par.pp,
+                     (long long)c->par.dp, (long long)c->par.mbs,
+                     (long long)c->par.vp, c->par.sp ? "sp" : "--",
+                     mods[0] ? mods : rc[c->par.recompute], c->par.zero,
+                     c->dp_overlap ? "ov" : "--");
     if (c->par.dtype == PP_PREC_FP8 && n >= 0 && (size_t)n < len)
         n += snprintf(b + n, len - (size_t)n, " fp8");
     if (c->par.offload > 0 && n >= 0 && (size_t)n < len)

@@ -79,16 +79,26 @@ static int filter_value(void *ctx, int k, const char *val, pp_error *e) {
                                 "%s: %s: expected on or off, got \"%.100s\"",
                                 c->what, dim_names[d], val);
         break;
-    case PP_PLAN_DIM_RECOMPUTE:
-        v = -1;
-        for (int r = PP_RECOMPUTE_NONE; r <= PP_RECOMPUTE_FULL; r++)
-            if (strcmp(val, pp_recompute_name((pp_recompute)r)) == 0) v = r;
-        if (v < 0)
+    case PP_PLAN_DIM_RECOMPUTE: {
+        /* The value is the base with its modules above it (space.c's
+         * walk_inner compares the same encoding).  Modules are not
+         * searched: pinned, every candidate recomputes them. */
+        pp_recompute r;
+        uint8_t mods;
+        if (pp_recompute_parse(val, &r, &mods, e) < 0) {
+            pp_error_prefix(e, "%s: recompute", c->what);
+            if (e) e->code = PP_EUSAGE;
+            return PP_EUSAGE;
+        }
+        if (mods && c->exclude)
             return pp_error_set(e, PP_EUSAGE,
-                                "%s: recompute: expected none, selective or "
-                                "full, got \"%.100s\"",
+                                "%s: recompute: modules are not searched "
+                                "(none unless pinned with --fix "
+                                "recompute=...), got \"%.100s\"",
                                 c->what, val);
+        v = (int64_t)r | (int64_t)mods << 2;
         break;
+    }
     case PP_PLAN_DIM_FIRST:
     case PP_PLAN_DIM_LAST:
         if (pp_parse_i64(val, 0, 1000000000, &v))

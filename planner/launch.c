@@ -219,8 +219,15 @@ int pp__write_megatron(const pp_plan *p, FILE *fp, pp_error *e) {
         ARG("--recompute-granularity full");
         ARG("--recompute-method uniform");
         ARG("--recompute-num-layers 1");
-    } else if (q->recompute == PP_RECOMPUTE_SELECTIVE) {
+    } else if (q->recompute == PP_RECOMPUTE_SELECTIVE || q->recompute_mods) {
+        /* Megatron-core's default module list is core_attn alone. */
         ARG("--recompute-granularity selective");
+        if (q->recompute_mods) {
+            char rl[96];
+            ARG("--recompute-modules %s",
+                pp_recompute_list(q->recompute, q->recompute_mods, " ", "", rl,
+                                  sizeof rl));
+        }
     }
     if (q->graphs) {
         char gs[128];
@@ -401,20 +408,24 @@ int pp__write_nemo(const pp_plan *p, FILE *fp, pp_error *e) {
     fprintf(fp, "  bias: %s\n", m->bias ? "true" : "false");
     fprintf(fp, "  share_embeddings_and_output_weights: %s\n",
             m->tied_embeddings ? "true" : "false");
-    switch (q->recompute) {
-    case PP_RECOMPUTE_FULL:
+    if (q->recompute == PP_RECOMPUTE_FULL) {
         fprintf(fp, "  activations_checkpoint_granularity: full\n"
                     "  activations_checkpoint_method: uniform\n"
                     "  activations_checkpoint_num_layers: 1\n");
-        break;
-    case PP_RECOMPUTE_SELECTIVE:
+    } else if (q->recompute == PP_RECOMPUTE_SELECTIVE || q->recompute_mods) {
         fprintf(fp, "  activations_checkpoint_granularity: selective\n"
                     "  activations_checkpoint_method: null\n");
-        break;
-    default:
+        /* NeMo copies the model keys that name TransformerConfig fields
+         * into it: Megatron-core's module list. */
+        if (q->recompute_mods) {
+            char rl[96];
+            fprintf(fp, "  recompute_modules: [%s]\n",
+                    pp_recompute_list(q->recompute, q->recompute_mods, ", ", "",
+                                      rl, sizeof rl));
+        }
+    } else {
         fprintf(fp, "  activations_checkpoint_granularity: null\n"
                     "  activations_checkpoint_method: null\n");
-        break;
     }
     fprintf(fp, "  optim:\n    name: %s\n",
             q->zero >= 1 ? "distributed_fused_adam" : "fused_adam");
@@ -502,17 +513,21 @@ int pp__write_nemo2(const pp_plan *p, FILE *fp, pp_error *e) {
     if (q->last)
         fprintf(fp, "    num_layers_in_last_pipeline_stage=%lld,\n",
                 (long long)q->last);
-    switch (q->recompute) {
-    case PP_RECOMPUTE_FULL:
+    if (q->recompute == PP_RECOMPUTE_FULL) {
         fputs("    recompute_granularity=\"full\",\n"
               "    recompute_method=\"uniform\",\n"
               "    recompute_num_layers=1,\n",
               fp);
-        break;
-    case PP_RECOMPUTE_SELECTIVE:
+    } else if (q->recompute == PP_RECOMPUTE_SELECTIVE || q->recompute_mods) {
         fputs("    recompute_granularity=\"selective\",\n", fp);
-        break;
-    default: fputs("    recompute_granularity=None,\n", fp); break;
+        if (q->recompute_mods) {
+            char rl[96];
+            fprintf(fp, "    recompute_modules=[%s],\n",
+                    pp_recompute_list(q->recompute, q->recompute_mods, ", ",
+                                      "\"", rl, sizeof rl));
+        }
+    } else {
+        fputs("    recompute_granularity=None,\n", fp);
     }
     if (q->graphs) {
         char gs[128];

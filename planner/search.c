@@ -229,6 +229,7 @@ static void suggest_variants(const visit *v, const pp_model *m,
         /* Offloading excludes recomputation (Megatron-core). */
         if (step == 0 && p.recompute != PP_RECOMPUTE_FULL && !p.offload) {
             p.recompute = PP_RECOMPUTE_FULL;
+            p.recompute_mods = 0;
             snprintf(what, sizeof what, "full recomputation");
         } else if (step == 1 && p.tp > 1 && !p.sp &&
                    target != PP_PLAN_TARGET_DEEPSPEED) {

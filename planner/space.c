@@ -112,7 +112,8 @@ static bool target_allows(pp_plan_target t, const pp_parallel *p) {
          * recomputation).  vp is checked in walk_batch already. */
         return (p->pp == 1 || p->zero <= 1) && !pp_parallel_uneven(p) &&
                p->vp == 1 && !p->sp && p->recompute != PP_RECOMPUTE_SELECTIVE &&
-               p->cp <= 1 && p->ep <= 1 && /* neither in its pipeline engine */
+               !p->recompute_mods && p->cp <= 1 &&
+               p->ep <= 1 &&    /* neither in its pipeline engine */
                p->offload == 0; /* its config has no Megatron-core offload */
     default: return true;
     }
@@ -128,8 +129,15 @@ static int walk_inner(const pp__space *s, pp_parallel *p, pp__space_fn fn,
         /* MoE with tp > 1 needs sp (models/moe.c): not generated. */
         if (!sp && p->tp > 1 && pp_model_is_moe(s->m)) continue;
         p->sp = sp;
+        /* Pinned recompute modules ride on every candidate: the pin's
+         * value carries them above the base (filter.c). */
+        const pp_plan_filter *f = s->filter;
+        uint8_t mods = f && f->fixed[PP_PLAN_DIM_RECOMPUTE]
+                           ? (uint8_t)(f->value[PP_PLAN_DIM_RECOMPUTE] >> 2)
+                           : 0;
+        p->recompute_mods = mods;
         for (int r = PP_RECOMPUTE_NONE; r <= PP_RECOMPUTE_FULL; r++) {
-            if (!allowed(s, PP_PLAN_DIM_RECOMPUTE, r)) continue;
+            if (!allowed(s, PP_PLAN_DIM_RECOMPUTE, r | mods << 2)) continue;
             if (s->recompute_mask && !(s->recompute_mask & (1u << r))) continue;
             if (p->offload > 0 && r != PP_RECOMPUTE_NONE) continue;
             p->recompute = (pp_recompute)r;
@@ -628,10 +636,32 @@ int pp__space_check_pins(const pp__space *s, pp_error *e) {
                                 "--fix sp=on: DeepSpeed's pipeline engine has "
                                 "no sequence parallelism");
         if (x[PP_PLAN_DIM_RECOMPUTE] &&
-            v[PP_PLAN_DIM_RECOMPUTE] == PP_RECOMPUTE_SELECTIVE)
+            v[PP_PLAN_DIM_RECOMPUTE] != PP_RECOMPUTE_NONE &&
+            v[PP_PLAN_DIM_RECOMPUTE] != PP_RECOMPUTE_FULL) {
+            char rc[64];
+            return pp_error_set(
+                e, PP_EUSAGE,
+                "--fix recompute=%s: DeepSpeed checkpoints whole layers "
+                "(full) or none",
+                pp_recompute_format(
+                    (pp_recompute)(v[PP_PLAN_DIM_RECOMPUTE] & 3),
+                    (uint8_t)(v[PP_PLAN_DIM_RECOMPUTE] >> 2), rc, sizeof rc));
+        }
+    }
+    if (x[PP_PLAN_DIM_RECOMPUTE] && v[PP_PLAN_DIM_RECOMPUTE] >> 2) {
+        /* Modules as pp_parallel_validate would refuse them on every
+         * candidate, said once. */
+        uint8_t mods = (uint8_t)(v[PP_PLAN_DIM_RECOMPUTE] >> 2);
+        if (generic)
             return pp_error_set(e, PP_EUSAGE,
-                                "--fix recompute=selective: DeepSpeed "
-                                "checkpoints whole layers (full) or none");
+                                "--fix recompute: model %s is generic (no "
+                                "layers whose modules to recompute)",
+                                s->m->name);
+        if (mods & PP_RECOMP_MOE_ACT && !pp_model_is_moe(s->m))
+            return pp_error_set(e, PP_EUSAGE,
+                                "--fix recompute: moe_act needs MoE layers, "
+                                "but model %s has no experts",
+                                s->m->name);
     }
     if (x[PP_PLAN_DIM_ZERO] && v[PP_PLAN_DIM_ZERO] > 1 &&
         (s->target == PP_PLAN_TARGET_MEGATRON ||

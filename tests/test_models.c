@@ -317,7 +317,7 @@ static void test_parallel_parse_errors(void **state) {
     expect_parallel_error("recompte=full", "did you mean \"recompute\"");
     expect_parallel_error("sp=maybe", "--parallel: sp: expected on, off");
     expect_parallel_error("recompute=half", "recompute: expected full, "
-                                            "selective or none");
+                                            "selective, none or modules");
     expect_parallel_error("tp8", "expected key=value, got \"tp8\"");
     expect_parallel_error("tp=8,,pp=2", "expected key=value");
     expect_parallel_error("tp=2,tp=4", "tp: given twice");

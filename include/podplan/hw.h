@@ -131,6 +131,9 @@ const void *pp_catalog_entry(const pp_catalog *c, pp_cat_kind kind, size_t i);
  * ---------------------------------------------------------------------- */
 #define PP_STACK_LAUNCH 4
 
+/* Where a stack's recompute bits for modules start (pp_stack.recompute). */
+#define PP_STACK_RECOMP_MOD 8
+
 typedef struct pp_stack {
     char name[PP_NAME_MAX];           /* "megatron-lm-2021" */
     char source[256];                 /* the file */
@@ -148,7 +151,9 @@ typedef struct pp_stack {
                                   next forward (step.c, by chunk) */
     double bucket_bytes;       /* DP bucket */
     double grad_reduce_bytes;  /* bytes per gradient element reduced */
-    uint32_t recompute;        /* bit r: pp_recompute r offered */
+    uint32_t recompute;        /* bit r: pp_recompute r offered; bit
+                                  PP_STACK_RECOMP_MOD + i: recompute
+                                  module bit i (PP_RECOMP_*) */
     pp_recompute recompute_default; /* what it does unless told */
     bool flash_attention;      /* uses FlashAttention */
     bool fp8;                  /* can train with FP8 GEMMs */

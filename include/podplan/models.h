@@ -167,7 +167,7 @@ int64_t pp_layout_before(const pp_layout *l, int64_t v);
 
 /* ------------------------------------------------------------------------
  * Parallel layout: tp=8,pp=8,dp=16,mbs=1,gbs=1536[,vp=2][,sp=on]
- * [,recompute=full|selective|none][,zero=0..3]
+ * [,recompute=full|selective|none|MODULES][,zero=0..3]
  * ---------------------------------------------------------------------- */
 typedef struct pp_parallel {
     int64_t tp, pp, dp; /* tensor, pipeline, data parallel degrees */
@@ -176,6 +176,13 @@ typedef struct pp_parallel {
     int64_t vp;         /* interleaved model chunks per GPU; 1 = plain 1F1B */
     bool sp;            /* sequence parallelism (needs tp > 1 to matter) */
     pp_recompute recompute;
+    /* Megatron-core's selective recomputation of modules beyond the
+     * attention core (recompute=core_attn+layernorm+moe_act: --recompute-
+     * granularity selective --recompute-modules ...): PP_RECOMP_* bits,
+     * on top of recompute none (no core_attn) or selective (core_attn).
+     * Their outputs are discarded after the forward and recomputed in the
+     * backward (output-discarding checkpoints).  0 none. */
+    uint8_t recompute_mods;
     int zero; /* ZeRO stage 0..3, sharded over dp */
     /* Uneven pipeline split (Megatron-LM --decoder-first/last-pipeline-
      * num-layers): layers on the first and on the last stage, 0 = an even
@@ -249,6 +256,23 @@ enum {
     PP_GRAPH_MOE_PREPROCESS = 8, /* its dispatcher's preprocessing */
     PP_GRAPH_FULL = 16           /* the whole iteration */
 };
+
+enum {
+    PP_RECOMP_LAYERNORM = 1, /* both norms' outputs (the GEMM/router input) */
+    PP_RECOMP_MOE_ACT = 2    /* the routed experts' activation output */
+};
+
+/* The recompute= value of a base and its modules ("none", "selective",
+ * "full", or "core_attn+layernorm+moe_act" when modules are set): buf;
+ * and back (PP_EINPUT naming what was expected: "selective" is core_attn
+ * alone; Megatron-core modules podplan does not model are refused by
+ * name).  pp_recompute_list writes the modules of a selective layout
+ * each in `quote`, separated by `sep` (launch formats' lists). */
+char *pp_recompute_format(pp_recompute r, uint8_t mods, char *buf, size_t len);
+char *pp_recompute_list(pp_recompute r, uint8_t mods, const char *sep,
+                        const char *quote, char *buf, size_t len);
+int pp_recompute_parse(const char *val, pp_recompute *r, uint8_t *mods,
+                       pp_error *e);
 
 /* The graphs= value of a mask ("none", "attn+moe_router", ...): buf; and
  * back (PP_EINPUT naming what was expected).  pp_graphs_list writes the

@@ -119,12 +119,23 @@ static int read_recompute(pp_node *root, pp_stack *s, pp_error *e) {
         int v = it->kind == PP_NODE_SCALAR
                     ? pp_registry_find(&pp_reg_recompute, it->scalar)
                     : -1;
+        /* Or a Megatron-core recompute module beyond core_attn (which
+         * is selective). */
+        pp_recompute r;
+        uint8_t mods;
+        if (v < 0 && it->kind == PP_NODE_SCALAR &&
+            strcmp(it->scalar, "core_attn") != 0 && !strchr(it->scalar, '+') &&
+            pp_recompute_parse(it->scalar, &r, &mods, NULL) == 0 && mods) {
+            bits |= (uint32_t)mods << PP_STACK_RECOMP_MOD;
+            continue;
+        }
         if (v < 0)
             return pp_error_at(e, PP_EINPUT, it, "recompute",
-                               "expected full, selective or none");
+                               "expected full, selective, none or a "
+                               "module (layernorm, moe_act)");
         bits |= 1u << v;
     }
-    if (!bits)
+    if (!(bits & ((1u << PP_STACK_RECOMP_MOD) - 1)))
         return pp_error_at(e, PP_EINPUT, seq, "recompute",
                            "expected at least one of full, selective, none");
     s->recompute = bits;

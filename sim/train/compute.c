@@ -520,6 +520,20 @@ static void ln_bwd(const pp__shape *s, const dims *x, pp__oplist *l) {
     mem(s, l, "residual grad add", 6.0 * x->tn * x->h);
 }
 
+/* recompute=layernorm (Megatron-core's output-discarding checkpoint of
+ * the input and pre-MLP norms): the norm's output, its consumer's saved
+ * input, is freed after the forward and the norm runs again when that
+ * consumer's backward needs it, at the forward's cost. */
+static void ln_recompute(const pp__shape *s, const dims *x, pp__oplist *l) {
+    if (s->p->recompute_mods & PP_RECOMP_LAYERNORM)
+        mem(s, l, "layernorm recompute", 4.0 * x->tn * x->h);
+}
+
+void pp__op_ln_recompute(const pp__shape *s, pp__oplist *l) {
+    dims x = dims_of(s);
+    ln_recompute(s, &x, l);
+}
+
 void pp__ops_layer_bwd(const pp__shape *s, pp__oplist *l) {
     dims x = dims_of(s);
     size_t from = l->n;
@@ -550,6 +564,7 @@ void pp__ops_layer_bwd(const pp__shape *s, pp__oplist *l) {
          * the bias gradient reads the result again. */
         mem(s, l, x.swiglu ? "swiglu bwd" : "bias gelu bwd",
             (x.swiglu ? 10.0 : 8.0) * x.tok * x.f / x.t);
+        ln_recompute(s, &x, l);
         lgemm_bwd(s, l, "mlp fc1 dgrad", "mlp fc1 wgrad", x.tok, x.f_in, x.h);
         tp_exit_bwd(&x, l);
         ln_bwd(s, &x, l);
@@ -582,6 +597,7 @@ void pp__ops_layer_bwd(const pp__shape *s, pp__oplist *l) {
     cp_wrap(&x, l, core0, 2.0, "cp ring attention bwd");
     /* The Q, K and V gradients are concatenated into one tensor. */
     mem(s, l, "qkv grad concat", 4.0 * x.tok * x.qkv_n);
+    ln_recompute(s, &x, l);
     lgemm_bwd(s, l, "qkv dgrad", "qkv wgrad", x.tok, x.qkv_n, x.h);
     tp_exit_bwd(&x, l);
     ln_bwd(s, &x, l);

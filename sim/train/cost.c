@@ -95,6 +95,7 @@ int pp_layer_cost_get(const pp_gpu_profile *g, const pp_model *m,
      * (selective): separate it by building the list without it. */
     pp_parallel q = *p;
     q.recompute = PP_RECOMPUTE_NONE;
+    q.recompute_mods = 0;
     pp__shape s0 = {m, &q, g, 0};
     pp__oplist l0 = {0};
     pp__ops_layer_bwd(&s0, &l0);

@@ -180,6 +180,11 @@ void pp__ops_moe_bwd(const pp__shape *s, pp__oplist *l) {
     a2a(&x, l, "ep combine alltoall bwd");
     etp_comm(&x, l, PP_COLL_ALLGATHER);
     double g = local_experts(&x), me = te / g;
+    /* recompute=moe_act: the activation's output, fc2's saved input, was
+     * freed after the forward; it runs again before fc2's backward. */
+    if (s->p->recompute_mods & PP_RECOMP_MOE_ACT)
+        pp__op_mem(s, l, "experts act recompute",
+                   (x.swiglu ? 6.0 : 4.0) * te * w);
     pp__op_glgemm_bwd(s, l, "experts fc2 dgrad", "experts fc2 wgrad", g, me,
                       x.h, w);
     pp__op_mem(s, l, "experts swiglu bwd", (x.swiglu ? 10.0 : 8.0) * te * w);
@@ -194,6 +199,8 @@ void pp__ops_moe_bwd(const pp__shape *s, pp__oplist *l) {
         pp__op_mem(s, l, "moe permute bwd", 4.0 * x.tn * x.k * x.cf * x.h);
     pp__op_scope(l, l->n - 1, PP_GRAPH_MOE_PREPROCESS);
     size_t r0 = l->n;
+    /* The pre-MLP norm's output is the router's saved input. */
+    pp__op_ln_recompute(s, l);
     pp__op_mem(s, l, "router topk bwd", 16.0 * x.tn * x.E);
     gemm_bwd(s, l, "router dgrad", "router wgrad", x.tn, x.E, x.h);
     pp__op_scope(l, r0, PP_GRAPH_MOE_ROUTER);

@@ -1,0 +1,357 @@
+/*
+ * tests/test_recompute.c: Megatron-core's selective recompute modules
+ * beyond the attention core (recompute=core_attn+layernorm+moe_act,
+ * --recompute-modules): the SPEC value and its refusals, the memory the
+ * modules free, the kernels they run again in the backward (simulator and
+ * planner alike), the stacks that offer them, and plan --fix with the
+ * launch flags.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli_run.h"
+#include "models_util.h"
+#include "plan_util.h"
+#include "podplan/planner.h"
+#include "podplan/sim.h"
+#include "podplan/train.h"
+
+/* The value reads back in Megatron-core's order; core_attn alone is
+ * selective; unpriced modules, repeats and impossible pairings are
+ * refused with the reason. */
+static void test_spec(void **state) {
+    (void)state;
+    char buf[PP_SPEC_MAX];
+    struct {
+        const char *in;
+        pp_recompute r;
+        uint8_t mods;
+        const char *out;
+    } ok[] = {
+        {"layernorm+moe_act", PP_RECOMPUTE_NONE,
+         PP_RECOMP_LAYERNORM | PP_RECOMP_MOE_ACT,
+         "recompute=layernorm+moe_act"},
+        {"moe_act+core_attn", PP_RECOMPUTE_SELECTIVE, PP_RECOMP_MOE_ACT,
+         "recompute=core_attn+moe_act"},
+        {"core_attn", PP_RECOMPUTE_SELECTIVE, 0, "recompute=selective"},
+        {"layernorm", PP_RECOMPUTE_NONE, PP_RECOMP_LAYERNORM,
+         "recompute=layernorm"},
+        {"full", PP_RECOMPUTE_FULL, 0, "recompute=full"},
+    };
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        char s[96];
+        snprintf(s, sizeof s, "dp=8,recompute=%s", ok[i].in);
+        pp_parallel p = layout(s);
+        assert_int_equal(p.recompute, ok[i].r);
+        assert_int_equal(p.recompute_mods, ok[i].mods);
+        assert_true(p.recompute_set);
+        if (!strstr(pp_parallel_format(&p, buf, sizeof buf), ok[i].out))
+            fail_msg("%s: got %s", ok[i].in, buf);
+    }
+
+    struct {
+        const char *spec, *want;
+    } bad[] = {
+        {"dp=8,recompute=layernorm+mlp",
+         "--parallel: recompute: module mlp is Megatron-core's but podplan "
+         "does not price it"},
+        {"dp=8,recompute=mla_up_proj", "module mla_up_proj"},
+        {"dp=8,recompute=moe_act+moe_act", "each once"},
+        {"dp=8,recompute=full+layernorm", "expected full, selective, none or "
+                                          "modules joined by '+'"},
+        {"dp=8,recompute=", "expected full, selective, none"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        pp_error e = PP_ERROR_INIT;
+        pp_parallel p;
+        pp_parallel_init(&p);
+        assert_int_equal(pp_parallel_parse(bad[i].spec, &p, &e), PP_EINPUT);
+        if (!strstr(e.msg, bad[i].want))
+            fail_msg("%s: got \"%s\"", bad[i].spec, e.msg);
+    }
+
+    struct {
+        const char *model, *spec, *want;
+    } inval[] = {
+        {"llama3-8b", "tp=1,dp=8,recompute=moe_act",
+         "moe_act needs MoE layers, but model llama3-8b has no experts"},
+        {"resnet50", "dp=8,recompute=layernorm", "generic"},
+        {"llama3-8b", "tp=1,dp=8,recompute=layernorm,offload=4",
+         "offload: needs recompute=none, got recompute=layernorm"},
+    };
+    for (size_t i = 0; i < sizeof inval / sizeof inval[0]; i++) {
+        pp_model m = load(inval[i].model);
+        pp_parallel p = layout(inval[i].spec);
+        pp_error e = PP_ERROR_INIT;
+        assert_int_equal(pp_parallel_validate(&p, &m, &e), PP_EINPUT);
+        if (!strstr(e.msg, inval[i].want))
+            fail_msg("%s: got \"%s\"", inval[i].spec, e.msg);
+    }
+    /* A struct filled by hand with full and modules. */
+    pp_model m = load("llama3-8b");
+    pp_parallel p = layout("tp=1,dp=8,recompute=full");
+    p.recompute_mods = PP_RECOMP_LAYERNORM;
+    pp_error e = PP_ERROR_INIT;
+    assert_int_equal(pp_parallel_validate(&p, &m, &e), PP_EINPUT);
+    assert_non_null(strstr(e.msg, "full recomputes every module"));
+}
+
+/* What the modules free per layer: layernorm the two norms' outputs,
+ * 2 x 2 s b h bytes (replicated over TP without sp, split with it);
+ * moe_act the experts' activation output, 2 s b k fe / t bytes in each
+ * MoE layer. */
+static void test_memory(void **state) {
+    (void)state;
+    pp_error e = PP_ERROR_INIT;
+    struct {
+        const char *model, *base, *mods;
+        double want; /* bytes freed per layer */
+    } c[] = {
+        /* Llama 3 8B: s 8192, h 4096, mbs 2. */
+        {"llama3-8b", "tp=2,dp=4,mbs=2,gbs=16,zero=1", "layernorm",
+         2.0 * 2.0 * 8192 * 2 * 4096},
+        {"llama3-8b", "tp=2,dp=4,mbs=2,gbs=16,zero=1,sp=on", "layernorm",
+         2.0 * 2.0 * 8192 * 2 * 4096 / 2},
+        /* Qwen3-30B-A3B: s 4096, every layer MoE, top 8 of expert ffn
+         * 768. */
+        {"qwen3-30b-a3b", "tp=1,dp=8,ep=8,mbs=1,gbs=8", "moe_act",
+         2.0 * 4096 * 8 * 768},
+        /* GPT-OSS 120B: h 2880, top 4 of 2880, both modules. */
+        {"gpt-oss-120b", "tp=1,dp=8,ep=8,mbs=1,gbs=8", "layernorm+moe_act",
+         2.0 * 2.0 * 4096 * 2880 + 2.0 * 4096 * 4 * 2880},
+    };
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        pp_model m = load(c[i].model);
+        pp_parallel p;
+        pp_memory a, b;
+        char s[160];
+        snprintf(s, sizeof s, "%s,recompute=none", c[i].base);
+        p = layout(s);
+        assert_int_equal(pp_memory_per_gpu(&m, &p, PP_OPT_ADAM_MIXED, &a, &e),
+                         0);
+        snprintf(s, sizeof s, "%s,recompute=%s", c[i].base, c[i].mods);
+        p = layout(s);
+        assert_int_equal(pp_memory_per_gpu(&m, &p, PP_OPT_ADAM_MIXED, &b, &e),
+                         0);
+        double got = a.activations_per_layer - b.activations_per_layer;
+        if (fabs(got - c[i].want) > 1e-9 * c[i].want)
+            fail_msg("%s %s: freed %.6g bytes, expected %.6g", c[i].model,
+                     c[i].mods, got, c[i].want);
+        assert_true(b.activations < a.activations);
+        assert_true(fabs(a.model_states - b.model_states) < 1e-9);
+    }
+}
+
+/* The backward runs each freed module's forward kernel again, at its
+ * forward cost: the layer's recompute time is exactly those kernels (a
+ * norm reads and writes 2 bytes per element of s b h; the GPT-OSS
+ * experts' gated activation reads 4 and writes 2 per element of T k fe),
+ * and its forward and backward proper are unchanged. */
+static void test_layer_time(void **state) {
+    (void)state;
+    pp_gpu_profile g = load_gpu_profile("h100-sxm5", "nemo-2025");
+    struct {
+        const char *model, *base;
+        double tokens, norm_bytes, act_bytes;
+    } c[] = {
+        {"llama3-8b", "tp=1,dp=8,mbs=1,gbs=8", 8192, 4.0 * 8192 * 4096, 0},
+        {"gpt-oss-120b", "tp=1,dp=8,ep=8,mbs=1,gbs=8", 4096, 4.0 * 4096 * 2880,
+         6.0 * 4096 * 4 * 2880},
+    };
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        pp_error e = PP_ERROR_INIT;
+        pp_model m = load(c[i].model);
+        char s[160];
+        snprintf(s, sizeof s, "%s,recompute=none", c[i].base);
+        pp_parallel p0 = layout(s);
+        snprintf(s, sizeof s, "%s,recompute=%s", c[i].base,
+                 c[i].act_bytes > 0 ? "layernorm+moe_act" : "layernorm");
+        pp_parallel p1 = layout(s);
+        pp_stack_resolve(&g, &p0);
+        pp_stack_resolve(&g, &p1);
+        pp_layer_cost a, b;
+        assert_int_equal(pp_layer_cost_get(&g, &m, &p0, &a, &e), 0);
+        assert_int_equal(pp_layer_cost_get(&g, &m, &p1, &b, &e), 0);
+        double want = 2.0 * pp_memop_time_s(&g, c[i].norm_bytes);
+        if (c[i].act_bytes > 0) want += pp_memop_time_s(&g, c[i].act_bytes);
+        print_message("%s: recompute %.1f us per layer, expected %.1f us\n",
+                      c[i].model, 1e6 * b.recompute_s, 1e6 * want);
+        assert_true(fabs(b.recompute_s - want) < 1e-9 * want);
+        assert_true(a.recompute_s == 0);
+        assert_true(fabs(a.fwd_s - b.fwd_s) < 1e-15);
+        assert_true(fabs(a.bwd_s - b.bwd_s) < 1e-15);
+        assert_true(b.recompute_flops == 0);
+    }
+}
+
+static cli_result sim(const char *par) {
+    cli_result r;
+    cli_runf(&r,
+             "simulate --model qwen3-30b-a3b --cluster dgx-h100-ndr --set "
+             "node.count=1 --stack nemo-2025 --parallel %s --format json",
+             par);
+    return r;
+}
+
+static double bd(json_t *j, const char *k) {
+    return json_number_value(
+        json_object_get(json_object_get(j, "breakdown"), k));
+}
+
+/* Qwen3-30B-A3B on one DGX H100 at pp 2 does not fit without
+ * recomputation (2.05GB short); layernorm+moe_act frees enough.  The
+ * simulated iteration pays the recompute once per layer and micro-batch:
+ * each stage's compute grows by 24 layers x 8 micro-batches x the layer's
+ * recompute time, as the planner's estimate says too. */
+static void test_step(void **state) {
+    (void)state;
+    const char *base = "tp=1,pp=2,dp=4,ep=4,mbs=1,gbs=32,zero=1";
+    char with[160], off[160];
+    snprintf(with, sizeof with, "%s,recompute=layernorm+moe_act", base);
+    snprintf(off, sizeof off, "%s --memory-check off", base);
+    cli_result r = sim(base);
+    assert_int_equal(r.status, 1);
+    assert_non_null(strstr(r.err, "does not fit in memory"));
+    cli_result_free(&r);
+    r = sim(off);
+    assert_int_equal(r.status, 0);
+    json_t *a = cli_json(&r);
+    cli_result_free(&r);
+    r = sim(with);
+    if (r.status != 0) fail_msg("exit %d: %s", r.status, r.err);
+    json_t *b = cli_json(&r);
+    cli_result_free(&r);
+
+    pp_gpu_profile g = load_gpu_profile("h100-sxm5", "nemo-2025");
+    pp_error e = PP_ERROR_INIT;
+    pp_model m = load("qwen3-30b-a3b");
+    pp_parallel p = layout(with);
+    pp_stack_resolve(&g, &p);
+    pp_layer_cost lc;
+    assert_int_equal(pp_layer_cost_get(&g, &m, &p, &lc, &e), 0);
+    double want = 24.0 * 8.0 * lc.recompute_s;
+    double got = bd(b, "compute_s") - bd(a, "compute_s");
+    print_message("simulated compute +%.4f s, expected +%.4f s\n", got, want);
+    assert_true(got > 0);
+    assert_true(fabs(got - want) < 0.01 * want);
+    double ma = json_number_value(json_object_get(a, "memory_per_gpu_bytes")),
+           mb = json_number_value(json_object_get(b, "memory_per_gpu_bytes")),
+           hbm = json_number_value(json_object_get(b, "gpu_memory_bytes"));
+    print_message("memory %.2f GB -> %.2f GB of %.0f GB\n", ma / 1e9, mb / 1e9,
+                  hbm / 1e9);
+    assert_true(ma > hbm && mb <= hbm);
+
+    pp_cluster *cc = NULL;
+    assert_int_equal(pp_cluster_load("dgx-h100-ndr", NULL, 0, NULL, &cc, &e),
+                     0);
+    pp_plan_estimator *est = NULL;
+    assert_int_equal(pp_plan_estimator_new(&m, cc, &g, &est, &e), 0);
+    pp_parallel q = layout(base);
+    pp_stack_resolve(&g, &q);
+    double t0, t1;
+    pp_breakdown b0, b1;
+    assert_int_equal(pp_plan_estimate(est, &q, true, &t0, &b0, &e), 0);
+    assert_int_equal(pp_plan_estimate(est, &p, true, &t1, &b1, &e), 0);
+    print_message("estimated compute +%.4f s\n", b1.compute_s - b0.compute_s);
+    assert_true(fabs((b1.compute_s - b0.compute_s) - want) < 0.01 * want);
+    pp_plan_estimator_free(est);
+    pp_cluster_free(cc);
+    json_decref(a);
+    json_decref(b);
+}
+
+/* Stacks list the modules they offer: NeMo 2025's has them, Megatron-core
+ * 2024's (before --recompute-modules) has not. */
+static void test_stacks(void **state) {
+    (void)state;
+    cli_result r;
+    cli_runf(&r, "simulate --model qwen3-30b-a3b --cluster dgx-h100-ndr --set "
+                 "node.count=1 --stack megatron-core-2024 --parallel "
+                 "tp=1,pp=2,dp=4,ep=4,mbs=1,gbs=32,recompute=moe_act");
+    assert_int_equal(r.status, 2);
+    assert_non_null(strstr(r.err, "recompute=moe_act: stack "
+                                  "megatron-core-2024 does not offer it"));
+    cli_result_free(&r);
+    pp_stack st;
+    pp_error e = PP_ERROR_INIT;
+    assert_int_equal(pp_stack_load("nemo-2025", &st, &e), 0);
+    uint32_t mods = (PP_RECOMP_LAYERNORM | PP_RECOMP_MOE_ACT)
+                    << PP_STACK_RECOMP_MOD;
+    assert_int_equal(st.recompute & mods, mods);
+}
+
+/* plan --fix pins the modules on every candidate and writes them into the
+ * launch: Megatron-LM's --recompute-modules, NeMo's recompute_modules. */
+static void test_plan(void **state) {
+    (void)state;
+    /* Megatron-LM's launch under the H100's default stack (which does
+     * not narrow a layout), NeMo's under nemo-2025. */
+    const char *cmd = "plan --model qwen3-30b-a3b --cluster dgx-h100-ndr --set "
+                      "node.count=2 --global-batch 64 "
+                      "--fix recompute=layernorm+moe_act,tp=1,ep=8 --top 1";
+    struct {
+        const char *format, *want;
+    } f[] = {
+        {"megatron", "--recompute-granularity selective \\\n"
+                     "    --recompute-modules layernorm moe_act"},
+        {"nemo", "  activations_checkpoint_granularity: selective\n"
+                 "  activations_checkpoint_method: null\n"
+                 "  recompute_modules: [layernorm, moe_act]\n"},
+        {"nemo2", "    recompute_granularity=\"selective\",\n"
+                  "    recompute_modules=[\"layernorm\", \"moe_act\"],\n"},
+        {"table", " ln+act "},
+        {"json", "recompute=layernorm+moe_act"},
+    };
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
+        cli_result r;
+        cli_runf(&r, "%s --format %s%s", cmd, f[i].format,
+                 strcmp(f[i].format, "megatron") ? " --stack nemo-2025" : "");
+        if (r.status != 0)
+            fail_msg("%s: exit %d: %s", f[i].format, r.status, r.err);
+        if (!strstr(r.out, f[i].want))
+            fail_msg("%s: no \"%s\" in:\n%s", f[i].format, f[i].want, r.out);
+        cli_result_free(&r);
+    }
+    struct {
+        const char *args, *want;
+    } bad[] = {
+        {"--model llama3-8b --fix recompute=moe_act",
+         "--fix recompute: moe_act needs MoE layers, but model llama3-8b has "
+         "no experts"},
+        {"--model llama3-8b --exclude recompute=layernorm",
+         "--exclude: recompute: modules are not searched"},
+        {"--model llama3-8b --fix recompute=layernorm --format deepspeed",
+         "--fix recompute=layernorm: DeepSpeed checkpoints whole layers"},
+        {"--model llama3-8b --fix recompute=mlp",
+         "--fix: recompute: module mlp is Megatron-core's but podplan does "
+         "not price it"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        cli_result r;
+        cli_runf(&r,
+                 "plan %s --cluster dgx-h100-ndr --set node.count=1 "
+                 "--global-batch 32",
+                 bad[i].args);
+        assert_int_equal(r.status, 2);
+        if (!strstr(r.err, bad[i].want))
+            fail_msg("%s: got \"%s\"", bad[i].args, r.err);
+        cli_result_free(&r);
+    }
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_spec),       cmocka_unit_test(test_memory),
+        cmocka_unit_test(test_layer_time), cmocka_unit_test(test_step),
+        cmocka_unit_test(test_stacks),     cmocka_unit_test(test_plan),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
