@@ -150,26 +150,38 @@ static double act_layer(const pp_model *m, const pp_parallel *p,
 }
 
 /* What recompute modules free per layer and micro-batch, in bytes (the
- * layers' mean: moe_act acts in MoE layers only).  layernorm: the two
- * norms' outputs, which the QKV GEMM and the MLP's first GEMM (an MoE
- * layer's router) keep as their saved input, 2 s b h bytes each (1 under
- * FP8, whose GEMMs keep the cast), replicated over TP unless sp.
- * moe_act: the routed experts' activation output, fc2's saved input, s b
- * k cf fe / t elements (the 8 s b h of the GeLU MLP's fc2 input that
- * pp__moe_act_factor scales by k fe / 4h). */
+ * layers' mean: the MoE modules act in MoE layers, mlp in dense ones).
+ * layernorm: the two norms' outputs, which the QKV GEMM and the MLP's
+ * first GEMM (an MoE layer's router) keep as their saved input, 2 s b h
+ * bytes each (1 under FP8, whose GEMMs keep the cast), replicated over TP
+ * unless sp.  The MLP's internals are pp__moe_act_factor's 15 s b h (/t)
+ * that scale with the FFN (11 under FP8: fc2's input cast, 8 -> 4):
+ * moe_act frees the routed experts' activation output, fc2's saved input
+ * (the 8 of them, scaled by k fe / 4h); mlp a dense MLP's 15; shared
+ * experts their 15 scaled by shared fe / 4h; moe the MoE block's (routed
+ * and shared) and its dispatched copies of the input, 2 top_k cf. */
 static double recompute_freed(const pp_model *m, const pp_parallel *p) {
     if (!p->recompute_mods || p->recompute == PP_RECOMPUTE_FULL) return 0;
+    uint8_t r = p->recompute_mods;
     double s = (double)m->seq, b = (double)p->mbs, h = (double)m->hidden;
-    double t = (double)p->tp, el = p->dtype == PP_PREC_FP8 ? 1.0 : 2.0;
-    bool sp = p->sp && p->tp > 1;
+    double t = (double)p->tp, sbh = s * b * h;
+    bool fp8 = p->dtype == PP_PREC_FP8, sp = p->sp && p->tp > 1;
+    double el = fp8 ? 1.0 : 2.0, mlp = fp8 ? 11.0 : 15.0;
+    double moe = (double)pp_model_moe_layers(m) / (double)m->layers;
     double freed = 0;
-    if (p->recompute_mods & PP_RECOMP_LAYERNORM)
-        freed += 2.0 * el * s * b * h / (sp ? t : 1.0);
-    if (p->recompute_mods & PP_RECOMP_MOE_ACT && pp_model_is_moe(m)) {
+    if (r & PP_RECOMP_LAYERNORM) freed += 2.0 * el * sbh / (sp ? t : 1.0);
+    if (r & PP_RECOMP_MLP) freed += (1.0 - moe) * mlp * sbh / t;
+    if (moe > 0) {
+        double fe = (double)m->expert_ffn_hidden;
         double cf = m->capacity_factor > 0 ? m->capacity_factor : 1.0;
-        double frac = (double)pp_model_moe_layers(m) / (double)m->layers;
-        freed += frac * el * s * b * (double)m->top_k * cf *
-                 (double)m->expert_ffn_hidden / t;
+        double routed = (double)m->top_k * cf * fe / (4.0 * h);
+        double shared = (double)m->shared_experts * fe / (4.0 * h);
+        if (r & PP_RECOMP_MOE_ACT) freed += moe * el * 4.0 * routed * sbh / t;
+        if (r & PP_RECOMP_SHARED) freed += moe * mlp * shared * sbh / t;
+        if (r & PP_RECOMP_MOE)
+            freed += moe *
+                     (mlp * (routed + shared) + 2.0 * (double)m->top_k * cf) *
+                     sbh / t;
     }
     return freed;
 }

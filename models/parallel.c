@@ -117,10 +117,9 @@ int pp_graphs_parse(const char *val, uint8_t *out, pp_error *e) {
  * that podplan prices, in its order: core_attn is recompute=selective,
  * the others PP_RECOMP_* bits 1 << (i - 1).  The rest of Megatron-core's
  * list is refused by name rather than silently ignored. */
-static const char *const recomp_modules[] = {"core_attn", "layernorm",
-                                             "moe_act", NULL};
-static const char *const recomp_unpriced[] = {"mlp", "moe", "shared_experts",
-                                              "mla_up_proj", NULL};
+static const char *const recomp_modules[] = {
+    "core_attn", "layernorm", "moe_act", "mlp", "moe", "shared_experts", NULL};
+static const char *const recomp_unpriced[] = {"mla_up_proj", NULL};
 
 char *pp_recompute_list(pp_recompute r, uint8_t mods, const char *sep,
                         const char *quote, char *buf, size_t len) {
@@ -162,14 +161,15 @@ int pp_recompute_parse(const char *val, pp_recompute *r, uint8_t *mods,
         if (!recomp_modules[i] && recomp_unpriced[j])
             return pp_error_set(e, PP_EINPUT,
                                 "module %s is Megatron-core's but podplan "
-                                "does not price it (it prices core_attn, "
-                                "layernorm, moe_act), got \"%.100s\"",
+                                "does not price it (podplan models MLA as "
+                                "plain attention), got \"%.100s\"",
                                 recomp_unpriced[j], val);
         if (!recomp_modules[i] || seen & (1u << i))
             return pp_error_set(e, PP_EINPUT,
                                 "expected full, selective, none or modules "
                                 "joined by '+' (core_attn, layernorm, "
-                                "moe_act), each once, got \"%.100s\"",
+                                "moe_act, mlp, moe, shared_experts), each "
+                                "once, got \"%.100s\"",
                                 val);
         seen |= 1u << i;
         if (!s[n]) break;
@@ -604,26 +604,49 @@ static int offload_check(const pp_parallel *p, const pp_model *m,
 }
 
 /* Recompute modules where Megatron-core has them: with selective
- * granularity (not full), a layer's norms on a transformer, moe_act on a
- * model with MoE layers (its MoE experts' activation). */
-static int recompute_check(const pp_parallel *p, const pp_model *m,
-                           const char *pre, pp_error *e) {
-    if (!p->recompute_mods) return 0;
-    if (p->recompute == PP_RECOMPUTE_FULL)
+ * granularity (not full), on a transformer's layers, the MoE modules on a
+ * model with MoE layers (shared_experts with shared experts), mlp where
+ * some layer is dense, moe not beside the parts it recomputes anyway. */
+int pp_recompute_check(const pp_model *m, pp_recompute rc, uint8_t r,
+                       pp_error *e) {
+    if (!r) return 0;
+    if (rc == PP_RECOMPUTE_FULL)
         return pp_error_set(e, PP_EINPUT,
-                            "%srecompute: modules are selective "
-                            "recomputation; full recomputes every module",
-                            pre);
+                            "recompute: modules are selective "
+                            "recomputation; full recomputes every module");
     if (m->arch != PP_ARCH_TRANSFORMER)
         return pp_error_set(e, PP_EINPUT,
-                            "%srecompute: model %s is generic (no layers "
+                            "recompute: model %s is generic (no layers "
                             "whose modules to recompute)",
-                            pre, m->name);
-    if (p->recompute_mods & PP_RECOMP_MOE_ACT && !pp_model_is_moe(m))
+                            m->name);
+    const char *moe = r & PP_RECOMP_MOE_ACT  ? "moe_act"
+                      : r & PP_RECOMP_MOE    ? "moe"
+                      : r & PP_RECOMP_SHARED ? "shared_experts"
+                                             : NULL;
+    if (moe && !pp_model_is_moe(m))
         return pp_error_set(e, PP_EINPUT,
-                            "%srecompute: moe_act needs MoE layers, but "
-                            "model %s has no experts",
-                            pre, m->name);
+                            "recompute: %s needs MoE layers, but model %s "
+                            "has no experts",
+                            moe, m->name);
+    if (r & PP_RECOMP_SHARED && m->shared_experts == 0)
+        return pp_error_set(e, PP_EINPUT,
+                            "recompute: shared_experts needs shared experts, "
+                            "but model %s has none",
+                            m->name);
+    if (r & PP_RECOMP_MLP && pp_model_moe_layers(m) == m->layers)
+        return pp_error_set(e, PP_EINPUT,
+                            "recompute: mlp recomputes a dense layer's MLP, "
+                            "but every layer of %s is MoE (moe recomputes "
+                            "an MoE block)",
+                            m->name);
+    /* The MoE block's recomputation runs its activation and its shared
+     * experts again too. */
+    if (r & PP_RECOMP_MOE && r & (PP_RECOMP_MOE_ACT | PP_RECOMP_SHARED))
+        return pp_error_set(e, PP_EINPUT,
+                            "recompute: moe recomputes the whole MoE block, "
+                            "%s with it",
+                            r & PP_RECOMP_MOE_ACT ? "moe_act"
+                                                  : "shared_experts");
     return 0;
 }
 
@@ -662,7 +685,10 @@ int pp_parallel_validate(const pp_parallel *p, const pp_model *m, pp_error *e) {
         return pp_error_set(e, PP_EINPUT, "%szero: expected 0..3, got %d", pre,
                             p->zero);
     if (offload_check(p, m, pre, e) < 0) return PP_EINPUT;
-    if (recompute_check(p, m, pre, e) < 0) return PP_EINPUT;
+    if (pp_recompute_check(m, p->recompute, p->recompute_mods, e) < 0) {
+        pp_error_prefix(e, "--parallel");
+        return PP_EINPUT;
+    }
 
     /* The global batch is split into micro-batches of mbs on each of the dp
      * replicas (Megatron-LM: global_batch_size % (micro_batch_size *

@@ -286,16 +286,16 @@ static uint64_t key_hash(int64_t tp, int64_t mbs, int sp, int rec, int64_t cp,
 
 static int lookup(pp_plan_estimator *x, const pp_parallel *par,
                   cost_entry **out, pp_error *e) {
-    /* The recomputation (its modules in the low two bits), the number
+    /* The recomputation (its modules in the low five bits), the number
      * format, the attention kernels and the FP8 recipe in one key
      * field. */
     int sp = par->sp && par->tp > 1,
         rec = (int)par->recompute_mods +
-              4 * ((int)par->recompute +
-                   PP_RECOMPUTE__COUNT *
-                       ((int)par->dtype +
-                        PP_PREC__COUNT *
-                            ((int)par->flash + 2 * (int)par->fp8_recipe)));
+              32 * ((int)par->recompute +
+                    PP_RECOMPUTE__COUNT *
+                        ((int)par->dtype +
+                         PP_PREC__COUNT *
+                             ((int)par->flash + 2 * (int)par->fp8_recipe)));
     int64_t cp = par->cp > 1 ? par->cp : 1, ep = par->ep > 1 ? par->ep : 1;
     int64_t etp = par->etp;
     if (2 * (x->used + 1) > x->cap) { /* grow: keep the load under 1/2 */

@@ -648,20 +648,13 @@ int pp__space_check_pins(const pp__space *s, pp_error *e) {
                     (uint8_t)(v[PP_PLAN_DIM_RECOMPUTE] >> 2), rc, sizeof rc));
         }
     }
-    if (x[PP_PLAN_DIM_RECOMPUTE] && v[PP_PLAN_DIM_RECOMPUTE] >> 2) {
-        /* Modules as pp_parallel_validate would refuse them on every
-         * candidate, said once. */
-        uint8_t mods = (uint8_t)(v[PP_PLAN_DIM_RECOMPUTE] >> 2);
-        if (generic)
-            return pp_error_set(e, PP_EUSAGE,
-                                "--fix recompute: model %s is generic (no "
-                                "layers whose modules to recompute)",
-                                s->m->name);
-        if (mods & PP_RECOMP_MOE_ACT && !pp_model_is_moe(s->m))
-            return pp_error_set(e, PP_EUSAGE,
-                                "--fix recompute: moe_act needs MoE layers, "
-                                "but model %s has no experts",
-                                s->m->name);
+    if (x[PP_PLAN_DIM_RECOMPUTE] && v[PP_PLAN_DIM_RECOMPUTE] >> 2 &&
+        pp_recompute_check(s->m, (pp_recompute)(v[PP_PLAN_DIM_RECOMPUTE] & 3),
+                           (uint8_t)(v[PP_PLAN_DIM_RECOMPUTE] >> 2), e)) {
+        /* As pp_parallel_validate would refuse every candidate, once. */
+        pp_error_prefix(e, "--fix");
+        if (e) e->code = PP_EUSAGE;
+        return PP_EUSAGE;
     }
     if (x[PP_PLAN_DIM_ZERO] && v[PP_PLAN_DIM_ZERO] > 1 &&
         (s->target == PP_PLAN_TARGET_MEGATRON ||

@@ -45,6 +45,11 @@ static void test_spec(void **state) {
         {"layernorm", PP_RECOMPUTE_NONE, PP_RECOMP_LAYERNORM,
          "recompute=layernorm"},
         {"full", PP_RECOMPUTE_FULL, 0, "recompute=full"},
+        {"shared_experts+moe_act+mlp", PP_RECOMPUTE_NONE,
+         PP_RECOMP_SHARED | PP_RECOMP_MOE_ACT | PP_RECOMP_MLP,
+         "recompute=moe_act+mlp+shared_experts"},
+        {"moe+core_attn", PP_RECOMPUTE_SELECTIVE, PP_RECOMP_MOE,
+         "recompute=core_attn+moe"},
     };
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
         char s[96];
@@ -60,10 +65,10 @@ static void test_spec(void **state) {
     struct {
         const char *spec, *want;
     } bad[] = {
-        {"dp=8,recompute=layernorm+mlp",
-         "--parallel: recompute: module mlp is Megatron-core's but podplan "
-         "does not price it"},
-        {"dp=8,recompute=mla_up_proj", "module mla_up_proj"},
+        {"dp=8,recompute=layernorm+mla_up_proj",
+         "--parallel: recompute: module mla_up_proj is Megatron-core's but "
+         "podplan does not price it (podplan models MLA as plain "
+         "attention)"},
         {"dp=8,recompute=moe_act+moe_act", "each once"},
         {"dp=8,recompute=full+layernorm", "expected full, selective, none or "
                                           "modules joined by '+'"},
@@ -86,6 +91,18 @@ static void test_spec(void **state) {
         {"resnet50", "dp=8,recompute=layernorm", "generic"},
         {"llama3-8b", "tp=1,dp=8,recompute=layernorm,offload=4",
          "offload: needs recompute=none, got recompute=layernorm"},
+        {"llama3-8b", "tp=1,dp=8,recompute=moe",
+         "--parallel: recompute: moe needs MoE layers"},
+        {"qwen3-30b-a3b", "tp=1,dp=8,ep=8,recompute=shared_experts",
+         "shared_experts needs shared experts, but model qwen3-30b-a3b has "
+         "none"},
+        {"qwen3-30b-a3b", "tp=1,dp=8,ep=8,recompute=mlp",
+         "mlp recomputes a dense layer's MLP, but every layer of "
+         "qwen3-30b-a3b is MoE"},
+        {"deepseek-v3", "tp=1,dp=8,ep=8,recompute=moe+shared_experts",
+         "moe recomputes the whole MoE block, shared_experts with it"},
+        {"qwen3-30b-a3b", "tp=1,dp=8,ep=8,recompute=moe_act+moe",
+         "moe recomputes the whole MoE block, moe_act with it"},
     };
     for (size_t i = 0; i < sizeof inval / sizeof inval[0]; i++) {
         pp_model m = load(inval[i].model);
@@ -127,6 +144,19 @@ static void test_memory(void **state) {
         /* GPT-OSS 120B: h 2880, top 4 of 2880, both modules. */
         {"gpt-oss-120b", "tp=1,dp=8,ep=8,mbs=1,gbs=8", "layernorm+moe_act",
          2.0 * 2.0 * 4096 * 2880 + 2.0 * 4096 * 4 * 2880},
+        /* A dense MLP's 15 s b h / t. */
+        {"llama3-8b", "tp=2,dp=4,mbs=2,gbs=16,zero=1", "mlp",
+         15.0 * 8192 * 2 * 4096 / 2},
+        /* Qwen3-30B-A3B's MoE block: 15 x 8 x 768 / (4 x 2048) + 2 x 8
+         * s b h. */
+        {"qwen3-30b-a3b", "tp=1,dp=8,ep=8,mbs=1,gbs=8", "moe",
+         (15.0 * 8 * 768 / (4.0 * 2048) + 16.0) * 4096 * 2048},
+        /* DeepSeek-V3: 58 of 61 layers MoE, one shared expert of 2048 (h
+         * 7168); its 3 dense layers' MLPs. */
+        {"deepseek-v3", "tp=1,dp=8,ep=8,mbs=1,gbs=8", "shared_experts",
+         58.0 / 61.0 * 15.0 * 2048 / (4.0 * 7168) * 4096 * 7168},
+        {"deepseek-v3", "tp=1,dp=8,ep=8,mbs=1,gbs=8", "mlp",
+         3.0 / 61.0 * 15.0 * 4096 * 7168},
     };
     for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
         pp_model m = load(c[i].model);
@@ -189,6 +219,53 @@ static void test_layer_time(void **state) {
         assert_true(fabs(a.fwd_s - b.fwd_s) < 1e-15);
         assert_true(fabs(a.bwd_s - b.bwd_s) < 1e-15);
         assert_true(b.recompute_flops == 0);
+    }
+}
+
+/* The checkpointed blocks run their whole forward again: mlp a dense
+ * MLP's two GEMMs and activation (Llama 3 8B), shared_experts the shared
+ * expert's (DeepSeek-V3, one of 2048), moe the MoE block as
+ * pp_moe_cost_get prices it, its dispatch and combine all-to-alls
+ * included (Qwen3-30B-A3B). */
+static void test_block_time(void **state) {
+    (void)state;
+    pp_gpu_profile g = load_gpu_profile("h100-sxm5", "nemo-2025");
+    struct {
+        const char *model, *base, *mods;
+        double tok, n, k; /* the MLP's tokens, fc1 width (2 x), input */
+    } c[] = {
+        {"llama3-8b", "tp=1,dp=8,mbs=1,gbs=8", "mlp", 8192, 14336, 4096},
+        {"deepseek-v3", "tp=1,dp=8,ep=8,mbs=1,gbs=8", "shared_experts", 4096,
+         2048, 7168},
+        {"qwen3-30b-a3b", "tp=1,dp=8,ep=8,mbs=1,gbs=8", "moe", 0, 0, 0},
+    };
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        pp_error e = PP_ERROR_INIT;
+        pp_model m = load(c[i].model);
+        char s[160];
+        snprintf(s, sizeof s, "%s,recompute=%s", c[i].base, c[i].mods);
+        pp_parallel p = layout(s);
+        pp_stack_resolve(&g, &p);
+        pp_layer_cost lc;
+        assert_int_equal(pp_layer_cost_get(&g, &m, &p, &lc, &e), 0);
+        double want;
+        if (c[i].tok > 0) {
+            double t = c[i].tok, f = c[i].n, h = c[i].k;
+            want = pp_gemm_time_s(&g, 1, t, 2.0 * f, h) +
+                   pp_memop_time_s(&g, 6.0 * t * f) +
+                   pp_gemm_time_s(&g, 1, t, h, f);
+            assert_int_equal(lc.ep_recompute_colls, 0);
+        } else {
+            pp_layer_cost mc;
+            assert_int_equal(pp_moe_cost_get(&g, &m, &p, &mc, &e), 0);
+            want = mc.fwd_s;
+            assert_int_equal(lc.ep_recompute_colls, 2); /* dispatch, combine */
+        }
+        print_message("%s %s: recompute %.1f us per layer, expected %.1f "
+                      "us\n",
+                      c[i].model, c[i].mods, 1e6 * lc.recompute_s, 1e6 * want);
+        assert_true(fabs(lc.recompute_s - want) < 1e-9 * want);
+        assert_true(lc.recompute_flops > 0);
     }
 }
 
@@ -324,15 +401,15 @@ static void test_plan(void **state) {
         const char *args, *want;
     } bad[] = {
         {"--model llama3-8b --fix recompute=moe_act",
-         "--fix recompute: moe_act needs MoE layers, but model llama3-8b has "
-         "no experts"},
+         "--fix: recompute: moe_act needs MoE layers, but model llama3-8b "
+         "has no experts"},
         {"--model llama3-8b --exclude recompute=layernorm",
          "--exclude: recompute: modules are not searched"},
         {"--model llama3-8b --fix recompute=layernorm --format deepspeed",
          "--fix recompute=layernorm: DeepSpeed checkpoints whole layers"},
-        {"--model llama3-8b --fix recompute=mlp",
-         "--fix: recompute: module mlp is Megatron-core's but podplan does "
-         "not price it"},
+        {"--model llama3-8b --fix recompute=mla_up_proj",
+         "--fix: recompute: module mla_up_proj is Megatron-core's but "
+         "podplan does not price it"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         cli_result r;
@@ -350,8 +427,9 @@ static void test_plan(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_spec),       cmocka_unit_test(test_memory),
-        cmocka_unit_test(test_layer_time), cmocka_unit_test(test_step),
-        cmocka_unit_test(test_stacks),     cmocka_unit_test(test_plan),
+        cmocka_unit_test(test_layer_time), cmocka_unit_test(test_block_time),
+        cmocka_unit_test(test_step),       cmocka_unit_test(test_stacks),
+        cmocka_unit_test(test_plan),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -259,12 +259,15 @@ enum {
 
 enum {
     PP_RECOMP_LAYERNORM = 1, /* both norms' outputs (the GEMM/router input) */
-    PP_RECOMP_MOE_ACT = 2    /* the routed experts' activation output */
+    PP_RECOMP_MOE_ACT = 2,   /* the routed experts' activation output */
+    PP_RECOMP_MLP = 4,       /* a dense layer's MLP, from its input */
+    PP_RECOMP_MOE = 8,       /* an MoE layer's MoE block, from its input */
+    PP_RECOMP_SHARED = 16    /* an MoE layer's shared experts */
 };
 
 /* The recompute= value of a base and its modules ("none", "selective",
- * "full", or "core_attn+layernorm+moe_act" when modules are set): buf;
- * and back (PP_EINPUT naming what was expected: "selective" is core_attn
+ * "full", or e.g. "core_attn+layernorm+moe_act" when modules are set):
+ * buf; and back (PP_EINPUT naming what was expected: "selective" is core_attn
  * alone; Megatron-core modules podplan does not model are refused by
  * name).  pp_recompute_list writes the modules of a selective layout
  * each in `quote`, separated by `sep` (launch formats' lists). */
@@ -272,6 +275,11 @@ char *pp_recompute_format(pp_recompute r, uint8_t mods, char *buf, size_t len);
 char *pp_recompute_list(pp_recompute r, uint8_t mods, const char *sep,
                         const char *quote, char *buf, size_t len);
 int pp_recompute_parse(const char *val, pp_recompute *r, uint8_t *mods,
+                       pp_error *e);
+/* Whether model m has what the modules recompute (PP_EINPUT, "recompute:
+ * ..." naming what is missing); pp_parallel_validate's check, for the
+ * planner's pins too. */
+int pp_recompute_check(const pp_model *m, pp_recompute r, uint8_t mods,
                        pp_error *e);
 
 /* The graphs= value of a mask ("none", "attn+moe_router", ...): buf; and

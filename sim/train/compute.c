@@ -446,6 +446,18 @@ static void core_fwd(const pp__shape *s, const dims *x, pp__oplist *l) {
     mem(s, l, "context permute", 4.0 * x->tok * x->q / x->t);
 }
 
+/* A dense layer's MLP, with its TP collectives (also what recompute=mlp
+ * runs again in the backward). */
+static void mlp_fwd(const pp__shape *s, const dims *x, pp__oplist *l) {
+    tp_enter_fwd(x, l);
+    lgemm(s, l, "mlp fc1", x->tok, x->f_in, x->h);
+    /* Fused bias-GeLU: read 2, write 2; SwiGLU reads both halves. */
+    mem(s, l, x->swiglu ? "swiglu" : "bias gelu",
+        (x->swiglu ? 6.0 : 4.0) * x->tok * x->f / x->t);
+    lgemm(s, l, "mlp fc2", x->tok, x->h, x->f / x->t);
+    tp_exit_fwd(x, l);
+}
+
 void pp__ops_layer_fwd(const pp__shape *s, pp__oplist *l) {
     dims x = dims_of(s);
     size_t from = l->n;
@@ -473,13 +485,7 @@ void pp__ops_layer_fwd(const pp__shape *s, pp__oplist *l) {
         pp__ops_moe_fwd(s, l);
         mem(s, l, "bias dropout add", 7.0 * H);
     } else {
-        tp_enter_fwd(&x, l);
-        lgemm(s, l, "mlp fc1", x.tok, x.f_in, x.h);
-        /* Fused bias-GeLU: read 2, write 2; SwiGLU reads both halves. */
-        mem(s, l, x.swiglu ? "swiglu" : "bias gelu",
-            (x.swiglu ? 6.0 : 4.0) * x.tok * x.f / x.t);
-        lgemm(s, l, "mlp fc2", x.tok, x.h, x.f / x.t);
-        tp_exit_fwd(&x, l);
+        mlp_fwd(s, &x, l);
         mem(s, l, "bias dropout add", 7.0 * H);
         pp__op_scope(l, mlp0, PP_GRAPH_MLP);
     }
@@ -551,12 +557,18 @@ void pp__ops_layer_bwd(const pp__shape *s, pp__oplist *l) {
      * bias gradient, a reduction over the tokens (read 2): 7 bytes. */
     size_t mlp0 = l->n;
     mem(s, l, "bias dropout add bwd", 7.0 * H);
+    /* recompute=mlp and =moe (Megatron-core's checkpoint of the MLP or
+     * MoE block from its input): the block's forward, collectives
+     * included, runs again before its backward. */
+    uint8_t rm = s->p->recompute_mods;
     if (pp__shape_moe(s)) {
+        if (rm & PP_RECOMP_MOE) pp__ops_moe_fwd(s, l);
         pp__ops_moe_bwd(s, l);
         size_t ln0 = l->n;
         ln_bwd(s, &x, l);
         pp__op_scope(l, ln0, PP_GRAPH_MOE_ROUTER);
     } else {
+        if (rm & PP_RECOMP_MLP) mlp_fwd(s, &x, l);
         tp_enter_bwd(&x, l);
         lgemm_bwd(s, l, "mlp fc2 dgrad", "mlp fc2 wgrad", x.tok, x.h,
                   x.f / x.t);

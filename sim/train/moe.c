@@ -166,6 +166,8 @@ void pp__ops_moe_bwd(const pp__shape *s, pp__oplist *l) {
     double te = x.tn * x.k * x.cf * x.etp, w = x.fe / x.etp;
     if (x.S > 0) {
         double ws = x.S * x.fe / x.t, act = PP_ACT_BYTES * x.tok * x.h;
+        /* recompute=shared_experts: their forward again first. */
+        if (s->p->recompute_mods & PP_RECOMP_SHARED) shared_fwd(s, &x, l);
         if (x.t > 1) pp__op_comm(l, "tp allgather", PP_COLL_ALLGATHER, act, 0);
         pp__op_lgemm_bwd(s, l, "shared fc2 dgrad", "shared fc2 wgrad", x.tok,
                          x.h, ws);
