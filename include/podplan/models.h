@@ -180,8 +180,9 @@ typedef struct pp_parallel {
      * attention core (recompute=core_attn+layernorm+moe_act: --recompute-
      * granularity selective --recompute-modules ...): PP_RECOMP_* bits,
      * on top of recompute none (no core_attn) or selective (core_attn).
-     * Their outputs are discarded after the forward and recomputed in the
-     * backward (output-discarding checkpoints).  0 none. */
+     * What they keep is freed after the forward (layernorm and moe_act
+     * their outputs, mlp, moe and shared_experts their blocks' insides)
+     * and their forward runs again in the backward.  0 none. */
     uint8_t recompute_mods;
     int zero; /* ZeRO stage 0..3, sharded over dp */
     /* Uneven pipeline split (Megatron-LM --decoder-first/last-pipeline-
