@@ -178,6 +178,30 @@ int pp_flops_count(const pp_model *m, int64_t batch, pp_recompute r,
     return 0;
 }
 
+double pp_flops_recompute_mods(const pp_model *m, int64_t batch, uint8_t mods) {
+    uint8_t gm = PP_RECOMP_MLP | PP_RECOMP_MOE | PP_RECOMP_SHARED;
+    if (m->arch == PP_ARCH_GENERIC || !(mods & gm) || batch < 1) return 0;
+    double tokens = (double)batch * (double)m->seq, h = (double)m->hidden;
+    double mats = m->ffn == PP_FFN_SWIGLU ? 3.0 : 2.0;
+    double fe = (double)m->expert_ffn_hidden;
+    /* The MTP modules' layer is of the last layer's kind. */
+    double n = (double)pp_model_moe_layers(m), D = (double)m->mtp_layers;
+    double dense = (double)m->layers - n;
+    if (pp_model_layer_is_moe(m, m->layers - 1))
+        n += D;
+    else
+        dense += D;
+    double f = 0;
+    if (mods & PP_RECOMP_MLP)
+        f += dense * mats * 2.0 * h * (double)m->ffn_hidden;
+    if (mods & PP_RECOMP_MOE)
+        f += n * (2.0 * h * (double)m->experts +
+                  (double)(m->top_k + m->shared_experts) * mats * 2.0 * h * fe);
+    if (mods & PP_RECOMP_SHARED)
+        f += n * (double)m->shared_experts * mats * 2.0 * h * fe;
+    return tokens * f;
+}
+
 /* T_train = 8 T P / (n X) with full recomputation, 6 T P / (n X) without
  * (Narayanan et al. 2021, eq. 4; domain.md sec. 4): 2 FLOPs per parameter
  * per token forward, 4 backward, 2 more for the recompute forward.  It

@@ -81,8 +81,7 @@ static int filter_value(void *ctx, int k, const char *val, pp_error *e) {
         break;
     case PP_PLAN_DIM_RECOMPUTE: {
         /* The value is the base with its modules above it (space.c's
-         * walk_inner compares the same encoding).  Modules are not
-         * searched: pinned, every candidate recomputes them. */
+         * walk_inner compares the same encoding). */
         pp_recompute r;
         uint8_t mods;
         if (pp_recompute_parse(val, &r, &mods, e) < 0) {
@@ -90,12 +89,6 @@ static int filter_value(void *ctx, int k, const char *val, pp_error *e) {
             if (e) e->code = PP_EUSAGE;
             return PP_EUSAGE;
         }
-        if (mods && c->exclude)
-            return pp_error_set(e, PP_EUSAGE,
-                                "%s: recompute: modules are not searched "
-                                "(none unless pinned with --fix "
-                                "recompute=...), got \"%.100s\"",
-                                c->what, val);
         v = (int64_t)r | (int64_t)mods << 2;
         break;
     }

@@ -114,6 +114,24 @@ static int visit_fn(void *ctx, const pp_parallel *p, bool overlap,
         v->fit = *p;
         return 1;
     }
+    if (p->recompute_mods && !plan->opt.filter.fixed[PP_PLAN_DIM_RECOMPUTE]) {
+        /* A searched module set only where every set with one module
+         * fewer runs out of memory: a module recomputes, so the smaller
+         * set that fits is faster (and as cheap) under every objective. */
+        for (unsigned b = 1; b <= p->recompute_mods; b <<= 1) {
+            if (!(p->recompute_mods & b)) continue;
+            pp_parallel q = *p;
+            pp_memory mq;
+            q.recompute_mods = (uint8_t)(p->recompute_mods & ~b);
+            if ((rc = pp_memory_per_gpu(v->m, &q, plan->opt.optimizer, &mq,
+                                        e)) < 0)
+                return rc;
+            if (mq.total <= v->limit) {
+                plan->st.rejected[PP_PLAN_REJECT_RECOMPUTE] += (uint64_t)nvar;
+                return 0;
+            }
+        }
+    }
     for (int k = 0; k < nvar; k++) {
         if (plan->n == plan->cap) {
             plan->cap = plan->cap ? 2 * plan->cap : 1024;
@@ -153,7 +171,10 @@ static void metrics(const pp_plan *plan, const flops_cache *fc,
     double n = (double)c->gpus;
     c->iteration_time_s = T;
     c->breakdown = c->simulated ? c->sim : c->est;
-    c->tflops_per_gpu = fc->hw[c->par.recompute] / (n * T) / 1e12;
+    double hw = fc->hw[c->par.recompute] +
+                pp_flops_recompute_mods(&plan->model, c->par.gbs,
+                                        c->par.recompute_mods);
+    c->tflops_per_gpu = hw / (n * T) / 1e12;
     c->mfu = plan->peak_flops > 0
                  ? fc->model[c->par.recompute] / (n * T * plan->peak_flops)
                  : NAN;

@@ -74,7 +74,8 @@ static bool twins(const pp_plan_candidate *c, const pp_plan_candidate *d) {
            memcmp(c->placement, d->placement, 3) == 0 && a->tp == b->tp &&
            a->pp == b->pp && a->dp == b->dp && a->mbs == b->mbs &&
            a->gbs == b->gbs && a->vp == b->vp && a->sp == b->sp &&
-           a->recompute == b->recompute;
+           a->recompute == b->recompute &&
+           a->recompute_mods == b->recompute_mods;
 }
 
 int pp__plan_jobs(int jobs) {

@@ -119,54 +119,90 @@ static bool target_allows(pp_plan_target t, const pp_parallel *p) {
     }
 }
 
-/* The innermost dimensions: sp, recompute, zero, overlap. */
+/* The innermost dimensions: zero, the number format, overlap. */
+static int walk_zero(const pp__space *s, pp_parallel *p, pp__space_fn fn,
+                     void *ctx, pp_error *e) {
+    int rc;
+    for (int z = 0; z <= (p->dp > 1 ? 3 : 0); z++) {
+        if (!allowed(s, PP_PLAN_DIM_ZERO, z)) continue;
+        if (s->zero_max >= 0 && z > s->zero_max) continue;
+        p->zero = z;
+        if (!target_allows(s->target, p)) {
+            reject(s, PP_PLAN_REJECT_TARGET);
+            continue;
+        }
+        /* FP8 only where the stack and the GPU have it; a pinned recipe
+         * asks for FP8 alone. */
+        bool rpin = s->filter && s->filter->fixed[PP_PLAN_DIM_FP8];
+        for (int dt = rpin; dt <= (s->fp8 ? 1 : 0); dt++) {
+            p->dtype = dt ? PP_PREC_FP8 : PP_PREC_BF16;
+            p->fp8 = dt && rpin ? (pp_fp8)s->filter->value[PP_PLAN_DIM_FP8]
+                                : PP_FP8_AUTO;
+            p->fp8_recipe = p->fp8 != PP_FP8_AUTO ? p->fp8 : s->fp8_recipe;
+            for (int ov = 0; ov <= (p->dp > 1 ? 1 : 0); ov++) {
+                if (!allowed(s, PP_PLAN_DIM_OVERLAP, ov)) continue;
+                if ((rc = fn(ctx, p, ov != 0, e)) != 0) return rc;
+            }
+        }
+    }
+    return 0;
+}
+
+/* The recompute modules a candidate may carry (PP_RECOMP_* sets, 0 none
+ * first): the pinned ones alone (the pin's value carries them above the
+ * base, filter.c); else, for an MoE model where the stack was asked for
+ * and offers them, the sets NVIDIA's MoE presets and Megatron Bridge's
+ * guide start from: the norms, the experts' activation, both, the MoE
+ * block.  A dense model's modules are pinned, not searched: its presets
+ * use none, and searching them would triple a dense plan's space. */
+static size_t recompute_menu(const pp__space *s, uint8_t menu[8]) {
+    const pp_plan_filter *f = s->filter;
+    if (f && f->fixed[PP_PLAN_DIM_RECOMPUTE]) {
+        menu[0] = (uint8_t)(f->value[PP_PLAN_DIM_RECOMPUTE] >> 2);
+        return 1;
+    }
+    static const uint8_t sets[] = {PP_RECOMP_LAYERNORM, PP_RECOMP_MOE_ACT,
+                                   PP_RECOMP_LAYERNORM | PP_RECOMP_MOE_ACT,
+                                   PP_RECOMP_MOE};
+    uint8_t offered = (uint8_t)(s->recompute_mask >> PP_STACK_RECOMP_MOD);
+    size_t n = 0;
+    menu[n++] = 0;
+    if (!pp_model_is_moe(s->m)) return n;
+    for (size_t i = 0; i < sizeof sets; i++)
+        if ((sets[i] & offered) == sets[i] &&
+            pp_recompute_check(s->m, PP_RECOMPUTE_NONE, sets[i], NULL) == 0)
+            menu[n++] = sets[i];
+    return n;
+}
+
+/* sp and recompute (its modules too), then walk_zero. */
 static int walk_inner(const pp__space *s, pp_parallel *p, pp__space_fn fn,
                       void *ctx, pp_error *e) {
     int rc;
     if (p->offload > 0 && p->pp > 1) return 0; /* no offload with pp */
+    uint8_t menu[8];
+    size_t n_menu = recompute_menu(s, menu);
     for (int sp = 0; sp <= (p->tp > 1 ? 1 : 0); sp++) {
         if (!allowed(s, PP_PLAN_DIM_SP, sp)) continue;
         /* MoE with tp > 1 needs sp (models/moe.c): not generated. */
         if (!sp && p->tp > 1 && pp_model_is_moe(s->m)) continue;
         p->sp = sp;
-        /* Pinned recompute modules ride on every candidate: the pin's
-         * value carries them above the base (filter.c). */
-        const pp_plan_filter *f = s->filter;
-        uint8_t mods = f && f->fixed[PP_PLAN_DIM_RECOMPUTE]
-                           ? (uint8_t)(f->value[PP_PLAN_DIM_RECOMPUTE] >> 2)
-                           : 0;
-        p->recompute_mods = mods;
-        for (int r = PP_RECOMPUTE_NONE; r <= PP_RECOMPUTE_FULL; r++) {
-            if (!allowed(s, PP_PLAN_DIM_RECOMPUTE, r | mods << 2)) continue;
-            if (s->recompute_mask && !(s->recompute_mask & (1u << r))) continue;
-            if (p->offload > 0 && r != PP_RECOMPUTE_NONE) continue;
-            p->recompute = (pp_recompute)r;
-            for (int z = 0; z <= (p->dp > 1 ? 3 : 0); z++) {
-                if (!allowed(s, PP_PLAN_DIM_ZERO, z)) continue;
-                if (s->zero_max >= 0 && z > s->zero_max) continue;
-                p->zero = z;
-                if (!target_allows(s->target, p)) {
-                    reject(s, PP_PLAN_REJECT_TARGET);
+        for (size_t k = 0; k < n_menu; k++) {
+            uint8_t mods = menu[k];
+            p->recompute_mods = mods;
+            for (int r = PP_RECOMPUTE_NONE; r <= PP_RECOMPUTE_FULL; r++) {
+                if (mods && r == PP_RECOMPUTE_FULL) continue;
+                if (!allowed(s, PP_PLAN_DIM_RECOMPUTE, r | mods << 2)) continue;
+                if (s->recompute_mask && !(s->recompute_mask & (1u << r)))
                     continue;
-                }
-                /* FP8 only where the stack and the GPU have it; a
-                 * pinned recipe asks for FP8 alone. */
-                bool rpin = s->filter && s->filter->fixed[PP_PLAN_DIM_FP8];
-                for (int dt = rpin; dt <= (s->fp8 ? 1 : 0); dt++) {
-                    p->dtype = dt ? PP_PREC_FP8 : PP_PREC_BF16;
-                    p->fp8 = dt && rpin
-                                 ? (pp_fp8)s->filter->value[PP_PLAN_DIM_FP8]
-                                 : PP_FP8_AUTO;
-                    p->fp8_recipe =
-                        p->fp8 != PP_FP8_AUTO ? p->fp8 : s->fp8_recipe;
-                    for (int ov = 0; ov <= (p->dp > 1 ? 1 : 0); ov++) {
-                        if (!allowed(s, PP_PLAN_DIM_OVERLAP, ov)) continue;
-                        if ((rc = fn(ctx, p, ov != 0, e)) != 0) return rc;
-                    }
-                }
+                if (p->offload > 0 && (r != PP_RECOMPUTE_NONE || mods))
+                    continue;
+                p->recompute = (pp_recompute)r;
+                if ((rc = walk_zero(s, p, fn, ctx, e)) != 0) return rc;
             }
         }
     }
+    p->recompute_mods = 0;
     return 0;
 }
 

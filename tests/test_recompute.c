@@ -269,6 +269,48 @@ static void test_block_time(void **state) {
     }
 }
 
+/* The hardware FLOPs of the recomputed GEMMs: a dense MLP's 3 matrices
+ * (SwiGLU) per dense layer, an MoE block's router and top_k + shared
+ * experts per MoE layer, the shared experts alone; none for the norms or
+ * activations.  simulate's flops_per_iteration carries them. */
+static void test_flops(void **state) {
+    (void)state;
+    pp_model l8 = load("llama3-8b"), q = load("qwen3-30b-a3b"),
+             ds = load("deepseek-v3");
+    double t8 = 8.0 * 8192, tq = 8.0 * 4096, td = 8.0 * 4096;
+    assert_rel(pp_flops_recompute_mods(&l8, 8, PP_RECOMP_MLP),
+               t8 * 32 * 3 * 2.0 * 4096 * 14336, 1e-12);
+    assert_rel(pp_flops_recompute_mods(&q, 8, PP_RECOMP_MOE),
+               tq * 48 * (2.0 * 2048 * 128 + 8 * 3 * 2.0 * 2048 * 768), 1e-12);
+    /* DeepSeek-V3: 58 MoE layers and its MTP layer (MoE, as the last). */
+    assert_rel(pp_flops_recompute_mods(&ds, 8, PP_RECOMP_SHARED),
+               td * 59 * 3 * 2.0 * 7168 * 2048, 1e-12);
+    assert_true(pp_flops_recompute_mods(
+                    &q, 8, PP_RECOMP_LAYERNORM | PP_RECOMP_MOE_ACT) == 0);
+
+    cli_result a, b;
+    const char *cmd = "simulate --model llama3-8b --cluster dgx-h100-ndr --set "
+                      "node.count=1 --stack nemo-2025 --memory-check off "
+                      "--format json --parallel tp=1,dp=8,mbs=1,gbs=8,";
+    cli_runf(&a, "%srecompute=none", cmd);
+    cli_runf(&b, "%srecompute=mlp", cmd);
+    assert_int_equal(a.status, 0);
+    assert_int_equal(b.status, 0);
+    json_t *ja = cli_json(&a), *jb = cli_json(&b);
+    double fa = json_number_value(json_object_get(ja, "flops_per_iteration")),
+           fb = json_number_value(json_object_get(jb, "flops_per_iteration")),
+           ma = json_number_value(
+               json_object_get(ja, "model_flops_per_iteration")),
+           mb = json_number_value(
+               json_object_get(jb, "model_flops_per_iteration"));
+    assert_rel(fb - fa, pp_flops_recompute_mods(&l8, 8, PP_RECOMP_MLP), 1e-9);
+    assert_true(ma == mb);
+    json_decref(ja);
+    json_decref(jb);
+    cli_result_free(&a);
+    cli_result_free(&b);
+}
+
 static cli_result sim(const char *par) {
     cli_result r;
     cli_runf(&r,
@@ -403,8 +445,6 @@ static void test_plan(void **state) {
         {"--model llama3-8b --fix recompute=moe_act",
          "--fix: recompute: moe_act needs MoE layers, but model llama3-8b "
          "has no experts"},
-        {"--model llama3-8b --exclude recompute=layernorm",
-         "--exclude: recompute: modules are not searched"},
         {"--model llama3-8b --fix recompute=layernorm --format deepspeed",
          "--fix recompute=layernorm: DeepSpeed checkpoints whole layers"},
         {"--model llama3-8b --fix recompute=mla_up_proj",
@@ -424,12 +464,75 @@ static void test_plan(void **state) {
     }
 }
 
+/* With a stack that offers them (nemo-2025) plan searches an MoE model's
+ * module sets: on 2 DGX H100 Qwen3-30B-A3B's best layout recomputes the
+ * norms to fit pp 1 at micro-batch 2 (ZeRO-3), faster than any layout
+ * without modules; a set is kept only where every set with one module
+ * fewer runs out of memory (recompute-unneeded), and a dense model's
+ * modules are not searched. */
+static double plan_best(const char *args, char *spec, size_t len,
+                        json_t **rejected) {
+    cli_result r;
+    cli_runf(&r,
+             "plan --cluster dgx-h100-ndr --set node.count=2 --global-batch "
+             "64 --stack nemo-2025 --top 0 --format json %s",
+             args);
+    if (r.status != 0) fail_msg("exit %d: %s", r.status, r.err);
+    json_t *j = cli_json(&r),
+           *c0 = json_array_get(json_object_get(j, "candidates"), 0);
+    snprintf(spec, len, "%s",
+             json_string_value(json_object_get(c0, "parallel")));
+    double t = json_number_value(json_object_get(c0, "iteration_time_s"));
+    *rejected = json_incref(json_object_get(j, "rejected"));
+    json_decref(j);
+    cli_result_free(&r);
+    return t;
+}
+
+static void test_plan_search(void **state) {
+    (void)state;
+    char a[PP_SPEC_MAX], b[PP_SPEC_MAX] = "";
+    json_t *ra;
+    double ta = plan_best("--model qwen3-30b-a3b", a, sizeof a, &ra);
+    assert_true(json_integer_value(json_object_get(ra, "recompute-unneeded")) >
+                0);
+    json_decref(ra);
+    /* The best without modules: each base mode pinned (a pin of a base
+     * carries no modules). */
+    double tb = INFINITY;
+    const char *base[] = {"none", "selective", "full"};
+    for (int k = 0; k < 3; k++) {
+        char args[96], sk[PP_SPEC_MAX];
+        snprintf(args, sizeof args, "--model qwen3-30b-a3b --fix recompute=%s",
+                 base[k]);
+        double t = plan_best(args, sk, sizeof sk, &ra);
+        assert_true(
+            json_integer_value(json_object_get(ra, "recompute-unneeded")) == 0);
+        json_decref(ra);
+        if (t < tb) {
+            tb = t;
+            snprintf(b, sizeof b, "%s", sk);
+        }
+    }
+    print_message("best %s %.3f s; without modules %s %.3f s\n", a, ta, b, tb);
+    assert_non_null(strstr(a, "recompute=layernorm,"));
+    assert_true(ta < tb);
+    /* A dense model's modules are not searched. */
+    double tl = plan_best("--model llama3-8b", a, sizeof a, &ra);
+    assert_true(tl > 0);
+    assert_true(json_integer_value(json_object_get(ra, "recompute-unneeded")) ==
+                0);
+    assert_null(strstr(a, "layernorm"));
+    json_decref(ra);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_spec),       cmocka_unit_test(test_memory),
-        cmocka_unit_test(test_layer_time), cmocka_unit_test(test_block_time),
-        cmocka_unit_test(test_step),       cmocka_unit_test(test_stacks),
-        cmocka_unit_test(test_plan),
+        cmocka_unit_test(test_spec),        cmocka_unit_test(test_memory),
+        cmocka_unit_test(test_layer_time),  cmocka_unit_test(test_block_time),
+        cmocka_unit_test(test_flops),       cmocka_unit_test(test_step),
+        cmocka_unit_test(test_stacks),      cmocka_unit_test(test_plan),
+        cmocka_unit_test(test_plan_search),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -365,6 +365,11 @@ int pp_flops_closed(const pp_model *m, int64_t batch, pp_recompute r,
  * 3 x forward FLOPs per sample x batch (x 4/3 with full recompute). */
 int pp_flops_count(const pp_model *m, int64_t batch, pp_recompute r,
                    pp_flops *out, pp_error *e);
+/* The hardware FLOPs recompute modules add to pp_flops_count's total
+ * (PP_RECOMP_*: the GEMMs of the dense MLPs, MoE blocks or shared experts
+ * run again; the norms and activations have none); 0 for a generic
+ * model or no such module. */
+double pp_flops_recompute_mods(const pp_model *m, int64_t batch, uint8_t mods);
 
 /* T_train = 8 T P / (n X) seconds with recomputation, 6 T P / (n X)
  * without (domain.md sec. 4).  tokens T, params P, gpus n, X FLOP/s. */

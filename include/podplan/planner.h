@@ -186,6 +186,8 @@ void pp_plan_options_init(pp_plan_options *o);
     XX(PINNED, "pinned", "differs from a --fix value")                         \
     XX(EXCLUDED, "excluded", "an --exclude value")                             \
     XX(MEMORY, "memory", "does not fit in HBM less the reserve")               \
+    XX(RECOMPUTE, "recompute-unneeded",                                        \
+       "fits with one recompute module fewer, which is faster")                \
     XX(SIMULATION, "simulation", "the simulator rejected it")
 
 typedef enum {

@@ -589,6 +589,8 @@ int pp_step_simulate(const pp_step_config *cfg, pp_step_result *out,
     pp_flops f;
     if ((rc = pp_flops_count(S->m, cfg->par->gbs, cfg->par->recompute, &f,
                              e)) == 0) {
+        f.total += pp_flops_recompute_mods(S->m, cfg->par->gbs,
+                                           cfg->par->recompute_mods);
         r.gpus = pp_parallel_gpus(cfg->par);
         r.flops_iter = f.total;
         r.model_flops_iter = f.model;
