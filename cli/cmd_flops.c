@@ -1,6 +1,8 @@
 /*
  * cmd_flops.c: `podplan flops`, F_iter for a model and a global batch.
  */
+#include <string.h>
+
 #include "cli_int.h"
 
 static const pp_cli_opt opts[] = {
@@ -8,8 +10,11 @@ static const pp_cli_opt opts[] = {
      false, NULL, 0, NULL},
     {"global-batch", 'b', "B", "global batch in sequences (required)", false,
      NULL, 0, NULL},
-    {"recompute", 0, "MODE", "activation recomputation (default: full):", false,
-     &pp_reg_recompute, 0, NULL},
+    {"recompute", 0, "MODE",
+     "activation recomputation (default: full), or Megatron-core's modules "
+     "joined by '+' (core_attn, layernorm, moe_act, mlp, moe, "
+     "shared_experts):",
+     false, &pp_reg_recompute, 0, NULL},
     {"format", 0, "FMT", "table|json (default: table)", false, NULL, 0, NULL},
     {"output", 'o', "FILE", "write to FILE atomically (default: stdout)", false,
      NULL, 0, NULL},
@@ -20,7 +25,8 @@ typedef struct result {
     pp_model m;
     int64_t batch;
     pp_recompute rc;
-    bool closed; /* F_iter by the closed form, not counted */
+    uint8_t mods; /* recompute modules (PP_RECOMP_*): their GEMMs added */
+    bool closed;  /* F_iter by the closed form, not counted */
     pp_flops f;
 } result;
 
@@ -34,13 +40,15 @@ static void print_table(FILE *fp, const void *ctx) {
                 (long long)r->batch, (long long)r->m.seq);
     else
         fprintf(fp, "batch        %lld samples\n", (long long)r->batch);
-    fprintf(fp, "recompute    %s\n", pp_recompute_name(r->rc));
+    char rm[64];
+    fprintf(fp, "recompute    %s\n",
+            pp_recompute_format(r->rc, r->mods, rm, sizeof rm));
     bool none = r->rc != PP_RECOMPUTE_FULL; /* the 72 form */
     if (r->closed)
-        fprintf(fp, "\nF_iter = %s B s l h^2 (1 + s/(6h) + %s)%s\n\n",
+        fprintf(fp, "\nF_iter = %s B s l h^2 (1 + s/(6h) + %s)%s%s\n\n",
                 none ? "72" : "96", none ? "V/(12lh)" : "V/(16lh)",
-                r->rc == PP_RECOMPUTE_SELECTIVE ? " + attention recompute"
-                                                : "");
+                r->rc == PP_RECOMPUTE_SELECTIVE ? " + attention recompute" : "",
+                r->mods ? " + recomputed modules' GEMMs" : "");
     else
         fprintf(fp, "\nF_iter counted matrix by matrix (the closed form "
                     "needs a GPT shape)\n\n");
@@ -58,6 +66,9 @@ static void print_table(FILE *fp, const void *ctx) {
         fprintf(fp, "  %-28s %14.4e %10.5f\n", logit, f->logit,
                 f->logit / f->total);
     }
+    if (r->mods)
+        fprintf(fp, "  %-28s %14.4e\n", "recomputed modules' GEMMs",
+                f->total - f->dense - f->attn - f->logit);
     fprintf(fp, "  %-28s %14.4e\n", "F_iter", f->total);
     fprintf(fp, "  %-28s %14.4e\n", "model FLOPs (no recompute)", f->model);
 }
@@ -70,7 +81,10 @@ static json_t *to_json(const result *r) {
     json_object_set_new(o, "global_batch", json_integer(r->batch));
     if (r->m.arch == PP_ARCH_TRANSFORMER)
         json_object_set_new(o, "seq", json_integer(r->m.seq));
-    json_object_set_new(o, "recompute", json_string(pp_recompute_name(r->rc)));
+    char rm[64];
+    json_object_set_new(
+        o, "recompute",
+        json_string(pp_recompute_format(r->rc, r->mods, rm, sizeof rm)));
     json_object_set_new(o, "method",
                         json_string(r->closed ? "closed-form" : "counted"));
     json_object_set_new(o, "flops_per_iteration", pp_json_num(f->total));
@@ -79,6 +93,10 @@ static json_t *to_json(const result *r) {
         json_object_set_new(t, "dense", pp_json_num(f->dense));
         json_object_set_new(t, "attention", pp_json_num(f->attn));
         json_object_set_new(t, "logit", pp_json_num(f->logit));
+        if (r->mods)
+            json_object_set_new(
+                t, "recompute_modules",
+                pp_json_num(f->total - f->dense - f->attn - f->logit));
         json_object_set_new(o, "terms", t);
     }
     json_object_set_new(o, "model_flops_per_iteration", pp_json_num(f->model));
@@ -97,11 +115,32 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
     if (rc || pp_args_need(&a, "model", &spec, &e) ||
         pp_args_need(&a, "global-batch", &(const char *){0}, &e) ||
         pp_args_int(&a, "global-batch", 1, INT64_MAX, &r.batch, &e) ||
-        pp_args_choice(&a, "recompute", &mode, &e) ||
         pp_args_enum(&a, "format", pp_format_names, &fmt, &e) ||
         pp_cli_load_model(&a, false, &r.m, &e))
         return pp_cli_fail(cmd->name, &e);
     r.rc = (pp_recompute)mode;
+    /* A mode, or modules as the SPEC's recompute= takes them. */
+    const char *rv = pp_args_get(&a, "recompute");
+    pp_error pe = PP_ERROR_INIT;
+    if (rv && pp_recompute_parse(rv, &r.rc, &r.mods, &pe) < 0) {
+        /* A single misspelt mode gets the registry's "did you mean"; a
+         * module refused by name keeps its reason. */
+        if (!strchr(rv, '+') && !strstr(pe.msg, "module ") &&
+            pp_args_choice(&a, "recompute", &mode, &e))
+            return pp_cli_fail(cmd->name, &e);
+        e = pe;
+        pp_error_prefix(&e, "--recompute");
+        e.code = PP_EUSAGE;
+        return pp_cli_fail(cmd->name, &e);
+    }
+    if (pp_recompute_check(&r.m, r.rc, r.mods, &e)) {
+        /* "recompute: ..." names the option. */
+        char msg[PP_ERROR_MSG_MAX];
+        snprintf(msg, sizeof msg, "%s", e.msg);
+        e.code = 0;
+        pp_error_set(&e, PP_EUSAGE, "--%.900s", msg);
+        return pp_cli_fail(cmd->name, &e);
+    }
 
     /* The closed form where the model has its shape (GPT: MHA, 4h GeLU
      * MLP); otherwise the matrix-by-matrix count, which equals it there. */
@@ -109,6 +148,7 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
     r.closed = pp_flops_closed(&r.m, r.batch, r.rc, &r.f, &not_gpt) == 0;
     if (!r.closed && pp_flops_count(&r.m, r.batch, r.rc, &r.f, &e))
         return pp_cli_fail(cmd->name, &e);
+    r.f.total += pp_flops_recompute_mods(&r.m, r.batch, r.mods);
     return pp_cli_emit(&a, fmt, to_json(&r), print_table, &r);
 }
 

@@ -309,6 +309,32 @@ static void test_flops(void **state) {
     json_decref(jb);
     cli_result_free(&a);
     cli_result_free(&b);
+
+    /* podplan flops takes the modules too, and names their term. */
+    cli_runf(&a, "flops --model llama3-8b --global-batch 8 --recompute none "
+                 "--format json");
+    cli_runf(&b, "flops --model llama3-8b --global-batch 8 --recompute "
+                 "layernorm+mlp --format json");
+    assert_int_equal(a.status, 0);
+    assert_int_equal(b.status, 0);
+    ja = cli_json(&a);
+    jb = cli_json(&b);
+    fa = json_number_value(json_object_get(ja, "flops_per_iteration"));
+    fb = json_number_value(json_object_get(jb, "flops_per_iteration"));
+    assert_rel(fb - fa, pp_flops_recompute_mods(&l8, 8, PP_RECOMP_MLP), 1e-9);
+    assert_string_equal(json_string_value(json_object_get(jb, "recompute")),
+                        "layernorm+mlp");
+    assert_rel(json_number_value(json_object_get(json_object_get(jb, "terms"),
+                                                 "recompute_modules")),
+               fb - fa, 1e-9);
+    json_decref(ja);
+    json_decref(jb);
+    cli_result_free(&a);
+    cli_result_free(&b);
+    cli_runf(&a, "flops --model llama3-8b --global-batch 8 --recompute moe");
+    assert_int_equal(a.status, 2);
+    assert_non_null(strstr(a.err, "--recompute: moe needs MoE layers"));
+    cli_result_free(&a);
 }
 
 static cli_result sim(const char *par) {
