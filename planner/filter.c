@@ -63,6 +63,13 @@ static const char *pinned_only(pp_plan_dim d) {
     }
 }
 
+/* A SPEC value parser's PP_EINPUT as a usage error of the option's key. */
+static int as_usage(pp_error *e, const char *what, const char *key) {
+    pp_error_prefix(e, "%s: %s", what, key);
+    if (e) e->code = PP_EUSAGE;
+    return PP_EUSAGE;
+}
+
 static int filter_value(void *ctx, int k, const char *val, pp_error *e) {
     filter_ctx *c = ctx;
     pp_plan_dim d = (pp_plan_dim)k;
@@ -84,12 +91,9 @@ static int filter_value(void *ctx, int k, const char *val, pp_error *e) {
          * walk_inner compares the same encoding). */
         pp_recompute r;
         uint8_t mods;
-        if (pp_recompute_parse(val, &r, &mods, e) < 0) {
-            pp_error_prefix(e, "%s: recompute", c->what);
-            if (e) e->code = PP_EUSAGE;
-            return PP_EUSAGE;
-        }
-        v = (int64_t)r | (int64_t)mods << 2;
+        if (pp_recompute_parse(val, &r, &mods, e) < 0)
+            return as_usage(e, c->what, "recompute");
+        v = pp__recompute_pin(r, mods);
         break;
     }
     case PP_PLAN_DIM_FIRST:
@@ -117,11 +121,8 @@ static int filter_value(void *ctx, int k, const char *val, pp_error *e) {
     }
     case PP_PLAN_DIM_GRAPHS: {
         uint8_t g;
-        if (pp_graphs_parse(val, &g, e) < 0) {
-            pp_error_prefix(e, "%s: graphs", c->what);
-            if (e) e->code = PP_EUSAGE;
-            return PP_EUSAGE;
-        }
+        if (pp_graphs_parse(val, &g, e) < 0)
+            return as_usage(e, c->what, "graphs");
         v = g;
         break;
     }

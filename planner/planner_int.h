@@ -58,7 +58,26 @@ typedef struct pp__space {
     bool mxfp8;        /* the GPU runs MXFP8 GEMMs */
     uint32_t recompute_mask;
     int zero_max;
+    /* The recompute module sets a candidate may carry (PP_RECOMP_* sets,
+     * 0 first): pp__space_recompute_menu fills them once. */
+    uint8_t recompute_menu[8];
+    size_t n_recompute_menu;
 } pp__space;
+
+/* plan's recompute dimension holds the base mode with its modules above
+ * it: filter.c writes a pin so, space.c compares and reads it. */
+static inline int64_t pp__recompute_pin(pp_recompute r, uint8_t mods) {
+    return (int64_t)r | (int64_t)mods << 2;
+}
+static inline pp_recompute pp__pin_recompute(int64_t v) {
+    return (pp_recompute)(v & 3);
+}
+static inline uint8_t pp__pin_mods(int64_t v) {
+    return (uint8_t)(v >> 2);
+}
+
+/* Fills s->recompute_menu from the pins, the stack and the model. */
+void pp__space_recompute_menu(pp__space *s);
 
 /* Called for every layout that passes the rules (not yet the memory
  * check).  Returns 0 to go on, 1 to stop the walk, or a negative PP_E*. */

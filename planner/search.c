@@ -524,6 +524,7 @@ int pp_plan_search(const pp_model *m, const pp_cluster *c,
                         ? -1
                         : plan->profile.sw.zero_max,
     };
+    pp__space_recompute_menu(&sp);
     if ((rc = pp__space_check_pins(&sp, e)) < 0) goto fail;
     if ((rc = pp_plan_estimator_new(m, c, &plan->profile, &est, e)) < 0 ||
         (rc = pp_plan_estimator_placement(est, plan->placements[0], e)) < 0 ||

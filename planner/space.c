@@ -149,17 +149,19 @@ static int walk_zero(const pp__space *s, pp_parallel *p, pp__space_fn fn,
 }
 
 /* The recompute modules a candidate may carry (PP_RECOMP_* sets, 0 none
- * first): the pinned ones alone (the pin's value carries them above the
- * base, filter.c); else, for an MoE model where the stack was asked for
- * and offers them, the sets NVIDIA's MoE presets and Megatron Bridge's
- * guide start from: the norms, the experts' activation, both, the MoE
- * block.  A dense model's modules are pinned, not searched: its presets
- * use none, and searching them would triple a dense plan's space. */
-static size_t recompute_menu(const pp__space *s, uint8_t menu[8]) {
+ * first): the pinned ones alone; else, for an MoE model where the stack
+ * was asked for and offers them, the sets NVIDIA's MoE presets and
+ * Megatron Bridge's guide start from: the norms, the experts' activation,
+ * both, the MoE block.  A dense model's modules are pinned, not searched:
+ * its presets use none, and searching them would triple a dense plan's
+ * space. */
+void pp__space_recompute_menu(pp__space *s) {
     const pp_plan_filter *f = s->filter;
+    uint8_t *menu = s->recompute_menu;
     if (f && f->fixed[PP_PLAN_DIM_RECOMPUTE]) {
-        menu[0] = (uint8_t)(f->value[PP_PLAN_DIM_RECOMPUTE] >> 2);
-        return 1;
+        menu[0] = pp__pin_mods(f->value[PP_PLAN_DIM_RECOMPUTE]);
+        s->n_recompute_menu = 1;
+        return;
     }
     static const uint8_t sets[] = {PP_RECOMP_LAYERNORM, PP_RECOMP_MOE_ACT,
                                    PP_RECOMP_LAYERNORM | PP_RECOMP_MOE_ACT,
@@ -167,12 +169,12 @@ static size_t recompute_menu(const pp__space *s, uint8_t menu[8]) {
     uint8_t offered = (uint8_t)(s->recompute_mask >> PP_STACK_RECOMP_MOD);
     size_t n = 0;
     menu[n++] = 0;
-    if (!pp_model_is_moe(s->m)) return n;
-    for (size_t i = 0; i < sizeof sets; i++)
-        if ((sets[i] & offered) == sets[i] &&
-            pp_recompute_check(s->m, PP_RECOMPUTE_NONE, sets[i], NULL) == 0)
-            menu[n++] = sets[i];
-    return n;
+    if (pp_model_is_moe(s->m))
+        for (size_t i = 0; i < sizeof sets; i++)
+            if ((sets[i] & offered) == sets[i] &&
+                pp_recompute_check(s->m, PP_RECOMPUTE_NONE, sets[i], NULL) == 0)
+                menu[n++] = sets[i];
+    s->n_recompute_menu = n;
 }
 
 /* sp and recompute (its modules too), then walk_zero. */
@@ -180,19 +182,19 @@ static int walk_inner(const pp__space *s, pp_parallel *p, pp__space_fn fn,
                       void *ctx, pp_error *e) {
     int rc;
     if (p->offload > 0 && p->pp > 1) return 0; /* no offload with pp */
-    uint8_t menu[8];
-    size_t n_menu = recompute_menu(s, menu);
     for (int sp = 0; sp <= (p->tp > 1 ? 1 : 0); sp++) {
         if (!allowed(s, PP_PLAN_DIM_SP, sp)) continue;
         /* MoE with tp > 1 needs sp (models/moe.c): not generated. */
         if (!sp && p->tp > 1 && pp_model_is_moe(s->m)) continue;
         p->sp = sp;
-        for (size_t k = 0; k < n_menu; k++) {
-            uint8_t mods = menu[k];
+        for (size_t k = 0; k < s->n_recompute_menu; k++) {
+            uint8_t mods = s->recompute_menu[k];
             p->recompute_mods = mods;
             for (int r = PP_RECOMPUTE_NONE; r <= PP_RECOMPUTE_FULL; r++) {
                 if (mods && r == PP_RECOMPUTE_FULL) continue;
-                if (!allowed(s, PP_PLAN_DIM_RECOMPUTE, r | mods << 2)) continue;
+                if (!allowed(s, PP_PLAN_DIM_RECOMPUTE,
+                             pp__recompute_pin((pp_recompute)r, mods)))
+                    continue;
                 if (s->recompute_mask && !(s->recompute_mask & (1u << r)))
                     continue;
                 if (p->offload > 0 && (r != PP_RECOMPUTE_NONE || mods))
@@ -679,14 +681,14 @@ int pp__space_check_pins(const pp__space *s, pp_error *e) {
                 e, PP_EUSAGE,
                 "--fix recompute=%s: DeepSpeed checkpoints whole layers "
                 "(full) or none",
-                pp_recompute_format(
-                    (pp_recompute)(v[PP_PLAN_DIM_RECOMPUTE] & 3),
-                    (uint8_t)(v[PP_PLAN_DIM_RECOMPUTE] >> 2), rc, sizeof rc));
+                pp_recompute_format(pp__pin_recompute(v[PP_PLAN_DIM_RECOMPUTE]),
+                                    pp__pin_mods(v[PP_PLAN_DIM_RECOMPUTE]), rc,
+                                    sizeof rc));
         }
     }
-    if (x[PP_PLAN_DIM_RECOMPUTE] && v[PP_PLAN_DIM_RECOMPUTE] >> 2 &&
-        pp_recompute_check(s->m, (pp_recompute)(v[PP_PLAN_DIM_RECOMPUTE] & 3),
-                           (uint8_t)(v[PP_PLAN_DIM_RECOMPUTE] >> 2), e)) {
+    if (x[PP_PLAN_DIM_RECOMPUTE] && pp__pin_mods(v[PP_PLAN_DIM_RECOMPUTE]) &&
+        pp_recompute_check(s->m, pp__pin_recompute(v[PP_PLAN_DIM_RECOMPUTE]),
+                           pp__pin_mods(v[PP_PLAN_DIM_RECOMPUTE]), e)) {
         /* As pp_parallel_validate would refuse every candidate, once. */
         pp_error_prefix(e, "--fix");
         if (e) e->code = PP_EUSAGE;
