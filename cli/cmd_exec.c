@@ -79,6 +79,10 @@ static const pp_cli_opt coll_opts[] = {
      false, NULL, 0, NULL},
     {"device", 0, "D", "cpu|cuda: where the buffers live (default: cpu)", false,
      NULL, 0, NULL},
+    {"reduce-on", 0, "D",
+     "with --device cuda: cpu|cuda, where the staged slices are reduced "
+     "(default: cpu)",
+     false, NULL, 0, NULL},
     {"format", 0, "FMT", "table|json (default: table)", false, NULL, 0, NULL},
     {"output", 'O', "FILE",
      "write to FILE atomically (default: stdout); rank 0 only", false, NULL, 0,
@@ -255,7 +259,9 @@ static void coll_table(FILE *fp, const void *vctx) {
                 "#  Rank %2d Group  0 Pid %6d on %10s device %2d [0x00] %s\n",
                 k, r->rank_pid[k], r->rank_host[k],
                 r->rank_dev ? r->rank_dev[k] : -1,
-                o->on_device ? "cuda" : "cpu (host memory)");
+                !o->on_device         ? "cpu (host memory)"
+                : o->reduce_on_device ? "cuda (staged, reduced on the GPU)"
+                                      : "cuda (staged, reduced on the CPU)");
     fprintf(fp, "#\n");
     fprintf(fp,
             "# %10s  %12s  %8s  %6s  %6s           out-of-place                "
@@ -338,6 +344,8 @@ static json_t *coll_json(const pp_exec_coll_result *r) {
                         json_string(pp_exec_redop_name(o->redop)));
     json_object_set_new(setup, "device",
                         json_string(o->on_device ? "cuda" : "cpu"));
+    json_object_set_new(setup, "reduce_on",
+                        json_string(o->reduce_on_device ? "cuda" : "cpu"));
     json_object_set_new(setup, "iters", json_integer(o->iters));
     json_object_set_new(setup, "warmup_iters", json_integer(o->warmup));
     json_object_set_new(setup, "agg_iters", json_integer(o->agg_iters));
@@ -413,7 +421,7 @@ static int run_collective(const pp_cli_cmd *cmd, int argc, char **argv) {
     coll_ctx x = {.a = &a, .fmt = PP_FMT_TABLE};
     pp_exec_coll_opts *o = &x.o;
     pp_exec_coll_opts_init(o);
-    int dt = 0, red = 0, algo = 2, dev = 0, op = 0;
+    int dt = 0, red = 0, algo = 2, dev = 0, op = 0, red_on = 0;
     int64_t iters = o->iters, warm = o->warmup, check = 1, root = 0,
             ch = o->channels;
     int64_t agg = o->agg_iters, average = o->average;
@@ -450,8 +458,15 @@ static int run_collective(const pp_cli_cmd *cmd, int argc, char **argv) {
         (rc = pp_args_enum(&a, "op", red_names, &red, &e)) ||
         (rc = pp_args_enum(&a, "algo", algo_names, &algo, &e)) ||
         (rc = pp_args_enum(&a, "device", dev_names, &dev, &e)) ||
+        (rc = pp_args_enum(&a, "reduce-on", dev_names, &red_on, &e)) ||
         (rc = pp_args_enum(&a, "format", pp_format_names, &x.fmt, &e)))
         return pp_cli_fail("exec collective", &e);
+    if (red_on == 1 && dev != 1) {
+        pp_error_set(&e, PP_EUSAGE,
+                     "--reduce-on cuda: the buffers are in host memory "
+                     "(add --device cuda)");
+        return pp_cli_fail("exec collective", &e);
+    }
     if (!pp_args_get(&a, "maxbytes") && pp_args_get(&a, "minbytes") &&
         o->min_bytes > o->max_bytes)
         o->max_bytes = o->min_bytes;
@@ -493,6 +508,7 @@ static int run_collective(const pp_cli_cmd *cmd, int argc, char **argv) {
     o->redop = (pp_exec_redop)red;
     o->algo = algo == 0 ? PP_ALGO_RING : algo == 1 ? PP_ALGO_RD : -1;
     o->on_device = dev == 1;
+    o->reduce_on_device = red_on == 1;
     o->timeout_s = timeout;
     if ((v = pp_args_get(&a, "transport"))) o->transport = v;
     if (np > 0)

@@ -120,8 +120,10 @@ typedef struct run {
     const char *impl;  /* the row's impl (exec.h) */
     bool rabenseifner; /* impl_name's "rabenseifner", kept out of the loop */
     char *arena;       /* send, recv, scratch, rd scratch: one region */
-    /* --device cuda: the buffer on the GPU, and reduction scratch */
+    /* --device cuda: the buffer on the GPU, and reduction scratch
+     * (--reduce-on cuda); whether the arena is page-locked */
     void *d_in, *d_a, *d_b;
+    bool pinned;
 } run;
 
 static bool blocked(pp_coll_op op) {
@@ -199,8 +201,11 @@ static int cpu_reduce(void *ctx, void *dst, const void *a, const void *b,
     return 0;
 }
 
-/* --device cuda over tcp: the sockets need host memory, so buffers are
- * staged through host copies and each reduction runs on the GPU. */
+/* --device cuda --reduce-on cuda: the collective works on host copies of
+ * the GPU buffer (run_timed), and each reduction of two staged slices
+ * runs on the GPU, copied there and back.  Three copies per slice: on a
+ * lent H100 it moved a 2-rank allreduce at half the host path's busbw
+ * (0.8-0.9 against 1.5-2.1 GB/s, tcp loopback), hence not the default. */
 static int cuda_reduce(void *ctx, void *dst, const void *a, const void *b,
                        size_t count, pp_error *e) {
     run *u = ctx;
@@ -262,7 +267,8 @@ static int run_once(run *u, bool inplace, pp_error *e) {
     }
 }
 
-/* With --device cuda the buffers live on the GPU: copy in, run, copy out. */
+/* With --device cuda the buffers live on the GPU: copy in, run, copy out
+ * (through the pinned arena: pp_exec_coll_run registers it). */
 static int run_timed(run *u, bool inplace, pp_error *e) {
     int rc;
     size_t len = u->total * u->c.esize;
@@ -379,6 +385,9 @@ static int check_opts(const pp_exec_world *w, const pp_exec_coll_opts *o,
                             "\"%s\"",
                             o->transport);
     }
+    if (o->reduce_on_device && !o->on_device)
+        return pp_error_set(e, PP_EUSAGE,
+                            "--reduce-on cuda needs --device cuda");
     if (o->on_device) {
         char why[256];
         if (!pp_cuda_available(why, sizeof why))
@@ -528,7 +537,7 @@ int pp_exec_coll_run(const pp_exec_world *w, const pp_exec_coll_opts *o,
     c->slice_bytes = o->slice_bytes ? o->slice_bytes : 512 << 10;
     c->slice_bytes -= c->slice_bytes % c->esize;
     if (c->slice_bytes < c->esize) c->slice_bytes = c->esize;
-    c->red = (pp__reducer){o->on_device ? cuda_reduce : cpu_reduce, &u};
+    c->red = (pp__reducer){o->reduce_on_device ? cuda_reduce : cpu_reduce, &u};
     c->what = "setup";
     parse_fault(c);
 
@@ -595,11 +604,17 @@ int pp_exec_coll_run(const pp_exec_world *w, const pp_exec_coll_opts *o,
     u.scratch = u.arena + 2 * stride;
     c->rd_tmp = nbuf == 4 ? u.arena + 3 * stride : NULL;
     if (o->on_device) {
+        /* The arena is page-locked so the staging copies run at the
+         * link's rate: pageable ones go through the driver's own bounce
+         * buffer. */
         size_t dcap = u.cap > c->slice_bytes ? u.cap : c->slice_bytes;
         if ((rc = pp_cuda_set_device(w->local_rank, e)) ||
             (rc = pp_cuda_malloc(&u.d_in, u.cap, e)) ||
-            (rc = pp_cuda_malloc(&u.d_a, dcap, e)) ||
-            (rc = pp_cuda_malloc(&u.d_b, dcap, e)))
+            (rc = pp_cuda_host_register(u.arena, (size_t)nbuf * stride, e)))
+            goto out;
+        u.pinned = true;
+        if (o->reduce_on_device && ((rc = pp_cuda_malloc(&u.d_a, dcap, e)) ||
+                                    (rc = pp_cuda_malloc(&u.d_b, dcap, e))))
             goto out;
     }
     if ((rc = ops->reg(x, u.arena, (size_t)nbuf * stride, false, &c->mr_buf,
@@ -675,6 +690,7 @@ out:
     pp_cuda_free(u.d_in);
     pp_cuda_free(u.d_a);
     pp_cuda_free(u.d_b);
+    if (u.pinned) pp_cuda_host_unregister(u.arena);
     free(u.arena);
     free(c->tmp);
     free(blobs);

@@ -84,6 +84,15 @@ extern "C" void pp_cuda_free(void *p) {
     if (p) cudaFree(p);
 }
 
+extern "C" int pp_cuda_host_register(void *p, size_t bytes, pp_error *e) {
+    CK(cudaHostRegister(p, bytes, cudaHostRegisterDefault));
+    return 0;
+}
+
+extern "C" void pp_cuda_host_unregister(void *p) {
+    if (p) cudaHostUnregister(p);
+}
+
 extern "C" int pp_cuda_h2d(void *dst, const void *src, size_t bytes,
                            pp_error *e) {
     CK(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice));

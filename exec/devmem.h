@@ -41,6 +41,10 @@ int pp_cuda_device_name(char *buf, size_t len, int *cc_major, int *cc_minor,
 
 int pp_cuda_malloc(void **out, size_t bytes, pp_error *e);
 void pp_cuda_free(void *p); /* NULL is a no-op */
+/* Page-locks [p, p+bytes) of host memory for fast copies
+ * (cudaHostRegister), and undoes it. */
+int pp_cuda_host_register(void *p, size_t bytes, pp_error *e);
+void pp_cuda_host_unregister(void *p);
 int pp_cuda_h2d(void *dst, const void *src, size_t bytes, pp_error *e);
 int pp_cuda_d2h(void *dst, const void *src, size_t bytes, pp_error *e);
 /* dst[i] = op(dst[i], src[i]) for count elements, both in device memory;

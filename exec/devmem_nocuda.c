@@ -35,6 +35,10 @@ int pp_cuda_malloc(void **out, size_t bytes, pp_error *e) {
     return NODEV(e);
 }
 void pp_cuda_free(void *p) {}
+int pp_cuda_host_register(void *p, size_t bytes, pp_error *e) {
+    return NODEV(e);
+}
+void pp_cuda_host_unregister(void *p) {}
 int pp_cuda_h2d(void *dst, const void *src, size_t bytes, pp_error *e) {
     return NODEV(e);
 }

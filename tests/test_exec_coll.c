@@ -268,16 +268,26 @@ static void test_usage(void **state) {
                  "--root 2: not a rank of 0..1");
     expect_usage("--np 2 --transport ucx", 2,
                  "--transport: expected tcp|verbs");
-    /* GPU buffers: where a GPU is usable the run must be right (#wrong
-     * 0); elsewhere it must say why it cannot run. */
-    cli_result g;
-    cli_runf(
-        &g, "exec collective --np 2 --device cuda -b 1K -e 64K -f 8 -n 2 -w 1");
-    if (g.status == 0)
-        assert_non_null(strstr(g.out, "# Out of bounds values : 0 OK\n"));
-    else if (g.status != 1 || !strstr(g.err, "--device cuda: no usable GPU"))
-        fail_msg("--device cuda: exit %d, stderr: %s", g.status, g.err);
-    cli_result_free(&g);
+    expect_usage("--np 2 --reduce-on cuda", 2,
+                 "--reduce-on cuda: the buffers are in host memory");
+    expect_usage("--np 2 --device cuda --reduce-on gpu", 2,
+                 "--reduce-on: expected cpu|cuda");
+    /* GPU buffers, the staged slices reduced on the CPU (default) and on
+     * the GPU: where a GPU is usable the run must be right (#wrong 0);
+     * elsewhere it must say why it cannot run. */
+    for (int on_gpu = 0; on_gpu < 2; on_gpu++) {
+        cli_result g;
+        cli_runf(&g,
+                 "exec collective --np 2 --device cuda%s -b 1K -e 64K -f 8 "
+                 "-n 2 -w 1",
+                 on_gpu ? " --reduce-on cuda -d bfloat16" : "");
+        if (g.status == 0)
+            assert_non_null(strstr(g.out, "# Out of bounds values : 0 OK\n"));
+        else if (g.status != 1 ||
+                 !strstr(g.err, "--device cuda: no usable GPU"))
+            fail_msg("--device cuda: exit %d, stderr: %s", g.status, g.err);
+        cli_result_free(&g);
+    }
     cli_result r;
     cli_runf(&r, "exec gemmm");
     assert_int_equal(r.status, 2);

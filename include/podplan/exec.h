@@ -115,6 +115,9 @@ typedef struct pp_exec_coll_opts {
     int channels;          /* connections per peer */
     double timeout_s;      /* per wait and for the bootstrap */
     bool on_device;        /* --device cuda */
+    bool reduce_on_device; /* --reduce-on cuda: with on_device, each staged
+                              slice is reduced by a CUDA kernel, not the
+                              CPU */
     size_t slice_bytes;    /* pipelining granularity of the ring; 0 = default */
     size_t rd_max_bytes;   /* see PP_EXEC_RD_MAX_BYTES (its default) */
     int agg_iters;         /* collectives per timed iteration (nccl-tests'
