@@ -38,6 +38,10 @@ SHAPES = {
     "llama3-8b-tp1": (1, 32, 8, 8192, 128),
     "qwen3-30b-a3b-tp1": (1, 32, 4, 4096, 128),
     "mixtral-8x7b-tp1": (1, 32, 8, 4096, 128),
+    # GPT-OSS 120B at NVIDIA's H100 preset (tp 1, mbs 4): head dim 64;
+    # the same FLOPs at head dim 128 beside it.
+    "gpt-oss-120b-tp1": (4, 64, 8, 4096, 64),
+    "gpt-oss-120b-tp1-d128": (4, 32, 4, 4096, 128),
 }
 BACKENDS = {
     "cudnn": SDPBackend.CUDNN_ATTENTION,
@@ -93,11 +97,61 @@ def warm_clocks(seconds=2.0):
             return
 
 
+def flex(a):
+    """Windowed against full causal attention in one kernel family
+    (FlexAttention, compiled): what a sliding window saves in time, as a
+    ratio a cuDNN figure can be scaled by.  Query i sees keys
+    i - window + 1 .. i."""
+    from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+    fa = torch.compile(flex_attention)
+    w = a.flex_window
+    res = {**header(), "window": w, "results": []}
+    for name, (b, hq, hkv, s, d) in SHAPES.items():
+        if not name.startswith("gpt-oss"):
+            continue
+        dev, dt = torch.device("cuda"), torch.bfloat16
+        g = torch.Generator(device="cuda").manual_seed(1)
+        q = torch.randn(b, hq, s, d, device=dev, dtype=dt, generator=g).requires_grad_()
+        k = torch.randn(b, hkv, s, d, device=dev, dtype=dt, generator=g).requires_grad_()
+        v = torch.randn(b, hkv, s, d, device=dev, dtype=dt, generator=g).requires_grad_()
+        do = torch.randn(b, hq, s, d, device=dev, dtype=dt, generator=g)
+        masks = {
+            "causal": lambda b_, h_, qi, ki: qi >= ki,
+            "window": lambda b_, h_, qi, ki: (qi >= ki) & (qi - ki < w),
+        }
+        for mname, mf in masks.items():
+            r = {"shape": name, "mask": mname, "batch": b, "heads": hq,
+                 "kv_heads": hkv, "seq": s, "head_dim": d}
+            try:
+                bm = create_block_mask(mf, None, None, s, s, device="cuda")
+                f = lambda: fa(q, k, v, block_mask=bm, enable_gqa=hq != hkv)
+                r["fwd_ms"] = event_ms(f, a.iters, 5)
+                o = f()
+
+                def bwd():
+                    q.grad = k.grad = v.grad = None
+                    o.backward(do, retain_graph=True)
+
+                r["bwd_ms"] = event_ms(bwd, a.iters, 5)
+            except Exception as e:
+                r["error"] = repr(e)[:300]
+            res["results"].append(r)
+            print(r, file=sys.stderr)
+        torch.cuda.empty_cache()
+    write_json(res, a.out)
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--grid", action="store_true",
                     help="also heads 4..64 x sequence 2048..16384 (cuDNN only)")
+    ap.add_argument("--grid-dims", default="128",
+                    help="head dims of the grid, comma-separated (default 128)")
+    ap.add_argument("--flex-window", type=int, default=0,
+                    help="instead: FlexAttention, causal and with this "
+                    "sliding window, on the named shapes (bf16)")
     ap.add_argument("--backends", default=",".join(BACKENDS),
                     help="for the named shapes (default: all)")
     ap.add_argument("--peak", type=float, default=989.5e12)
@@ -110,9 +164,14 @@ def main():
            "peak_flops": a.peak, "results": []}
     warm_clocks()
     todo = [(n, sh, be) for n, sh in SHAPES.items() for be in a.backends.split(",")]
+    if a.flex_window:
+        return flex(a)
     if a.grid:
-        todo += [("grid-h%d-s%d" % (h, s), (1, h, h, s, 128), "cudnn")
-                 for s in (2048, 4096, 8192, 16384) for h in (4, 8, 16, 32, 64)]
+        for d in (int(x) for x in a.grid_dims.split(",")):
+            # d 128 keeps the names fit_attention.py reads.
+            pre = "grid-" if d == 128 else "grid-d%d-" % d
+            todo += [(pre + "h%d-s%d" % (h, s), (1, h, h, s, d), "cudnn")
+                     for s in (2048, 4096, 8192, 16384) for h in (4, 8, 16, 32, 64)]
     for n, sh, be in todo:
         try:
             res["results"].append(run(n, sh, be, a.iters, a.peak))

@@ -15,10 +15,12 @@ in steps of 1e9 FLOPs forward, 2.5e9 backward).  Prints the two pairs, the
 rms error, and each shape's error under the fit.  Pure Python: runs here.
 
 Usage: tools/fit_attention.py FILE [--backend cudnn] [--peak 989.5e12]
-       [--launch 4e-6] [--check EFF,HALF,EFF,HALF]
+       [--launch 4e-6] [--check EFF,HALF,EFF,HALF] [--head-dim D] [--grid]
 --check prints the errors of given values instead of fitting (forward
 efficiency and flops_half, then backward), e.g. a profile's against a file
-it was not fitted on.
+it was not fitted on.  --head-dim takes one head dim's shapes alone
+(calibrate/examples/h100/attn-oss.json holds 64 and 128); --grid the
+grid's shapes alone, leaving the models' named kernels out of the fit.
 """
 import argparse
 import json
@@ -26,10 +28,14 @@ import math
 import sys
 
 
-def points(res, backend, bwd):
+def points(res, backend, bwd, head_dim=0, grid=False):
     out = []
     for r in res["results"]:
         if r.get("backend") != backend or "error" in r:
+            continue
+        if head_dim and r["head_dim"] != head_dim:
+            continue
+        if grid and not r["shape"].startswith("grid-"):
             continue
         f = 2.0 * r["batch"] * r["heads"] * r["seq"] ** 2 * r["head_dim"]
         f *= 2.5 if bwd else 1.0
@@ -61,6 +67,11 @@ def main():
     ap.add_argument("--peak", type=float, default=989.5e12)
     ap.add_argument("--launch", type=float, default=4e-6)
     ap.add_argument("--check", help="EFF,HALF,EFF,HALF: errors of these values, no fit")
+    ap.add_argument("--head-dim", type=int, default=0,
+                    help="only the shapes of this head dim (default: all)")
+    ap.add_argument("--grid", action="store_true",
+                    help="only the grid's shapes, not the models' (the "
+                    "models' kernels then check the fit)")
     a = ap.parse_args()
     res = json.load(open(a.file))
     given = [float(x) for x in a.check.split(",")] if a.check else None
@@ -68,7 +79,7 @@ def main():
         print("fit_attention: --check wants four numbers", file=sys.stderr)
         return 2
     for bwd in (0, 1):
-        pts = points(res, a.backend, bwd)
+        pts = points(res, a.backend, bwd, a.head_dim, a.grid)
         if not pts:
             print("fit_attention: no %s results in %s" % (a.backend, a.file), file=sys.stderr)
             return 2

@@ -12,7 +12,18 @@
 # in $OUT/results.tgz plus $OUT/summary.txt (the device tool returns at most
 # eight files).
 #
-# Usage: OUT=dir tools/gpu-moe.sh     (ITERS: timed runs per GEMM, default 50)
+# SETS picks what runs (default "moe"; each set builds first):
+#   moe   the above (the H200 session's checks, 2026-11-26);
+#   oss   GPT-OSS 120B at NVIDIA's H100 preset: its dense, output-layer and
+#         expert GEMMs (one expert and 16 as a batch, fc1/fc2, dgrad,
+#         wgrad; expert widths 2560..3072 beside 2880 for the alignment),
+#         the attention probe with the head-dim-64 grid and FlexAttention's
+#         windowed/full ratio, the MoE layer probe at its shape;
+#   coll  `exec collective` with device buffers (the staged slices reduced
+#         on the CPU, then on the GPU) and host buffers, 2 and 4 ranks.
+#
+# Usage: OUT=dir [SETS="oss coll"] tools/gpu-moe.sh
+#        (ITERS: timed runs per GEMM, default 50)
 cd "$(dirname "$0")/.." || exit 1
 ROOT=$PWD
 OUT=${OUT:-$ROOT/gpu-check-out}
@@ -55,34 +66,79 @@ step 10-configure 120 cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=Release -DPODPLAN_WI
     -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc
 step 11-build 240 cmake --build "$B" -j 16
 step 12-ctest-cuda 60 sh -c "cd '$B' && ctest --output-on-failure -R 'test_exec_cuda' -V"
-step 15-moe-torch 240 env -u LD_LIBRARY_PATH python3 tools/moe_layer_torch.py --iters 20 --out "$W/moe-torch.json"
-step 16-attn-torch 120 env -u LD_LIBRARY_PATH python3 tools/attn_torch.py --grid --iters 30 --out "$W/attn-torch.json"
-
-# GEMMs: GPT-3 175B's layer at TP 8 and the square sweep (the profile fit),
-# then the experts of the MoE cases: fc1 (gate and up, 2f wide), fc2, and
-# the weight gradients (reducing over the expert's tokens), m = the
-# expert's tokens.
+SETS=${SETS:-moe}
 g() { local name=$1; shift; step "20-gemm-$name" 60 "$P" exec gemm --backend cuda --iters "$ITERS" --format json -o "$W/gemm-$name.json" "$@"; }
-for dt in bf16 fp8; do
-    g gpt3-tp8-$dt --dtype $dt --model gpt3-175b --parallel tp=8
-    g square-$dt --dtype $dt --square 256:16384:x2
-    # Qwen3-30B-A3B (h 2048, f 768) and Qwen3-235B-A22B (h 4096, f 1536).
-    for b in 1 8; do
-        g q30-fc1-b$b-$dt --dtype $dt --batch $b -m 512:8192:x2 -n 1536 -k 2048
-        g q30-fc2-b$b-$dt --dtype $dt --batch $b -m 512:8192:x2 -n 2048 -k 768
-        g q30-fc1dg-b$b-$dt --dtype $dt --batch $b -m 512:8192:x2 -n 2048 -k 1536
-        g q30-fc1wg-b$b-$dt --dtype $dt --batch $b -m 1536 -n 2048 -k 512:8192:x2
-        g q30-fc2wg-b$b-$dt --dtype $dt --batch $b -m 2048 -n 768 -k 512:8192:x2
-        g q235-fc1-b$b-$dt --dtype $dt --batch $b -m 512:8192:x2 -n 3072 -k 4096
-        g q235-fc2-b$b-$dt --dtype $dt --batch $b -m 512:8192:x2 -n 4096 -k 1536
+
+set_moe() {
+    step 15-moe-torch 240 env -u LD_LIBRARY_PATH python3 tools/moe_layer_torch.py --iters 20 --out "$W/moe-torch.json"
+    step 16-attn-torch 120 env -u LD_LIBRARY_PATH python3 tools/attn_torch.py --grid --iters 30 --out "$W/attn-torch.json"
+
+    # GEMMs: GPT-3 175B's layer at TP 8 and the square sweep (the profile fit),
+    # then the experts of the MoE cases: fc1 (gate and up, 2f wide), fc2, and
+    # the weight gradients (reducing over the expert's tokens), m = the
+    # expert's tokens.
+    for dt in bf16 fp8; do
+        g gpt3-tp8-$dt --dtype $dt --model gpt3-175b --parallel tp=8
+        g square-$dt --dtype $dt --square 256:16384:x2
+        # Qwen3-30B-A3B (h 2048, f 768) and Qwen3-235B-A22B (h 4096, f 1536).
+        for b in 1 8; do
+            g q30-fc1-b$b-$dt --dtype $dt --batch $b -m 512:8192:x2 -n 1536 -k 2048
+            g q30-fc2-b$b-$dt --dtype $dt --batch $b -m 512:8192:x2 -n 2048 -k 768
+            g q30-fc1dg-b$b-$dt --dtype $dt --batch $b -m 512:8192:x2 -n 2048 -k 1536
+            g q30-fc1wg-b$b-$dt --dtype $dt --batch $b -m 1536 -n 2048 -k 512:8192:x2
+            g q30-fc2wg-b$b-$dt --dtype $dt --batch $b -m 2048 -n 768 -k 512:8192:x2
+            g q235-fc1-b$b-$dt --dtype $dt --batch $b -m 512:8192:x2 -n 3072 -k 4096
+            g q235-fc2-b$b-$dt --dtype $dt --batch $b -m 512:8192:x2 -n 4096 -k 1536
+        done
+        # DeepSeek-V3 (h 7168, f 2048) and Mixtral 8x7B (h 4096, f 14336).
+        g ds-fc1-$dt --dtype $dt -m 512:8192:x2 -n 4096 -k 7168
+        g ds-fc2-$dt --dtype $dt -m 512:8192:x2 -n 7168 -k 2048
+        g mix-fc1-$dt --dtype $dt -m 4096:16384:x2 -n 28672 -k 4096
     done
-    # DeepSeek-V3 (h 7168, f 2048) and Mixtral 8x7B (h 4096, f 14336).
-    g ds-fc1-$dt --dtype $dt -m 512:8192:x2 -n 4096 -k 7168
-    g ds-fc2-$dt --dtype $dt -m 512:8192:x2 -n 7168 -k 2048
-    g mix-fc1-$dt --dtype $dt -m 4096:16384:x2 -n 28672 -k 4096
-done
-step 30-membw 90 "$P" exec membw --device cuda --kernel all --sizes 64MiB,256MiB,1GiB,4GiB \
-    --format json -o "$W/membw-cuda.json"
-step 31-collective-cuda 60 "$P" exec collective --np 2 --device cuda -b 1M -e 256M -f 4 -n 10 \
-    -J "$W/coll-cuda.json"
+    step 30-membw 90 "$P" exec membw --device cuda --kernel all --sizes 64MiB,256MiB,1GiB,4GiB \
+        --format json -o "$W/membw-cuda.json"
+    step 31-collective-cuda 60 "$P" exec collective --np 2 --device cuda -b 1M -e 256M -f 4 -n 10 \
+        -J "$W/coll-cuda.json"
+}
+
+set_oss() {
+    local b dt
+    step 40-oss-attn 150 env -u LD_LIBRARY_PATH python3 tools/attn_torch.py --grid --grid-dims 64,128 \
+        --backends cudnn,flash2 --iters 20 --out "$W/attn-oss.json"
+    step 42-oss-moe-torch 120 env -u LD_LIBRARY_PATH python3 tools/moe_layer_torch.py \
+        --config gpt-oss-120b-ep8-mbs4 --iters 10 --out "$W/moe-oss.json"
+    # Per GPU at tp 1, mbs 4 of 4096: 16384 tokens; 16 local experts of
+    # 128 at ep 8, 4096 rows each (balanced, top-4).
+    for dt in bf16 fp8; do
+        g oss-qkv-$dt --dtype $dt -m 4096:16384:x2 -n 5120 -k 2880
+        g oss-proj-$dt --dtype $dt -m 4096:16384:x2 -n 2880 -k 4096
+        g oss-router-$dt --dtype $dt -m 4096:16384:x2 -n 128 -k 2880
+        for b in 1 16; do
+            g oss-fc1-b$b-$dt --dtype $dt --batch $b -m 1024:4096:x2 -n 5760 -k 2880
+            g oss-fc2-b$b-$dt --dtype $dt --batch $b -m 1024:4096:x2 -n 2880 -k 2880
+            g oss-fc1dg-b$b-$dt --dtype $dt --batch $b -m 1024:4096:x2 -n 2880 -k 5760
+            g oss-fc1wg-b$b-$dt --dtype $dt --batch $b -m 5760 -n 2880 -k 1024:4096:x2
+            g oss-fc2wg-b$b-$dt --dtype $dt --batch $b -m 2880 -n 2880 -k 1024:4096:x2
+        done
+        g oss-align-n-$dt --dtype $dt --batch 16 -m 4096 -n 2560:3072:+64 -k 2880
+        g oss-align-k-$dt --dtype $dt --batch 16 -m 4096 -n 2880 -k 2560:3072:+64
+    done
+    g oss-out-bf16 --dtype bf16 -m 4096,16384 -n 201088 -k 2880
+    step 41-oss-flex 150 env -u LD_LIBRARY_PATH python3 tools/attn_torch.py --flex-window 128 \
+        --iters 20 --out "$W/attn-flex.json"
+}
+
+set_coll() {
+    local np
+    for np in 2 4; do
+        step 60-coll-cuda-np$np 60 "$P" exec collective --np $np --device cuda -b 1M -e 256M -f 4 -n 10 \
+            -J "$W/coll-cuda-np$np.json"
+        step 62-coll-cudared-np$np 60 "$P" exec collective --np $np --device cuda --reduce-on cuda \
+            -b 1M -e 256M -f 4 -n 10 -J "$W/coll-cudared-np$np.json"
+        step 61-coll-host-np$np 60 "$P" exec collective --np $np -b 1M -e 256M -f 4 -n 10 \
+            -J "$W/coll-host-np$np.json"
+    done
+}
+
+for s in $SETS; do "set_$s"; done
 step 50-ctest-all 200 sh -c "cd '$B' && ctest -j 16 --output-on-failure"

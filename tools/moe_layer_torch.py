@@ -55,6 +55,8 @@ CONFIGS = {
     "qwen3-235b-a22b-ep32-tp2": dict(T=2048, h=4096, f=1536, E=128, k=8, ep=32),
     "deepseek-v3-ep64": dict(T=4096, h=7168, f=2048, E=256, k=8, ep=64),
     "mixtral-8x7b-ep8": dict(T=4096, h=4096, f=14336, E=8, k=2, ep=8),
+    # GPT-OSS 120B at NVIDIA's H100 preset (tp 1, ep 8, mbs 4 of 4096).
+    "gpt-oss-120b-ep8-mbs4": dict(T=16384, h=2880, f=2880, E=128, k=4, ep=8),
 }
 
 
