@@ -135,6 +135,31 @@ static void test_profile_errors(void **state) {
     p = tmpfile_with("attention:\n  flash_bwd_flop_half: 6e10\n");
     assert_int_equal(pp_profile_load(p, gpu, &g, &e), PP_EINPUT);
     assert_non_null(strstr(e.msg, "did you mean \"flash_bwd_flops_half\""));
+    /* Head dim 64's figures: a map with both efficiencies, in range, and
+     * no stray key. */
+    static const struct {
+        const char *yaml, *msg;
+    } d64[] = {
+        {"attention:\n  head_dim_64: 0.4\n",
+         ":2:16: attention.head_dim_64: expected a mapping"},
+        {"attention:\n  head_dim_64:\n    flash_fwd_efficiency: 0.4\n",
+         ":3:5: attention.head_dim_64.flash_bwd_efficiency: missing"},
+        {"attention:\n  head_dim_64:\n    flash_fwd_efficiency: 1.5\n"
+         "    flash_bwd_efficiency: 0.4\n",
+         ":3:27: attention.head_dim_64.flash_fwd_efficiency: expected a "
+         "number in [0.001, 1]"},
+        {"attention:\n  head_dim_64:\n    flash_fwd_efficiency: 0.4\n"
+         "    flash_bwd_efficiency: 0.4\n    flash_fwd_flop_half: 1e10\n",
+         "did you mean \"flash_fwd_flops_half\""},
+    };
+    for (size_t i = 0; i < sizeof d64 / sizeof d64[0]; i++) {
+        pp_error_clear(&e);
+        p = tmpfile_with(d64[i].yaml);
+        assert_int_equal(pp_profile_load(p, gpu, &g, &e), PP_EINPUT);
+        if (!strstr(e.msg, d64[i].msg))
+            fail_msg("\"%s\" does not contain \"%s\"", e.msg, d64[i].msg);
+        assert_memory_equal(&g, &before, sizeof g);
+    }
 
     /* The scatter-add rate: a bandwidth with its unit, above zero. */
     pp_error_clear(&e);

@@ -258,6 +258,12 @@ typedef struct pp_gpu_profile {
      * flash_fwd/bwd_flops_half; 0: every kernel at the efficiency). */
     double flash_fwd_efficiency, flash_bwd_efficiency;
     double flash_fwd_flops_half, flash_bwd_flops_half;
+    /* The same four for kernels of head dim 64 (attention.head_dim_64;
+     * flash_d64_fwd_efficiency 0: none, and the figures above hold at
+     * every head dim).  With them, the figures above are head dim 128's
+     * and hold above it; between 64 and 128 each is interpolated. */
+    double flash_d64_fwd_efficiency, flash_d64_bwd_efficiency;
+    double flash_d64_fwd_flops_half, flash_d64_bwd_flops_half;
     /* The software stack applied to this profile (pp_stack_apply; the
      * two framework fields above are the stack's unless the profile file
      * still has a framework: section, which then wins). */
@@ -346,8 +352,9 @@ double pp_gemm_time_s(const pp_gpu_profile *g, double batch, double m, double n,
                       double k);
 /* A FlashAttention kernel's FLOP rate over peak: the forward's (bwd
  * false) or the backward's, for a kernel of `flops` FLOPs (causal FLOPs,
- * as sim/train counts them). */
-double pp_flash_efficiency(const pp_gpu_profile *g, bool bwd, double flops);
+ * as sim/train counts them) over heads of `head_dim`. */
+double pp_flash_efficiency(const pp_gpu_profile *g, bool bwd, double flops,
+                           double head_dim);
 /* The HBM bytes such a GEMM moves: A, B and C once each. */
 double pp_gemm_bytes(double batch, double m, double n, double k);
 /* A memory-bound kernel moving `bytes` to and from HBM. */

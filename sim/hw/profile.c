@@ -169,6 +169,26 @@ static int net_entry(pp_node *it, const char *path, pp_net_fit *x,
     return 0;
 }
 
+/* attention.head_dim_64: both efficiencies required, the sizes optional
+ * (as at the top level). */
+static int load_flash_d64(pp_node *sec, pp_gpu_profile *g, pp_error *e) {
+    static const char *const path = "attention.head_dim_64";
+    pp_node *d;
+    int rc = pp_map_node(sec, "attention", "head_dim_64", PP_OPTIONAL,
+                         PP_NODE_MAP, &d, e);
+    if (rc != 0) return rc;
+    if ((rc = pp_map_number(d, path, "flash_fwd_efficiency", PP_REQUIRED, 1e-3,
+                            1, &g->flash_d64_fwd_efficiency, e)) < 0 ||
+        (rc = pp_map_number(d, path, "flash_bwd_efficiency", PP_REQUIRED, 1e-3,
+                            1, &g->flash_d64_bwd_efficiency, e)) < 0 ||
+        (rc = pp_map_number(d, path, "flash_fwd_flops_half", PP_OPTIONAL, 0,
+                            1e18, &g->flash_d64_fwd_flops_half, e)) < 0 ||
+        (rc = pp_map_number(d, path, "flash_bwd_flops_half", PP_OPTIONAL, 0,
+                            1e18, &g->flash_d64_bwd_flops_half, e)) < 0)
+        return rc;
+    return pp_map_done(d, path, e);
+}
+
 static int profile_read(pp_node *root, pp_gpu_profile *g, pp_error *e) {
     pp_node *sec, *n;
     const char *name;
@@ -240,6 +260,7 @@ static int profile_read(pp_node *root, pp_gpu_profile *g, pp_error *e) {
          (rc = pp_map_number(sec, "attention", "flash_bwd_flops_half",
                              PP_OPTIONAL, 0, 1e18, &g->flash_bwd_flops_half,
                              e)) < 0 ||
+         (rc = load_flash_d64(sec, g, e)) < 0 ||
          (rc = pp_map_done(sec, "attention", e)) < 0))
         return rc;
     /* framework: is the software stack's now (topologies/stacks/).  Kept
@@ -389,10 +410,24 @@ int pp_profile_load(const char *spec, const pp_gpu_spec *gpu,
  * tile, the causal mask's diagonal blocks, the last partial wave) weigh
  * less as its work grows: cuDNN's fused attention on one H200 (profiles/
  * h100.yaml, 26 shapes) rises from 0.09 of peak at 4e9 FLOPs to 0.6 at
- * 1e12, which efficiency x F / (F + F_half) follows within 9-10% rms. */
-double pp_flash_efficiency(const pp_gpu_profile *g, bool bwd, double flops) {
+ * 1e12, which efficiency x F / (F + F_half) follows within 9-10% rms.
+ * Narrow heads run slower per FLOP (each tile's QK^T and PV are half as
+ * deep at head dim 64, for the same softmax work): on a lent H100 head
+ * dim 64 reached 0.41 forward and backward where 128 reached 0.59 and
+ * 0.49, so a profile may carry head dim 64's own figures. */
+double pp_flash_efficiency(const pp_gpu_profile *g, bool bwd, double flops,
+                           double head_dim) {
     double eff = bwd ? g->flash_bwd_efficiency : g->flash_fwd_efficiency;
     double half = bwd ? g->flash_bwd_flops_half : g->flash_fwd_flops_half;
+    if (g->flash_d64_fwd_efficiency > 0 && head_dim < 128) {
+        double e64 =
+            bwd ? g->flash_d64_bwd_efficiency : g->flash_d64_fwd_efficiency;
+        double h64 =
+            bwd ? g->flash_d64_bwd_flops_half : g->flash_d64_fwd_flops_half;
+        double x = head_dim <= 64 ? 0 : (head_dim - 64) / 64;
+        eff = e64 + x * (eff - e64);
+        half = h64 + x * (half - h64);
+    }
     if (half > 0 && flops > 0) eff *= flops / (flops + half);
     return eff;
 }

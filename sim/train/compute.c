@@ -137,8 +137,8 @@ static void lgemm_bwd(const pp__shape *s, pp__oplist *l, const char *dname,
  * windows the kernels skip the blocks outside the window too: a windowed
  * layer's query meets w - w^2 / (2 s) keys on average, and the layers'
  * mean time is taken (a windowed kernel's smaller size lowers its rate). */
-static double flash_time(const pp__shape *s, double f, bool bwd) {
-    double eff = pp_flash_efficiency(s->g, bwd, f);
+static double flash_time(const pp__shape *s, double f, double d, bool bwd) {
+    double eff = pp_flash_efficiency(s->g, bwd, f, d);
     return f / (s->g->peak_flops * eff);
 }
 
@@ -148,11 +148,11 @@ static void flash(const pp__shape *s, pp__oplist *l, const char *name,
     /* sq queries against sk keys (sq = sk / cp under context parallelism;
      * causal load balancing gives every CP rank 1/cp of the work). */
     double per_key = 4.0 * heads * sq * d * (bwd ? 2.5 : 1.0);
-    double f = per_key * sk * 0.5, t = flash_time(s, f, bwd);
+    double f = per_key * sk * 0.5, t = flash_time(s, f, d, bwd);
     double ws = pp_model_window_share(s->m), w = (double)s->m->window;
     if (ws > 0 && w < sk) {
         double fw = per_key * (w - w * w / (2.0 * sk));
-        t = ws * flash_time(s, fw, bwd) + (1.0 - ws) * t;
+        t = ws * flash_time(s, fw, d, bwd) + (1.0 - ws) * t;
         f = ws * fw + (1.0 - ws) * f;
     }
     double lf =
