@@ -68,6 +68,18 @@ step 11-build 240 cmake --build "$B" -j 16
 step 12-ctest-cuda 60 sh -c "cd '$B' && ctest --output-on-failure -R 'test_exec_cuda' -V"
 SETS=${SETS:-moe}
 g() { local name=$1; shift; step "20-gemm-$name" 60 "$P" exec gemm --backend cuda --iters "$ITERS" --format json -o "$W/gemm-$name.json" "$@"; }
+# experts NAME H F ROWS B DTYPE: an expert's five GEMMs for hidden H and
+# expert width F (fc1 gate and up, 2F wide; fc2; fc1's dgrad; the two
+# weight gradients, reducing over the expert's rows), ROWS a list, B
+# experts as a batch: files gemm-NAME-{fc1,fc2,fc1dg,fc1wg,fc2wg}-bB-DTYPE.
+experts() {
+    local n=$1 h=$2 f=$3 rows=$4 b=$5 dt=$6
+    g "$n-fc1-b$b-$dt" --dtype "$dt" --batch "$b" -m "$rows" -n $((2 * f)) -k "$h"
+    g "$n-fc2-b$b-$dt" --dtype "$dt" --batch "$b" -m "$rows" -n "$h" -k "$f"
+    g "$n-fc1dg-b$b-$dt" --dtype "$dt" --batch "$b" -m "$rows" -n "$h" -k $((2 * f))
+    g "$n-fc1wg-b$b-$dt" --dtype "$dt" --batch "$b" -m $((2 * f)) -n "$h" -k "$rows"
+    g "$n-fc2wg-b$b-$dt" --dtype "$dt" --batch "$b" -m "$h" -n "$f" -k "$rows"
+}
 
 set_moe() {
     step 15-moe-torch 240 env -u LD_LIBRARY_PATH python3 tools/moe_layer_torch.py --iters 20 --out "$W/moe-torch.json"
@@ -82,11 +94,7 @@ set_moe() {
         g square-$dt --dtype $dt --square 256:16384:x2
         # Qwen3-30B-A3B (h 2048, f 768) and Qwen3-235B-A22B (h 4096, f 1536).
         for b in 1 8; do
-            g q30-fc1-b$b-$dt --dtype $dt --batch $b -m 512:8192:x2 -n 1536 -k 2048
-            g q30-fc2-b$b-$dt --dtype $dt --batch $b -m 512:8192:x2 -n 2048 -k 768
-            g q30-fc1dg-b$b-$dt --dtype $dt --batch $b -m 512:8192:x2 -n 2048 -k 1536
-            g q30-fc1wg-b$b-$dt --dtype $dt --batch $b -m 1536 -n 2048 -k 512:8192:x2
-            g q30-fc2wg-b$b-$dt --dtype $dt --batch $b -m 2048 -n 768 -k 512:8192:x2
+            experts q30 2048 768 512:8192:x2 $b $dt
             g q235-fc1-b$b-$dt --dtype $dt --batch $b -m 512:8192:x2 -n 3072 -k 4096
             g q235-fc2-b$b-$dt --dtype $dt --batch $b -m 512:8192:x2 -n 4096 -k 1536
         done
@@ -114,11 +122,7 @@ set_oss() {
         g oss-proj-$dt --dtype $dt -m 4096:16384:x2 -n 2880 -k 4096
         g oss-router-$dt --dtype $dt -m 4096:16384:x2 -n 128 -k 2880
         for b in 1 16; do
-            g oss-fc1-b$b-$dt --dtype $dt --batch $b -m 1024:4096:x2 -n 5760 -k 2880
-            g oss-fc2-b$b-$dt --dtype $dt --batch $b -m 1024:4096:x2 -n 2880 -k 2880
-            g oss-fc1dg-b$b-$dt --dtype $dt --batch $b -m 1024:4096:x2 -n 2880 -k 5760
-            g oss-fc1wg-b$b-$dt --dtype $dt --batch $b -m 5760 -n 2880 -k 1024:4096:x2
-            g oss-fc2wg-b$b-$dt --dtype $dt --batch $b -m 2880 -n 2880 -k 1024:4096:x2
+            experts oss 2880 2880 1024:4096:x2 $b $dt
         done
         g oss-align-n-$dt --dtype $dt --batch 16 -m 4096 -n 2560:3072:+64 -k 2880
         g oss-align-k-$dt --dtype $dt --batch 16 -m 4096 -n 2880 -k 2560:3072:+64
