@@ -204,8 +204,9 @@ static int cpu_reduce(void *ctx, void *dst, const void *a, const void *b,
 /* --device cuda --reduce-on cuda: the collective works on host copies of
  * the GPU buffer (run_timed), and each reduction of two staged slices
  * runs on the GPU, copied there and back.  Three copies per slice: on a
- * lent H100 it moved a 2-rank allreduce at half the host path's busbw
- * (0.8-0.9 against 1.5-2.1 GB/s, tcp loopback), hence not the default. */
+ * lent H100 a 2-rank allreduce of 256 MiB (tcp loopback) ran at 1.15 GB/s
+ * busbw this way and 1.64 with the CPU's reduction, hence not the
+ * default. */
 static int cuda_reduce(void *ctx, void *dst, const void *a, const void *b,
                        size_t count, pp_error *e) {
     run *u = ctx;
