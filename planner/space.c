@@ -149,12 +149,14 @@ static int walk_zero(const pp__space *s, pp_parallel *p, pp__space_fn fn,
 }
 
 /* The recompute modules a candidate may carry (PP_RECOMP_* sets, 0 none
- * first): the pinned ones alone; else, for an MoE model where the stack
- * was asked for and offers them, the sets NVIDIA's MoE presets and
- * Megatron Bridge's guide start from: the norms, the experts' activation,
- * both, the MoE block.  A dense model's modules are pinned, not searched:
- * its presets use none, and searching them would triple a dense plan's
- * space. */
+ * first): the pinned ones alone; else, where the stack was asked for and
+ * offers them, for an MoE model the sets NVIDIA's MoE presets and
+ * Megatron Bridge's guide start from (the norms, the experts'
+ * activation, both, the MoE block), for a dense one the norms, the MLP
+ * and both: between recomputing nothing and the whole layer, what a
+ * layout that almost fits needs.  A set costs the walk a memory check
+ * where a set with one module fewer fits (visit_fn rejects it, cheaply),
+ * an estimate only where none does. */
 void pp__space_recompute_menu(pp__space *s) {
     const pp_plan_filter *f = s->filter;
     uint8_t *menu = s->recompute_menu;
@@ -163,17 +165,19 @@ void pp__space_recompute_menu(pp__space *s) {
         s->n_recompute_menu = 1;
         return;
     }
-    static const uint8_t sets[] = {PP_RECOMP_LAYERNORM, PP_RECOMP_MOE_ACT,
-                                   PP_RECOMP_LAYERNORM | PP_RECOMP_MOE_ACT,
-                                   PP_RECOMP_MOE};
+    static const uint8_t moe[] = {PP_RECOMP_LAYERNORM, PP_RECOMP_MOE_ACT,
+                                  PP_RECOMP_LAYERNORM | PP_RECOMP_MOE_ACT,
+                                  PP_RECOMP_MOE, 0};
+    static const uint8_t dense[] = {PP_RECOMP_LAYERNORM, PP_RECOMP_MLP,
+                                    PP_RECOMP_LAYERNORM | PP_RECOMP_MLP, 0};
+    const uint8_t *sets = pp_model_is_moe(s->m) ? moe : dense;
     uint8_t offered = (uint8_t)(s->recompute_mask >> PP_STACK_RECOMP_MOD);
     size_t n = 0;
     menu[n++] = 0;
-    if (pp_model_is_moe(s->m))
-        for (size_t i = 0; i < sizeof sets; i++)
-            if ((sets[i] & offered) == sets[i] &&
-                pp_recompute_check(s->m, PP_RECOMPUTE_NONE, sets[i], NULL) == 0)
-                menu[n++] = sets[i];
+    for (size_t i = 0; sets[i]; i++)
+        if ((sets[i] & offered) == sets[i] &&
+            pp_recompute_check(s->m, PP_RECOMPUTE_NONE, sets[i], NULL) == 0)
+            menu[n++] = sets[i];
     s->n_recompute_menu = n;
 }
 
