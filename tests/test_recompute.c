@@ -222,6 +222,30 @@ static void test_layer_time(void **state) {
     }
 }
 
+/* Under FP8 the norms' consumers (QKV, a dense MLP's fc1) keep their
+ * original input instead of its cast, so each weight gradient casts the
+ * recomputed norm output again: Llama 3 8B at fp8 (nemo-2025's
+ * tensorwise recipe) recomputes two norms and two casts of s b h. */
+static void test_layer_time_fp8(void **state) {
+    (void)state;
+    pp_gpu_profile g = load_gpu_profile("h100-sxm5", "nemo-2025");
+    pp_error e = PP_ERROR_INIT;
+    pp_model m = load("llama3-8b");
+    pp_parallel p =
+        layout("tp=1,dp=8,mbs=1,gbs=8,dtype=fp8,recompute=layernorm");
+    pp_stack_resolve(&g, &p);
+    assert_int_equal(p.fp8_recipe, PP_FP8_TENSORWISE);
+    pp_layer_cost lc;
+    assert_int_equal(pp_layer_cost_get(&g, &m, &p, &lc, &e), 0);
+    double sbh = 8192.0 * 4096.0;
+    double want = 2.0 * pp_memop_time_s(&g, 4.0 * sbh) +
+                  2.0 * pp_memop_time_s(&g, (g.fp8_cast_bytes + 2.0) * sbh);
+    print_message("llama3-8b fp8: recompute %.1f us per layer, expected "
+                  "%.1f us\n",
+                  1e6 * lc.recompute_s, 1e6 * want);
+    assert_true(fabs(lc.recompute_s - want) < 1e-9 * want);
+}
+
 /* The checkpointed blocks run their whole forward again: mlp a dense
  * MLP's two GEMMs and activation (Llama 3 8B), shared_experts the shared
  * expert's (DeepSeek-V3, one of 2048), moe the MoE block as
@@ -595,6 +619,7 @@ int main(void) {
         cmocka_unit_test(test_spec),
         cmocka_unit_test(test_memory),
         cmocka_unit_test(test_layer_time),
+        cmocka_unit_test(test_layer_time_fp8),
         cmocka_unit_test(test_block_time),
         cmocka_unit_test(test_flops),
         cmocka_unit_test(test_step),

@@ -529,15 +529,21 @@ static void ln_bwd(const pp__shape *s, const dims *x, pp__oplist *l) {
 /* recompute=layernorm (Megatron-core's output-discarding checkpoint of
  * the input and pre-MLP norms): the norm's output, its consumer's saved
  * input, is freed after the forward and the norm runs again when that
- * consumer's backward needs it, at the forward's cost. */
-static void ln_recompute(const pp__shape *s, const dims *x, pp__oplist *l) {
-    if (s->p->recompute_mods & PP_RECOMP_LAYERNORM)
-        mem(s, l, "layernorm recompute", 4.0 * x->tn * x->h);
+ * consumer's backward needs it, at the forward's cost.  Under FP8 the
+ * consumer kept its original input rather than its cast
+ * (set_save_original_input), so its weight gradient casts the recomputed
+ * input again: `cast` elements (its m x k; 0 for a 16-bit consumer). */
+static void ln_recompute(const pp__shape *s, const dims *x, pp__oplist *l,
+                         double cast) {
+    if (!(s->p->recompute_mods & PP_RECOMP_LAYERNORM)) return;
+    mem(s, l, "layernorm recompute", 4.0 * x->tn * x->h);
+    if (s->p->dtype == PP_PREC_FP8 && cast > 0) fp8_cast(s, l, 1, cast);
 }
 
+/* The pre-MLP norm before an MoE layer's router (a 16-bit GEMM). */
 void pp__op_ln_recompute(const pp__shape *s, pp__oplist *l) {
     dims x = dims_of(s);
-    ln_recompute(s, &x, l);
+    ln_recompute(s, &x, l, 0);
 }
 
 void pp__ops_layer_bwd(const pp__shape *s, pp__oplist *l) {
@@ -576,7 +582,7 @@ void pp__ops_layer_bwd(const pp__shape *s, pp__oplist *l) {
          * the bias gradient reads the result again. */
         mem(s, l, x.swiglu ? "swiglu bwd" : "bias gelu bwd",
             (x.swiglu ? 10.0 : 8.0) * x.tok * x.f / x.t);
-        ln_recompute(s, &x, l);
+        ln_recompute(s, &x, l, x.tok * x.h);
         lgemm_bwd(s, l, "mlp fc1 dgrad", "mlp fc1 wgrad", x.tok, x.f_in, x.h);
         tp_exit_bwd(&x, l);
         ln_bwd(s, &x, l);
@@ -609,7 +615,7 @@ void pp__ops_layer_bwd(const pp__shape *s, pp__oplist *l) {
     cp_wrap(&x, l, core0, 2.0, "cp ring attention bwd");
     /* The Q, K and V gradients are concatenated into one tensor. */
     mem(s, l, "qkv grad concat", 4.0 * x.tok * x.qkv_n);
-    ln_recompute(s, &x, l);
+    ln_recompute(s, &x, l, x.tok * x.h);
     lgemm_bwd(s, l, "qkv dgrad", "qkv wgrad", x.tok, x.qkv_n, x.h);
     tp_exit_bwd(&x, l);
     ln_bwd(s, &x, l);

@@ -96,8 +96,8 @@ void pp__op_glgemm_bwd(const pp__shape *s, pp__oplist *l, const char *dname,
 void pp__op_mem(const pp__shape *s, pp__oplist *l, const char *name,
                 double bytes);
 /* An atomic scatter-add of `bytes` of rows (pp_scatter_add_time_s). */
-/* recompute=layernorm's norm, run again in the backward (nothing
- * without it). */
+/* recompute=layernorm's pre-MLP norm before an MoE layer's router, run
+ * again in the backward (nothing without it). */
 void pp__op_ln_recompute(const pp__shape *s, pp__oplist *l);
 void pp__op_scatter_add(const pp__shape *s, pp__oplist *l, const char *name,
                         double bytes);
