@@ -176,6 +176,9 @@ typedef struct pp_stack {
     /* The dropless MoE dispatch does not hold the host (host.moe_sync:
      * false, a sync-free dispatcher); default: once per layer forward. */
     bool moe_sync_free;
+    /* The output layer's cross-entropy in Megatron-core's fused form
+     * (loss.fused: cross_entropy_loss_fusion), not the unfused steps. */
+    bool loss_fused;
 } pp_stack;
 
 /* A GPU profile (topologies/profiles/<gpu>.yaml, documented there): what

@@ -277,6 +277,11 @@ static int stack_read(pp_node *root, pp_stack *s, pp_error *e) {
          (rc = pp_map_done(sec, "collectives", e)) < 0))
         return rc;
 
+    if ((rc = sec_of(root, "loss", &sec, e)) < 0) return rc;
+    if (sec && ((rc = read_bool(sec, "loss", "fused", &s->loss_fused, e)) < 0 ||
+                (rc = pp_map_done(sec, "loss", e)) < 0))
+        return rc;
+
     if ((rc = sec_of(root, "host", &sec, e)) < 0) return rc;
     if (sec) {
         bool sync = !s->moe_sync_free;

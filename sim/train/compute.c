@@ -658,14 +658,25 @@ void pp__ops_embed_bwd(const pp__shape *s, pp__oplist *l) {
  * vocab-parallel cross-entropy (Megatron-LM's _VocabParallelCrossEntropy,
  * in fp32: the logits are cast (read 2, write 4), the max, exp, sum and
  * normalisation passes read and write 4 bytes per logit, 38 bytes in all,
- * with three small AllReduces of s b floats across TP). */
+ * with three small AllReduces of s b floats across TP).  Megatron-core's
+ * fused form (stack loss.fused; fused_cross_entropy.py, torch.compile'd
+ * groups: the cast with the max, the exp with the sum, the division in
+ * place: 22 bytes by count) ran on a lent H100 in the time of 23.0-24.9
+ * bytes per logit at the copy rate (tools/ce_torch.py, three vocabularies
+ * of 128k-201k, calibrate/examples/h100/ce-torch.json), the unfused
+ * steps in 43.6-44.0: 24 is the measured mean, 38 stays the count (its
+ * constants were fitted with it).  The backward is the same two passes
+ * in both forms. */
+#define PP__CE_BYTES 38.0
+#define PP__CE_FUSED_BYTES 24.0
 void pp__ops_head_fwd(const pp__shape *s, pp__oplist *l) {
     dims x = dims_of(s);
     mem(s, l, "final layernorm", 4.0 * x.tn * x.h);
     tp_enter_fwd(&x, l);
     gemm(s, l, "logits", 1, x.tok, x.V / x.t, x.h);
     double E = x.tok * x.V / x.t;
-    mem(s, l, "cross entropy", 38.0 * E);
+    mem(s, l, "cross entropy",
+        (s->g->sw.loss_fused ? PP__CE_FUSED_BYTES : PP__CE_BYTES) * E);
     if (x.tpc)
         for (int i = 0; i < 3; i++)
             comm(l, "tp allreduce (loss)", PP_COLL_ALLREDUCE,
