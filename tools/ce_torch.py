@@ -44,6 +44,12 @@ SHAPES = {
 }
 
 
+def onehot_sub(sm, target):
+    """softmax - one-hot(target), in place: one logit a row."""
+    sm[torch.arange(sm.shape[0], device=sm.device), target] -= 1.0
+    return sm
+
+
 class Unfused(torch.autograd.Function):
     @staticmethod
     def forward(ctx, logits, target):
@@ -63,9 +69,7 @@ class Unfused(torch.autograd.Function):
     @staticmethod
     def backward(ctx, g):
         sm, target = ctx.saved_tensors
-        grad = sm
-        ar = torch.arange(grad.shape[0], device=grad.device)
-        grad[ar, target] -= 1.0
+        grad = onehot_sub(sm, target)
         grad.mul_(g.unsqueeze(-1))
         return grad.to(ctx.dtype), None
 
@@ -108,9 +112,7 @@ class Fused(torch.autograd.Function):
     @staticmethod
     def backward(ctx, g):
         sm, target = ctx.saved_tensors
-        ar = torch.arange(sm.shape[0], device=sm.device)
-        sm[ar, target] -= 1.0
-        return _grad(sm, g, ctx.dtype), None
+        return _grad(onehot_sub(sm, target), g, ctx.dtype), None
 
 
 def run(name, tokens, vocab, form, iters, bw):
