@@ -107,13 +107,25 @@ int pp_cal_profile_write(const pp_cal_result *r, const pp_cal_provenance *pv,
         fprintf(fp,
                 "  flash_fwd_flops_half: %.6g\n  flash_bwd_flops_half: %.6g\n",
                 g->flash_fwd_flops_half, g->flash_bwd_flops_half);
-    if (g->flash_d64_fwd_efficiency > 0)
-        fprintf(fp,
-                "  head_dim_64:\n    flash_fwd_efficiency: %.6g\n    "
-                "flash_bwd_efficiency: %.6g\n    flash_fwd_flops_half: %.6g\n"
-                "    flash_bwd_flops_half: %.6g\n",
-                g->flash_d64_fwd_efficiency, g->flash_d64_bwd_efficiency,
-                g->flash_d64_fwd_flops_half, g->flash_d64_bwd_flops_half);
+    const struct {
+        const char *key;
+        double v[4];
+    } dims[] = {
+        {"head_dim_64",
+         {g->flash_d64_fwd_efficiency, g->flash_d64_bwd_efficiency,
+          g->flash_d64_fwd_flops_half, g->flash_d64_bwd_flops_half}},
+        {"head_dim_192",
+         {g->flash_d192_fwd_efficiency, g->flash_d192_bwd_efficiency,
+          g->flash_d192_fwd_flops_half, g->flash_d192_bwd_flops_half}},
+    };
+    for (size_t i = 0; i < sizeof dims / sizeof dims[0]; i++)
+        if (dims[i].v[0] > 0)
+            fprintf(fp,
+                    "  %s:\n    flash_fwd_efficiency: %.6g\n    "
+                    "flash_bwd_efficiency: %.6g\n    flash_fwd_flops_half: "
+                    "%.6g\n    flash_bwd_flops_half: %.6g\n",
+                    dims[i].key, dims[i].v[0], dims[i].v[1], dims[i].v[2],
+                    dims[i].v[3]);
     /* The training loop's fitted efficiency is a software-stack figure
      * (topologies/stacks/); written here still, as framework:, which a
      * profile may carry (deprecated: its values win over the stack's and

@@ -151,6 +151,9 @@ static void test_profile_errors(void **state) {
         {"attention:\n  head_dim_64:\n    flash_fwd_efficiency: 0.4\n"
          "    flash_bwd_efficiency: 0.4\n    flash_fwd_flop_half: 1e10\n",
          "did you mean \"flash_fwd_flops_half\""},
+        {"attention:\n  head_dim_192:\n    flash_fwd_efficiency: 0.6\n",
+         ":3:5: attention.head_dim_192.flash_bwd_efficiency: missing"},
+        {"attention:\n  head_dim_196: {}\n", "did you mean \"head_dim_192\""},
     };
     for (size_t i = 0; i < sizeof d64 / sizeof d64[0]; i++) {
         pp_error_clear(&e);

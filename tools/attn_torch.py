@@ -42,6 +42,11 @@ SHAPES = {
     # the same FLOPs at head dim 128 beside it.
     "gpt-oss-120b-tp1": (4, 64, 8, 4096, 64),
     "gpt-oss-120b-tp1-d128": (4, 32, 4, 4096, 128),
+    # DeepSeek-V3's multi-latent attention in its attention core: Q and K
+    # 192 wide (128 + 64 rope), V 128 (a sixth entry: V's head dim), 128
+    # heads, at TP 1 and 2; podplan counts it as head dim 160.
+    "deepseek-v3-tp1": (1, 128, 128, 4096, 192, 128),
+    "deepseek-v3-tp2": (1, 64, 64, 4096, 192, 128),
 }
 BACKENDS = {
     "cudnn": SDPBackend.CUDNN_ATTENTION,
@@ -51,19 +56,22 @@ BACKENDS = {
 
 
 def run(name, shape, backend, iters, peak):
-    b, hq, hkv, s, d = shape
+    b, hq, hkv, s, d = shape[:5]
+    dv = shape[5] if len(shape) > 5 else d
     dev, dt = torch.device("cuda"), torch.bfloat16
     g = torch.Generator(device="cuda").manual_seed(1)
     q = torch.randn(b, hq, s, d, device=dev, dtype=dt, generator=g)
     k = torch.randn(b, hkv, s, d, device=dev, dtype=dt, generator=g)
-    v = torch.randn(b, hkv, s, d, device=dev, dtype=dt, generator=g)
+    v = torch.randn(b, hkv, s, dv, device=dev, dtype=dt, generator=g)
     if hkv != hq:
         k = k.repeat_interleave(hq // hkv, dim=1)
         v = v.repeat_interleave(hq // hkv, dim=1)
     q, k, v = (t.contiguous().requires_grad_() for t in (q, k, v))
-    do = torch.randn(b, hq, s, d, device=dev, dtype=dt, generator=g)
+    do = torch.randn(b, hq, s, dv, device=dev, dtype=dt, generator=g)
+    # head_dim: the mean of Q/K's and V's widths (what the FLOPs count).
     r = {"shape": name, "batch": b, "heads": hq, "kv_heads": hkv, "seq": s,
-         "head_dim": d, "backend": backend}
+         "head_dim": (d + dv) / 2, "qk_dim": d, "v_dim": dv,
+         "backend": backend}
     with sdpa_kernel([BACKENDS[backend]]):
         fwd = event_ms(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True), iters, 10)
         o = F.scaled_dot_product_attention(q, k, v, is_causal=True)
@@ -73,7 +81,7 @@ def run(name, shape, backend, iters, peak):
             o.backward(do, retain_graph=True)
 
         bw = event_ms(bwd, iters, 10)
-    f = 2.0 * b * hq * s * s * d
+    f = 2.0 * b * hq * s * s * (d + dv) / 2
     r.update(fwd_ms=fwd, bwd_ms=bw, fwd_tflops=f / fwd / 1e9, bwd_tflops=2.5 * f / bw / 1e9)
     r["fwd_fraction"] = r["fwd_tflops"] * 1e12 / peak
     r["bwd_fraction"] = r["bwd_tflops"] * 1e12 / peak
@@ -106,9 +114,10 @@ def flex(a):
     fa = torch.compile(flex_attention)
     w = a.flex_window
     res = {**header(), "window": w, "results": []}
-    for name, (b, hq, hkv, s, d) in SHAPES.items():
+    for name, shape in SHAPES.items():
         if not name.startswith("gpt-oss"):
             continue
+        b, hq, hkv, s, d = shape
         dev, dt = torch.device("cuda"), torch.bfloat16
         g = torch.Generator(device="cuda").manual_seed(1)
         q = torch.randn(b, hq, s, d, device=dev, dtype=dt, generator=g).requires_grad_()

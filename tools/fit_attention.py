@@ -50,7 +50,7 @@ def errors(pts, eff, half, peak, launch):
 def fit(pts, bwd, peak, launch):
     step = 2.5e9 if bwd else 1e9
     best = None
-    for i in range(400, 800):
+    for i in range(200, 800):
         eff = i / 1000
         for j in range(300):
             half = j * step

@@ -261,12 +261,16 @@ typedef struct pp_gpu_profile {
      * flash_fwd/bwd_flops_half; 0: every kernel at the efficiency). */
     double flash_fwd_efficiency, flash_bwd_efficiency;
     double flash_fwd_flops_half, flash_bwd_flops_half;
-    /* The same four for kernels of head dim 64 (attention.head_dim_64;
-     * flash_d64_fwd_efficiency 0: none, and the figures above hold at
-     * every head dim).  With them, the figures above are head dim 128's
-     * and hold above it; between 64 and 128 each is interpolated. */
+    /* The same four for kernels of head dim 64 and of head dim 192
+     * (attention.head_dim_64, .head_dim_192; an efficiency of 0: none).
+     * With either, the figures above are head dim 128's; between 64 and
+     * 128, and between 128 and 192, each of the four is interpolated;
+     * beyond 64 or 192 the end's hold (and without an end, the figures
+     * above). */
     double flash_d64_fwd_efficiency, flash_d64_bwd_efficiency;
     double flash_d64_fwd_flops_half, flash_d64_bwd_flops_half;
+    double flash_d192_fwd_efficiency, flash_d192_bwd_efficiency;
+    double flash_d192_fwd_flops_half, flash_d192_bwd_flops_half;
     /* The software stack applied to this profile (pp_stack_apply; the
      * two framework fields above are the stack's unless the profile file
      * still has a framework: section, which then wins). */

@@ -169,24 +169,38 @@ static int net_entry(pp_node *it, const char *path, pp_net_fit *x,
     return 0;
 }
 
-/* attention.head_dim_64: both efficiencies required, the sizes optional
- * (as at the top level). */
-static int load_flash_d64(pp_node *sec, pp_gpu_profile *g, pp_error *e) {
-    static const char *const path = "attention.head_dim_64";
+/* attention.head_dim_64 or .head_dim_192 (`key`) into f[4] (forward
+ * efficiency, backward efficiency, forward and backward flops_half):
+ * both efficiencies required, the sizes optional (as at the top level). */
+static int load_flash_dim(pp_node *sec, const char *key, double *f[4],
+                          pp_error *e) {
+    char path[48];
+    snprintf(path, sizeof path, "attention.%s", key);
     pp_node *d;
-    int rc = pp_map_node(sec, "attention", "head_dim_64", PP_OPTIONAL,
-                         PP_NODE_MAP, &d, e);
+    int rc =
+        pp_map_node(sec, "attention", key, PP_OPTIONAL, PP_NODE_MAP, &d, e);
     if (rc != 0) return rc;
     if ((rc = pp_map_number(d, path, "flash_fwd_efficiency", PP_REQUIRED, 1e-3,
-                            1, &g->flash_d64_fwd_efficiency, e)) < 0 ||
+                            1, f[0], e)) < 0 ||
         (rc = pp_map_number(d, path, "flash_bwd_efficiency", PP_REQUIRED, 1e-3,
-                            1, &g->flash_d64_bwd_efficiency, e)) < 0 ||
+                            1, f[1], e)) < 0 ||
         (rc = pp_map_number(d, path, "flash_fwd_flops_half", PP_OPTIONAL, 0,
-                            1e18, &g->flash_d64_fwd_flops_half, e)) < 0 ||
+                            1e18, f[2], e)) < 0 ||
         (rc = pp_map_number(d, path, "flash_bwd_flops_half", PP_OPTIONAL, 0,
-                            1e18, &g->flash_d64_bwd_flops_half, e)) < 0)
+                            1e18, f[3], e)) < 0)
         return rc;
     return pp_map_done(d, path, e);
+}
+
+static int load_flash_dims(pp_node *sec, pp_gpu_profile *g, pp_error *e) {
+    double *d64[4] = {
+        &g->flash_d64_fwd_efficiency, &g->flash_d64_bwd_efficiency,
+        &g->flash_d64_fwd_flops_half, &g->flash_d64_bwd_flops_half};
+    double *d192[4] = {
+        &g->flash_d192_fwd_efficiency, &g->flash_d192_bwd_efficiency,
+        &g->flash_d192_fwd_flops_half, &g->flash_d192_bwd_flops_half};
+    int rc = load_flash_dim(sec, "head_dim_64", d64, e);
+    return rc < 0 ? rc : load_flash_dim(sec, "head_dim_192", d192, e);
 }
 
 static int profile_read(pp_node *root, pp_gpu_profile *g, pp_error *e) {
@@ -260,7 +274,7 @@ static int profile_read(pp_node *root, pp_gpu_profile *g, pp_error *e) {
          (rc = pp_map_number(sec, "attention", "flash_bwd_flops_half",
                              PP_OPTIONAL, 0, 1e18, &g->flash_bwd_flops_half,
                              e)) < 0 ||
-         (rc = load_flash_d64(sec, g, e)) < 0 ||
+         (rc = load_flash_dims(sec, g, e)) < 0 ||
          (rc = pp_map_done(sec, "attention", e)) < 0))
         return rc;
     /* framework: is the software stack's now (topologies/stacks/).  Kept
@@ -412,22 +426,30 @@ int pp_profile_load(const char *spec, const pp_gpu_spec *gpu,
  * h100.yaml, 26 shapes) rises from 0.09 of peak at 4e9 FLOPs to 0.6 at
  * 1e12, which efficiency x F / (F + F_half) follows within 9-10% rms.
  * Narrow heads run slower per FLOP (each tile's QK^T and PV are half as
- * deep at head dim 64, for the same softmax work): on a lent H100 head
- * dim 64 reached 0.41 forward and backward where 128 reached 0.59 and
- * 0.49, so a profile may carry head dim 64's own figures. */
+ * deep at head dim 64, for the same softmax work), and wide heads'
+ * backward does too (its tiles hold more per row: fewer in flight): on a
+ * lent H100 head dim 64 reached 0.41 forward and backward, 128 0.59 and
+ * 0.49, 192 0.58 and 0.31, so a profile may carry head dim 64's and
+ * 192's own figures. */
 double pp_flash_efficiency(const pp_gpu_profile *g, bool bwd, double flops,
                            double head_dim) {
     double eff = bwd ? g->flash_bwd_efficiency : g->flash_fwd_efficiency;
     double half = bwd ? g->flash_bwd_flops_half : g->flash_fwd_flops_half;
+    double e_end = 0, h_end = 0, x = 0;
     if (g->flash_d64_fwd_efficiency > 0 && head_dim < 128) {
-        double e64 =
-            bwd ? g->flash_d64_bwd_efficiency : g->flash_d64_fwd_efficiency;
-        double h64 =
-            bwd ? g->flash_d64_bwd_flops_half : g->flash_d64_fwd_flops_half;
-        double x = head_dim <= 64 ? 0 : (head_dim - 64) / 64;
-        eff = e64 + x * (eff - e64);
-        half = h64 + x * (half - h64);
+        e_end = bwd ? g->flash_d64_bwd_efficiency : g->flash_d64_fwd_efficiency;
+        h_end = bwd ? g->flash_d64_bwd_flops_half : g->flash_d64_fwd_flops_half;
+        x = head_dim <= 64 ? 1 : (128 - head_dim) / 64;
+    } else if (g->flash_d192_fwd_efficiency > 0 && head_dim > 128) {
+        e_end =
+            bwd ? g->flash_d192_bwd_efficiency : g->flash_d192_fwd_efficiency;
+        h_end =
+            bwd ? g->flash_d192_bwd_flops_half : g->flash_d192_fwd_flops_half;
+        x = head_dim >= 192 ? 1 : (head_dim - 128) / 64;
     }
+    /* x: how far from 128 toward the end (0 at 128, 1 at the end) */
+    eff += x * (e_end - eff);
+    half += x * (h_end - half);
     if (half > 0 && flops > 0) eff *= flops / (flops + half);
     return eff;
 }
