@@ -86,6 +86,20 @@ void cli_result_free(cli_result *r) {
     r->out = r->err = NULL;
 }
 
+json_t *cli_json_ok(const char *fmt, ...) {
+    char line[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    cli_result r;
+    cli_runf(&r, "%s", line);
+    if (r.status != 0) fail_msg("%s: exit %d: %s", line, r.status, r.err);
+    json_t *j = cli_json(&r);
+    cli_result_free(&r);
+    return j;
+}
+
 json_t *cli_json(const cli_result *r) {
     json_error_t je;
     json_t *j = json_loads(r->out, 0, &je);

@@ -19,5 +19,9 @@ void cli_runf(cli_result *r, const char *fmt, ...);
 void cli_result_free(cli_result *r);
 /* Parses r->out as JSON; fails the test when it is not JSON. */
 json_t *cli_json(const cli_result *r);
+/* Runs a command line (as cli_runf) that must exit 0 and print JSON;
+ * returns that JSON (the caller's to json_decref), or fails the test
+ * with the exit status and stderr. */
+json_t *cli_json_ok(const char *fmt, ...);
 
 #endif

@@ -312,15 +312,11 @@ static void test_flops(void **state) {
     assert_true(pp_flops_recompute_mods(
                     &q, 8, PP_RECOMP_LAYERNORM | PP_RECOMP_MOE_ACT) == 0);
 
-    cli_result a, b;
     const char *cmd = "simulate --model llama3-8b --cluster dgx-h100-ndr --set "
                       "node.count=1 --stack nemo-2025 --memory-check off "
                       "--format json --parallel tp=1,dp=8,mbs=1,gbs=8,";
-    cli_runf(&a, "%srecompute=none", cmd);
-    cli_runf(&b, "%srecompute=mlp", cmd);
-    assert_int_equal(a.status, 0);
-    assert_int_equal(b.status, 0);
-    json_t *ja = cli_json(&a), *jb = cli_json(&b);
+    json_t *ja = cli_json_ok("%srecompute=none", cmd),
+           *jb = cli_json_ok("%srecompute=mlp", cmd);
     double fa = json_number_value(json_object_get(ja, "flops_per_iteration")),
            fb = json_number_value(json_object_get(jb, "flops_per_iteration")),
            ma = json_number_value(
@@ -331,18 +327,12 @@ static void test_flops(void **state) {
     assert_true(ma == mb);
     json_decref(ja);
     json_decref(jb);
-    cli_result_free(&a);
-    cli_result_free(&b);
 
     /* podplan flops takes the modules too, and names their term. */
-    cli_runf(&a, "flops --model llama3-8b --global-batch 8 --recompute none "
-                 "--format json");
-    cli_runf(&b, "flops --model llama3-8b --global-batch 8 --recompute "
-                 "layernorm+mlp --format json");
-    assert_int_equal(a.status, 0);
-    assert_int_equal(b.status, 0);
-    ja = cli_json(&a);
-    jb = cli_json(&b);
+    ja = cli_json_ok("flops --model llama3-8b --global-batch 8 --recompute "
+                     "none --format json");
+    jb = cli_json_ok("flops --model llama3-8b --global-batch 8 --recompute "
+                     "layernorm+mlp --format json");
     fa = json_number_value(json_object_get(ja, "flops_per_iteration"));
     fb = json_number_value(json_object_get(jb, "flops_per_iteration"));
     assert_rel(fb - fa, pp_flops_recompute_mods(&l8, 8, PP_RECOMP_MLP), 1e-9);
@@ -353,8 +343,7 @@ static void test_flops(void **state) {
                fb - fa, 1e-9);
     json_decref(ja);
     json_decref(jb);
-    cli_result_free(&a);
-    cli_result_free(&b);
+    cli_result a;
     cli_runf(&a, "flops --model llama3-8b --global-batch 8 --recompute moe");
     assert_int_equal(a.status, 2);
     assert_non_null(strstr(a.err, "--recompute: moe needs MoE layers"));
@@ -532,17 +521,13 @@ static void test_plan(void **state) {
 
 static double plan_best(const char *where, const char *args, char *spec,
                         size_t len, json_t **rejected) {
-    cli_result r;
-    cli_runf(&r, "plan %s --top 0 --format json %s", where, args);
-    if (r.status != 0) fail_msg("exit %d: %s", r.status, r.err);
-    json_t *j = cli_json(&r),
+    json_t *j = cli_json_ok("plan %s --top 0 --format json %s", where, args),
            *c0 = json_array_get(json_object_get(j, "candidates"), 0);
     snprintf(spec, len, "%s",
              json_string_value(json_object_get(c0, "parallel")));
     double t = json_number_value(json_object_get(c0, "iteration_time_s"));
     *rejected = json_incref(json_object_get(j, "rejected"));
     json_decref(j);
-    cli_result_free(&r);
     return t;
 }
 
