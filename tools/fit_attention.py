@@ -16,11 +16,19 @@ rms error, and each shape's error under the fit.  Pure Python: runs here.
 
 Usage: tools/fit_attention.py FILE [--backend cudnn] [--peak 989.5e12]
        [--launch 4e-6] [--check EFF,HALF,EFF,HALF] [--head-dim D] [--grid]
+       [--relative-to REF --ref EFF,HALF,EFF,HALF [--ref-peak P]]
 --check prints the errors of given values instead of fitting (forward
 efficiency and flops_half, then backward), e.g. a profile's against a file
 it was not fitted on.  --head-dim takes one head dim's shapes alone
 (calibrate/examples/h100/attn-oss.json holds 64 and 128); --grid the
 grid's shapes alone, leaving the models' named kernels out of the fit.
+--relative-to fits FILE's GPU through its speed against another's on
+the same shapes (same names) in REF, both from one source and one
+library version: each shape's time is the reference's own model (--ref,
+a profile's four figures, at --ref-peak) times FILE's time over REF's.
+So a GPU no one here has measured gets rates that mean what the
+reference profile's do, measured the same way
+(calibrate/examples/published/ holds such pairs).
 """
 import argparse
 import json
@@ -40,6 +48,20 @@ def points(res, backend, bwd, head_dim=0, grid=False):
         f = 2.0 * r["batch"] * r["heads"] * r["seq"] ** 2 * r["head_dim"]
         f *= 2.5 if bwd else 1.0
         out.append((r["shape"], f, (r["bwd_ms"] if bwd else r["fwd_ms"]) / 1e3))
+    return out
+
+
+def relative(pts, ref_pts, ref, bwd, ref_peak, launch):
+    """pts' times re-expressed as the reference model's times scaled by
+    the measured ratio of each shape (matched by name)."""
+    by = {name: t for name, _, t in ref_pts}
+    eff, half = ref[2 * bwd:2 * bwd + 2]
+    out = []
+    for name, f, t in pts:
+        if name not in by:
+            continue
+        out.append((name, f, (f / (ref_peak * eff * f / (f + half)) + launch) *
+                    t / by[name]))
     return out
 
 
@@ -72,14 +94,30 @@ def main():
     ap.add_argument("--grid", action="store_true",
                     help="only the grid's shapes, not the models' (the "
                     "models' kernels then check the fit)")
+    ap.add_argument("--relative-to", metavar="REF",
+                    help="fit through the time ratios to REF's same shapes")
+    ap.add_argument("--ref", help="EFF,HALF,EFF,HALF: the reference GPU's "
+                    "profile figures (with --relative-to)")
+    ap.add_argument("--ref-peak", type=float, default=989.5e12)
     a = ap.parse_args()
     res = json.load(open(a.file))
+    ref = None
+    if a.relative_to:
+        ref = [float(x) for x in (a.ref or "").split(",") if x]
+        if len(ref) != 4:
+            print("fit_attention: --relative-to wants --ref with four numbers",
+                  file=sys.stderr)
+            return 2
+        ref_res = json.load(open(a.relative_to))
     given = [float(x) for x in a.check.split(",")] if a.check else None
     if given is not None and len(given) != 4:
         print("fit_attention: --check wants four numbers", file=sys.stderr)
         return 2
     for bwd in (0, 1):
         pts = points(res, a.backend, bwd, a.head_dim, a.grid)
+        if ref:
+            pts = relative(pts, points(ref_res, a.backend, bwd, a.head_dim,
+                                       a.grid), ref, bwd, a.ref_peak, a.launch)
         if not pts:
             print("fit_attention: no %s results in %s" % (a.backend, a.file), file=sys.stderr)
             return 2
