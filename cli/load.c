@@ -99,6 +99,13 @@ int pp_cli_check_stack(const pp_stack *st, const pp_gpu_profile *g,
                             "or blockwise",
                             p->fp8 == PP_FP8_AUTO ? " (stack fp8.recipe)" : "",
                             g->name);
+    if (p->a2a_overlap && !st->moe_a2a_overlap)
+        return pp_error_set(e, PP_EUSAGE,
+                            "--parallel: a2a_overlap=on: stack %s does not "
+                            "offer it (topologies/stacks/%s.yaml, "
+                            "moe.a2a_overlap; Megatron-core 0.14 and later "
+                            "do: --stack nemo-2025)",
+                            st->name, st->name);
     /* The stack a GPU gets by default does not narrow the layouts that
      * ran before stacks existed (ZeRO-2/3 on A100 with Megatron-LM
      * 2021's defaults); a stack that was asked for does. */

@@ -258,6 +258,9 @@ static void stage_memory(const pp_model *m, const pp_parallel *p,
     double moef = pp__moe_act_factor(m, p);
     r.activations_per_layer =
         (act_layer(m, p, p->recompute) * moef - recompute_freed(m, p)) / cpf;
+    /* a2a_overlap: the combined schedule warms up one more micro-batch
+     * (chunk), whose forward runs beside the first backward. */
+    double a2a = p->a2a_overlap ? 1.0 : 0.0;
     if (p->vp > 1) {
         /* Interleaved 1F1B (Megatron-LM's schedules.py): stage st warms up
          * with 2 (pp - st - 1) + (vp - 1) pp chunk forwards before its first
@@ -265,8 +268,9 @@ static void stage_memory(const pp_model *m, const pp_parallel *p,
          * chunk than that.  For the first stage that is l/pp x (pp + (pp -
          * 1)/vp) layers' worth, Korthikanti's 1 + (pp-1)/(pp vp) factor
          * (sec. 4.2.3, citing Narayanan sec. 2.2.2). */
-        double chunks = fmin(
-            2.0 * (ppd - (double)st - 1.0) + (vp - 1.0) * ppd + 1.0, nmb * vp);
+        double chunks =
+            fmin(2.0 * (ppd - (double)st - 1.0) + (vp - 1.0) * ppd + 1.0 + a2a,
+                 nmb * vp);
         r.inflight = chunks / vp;
     } else {
         /* 1F1B (Narayanan et al. 2021, sec. 2.2.1): stage st runs pp - st
@@ -274,7 +278,7 @@ static void stage_memory(const pp_model *m, const pp_parallel *p,
          * micro-batches of its l/pp layers, i.e. l layers' worth
          * (Korthikanti sec. 4.2.3); fewer when the iteration has fewer
          * micro-batches. */
-        r.inflight = fmin(ppd - (double)st, nmb);
+        r.inflight = fmin(ppd - (double)st + a2a, nmb);
     }
     r.activations = r.activations_per_layer * layers * r.inflight;
     /* Offloaded layers (offload=, pp 1) hold their activations in host

@@ -55,4 +55,10 @@ double pp__stage_params_moe(const pp_model *m, const pp_parallel *p,
                             int64_t stage, double *experts);
 double pp__moe_shard(const pp_model *m, const pp_parallel *p, int64_t stage);
 double pp__moe_act_factor(const pp_model *m, const pp_parallel *p);
+
+/* Degrees and batch sizes above this are typos; bounding them keeps
+ * products such as mbs * dp * pp far from int64 overflow (parallel.c,
+ * validate.c). */
+#define PP_PARALLEL_MAX 1000000000LL
+
 #endif /* PODPLAN_MODELS_INT_H */

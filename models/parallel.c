@@ -9,15 +9,11 @@
 
 #include "models_int.h"
 
-/* Degrees and batch sizes above this are typos; bounding them keeps
- * products such as mbs * dp * pp far from int64 overflow. */
-#define PP_PARALLEL_MAX 1000000000LL
-
 static const char *const spec_keys[] = {
-    "tp",     "pp",        "dp",   "mbs",     "gbs",        "vp",
-    "sp",     "recompute", "zero", "first",   "last",       "dtype",
-    "attn",   "cp",        "ep",   "etp",     "dispatcher", "permute",
-    "layout", "graphs",    "fp8",  "offload", NULL};
+    "tp",     "pp",        "dp",   "mbs",     "gbs",         "vp",
+    "sp",     "recompute", "zero", "first",   "last",        "dtype",
+    "attn",   "cp",        "ep",   "etp",     "dispatcher",  "permute",
+    "layout", "graphs",    "fp8",  "offload", "a2a_overlap", NULL};
 enum {
     K_TP,
     K_PP,
@@ -40,7 +36,8 @@ enum {
     K_LAYOUT,
     K_GRAPHS,
     K_FP8,
-    K_OFFLOAD
+    K_OFFLOAD,
+    K_A2A
 };
 
 /* graphs= scopes, in PP_GRAPH_* bit order (Megatron-core's
@@ -246,16 +243,17 @@ static int spec_value(void *ctx, int k, const char *val, pp_error *e) {
                                 pre, spec_keys[k], val);
         return 0;
     }
-    if (k == K_SP) {
+    if (k == K_SP || k == K_A2A) {
+        bool *b = k == K_SP ? &p->sp : &p->a2a_overlap;
         if (strcmp(val, "on") == 0 || strcmp(val, "true") == 0)
-            p->sp = true;
+            *b = true;
         else if (strcmp(val, "off") == 0 || strcmp(val, "false") == 0)
-            p->sp = false;
+            *b = false;
         else
             return pp_error_set(e, PP_EINPUT,
-                                "%ssp: expected on, off, true or false, got "
+                                "%s%s: expected on, off, true or false, got "
                                 "\"%.100s\"",
-                                pre, val);
+                                pre, spec_keys[k], val);
         return 0;
     }
     if (k == K_DTYPE || k == K_ATTN || k == K_DISPATCH || k == K_PERMUTE ||
@@ -402,6 +400,8 @@ char *pp_parallel_format(const pp_parallel *p, char *buf, size_t len) {
     if (n >= 0 && (size_t)n < len && p->offload > 0)
         n += snprintf(buf + n, len - (size_t)n, ",offload=%lld",
                       (long long)p->offload);
+    if (n >= 0 && (size_t)n < len && p->a2a_overlap)
+        n += snprintf(buf + n, len - (size_t)n, ",a2a_overlap=on");
     if (n >= 0 && (size_t)n < len && p->graphs) {
         char g[64];
         n += snprintf(buf + n, len - (size_t)n, ",graphs=%s",
@@ -554,228 +554,4 @@ int pp_parallel_validate_split(const pp_parallel *p, const pp_model *m,
     if (p->layout.stages > 0) return validate_layout(p, m, pre, e);
     if (pp_parallel_uneven(p)) return validate_split(p, m, pre, e);
     return 0;
-}
-
-/* Activation offloading where Megatron-core's TransformerConfig allows it
- * (cpu_offloading): fewer layers than the model has, pp 1, no
- * recomputation (a recompute= left unset gives way, pp_stack_resolve_spec),
- * no CUDA graphs. */
-static int offload_check(const pp_parallel *p, const pp_model *m,
-                         const char *pre, pp_error *e) {
-    if (p->offload == 0) return 0;
-    if (p->offload < 0)
-        return pp_error_set(e, PP_EINPUT,
-                            "%soffload: expected a number of layers, got %lld",
-                            pre, (long long)p->offload);
-    if (m->arch != PP_ARCH_TRANSFORMER)
-        return pp_error_set(e, PP_EINPUT,
-                            "%soffload: model %s is generic (no layers to "
-                            "offload)",
-                            pre, m->name);
-    if (p->offload >= m->layers)
-        return pp_error_set(e, PP_EINPUT,
-                            "%soffload: %lld layers, but model %s has %lld "
-                            "(Megatron-core offloads fewer than all: "
-                            "cpu_offloading_num_layers < num_layers)",
-                            pre, (long long)p->offload, m->name,
-                            (long long)m->layers);
-    if (p->pp > 1)
-        return pp_error_set(e, PP_EINPUT,
-                            "%soffload: needs pp=1, got pp=%lld (Megatron-core "
-                            "has no pipeline parallelism with CPU offloading)",
-                            pre, (long long)p->pp);
-    if (p->recompute_set &&
-        (p->recompute != PP_RECOMPUTE_NONE || p->recompute_mods)) {
-        char rc[64];
-        return pp_error_set(e, PP_EINPUT,
-                            "%soffload: needs recompute=none, got recompute=%s "
-                            "(Megatron-core does not offload with activation "
-                            "recomputation)",
-                            pre,
-                            pp_recompute_format(p->recompute, p->recompute_mods,
-                                                rc, sizeof rc));
-    }
-    if (p->graphs)
-        return pp_error_set(e, PP_EINPUT,
-                            "%soffload: needs graphs=none (Megatron-core does "
-                            "not offload under CUDA graphs)",
-                            pre);
-    return 0;
-}
-
-/* Recompute modules where Megatron-core has them: with selective
- * granularity (not full), on a transformer's layers, the MoE modules on a
- * model with MoE layers (shared_experts with shared experts), mlp where
- * some layer is dense, moe not beside the parts it recomputes anyway. */
-int pp_recompute_check(const pp_model *m, pp_recompute rc, uint8_t r,
-                       pp_error *e) {
-    if (!r) return 0;
-    if (rc == PP_RECOMPUTE_FULL)
-        return pp_error_set(e, PP_EINPUT,
-                            "recompute: modules are selective "
-                            "recomputation; full recomputes every module");
-    if (m->arch != PP_ARCH_TRANSFORMER)
-        return pp_error_set(e, PP_EINPUT,
-                            "recompute: model %s is generic (no layers "
-                            "whose modules to recompute)",
-                            m->name);
-    const char *moe = r & PP_RECOMP_MOE_ACT  ? "moe_act"
-                      : r & PP_RECOMP_MOE    ? "moe"
-                      : r & PP_RECOMP_SHARED ? "shared_experts"
-                                             : NULL;
-    if (moe && !pp_model_is_moe(m))
-        return pp_error_set(e, PP_EINPUT,
-                            "recompute: %s needs MoE layers, but model %s "
-                            "has no experts",
-                            moe, m->name);
-    if (r & PP_RECOMP_SHARED && m->shared_experts == 0)
-        return pp_error_set(e, PP_EINPUT,
-                            "recompute: shared_experts needs shared experts, "
-                            "but model %s has none",
-                            m->name);
-    if (r & PP_RECOMP_MLP && pp_model_moe_layers(m) == m->layers)
-        return pp_error_set(e, PP_EINPUT,
-                            "recompute: mlp recomputes a dense layer's MLP, "
-                            "but every layer of %s is MoE (moe recomputes "
-                            "an MoE block)",
-                            m->name);
-    /* The MoE block's recomputation runs its activation and its shared
-     * experts again too. */
-    if (r & PP_RECOMP_MOE && r & (PP_RECOMP_MOE_ACT | PP_RECOMP_SHARED))
-        return pp_error_set(e, PP_EINPUT,
-                            "recompute: moe recomputes the whole MoE block, "
-                            "%s with it",
-                            r & PP_RECOMP_MOE_ACT ? "moe_act"
-                                                  : "shared_experts");
-    return 0;
-}
-
-int pp_parallel_validate(const pp_parallel *p, const pp_model *m, pp_error *e) {
-    const char *pre = "--parallel: ";
-    struct {
-        const char *key;
-        int64_t v;
-    } deg[] = {{"tp", p->tp},
-               {"pp", p->pp},
-               {"dp", p->dp},
-               {"mbs", p->mbs},
-               {"gbs", p->gbs},
-               {"vp", p->vp},
-               /* 0 (a struct filled by hand) means 1 */
-               {"cp", p->cp > 0 ? p->cp : 1},
-               {"ep", p->ep > 0 ? p->ep : 1},
-               {"etp", pp_parallel_etp(p)}};
-    for (size_t i = 0; i < sizeof deg / sizeof deg[0]; i++)
-        if (deg[i].v < 1 || deg[i].v > PP_PARALLEL_MAX)
-            return pp_error_set(e, PP_EINPUT,
-                                "%s%s: expected a positive integer at most "
-                                "%lld, got %lld",
-                                pre, deg[i].key, PP_PARALLEL_MAX,
-                                (long long)deg[i].v);
-    if (p->first < 0 || p->last < 0 || p->first > PP_PARALLEL_MAX ||
-        p->last > PP_PARALLEL_MAX)
-        return pp_error_set(
-            e, PP_EINPUT,
-            "%s%s: expected a number of layers (0 for an "
-            "even share), got %lld",
-            pre, p->first < 0 || p->first > PP_PARALLEL_MAX ? "first" : "last",
-            (long long)(p->first < 0 || p->first > PP_PARALLEL_MAX ? p->first
-                                                                   : p->last));
-    if (p->zero < 0 || p->zero > 3)
-        return pp_error_set(e, PP_EINPUT, "%szero: expected 0..3, got %d", pre,
-                            p->zero);
-    if (offload_check(p, m, pre, e) < 0) return PP_EINPUT;
-    if (pp_recompute_check(m, p->recompute, p->recompute_mods, e) < 0) {
-        pp_error_prefix(e, "--parallel");
-        return PP_EINPUT;
-    }
-
-    /* The global batch is split into micro-batches of mbs on each of the dp
-     * replicas (Megatron-LM: global_batch_size % (micro_batch_size *
-     * data_parallel_size) == 0). */
-    if (p->gbs % (p->mbs * p->dp) != 0)
-        return pp_error_set(e, PP_EINPUT,
-                            "%sgbs: %lld is not divisible by mbs * dp "
-                            "(%lld * %lld = %lld)",
-                            pre, (long long)p->gbs, (long long)p->mbs,
-                            (long long)p->dp, (long long)(p->mbs * p->dp));
-
-    if (m->arch == PP_ARCH_GENERIC) {
-        /* A generic model has no layer shape to split: data parallel only. */
-        if (p->cp > 1 || p->ep > 1 || p->etp > 1)
-            return pp_error_set(e, PP_EINPUT,
-                                "%s%s: model %s is generic (no layer shape): "
-                                "only data parallelism applies",
-                                pre,
-                                p->cp > 1   ? "cp"
-                                : p->ep > 1 ? "ep"
-                                            : "etp",
-                                m->name);
-        if (p->tp > 1 || p->pp > 1 || p->vp > 1 || pp_parallel_uneven(p))
-            return pp_error_set(e, PP_EINPUT,
-                                "%s%s: model %s is generic (no layer shape): "
-                                "only data parallelism applies, tp, pp and "
-                                "vp must be 1",
-                                pre,
-                                p->tp > 1   ? "tp"
-                                : p->pp > 1 ? "pp"
-                                : p->vp > 1 ? "vp"
-                                : p->first  ? "first"
-                                : p->last   ? "last"
-                                            : "layout",
-                                m->name);
-        return 0;
-    }
-
-    /* Megatron splits attention heads over tp (Shoeybi et al. 2019, sec.
-     * 3): num_attention_heads % tensor_model_parallel_size == 0, and with
-     * GQA the K/V heads too (num_query_groups % tp == 0). */
-    if (m->heads % p->tp != 0)
-        return pp_error_set(e, PP_EINPUT,
-                            "%stp: %lld does not divide heads (%lld) of "
-                            "model %s",
-                            pre, (long long)p->tp, (long long)m->heads,
-                            m->name);
-    if (m->kv_heads % p->tp != 0)
-        return pp_error_set(e, PP_EINPUT,
-                            "%stp: %lld does not divide kv_heads (%lld) of "
-                            "model %s",
-                            pre, (long long)p->tp, (long long)m->kv_heads,
-                            m->name);
-    bool uneven = pp_parallel_uneven(p);
-    int rc = pp_parallel_validate_split(p, m, e);
-    if (rc < 0) return rc;
-    /* Otherwise every stage holds the same number of layers. */
-    if (!uneven && m->layers % p->pp != 0)
-        return pp_error_set(e, PP_EINPUT,
-                            "%spp: %lld does not divide layers (%lld) of "
-                            "model %s",
-                            pre, (long long)p->pp, (long long)m->layers,
-                            m->name);
-    if (p->vp > 1) {
-        /* Interleaved 1F1B (Narayanan et al. 2021, sec. 2.2.2): each GPU
-         * holds vp chunks of layers/(pp*vp) layers, and the schedule runs
-         * micro-batches in groups of pp. */
-        if (p->pp < 2)
-            return pp_error_set(e, PP_EINPUT,
-                                "%svp: %lld needs pipeline parallelism (pp > "
-                                "1), got pp=%lld",
-                                pre, (long long)p->vp, (long long)p->pp);
-        if (!uneven && m->layers % (p->pp * p->vp) != 0)
-            return pp_error_set(e, PP_EINPUT,
-                                "%svp: layers (%lld) of model %s are not "
-                                "divisible by pp * vp (%lld * %lld)",
-                                pre, (long long)m->layers, m->name,
-                                (long long)p->pp, (long long)p->vp);
-        int64_t nmb = p->gbs / (p->mbs * p->dp);
-        if (nmb % p->pp != 0)
-            return pp_error_set(e, PP_EINPUT,
-                                "%svp: the interleaved schedule needs the "
-                                "number of micro-batches (gbs / (mbs * dp) "
-                                "= %lld) to be a multiple of pp (%lld)",
-                                pre, (long long)nmb, (long long)p->pp);
-    }
-    /* sp with tp == 1 and zero > 0 with dp == 1 are allowed: they have no
-     * effect (Megatron-LM turns sequence parallelism off when tp == 1). */
-    return pp__parallel_validate_cp_ep(p, m, pre, e);
 }

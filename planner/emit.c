@@ -382,6 +382,8 @@ static void short_layout(const pp_plan *p, const pp_plan_candidate *c, char *b,
     if (c->par.offload > 0 && n >= 0 && (size_t)n < len)
         n += snprintf(b + n, len - (size_t)n, " off%lld",
                       (long long)c->par.offload);
+    if (c->par.a2a_overlap && n >= 0 && (size_t)n < len)
+        n += snprintf(b + n, len - (size_t)n, " a2a");
     /* An uneven split as layers on the first/a middle/the last stage. */
     if (pp_parallel_uneven(&c->par) && n >= 0 && (size_t)n < len) {
         const pp_parallel *q = &c->par;

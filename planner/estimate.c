@@ -593,6 +593,10 @@ int pp_plan_estimate(pp_plan_estimator *x, const pp_parallel *p, bool overlap,
     /* Work per micro-batch of each kind of stage. */
     double l_ep, l_cp;
     cp_ep_layer(x, p, &ce->lc, &l_ep, &l_cp);
+    /* a2a_overlap: a layer's all-to-alls run beside the other micro-
+     * batch's compute of a layer (sim/train/step_pair.c); what exceeds
+     * it is exposed. */
+    if (p->a2a_overlap) l_ep = fmax(0.0, l_ep - ce->layer_compute);
     double lw = ce->layer_w + l_ep + l_cp, lc = ce->layer_compute;
     /* A layer whose kernels take the host longer to issue than the GPU to
      * run waits for the host (the simulator's host clock, step.c). */

@@ -15,9 +15,10 @@
  * Pins and exclusions.
  * ---------------------------------------------------------------------- */
 static const char *const dim_names[PP_PLAN_DIM__COUNT + 1] = {
-    "tp",        "pp",         "dp",      "mbs",    "gbs",  "vp",      "sp",
-    "recompute", "zero",       "overlap", "first",  "last", "cp",      "ep",
-    "etp",       "dispatcher", "permute", "graphs", "fp8",  "offload", NULL};
+    "tp",  "pp",        "dp",          "mbs",        "gbs",     "vp",
+    "sp",  "recompute", "zero",        "overlap",    "first",   "last",
+    "cp",  "ep",        "etp",         "dispatcher", "permute", "graphs",
+    "fp8", "offload",   "a2a_overlap", NULL};
 
 const char *pp_plan_dim_name(pp_plan_dim d) {
     return (unsigned)d < PP_PLAN_DIM__COUNT ? dim_names[d] : "?";
@@ -59,6 +60,7 @@ static const char *pinned_only(pp_plan_dim d) {
     case PP_PLAN_DIM_FP8:
         return "the stack's recipe unless pinned with --fix fp8=...";
     case PP_PLAN_DIM_OFFLOAD: return "none unless pinned with --fix offload=N";
+    case PP_PLAN_DIM_A2A: return "off unless pinned with --fix a2a_overlap=on";
     default: return NULL;
     }
 }
@@ -81,6 +83,7 @@ static int filter_value(void *ctx, int k, const char *val, pp_error *e) {
     switch (d) {
     case PP_PLAN_DIM_SP:
     case PP_PLAN_DIM_OVERLAP:
+    case PP_PLAN_DIM_A2A:
         if (on_off(val, &v))
             return pp_error_set(e, PP_EUSAGE,
                                 "%s: %s: expected on or off, got \"%.100s\"",

@@ -212,6 +212,9 @@ int pp__write_megatron(const pp_plan *p, FILE *fp, pp_error *e) {
         }
         ARG("--moe-grouped-gemm");
         if (!q->permute_unfused) ARG("--moe-permute-fusion");
+        /* The combined 1F1B schedule (sim/train/step_pair.c); delayed
+         * weight gradients are not modelled, so not asked for. */
+        if (q->a2a_overlap) ARG("--overlap-moe-expert-parallel-comm");
     }
     if (q->recompute == PP_RECOMPUTE_FULL) {
         /* Every layer's input kept, the layer recomputed: Korthikanti et
@@ -377,6 +380,8 @@ int pp__write_nemo(const pp_plan *p, FILE *fp, pp_error *e) {
             fprintf(fp, "  moe_shared_expert_intermediate_size: %lld\n",
                     (long long)(m->shared_experts * m->expert_ffn_hidden));
         if (lf[0]) fprintf(fp, "  moe_layer_freq: %s\n", lf);
+        if (q->a2a_overlap)
+            fprintf(fp, "  overlap_moe_expert_parallel_comm: true\n");
     }
     if (q->graphs) {
         char gs[128];
@@ -539,6 +544,8 @@ int pp__write_nemo2(const pp_plan *p, FILE *fp, pp_error *e) {
             fp,
             "    cpu_offloading=True,\n    cpu_offloading_num_layers=%lld,\n",
             (long long)q->offload);
+    if (q->a2a_overlap)
+        fputs("    overlap_moe_expert_parallel_comm=True,\n", fp);
     fputs(")\n\n", fp);
 
     fputs("strategy = nl.MegatronStrategy(\n", fp);

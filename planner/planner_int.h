@@ -53,6 +53,7 @@ typedef struct pp__space {
     bool flash;
     bool deepep; /* the stack's MoE dispatcher is DeepEP's */
     bool permute_unfused; /* the stack permutes MoE tokens unfused */
+    bool a2a;             /* the stack offers the MoE all-to-all overlap */
     bool fp8;    /* the stack and the GPU train in FP8: dtype searched */
     pp_fp8 fp8_recipe; /* the stack's FP8 recipe (fp8.recipe) */
     bool mxfp8;        /* the GPU runs MXFP8 GEMMs */

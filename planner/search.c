@@ -511,6 +511,7 @@ int pp_plan_search(const pp_model *m, const pp_cluster *c,
         .flash = plan->profile.flash_attention,
         .deepep = plan->profile.sw.moe_deepep,
         .permute_unfused = plan->profile.sw.moe_permute_unfused,
+        .a2a = plan->profile.sw.moe_a2a_overlap,
         /* A stack whose recipe needs MXFP8 tensor cores trains in FP8
          * only on a GPU with them, unless another recipe is pinned. */
         .fp8 = plan->profile.fp8 && plan->profile.fp8_peak_flops > 0 &&

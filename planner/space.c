@@ -85,6 +85,10 @@ static void pinned_choices(const pp__space *s, pp_parallel *p) {
      * recomputation). */
     if (f && f->fixed[PP_PLAN_DIM_OFFLOAD])
         p->offload = f->value[PP_PLAN_DIM_OFFLOAD];
+    /* The all-to-all overlap likewise (walk_inner keeps the layouts
+     * Megatron-core allows it on). */
+    if (f && f->fixed[PP_PLAN_DIM_A2A])
+        p->a2a_overlap = f->value[PP_PLAN_DIM_A2A] != 0;
     p->deepep = two_way(s, PP_PLAN_DIM_DISPATCHER, s->deepep);
     p->permute_unfused = two_way(s, PP_PLAN_DIM_PERMUTE, s->permute_unfused);
     if (f && (f->fixed[PP_PLAN_DIM_DISPATCHER] || p->deepep != s->deepep))
@@ -126,6 +130,7 @@ static int walk_zero(const pp__space *s, pp_parallel *p, pp__space_fn fn,
     for (int z = 0; z <= (p->dp > 1 ? 3 : 0); z++) {
         if (!allowed(s, PP_PLAN_DIM_ZERO, z)) continue;
         if (s->zero_max >= 0 && z > s->zero_max) continue;
+        if (p->a2a_overlap && z >= 3) continue; /* not simulated */
         p->zero = z;
         if (!target_allows(s->target, p)) {
             reject(s, PP_PLAN_REJECT_TARGET);
@@ -186,6 +191,9 @@ static int walk_inner(const pp__space *s, pp_parallel *p, pp__space_fn fn,
                       void *ctx, pp_error *e) {
     int rc;
     if (p->offload > 0 && p->pp > 1) return 0; /* no offload with pp */
+    /* The all-to-all overlap needs EP, and interleaving with a pipeline
+     * (models/parallel.c, a2a_check). */
+    if (p->a2a_overlap && (p->ep <= 1 || (p->pp > 1 && p->vp <= 1))) return 0;
     for (int sp = 0; sp <= (p->tp > 1 ? 1 : 0); sp++) {
         if (!allowed(s, PP_PLAN_DIM_SP, sp)) continue;
         /* MoE with tp > 1 needs sp (models/moe.c): not generated. */
@@ -202,6 +210,9 @@ static int walk_inner(const pp__space *s, pp_parallel *p, pp__space_fn fn,
                 if (s->recompute_mask && !(s->recompute_mask & (1u << r)))
                     continue;
                 if (p->offload > 0 && (r != PP_RECOMPUTE_NONE || mods))
+                    continue;
+                if (p->a2a_overlap &&
+                    (r == PP_RECOMPUTE_FULL || mods & PP_RECOMP_MOE))
                     continue;
                 p->recompute = (pp_recompute)r;
                 if ((rc = walk_zero(s, p, fn, ctx, e)) != 0) return rc;
@@ -647,6 +658,19 @@ int pp__space_check_pins(const pp__space *s, pp_error *e) {
                                 "--fix offload=%lld: needs %s (Megatron-core's "
                                 "CPU offloading rules)",
                                 (long long)v[PP_PLAN_DIM_OFFLOAD], why);
+    }
+    if (x[PP_PLAN_DIM_A2A] && v[PP_PLAN_DIM_A2A]) {
+        const char *why =
+            !pp_model_is_moe(s->m) ? "a model with experts"
+            : !s->a2a              ? "a stack that offers it "
+                                     "(moe.a2a_overlap: --stack nemo-2025)"
+            : x[PP_PLAN_DIM_EP] && v[PP_PLAN_DIM_EP] <= 1      ? "ep > 1"
+            : x[PP_PLAN_DIM_ZERO] && v[PP_PLAN_DIM_ZERO] >= 3  ? "zero below 3"
+            : x[PP_PLAN_DIM_OFFLOAD] && v[PP_PLAN_DIM_OFFLOAD] ? "no offload"
+                                                               : NULL;
+        if (why)
+            return pp_error_set(e, PP_EUSAGE, "--fix a2a_overlap=on: needs %s",
+                                why);
     }
     if (x[PP_PLAN_DIM_FP8] && !s->fp8)
         return pp_error_set(

@@ -10,6 +10,7 @@
 
 #include <fcntl.h>
 #include <spawn.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,18 +87,58 @@ void cli_result_free(cli_result *r) {
     r->out = r->err = NULL;
 }
 
+/* Runs the command line fmt ... makes into line (as cli_runf). */
+static void run_v(cli_result *r, char *line, size_t n, const char *fmt,
+                  va_list ap) {
+    vsnprintf(line, n, fmt, ap);
+    cli_runf(r, "%s", line);
+}
+
 json_t *cli_json_ok(const char *fmt, ...) {
     char line[4096];
+    cli_result r;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
+    run_v(&r, line, sizeof line, fmt, ap);
     va_end(ap);
-    cli_result r;
-    cli_runf(&r, "%s", line);
     if (r.status != 0) fail_msg("%s: exit %d: %s", line, r.status, r.err);
     json_t *j = cli_json(&r);
     cli_result_free(&r);
     return j;
+}
+
+void cli_expect(int status, const char *needle, const char *fmt, ...) {
+    char line[4096];
+    cli_result r;
+    va_list ap;
+    va_start(ap, fmt);
+    run_v(&r, line, sizeof line, fmt, ap);
+    va_end(ap);
+    const char *text = status == 0 ? r.out : r.err;
+    if (r.status != status || !strstr(text, needle))
+        fail_msg("%s: exit %d (want %d), \"%s\" not in: %s", line, r.status,
+                 status, needle, text);
+    if (status != 0 && r.out[0]) fail_msg("%s: output on failure", line);
+    cli_result_free(&r);
+}
+
+double cli_num(json_t *o, const char *key) {
+    json_t *v = json_object_get(o, key);
+    if (!json_is_number(v)) fail_msg("no number at key %s", key);
+    return json_number_value(v);
+}
+
+void cli_assert_parts(json_t *sim) {
+    static const char *const k[] = {
+        "compute_s",         "tp_comm_s", "pp_comm_s",
+        "dp_comm_exposed_s", "bubble_s",  "other_s",
+        "ep_comm_s",         "cp_comm_s", "host_s"};
+    json_t *b = json_object_get(sim, "breakdown");
+    double sum = 0, t = cli_num(sim, "iteration_time_s");
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) sum += cli_num(b, k[i]);
+    if (!(fabs(sum - t) < 1e-9 * t))
+        fail_msg("breakdown adds up to %.9g s, the iteration is %.9g s", sum,
+                 t);
 }
 
 json_t *cli_json(const cli_result *r) {

@@ -23,5 +23,15 @@ json_t *cli_json(const cli_result *r);
  * returns that JSON (the caller's to json_decref), or fails the test
  * with the exit status and stderr. */
 json_t *cli_json_ok(const char *fmt, ...);
+/* Runs a command line (as cli_runf) that must exit with `status` and
+ * print needle: on stdout when status is 0, else on stderr (and nothing
+ * on stdout); fails the test otherwise. */
+void cli_expect(int status, const char *needle, const char *fmt, ...);
+/* The number at key of a JSON object; fails the test when there is
+ * none. */
+double cli_num(json_t *o, const char *key);
+/* A simulate --format json result's breakdown parts (compute, tp, pp, dp
+ * exposed, bubble, other, ep, cp, host) add up to its iteration time. */
+void cli_assert_parts(json_t *sim);
 
 #endif

@@ -168,6 +168,9 @@ typedef struct pp_stack {
     /* MoE tokens permuted by PyTorch ops, not Transformer Engine's fused
      * kernels (stack moe.permute_fusion: false) */
     bool moe_permute_unfused;
+    /* Offers Megatron-core's overlap of the MoE all-to-alls (SPEC
+     * a2a_overlap=on; moe.a2a_overlap): core 0.14 and later. */
+    bool moe_a2a_overlap;
     /* Host CPU time the training loop spends per kernel it launches
      * (Python, the framework's dispatch, the launch itself; stack
      * host.kernel_issue): a step cannot run faster than its host issues

@@ -245,6 +245,14 @@ typedef struct pp_parallel {
      * before their backward.  Megatron-core allows it only with pp 1, no
      * recomputation and no CUDA graphs, and N below the layers.  0 none. */
     int64_t offload;
+    /* Megatron-core's overlap of the MoE all-to-alls (a2a_overlap=on,
+     * --overlap-moe-expert-parallel-comm; NeMo's moe_a2a_overlap): the
+     * combined 1F1B schedule pairs each steady-state forward with a
+     * backward of another micro-batch and runs their layers together, one
+     * one's dispatch and combine beside the other's attention and experts
+     * (models/parallel.c says where Megatron-core allows it).  One more
+     * micro-batch warms up. */
+    bool a2a_overlap;
     /* recompute= was given; otherwise pp_stack_resolve replaces the
      * default (full) with the software stack's own default. */
     bool recompute_set;

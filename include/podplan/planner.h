@@ -56,6 +56,9 @@ typedef enum {
     PP_PLAN_DIM_OFFLOAD,    /* layers whose activations go to host memory
                                (default 0; pinned only: then pp 1 and no
                                recomputation) */
+    PP_PLAN_DIM_A2A,        /* the MoE all-to-all overlap, 0 off, 1 on
+                               (default off; pinned only: then every
+                               candidate is one Megatron-core allows) */
     PP_PLAN_DIM__COUNT
 } pp_plan_dim;
 

@@ -306,8 +306,10 @@ static int stack_read(pp_node *root, pp_stack *s, pp_error *e) {
         bool fused = !s->moe_permute_unfused;
         if ((rc = pp_map_enum(sec, "moe", "dispatcher", PP_OPTIONAL, disp, &d,
                               e)) < 0 ||
-            (rc = pp_map_bool(sec, "moe", "permute_fusion", PP_OPTIONAL,
-                              &fused, e)) < 0 ||
+            (rc = pp_map_bool(sec, "moe", "permute_fusion", PP_OPTIONAL, &fused,
+                              e)) < 0 ||
+            (rc = pp_map_bool(sec, "moe", "a2a_overlap", PP_OPTIONAL,
+                              &s->moe_a2a_overlap, e)) < 0 ||
             (rc = pp_map_done(sec, "moe", e)) < 0)
             return rc;
         s->moe_deepep = d == 1;

@@ -479,6 +479,18 @@ static void stage_run(step *S, stage *st) {
                     return;
                 }
             }
+            /* a2a_overlap: a paired forward also waits for its
+             * backward's gradient (not gathered: step_build.c). */
+            const pp__task *u = t->pair ? t + 1 : NULL;
+            int32_t vb = u ? u->chunk * S->pp + st->p : 0;
+            if (u && vb < S->V - 1) {
+                int32_t idx = msg_index(S, 1, vb, u->mb);
+                if (!(S->msgs[idx].t_arr >= 0)) {
+                    st->wait_msg = idx;
+                    enter(S, st, ST_WAIT);
+                    return;
+                }
+            }
             st->gathered = false;
             if (S->par->zero >= 3 && S->dp > 1 && !S->z3_layer &&
                 !st->zgathered) {
@@ -486,22 +498,48 @@ static void stage_run(step *S, stage *st) {
                 return;
             }
             st->zgathered = false;
-            st->prog = t->bwd ? &S->bwd[v] : &S->fwd[v];
+            st->in_pair = u != NULL;
+            st->prog = u        ? pp__step_pair_program(S, v, vb)
+                       : t->bwd ? &S->bwd[v]
+                                : &S->fwd[v];
             st->ip = 0;
-            st->final_bwd = t->bwd && st->cur == st->last_bwd[t->chunk];
+            st->final_bwd = u ? st->cur + 1 == st->last_bwd[u->chunk]
+                              : t->bwd && st->cur == st->last_bwd[t->chunk];
             st->t_task0 = now_s(S);
             if (S->z3_layer) pp__z3_task_start(S, st);
         }
         if (st->ip == st->prog->n) {
+            if (st->in_pair) {
+                /* The forward's end, then the backward's: only the
+                 * backward's is a chunk's last. */
+                bool fb = st->final_bwd;
+                st->final_bwd = false;
+                st->in_pair = false;
+                task_end(S, st);
+                st->final_bwd = fb;
+            }
             task_end(S, st);
             continue;
         }
         const item *it = &st->prog->it[st->ip++];
-        if (it->kind == IT_COMPUTE || it->kind == IT_COLL) {
+        if (it->kind == IT_COMPUTE || it->kind == IT_COLL ||
+            it->kind == IT_ASTART) {
             /* The host issues the item's kernels after the ones before
              * (or, at a synchronisation, once the GPU has got here). */
             if (it->sync && st->host_t < now_s(S)) st->host_t = now_s(S);
             st->host_t += it->h;
+        }
+        if (it->kind == IT_ASTART) {
+            pp__step_ep_async(S, st, it);
+            continue;
+        }
+        if (it->kind == IT_AWAIT) {
+            if (st->ep_async > 0) {
+                st->ep_waiting = true;
+                enter(S, st, ST_EP);
+                return;
+            }
+            continue;
         }
         if (it->kind == IT_ZG) {
             if (pp__z3_item(S, st)) return;
@@ -623,6 +661,7 @@ static void on_sim(pp_sim *sim, void *ctx, uint64_t arg) {
     case K_FLOW:
         if (--S->msgs[i].pending == 0) flows_arrived(S, (int32_t)i);
         break;
+    case K_EPA: pp__step_ep_async_done(S, &S->st[i]); break;
     case K_GATHER: {
         stage *st = &S->st[i];
         if (--st->pending == 0) {

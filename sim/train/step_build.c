@@ -10,7 +10,7 @@
 
 #include "step_state.h"
 
-static void prog_push(program *pr, item it) {
+void pp__prog_push(program *pr, item it) {
     PP_VEC_RESERVE(pr->it, pr->cap, pr->n + 1, 32);
     pr->it[pr->n++] = it;
 }
@@ -56,7 +56,7 @@ static void emit(const step *S, program *pr, const pp__oplist *l, size_t from) {
         }
         it.sync = sync;
         it.h = h;
-        prog_push(pr, it);
+        pp__prog_push(pr, it);
     }
 }
 
@@ -81,7 +81,8 @@ static void offload_wait(step *S, program *pr, double layer_s, const char *what,
                          int64_t layer) {
     double t = S->off_Bps > 0 ? S->off_bytes / S->off_Bps - layer_s : 0;
     if (!(t > 0)) return;
-    prog_push(pr, (item){.kind = IT_OFFL,
+    pp__prog_push(pr,
+                  (item){.kind = IT_OFFL,
                          .label = (const char *)(uintptr_t)(S->n_labels + 1),
                          .t = t});
     label(S, "layer %ld %s", (long)layer, what);
@@ -104,16 +105,17 @@ void pp__step_build(step *S) {
         double t = generic_compute_s(S);
         label(S, "forward", 0, "");
         label(S, "backward", 0, "");
-        prog_push(&S->fwd[0], (item){.kind = IT_COMPUTE,
-                                     .label = (const char *)(uintptr_t)1,
-                                     .t = t / 3});
+        pp__prog_push(&S->fwd[0], (item){.kind = IT_COMPUTE,
+                                         .label = (const char *)(uintptr_t)1,
+                                         .t = t / 3});
         double params = S->m->params;
         for (int k = 0; k < GENERIC_PARTS; k++) {
-            prog_push(&S->bwd[0], (item){.kind = IT_COMPUTE,
-                                         .label = (const char *)(uintptr_t)2,
-                                         .t = 2 * t / 3 / GENERIC_PARTS});
-            prog_push(&S->bwd[0],
-                      (item){.kind = IT_MARK, .x = params / GENERIC_PARTS});
+            pp__prog_push(&S->bwd[0],
+                          (item){.kind = IT_COMPUTE,
+                                 .label = (const char *)(uintptr_t)2,
+                                 .t = 2 * t / 3 / GENERIC_PARTS});
+            pp__prog_push(&S->bwd[0],
+                          (item){.kind = IT_MARK, .x = params / GENERIC_PARTS});
         }
     } else {
         pp__shape sh = {S->m, S->par, &S->prof, 0};
@@ -132,7 +134,7 @@ void pp__step_build(step *S) {
             item zg = {.kind = IT_ZG};
             double zl = pp__layer_params_gpu(&sh);
             if (S->z3_layer && v == 0)
-                zg.x = pp__embed_params_gpu(&sh), prog_push(f, zg);
+                zg.x = pp__embed_params_gpu(&sh), pp__prog_push(f, zg);
             if (v == 0) {
                 pp__ops_embed_fwd(&sh, &l);
                 emit(S, f, &l, 0);
@@ -140,7 +142,7 @@ void pp__step_build(step *S) {
             }
             for (int64_t i = 0; i < Lv; i++) {
                 size_t from = l.n;
-                if (S->z3_layer) zg.x = zl, prog_push(f, zg);
+                if (S->z3_layer) zg.x = zl, pp__prog_push(f, zg);
                 sh.kind = pp_model_layer_is_moe(S->m, first_layer + i) ? 2 : 1;
                 pp__ops_layer_fwd(&sh, &l);
                 emit(S, f, &l, from);
@@ -156,7 +158,7 @@ void pp__step_build(step *S) {
                 sh.kind = mtp_kind;
                 if (S->z3_layer)
                     zg.x = pp__layer_params_gpu(&sh) + pp__mtp_params_gpu(&sh),
-                    prog_push(f, zg);
+                    pp__prog_push(f, zg);
                 pp__ops_mtp_fwd(&sh, &l);
                 pp__ops_layer_fwd(&sh, &l);
                 pp__ops_head_fwd(&sh, &l);
@@ -166,7 +168,7 @@ void pp__step_build(step *S) {
             if (v == S->V - 1) {
                 size_t from = l.n;
                 if (S->z3_layer)
-                    zg.x = pp__head_params_gpu(&sh), prog_push(f, zg);
+                    zg.x = pp__head_params_gpu(&sh), pp__prog_push(f, zg);
                 pp__ops_head_fwd(&sh, &l);
                 emit(S, f, &l, from);
                 label(S, "logits and loss", 0, "");
@@ -174,7 +176,7 @@ void pp__step_build(step *S) {
             l.n = 0;
             if (v == S->V - 1) {
                 if (S->z3_layer)
-                    zg.x = pp__head_params_gpu(&sh), prog_push(b, zg);
+                    zg.x = pp__head_params_gpu(&sh), pp__prog_push(b, zg);
                 pp__ops_head_bwd(&sh, &l);
                 emit(S, b, &l, 0);
                 label(S, "logits and loss bwd", 0, "");
@@ -185,7 +187,7 @@ void pp__step_build(step *S) {
                 sh.kind = mtp_kind;
                 if (S->z3_layer)
                     zg.x = pp__layer_params_gpu(&sh) + pp__mtp_params_gpu(&sh),
-                    prog_push(b, zg);
+                    pp__prog_push(b, zg);
                 pp__ops_mtp_head_bwd(&sh, &l);
                 pp__ops_layer_bwd(&sh, &l);
                 pp__ops_mtp_bwd(&sh, &l, k == 0);
@@ -194,7 +196,7 @@ void pp__step_build(step *S) {
             }
             for (int64_t i = Lv - 1; i >= 0; i--) {
                 size_t from = l.n;
-                if (S->z3_layer) zg.x = zl, prog_push(b, zg);
+                if (S->z3_layer) zg.x = zl, pp__prog_push(b, zg);
                 sh.kind = pp_model_layer_is_moe(S->m, first_layer + i) ? 2 : 1;
                 pp__ops_layer_bwd(&sh, &l);
                 if (first_layer + i < S->par->offload)
@@ -206,7 +208,7 @@ void pp__step_build(step *S) {
             if (v == 0) {
                 size_t from = l.n;
                 if (S->z3_layer)
-                    zg.x = pp__embed_params_gpu(&sh), prog_push(b, zg);
+                    zg.x = pp__embed_params_gpu(&sh), pp__prog_push(b, zg);
                 pp__ops_embed_bwd(&sh, &l);
                 emit(S, b, &l, from);
                 label(S, "embedding bwd", 0, "");
@@ -301,6 +303,7 @@ void pp_step_result_fini(pp_step_result *r) {
 }
 
 static void step_free(step *S) {
+    pp__step_pairs_free(S);
     if (S->fwd)
         for (int32_t v = 0; v < S->V; v++) {
             free(S->fwd[v].it);
@@ -361,6 +364,21 @@ static int check(const pp_step_config *cfg, pp_memory *mem, pp_error *e) {
                             "--schedule gpipe runs one model chunk per GPU: "
                             "vp must be 1, got vp=%lld",
                             (long long)p->vp);
+    /* The combined schedule waits for both inputs of a pair and sends
+     * both outputs at its end: with sends waited on, or inputs gathered
+     * over TP on receipt, the pair would need more states than a stage
+     * has. */
+    if (p->a2a_overlap && sk == PP_SCHED_GPIPE)
+        return pp_error_set(e, PP_EINPUT,
+                            "--parallel: a2a_overlap: needs the 1f1b or "
+                            "interleaved schedule, got gpipe");
+    if (p->a2a_overlap &&
+        (cfg->p2p_sync || (cfg->p2p_scatter && p->tp > 1 && !p->sp)))
+        return pp_error_set(e, PP_EINPUT,
+                            "--parallel: a2a_overlap: podplan simulates it "
+                            "with asynchronous whole-tensor pipeline sends "
+                            "(--p2p async, --p2p-scatter-gather off, as "
+                            "Megatron-core sends)");
     if ((rc = pp_memory_per_gpu(m, p, cfg->optimizer, mem, e))) return rc;
     double hbm = info->gpu ? info->gpu->hbm_bytes : 0;
     if (cfg->check_memory && hbm > 0 && mem->total > hbm) {
@@ -500,8 +518,8 @@ static int setup(step *S, const pp_step_config *cfg, pp_error *e) {
         st->p = q;
         st->n_tasks = 2 * S->nmb * S->vp;
         st->tasks = pp_xmalloc((size_t)st->n_tasks * sizeof *st->tasks);
-        if ((rc =
-                 pp__schedule_tasks(sk, S->pp, q, S->vp, S->nmb, st->tasks, e)))
+        if ((rc = pp__schedule_tasks(sk, S->pp, q, S->vp, S->nmb,
+                                     p->a2a_overlap, st->tasks, e)))
             return rc;
         st->last_bwd = pp_xcalloc((size_t)S->vp, sizeof *st->last_bwd);
         for (int32_t i = 0; i < st->n_tasks; i++)

@@ -97,16 +97,14 @@ static int32_t deepep(step *S, int32_t *g, int32_t ep, int32_t m,
     return started;
 }
 
-static void ep_alltoall(step *S, stage *st, const item *it) {
-    int32_t p = st->p, tp = S->tp;
+/* Starts the all-to-all of `bytes` per rank on every EP group of stage
+ * st, each collective ending with on_sim(arg); returns how many. */
+static int32_t ep_start(step *S, stage *st, double bytes, uint64_t arg) {
+    int32_t p = st->p, tp = S->tp, started = 0;
     int32_t ep = S->par->ep > 1 ? (int32_t)S->par->ep : 1;
     int32_t etp = (int32_t)pp_parallel_etp(S->par);
     int32_t ranks = S->dp * tp, groups = ranks / (ep * etp);
     int32_t *g = S->grp;
-    pp__step_enter(S, st, ST_EP);
-    /* Counted up as they start, plus one so that none can finish the
-     * stage's wait before all are out. */
-    st->pending = 1;
     for (int32_t i = 0; i < groups && !S->failed; i++)
         for (int32_t et = 0; et < etp && !S->failed; et++) {
             for (int32_t e = 0; e < ep; e++) {
@@ -115,17 +113,39 @@ static void ep_alltoall(step *S, stage *st, const item *it) {
             }
             int32_t m = S->par->deepep ? group_servers(S, g, ep) : 0;
             if (m >= 1) {
-                st->pending += deepep(S, g, ep, m, it->x, ARG(K_GRP, p));
+                started += deepep(S, g, ep, m, bytes, arg);
             } else {
-                st->pending++;
-                pp__step_coll(S, PP_COLL_ALLTOALL, PP_ALGO_RING, it->x, g,
-                              (size_t)ep, 1, ARG(K_GRP, p));
+                started++;
+                pp__step_coll(S, PP_COLL_ALLTOALL, PP_ALGO_RING, bytes, g,
+                              (size_t)ep, 1, arg);
             }
         }
+    return started;
+}
+
+static void ep_alltoall(step *S, stage *st, const item *it) {
+    pp__step_enter(S, st, ST_EP);
+    /* Counted up as they start, plus one so that none can finish the
+     * stage's wait before all are out. */
+    st->pending = 1;
+    st->pending += ep_start(S, st, it->x, ARG(K_GRP, st->p));
     if (--st->pending == 0 && !S->failed) { /* all done already */
         pp__step_enter(S, st, ST_IDLE);
         pp__step_run(S, st);
     }
+}
+
+void pp__step_ep_async(step *S, stage *st, const item *it) {
+    st->ep_async = 1;
+    st->ep_async += ep_start(S, st, it->x, ARG(K_EPA, st->p));
+    if (!S->failed) pp__step_ep_async_done(S, st);
+}
+
+void pp__step_ep_async_done(step *S, stage *st) {
+    if (--st->ep_async > 0 || !st->ep_waiting) return;
+    st->ep_waiting = false;
+    pp__step_enter(S, st, ST_IDLE);
+    pp__step_run(S, st);
 }
 
 size_t pp__step_dp_group(const step *S, int32_t p, int q, int32_t j,

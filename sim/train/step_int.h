@@ -147,13 +147,20 @@ double pp__act_bytes(const pp__shape *s);
  * ---------------------------------------------------------------------- */
 typedef struct pp__task {
     uint8_t bwd;   /* 0 forward, 1 backward */
+    /* A forward run together with the backward after it (a2a_overlap's
+     * combined 1F1B: their layers interleave, each one's all-to-alls
+     * beside the other's compute). */
+    uint8_t pair;
     int32_t chunk; /* model chunk on this GPU, 0..vp-1 */
     int32_t mb;    /* micro-batch */
 } pp__task;
 
 /* Fills tasks[0 .. 2*nmb*vp-1] for stage p of pp.  GPipe and 1F1B need
- * vp == 1; interleaved needs nmb % pp == 0 (Megatron-LM's rule). */
+ * vp == 1; interleaved needs nmb % pp == 0 (Megatron-LM's rule).  pair:
+ * Megatron-core's combined 1F1B (a2a_overlap): one more warm-up forward,
+ * then each steady-state forward paired with the backward after it
+ * (1F1B or interleaved only). */
 int pp__schedule_tasks(pp_schedule kind, int32_t pp, int32_t p, int32_t vp,
-                       int32_t nmb, pp__task *tasks, pp_error *e);
+                       int32_t nmb, bool pair, pp__task *tasks, pp_error *e);
 
 #endif

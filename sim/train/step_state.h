@@ -23,8 +23,12 @@ enum {
     IT_COMPUTE,
     IT_COLL,
     IT_MARK,
-    IT_ZG,  /* ZeRO-3 (zero3.c): a layer's weights all-gathered, x params */
-    IT_OFFL /* waiting t seconds for an offloaded layer's activations */
+    IT_ZG,   /* ZeRO-3 (zero3.c): a layer's weights all-gathered, x params */
+    IT_OFFL, /* waiting t seconds for an offloaded layer's activations */
+    /* a2a_overlap's paired programs (step_pair.c): an EP all-to-all
+     * started without waiting (x bytes), and the wait for it. */
+    IT_ASTART,
+    IT_AWAIT
 };
 
 typedef struct item {
@@ -121,6 +125,12 @@ typedef struct stage {
     /* When the host will have issued every kernel up to the running
      * item: the GPU cannot finish the item before (step.c). */
     double host_t;
+    /* a2a_overlap: the running program is a pair (two tasks end with
+     * it); collectives of its all-to-all in flight (IT_ASTART), and
+     * whether the stage waits for them (IT_AWAIT). */
+    bool in_pair;
+    int32_t ep_async;
+    bool ep_waiting;
 } stage;
 
 typedef struct step {
@@ -138,6 +148,9 @@ typedef struct step {
     int32_t tp, pp, dp, vp, V, nmb, cp;
     int32_t *dev;       /* [(d pp + p) tp + t] */
     program *fwd, *bwd; /* [V] */
+    /* [V x V] a forward of chunk vf run with a backward of chunk vb
+     * (a2a_overlap), built when first needed (step_pair.c). */
+    program **pairs;
     double *vparams;    /* [V] parameters of each virtual stage */
     double *veparams;   /* [V] of those, the routed experts' */
     /* The expert data-parallel group's size (1: the experts' gradients
@@ -184,9 +197,10 @@ enum {
     K_ZAG,
     K_Z3,
     K_Z3L,
-    K_GRP, /* a CP or EP collective (counts down st->pending) */
-    K_PAG, /* a chunk's overlapped ZeRO parameter all-gather */
-    K_HOST /* the host has issued the running item's last kernel */
+    K_GRP,  /* a CP or EP collective (counts down st->pending) */
+    K_PAG,  /* a chunk's overlapped ZeRO parameter all-gather */
+    K_HOST, /* the host has issued the running item's last kernel */
+    K_EPA   /* an IT_ASTART's collective (counts down st->ep_async) */
 };
 #define ARG(k, i) ((uint64_t)(k) << 56 | (uint64_t)(i))
 #define ARG_K(a) ((int)((a) >> 56))
@@ -212,7 +226,18 @@ void pp__step_overlap_end(step *S, stage *st, int exposed);
 int pp__step_coll(step *S, pp_coll_op op, pp_coll_algo algo, double bytes,
                   const int32_t *g, size_t n, int channels, uint64_t arg);
 
+/* step_group.c: IT_ASTART's all-to-all, started on every EP group of
+ * the stage; it counts down st->ep_async and resumes a stage waiting in
+ * IT_AWAIT. */
+void pp__step_ep_async(step *S, stage *st, const item *it);
+void pp__step_ep_async_done(step *S, stage *st);
+/* step_pair.c: the program of a forward of chunk vf paired with a
+ * backward of chunk vb (a2a_overlap), and freeing them. */
+const program *pp__step_pair_program(step *S, int32_t vf, int32_t vb);
+void pp__step_pairs_free(step *S);
+
 /* step_build.c */
+void pp__prog_push(program *pr, item it);
 void pp__step_build(step *S);
 double pp__step_stage_params(step *S, int32_t p);
 void pp__step_mirrors(step *S, int32_t a, int32_t b, int32_t **out,
