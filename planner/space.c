@@ -192,7 +192,7 @@ static int walk_inner(const pp__space *s, pp_parallel *p, pp__space_fn fn,
     int rc;
     if (p->offload > 0 && p->pp > 1) return 0; /* no offload with pp */
     /* The all-to-all overlap needs EP, and interleaving with a pipeline
-     * (models/parallel.c, a2a_check). */
+     * (models/validate.c, a2a_check). */
     if (p->a2a_overlap && (p->ep <= 1 || (p->pp > 1 && p->vp <= 1))) return 0;
     for (int sp = 0; sp <= (p->tp > 1 ? 1 : 0); sp++) {
         if (!allowed(s, PP_PLAN_DIM_SP, sp)) continue;

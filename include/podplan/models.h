@@ -248,9 +248,9 @@ typedef struct pp_parallel {
     /* Megatron-core's overlap of the MoE all-to-alls (a2a_overlap=on,
      * --overlap-moe-expert-parallel-comm; NeMo's moe_a2a_overlap): the
      * combined 1F1B schedule pairs each steady-state forward with a
-     * backward of another micro-batch and runs their layers together, one
+     * backward of another micro-batch and runs their layers together, each
      * one's dispatch and combine beside the other's attention and experts
-     * (models/parallel.c says where Megatron-core allows it).  One more
+     * (models/validate.c says where Megatron-core allows it).  One more
      * micro-batch warms up. */
     bool a2a_overlap;
     /* recompute= was given; otherwise pp_stack_resolve replaces the

@@ -9,8 +9,8 @@
  * TransformerLayerSchedulePlan.run.  For a forward layer f and a
  * backward layer b it issues
  *
- *     comm stream:  combine_bwd(b) | dispatch(f)  | dispatch_bwd(b) | combine(f)
- *     comp stream:  attn(f)        | mlp_bwd(b)   | mlp(f)          | attn_bwd(b)
+ *   comm:  combine_bwd(b) | dispatch(f) | dispatch_bwd(b) | combine(f)
+ *   comp:  attn(f)        | mlp_bwd(b)  | mlp(f)          | attn_bwd(b)
  *
  * each column waiting for the one before it.  Here a program's items are
  * cut at its all-to-alls; the backward's first cut (the head and what
@@ -21,9 +21,9 @@
  * last cut (its head) runs alone.  A chunk without MoE layers has no
  * cuts: as a forward its whole pass computes beside the backward's first
  * all-to-all, as a backward beside the forward's first (the others of
- * the forward then wait as without the overlap).  What a
- * cut holds besides compute (a TP collective, CP's exchange, a gradient
- * mark) runs in it in order, as it does on the compute stream.
+ * the forward then wait as without the overlap).  What a cut holds
+ * besides compute (a TP collective, CP's exchange, a gradient mark) runs
+ * in it in order, as it does on the compute stream.
  */
 #include <stdlib.h>
 
