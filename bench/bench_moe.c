@@ -15,6 +15,12 @@
  *            EP group is 8 servers): per group 8 all-to-alls of 8 members
  *            over the network and 8 of 8 over NVLink, 896 flows, not
  *            4,032 (sim/train/step_group.c)
+ *   ds-vp    DeepSeek-V3 as NVIDIA's H100 preset lays it out (tp 2, pp 8,
+ *            vp 4: Et|(tt|)*30mL, dp 128, ep 64, sp, FP8 blockwise,
+ *            DeepEP, placement tp,dp,pp, stack nemo-2025), batch 2048
+ *   ds-vp-a2a  the same with the all-to-all overlap (a2a_overlap=on: the
+ *            combined 1F1B schedule, sim/train/step_pair.c), whose
+ *            all-to-alls start beside compute instead of between it
  *   mixtral  mixtral-8x7b on dgx-h100-ndr, tp 1, dp 256, ep 8, batch 256
  *
  * Why the flows are not aggregated.  Merging flows is exact under max-min
@@ -61,17 +67,24 @@
 typedef struct bcase {
     const char *name, *model, *cluster, *spec;
     const char *placement; /* NULL: the default, tp,pp,dp */
+    const char *stack;     /* NULL: none (the library's defaults) */
 } bcase;
 
 #define DS "tp=1,pp=16,dp=128,ep=64,first=3,last=2,mbs=1,zero=1,recompute=full"
+#define DSVP                                                                   \
+    "tp=2,pp=8,dp=128,ep=64,etp=1,layout=Et|(tt|)*30mL,mbs=1,gbs=2048,sp=on,"  \
+    "zero=1,dtype=fp8,fp8=blockwise,dispatcher=deepep"
 static const bcase cases[] = {
-    {"ds-2mb", "deepseek-v3", "dgx-h800-2048", DS ",gbs=256", NULL},
-    {"ds-4mb", "deepseek-v3", "dgx-h800-2048", DS ",gbs=512", NULL},
-    {"ds-16mb", "deepseek-v3", "dgx-h800-2048", DS ",gbs=2048", NULL},
+    {"ds-2mb", "deepseek-v3", "dgx-h800-2048", DS ",gbs=256", NULL, NULL},
+    {"ds-4mb", "deepseek-v3", "dgx-h800-2048", DS ",gbs=512", NULL, NULL},
+    {"ds-16mb", "deepseek-v3", "dgx-h800-2048", DS ",gbs=2048", NULL, NULL},
     {"ds-16mb-deepep", "deepseek-v3", "dgx-h800-2048",
-     DS ",gbs=2048,dispatcher=deepep", "tdp"},
+     DS ",gbs=2048,dispatcher=deepep", "tdp", NULL},
+    {"ds-vp", "deepseek-v3", "dgx-h800-2048", DSVP, "tdp", "nemo-2025"},
+    {"ds-vp-a2a", "deepseek-v3", "dgx-h800-2048", DSVP ",a2a_overlap=on", "tdp",
+     "nemo-2025"},
     {"mixtral", "mixtral-8x7b", "dgx-h100-ndr",
-     "tp=1,dp=256,ep=8,mbs=1,gbs=256,zero=1,recompute=full", NULL},
+     "tp=1,dp=256,ep=8,mbs=1,gbs=256,zero=1,recompute=full", NULL, NULL},
 };
 
 static bool exact;
@@ -94,6 +107,21 @@ static int run(const bcase *b) {
     if (load_case("bench_moe", b->cluster, b->model, b->spec, &c, &m, &p, &cfg))
         return 1;
     if (b->placement) memcpy(cfg.placement, b->placement, 3);
+    /* A stack, as `simulate --stack` applies it: its step defaults, its
+     * resolution of the SPEC's auto choices, the GPU's profile under it. */
+    pp_gpu_profile prof;
+    pp_stack stk;
+    if (b->stack) {
+        if (pp_profile_load_stack(NULL, pp_cluster_info_get(c)->gpu, b->stack,
+                                  &prof, &stk, &e)) {
+            fprintf(stderr, "bench_moe: %s\n", e.msg);
+            pp_cluster_free(c);
+            return 1;
+        }
+        pp_step_config_stack(&cfg, &stk);
+        pp_stack_resolve(&prof, &p);
+        cfg.profile = &prof;
+    }
     double t_load = now() - t0;
     pp_step_result r;
     t0 = now();
