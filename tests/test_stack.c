@@ -130,6 +130,7 @@ static void test_broken(void **state) {
     expect_bad("moe:\n  dispatcher: nccl\n", ":2:15: moe.dispatcher");
     expect_bad("moe:\n  dedup: true\n", ":2:3: moe.dedup");
     expect_bad("moe:\n  permute_fusion: maybe\n", ":2:19: moe.permute_fusion");
+    expect_bad("moe:\n  a2a_overlap: often\n", ":2:16: moe.a2a_overlap");
     expect_bad("host:\n  kernel_issue: -5us\n", ":2:17: host.kernel_issue");
     expect_bad("host:\n  kernel_issue: 20ms\n", ":2:17: host.kernel_issue");
     expect_bad("host:\n  kernel_issue: 5GB\n", ":2:17: host.kernel_issue");
