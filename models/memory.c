@@ -158,8 +158,9 @@ static double act_layer(const pp_model *m, const pp_parallel *p,
  * keep their original input instead of the cast (the attention's
  * set_for_recompute_input_layernorm, set_save_original_input on fc1, the
  * MoE layer's set_for_recompute_pre_mlp_layernorm), which the recompute
- * then drops: what is freed is the 1-byte cast the GEMM would have kept.  The MLP's internals are pp__moe_act_factor's 15 s b h (/t)
- * that scale with the FFN (11 under FP8: fc2's input cast, 8 -> 4):
+ * then drops: what is freed is the 1-byte cast the GEMM would have kept.
+ * The MLP's internals are pp__moe_act_factor's 15 s b h (/t) that scale
+ * with the FFN (11 under FP8: fc2's input cast, 8 -> 4):
  * moe_act frees the routed experts' activation output, fc2's saved input
  * (the 8 of them, scaled by k fe / 4h); mlp a dense MLP's 15; shared
  * experts their 15 scaled by shared fe / 4h; moe the MoE block's (routed
