@@ -9,7 +9,8 @@ a FlashAttention kernel with:
     time = F / (peak x efficiency x F / (F + flops_half)) + launch
 
 F the kernel's causal FLOPs (2 b h s^2 d forward, 2.5 times that
-backward), by least squares on the relative time error over one back-end's
+backward; with a sliding window of w keys, 4 b h d (s w - w^2 / 2), the
+count sim/train/compute.c prices a windowed layer with), by least squares on the relative time error over one back-end's
 shapes (default cudnn), on a grid (efficiency in steps of 0.001, flops_half
 in steps of 1e9 FLOPs forward, 2.5e9 backward).  Prints the two pairs, the
 rms error, and each shape's error under the fit.  Pure Python: runs here.
@@ -46,6 +47,10 @@ def points(res, backend, bwd, head_dim=0, grid=False):
         if grid and not r["shape"].startswith("grid-"):
             continue
         f = 2.0 * r["batch"] * r["heads"] * r["seq"] ** 2 * r["head_dim"]
+        w = r.get("window", 0)
+        if 0 < w < r["seq"]:
+            f = 4.0 * r["batch"] * r["heads"] * r["head_dim"] * (
+                r["seq"] * w - w * w / 2.0)
         f *= 2.5 if bwd else 1.0
         out.append((r["shape"], f, (r["bwd_ms"] if bwd else r["fwd_ms"]) / 1e3))
     return out
