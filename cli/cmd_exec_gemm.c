@@ -256,8 +256,8 @@ static int build_shapes(const pp_args *a, gemm_out *o, pp_model *m,
             (rc = pp_model_load(model, m, e)) ||
             (rc = pp_parallel_validate(&p, m, e)))
             return rc;
-        s = pp_xcalloc(8, sizeof *s);
-        if ((rc = pp_layer_gemms(m, &p, s, 8, &ns, e)) < 0) {
+        s = pp_xcalloc(PP_LAYER_GEMMS_MAX, sizeof *s);
+        if ((rc = pp_layer_gemms(m, &p, s, PP_LAYER_GEMMS_MAX, &ns, e)) < 0) {
             free(s);
             return rc;
         }

@@ -13,7 +13,7 @@ static const pp_cli_opt opts[] = {
     {"recompute", 0, "MODE",
      "activation recomputation (default: full), or Megatron-core's modules "
      "joined by '+' (core_attn, layernorm, moe_act, mlp, moe, "
-     "shared_experts):",
+     "shared_experts, mla_up_proj):",
      false, &pp_reg_recompute, 0, NULL},
     {"format", 0, "FMT", "table|json (default: table)", false, NULL, 0, NULL},
     {"output", 'o', "FILE", "write to FILE atomically (default: stdout)", false,

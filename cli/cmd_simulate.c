@@ -16,7 +16,8 @@ static const pp_cli_opt opts[] = {
      NULL},
     {"parallel", 'p', "SPEC",
      "tp=8,pp=8,dp=16,mbs=1,gbs=1536[,vp=,sp=,recompute=none|selective|full|"
-     "MODULE+... (core_attn,layernorm,moe_act,mlp,moe,shared_experts),"
+     "MODULE+... (core_attn,layernorm,moe_act,mlp,moe,shared_experts,"
+     "mla_up_proj),"
      "zero=,first=,last=,"
      "dtype=bf16|fp16|fp8,fp8=delayed|tensorwise|mxfp8|blockwise,"
      "attn=flash|standard,cp=,ep=,etp=,"

@@ -42,12 +42,13 @@ int pp_flops_closed(const pp_model *m, int64_t batch, pp_recompute r,
                             "%lld",
                             (long long)batch);
     if (m->arch != PP_ARCH_TRANSFORMER || m->ffn != PP_FFN_GELU ||
-        m->ffn_hidden != 4 * m->hidden || m->kv_heads != m->heads)
+        m->ffn_hidden != 4 * m->hidden || m->kv_heads != m->heads ||
+        pp_model_is_mla(m))
         return pp_error_set(e, PP_EINVAL,
                             "flops: the closed form of F_iter holds only for "
                             "GPT-style models (GeLU, ffn_hidden = 4h, no "
-                            "GQA); model %s is not one: count its FLOPs "
-                            "matrix by matrix",
+                            "GQA or MLA); model %s is not one: count its "
+                            "FLOPs matrix by matrix",
                             m->name);
     double B = (double)batch, s = (double)m->seq, l = (double)m->layers;
     double h = (double)m->hidden, V = (double)m->vocab;
@@ -83,7 +84,9 @@ int pp_flops_closed(const pp_model *m, int64_t batch, pp_recompute r,
 /* ------------------------------------------------------------------------
  * Counted matrix by matrix, per token, forward (2 FLOPs per multiply-add):
  *   QKV          2 h (q + 2 kv)       q = heads * d, kv = kv_heads * d
- *                                     (GQA), d = kv_channels or h/heads
+ *                                     (GQA), d = kv_channels or h/heads;
+ *                                     under MLA 2 x its projections'
+ *                                     weights (pp_model_attn_shape)
  *   scores       2 s q                QK^T, every head, no causal saving
  *                                     (s: the window in a windowed layer)
  *   over values  2 s q                scores x V (q: heads x head_dim
@@ -122,14 +125,14 @@ int pp_flops_count(const pp_model *m, int64_t batch, pp_recompute r,
 
     double s = (double)m->seq, l = (double)m->layers, h = (double)m->hidden;
     double V = (double)m->vocab, ff = (double)m->ffn_hidden;
-    double dh = pp_model_kv_channels(m);
-    double q = (double)m->heads * dh, kv = (double)m->kv_heads * dh;
     double mlp_mats = m->ffn == PP_FFN_SWIGLU ? 3.0 : 2.0;
     double tokens = B * s;
+    pp_attn_shape at;
+    pp_model_attn_shape(m, &at);
+    double q = at.q;
 
     /* per token, per layer, forward */
-    double gemm =
-        2.0 * h * (q + 2.0 * kv) + 2.0 * q * h + mlp_mats * 2.0 * h * ff;
+    double gemm = 2.0 * at.matrices + mlp_mats * 2.0 * h * ff;
     /* head_dim (MLA's wider heads) widens the core only.  A windowed
      * layer's query meets `window` keys, not s (the layers' mean; still
      * no causal saving, as for full attention). */
@@ -179,7 +182,8 @@ int pp_flops_count(const pp_model *m, int64_t batch, pp_recompute r,
 }
 
 double pp_flops_recompute_mods(const pp_model *m, int64_t batch, uint8_t mods) {
-    uint8_t gm = PP_RECOMP_MLP | PP_RECOMP_MOE | PP_RECOMP_SHARED;
+    uint8_t gm =
+        PP_RECOMP_MLP | PP_RECOMP_MOE | PP_RECOMP_SHARED | PP_RECOMP_MLA_UP;
     if (m->arch == PP_ARCH_GENERIC || !(mods & gm) || batch < 1) return 0;
     double tokens = (double)batch * (double)m->seq, h = (double)m->hidden;
     double mats = m->ffn == PP_FFN_SWIGLU ? 3.0 : 2.0;
@@ -199,6 +203,11 @@ double pp_flops_recompute_mods(const pp_model *m, int64_t batch, uint8_t mods) {
                   (double)(m->top_k + m->shared_experts) * mats * 2.0 * h * fe);
     if (mods & PP_RECOMP_SHARED)
         f += n * (double)m->shared_experts * mats * 2.0 * h * fe;
+    if (mods & PP_RECOMP_MLA_UP) {
+        pp_attn_shape at;
+        pp_model_attn_shape(m, &at);
+        f += ((double)m->layers + D) * 2.0 * at.up;
+    }
     return tokens * f;
 }
 

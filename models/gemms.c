@@ -8,6 +8,10 @@
  * second MLP GEMM by rows over the tp GPUs; the attention core is two
  * batched GEMMs over the b a / tp heads of this GPU (Narayanan et al.
  * 2021).  GQA narrows the K and V parts of QKV; SwiGLU doubles fc1.
+ * Multi-head latent attention (Megatron-core's MLASelfAttention) has
+ * four projections in place of QKV: the two down projections, whole on
+ * every TP rank (over its s/t tokens with sequence parallelism), and the
+ * two up projections, split by columns; the core is head_dim wide.
  */
 #include <stdio.h>
 #include <string.h>
@@ -26,15 +30,17 @@ static void put(pp_gemm_shape *g, const char *name, int64_t batch, int64_t m,
 
 int pp_layer_gemms(const pp_model *m, const pp_parallel *p, pp_gemm_shape *out,
                    size_t max, size_t *n, pp_error *e) {
-    enum { COUNT = 6 };
+    enum { COUNT = 6, MLA_COUNT = 9 };
+    bool mla = pp_model_is_mla(m);
+    int need = mla ? (m->q_lora_rank > 0 ? MLA_COUNT : MLA_COUNT - 1) : COUNT;
     if (m->arch != PP_ARCH_TRANSFORMER)
         return pp_error_set(e, PP_EINVAL,
                             "layer GEMMs: model %s is generic (no layers)",
                             m->name);
-    if (max < COUNT)
+    if (max < (size_t)need)
         return pp_error_set(e, PP_ERANGE,
                             "layer GEMMs: room for %zu shapes, need %d", max,
-                            COUNT);
+                            need);
     int64_t t = p->tp, b = p->mbs, s = m->seq, h = m->hidden;
     int64_t a = m->heads, d = (int64_t)pp_model_kv_channels(m), q = a * d;
     int64_t kvd = (m->kv_heads > 0 ? m->kv_heads : a) * d;
@@ -45,15 +51,31 @@ int pp_layer_gemms(const pp_model *m, const pp_parallel *p, pp_gemm_shape *out,
                             "layer GEMMs: tp=%lld must divide heads (%lld), "
                             "hidden and ffn_hidden",
                             (long long)t, (long long)a);
-    int64_t tok = s * b;
-    pp_gemm_shape g[COUNT];
-    put(&g[0], "qkv", 1, tok, (q + 2 * kvd) / t, h);
-    put(&g[1], "attn scores", b * a / t, s, s, d);
-    put(&g[2], "attn values", b * a / t, s, d, s);
-    put(&g[3], "attn proj", 1, tok, h, q / t);
-    put(&g[4], "mlp fc1", 1, tok, f_in, h);
-    put(&g[5], "mlp fc2", 1, tok, h, f / t);
-    memcpy(out, g, sizeof g);
-    *n = COUNT;
+    int64_t tok = s * b, dc = m->head_dim > 0 ? m->head_dim : d;
+    pp_gemm_shape g[MLA_COUNT];
+    int i = 0;
+    if (mla) {
+        int64_t nope = m->qk_nope_head_dim, rope = m->qk_rope_head_dim;
+        int64_t vd = m->v_head_dim, ql = m->q_lora_rank;
+        int64_t down = p->sp && t > 1 ? tok / t : tok;
+        if (ql > 0) {
+            put(&g[i++], "q down", 1, down, ql, h);
+            put(&g[i++], "q up", 1, tok, a * (nope + rope) / t, ql);
+        } else {
+            put(&g[i++], "q", 1, tok, a * (nope + rope) / t, h);
+        }
+        put(&g[i++], "kv down", 1, down, m->kv_lora_rank + rope, h);
+        put(&g[i++], "kv up", 1, tok, a * (nope + vd) / t, m->kv_lora_rank);
+        q = a * vd;
+    } else {
+        put(&g[i++], "qkv", 1, tok, (q + 2 * kvd) / t, h);
+    }
+    put(&g[i++], "attn scores", b * a / t, s, s, dc);
+    put(&g[i++], "attn values", b * a / t, s, dc, s);
+    put(&g[i++], "attn proj", 1, tok, h, q / t);
+    put(&g[i++], "mlp fc1", 1, tok, f_in, h);
+    put(&g[i++], "mlp fc2", 1, tok, h, f / t);
+    memcpy(out, g, (size_t)i * sizeof g[0]);
+    *n = (size_t)i;
     return 0;
 }

@@ -100,7 +100,8 @@ double pp__stage_params_of(const pp_model *m, const pp_parallel *p,
     /* The MTP modules and, for them, a copy of the word table. */
     if (stage == p->pp - 1 && m->mtp_layers)
         ends += pp__mtp_params(m, NULL) + (double)m->vocab * (double)m->hidden;
-    return (layers * pp__layer_params(m) + ends) / tp;
+    return (layers * pp__layer_params(m) + ends) / tp +
+           pp__attn_replicated_extra(m, layers, tp);
 }
 
 /* Activations of one layer, one micro-batch, in bytes, with 2-byte
@@ -126,6 +127,22 @@ static double act_layer(const pp_model *m, const pp_parallel *p,
      * and 8 s b h, split) are halved. */
     double rep = 10.0, split = 24.0;
     if (p->dtype == PP_PREC_FP8) rep -= 2.0, split -= 5.0;
+    /* Multi-head latent attention keeps Q, K, V and the core's output at
+     * their own widths (2 bytes each, split over t by heads) where the
+     * 34 count 8 (four of h), and its latents: each down projection's
+     * output (its norm's saved input) and its norm's output (the up
+     * projection's saved input), computed on s/t tokens with sp, whole
+     * on every rank without. */
+    if (pp_model_is_mla(m)) {
+        pp_attn_shape at;
+        pp_model_attn_shape(m, &at);
+        split += 2.0 * (at.q + at.k + at.v + at.o) / h - 8.0;
+        double lat = 2.0 * (2.0 * at.q_rank + 2.0 * at.kv_rank + at.rope) / h;
+        if (sp)
+            split += lat;
+        else
+            rep += lat;
+    }
     /* The attention core's 5 a s^2 b (/t); FlashAttention (Dao et al.
      * 2022, sec. 3.1) stores no s x s matrix, only the softmax's fp32
      * log-sum-exp per row, 4 s b a / t bytes, and regenerates its
@@ -164,7 +181,9 @@ static double act_layer(const pp_model *m, const pp_parallel *p,
  * moe_act frees the routed experts' activation output, fc2's saved input
  * (the 8 of them, scaled by k fe / 4h); mlp a dense MLP's 15; shared
  * experts their 15 scaled by shared fe / 4h; moe the MoE block's (routed
- * and shared) and its dispatched copies of the input, 2 top_k cf. */
+ * and shared) and its dispatched copies of the input, 2 top_k cf;
+ * mla_up_proj MLA's Q, K and V (act_layer's widths), which its checkpoint
+ * frees once the core has run. */
 static double recompute_freed(const pp_model *m, const pp_parallel *p) {
     if (!p->recompute_mods || p->recompute == PP_RECOMPUTE_FULL) return 0;
     uint8_t r = p->recompute_mods;
@@ -175,6 +194,11 @@ static double recompute_freed(const pp_model *m, const pp_parallel *p) {
     double moe = (double)pp_model_moe_layers(m) / (double)m->layers;
     double freed = 0;
     if (r & PP_RECOMP_LAYERNORM) freed += 2.0 * el * sbh / (sp ? t : 1.0);
+    if (r & PP_RECOMP_MLA_UP) {
+        pp_attn_shape at;
+        pp_model_attn_shape(m, &at);
+        freed += 2.0 * (at.q + at.k + at.v) / h * sbh / t;
+    }
     if (r & PP_RECOMP_MLP) freed += (1.0 - moe) * mlp * sbh / t;
     if (moe > 0) {
         double fe = (double)m->expert_ffn_hidden;

@@ -51,20 +51,67 @@ double pp_model_window_share(const pp_model *m) {
     return (l - (double)(m->layers / m->window_skip)) / l;
 }
 
+bool pp_model_is_mla(const pp_model *m) {
+    return m->kv_lora_rank > 0;
+}
+
+/* MLA (DeepSeek-V2 sec. 2.1, Megatron-core's MLASelfAttention): Q from
+ * h through a q_rank latent (linear_q_down_proj, q_layernorm,
+ * linear_q_up_proj) or straight (linear_q_proj); K's and V's non-rotary
+ * parts from a kv_rank latent (linear_kv_down_proj, which also gives the
+ * shared rotary key, kv_layernorm, linear_kv_up_proj); the output
+ * projection from heads x v_head_dim.  DeepSeek-V3's shape gives
+ * 187,107,328 weights a layer (with both latent norms), as its
+ * checkpoint's q_a_proj, q_a_layernorm, q_b_proj, kv_a_proj_with_mqa,
+ * kv_a_layernorm, kv_b_proj and o_proj hold. */
+void pp_model_attn_shape(const pp_model *m, pp_attn_shape *out) {
+    pp_attn_shape a;
+    memset(&a, 0, sizeof a);
+    double h = (double)m->hidden, heads = (double)m->heads;
+    if (pp_model_is_mla(m)) {
+        double qk = (double)(m->qk_nope_head_dim + m->qk_rope_head_dim);
+        a.mla = true;
+        a.q_rank = (double)m->q_lora_rank;
+        a.kv_rank = (double)m->kv_lora_rank;
+        a.rope = (double)m->qk_rope_head_dim;
+        a.q = a.k = heads * qk;
+        a.v = a.o = heads * (double)m->v_head_dim;
+        double kv_up = heads * (double)(m->qk_nope_head_dim + m->v_head_dim);
+        a.up = (a.q_rank > 0 ? a.q_rank : h) * a.q + a.kv_rank * kv_up;
+        a.split = a.up + a.o * h;
+        a.replicated = h * (a.q_rank + a.kv_rank + a.rope);
+        a.matrices = a.split + a.replicated;
+        a.replicated += a.q_rank + a.kv_rank; /* the latents' norms */
+        if (m->bias) a.split += a.q + kv_up + h;
+    } else {
+        double d = pp_model_kv_channels(m);
+        a.q = a.o = heads * d;
+        a.k = a.v = (double)m->kv_heads * d;
+        a.split = a.matrices = h * (a.q + a.k + a.v) + a.o * h;
+        /* QKV and output-projection biases */
+        if (m->bias) a.split += (a.q + a.k + a.v) + h;
+    }
+    *out = a;
+}
+
+double pp__attn_replicated_extra(const pp_model *m, double layers, double tp) {
+    if (!pp_model_is_mla(m) || tp <= 1) return 0;
+    pp_attn_shape at;
+    pp_model_attn_shape(m, &at);
+    return layers * at.replicated * (1.0 - 1.0 / tp);
+}
+
 double pp__layer_params(const pp_model *m) {
     double h = (double)m->hidden;
     double f = (double)m->ffn_hidden;
-    double d = pp_model_kv_channels(m);
-    double q = (double)m->heads * d, kv = (double)m->kv_heads * d;
     bool llama = m->ffn == PP_FFN_SWIGLU;
+    pp_attn_shape at;
+    pp_model_attn_shape(m, &at);
 
-    double attn = h * (q + 2.0 * kv) + q * h;
+    double attn = at.split + at.replicated;
     double mlp = llama ? 3.0 * h * f : 2.0 * h * f;
     double norms = llama ? 2.0 * h : 4.0 * h;
-    if (m->bias) {
-        attn += (q + 2.0 * kv) + h; /* QKV and output-projection biases */
-        mlp += (llama ? 2.0 * f : f) + h;
-    }
+    if (m->bias) mlp += (llama ? 2.0 * f : f) + h;
     return attn + mlp + norms;
 }
 
@@ -202,7 +249,45 @@ static int moe_check(const pp_model *m, const pp_where *w, pp_error *e) {
     return 0;
 }
 
+/* The MLA keys, once heads and kv_heads are known good. */
+static int mla_check(const pp_model *m, const pp_where *w, pp_error *e) {
+    if (!pp_model_is_mla(m)) {
+        const char *k = m->q_lora_rank        ? "q_lora_rank"
+                        : m->qk_nope_head_dim ? "qk_nope_head_dim"
+                        : m->qk_rope_head_dim ? "qk_rope_head_dim"
+                        : m->v_head_dim       ? "v_head_dim"
+                                              : NULL;
+        if (k)
+            return model_bad(w, e, k,
+                             "is a multi-head latent attention key, but the "
+                             "model has no kv_lora_rank (set it)");
+        return 0;
+    }
+    const char *need = m->qk_nope_head_dim < 1   ? "qk_nope_head_dim"
+                       : m->qk_rope_head_dim < 1 ? "qk_rope_head_dim"
+                       : m->v_head_dim < 1       ? "v_head_dim"
+                                                 : NULL;
+    if (need)
+        return model_bad(w, e, need,
+                         "missing: multi-head latent attention (kv_lora_rank "
+                         "%lld) needs qk_nope_head_dim, qk_rope_head_dim and "
+                         "v_head_dim",
+                         (long long)m->kv_lora_rank);
+    if (m->kv_heads != m->heads)
+        return model_bad(w, e, "kv_heads",
+                         "multi-head latent attention projects a K and a V "
+                         "per head: expected heads (%lld), got %lld",
+                         (long long)m->heads, (long long)m->kv_heads);
+    if (m->kv_channels)
+        return model_bad(w, e, "kv_channels",
+                         "not used with multi-head latent attention (its "
+                         "widths are qk_nope_head_dim, qk_rope_head_dim and "
+                         "v_head_dim)");
+    return 0;
+}
+
 static int model_check(const pp_model *m, const pp_where *w, pp_error *e) {
+    int rc;
     if (m->arch == PP_ARCH_GENERIC) {
         if (!(m->params > 0))
             return model_bad(w, e, "params", "expected a positive count");
@@ -237,6 +322,7 @@ static int model_check(const pp_model *m, const pp_where *w, pp_error *e) {
     if (m->heads % m->kv_heads != 0)
         return model_bad(w, e, "kv_heads", "%lld does not divide heads (%lld)",
                          (long long)m->kv_heads, (long long)m->heads);
+    if ((rc = mla_check(m, w, e)) < 0) return rc;
     if (m->mtp_layers < 0 || m->mtp_layers > PP_MTP_MAX)
         return model_bad(w, e, "mtp_layers", "expected 0 to %d, got %lld",
                          PP_MTP_MAX, (long long)m->mtp_layers);
@@ -268,6 +354,12 @@ static void model_defaults(pp_model *m) {
 /* Fills the defaults that depend on other fields (kv_heads = heads,
  * ffn_hidden = 4h), for fields still 0. */
 static void model_derive(pp_model *m) {
+    if (pp_model_is_mla(m)) {
+        if (m->kv_heads == 0) m->kv_heads = m->heads;
+        if (m->head_dim == 0)
+            m->head_dim =
+                (m->qk_nope_head_dim + m->qk_rope_head_dim + m->v_head_dim) / 2;
+    }
     if (m->kv_heads == 0) m->kv_heads = m->heads;
     if (m->ffn_hidden == 0) m->ffn_hidden = 4 * m->hidden;
     if (m->experts > 0) {
@@ -324,13 +416,19 @@ int pp_model_from_node(pp_node *map, const char *path, pp_model *out,
                     {"expert_ffn_hidden", PP_OPTIONAL, &m.expert_ffn_hidden},
                     {"moe_layer_freq", PP_OPTIONAL, &m.moe_layer_freq},
                     {"expert_groups", PP_OPTIONAL, &m.expert_groups},
-                    {"group_top_k", PP_OPTIONAL, &m.group_top_k}};
+                    {"group_top_k", PP_OPTIONAL, &m.group_top_k},
+                    {"kv_lora_rank", PP_OPTIONAL, &m.kv_lora_rank},
+                    {"qk_nope_head_dim", PP_OPTIONAL, &m.qk_nope_head_dim},
+                    {"qk_rope_head_dim", PP_OPTIONAL, &m.qk_rope_head_dim},
+                    {"v_head_dim", PP_OPTIONAL, &m.v_head_dim}};
         for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
             if ((rc = pp_map_int(map, path, ints[i].key, ints[i].flags, 1,
                                  PP_MODEL_DIM_MAX, ints[i].dst, e)) < 0)
                 return rc;
-        /* These three may be 0. */
-        if ((rc = pp_map_int(map, path, "shared_experts", PP_OPTIONAL, 0,
+        /* These may be 0. */
+        if ((rc = pp_map_int(map, path, "q_lora_rank", PP_OPTIONAL, 0,
+                             PP_MODEL_DIM_MAX, &m.q_lora_rank, e)) < 0 ||
+            (rc = pp_map_int(map, path, "shared_experts", PP_OPTIONAL, 0,
                              PP_MODEL_DIM_MAX, &m.shared_experts, e)) < 0 ||
             (rc = pp_map_int(map, path, "first_dense_layers", PP_OPTIONAL, 0,
                              PP_MODEL_DIM_MAX, &m.first_dense_layers, e)) < 0 ||
@@ -420,6 +518,11 @@ static const char *const inline_keys[] = {"layers",
                                           "kv_channels",
                                           "window",
                                           "window_skip",
+                                          "q_lora_rank",
+                                          "kv_lora_rank",
+                                          "qk_nope_head_dim",
+                                          "qk_rope_head_dim",
+                                          "v_head_dim",
                                           NULL};
 
 enum {
@@ -447,7 +550,12 @@ enum {
     I_MTP,
     I_KV_CHANNELS,
     I_WINDOW,
-    I_WINDOW_SKIP
+    I_WINDOW_SKIP,
+    I_Q_LORA,
+    I_KV_LORA,
+    I_QK_NOPE,
+    I_QK_ROPE,
+    I_V_HEAD
 };
 
 static int inline_value(void *ctx, int k, const char *val, pp_error *e) {
@@ -481,6 +589,17 @@ static int inline_value(void *ctx, int k, const char *val, pp_error *e) {
                                 "%skv_channels: expected a positive integer, "
                                 "got \"%.100s\"",
                                 pre, val);
+        return 0;
+    }
+    if (k >= I_Q_LORA && k <= I_V_HEAD) {
+        int64_t *mla[] = {&m->q_lora_rank, &m->kv_lora_rank,
+                          &m->qk_nope_head_dim, &m->qk_rope_head_dim,
+                          &m->v_head_dim};
+        int64_t lo = k == I_Q_LORA ? 0 : 1;
+        if (pp_parse_i64(val, lo, PP_MODEL_DIM_MAX, mla[k - I_Q_LORA]) < 0)
+            return pp_error_set(
+                e, PP_EINPUT, "%s%s: expected a%s integer, got \"%.100s\"", pre,
+                inline_keys[k], lo ? " positive" : " non-negative", val);
         return 0;
     }
     if (k == I_WINDOW || k == I_WINDOW_SKIP) {

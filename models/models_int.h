@@ -10,6 +10,9 @@
 /* Parameters of one transformer layer (attention, MLP, norms, biases).
  * The counting conventions are in model.c, next to pp_model_params. */
 double pp__layer_params(const pp_model *m);
+/* What `layers` layers' replicated attention weights (MLA's down
+ * projections and latent norms) add per GPU to a count divided by tp. */
+double pp__attn_replicated_extra(const pp_model *m, double layers, double tp);
 
 /* Parameters of the input embedding: the word table V*h, plus the learned
  * position table s*h for GPT-style (GeLU) models; LLaMA-style (SwiGLU)

@@ -192,13 +192,14 @@ double pp__stage_params_moe(const pp_model *m, const pp_parallel *p,
     /* The stage's layers chunk by chunk: with vp > 1 they are not one
      * run of the model (chunk c holds virtual stage c pp + stage), and
      * which of them are dense (DeepSeek-V3's first three) depends on it. */
-    double all = 0, routed = 0;
+    double all = 0, routed = 0, nl = 0;
     int64_t chunks = p->pp > 1 ? p->vp : 1;
     for (int64_t c = 0; c < chunks; c++) {
         int64_t v = c * p->pp + stage;
         int64_t first = p->pp > 1 ? pp_parallel_chunk_first(p, m, v) : 0;
         int64_t n = p->pp > 1 ? pp_parallel_chunk_layers(p, m, v) : m->layers;
         all += pp__layers_params(m, first, n);
+        nl += (double)n;
         for (int64_t i = first; i < first + n; i++)
             routed += pp__expert_params_at(m, i);
     }
@@ -213,12 +214,14 @@ double pp__stage_params_moe(const pp_model *m, const pp_parallel *p,
         double mr, mall = pp__mtp_params(m, &mr);
         all += mall;
         routed += mr;
+        nl += (double)m->mtp_layers;
         if (p->pp > 1) ends += (double)m->vocab * (double)m->hidden;
     }
     double ep = p->ep > 1 ? (double)p->ep : 1.0;
     double mine = routed / (ep * (double)pp_parallel_etp(p));
     if (experts) *experts = mine;
-    return (all - routed + ends) / (double)p->tp + mine;
+    return (all - routed + ends) / (double)p->tp + mine +
+           pp__attn_replicated_extra(m, nl, (double)p->tp);
 }
 
 double pp__moe_shard(const pp_model *m, const pp_parallel *p, int64_t stage) {

@@ -110,13 +110,12 @@ int pp_graphs_parse(const char *val, uint8_t *out, pp_error *e) {
     return 0;
 }
 
-/* Megatron-core's recompute modules (TransformerConfig.recompute_modules)
- * that podplan prices, in its order: core_attn is recompute=selective,
- * the others PP_RECOMP_* bits 1 << (i - 1).  The rest of Megatron-core's
- * list is refused by name rather than silently ignored. */
+/* Megatron-core's recompute modules (TransformerConfig.recompute_modules),
+ * all of which podplan prices, in its order: core_attn is
+ * recompute=selective, the others PP_RECOMP_* bits 1 << (i - 1). */
 static const char *const recomp_modules[] = {
-    "core_attn", "layernorm", "moe_act", "mlp", "moe", "shared_experts", NULL};
-static const char *const recomp_unpriced[] = {"mla_up_proj", NULL};
+    "core_attn", "layernorm",      "moe_act",     "mlp",
+    "moe",       "shared_experts", "mla_up_proj", NULL};
 
 char *pp_recompute_list(pp_recompute r, uint8_t mods, const char *sep,
                         const char *quote, char *buf, size_t len) {
@@ -154,19 +153,12 @@ int pp_recompute_parse(const char *val, pp_recompute *r, uint8_t *mods,
     for (;;) {
         size_t n = strcspn(s, "+");
         int i = word_index(recomp_modules, s, n);
-        int j = word_index(recomp_unpriced, s, n);
-        if (!recomp_modules[i] && recomp_unpriced[j])
-            return pp_error_set(e, PP_EINPUT,
-                                "module %s is Megatron-core's but podplan "
-                                "does not price it (podplan models MLA as "
-                                "plain attention), got \"%.100s\"",
-                                recomp_unpriced[j], val);
         if (!recomp_modules[i] || seen & (1u << i))
             return pp_error_set(e, PP_EINPUT,
                                 "expected full, selective, none or modules "
                                 "joined by '+' (core_attn, layernorm, "
-                                "moe_act, mlp, moe, shared_experts), each "
-                                "once, got \"%.100s\"",
+                                "moe_act, mlp, moe, shared_experts, "
+                                "mla_up_proj), each once, got \"%.100s\"",
                                 val);
         seen |= 1u << i;
         if (!s[n]) break;

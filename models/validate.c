@@ -108,7 +108,8 @@ static int a2a_check(const pp_parallel *p, const pp_model *m, const char *pre,
 /* Recompute modules where Megatron-core has them: with selective
  * granularity (not full), on a transformer's layers, the MoE modules on a
  * model with MoE layers (shared_experts with shared experts), mlp where
- * some layer is dense, moe not beside the parts it recomputes anyway. */
+ * some layer is dense, mla_up_proj on MLA, moe not beside the parts it
+ * recomputes anyway. */
 int pp_recompute_check(const pp_model *m, pp_recompute rc, uint8_t r,
                        pp_error *e) {
     if (!r) return 0;
@@ -140,6 +141,12 @@ int pp_recompute_check(const pp_model *m, pp_recompute rc, uint8_t r,
                             "recompute: mlp recomputes a dense layer's MLP, "
                             "but every layer of %s is MoE (moe recomputes "
                             "an MoE block)",
+                            m->name);
+    if (r & PP_RECOMP_MLA_UP && !pp_model_is_mla(m))
+        return pp_error_set(e, PP_EINPUT,
+                            "recompute: mla_up_proj recomputes multi-head "
+                            "latent attention's up projections, but model "
+                            "%s has no kv_lora_rank",
                             m->name);
     /* The MoE block's recomputation runs its activation and its shared
      * experts again too. */

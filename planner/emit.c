@@ -358,15 +358,16 @@ static void yaml_value(FILE *fp, json_t *v, int indent) {
 static void short_layout(const pp_plan *p, const pp_plan_candidate *c, char *b,
                          size_t len) {
     static const char *const rc[] = {"none", "sel", "full"};
-    /* Recompute modules (pinned) as attn, ln, act, mlp, moe and shr
-     * (shared experts) joined by '+'. */
+    /* Recompute modules as attn, ln, act, mlp, moe, shr (shared experts)
+     * and up (MLA's up projections) joined by '+'. */
     char mods[40] = "";
     if (c->par.recompute_mods) {
-        static const char *const ab[] = {"ln", "act", "mlp", "moe", "shr"};
+        static const char *const ab[] = {"ln",  "act", "mlp",
+                                         "moe", "shr", "up"};
         size_t k = 0;
         if (c->par.recompute == PP_RECOMPUTE_SELECTIVE)
             k += (size_t)snprintf(mods, sizeof mods, "attn");
-        for (int i = 0; i < 5; i++)
+        for (int i = 0; i < 6; i++)
             if (c->par.recompute_mods & (1u << i) && k < sizeof mods)
                 k += (size_t)snprintf(mods + k, sizeof mods - k, "%s%s",
                                       k ? "+" : "", ab[i]);

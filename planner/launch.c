@@ -110,6 +110,26 @@ static int64_t ffn_of(const pp_model *m) {
     return m->ffn_hidden > 0 ? m->ffn_hidden : 4 * m->hidden;
 }
 
+/* Multi-head latent attention's MLATransformerConfig fields, one per
+ * line (NeMo's YAML: "  key: value"; NeMo 2.0: "    key=value,"). */
+static void mla_fields(FILE *fp, const pp_model *m, const char *ind,
+                       const char *eq, const char *end, const char *yes) {
+    fprintf(fp, "%smulti_latent_attention%s%s%s\n", ind, eq, yes, end);
+    fprintf(fp, "%sqk_layernorm%s%s%s\n", ind, eq, yes, end);
+    const struct {
+        const char *key;
+        int64_t v;
+    } f[] = {{"q_lora_rank", m->q_lora_rank},
+             {"kv_lora_rank", m->kv_lora_rank},
+             {"qk_head_dim", m->qk_nope_head_dim},
+             {"qk_pos_emb_head_dim", m->qk_rope_head_dim},
+             {"v_head_dim", m->v_head_dim}};
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
+        if (f[i].v)
+            fprintf(fp, "%s%s%s%lld%s\n", ind, f[i].key, eq, (long long)f[i].v,
+                    end);
+}
+
 /* ------------------------------------------------------------------------
  * Megatron-LM.
  * ---------------------------------------------------------------------- */
@@ -254,6 +274,17 @@ int pp__write_megatron(const pp_plan *p, FILE *fp, pp_error *e) {
         ARG("--num-query-groups %lld", (long long)m->kv_heads);
     }
     if (m->kv_channels) ARG("--kv-channels %lld", (long long)m->kv_channels);
+    if (pp_model_is_mla(m)) {
+        /* --qk-layernorm gives MLA's latents their RMSNorms. */
+        ARG("--multi-latent-attention");
+        ARG("--qk-layernorm");
+        if (m->q_lora_rank)
+            ARG("--q-lora-rank %lld", (long long)m->q_lora_rank);
+        ARG("--kv-lora-rank %lld", (long long)m->kv_lora_rank);
+        ARG("--qk-head-dim %lld", (long long)m->qk_nope_head_dim);
+        ARG("--qk-pos-emb-head-dim %lld", (long long)m->qk_rope_head_dim);
+        ARG("--v-head-dim %lld", (long long)m->v_head_dim);
+    }
     ARG("--seq-length %lld", (long long)m->seq);
     ARG("--max-position-embeddings %lld", (long long)m->seq);
     if (m->ffn == PP_FFN_SWIGLU) {
@@ -404,6 +435,7 @@ int pp__write_nemo(const pp_plan *p, FILE *fp, pp_error *e) {
         fprintf(fp, "  num_query_groups: %lld\n", (long long)m->kv_heads);
     if (m->kv_channels)
         fprintf(fp, "  kv_channels: %lld\n", (long long)m->kv_channels);
+    if (pp_model_is_mla(m)) mla_fields(fp, m, "  ", ": ", "", "true");
     if (m->ffn == PP_FFN_SWIGLU)
         fprintf(fp, "  activation: fast-swiglu\n"
                     "  position_embedding_type: rope\n"
@@ -487,7 +519,11 @@ int pp__write_nemo2(const pp_plan *p, FILE *fp, pp_error *e) {
           "from nemo.collections import llm\n\n",
           fp);
 
-    fputs("config = llm.GPTConfig(\n", fp);
+    /* MLA's fields are MLATransformerConfig's, which NeMo 2.0's
+     * DeepSeekConfig (a GPTConfig) carries. */
+    fputs(pp_model_is_mla(m) ? "config = llm.DeepSeekConfig(\n"
+                             : "config = llm.GPTConfig(\n",
+          fp);
     fprintf(fp, "    num_layers=%lld,\n", (long long)m->layers);
     if (m->mtp_layers)
         fprintf(fp, "    mtp_num_layers=%lld,\n", (long long)m->mtp_layers);
@@ -497,6 +533,7 @@ int pp__write_nemo2(const pp_plan *p, FILE *fp, pp_error *e) {
     fprintf(fp, "    num_query_groups=%lld,\n", (long long)m->kv_heads);
     if (m->kv_channels)
         fprintf(fp, "    kv_channels=%lld,\n", (long long)m->kv_channels);
+    if (pp_model_is_mla(m)) mla_fields(fp, m, "    ", "=", ",", "True");
     fprintf(fp, "    seq_length=%lld,\n", (long long)m->seq);
     if (m->ffn == PP_FFN_SWIGLU)
         fputs("    gated_linear_unit=True,\n"

@@ -58,10 +58,11 @@ typedef struct pp__space {
     pp_fp8 fp8_recipe; /* the stack's FP8 recipe (fp8.recipe) */
     bool mxfp8;        /* the GPU runs MXFP8 GEMMs */
     uint32_t recompute_mask;
+    const char *stack; /* its name, for messages */
     int zero_max;
     /* The recompute module sets a candidate may carry (PP_RECOMP_* sets,
      * 0 first): pp__space_recompute_menu fills them once. */
-    uint8_t recompute_menu[8];
+    uint8_t recompute_menu[12];
     size_t n_recompute_menu;
 } pp__space;
 

@@ -521,6 +521,7 @@ int pp_plan_search(const pp_model *m, const pp_cluster *c,
         .mxfp8 = plan->profile.mxfp8,
         .recompute_mask =
             plan->profile.stack_default ? 0 : plan->profile.sw.recompute,
+        .stack = plan->profile.stack,
         .zero_max = plan->profile.stack_default || !plan->profile.stack[0]
                         ? -1
                         : plan->profile.sw.zero_max,

@@ -158,7 +158,8 @@ static int walk_zero(const pp__space *s, pp_parallel *p, pp__space_fn fn,
  * offers them, for an MoE model the sets NVIDIA's MoE presets and
  * Megatron Bridge's guide start from (the norms, the experts'
  * activation, both, the MoE block), for a dense one the norms, the MLP
- * and both: between recomputing nothing and the whole layer, what a
+ * and both, and under MLA its up projections with them: between
+ * recomputing nothing and the whole layer, what a
  * layout that almost fits needs.  A set costs the walk a memory check
  * where a set with one module fewer fits (visit_fn rejects it, cheaply),
  * an estimate only where none does. */
@@ -170,11 +171,19 @@ void pp__space_recompute_menu(pp__space *s) {
         s->n_recompute_menu = 1;
         return;
     }
-    static const uint8_t moe[] = {PP_RECOMP_LAYERNORM, PP_RECOMP_MOE_ACT,
-                                  PP_RECOMP_LAYERNORM | PP_RECOMP_MOE_ACT,
-                                  PP_RECOMP_MOE, 0};
-    static const uint8_t dense[] = {PP_RECOMP_LAYERNORM, PP_RECOMP_MLP,
-                                    PP_RECOMP_LAYERNORM | PP_RECOMP_MLP, 0};
+    /* Under MLA (pp_recompute_check drops these elsewhere) also its up
+     * projections, alone and beside the norms (DeepSeek-V3's own choice,
+     * report sec. 3.2.3) and the experts' activation. */
+    enum {
+        UP = PP_RECOMP_MLA_UP,
+        LN = PP_RECOMP_LAYERNORM,
+        ACT = PP_RECOMP_MOE_ACT
+    };
+    static const uint8_t moe[] = {
+        LN, ACT,     LN | ACT,      PP_RECOMP_MOE, /* MLA: */
+        UP, UP | LN, UP | LN | ACT, 0};
+    static const uint8_t dense[] = {LN, PP_RECOMP_MLP, LN | PP_RECOMP_MLP,
+                                    UP, UP | LN,       0};
     const uint8_t *sets = pp_model_is_moe(s->m) ? moe : dense;
     uint8_t offered = (uint8_t)(s->recompute_mask >> PP_STACK_RECOMP_MOD);
     size_t n = 0;
@@ -721,6 +730,23 @@ int pp__space_check_pins(const pp__space *s, pp_error *e) {
         pp_error_prefix(e, "--fix");
         if (e) e->code = PP_EUSAGE;
         return PP_EUSAGE;
+    }
+    /* Pinned modules the stack does not run (simulate's
+     * pp_cli_check_stack refuses them the same way). */
+    uint32_t pmods = x[PP_PLAN_DIM_RECOMPUTE]
+                         ? (uint32_t)pp__pin_mods(v[PP_PLAN_DIM_RECOMPUTE])
+                               << PP_STACK_RECOMP_MOD
+                         : 0;
+    if (pmods && s->recompute_mask && (s->recompute_mask & pmods) != pmods) {
+        char rc[64];
+        return pp_error_set(
+            e, PP_EUSAGE,
+            "--fix recompute=%s: stack %s does not run these modules (its "
+            "recompute: lists what it runs; nemo-2025 runs Megatron-core's)",
+            pp_recompute_format(pp__pin_recompute(v[PP_PLAN_DIM_RECOMPUTE]),
+                                pp__pin_mods(v[PP_PLAN_DIM_RECOMPUTE]), rc,
+                                sizeof rc),
+            s->stack ? s->stack : "?");
     }
     if (x[PP_PLAN_DIM_ZERO] && v[PP_PLAN_DIM_ZERO] > 1 &&
         (s->target == PP_PLAN_TARGET_MEGATRON ||

@@ -48,13 +48,17 @@ static void test_mtp_flops(void **state) {
                want + 2 * B * s * (layer + core + 2 * h * h), 1e-12);
 
     /* DeepSeek-V3: the module's layer is an MoE layer (the last layer's
-     * kind): 8 routed + 1 shared experts of 2048, the router. */
+     * kind): MLA's projections (q down 7168 x 1536, q up 1536 x 128 x
+     * 192, kv down 7168 x 576, kv up 512 x 128 x 256, out 128 x 128 x
+     * 7168), 8 routed + 1 shared experts of 2048, the router. */
     pp_model ds = load("deepseek-v3"), ds0 = ds;
     ds0.mtp_layers = 0;
     assert_int_equal(pp_flops_count(&ds, 1, PP_RECOMPUTE_NONE, &fb, &e), 0);
     assert_int_equal(pp_flops_count(&ds0, 1, PP_RECOMPUTE_NONE, &fa, &e), 0);
     h = 7168, s = 4096, V = 129280;
-    double moe = 4 * h * h + 256 * h + 9 * 3 * h * 2048;
+    double mla =
+        h * 1536 + 1536 * 128 * 192 + h * 576 + 512 * 128 * 256 + 128 * 128 * h;
+    double moe = mla + 256 * h + 9 * 3 * h * 2048;
     core = 2 * s * 128 * 160;
     assert_rel(fb.model - fa.model, 6 * s * (moe + core + h * V + 2 * h * h),
                1e-12);

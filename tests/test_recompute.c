@@ -65,10 +65,10 @@ static void test_spec(void **state) {
     struct {
         const char *spec, *want;
     } bad[] = {
-        {"dp=8,recompute=layernorm+mla_up_proj",
-         "--parallel: recompute: module mla_up_proj is Megatron-core's but "
-         "podplan does not price it (podplan models MLA as plain "
-         "attention)"},
+        {"dp=8,recompute=layernorm+mla_up",
+         "--parallel: recompute: expected full, selective, none or modules "
+         "joined by '+' (core_attn, layernorm, moe_act, mlp, moe, "
+         "shared_experts, mla_up_proj)"},
         {"dp=8,recompute=moe_act+moe_act", "each once"},
         {"dp=8,recompute=full+layernorm", "expected full, selective, none or "
                                           "modules joined by '+'"},
@@ -103,6 +103,9 @@ static void test_spec(void **state) {
          "moe recomputes the whole MoE block, shared_experts with it"},
         {"qwen3-30b-a3b", "tp=1,dp=8,ep=8,recompute=moe_act+moe",
          "moe recomputes the whole MoE block, moe_act with it"},
+        {"qwen3-30b-a3b", "tp=1,dp=8,ep=8,recompute=mla_up_proj",
+         "mla_up_proj recomputes multi-head latent attention's up "
+         "projections, but model qwen3-30b-a3b has no kv_lora_rank"},
     };
     for (size_t i = 0; i < sizeof inval / sizeof inval[0]; i++) {
         pp_model m = load(inval[i].model);
@@ -487,8 +490,9 @@ static void test_plan(void **state) {
         {"--model llama3-8b --fix recompute=layernorm --format deepspeed",
          "--fix recompute=layernorm: DeepSpeed checkpoints whole layers"},
         {"--model llama3-8b --fix recompute=mla_up_proj",
-         "--fix: recompute: module mla_up_proj is Megatron-core's but "
-         "podplan does not price it"},
+         "--fix: recompute: mla_up_proj recomputes multi-head latent "
+         "attention's up projections, but model llama3-8b has no "
+         "kv_lora_rank"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         cli_result r;

@@ -43,6 +43,16 @@ typedef struct pp_model {
      * heads.  Qwen3's are wider than hidden (64 x 128 against 4096).
      * The core takes it too unless head_dim says otherwise. */
     int64_t kv_channels;
+    /* Multi-head latent attention (DeepSeek-V2, arXiv:2405.04434 sec.
+     * 2.1; Megatron-core's MLASelfAttention), on when kv_lora_rank > 0:
+     * K and V are projected up from a kv_lora_rank-wide latent (beside a
+     * qk_rope_head_dim-wide rotary key shared by the heads), Q from a
+     * q_lora_rank-wide one (0: straight from h); Q and K heads are
+     * qk_nope_head_dim + qk_rope_head_dim wide, V heads v_head_dim.
+     * head_dim then defaults to the core's mean width, (qk + v) / 2, and
+     * kv_heads is heads. */
+    int64_t q_lora_rank, kv_lora_rank;
+    int64_t qk_nope_head_dim, qk_rope_head_dim, v_head_dim;
     int64_t seq;        /* s */
     int64_t vocab;      /* V */
     int64_t ffn_hidden; /* default 4h */
@@ -90,6 +100,26 @@ typedef struct pp_model {
     double params;           /* generic: parameter count */
     double flops_per_sample; /* generic: forward FLOPs per sample */
 } pp_model;
+
+/* The attention sublayer's linear layers, per layer (models/model.c):
+ * the widths per token of Q, K, V and of the output projection's input;
+ * under MLA the latents'; and the weights, `split` those Megatron splits
+ * over tensor parallelism (the column- and row-parallel projections),
+ * `replicated` the rest (MLA's down projections and latent norms, which
+ * Megatron-core runs as TELinear on every TP rank), biases as the
+ * model's bias key says; `matrices` the weights of the matrices alone
+ * (what a token's forward multiplies, 2 FLOPs each), `up` those of MLA's
+ * up projections (what recompute=mla_up_proj runs again).  The layer
+ * norms are not in it. */
+typedef struct pp_attn_shape {
+    bool mla;
+    double q, k, v, o;
+    double q_rank, kv_rank, rope; /* MLA; q_rank 0: Q straight from h */
+    double split, replicated, matrices, up;
+} pp_attn_shape;
+void pp_model_attn_shape(const pp_model *m, pp_attn_shape *out);
+/* Whether m's attention is multi-head latent attention. */
+bool pp_model_is_mla(const pp_model *m);
 
 /* The share of m's layers that attend in a window (0 without one). */
 double pp_model_window_share(const pp_model *m);
@@ -271,7 +301,8 @@ enum {
     PP_RECOMP_MOE_ACT = 2,   /* the routed experts' activation output */
     PP_RECOMP_MLP = 4,       /* a dense layer's MLP, from its input */
     PP_RECOMP_MOE = 8,       /* an MoE layer's MoE block, from its input */
-    PP_RECOMP_SHARED = 16    /* an MoE layer's shared experts */
+    PP_RECOMP_SHARED = 16,   /* an MoE layer's shared experts */
+    PP_RECOMP_MLA_UP = 32    /* MLA's up projections and RoPE (Q, K, V) */
 };
 
 /* The recompute= value of a base and its modules ("none", "selective",
@@ -374,8 +405,9 @@ int pp_flops_closed(const pp_model *m, int64_t batch, pp_recompute r,
 int pp_flops_count(const pp_model *m, int64_t batch, pp_recompute r,
                    pp_flops *out, pp_error *e);
 /* The hardware FLOPs recompute modules add to pp_flops_count's total
- * (PP_RECOMP_*: the GEMMs of the dense MLPs, MoE blocks or shared experts
- * run again; the norms and activations have none); 0 for a generic
+ * (PP_RECOMP_*: the GEMMs of the dense MLPs, MoE blocks, shared experts
+ * or MLA's up projections run again; the norms and activations have
+ * none); 0 for a generic
  * model or no such module. */
 double pp_flops_recompute_mods(const pp_model *m, int64_t batch, uint8_t mods);
 
@@ -481,10 +513,13 @@ typedef struct pp_gemm_shape {
 } pp_gemm_shape;
 
 /* Fills out[0..*n-1] with the forward GEMMs of one layer of transformer
- * model m under layout p (tp and mbs used; sequence parallelism changes
- * no GEMM shape): qkv, attn scores, attn values, attn proj, mlp fc1,
- * mlp fc2.  Returns PP_EINVAL for a generic model, PP_ERANGE when max is
- * too small (6 suffice); outputs are untouched on failure. */
+ * model m under layout p (tp, mbs, and sp for MLA's down projections):
+ * qkv, attn scores, attn values, attn proj, mlp fc1, mlp fc2; under
+ * multi-head latent attention q down, q up (or q), kv down and kv up in
+ * place of qkv.  Returns PP_EINVAL for a generic model, PP_ERANGE when
+ * max is too small (PP_LAYER_GEMMS_MAX suffice); outputs are untouched
+ * on failure. */
+#define PP_LAYER_GEMMS_MAX 9
 int pp_layer_gemms(const pp_model *m, const pp_parallel *p, pp_gemm_shape *out,
                    size_t max, size_t *n, pp_error *e);
 

@@ -133,7 +133,7 @@ static int read_recompute(pp_node *root, pp_stack *s, pp_error *e) {
             return pp_error_at(e, PP_EINPUT, it, "recompute",
                                "expected full, selective, none or a "
                                "module (layernorm, moe_act, mlp, moe, "
-                               "shared_experts)");
+                               "shared_experts, mla_up_proj)");
         bits |= 1u << v;
     }
     if (!(bits & ((1u << PP_STACK_RECOMP_MOD) - 1)))

@@ -270,6 +270,7 @@ typedef struct dims {
     bool tpc;     /* there is TP communication */
     bool sp;      /* sequence parallel (tp > 1) */
     bool swiglu;
+    bool mla; /* multi-head latent attention: mla.c's projections */
 } dims;
 
 static dims dims_of(const pp__shape *s) {
@@ -289,6 +290,16 @@ static dims dims_of(const pp__shape *s) {
     x.q = x.a * x.d;
     x.dc = m->head_dim > 0 ? (double)m->head_dim : x.d;
     x.kvd = (double)(m->kv_heads > 0 ? m->kv_heads : m->heads) * x.d;
+    x.mla = pp_model_is_mla(m);
+    if (x.mla) {
+        /* MLA (mla.c): the output projection takes heads x v_head_dim;
+         * K and V (what context parallelism passes around) are as wide
+         * as kvd twice. */
+        pp_attn_shape at;
+        pp_model_attn_shape(m, &at);
+        x.q = at.o;
+        x.kvd = 0.5 * (at.k + at.v);
+    }
     x.f = (double)(m->ffn_hidden > 0 ? m->ffn_hidden : 4 * m->hidden);
     x.V = (double)m->vocab;
     x.tpc = p->tp > 1;
@@ -465,8 +476,12 @@ void pp__ops_layer_fwd(const pp__shape *s, pp__oplist *l) {
     /* LayerNorm: read 2, write 2 bytes per element (fp32 statistics are
      * per token: negligible). */
     mem(s, l, "layernorm", 4.0 * H);
-    tp_enter_fwd(&x, l);
-    lgemm(s, l, "qkv", x.tok, x.qkv_n, x.h);
+    if (x.mla) {
+        pp__ops_mla_fwd(s, l);
+    } else {
+        tp_enter_fwd(&x, l);
+        lgemm(s, l, "qkv", x.tok, x.qkv_n, x.h);
+    }
     core_fwd(s, &x, l);
     lgemm(s, l, "attn proj", x.tok, x.h, x.q / x.t);
     tp_exit_fwd(&x, l);
@@ -540,10 +555,9 @@ static void ln_recompute(const pp__shape *s, const dims *x, pp__oplist *l,
     if (s->p->dtype == PP_PREC_FP8 && cast > 0) fp8_cast(s, l, 1, cast);
 }
 
-/* The pre-MLP norm before an MoE layer's router (a 16-bit GEMM). */
-void pp__op_ln_recompute(const pp__shape *s, pp__oplist *l) {
+void pp__op_ln_recompute(const pp__shape *s, pp__oplist *l, double cast) {
     dims x = dims_of(s);
-    ln_recompute(s, &x, l, 0);
+    ln_recompute(s, &x, l, cast);
 }
 
 void pp__ops_layer_bwd(const pp__shape *s, pp__oplist *l) {
@@ -595,6 +609,9 @@ void pp__ops_layer_bwd(const pp__shape *s, pp__oplist *l) {
     lgemm_bwd(s, l, "attn proj dgrad", "attn proj wgrad", x.tok, x.h,
               x.q / x.t);
     if (!s->p->flash) mem(s, l, "context permute bwd", 4.0 * x.tok * x.q / x.t);
+    /* recompute=mla_up_proj: Q, K and V again, before the core needs
+     * them (mla.c). */
+    if (x.mla && rm & PP_RECOMP_MLA_UP) pp__ops_mla_up_fwd(s, l);
     /* Selective recomputation (Korthikanti et al. 2022, sec. 4.2): the
      * attention core alone runs again before its backward. */
     if (s->p->recompute == PP_RECOMPUTE_SELECTIVE) core_fwd(s, &x, l);
@@ -613,11 +630,15 @@ void pp__ops_layer_bwd(const pp__shape *s, pp__oplist *l) {
         gemm(s, l, "attn scores dk", x.heads, x.sk, x.dc, x.sq);
     }
     cp_wrap(&x, l, core0, 2.0, "cp ring attention bwd");
-    /* The Q, K and V gradients are concatenated into one tensor. */
-    mem(s, l, "qkv grad concat", 4.0 * x.tok * x.qkv_n);
-    ln_recompute(s, &x, l, x.tok * x.h);
-    lgemm_bwd(s, l, "qkv dgrad", "qkv wgrad", x.tok, x.qkv_n, x.h);
-    tp_exit_bwd(&x, l);
+    if (x.mla) {
+        pp__ops_mla_bwd(s, l);
+    } else {
+        /* The Q, K and V gradients are concatenated into one tensor. */
+        mem(s, l, "qkv grad concat", 4.0 * x.tok * x.qkv_n);
+        ln_recompute(s, &x, l, x.tok * x.h);
+        lgemm_bwd(s, l, "qkv dgrad", "qkv wgrad", x.tok, x.qkv_n, x.h);
+        tp_exit_bwd(&x, l);
+    }
     ln_bwd(s, &x, l);
     pp__op_scope(l, attn0, PP_GRAPH_ATTN);
 
@@ -752,57 +773,4 @@ void pp__ops_mtp_bwd(const pp__shape *s, pp__oplist *l, bool table) {
 void pp__ops_mtp_head_bwd(const pp__shape *s, pp__oplist *l) {
     dims x = dims_of(s);
     head_bwd(s, &x, l);
-}
-
-/* The word table's copy on the last stage, when that is not the first. */
-double pp__mtp_embed_params_gpu(const pp__shape *s) {
-    return s->p->pp > 1 ? pp__embed_params_gpu(s) : 0.0;
-}
-
-/* One module's own parameters on this GPU: the projection (2h x h over
- * t) and the two norms (its layer is counted by pp__layer_params_gpu,
- * its output layer is the head's, the table's copy apart). */
-double pp__mtp_params_gpu(const pp__shape *s) {
-    dims x = dims_of(s);
-    return 2.0 * x.h * x.h / x.t + 2.0 * x.h;
-}
-
-/* Memory-bound (Megatron-LM's multi-tensor apply): the bytes per
- * parameter are the optimizer's step_traffic (models/memory.c). */
-double pp_optimizer_time_s(const pp_gpu_profile *g, pp_optimizer opt,
-                           double params) {
-    return params > 0
-               ? pp_memop_time_s(g, pp_optimizer_bytes_get(opt)->step_traffic *
-                                        params)
-               : 0;
-}
-
-double pp__layer_params_gpu(const pp__shape *s) {
-    if (pp__shape_moe(s)) return pp__moe_layer_params_gpu(s);
-    dims x = dims_of(s);
-    /* Matrices split over t: QKV h x (h + 2 kv d), projection h x h, MLP
-     * h x f (x2 SwiGLU) and f x h, with their biases; the two norms
-     * (2 x 2h) are replicated. */
-    double mats = x.h * (x.q + 2.0 * x.kvd) + x.q * x.h +
-                  x.h * x.f * (x.swiglu ? 3.0 : 2.0);
-    double bias =
-        (x.q + 2.0 * x.kvd) + x.h + x.f * (x.swiglu ? 2.0 : 1.0) + x.h;
-    return (mats + bias) / x.t + 4.0 * x.h;
-}
-
-double pp__embed_params_gpu(const pp__shape *s) {
-    dims x = dims_of(s);
-    double pos = s->m->ffn == PP_FFN_SWIGLU ? 0 : x.sk * x.h;
-    return x.V * x.h / x.t + pos;
-}
-
-/* The final norm and the output projection: its own matrix when untied;
- * when tied, the last stage of a pipeline keeps a copy of the word table
- * (Megatron-LM), whose gradient is reduced over DP like any other (and
- * then with the first stage's); without a pipeline it is the embedding's
- * own table, counted there. */
-double pp__head_params_gpu(const pp__shape *s) {
-    dims x = dims_of(s);
-    bool own = !s->m->tied_embeddings || s->p->pp > 1;
-    return 2.0 * x.h + (own ? x.V * x.h / x.t : 0);
 }

@@ -202,7 +202,7 @@ void pp__ops_moe_bwd(const pp__shape *s, pp__oplist *l) {
     pp__op_scope(l, l->n - 1, PP_GRAPH_MOE_PREPROCESS);
     size_t r0 = l->n;
     /* The pre-MLP norm's output is the router's saved input. */
-    pp__op_ln_recompute(s, l);
+    pp__op_ln_recompute(s, l, 0);
     pp__op_mem(s, l, "router topk bwd", 16.0 * x.tn * x.E);
     gemm_bwd(s, l, "router dgrad", "router wgrad", x.tn, x.E, x.h);
     pp__op_scope(l, r0, PP_GRAPH_MOE_ROUTER);
@@ -216,17 +216,17 @@ static double expert_mlp_params(const pp_model *m, const moe_dims *x) {
     return mlp;
 }
 
-/* Attention and norms as in a dense layer (split over tp; the norms
- * replicated, 4h as compute.c counts them), the router replicated, the
+/* Attention and norms as in a dense layer (split over tp; the norms and
+ * MLA's down projections replicated, 4h as compute.c counts the norms),
+ * the router replicated, the
  * shared experts split over tp, the routed experts over ep x etp. */
 double pp__moe_layer_params_gpu(const pp__shape *s) {
     const pp_model *m = s->m;
     moe_dims x = moe_dims_of(s);
-    double d = pp_model_kv_channels(m), q = (double)m->heads * d;
-    double kvd = (double)m->kv_heads * d;
-    double attn = x.h * (q + 2.0 * kvd) + q * x.h;
-    if (m->bias) attn += (q + 2.0 * kvd) + x.h;
-    return attn / x.t + 4.0 * x.h + pp__moe_block_params_gpu(s);
+    pp_attn_shape at;
+    pp_model_attn_shape(m, &at);
+    return at.split / x.t + at.replicated + 4.0 * x.h +
+           pp__moe_block_params_gpu(s);
 }
 
 /* The MoE block alone: the router, the shared and the local experts. */

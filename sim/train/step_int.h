@@ -95,10 +95,12 @@ void pp__op_glgemm_bwd(const pp__shape *s, pp__oplist *l, const char *dname,
                        double k);
 void pp__op_mem(const pp__shape *s, pp__oplist *l, const char *name,
                 double bytes);
+/* recompute=layernorm's norm, run again in the backward before the
+ * weight gradient of its consumer (nothing without it): an MoE layer's
+ * router (cast 0), MLA's down projections (under FP8 their input is cast
+ * again: `cast` elements). */
+void pp__op_ln_recompute(const pp__shape *s, pp__oplist *l, double cast);
 /* An atomic scatter-add of `bytes` of rows (pp_scatter_add_time_s). */
-/* recompute=layernorm's pre-MLP norm before an MoE layer's router, run
- * again in the backward (nothing without it). */
-void pp__op_ln_recompute(const pp__shape *s, pp__oplist *l);
 void pp__op_scatter_add(const pp__shape *s, pp__oplist *l, const char *name,
                         double bytes);
 void pp__op_comm(pp__oplist *l, const char *name, pp_coll_op op, double bytes,
@@ -162,5 +164,12 @@ typedef struct pp__task {
  * (1F1B or interleaved only). */
 int pp__schedule_tasks(pp_schedule kind, int32_t pp, int32_t p, int32_t vp,
                        int32_t nmb, bool pair, pp__task *tasks, pp_error *e);
+
+/* mla.c: multi-head latent attention's projections, forward (down and
+ * up), the up projections alone (forward and recompute=mla_up_proj), and
+ * backward. */
+void pp__ops_mla_fwd(const pp__shape *s, pp__oplist *l);
+void pp__ops_mla_up_fwd(const pp__shape *s, pp__oplist *l);
+void pp__ops_mla_bwd(const pp__shape *s, pp__oplist *l);
 
 #endif
