@@ -17,7 +17,8 @@
  *            4,032 (sim/train/step_group.c)
  *   ds-vp    DeepSeek-V3 as NVIDIA's H100 preset lays it out (tp 2, pp 8,
  *            vp 4: Et|(tt|)*30mL, dp 128, ep 64, sp, FP8 blockwise,
- *            DeepEP, placement tp,dp,pp, stack nemo-2025), batch 2048
+ *            DeepEP, its recompute of MLA's up projections and the dense
+ *            MLPs, placement tp,dp,pp, stack nemo-2025), batch 2048
  *   ds-vp-a2a  the same with the all-to-all overlap (a2a_overlap=on: the
  *            combined 1F1B schedule, sim/train/step_pair.c), whose
  *            all-to-alls start beside compute instead of between it
@@ -73,7 +74,8 @@ typedef struct bcase {
 #define DS "tp=1,pp=16,dp=128,ep=64,first=3,last=2,mbs=1,zero=1,recompute=full"
 #define DSVP                                                                   \
     "tp=2,pp=8,dp=128,ep=64,etp=1,layout=Et|(tt|)*30mL,mbs=1,gbs=2048,sp=on,"  \
-    "zero=1,dtype=fp8,fp8=blockwise,dispatcher=deepep"
+    "zero=1,dtype=fp8,fp8=blockwise,dispatcher=deepep,recompute=mla_up_proj+"  \
+    "mlp"
 static const bcase cases[] = {
     {"ds-2mb", "deepseek-v3", "dgx-h800-2048", DS ",gbs=256", NULL, NULL},
     {"ds-4mb", "deepseek-v3", "dgx-h800-2048", DS ",gbs=512", NULL, NULL},
