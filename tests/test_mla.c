@@ -251,39 +251,42 @@ static void test_mla_layer_params(void **state) {
     "--cluster dgx-h100-ndr --set node.count=1 --gpus 8 --global-batch 64 "    \
     "--top 0"
 
+/* plan's launch lines for SMALL on one server, with `args`, hold every
+ * one of `needles`. */
+static void plan_has(const char *args, const char *const *needles) {
+    cli_result r;
+    cli_runf(&r, "plan --model " SMALL " " ONE_SERVER " %s", args);
+    assert_int_equal(r.status, 0);
+    for (size_t i = 0; needles[i]; i++) assert_contains(r.out, needles[i]);
+    cli_result_free(&r);
+}
+
 /* Megatron-LM's arguments, NeMo's YAML keys and NeMo 2.0's
  * DeepSeekConfig (MLATransformerConfig's fields; GPTConfig has none). */
 static void test_mla_launch(void **state) {
     (void)state;
-    cli_result r;
-    cli_runf(&r, "plan --model " SMALL " " ONE_SERVER " --format megatron");
-    assert_int_equal(r.status, 0);
-    assert_contains(r.out, "--multi-latent-attention \\\n    --qk-layernorm");
-    assert_contains(r.out, "--q-lora-rank 512");
-    assert_contains(r.out, "--kv-lora-rank 256");
-    assert_contains(r.out, "--qk-head-dim 128");
-    assert_contains(r.out, "--qk-pos-emb-head-dim 64");
-    assert_contains(r.out, "--v-head-dim 128");
-    cli_result_free(&r);
-    cli_runf(&r, "plan --model " SMALL " " ONE_SERVER " --stack nemo-2025 "
-                 "--fix recompute=mla_up_proj --format nemo");
-    assert_int_equal(r.status, 0);
-    assert_contains(r.out, "  multi_latent_attention: true\n");
-    assert_contains(r.out, "  kv_lora_rank: 256\n");
-    assert_contains(r.out, "  recompute_modules: [mla_up_proj]\n");
-    cli_result_free(&r);
-    cli_runf(&r, "plan --model " SMALL " " ONE_SERVER " --stack nemo-2025 "
-                 "--format nemo2");
-    assert_int_equal(r.status, 0);
-    assert_contains(r.out, "config = llm.DeepSeekConfig(\n");
-    assert_contains(r.out, "    q_lora_rank=512,\n");
-    assert_contains(r.out, "    qk_pos_emb_head_dim=64,\n");
-    cli_result_free(&r);
+    static const char *const megatron[] = {
+        "--multi-latent-attention \\\n    --qk-layernorm",
+        "--q-lora-rank 512",
+        "--kv-lora-rank 256",
+        "--qk-head-dim 128",
+        "--qk-pos-emb-head-dim 64",
+        "--v-head-dim 128",
+        NULL};
+    plan_has("--format megatron", megatron);
+    static const char *const nemo[] = {
+        "  multi_latent_attention: true\n", "  kv_lora_rank: 256\n",
+        "  recompute_modules: [mla_up_proj]\n", NULL};
+    plan_has("--stack nemo-2025 --fix recompute=mla_up_proj --format nemo",
+             nemo);
+    static const char *const nemo2[] = {"config = llm.DeepSeekConfig(\n",
+                                        "    q_lora_rank=512,\n",
+                                        "    qk_pos_emb_head_dim=64,\n", NULL};
+    plan_has("--stack nemo-2025 --format nemo2", nemo2);
     /* A stack without the module refuses it. */
     cli_expect(2, "mla_up_proj",
                "plan --model " SMALL " " ONE_SERVER
-               " --stack megatron-core-2024 --fix "
-               "recompute=mla_up_proj");
+               " --stack megatron-core-2024 --fix recompute=mla_up_proj");
 }
 
 /* exec's GEMM list: the four projections in place of QKV. */
