@@ -347,6 +347,27 @@ static int lookup(pp_plan_estimator *x, const pp_parallel *par,
  * attention it overlaps, the excess exposed.  *ep_s is scaled by the
  * share of MoE layers (the layer costs are an MoE layer's).
  * ---------------------------------------------------------------------- */
+/* a2a_overlap (sim/train/step_pair.c): in each MoE layer the four
+ * all-to-alls run one at a time, each beside one cut of the other
+ * micro-batch's compute: the backward's combine gradient beside the
+ * forward's attention (what precedes its dispatch), the forward's
+ * dispatch beside the experts' backward, the backward's dispatch
+ * gradient beside the experts' forward, the forward's combine beside the
+ * backward's attention.  What an all-to-all outlasts its cut is exposed.
+ * l_ep is the layers' mean all-to-all time (cp_ep_layer). */
+static double a2a_exposed(const pp_plan_estimator *x, const pp_layer_cost *lc,
+                          double l_ep) {
+    double n =
+        (double)(lc->ep_fwd_colls + lc->ep_bwd_colls + lc->ep_recompute_colls);
+    double moe = (double)pp_model_moe_layers(x->m) / (double)x->m->layers;
+    if (!(l_ep > 0) || n != 4.0 || !(moe > 0)) return l_ep;
+    double a = l_ep / (n * moe); /* one all-to-all of an MoE layer */
+    double fi = lc->ep_inner_fwd_s, bi = lc->ep_inner_bwd_s;
+    double fo = lc->fwd_s - fi, bo = lc->bwd_s + lc->recompute_s - bi;
+    return moe * (fmax(0.0, a - fo) + fmax(0.0, a - bi) + fmax(0.0, a - fi) +
+                  fmax(0.0, a - bo));
+}
+
 static void cp_ep_layer(const pp_plan_estimator *x, const pp_parallel *p,
                         const pp_layer_cost *lc, double *ep_s, double *cp_s) {
     const pp_model *m = x->m;
@@ -593,10 +614,7 @@ int pp_plan_estimate(pp_plan_estimator *x, const pp_parallel *p, bool overlap,
     /* Work per micro-batch of each kind of stage. */
     double l_ep, l_cp;
     cp_ep_layer(x, p, &ce->lc, &l_ep, &l_cp);
-    /* a2a_overlap: a layer's all-to-alls run beside the other micro-
-     * batch's compute of a layer (sim/train/step_pair.c); what exceeds
-     * it is exposed. */
-    if (p->a2a_overlap) l_ep = fmax(0.0, l_ep - ce->layer_compute);
+    if (p->a2a_overlap) l_ep = a2a_exposed(x, &ce->lc, l_ep);
     double lw = ce->layer_w + l_ep + l_cp, lc = ce->layer_compute;
     /* A layer whose kernels take the host longer to issue than the GPU to
      * run waits for the host (the simulator's host clock, step.c). */

@@ -60,7 +60,6 @@ static const char *pinned_only(pp_plan_dim d) {
     case PP_PLAN_DIM_FP8:
         return "the stack's recipe unless pinned with --fix fp8=...";
     case PP_PLAN_DIM_OFFLOAD: return "none unless pinned with --fix offload=N";
-    case PP_PLAN_DIM_A2A: return "off unless pinned with --fix a2a_overlap=on";
     default: return NULL;
     }
 }

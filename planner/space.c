@@ -85,8 +85,8 @@ static void pinned_choices(const pp__space *s, pp_parallel *p) {
      * recomputation). */
     if (f && f->fixed[PP_PLAN_DIM_OFFLOAD])
         p->offload = f->value[PP_PLAN_DIM_OFFLOAD];
-    /* The all-to-all overlap likewise (walk_inner keeps the layouts
-     * Megatron-core allows it on). */
+    /* The all-to-all overlap, when pinned (walk_inner keeps the layouts
+     * Megatron-core allows it on; unpinned, it searches it). */
     if (f && f->fixed[PP_PLAN_DIM_A2A])
         p->a2a_overlap = f->value[PP_PLAN_DIM_A2A] != 0;
     p->deepep = two_way(s, PP_PLAN_DIM_DISPATCHER, s->deepep);
@@ -196,10 +196,9 @@ void pp__space_recompute_menu(pp__space *s) {
 }
 
 /* sp and recompute (its modules too), then walk_zero. */
-static int walk_inner(const pp__space *s, pp_parallel *p, pp__space_fn fn,
-                      void *ctx, pp_error *e) {
+static int walk_sp(const pp__space *s, pp_parallel *p, pp__space_fn fn,
+                   void *ctx, pp_error *e) {
     int rc;
-    if (p->offload > 0 && p->pp > 1) return 0; /* no offload with pp */
     /* The all-to-all overlap needs EP, and interleaving with a pipeline
      * (models/validate.c, a2a_check). */
     if (p->a2a_overlap && (p->ep <= 1 || (p->pp > 1 && p->vp <= 1))) return 0;
@@ -230,6 +229,29 @@ static int walk_inner(const pp__space *s, pp_parallel *p, pp__space_fn fn,
     }
     p->recompute_mods = 0;
     return 0;
+}
+
+/* The MoE all-to-all overlap (models/validate.c, a2a_check), then
+ * walk_sp: pinned, every candidate has the pinned value; else, where the
+ * stack offers it (moe.a2a_overlap: nemo-2025) and Megatron-core allows
+ * it (EP, a pipeline only with interleaving, no offloading, no full
+ * CUDA graph), both ways, ranked like any other choice. */
+static int walk_inner(const pp__space *s, pp_parallel *p, pp__space_fn fn,
+                      void *ctx, pp_error *e) {
+    if (p->offload > 0 && p->pp > 1) return 0; /* no offload with pp */
+    if (s->filter && s->filter->fixed[PP_PLAN_DIM_A2A])
+        return walk_sp(s, p, fn, ctx, e);
+    bool can = s->a2a && pp_model_is_moe(s->m) && p->ep > 1 &&
+               (p->pp == 1 || p->vp > 1) && p->offload == 0 &&
+               !(p->graphs & PP_GRAPH_FULL);
+    int rc = 0;
+    for (int a = 0; a <= (can ? 1 : 0) && rc == 0; a++) {
+        if (!allowed(s, PP_PLAN_DIM_A2A, a)) continue;
+        p->a2a_overlap = a != 0;
+        rc = walk_sp(s, p, fn, ctx, e);
+    }
+    p->a2a_overlap = false;
+    return rc;
 }
 
 /* Expert parallelism for an MoE model (planner/space_moe.c), then the

@@ -49,6 +49,10 @@ typedef struct pp_layer_cost {
      * fwd_s/bwd_s/recompute_s include). */
     int32_t ep_fwd_colls, ep_bwd_colls, ep_recompute_colls;
     double ep_coll_bytes;
+    /* Of fwd_s, the compute between the forward's two all-to-alls (the
+     * experts); of bwd_s + recompute_s, between the backward's two (their
+     * gradients): what a2a_overlap's pairs split on (step_pair.c). */
+    double ep_inner_fwd_s, ep_inner_bwd_s;
     double cp_fwd_bytes, cp_bwd_bytes, cp_recompute_bytes;
     double cp_fwd_overlap_s, cp_bwd_overlap_s, cp_recompute_overlap_s;
     /* TP collectives a stack overlaps with their GEMMs (stack

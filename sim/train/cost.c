@@ -44,6 +44,25 @@ static void sum_list(const pp__oplist *l, size_t from, size_t to, double act,
     }
 }
 
+/* The compute between the first two expert-parallel all-to-alls of ops
+ * [from, to) (as sum_list counts compute): an MoE layer's experts
+ * forward, dispatch to combine, or their backward, the combine's
+ * gradient to the dispatch's; 0 without two. */
+static double between_a2a(const pp__oplist *l, size_t from, size_t to) {
+    int seen = 0;
+    double t = 0, f = 0, none = 0;
+    int32_t n = 0;
+    for (size_t i = from; i < to; i++) {
+        const pp__op *o = &l->v[i];
+        if (o->kind == PP__OP_COMM && o->group == PP__GRP_EP) {
+            if (++seen == 2) return t;
+            continue;
+        }
+        if (seen == 1) sum_list(l, i, i + 1, -1, &t, &f, &n, &n, &none, NULL);
+    }
+    return 0;
+}
+
 /* The CP and EP collectives of ops [from, to). */
 static void grp_scan(const pp__oplist *l, size_t from, size_t to, int32_t *ep_n,
                      double *ep_bytes, double *cp_bytes, double *cp_ovl) {
@@ -124,6 +143,8 @@ int pp_layer_cost_get(const pp_gpu_profile *g, const pp_model *m,
             c.tp_overlap_colls++;
             c.tp_overlap_s += l.v[i].overlap_s;
         }
+    c.ep_inner_fwd_s = between_a2a(&l, 0, nf);
+    c.ep_inner_bwd_s = between_a2a(&l, nf, l.n);
     c.host_s = kernels(&l, 0, l.n, p->graphs) * g->sw.host_kernel_s;
     c.params = pp__layer_params_gpu(&s);
     if (pp__shape_moe(&s)) c.expert_params = pp__moe_expert_params_gpu(&s);
