@@ -252,6 +252,17 @@ static int fill_entry(pp_plan_estimator *x, const pp_parallel *par,
          n_ovl) * ce->t_coll +
         (n_ovl > 0 ? n_ovl * fmax(0.0, ce->t_coll - lc->tp_overlap_s / n_ovl)
                    : 0.0);
+    /* A layer's other TP collectives at their mean size (MLA's latents,
+     * gathered with sp and all-reduced without; an MoE layer's expert-TP
+     * gathers and reduce-scatters of its dispatched tokens). */
+    if (lc->aux_colls > 0) {
+        double Sa = lc->aux_coll_bytes;
+        double ta =
+            sp ? 0.5 * (ring_s(x, PP_COLL_REDUCESCATTER, t, Sa, B, lat) +
+                        ring_s(x, PP_COLL_ALLGATHER, t, Sa, B, lat))
+               : ring_s(x, PP_COLL_ALLREDUCE, t, Sa, B, lat);
+        ce->layer_tp += (double)lc->aux_colls * ta;
+    }
     ce->layer_w = ce->layer_compute + ce->layer_tp;
 
     const pp_layer_cost *em = &ce->emb, *hd = &ce->head;

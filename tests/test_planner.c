@@ -315,6 +315,34 @@ static void test_estimator_vs_simulator(void **state) {
     pp_cluster_free(c);
 }
 
+/* An MoE layer's expert-TP collectives (etp > 1: the dispatched tokens
+ * gathered and reduce-scattered over the expert-TP group) and MLA's
+ * latent gathers are TP collectives of their own size, which the
+ * estimate prices at their mean size (planner/estimate.c).  Before, it
+ * left them out: 5% and 11% fast on these two layouts, 31% on
+ * DeepSeek-V3 at tp 4, EP 2 (against an analytic simulation), which it
+ * then ranked first on 2,048 H800.  Mixtral 8x7B on four DGX H100: the
+ * estimate follows the simulation within 5%. */
+static void test_estimator_expert_tp(void **state) {
+    (void)state;
+    static const char *const fix[] = {"tp=2,ep=8,etp=2", "tp=4,ep=4,etp=4"};
+    for (size_t i = 0; i < 2; i++) {
+        json_t *p = cli_json_ok(
+            "plan --model mixtral-8x7b --cluster dgx-h100-ndr --set "
+            "node.count=4 --gpus 32 --global-batch 256 --fix "
+            "%s,pp=1,mbs=1,zero=1,overlap=on,recompute=selective,sp=on "
+            "--top 1 --format json",
+            fix[i]);
+        json_t *k = json_array_get(json_object_get(p, "candidates"), 0);
+        double est = cli_num(k, "estimated_time_s");
+        double sim = cli_num(k, "simulated_time_s");
+        print_message("%s: estimated %.3f s, simulated %.3f s\n", fix[i], est,
+                      sim);
+        assert_true(fabs(est / sim - 1.0) <= 0.05);
+        json_decref(p);
+    }
+}
+
 /* ---- prices and the cost objective ---------------------------------------- */
 
 static void test_cost(void **state) {
@@ -575,6 +603,7 @@ int main(void) {
         cmocka_unit_test(test_infeasible),
         cmocka_unit_test(test_estimator_vs_simulator),
         cmocka_unit_test(test_cost),
+        cmocka_unit_test(test_estimator_expert_tp),
         cmocka_unit_test(test_usage_errors),
         cmocka_unit_test(test_infeasible_cli),
         cmocka_unit_test(test_determinism_and_formats),

@@ -35,8 +35,9 @@ typedef struct pp_layer_cost {
     double gemm_s; /* of fwd_s: GEMMs and bmms */
     int32_t fwd_colls, bwd_colls, recompute_colls;
     double coll_bytes; /* each collective's buffer */
-    int32_t aux_colls; /* other TP AllReduces (the
-                                             loss's), of aux_coll_bytes */
+    /* Other TP collectives (the loss's AllReduces, MLA's latents, an MoE
+     * layer's expert-TP gathers), of mean size aux_coll_bytes. */
+    int32_t aux_colls;
     double aux_coll_bytes;
     double params; /* parameters on this GPU */
     /* Of those, an MoE layer's routed experts', whose gradients go over

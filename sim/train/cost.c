@@ -8,7 +8,9 @@
 #include "step_int.h"
 
 /* Sums ops [from, to): compute time and FLOPs; TP collectives of the
- * activation's size into *colls, others (the loss's) into *aux. */
+ * activation's size into *colls, others (the loss's, MLA's latents, an
+ * MoE layer's expert-TP gathers) into *aux, their mean size into
+ * *aux_bytes. */
 static void sum_list(const pp__oplist *l, size_t from, size_t to, double act,
                      double *t, double *f, int32_t *colls, int32_t *aux,
                      double *aux_bytes, double *gemm_s) {
@@ -32,8 +34,9 @@ static void sum_list(const pp__oplist *l, size_t from, size_t to, double act,
             if (o->bytes == act) {
                 (*colls)++;
             } else {
+                /* Their mean size: a ring's time is affine in it. */
                 (*aux)++;
-                *aux_bytes = o->bytes;
+                *aux_bytes += (o->bytes - *aux_bytes) / (double)*aux;
             }
         }
         if (o->kind == PP__OP_GEMM || o->kind == PP__OP_MEM) {
