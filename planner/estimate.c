@@ -58,51 +58,11 @@
  * 1, 1 and 0.  Where the simulator sees contention the estimate is
  * optimistic; that is what the top-K simulation is for.
  */
-#include "planner_int.h"
+#include "estimate_int.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* One cache entry: the costs that depend on (tp, mbs, sp, recompute). */
-typedef struct cost_entry {
-    int64_t tp, mbs;
-    int sp, rec;
-    int64_t cp, ep, etp; /* 1, 1, 0 for a dense layout */
-    bool used;
-    pp_layer_cost lc;        /* one layer, the embedding, the head */
-    pp_layer_cost emb, head; /* head.params: with a pipeline */
-    double head_params_pp1;  /* head.params without one (the key has
-                                   no pp: only this depends on it) */
-    double t_coll;           /* one TP collective of the layer */
-    double layer_w;          /* fwd + bwd (+ recompute) + TP comm */
-    double layer_compute, layer_tp;
-    double embed_c, embed_tp; /* fwd + bwd of the embedding */
-    double head_c, head_tp;   /* fwd + bwd of the logits and the loss */
-    /* All multi-token-prediction modules (pp_model.mtp_layers) on the
-     * last stage: their own part (pp_mtp_cost_get, params with the
-     * pipeline's copy of the word table), and fwd + bwd of the whole,
-     * layers and output-layer passes included, before EP and CP. */
-    pp_layer_cost mtp;
-    double mtp_c, mtp_tp;
-} cost_entry;
-
-struct pp_plan_estimator {
-    const pp_model *m;
-    const pp_cluster *c;
-    pp_gpu_profile prof;
-    pp_optimizer opt;
-    int64_t gpn, hcas, nodes;
-    double nvl_Bps, nvl_lat; /* GPU to GPU inside a server */
-    double net_Bps, net_lat; /* GPU to GPU on the next server */
-    double nic_gpu_Bps;      /* a GPU's share of its server's NICs */
-    double reduce_Bps;       /* summing rate (pp_coll_reduce_Bps) */
-    double host_Bps;         /* a GPU to host memory (offload=) */
-    bool spines;             /* the fabric has more than one level */
-    char order[3];           /* rank placement, innermost first */
-    cost_entry *cache;
-    size_t cap, used;
-};
 
 /* ------------------------------------------------------------------------
  * Set-up.
@@ -175,15 +135,15 @@ void pp_plan_estimator_free(pp_plan_estimator *x) {
  * (pp_coll_ring_time_s).  S is nccl-tests' buffer size; B the bandwidth a
  * member gets on its slowest hop.
  * ---------------------------------------------------------------------- */
-static double ring_s(const pp_plan_estimator *x, pp_coll_op op, double n,
-                     double S, double B, double lat) {
+double pp__est_ring_s(const pp_plan_estimator *x, pp_coll_op op, double n,
+                      double S, double B, double lat) {
     return pp_coll_ring_time_s(op, n, S, B, lat, x->reduce_Bps);
 }
 
 /* Ranks between neighbours of degree `dim` ('t', 'p' or 'd') under the
  * placement: the rank of index 1 of that degree (sim's numbering). */
-static int64_t stride(const pp_plan_estimator *x, const pp_parallel *p,
-                      char dim) {
+int64_t pp__est_stride(const pp_plan_estimator *x, const pp_parallel *p,
+                       char dim) {
     /* With cp the placement's "t" is the tp x cp block (sim/train). */
     int64_t cp = p->cp > 1 ? p->cp : 1;
     return pp_placement_rank3(p->tp * cp, p->pp, p->dp, x->order, dim == 't',
@@ -192,8 +152,8 @@ static int64_t stride(const pp_plan_estimator *x, const pp_parallel *p,
 
 /* The bandwidth and latency of the ring of a group whose members sit
  * `stride` ranks apart (node-major numbering), n of them. */
-static void group_link(const pp_plan_estimator *x, int64_t stride, int64_t n,
-                       double *B, double *lat) {
+void pp__est_group_link(const pp_plan_estimator *x, int64_t stride, int64_t n,
+                        double *B, double *lat) {
     if (stride * n <= x->gpn && x->gpn % (stride * n) == 0) {
         *B = x->nvl_Bps, *lat = x->nvl_lat;
         return;
@@ -232,14 +192,14 @@ static int fill_entry(pp_plan_estimator *x, const pp_parallel *par,
     double t = (double)par->tp;
     bool sp = par->sp && par->tp > 1;
     double B, lat;
-    group_link(x, 1, par->tp, &B, &lat);
+    pp__est_group_link(x, 1, par->tp, &B, &lat);
     double S = ce->lc.coll_bytes;
     /* With sp a layer's collectives are all-gathers and reduce-scatters
      * in equal numbers (and so are the embedding's and the head's, one of
      * each); without, AllReduces. */
-    double t_ar = ring_s(x, PP_COLL_ALLREDUCE, t, S, B, lat);
-    double t_rs = ring_s(x, PP_COLL_REDUCESCATTER, t, S, B, lat);
-    double t_ag = ring_s(x, PP_COLL_ALLGATHER, t, S, B, lat);
+    double t_ar = pp__est_ring_s(x, PP_COLL_ALLREDUCE, t, S, B, lat);
+    double t_rs = pp__est_ring_s(x, PP_COLL_REDUCESCATTER, t, S, B, lat);
+    double t_ag = pp__est_ring_s(x, PP_COLL_ALLGATHER, t, S, B, lat);
     ce->t_coll = sp ? 0.5 * (t_rs + t_ag) : t_ar;
 
     const pp_layer_cost *lc = &ce->lc;
@@ -258,9 +218,10 @@ static int fill_entry(pp_plan_estimator *x, const pp_parallel *par,
     if (lc->aux_colls > 0) {
         double Sa = lc->aux_coll_bytes;
         double ta =
-            sp ? 0.5 * (ring_s(x, PP_COLL_REDUCESCATTER, t, Sa, B, lat) +
-                        ring_s(x, PP_COLL_ALLGATHER, t, Sa, B, lat))
-               : ring_s(x, PP_COLL_ALLREDUCE, t, Sa, B, lat);
+            sp ? 0.5 *
+                     (pp__est_ring_s(x, PP_COLL_REDUCESCATTER, t, Sa, B, lat) +
+                      pp__est_ring_s(x, PP_COLL_ALLGATHER, t, Sa, B, lat))
+               : pp__est_ring_s(x, PP_COLL_ALLREDUCE, t, Sa, B, lat);
         ce->layer_tp += (double)lc->aux_colls * ta;
     }
     ce->layer_w = ce->layer_compute + ce->layer_tp;
@@ -269,9 +230,10 @@ static int fill_entry(pp_plan_estimator *x, const pp_parallel *par,
     ce->embed_c = em->fwd_s + em->bwd_s;
     ce->embed_tp = (double)(em->fwd_colls + em->bwd_colls) * ce->t_coll;
     ce->head_c = hd->fwd_s + hd->bwd_s;
-    ce->head_tp = (double)(hd->fwd_colls + hd->bwd_colls) * ce->t_coll +
-                  (double)hd->aux_colls * ring_s(x, PP_COLL_ALLREDUCE, t,
-                                                 hd->aux_coll_bytes, B, lat);
+    ce->head_tp =
+        (double)(hd->fwd_colls + hd->bwd_colls) * ce->t_coll +
+        (double)hd->aux_colls *
+            pp__est_ring_s(x, PP_COLL_ALLREDUCE, t, hd->aux_coll_bytes, B, lat);
     memset(&ce->mtp, 0, sizeof ce->mtp);
     ce->mtp_c = ce->mtp_tp = 0;
     if (m->mtp_layers > 0) {
@@ -349,97 +311,17 @@ static int lookup(pp_plan_estimator *x, const pp_parallel *par,
 }
 
 /* ------------------------------------------------------------------------
- * Context and expert parallelism per layer (sim/train/step_group.c runs
- * them as flows).  An MoE all-to-all: each rank sends S/ep to every other
- * member, the members on its own server over NVLink and the rest through
- * its NIC share, both at once; the slower part sets the time (DeepEP:
- * the bytes of its two parts instead).  The CP
- * exchange: a ring all-gather over the CP ranks, hidden behind the
- * attention it overlaps, the excess exposed.  *ep_s is scaled by the
- * share of MoE layers (the layer costs are an MoE layer's).
- * ---------------------------------------------------------------------- */
-/* a2a_overlap (sim/train/step_pair.c): in each MoE layer the four
- * all-to-alls run one at a time, each beside one cut of the other
- * micro-batch's compute: the backward's combine gradient beside the
- * forward's attention (what precedes its dispatch), the forward's
- * dispatch beside the experts' backward, the backward's dispatch
- * gradient beside the experts' forward, the forward's combine beside the
- * backward's attention.  What an all-to-all outlasts its cut is exposed.
- * l_ep is the layers' mean all-to-all time (cp_ep_layer). */
-static double a2a_exposed(const pp_plan_estimator *x, const pp_layer_cost *lc,
-                          double l_ep) {
-    double n =
-        (double)(lc->ep_fwd_colls + lc->ep_bwd_colls + lc->ep_recompute_colls);
-    double moe = (double)pp_model_moe_layers(x->m) / (double)x->m->layers;
-    if (!(l_ep > 0) || n != 4.0 || !(moe > 0)) return l_ep;
-    double a = l_ep / (n * moe); /* one all-to-all of an MoE layer */
-    double fi = lc->ep_inner_fwd_s, bi = lc->ep_inner_bwd_s;
-    double fo = lc->fwd_s - fi, bo = lc->bwd_s + lc->recompute_s - bi;
-    return moe * (fmax(0.0, a - fo) + fmax(0.0, a - bi) + fmax(0.0, a - fi) +
-                  fmax(0.0, a - bo));
-}
-
-static void cp_ep_layer(const pp_plan_estimator *x, const pp_parallel *p,
-                        const pp_layer_cost *lc, double *ep_s, double *cp_s) {
-    const pp_model *m = x->m;
-    int64_t cp = p->cp > 1 ? p->cp : 1, ep = p->ep > 1 ? p->ep : 1;
-    int64_t etp = pp_parallel_etp(p);
-    *ep_s = *cp_s = 0;
-    if (ep > 1 && lc->ep_coll_bytes > 0) {
-        int64_t r0 = -1, same = 0;
-        for (int64_t e = 0; e < ep; e++) {
-            int64_t u = e * etp, t = u % p->tp, dd = u / p->tp;
-            int64_t r = pp_placement_rank3(p->tp * cp, p->pp, p->dp, x->order,
-                                           (dd % cp) * p->tp + t, 0, dd / cp);
-            if (e == 0) r0 = r;
-            same += r / x->gpn == r0 / x->gpn;
-        }
-        double S = lc->ep_coll_bytes, n = (double)ep;
-        double net = S * (n - (double)same) / n;
-        double nvl = S * ((double)same - 1.0) / n;
-        if (p->deepep && ep % same == 0) {
-            /* DeepEP (step_group.c): a copy per other server, then
-             * NVLink to the ranks holding the experts (inside one server
-             * only the second). */
-            double c = S / (double)m->top_k, k = (double)(ep / same);
-            net = c * pp_model_moe_spread(m, ep / same) * (k - 1.0) / k;
-            nvl = c * pp_model_moe_spread(m, ep) * ((double)same - 1.0) /
-                  (double)same;
-        }
-        double t_net = same < ep ? x->net_lat + net / x->nic_gpu_Bps : 0;
-        double t_nvl = x->nvl_lat + nvl / x->nvl_Bps;
-        double colls = (double)(lc->ep_fwd_colls + lc->ep_bwd_colls +
-                                lc->ep_recompute_colls);
-        *ep_s = colls * fmax(t_net, t_nvl) * (double)pp_model_moe_layers(m) /
-                (double)m->layers;
-    }
-    if (cp > 1) {
-        double B, lat;
-        group_link(x, stride(x, p, 't') * p->tp, cp, &B, &lat);
-        double by[3] = {lc->cp_fwd_bytes, lc->cp_bwd_bytes,
-                        lc->cp_recompute_bytes};
-        double ov[3] = {lc->cp_fwd_overlap_s, lc->cp_bwd_overlap_s,
-                        lc->cp_recompute_overlap_s};
-        for (int k = 0; k < 3; k++)
-            if (by[k] > 0)
-                *cp_s += fmax(0.0, ring_s(x, PP_COLL_ALLGATHER, (double)cp,
-                                          by[k], B, lat) -
-                                       ov[k]);
-    }
-}
-
-/* ------------------------------------------------------------------------
  * The iteration.
  * ---------------------------------------------------------------------- */
 static double dp_time(const pp_plan_estimator *x, const pp_parallel *p,
                       double grad_bytes) {
     if (p->dp <= 1) return 0;
     double B, lat, n = (double)p->dp;
-    group_link(x, stride(x, p, 'd'), p->dp, &B, &lat);
+    pp__est_group_link(x, pp__est_stride(x, p, 'd'), p->dp, &B, &lat);
     /* ZeRO's reduce-scatter and all-gather cost the AllReduce's two
      * halves (the simulator, like Megatron-LM's distributed optimizer,
      * gathers the parameters once, after the step, for every stage). */
-    return ring_s(x, PP_COLL_ALLREDUCE, n, grad_bytes, B, lat);
+    return pp__est_ring_s(x, PP_COLL_ALLREDUCE, n, grad_bytes, B, lat);
 }
 
 /* A gradient group: its members and its ring's bandwidth and latency. */
@@ -460,25 +342,25 @@ static void dp_groups(const pp_plan_estimator *x, const pp_parallel *p,
     g[0].n = g[1].n = 1;
     if (dpc > 1) {
         g[0].n = dpc;
-        group_link(x, p->dp > 1 ? stride(x, p, 'd') : p->tp,
-                   p->dp > 1 ? p->dp : cp, &g[0].B, &g[0].lat);
+        pp__est_group_link(x, p->dp > 1 ? pp__est_stride(x, p, 'd') : p->tp,
+                           p->dp > 1 ? p->dp : cp, &g[0].B, &g[0].lat);
     }
     int64_t slices = (p->ep > 1 ? p->ep : 1) * pp_parallel_etp(p);
     int64_t edp = tpc * p->dp / slices;
     if (!pp_model_is_moe(x->m) || edp < 2) return;
     g[1].n = (double)edp;
     if (slices % tpc == 0) /* whole replicas apart */
-        group_link(x, stride(x, p, 'd') * (slices / tpc), edp, &g[1].B,
-                   &g[1].lat);
+        pp__est_group_link(x, pp__est_stride(x, p, 'd') * (slices / tpc), edp,
+                           &g[1].B, &g[1].lat);
     else if (p->dp == 1) /* inside one tp x cp block */
-        group_link(x, slices, edp, &g[1].B, &g[1].lat);
+        pp__est_group_link(x, slices, edp, &g[1].B, &g[1].lat);
     else /* several per block, on every replica: the DP group's links */
         g[1].B = g[0].B, g[1].lat = g[0].lat;
 }
 
 /* Whether stage boundary p -> p+1 of replica 0 crosses a server. */
 static bool crosses(const pp_plan_estimator *x, const pp_parallel *p) {
-    int64_t sp = stride(x, p, 'p');
+    int64_t sp = pp__est_stride(x, p, 'p');
     for (int64_t s = 0; s + 1 < p->pp; s++)
         if ((s * sp) / x->gpn != ((s + 1) * sp) / x->gpn) return true;
     return false;
@@ -564,15 +446,15 @@ int pp_plan_estimate(pp_plan_estimator *x, const pp_parallel *p, bool overlap,
          * titan): a stage's sends meet the neighbours' sends and, when a
          * stage is smaller than a server, leave on one rail and arrive on
          * another, through spines whose static (ECMP) hashing collides. */
-        bool cross_rail = stride(x, p, 'p') % x->gpn != 0 && x->spines;
+        bool cross_rail = pp__est_stride(x, p, 'p') % x->gpn != 0 && x->spines;
         double share =
             cross_rail ? x->prof.p2p_share_cross_rail : x->prof.p2p_share_rail;
         double B = net ? x->nic_gpu_Bps * share : x->nvl_Bps;
         double lat = net ? x->net_lat : x->nvl_lat;
         t_hop = lat + act / (double)p->tp / B;
         if (p->tp > 1 && !(p->sp))
-            t_hop += ring_s(x, PP_COLL_ALLGATHER, (double)p->tp, act,
-                            x->nvl_Bps, x->nvl_lat);
+            t_hop += pp__est_ring_s(x, PP_COLL_ALLGATHER, (double)p->tp, act,
+                                    x->nvl_Bps, x->nvl_lat);
     }
     double V = pp * vp;
     double c_pp = p->pp > 1 ? 2.0 * vp * t_hop * (V - 1.0) / V : 0;
@@ -584,13 +466,14 @@ int pp_plan_estimate(pp_plan_estimator *x, const pp_parallel *p, bool overlap,
     double z3_mid = 0, z3_first = 0, z3_last = 0;
     if (p->zero >= 3 && p->dp > 1) {
         double B, lat, n = (double)p->dp;
-        group_link(x, stride(x, p, 'd'), p->dp, &B, &lat);
+        pp__est_group_link(x, pp__est_stride(x, p, 'd'), p->dp, &B, &lat);
         double steps = 2.0 * (vp - 1.0) * (n - 1.0) * lat;
         double Ls[3] = {Lf, Lm, Ll}, z[3];
         for (int k = 0; k < 3; k++)
-            z[k] = 2.0 * ring_s(x, PP_COLL_ALLGATHER, n,
-                                PP_PARAM_GATHER_BYTES * Ls[k] * ce->lc.params,
-                                B, lat) +
+            z[k] = 2.0 * pp__est_ring_s(x, PP_COLL_ALLGATHER, n,
+                                        PP_PARAM_GATHER_BYTES * Ls[k] *
+                                            ce->lc.params,
+                                        B, lat) +
                    steps;
         if (x->prof.sw.zero_max >= 3) {
             /* A stack that implements ZeRO-3 gathers layer by layer
@@ -599,8 +482,9 @@ int pp_plan_estimate(pp_plan_estimator *x, const pp_parallel *p, bool overlap,
              * with it only where a gather outlasts the layer it hides
              * under (the forward's, or the backward's with its
              * recomputation). */
-            double g = ring_s(x, PP_COLL_ALLGATHER, n,
-                              PP_PARAM_GATHER_BYTES * ce->lc.params, B, lat);
+            double g =
+                pp__est_ring_s(x, PP_COLL_ALLGATHER, n,
+                               PP_PARAM_GATHER_BYTES * ce->lc.params, B, lat);
             double cf = ce->lc.fwd_s, cb = ce->lc.bwd_s + ce->lc.recompute_s;
             double hide = x->prof.zero3_overlap && x->prof.zero3_prefetch > 0;
             for (int k = 0; k < 3; k++) {
@@ -613,19 +497,21 @@ int pp_plan_estimate(pp_plan_estimator *x, const pp_parallel *p, bool overlap,
         }
         z3_mid = z[1];
         z3_first =
-            z[0] + 2.0 * ring_s(x, PP_COLL_ALLGATHER, n,
-                                PP_PARAM_GATHER_BYTES * ce->emb.params, B, lat);
-        z3_last = z[2] + 2.0 * ring_s(x, PP_COLL_ALLGATHER, n,
-                                      PP_PARAM_GATHER_BYTES *
-                                          (p->pp == 1 ? ce->head_params_pp1
-                                                      : ce->head.params),
-                                      B, lat);
+            z[0] + 2.0 * pp__est_ring_s(x, PP_COLL_ALLGATHER, n,
+                                        PP_PARAM_GATHER_BYTES * ce->emb.params,
+                                        B, lat);
+        z3_last =
+            z[2] + 2.0 * pp__est_ring_s(x, PP_COLL_ALLGATHER, n,
+                                        PP_PARAM_GATHER_BYTES *
+                                            (p->pp == 1 ? ce->head_params_pp1
+                                                        : ce->head.params),
+                                        B, lat);
     }
 
     /* Work per micro-batch of each kind of stage. */
     double l_ep, l_cp;
-    cp_ep_layer(x, p, &ce->lc, &l_ep, &l_cp);
-    if (p->a2a_overlap) l_ep = a2a_exposed(x, &ce->lc, l_ep);
+    pp__est_cp_ep_layer(x, p, &ce->lc, &l_ep, &l_cp);
+    if (p->a2a_overlap) l_ep = pp__est_a2a_exposed(x, &ce->lc, l_ep);
     double lw = ce->layer_w + l_ep + l_cp, lc = ce->layer_compute;
     /* A layer whose kernels take the host longer to issue than the GPU to
      * run waits for the host (the simulator's host clock, step.c). */
@@ -707,14 +593,16 @@ int pp_plan_estimate(pp_plan_estimator *x, const pp_parallel *p, bool overlap,
             if (!(g[q].n > 1)) continue;
             double n = g[q].n, B = g[q].B, lat = g[q].lat;
             if (p->zero >= 1) {
-                t_sync +=
-                    ring_s(x, PP_COLL_REDUCESCATTER, n, gb * P2[q], B, lat);
+                t_sync += pp__est_ring_s(x, PP_COLL_REDUCESCATTER, n,
+                                         gb * P2[q], B, lat);
                 /* ZeRO-3 gathered its weights before each pass already. */
                 if (p->zero < 3)
-                    t_gather += ring_s(x, PP_COLL_ALLGATHER, n,
+                    t_gather +=
+                        pp__est_ring_s(x, PP_COLL_ALLGATHER, n,
                                        PP_PARAM_GATHER_BYTES * P2[q], B, lat);
             } else {
-                t_sync += ring_s(x, PP_COLL_ALLREDUCE, n, gb * P2[q], B, lat);
+                t_sync +=
+                    pp__est_ring_s(x, PP_COLL_ALLREDUCE, n, gb * P2[q], B, lat);
             }
         }
         bool sync = g[0].n > 1 || g[1].n > 1;
@@ -770,16 +658,17 @@ int pp_plan_estimate(pp_plan_estimator *x, const pp_parallel *p, bool overlap,
     double t_emb = 0;
     if (p->pp > 1 && (m->tied_embeddings || m->mtp_layers > 0)) {
         double B, lat;
-        int64_t span = stride(x, p, 'p') * p->pp; /* replica 0's stages */
+        int64_t span =
+            pp__est_stride(x, p, 'p') * p->pp; /* replica 0's stages */
         if (span <= x->gpn && x->gpn % span == 0)
             B = x->nvl_Bps, lat = x->nvl_lat;
         else
             B = x->nic_gpu_Bps, lat = x->net_lat;
         /* The word table's gradient (the position table is not tied). */
-        t_emb = ring_s(x, PP_COLL_ALLREDUCE, 2,
-                       PP_GRAD_SYNC_BYTES * (double)m->vocab *
-                           (double)m->hidden / (double)p->tp,
-                       B, lat);
+        t_emb = pp__est_ring_s(x, PP_COLL_ALLREDUCE, 2,
+                               PP_GRAD_SYNC_BYTES * (double)m->vocab *
+                                   (double)m->hidden / (double)p->tp,
+                               B, lat);
     }
 
     /* The first stage's path: its sync, the embedding's, the barrier,
