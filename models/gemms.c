@@ -30,9 +30,11 @@ static void put(pp_gemm_shape *g, const char *name, int64_t batch, int64_t m,
 
 int pp_layer_gemms(const pp_model *m, const pp_parallel *p, pp_gemm_shape *out,
                    size_t max, size_t *n, pp_error *e) {
-    enum { COUNT = 6, MLA_COUNT = 9 };
+    enum { COUNT = 6 };
     bool mla = pp_model_is_mla(m);
-    int need = mla ? (m->q_lora_rank > 0 ? MLA_COUNT : MLA_COUNT - 1) : COUNT;
+    int need =
+        mla ? (m->q_lora_rank > 0 ? PP_LAYER_GEMMS_MAX : PP_LAYER_GEMMS_MAX - 1)
+            : COUNT;
     if (m->arch != PP_ARCH_TRANSFORMER)
         return pp_error_set(e, PP_EINVAL,
                             "layer GEMMs: model %s is generic (no layers)",
@@ -52,7 +54,7 @@ int pp_layer_gemms(const pp_model *m, const pp_parallel *p, pp_gemm_shape *out,
                             "hidden and ffn_hidden",
                             (long long)t, (long long)a);
     int64_t tok = s * b, dc = m->head_dim > 0 ? m->head_dim : d;
-    pp_gemm_shape g[MLA_COUNT];
+    pp_gemm_shape g[PP_LAYER_GEMMS_MAX];
     int i = 0;
     if (mla) {
         int64_t nope = m->qk_nope_head_dim, rope = m->qk_rope_head_dim;

@@ -354,12 +354,9 @@ static void model_defaults(pp_model *m) {
 /* Fills the defaults that depend on other fields (kv_heads = heads,
  * ffn_hidden = 4h), for fields still 0. */
 static void model_derive(pp_model *m) {
-    if (pp_model_is_mla(m)) {
-        if (m->kv_heads == 0) m->kv_heads = m->heads;
-        if (m->head_dim == 0)
-            m->head_dim =
-                (m->qk_nope_head_dim + m->qk_rope_head_dim + m->v_head_dim) / 2;
-    }
+    if (pp_model_is_mla(m) && m->head_dim == 0)
+        m->head_dim =
+            (m->qk_nope_head_dim + m->qk_rope_head_dim + m->v_head_dim) / 2;
     if (m->kv_heads == 0) m->kv_heads = m->heads;
     if (m->ffn_hidden == 0) m->ffn_hidden = 4 * m->hidden;
     if (m->experts > 0) {

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cli_run.h"
+#include "plan_util.h"
 #include "podplan/hw.h"
 #include "step_int.h"
 
@@ -123,16 +124,10 @@ static void test_mla_flops(void **state) {
     assert_true(pp_flops_recompute_mods(&gqa, 1, PP_RECOMP_MLA_UP) == 0);
 }
 
+/* The H100 profile under megatron-core-2024, whose TP collectives are
+ * not folded into their GEMMs (the kernels below are read one by one). */
 static pp_gpu_profile h100(void) {
-    pp_error e = PP_ERROR_INIT;
-    pp_catalog *cat = NULL;
-    pp_gpu_profile g;
-    assert_int_equal(pp_catalog_load(NULL, &cat, &e), 0);
-    if (pp_profile_load_stack(NULL, pp_catalog_gpu(cat, "h100-sxm5"),
-                              "megatron-core-2024", &g, NULL, &e))
-        fail_msg("profile: %s", e.msg);
-    pp_catalog_free(cat);
-    return g;
+    return load_gpu_profile("h100-sxm5", "megatron-core-2024");
 }
 
 /* The FLOPs of the ops named `prefix`... of list l, and whether any. */

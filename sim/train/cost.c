@@ -52,18 +52,19 @@ static void sum_list(const pp__oplist *l, size_t from, size_t to, double act,
  * forward, dispatch to combine, or their backward, the combine's
  * gradient to the dispatch's; 0 without two. */
 static double between_a2a(const pp__oplist *l, size_t from, size_t to) {
-    int seen = 0;
-    double t = 0, f = 0, none = 0;
-    int32_t n = 0;
-    for (size_t i = from; i < to; i++) {
-        const pp__op *o = &l->v[i];
-        if (o->kind == PP__OP_COMM && o->group == PP__GRP_EP) {
-            if (++seen == 2) return t;
-            continue;
+    size_t a = to, b = to;
+    for (size_t i = from; i < to && b == to; i++)
+        if (l->v[i].kind == PP__OP_COMM && l->v[i].group == PP__GRP_EP) {
+            if (a == to)
+                a = i;
+            else
+                b = i;
         }
-        if (seen == 1) sum_list(l, i, i + 1, -1, &t, &f, &n, &n, &none, NULL);
-    }
-    return 0;
+    if (b == to) return 0;
+    double t = 0, f = 0, bytes = 0;
+    int32_t n = 0;
+    sum_list(l, a + 1, b, -1, &t, &f, &n, &n, &bytes, NULL);
+    return t;
 }
 
 /* The CP and EP collectives of ops [from, to). */
