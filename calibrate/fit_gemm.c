@@ -33,8 +33,11 @@
 
 double pp__cal_gemm_pred(const pp_gpu_profile *g, const pp_cal_point *p) {
     pp_gpu_profile x = *g;
+    double b = p->batch > 0 ? p->batch : 1;
     x.framework_efficiency = 1;
-    return pp_gemm_time_s(&x, p->batch > 0 ? p->batch : 1, p->m, p->n, p->k);
+    if (p->streams > 0)
+        return pp_gemm_grouped_time_s(&x, PP_GEMM_OPS_16, b, p->m, p->n, p->k);
+    return pp_gemm_time_s(&x, b, p->m, p->n, p->k);
 }
 
 double pp__cal_mem_pred(const pp_gpu_profile *g, const pp_cal_point *p) {
@@ -60,7 +63,10 @@ static size_t collect(const pp_cal_set *s, const bool *use, pp_cal_kind k,
     *idx = pp_xmalloc((s->n ? s->n : 1) * sizeof **idx);
     for (size_t i = 0; i < s->n; i++) {
         if (s->pts[i].kind != k || (use && !use[i])) continue;
-        if (pp__cal_gpu_point(&s->pts[i]))
+        /* A grouped GEMM is predicted (validate) but not fitted: the
+         * profile's efficiency is one call's; the grouped price adds
+         * launches to it, and TE's streams run below a batch's rate. */
+        if (pp__cal_gpu_point(&s->pts[i]) && !s->pts[i].streams)
             (*idx)[n++] = i;
         else
             ++*skipped;
@@ -73,8 +79,8 @@ static void note_skipped(pp_cal_fit *f, size_t skipped) {
     if (!skipped) return;
     snprintf(f->advice + l, sizeof f->advice - l,
              "%s%zu points not fitted "
-             "(CPU/host memory, or not a 16-bit GEMM: the profile models "
-             "the GPU's bf16/fp16)",
+             "(CPU/host memory, not a 16-bit GEMM: the profile models "
+             "the GPU's bf16/fp16, or a grouped GEMM: validated only)",
              l ? "; " : "", skipped);
 }
 

@@ -203,6 +203,13 @@ int pp_exec_gemm_run(const pp_exec_gemm_opts *o, const pp_gemm_shape *s,
                             s->name);
     if (o->iters < 1 || o->warmup < 0)
         return pp_error_set(e, PP_EINVAL, "GEMM: iterations must be >= 1");
+    if (o->streams > 0 && o->backend != PP_EXEC_CUDA)
+        return pp_error_set(e, PP_EUSAGE,
+                            "--streams: grouped issue is cuda's (the cpu "
+                            "back-end runs a batch one GEMM after another)");
+    if (o->setup_per_call && o->streams < 1)
+        return pp_error_set(e, PP_EUSAGE,
+                            "--setup per-call goes with --streams");
     pp_exec_gemm_result r;
     int rc = o->backend == PP_EXEC_CUDA ? pp__cuda_gemm_run(o, s, &r, e)
                                         : cpu_run(o, s, &r, e);
@@ -296,5 +303,13 @@ void pp_exec_gemm_print(FILE *fp, const pp_exec_device *dev,
         if (peak_flops > 0)
             fprintf(fp, " %5.1f%%", 100 * x->flops_per_s / peak_flops);
         fprintf(fp, "  %s%s\n", x->algo, x->checked ? "" : " (unchecked)");
+        if (x->streams > 0)
+            fprintf(fp,
+                    "%12s grouped over %d stream(s), set-up %s: host issue "
+                    "%s, CUDA graph %s (%.3f TFLOP/s)\n",
+                    "", x->streams, x->setup_per_call ? "per call" : "once",
+                    pp__fmt_s(x->issue_s, t0, sizeof t0),
+                    pp__fmt_s(x->graph_s, t1, sizeof t1),
+                    x->flops / x->graph_s / 1e12);
     }
 }

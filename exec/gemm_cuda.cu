@@ -14,6 +14,15 @@
  * are not counted unless the GEMM is shorter than a launch.  Workspace:
  * 32 MiB on Hopper and later, 4 MiB before, as the cuBLAS documentation
  * recommends for cublasLtMatmul.
+ *
+ * Grouped issue (opts.streams > 0): the batch's GEMMs as separate calls,
+ * the way Transformer Engine's GroupedLinear runs an MoE layer's local
+ * experts (nvte_multi_stream_cublas_gemm: an event forks its 4 compute
+ * streams from the caller's, GEMM i goes to stream i mod 4 with that
+ * stream's own workspace, and the caller's stream waits on each stream's
+ * event).  Whether such a group shares the GPU's waves like one batched
+ * call, and what the host pays to issue it, are what the planner's price
+ * of grouped GEMMs assumes; this times both.
  */
 #include <cublasLt.h>
 #include <cuda_bf16.h>
@@ -31,6 +40,7 @@
 
 #define MAX_SETS 16
 #define MAX_ALGOS 32
+#define MAX_STREAMS 16
 
 #define CU(call)                                                               \
     do {                                                                       \
@@ -185,6 +195,75 @@ out:
     return rc;
 }
 
+/* One GEMM's (or one strided batch's) descriptors: TN, FP8's per-tensor
+ * scale pointers where the dtype is fp8 (as Transformer Engine passes
+ * them).  A = W (k x n, transposed), B = X (k x m), C = D (n x m). */
+typedef struct gemm_desc {
+    cublasLtMatmulDesc_t op;
+    cublasLtMatrixLayout_t la, lb, lc;
+} gemm_desc;
+
+static void desc_free(gemm_desc *g) {
+    if (g->la) cublasLtMatrixLayoutDestroy(g->la);
+    if (g->lb) cublasLtMatrixLayoutDestroy(g->lb);
+    if (g->lc) cublasLtMatrixLayoutDestroy(g->lc);
+    if (g->op) cublasLtMatmulDescDestroy(g->op);
+    memset(g, 0, sizeof *g);
+}
+
+static int describe(const dt_info &dt, bool fp8, const float *scale,
+                    const pp_gemm_shape *s, int32_t batch, gemm_desc *g,
+                    pp_error *e) {
+    int rc = 0;
+    cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
+    memset(g, 0, sizeof *g);
+    LT(cublasLtMatmulDescCreate(&g->op, dt.compute, CUDA_R_32F));
+    LT(cublasLtMatmulDescSetAttribute(g->op, CUBLASLT_MATMUL_DESC_TRANSA, &ta,
+                                      sizeof ta));
+    LT(cublasLtMatmulDescSetAttribute(g->op, CUBLASLT_MATMUL_DESC_TRANSB, &tb,
+                                      sizeof tb));
+    if (fp8) {
+        LT(cublasLtMatmulDescSetAttribute(
+            g->op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &scale, sizeof scale));
+        LT(cublasLtMatmulDescSetAttribute(
+            g->op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &scale, sizeof scale));
+    }
+    if ((rc = layout(&g->la, dt.ab, (uint64_t)s->k, (uint64_t)s->n, batch, e)) <
+            0 ||
+        (rc = layout(&g->lb, dt.ab, (uint64_t)s->k, (uint64_t)s->m, batch, e)) <
+            0 ||
+        (rc = layout(&g->lc, dt.cd, (uint64_t)s->n, (uint64_t)s->m, batch, e)) <
+            0)
+        goto out;
+out:
+    if (rc < 0) desc_free(g);
+    return rc;
+}
+
+/* The heuristic's first `want` candidates for g within ws_bytes of
+ * workspace; *got of them.  No candidate is an error. */
+static int heuristic(cublasLtHandle_t lt, const gemm_desc *g, size_t ws_bytes,
+                     int want, bool fp8, cublasLtMatmulHeuristicResult_t *h,
+                     int *got, pp_error *e) {
+    int rc = 0;
+    cublasLtMatmulPreference_t pref = NULL;
+    *got = 0;
+    LT(cublasLtMatmulPreferenceCreate(&pref));
+    LT(cublasLtMatmulPreferenceSetAttribute(
+        pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_bytes,
+        sizeof ws_bytes));
+    LT(cublasLtMatmulAlgoGetHeuristic(lt, g->op, g->la, g->lb, g->lc, g->lc,
+                                      pref, want, h, got));
+    if (*got == 0)
+        rc = pp_error_set(e, PP_EFAIL,
+                          "cuBLASLt has no algorithm for this "
+                          "shape and dtype%s",
+                          fp8 ? " (fp8 wants m, n, k multiples of 16)" : "");
+out:
+    if (pref) cublasLtMatmulPreferenceDestroy(pref);
+    return rc;
+}
+
 static void algo_words(const cublasLtMatmulAlgo_t *a, int *id, char *buf,
                        size_t len, int rank, int of) {
     int32_t cfg = -1;
@@ -227,18 +306,215 @@ out:
     return rc;
 }
 
+/* Grouped issue's state: the timing stream, the compute streams with a
+ * workspace each, the fork and join events, and the descriptors built
+ * once (also what a CUDA graph captures under per-call set-up). */
+typedef struct group {
+    cublasLtHandle_t lt;
+    const dt_info *dt;
+    bool fp8, per_call;
+    const float *scale;
+    const pp_gemm_shape *s;
+    int ns; /* streams used: min(streams, batch) */
+    cudaStream_t main, str[MAX_STREAMS];
+    cudaEvent_t fork, join[MAX_STREAMS];
+    void *ws[MAX_STREAMS];
+    size_t ws_bytes;
+    gemm_desc once;
+    cublasLtMatmulAlgo_t algo;
+} group;
+
+/* One GEMM of the group, as TE's cublas_gemm runs it under per-call
+ * set-up: descriptors, heuristic (first candidate), matmul, destroy. */
+static int group_call(group *g, int i, const void *x, const void *w, void *d,
+                      bool per_call, pp_error *e) {
+    int rc = 0;
+    const float alpha = 1.0f, beta = 0.0f;
+    gemm_desc tmp, *dsc = &g->once;
+    const cublasLtMatmulAlgo_t *algo = &g->algo;
+    cublasLtMatmulHeuristicResult_t h;
+    int got = 0;
+    memset(&tmp, 0, sizeof tmp);
+    if (per_call) {
+        if ((rc = describe(*g->dt, g->fp8, g->scale, g->s, 1, &tmp, e)) < 0 ||
+            (rc = heuristic(g->lt, &tmp, g->ws_bytes, 1, g->fp8, &h, &got, e)) <
+                0)
+            goto out;
+        dsc = &tmp;
+        algo = &h.algo;
+    }
+    LT(cublasLtMatmul(g->lt, dsc->op, &alpha, w, dsc->la, x, dsc->lb, &beta, d,
+                      dsc->lc, d, dsc->lc, algo, g->ws[i % g->ns], g->ws_bytes,
+                      g->str[i % g->ns]));
+out:
+    desc_free(&tmp);
+    return rc;
+}
+
+/* Issues set q's group on g->main: fork, the batch's GEMMs round-robin
+ * over the streams, join. */
+static int group_issue(group *g, void *x, void *w, void *d, bool per_call,
+                       pp_error *e) {
+    int rc = 0;
+    const pp_gemm_shape *s = g->s;
+    size_t ab = g->dt->ab_size, cd = g->dt->cd_size;
+    CU(cudaEventRecord(g->fork, g->main));
+    for (int k = 0; k < g->ns; k++)
+        CU(cudaStreamWaitEvent(g->str[k], g->fork, 0));
+    for (int64_t i = 0; i < s->batch; i++)
+        if ((rc = group_call(g, (int)i, (char *)x + i * s->m * s->k * ab,
+                             (char *)w + i * s->n * s->k * ab,
+                             (char *)d + i * s->m * s->n * cd, per_call, e)) <
+            0)
+            goto out;
+    for (int k = 0; k < g->ns; k++) {
+        CU(cudaEventRecord(g->join[k], g->str[k]));
+        CU(cudaStreamWaitEvent(g->main, g->join[k], 0));
+    }
+out:
+    return rc;
+}
+
+/* Medians of n event-to-event intervals ev[0..n]. */
+static int event_samples(cudaEvent_t *ev, int n, double *samples,
+                         pp_exec_stats *st, pp_error *e) {
+    int rc = 0;
+    for (int it = 0; it < n; it++) {
+        float ms = 0;
+        CU(cudaEventElapsedTime(&ms, ev[it], ev[it + 1]));
+        samples[it] = 1e-3 * (double)ms;
+    }
+    rc = pp_exec_stats_compute(samples, (size_t)n, st, e);
+out:
+    return rc;
+}
+
+/* The grouped run: eager groups back to back (r->time), each group's
+ * host issue onto an idle GPU (r->issue_s), and one group captured in a
+ * CUDA graph and replayed (r->graph_s, always with the descriptors built
+ * once: a graph holds kernels, not their set-up). */
+static int grouped_run(const pp_exec_gemm_opts *o, const pp_gemm_shape *s,
+                       const dt_info &dt, const float *scale, void **x,
+                       void **w, void **d, int sets, size_t ws_bytes,
+                       cudaEvent_t *ev, double *samples, pp_exec_gemm_result *r,
+                       pp_error *e) {
+    int rc = 0, got = 0, lo = 0, hi = 0;
+    group g;
+    cublasLtMatmulHeuristicResult_t h;
+    cudaGraph_t graph = NULL;
+    cudaGraphExec_t exec = NULL;
+    pp_exec_stats st;
+
+    memset(&g, 0, sizeof g);
+    g.dt = &dt;
+    g.fp8 = o->dtype == PP_GEMM_FP8;
+    g.per_call = o->setup_per_call;
+    g.scale = scale;
+    g.s = s;
+    g.ws_bytes = ws_bytes;
+    g.ns = o->streams < s->batch ? o->streams : (int)s->batch;
+    if (o->streams > MAX_STREAMS)
+        return pp_error_set(e, PP_EINVAL, "--streams: 1 to %d", MAX_STREAMS);
+    LT(cublasLtCreate(&g.lt));
+    CU(cudaStreamCreateWithFlags(&g.main, cudaStreamNonBlocking));
+    CU(cudaEventCreateWithFlags(&g.fork, cudaEventDisableTiming));
+    /* TE's compute streams: non-blocking, priority -1 (above the
+     * caller's 0), within the device's range. */
+    CU(cudaDeviceGetStreamPriorityRange(&lo, &hi));
+    for (int k = 0; k < g.ns; k++) {
+        CU(cudaStreamCreateWithPriority(&g.str[k], cudaStreamNonBlocking,
+                                        -1 < hi ? hi : -1));
+        CU(cudaEventCreateWithFlags(&g.join[k], cudaEventDisableTiming));
+        CU(cudaMalloc(&g.ws[k], ws_bytes));
+    }
+    if ((rc = describe(dt, g.fp8, scale, s, 1, &g.once, e)) < 0 ||
+        (rc = heuristic(g.lt, &g.once, ws_bytes, 1, g.fp8, &h, &got, e)) < 0)
+        goto out;
+    g.algo = h.algo;
+
+    for (int it = 0; it < o->warmup; it++)
+        if ((rc = group_issue(&g, x[it % sets], w[it % sets], d[it % sets],
+                              g.per_call, e)) < 0)
+            goto out;
+    CU(cudaEventRecord(ev[0], g.main));
+    for (int it = 0; it < o->iters; it++) {
+        int q = it % sets;
+        if ((rc = group_issue(&g, x[q], w[q], d[q], g.per_call, e)) < 0)
+            goto out;
+        CU(cudaEventRecord(ev[it + 1], g.main));
+    }
+    CU(cudaEventSynchronize(ev[o->iters]));
+    CU(cudaGetLastError());
+    if ((rc = event_samples(ev, o->iters, samples, &r->time, e)) < 0) goto out;
+
+    /* The host's part: each group issued onto an idle GPU, so no queue
+     * back-pressure is timed. */
+    for (int it = 0; it < o->iters; it++) {
+        int q = it % sets;
+        CU(cudaStreamSynchronize(g.main));
+        double t0 = pp_exec_now();
+        if ((rc = group_issue(&g, x[q], w[q], d[q], g.per_call, e)) < 0)
+            goto out;
+        samples[it] = pp_exec_now() - t0;
+    }
+    CU(cudaStreamSynchronize(g.main));
+    if ((rc = pp_exec_stats_compute(samples, (size_t)o->iters, &st, e)) < 0)
+        goto out;
+    r->issue_s = st.median;
+
+    /* The GPU's part: set 0's group in a graph, replayed back to back. */
+    CU(cudaStreamBeginCapture(g.main, cudaStreamCaptureModeThreadLocal));
+    rc = group_issue(&g, x[0], w[0], d[0], false, e);
+    {
+        cudaError_t ce = cudaStreamEndCapture(g.main, &graph);
+        if (rc < 0) goto out;
+        CU(ce);
+    }
+    CU(cudaGraphInstantiate(&exec, graph, 0));
+    for (int it = 0; it < 3; it++) CU(cudaGraphLaunch(exec, g.main));
+    CU(cudaEventRecord(ev[0], g.main));
+    for (int it = 0; it < o->iters; it++) {
+        CU(cudaGraphLaunch(exec, g.main));
+        CU(cudaEventRecord(ev[it + 1], g.main));
+    }
+    CU(cudaEventSynchronize(ev[o->iters]));
+    CU(cudaGetLastError());
+    if ((rc = event_samples(ev, o->iters, samples, &st, e)) < 0) goto out;
+    r->graph_s = st.median;
+    r->streams = o->streams;
+    r->setup_per_call = g.per_call;
+    {
+        int id = -1;
+        algo_words(&g.algo, &id, r->algo, sizeof r->algo, 0, got);
+        r->algo_id = id;
+    }
+    r->algos_tried = 1;
+    r->buffers = sets;
+out:
+    if (exec) cudaGraphExecDestroy(exec);
+    if (graph) cudaGraphDestroy(graph);
+    desc_free(&g.once);
+    for (int k = 0; k < g.ns; k++) {
+        if (g.join[k]) cudaEventDestroy(g.join[k]);
+        if (g.str[k]) cudaStreamDestroy(g.str[k]);
+        if (g.ws[k]) cudaFree(g.ws[k]);
+    }
+    if (g.fork) cudaEventDestroy(g.fork);
+    if (g.main) cudaStreamDestroy(g.main);
+    if (g.lt) cublasLtDestroy(g.lt);
+    return rc;
+}
+
 extern "C" int pp__cuda_gemm_run(const pp_exec_gemm_opts *o,
                                  const pp_gemm_shape *s,
                                  pp_exec_gemm_result *out, pp_error *e) {
     int rc = 0, sets = 1, n_algos = 0, best = -1, best_id = -1;
     dt_info dt = dt_of(o->dtype);
+    bool fp8 = o->dtype == PP_GEMM_FP8;
     cudaDeviceProp prop;
     cublasLtHandle_t lt = NULL;
-    cublasLtMatmulDesc_t op = NULL;
-    cublasLtMatrixLayout_t la = NULL, lb = NULL, lc = NULL;
-    cublasLtMatmulPreference_t pref = NULL;
+    gemm_desc g;
     cublasLtMatmulHeuristicResult_t heur[MAX_ALGOS];
-    cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
     void *x[MAX_SETS] = {0}, *w[MAX_SETS] = {0}, *d[MAX_SETS] = {0};
     void *ws = NULL;
     float *scale = NULL;
@@ -256,13 +532,16 @@ extern "C" int pp__cuda_gemm_run(const pp_exec_gemm_opts *o,
     char why[256];
 
     memset(&r, 0, sizeof r);
+    memset(&g, 0, sizeof g);
     if (!pp_cuda_available(why, sizeof why))
         return pp_error_set(e, PP_ENODEV, "--backend cuda: %s", why);
     if (o->algos < 1 || o->algos > MAX_ALGOS)
         return pp_error_set(e, PP_EINVAL, "--algos: 1 to %d", MAX_ALGOS);
+    if (o->streams < 0 || o->streams > MAX_STREAMS)
+        return pp_error_set(e, PP_EINVAL, "--streams: 1 to %d", MAX_STREAMS);
     CU(cudaSetDevice(o->device));
     CU(cudaGetDeviceProperties(&prop, o->device));
-    if (o->dtype == PP_GEMM_FP8 && prop.major * 10 + prop.minor < 89)
+    if (fp8 && prop.major * 10 + prop.minor < 89)
         return pp_error_set(e, PP_ENODEV,
                             "fp8 needs compute capability 8.9 or later; %s "
                             "is %d.%d",
@@ -288,50 +567,31 @@ extern "C" int pp__cuda_gemm_run(const pp_exec_gemm_opts *o,
         CU(cudaMemset(d[i], 0, nd * dt.cd_size));
     }
     CU(cudaGetLastError());
-    CU(cudaMalloc(&ws, ws_bytes));
-
-    LT(cublasLtCreate(&lt));
-    LT(cublasLtMatmulDescCreate(&op, dt.compute, CUDA_R_32F));
-    LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta,
-                                      sizeof ta));
-    LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb,
-                                      sizeof tb));
-    if (o->dtype == PP_GEMM_FP8) {
+    if (fp8) {
         /* Per-tensor scales (1: the inputs are already in e4m3's range),
          * as Transformer Engine passes them. */
         const float one = 1.0f;
         CU(cudaMalloc((void **)&scale, sizeof one));
         CU(cudaMemcpy(scale, &one, sizeof one, cudaMemcpyHostToDevice));
-        LT(cublasLtMatmulDescSetAttribute(
-            op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &scale, sizeof scale));
-        LT(cublasLtMatmulDescSetAttribute(
-            op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &scale, sizeof scale));
-    }
-    /* A = W (k x n, transposed), B = X (k x m), C = D (n x m). */
-    if ((rc = layout(&la, dt.ab, (uint64_t)s->k, (uint64_t)s->n, batch, e)) <
-            0 ||
-        (rc = layout(&lb, dt.ab, (uint64_t)s->k, (uint64_t)s->m, batch, e)) <
-            0 ||
-        (rc = layout(&lc, dt.cd, (uint64_t)s->n, (uint64_t)s->m, batch, e)) < 0)
-        goto out;
-    LT(cublasLtMatmulPreferenceCreate(&pref));
-    LT(cublasLtMatmulPreferenceSetAttribute(
-        pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_bytes,
-        sizeof ws_bytes));
-    LT(cublasLtMatmulAlgoGetHeuristic(lt, op, la, lb, lc, lc, pref, o->algos,
-                                      heur, &n_algos));
-    if (n_algos == 0) {
-        rc = pp_error_set(e, PP_EFAIL,
-                          "cuBLASLt has no algorithm for this "
-                          "shape and dtype%s",
-                          o->dtype == PP_GEMM_FP8
-                              ? " (fp8 wants m, n, k multiples of 16)"
-                              : "");
-        goto out;
     }
     n_ev = (o->iters > 10 ? o->iters : 10) + 1;
     ev = (cudaEvent_t *)pp_xcalloc((size_t)n_ev, sizeof *ev);
     for (int i = 0; i < n_ev; i++) CU(cudaEventCreate(&ev[i]));
+    samples = (double *)pp_xmalloc((size_t)n_ev * sizeof *samples);
+    if (o->streams > 0) {
+        CU(cudaDeviceSynchronize());
+        if ((rc = grouped_run(o, s, dt, scale, x, w, d, sets, ws_bytes, ev,
+                              samples, &r, e)) < 0)
+            goto out;
+        goto checked;
+    }
+    CU(cudaMalloc(&ws, ws_bytes));
+
+    LT(cublasLtCreate(&lt));
+    if ((rc = describe(dt, fp8, scale, s, batch, &g, e)) < 0 ||
+        (rc = heuristic(lt, &g, ws_bytes, o->algos, fp8, heur, &n_algos, e)) <
+            0)
+        goto out;
 
     /* Each candidate: 2 untimed runs, 10 timed back to back. */
     for (int a = 0; a < n_algos; a++) {
@@ -340,8 +600,9 @@ extern "C" int pp__cuda_gemm_run(const pp_exec_gemm_opts *o,
         for (int it = 0; it < 12 && st == CUBLAS_STATUS_SUCCESS; it++) {
             int q = it % sets;
             if (it == 2) CU(cudaEventRecord(ev[0]));
-            st = cublasLtMatmul(lt, op, &alpha, w[q], la, x[q], lb, &beta, d[q],
-                                lc, d[q], lc, &heur[a].algo, ws, ws_bytes, 0);
+            st = cublasLtMatmul(lt, g.op, &alpha, w[q], g.la, x[q], g.lb, &beta,
+                                d[q], g.lc, d[q], g.lc, &heur[a].algo, ws,
+                                ws_bytes, 0);
         }
         if (st != CUBLAS_STATUS_SUCCESS) continue; /* not runnable: skip */
         CU(cudaEventRecord(ev[1]));
@@ -363,37 +624,31 @@ extern "C" int pp__cuda_gemm_run(const pp_exec_gemm_opts *o,
 
     for (int it = 0; it < o->warmup; it++) {
         int q = it % sets;
-        LT(cublasLtMatmul(lt, op, &alpha, w[q], la, x[q], lb, &beta, d[q], lc,
-                          d[q], lc, &heur[best].algo, ws, ws_bytes, 0));
+        LT(cublasLtMatmul(lt, g.op, &alpha, w[q], g.la, x[q], g.lb, &beta, d[q],
+                          g.lc, d[q], g.lc, &heur[best].algo, ws, ws_bytes, 0));
     }
     CU(cudaEventRecord(ev[0]));
     for (int it = 0; it < o->iters; it++) {
         int q = it % sets;
-        LT(cublasLtMatmul(lt, op, &alpha, w[q], la, x[q], lb, &beta, d[q], lc,
-                          d[q], lc, &heur[best].algo, ws, ws_bytes, 0));
+        LT(cublasLtMatmul(lt, g.op, &alpha, w[q], g.la, x[q], g.lb, &beta, d[q],
+                          g.lc, d[q], g.lc, &heur[best].algo, ws, ws_bytes, 0));
         CU(cudaEventRecord(ev[it + 1]));
     }
     CU(cudaEventSynchronize(ev[o->iters]));
     CU(cudaGetLastError());
-    samples = (double *)pp_xmalloc((size_t)o->iters * sizeof *samples);
-    for (int it = 0; it < o->iters; it++) {
-        float ms = 0;
-        CU(cudaEventElapsedTime(&ms, ev[it], ev[it + 1]));
-        samples[it] = 1e-3 * (double)ms;
-    }
+    if ((rc = event_samples(ev, o->iters, samples, &r.time, e)) < 0) goto out;
+    algo_words(&heur[best].algo, &best_id, r.algo, sizeof r.algo, best,
+               n_algos);
+    r.algo_id = best_id;
+    r.algos_tried = n_algos;
+    r.buffers = sets;
+checked:
     if (o->check) {
         if ((rc = check(dt, o->dtype, s, x[0], w[0], d[0], &r.check_err, e)) <
             0)
             goto out;
         r.checked = true;
     }
-    if ((rc = pp_exec_stats_compute(samples, (size_t)o->iters, &r.time, e)) < 0)
-        goto out;
-    algo_words(&heur[best].algo, &best_id, r.algo, sizeof r.algo, best,
-               n_algos);
-    r.algo_id = best_id;
-    r.algos_tried = n_algos;
-    r.buffers = sets;
     *out = r;
 out:
     if (ev)
@@ -401,11 +656,7 @@ out:
             if (ev[i]) cudaEventDestroy(ev[i]);
     free(ev);
     free(samples);
-    if (pref) cublasLtMatmulPreferenceDestroy(pref);
-    if (la) cublasLtMatrixLayoutDestroy(la);
-    if (lb) cublasLtMatrixLayoutDestroy(lb);
-    if (lc) cublasLtMatrixLayoutDestroy(lc);
-    if (op) cublasLtMatmulDescDestroy(op);
+    desc_free(&g);
     if (lt) cublasLtDestroy(lt);
     for (int i = 0; i < MAX_SETS; i++) {
         if (x[i]) cudaFree(x[i]);

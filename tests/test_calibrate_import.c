@@ -471,6 +471,81 @@ static void test_exec_json(void **state) {
     cli_result_free(&m);
 }
 
+/* `exec gemm --streams` files (a lent H100, calibrate/examples/h100/
+ * grouped): a grouped result is the GPU's own time of one group (its
+ * CUDA-graph replay), validated against the simulator's grouped price,
+ * never fitted; a broken grouped object is an input error. */
+static void test_exec_grouped(void **state) {
+    (void)state;
+    const char *dir = PODPLAN_SOURCE_DIR "/calibrate/examples/h100/grouped/";
+    char fs[512], fb[512];
+    snprintf(fs, sizeof fs, "%sgemm-q30-fc1-bf16-s4.json", dir);
+    snprintf(fb, sizeof fb, "%sgemm-q30-fc1-bf16-batch.json", dir);
+    pp_cal_set s;
+    pp_error e = PP_ERROR_INIT;
+    pp_cal_set_init(&s);
+    load(&s, fs, NULL);
+    load(&s, fb, NULL);
+    assert_int_equal(s.n, 4); /* 2048 and 4096 rows, each file */
+    json_error_t je;
+    json_t *j = json_load_file(fs, 0, &je);
+    assert_non_null(j);
+    json_t *r0 = json_array_get(json_object_get(j, "results"), 0);
+    json_t *g0 = json_object_get(r0, "grouped");
+    assert_int_equal(s.pts[0].streams, 4);
+    near(s.pts[0].batch, 16, 0);
+    near(s.pts[0].time_s, json_real_value(json_object_get(g0, "graph_s")),
+         1e-12);
+    assert_true(s.pts[0].time_s !=
+                json_real_value(json_object_get(r0, "time_median_s")));
+    assert_int_equal(s.pts[2].streams, 0);
+    json_decref(j);
+
+    /* Validated with the simulator's grouped price; not fitted. */
+    pp_cal_result r;
+    pp_cal_result_init(&r);
+    pp_catalog *cat = NULL;
+    if (pp_catalog_load(NULL, &cat, &e) ||
+        pp_profile_load("h100", pp_catalog_gpu(cat, "h100-sxm5"), &r.profile,
+                        &e))
+        fail_msg("%s", e.msg);
+    pp_catalog_free(cat);
+    pp_cal_validation v;
+    if (pp_cal_validate(&s, &r, 0, NULL, &v, &e)) fail_msg("%s", e.msg);
+    assert_int_equal(v.n, 4);
+    pp_gpu_profile x = r.profile;
+    x.framework_efficiency = 1;
+    const pp_cal_point *p = &s.pts[0];
+    near(v.v[0].predicted_s,
+         pp_gemm_grouped_time_s(&x, PP_GEMM_OPS_16, 16, p->m, p->n, p->k),
+         1e-12);
+    near(v.v[2].predicted_s, pp_gemm_time_s(&x, 16, 2048, 1536, 2048), 1e-12);
+    pp_cal_validation_fini(&v);
+    pp_cal_fit f;
+    if (pp_cal_fit_gemm(&s, NULL, &r.profile, &f, &e)) fail_msg("%s", e.msg);
+    assert_int_equal(f.n_points, 2);
+    assert_non_null(strstr(f.advice, "2 points not fitted"));
+    pp_cal_fit_fini(&f);
+    pp_cal_result_fini(&r);
+
+    /* A grouped object without a graph time: located, nothing added. */
+    const char *bad = "/tmp/podplan-test-grouped-bad.json";
+    FILE *fp = fopen(bad, "w");
+    assert_non_null(fp);
+    fputs("{\"backend\": \"cuda\", \"dtype\": \"bf16\", \"results\": "
+          "[{\"batch\": 4, \"m\": 64, \"n\": 64, \"k\": 64, "
+          "\"iters\": 5, \"time_median_s\": 1e-5, \"time_cv\": 0.1, "
+          "\"grouped\": {\"streams\": 4, \"graph_s\": 0}}]}\n",
+          fp);
+    fclose(fp);
+    size_t n = s.n;
+    assert_int_equal(pp_cal_import(&s, bad, NULL, &e), PP_EINPUT);
+    assert_non_null(strstr(e.msg, "results[0].grouped: graph_s"));
+    assert_int_equal(s.n, n);
+    unlink(bad);
+    pp_cal_set_fini(&s);
+}
+
 static void test_cli_import(void **state) {
     (void)state;
     cli_result r;
@@ -695,6 +770,7 @@ int main(void) {
         cmocka_unit_test(test_other_formats),
         cmocka_unit_test(test_errors_leave_set_unchanged),
         cmocka_unit_test(test_exec_json),
+        cmocka_unit_test(test_exec_grouped),
         cmocka_unit_test(test_cli_import),
         cmocka_unit_test(test_cli_import_many),
         cmocka_unit_test(test_cli_run),

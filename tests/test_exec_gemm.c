@@ -173,6 +173,15 @@ static void test_cpu_gemm_run(void **state) {
     /* fp32 only on the CPU. */
     o.dtype = PP_GEMM_BF16;
     assert_int_equal(pp_exec_gemm_run(&o, &s, &r, &e), PP_EUSAGE);
+    /* Grouped issue is cuda's; per-call set-up needs it. */
+    o.dtype = PP_GEMM_FP32;
+    o.streams = 4;
+    pp_error_clear(&e);
+    assert_int_equal(pp_exec_gemm_run(&o, &s, &r, &e), PP_EUSAGE);
+    assert_non_null(strstr(e.msg, "--streams"));
+    o.streams = 0;
+    o.setup_per_call = true;
+    assert_int_equal(pp_exec_gemm_run(&o, &s, &r, &e), PP_EUSAGE);
 }
 
 static void test_cuda_absent(void **state) {
@@ -314,6 +323,12 @@ static void test_cli_usage(void **state) {
     expect_usage("exec gemm --model gpt3-175b --parallel tp=7 --list", "tp");
     expect_usage("exec gemm --backend cpu --square 64 --gpu h100-sxm",
                  "did you mean \"h100-sxm5\"");
+    expect_usage("exec gemm --backend cpu --square 64 --streams 4",
+                 "--streams: grouped issue needs --backend cuda");
+    expect_usage("exec gemm --backend cpu --square 64 --setup per-call",
+                 "--setup goes with --streams");
+    expect_usage("exec gemm --square 64 --streams 17", "1..16");
+    expect_usage("exec gemm --square 64 --streams 4 --setup twice", "--setup");
     expect_usage("exec gem", "did you mean \"gemm\"");
     expect_usage("exec membw --sizes 12", "--sizes");
     expect_usage("exec membw --kernel scale", "--kernel: expected copy, triad");

@@ -70,6 +70,10 @@ typedef struct pp_cal_point {
     double bw_Bps;    /* as reported (busbw for collectives), 0 = none */
     /* GEMM */
     double m, n, k, batch;
+    /* GEMM issued grouped (`exec gemm --streams S`): the batch's GEMMs as
+     * separate calls over S streams, time_s the GPU's own time of one
+     * group (its CUDA-graph replay); 0: one (strided-batched) call. */
+    int64_t streams;
     char dtype[16];  /* GEMM: "bf16", "fp8", ... "" = not stated */
     char device[16]; /* GEMM, MEMBW: "cuda" or "cpu" (host memory,
                                 the CPU BLAS); "" = not stated (a GPU) */

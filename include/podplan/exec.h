@@ -243,6 +243,17 @@ typedef struct pp_exec_gemm_opts {
     int device;  /* cuda: device ordinal */
     bool check;  /* spot-check a sample of C against a CPU reference */
     uint64_t seed;
+    /* cuda, grouped issue: 0 runs the batch as one strided-batched call;
+     * S >= 1 issues the batch's GEMMs as separate cuBLASLt calls spread
+     * round-robin over S streams, forked from and joined to the timing
+     * stream by events, as Transformer Engine's GroupedLinear issues an
+     * MoE layer's experts (nvte_multi_stream_cublas_gemm, 4 streams).
+     * Each call runs the heuristic's first candidate, as TE's does. */
+    int streams;
+    /* With streams: every call creates its descriptors and asks the
+     * heuristic, then destroys them, as TE's cublas_gemm does; false
+     * builds them once. */
+    bool setup_per_call;
 } pp_exec_gemm_opts;
 
 /* Defaults as documented above; bf16 on cuda, fp32 on cpu. */
@@ -262,6 +273,13 @@ typedef struct pp_exec_gemm_result {
     int threads;        /* cpu: BLAS threads used */
     bool checked;       /* a spot check ran */
     double check_err;   /* its worst error / error bound (<= 1 good) */
+    /* Grouped issue (opts.streams > 0); time is then per group. */
+    int streams;
+    bool setup_per_call;
+    double issue_s; /* host time to issue one group onto an idle GPU
+                     * (median of iters) */
+    double graph_s; /* one group captured in a CUDA graph and replayed:
+                     * the GPU's time without the host's (median) */
 } pp_exec_gemm_result;
 
 /* Times one GEMM shape: random inputs (never zeros), o->warmup runs,

@@ -352,6 +352,20 @@ double pp_gemm_time_prec_s(const pp_gpu_profile *g, bool fp8, double batch,
 /* The same with MXFP8's block-scaled operands (gemm.mxfp8_efficiency). */
 double pp_gemm_time_mxfp8_s(const pp_gpu_profile *g, double batch, double m,
                             double n, double k);
+/* A grouped GEMM's operands. */
+typedef enum pp_gemm_ops {
+    PP_GEMM_OPS_16,   /* bf16/fp16 */
+    PP_GEMM_OPS_FP8,  /* FP8, per-tensor scales */
+    PP_GEMM_OPS_MXFP8 /* FP8, MXFP8 block scales */
+} pp_gemm_ops;
+/* `groups` GEMMs of m x n x k issued as one grouped call, as Transformer
+ * Engine's GroupedLinear issues an MoE layer's local experts (one cuBLAS
+ * call per group over its compute streams): their tiles share the GPU's
+ * waves as a batch of `groups` would, and each group pays its own
+ * launch.  `exec gemm --streams` measures it (calibrate/examples/
+ * {h100,h200}/grouped: 0.97-1.40 times the GPU's own time). */
+double pp_gemm_grouped_time_s(const pp_gpu_profile *g, pp_gemm_ops ops,
+                              double groups, double m, double n, double k);
 
 /* Roofline times of single operations (seconds), launch overhead
  * included.  A (batched) GEMM C[m x n] = A[m x k] B[k x n], `batch`

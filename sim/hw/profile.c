@@ -516,6 +516,15 @@ double pp_gemm_time_mxfp8_s(const pp_gpu_profile *g, double batch, double m,
                     batch, m, n, k);
 }
 
+double pp_gemm_grouped_time_s(const pp_gpu_profile *g, pp_gemm_ops ops,
+                              double groups, double m, double n, double k) {
+    double t =
+        ops == PP_GEMM_OPS_MXFP8 ? pp_gemm_time_mxfp8_s(g, groups, m, n, k)
+        : ops == PP_GEMM_OPS_FP8 ? pp_gemm_time_prec_s(g, true, groups, m, n, k)
+                                 : pp_gemm_time_s(g, groups, m, n, k);
+    return t + (groups - 1.0) * g->launch_s;
+}
+
 static double fp8_time(const pp_gpu_profile *g, double asym, double batch,
                        double m, double n, double k) {
     /* The FP8 asymptote and its own k_half, with no tile or wave
