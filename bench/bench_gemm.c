@@ -73,7 +73,7 @@ int main(void) {
         o.iters = iters;
         o.warmup = 3;
         o.check = false;
-        pp_gemm_shape s = {"", 1, m, n, k};
+        pp_gemm_shape s = {"", 1, m, n, k, false};
         pp_exec_gemm_result r;
         if (pp_exec_gemm_run(&o, &s, &r, &e)) {
             fprintf(stderr, "bench_gemm: %s\n", e.msg);

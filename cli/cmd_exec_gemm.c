@@ -18,6 +18,10 @@
 #define MAX_DIMS 64
 #define MAX_SHAPES 4096
 
+/* Transformer Engine's compute streams for grouped GEMMs
+ * (transformer_engine/common/util/multi_stream.cpp). */
+#define TE_STREAMS 4
+
 static const pp_cli_opt gemm_opts[] = {
     {"backend", 'b', "B",
      "cuda|cpu (default: cuda when a GPU is usable, else cpu)", false, NULL, 0,
@@ -283,13 +287,20 @@ static int build_shapes(const pp_args *a, gemm_out *o, pp_model *m,
             return rc;
         }
         o->model = m->name;
-        snprintf(o->parallel, sizeof o->parallel, "tp=%lld,mbs=%lld",
-                 (long long)p.tp, (long long)p.mbs);
+        int w = snprintf(o->parallel, sizeof o->parallel, "tp=%lld,mbs=%lld",
+                         (long long)p.tp, (long long)p.mbs);
+        if (p.cp > 1)
+            w += snprintf(o->parallel + w, sizeof o->parallel - (size_t)w,
+                          ",cp=%lld", (long long)p.cp);
+        if (pp_model_is_moe(m) && p.ep > 1)
+            snprintf(o->parallel + w, sizeof o->parallel - (size_t)w,
+                     ",ep=%lld,etp=%lld", (long long)p.ep,
+                     (long long)pp_parallel_etp(&p));
     } else if (square) {
         if ((rc = dims_opt(a, "square", vm, &nm, e))) return rc;
         s = pp_xcalloc(nm, sizeof *s);
         for (size_t i = 0; i < nm; i++)
-            s[ns++] = (pp_gemm_shape){"", batch, vm[i], vm[i], vm[i]};
+            s[ns++] = (pp_gemm_shape){"", batch, vm[i], vm[i], vm[i], false};
     } else {
         if ((rc = dims_opt(a, "m", vm, &nm, e)) ||
             (rc = dims_opt(a, "n", vn, &nn, e)) ||
@@ -308,7 +319,8 @@ static int build_shapes(const pp_args *a, gemm_out *o, pp_model *m,
         for (size_t i = 0; i < nm; i++)
             for (size_t j = 0; j < nn; j++)
                 for (size_t l = 0; l < nk; l++)
-                    s[ns++] = (pp_gemm_shape){"", batch, vm[i], vn[j], vk[l]};
+                    s[ns++] =
+                        (pp_gemm_shape){"", batch, vm[i], vn[j], vk[l], false};
     }
     *out = s;
     *n_out = ns;
@@ -326,11 +338,12 @@ static void list_table(FILE *fp, const void *ctx) {
             "GFLOP");
     for (size_t i = 0; i < l->n; i++) {
         const pp_gemm_shape *x = &l->s[i];
-        fprintf(fp, "%-12s %5lld %6lld %6lld %6lld %10.2f\n",
+        fprintf(fp, "%-12s %5lld %6lld %6lld %6lld %10.2f%s\n",
                 x->name[0] ? x->name : "-", (long long)x->batch,
                 (long long)x->m, (long long)x->n, (long long)x->k,
                 2e-9 * (double)x->batch * (double)x->m * (double)x->n *
-                    (double)x->k);
+                    (double)x->k,
+                x->grouped ? "  grouped" : "");
     }
 }
 
@@ -346,6 +359,7 @@ static int emit_list(const pp_args *a, int fmt, const pp_gemm_shape *s,
         json_object_set_new(x, "m", json_integer(s[i].m));
         json_object_set_new(x, "n", json_integer(s[i].n));
         json_object_set_new(x, "k", json_integer(s[i].k));
+        if (s[i].grouped) json_object_set_new(x, "grouped", json_true());
         json_array_append_new(arr, x);
     }
     json_object_set_new(j, "shapes", arr);
@@ -396,7 +410,7 @@ int pp_cli_exec_gemm(int argc, char **argv) {
     opt.check = !pp_args_flag(&a, "no-check");
     opt.streams = (int)streams;
     opt.setup_per_call = setup == 1;
-    if (pp_args_get(&a, "setup") && !streams) {
+    if (pp_args_get(&a, "setup") && !streams && !o.model) {
         pp_error_set(&e, PP_EUSAGE, "--setup goes with --streams");
         goto fail;
     }
@@ -422,9 +436,19 @@ int pp_cli_exec_gemm(int argc, char **argv) {
         find_peak(&a, &o, &e))
         goto fail;
     o.r = pp_xcalloc(o.n, sizeof *o.r);
-    for (size_t i = 0; i < o.n; i++)
-        if ((rc = pp_exec_gemm_run(&opt, &shapes[i], &o.r[i], &e)) < 0)
+    for (size_t i = 0; i < o.n; i++) {
+        /* --model: a grouped shape (an MoE layer's experts) is issued as
+         * Transformer Engine issues it, over --streams (default its 4);
+         * the others as one call each. */
+        pp_exec_gemm_opts oi = opt;
+        if (o.model) {
+            bool g = shapes[i].grouped && opt.backend == PP_EXEC_CUDA;
+            oi.streams = g ? (streams ? (int)streams : TE_STREAMS) : 0;
+            oi.setup_per_call = g && opt.setup_per_call;
+        }
+        if ((rc = pp_exec_gemm_run(&oi, &shapes[i], &o.r[i], &e)) < 0)
             goto fail;
+    }
     free(shapes);
     rc = pp_cli_emit(&a, fmt, gemm_json(&o), gemm_table, &o);
     free(o.r);
@@ -454,7 +478,9 @@ const pp_cli_cmd pp__cmd_exec_gemm = {
     "OpenBLAS cblas_sgemm, fp32, wall clock.  A sample of 16 outputs is\n"
     "checked against a double-precision CPU reference (--no-check skips).\n"
     "--model times the forward GEMMs the simulator prices for one layer\n"
-    "(qkv, attn scores/values as batched GEMMs, attn proj, mlp fc1/fc2).\n"
+    "(qkv, attn scores/values as batched GEMMs, attn proj, mlp fc1/fc2;\n"
+    "an MoE model's router, shared experts and local experts, these\n"
+    "grouped over 4 streams on cuda, or --streams).\n"
     "--streams S issues the --batch GEMMs as separate cuBLASLt calls over\n"
     "S streams, forked and joined by events, as Transformer Engine's\n"
     "GroupedLinear runs an MoE layer's experts (4 streams, the heuristic's\n"

@@ -12,6 +12,12 @@
  * four projections in place of QKV: the two down projections, whole on
  * every TP rank (over its s/t tokens with sequence parallelism), and the
  * two up projections, split by columns; the core is head_dim wide.
+ * An MoE layer (sim/train/moe.c) has the router (replicated, over the
+ * rank's s b / (cp t) tokens), the shared experts as a dense MLP split
+ * over tp, and the E / ep local experts, each expert's width split over
+ * etp, as one grouped GEMM of E / ep groups (Transformer Engine's
+ * GroupedLinear: a call per expert); balanced routing gives each expert
+ * tokens x top_k x capacity x etp / (E / ep) rows.
  */
 #include <stdio.h>
 #include <string.h>
@@ -28,13 +34,36 @@ static void put(pp_gemm_shape *g, const char *name, int64_t batch, int64_t m,
     g->k = k;
 }
 
+/* The MoE block's GEMMs after the attention's, as moe.c prices them. */
+static int moe_gemms(const pp_model *m, const pp_parallel *p, int64_t tok,
+                     pp_gemm_shape *g) {
+    int i = 0;
+    int64_t t = p->tp, cp = p->cp > 1 ? p->cp : 1, h = m->hidden;
+    int64_t ep = p->ep > 1 ? p->ep : 1, etp = pp_parallel_etp(p);
+    int64_t glu = m->ffn == PP_FFN_SWIGLU ? 2 : 1, fe = m->expert_ffn_hidden;
+    int64_t tr = tok / cp, tn = tr / t, loc = m->experts / ep;
+    double cf = m->capacity_factor > 0 ? m->capacity_factor : 1.0;
+    if (loc < 1) loc = 1;
+    put(&g[i++], "router", 1, tn, m->experts, h);
+    if (m->shared_experts > 0) {
+        int64_t w = m->shared_experts * fe / t;
+        put(&g[i++], "shared fc1", 1, tr, glu * w, h);
+        put(&g[i++], "shared fc2", 1, tr, h, w);
+    }
+    int64_t rows =
+        (int64_t)((double)tn * (double)m->top_k * cf * (double)etp / loc + 0.5);
+    put(&g[i], "experts fc1", loc, rows, glu * fe / etp, h);
+    g[i++].grouped = true;
+    put(&g[i], "experts fc2", loc, rows, h, fe / etp);
+    g[i++].grouped = true;
+    return i;
+}
+
 int pp_layer_gemms(const pp_model *m, const pp_parallel *p, pp_gemm_shape *out,
                    size_t max, size_t *n, pp_error *e) {
-    enum { COUNT = 6 };
-    bool mla = pp_model_is_mla(m);
-    int need =
-        mla ? (m->q_lora_rank > 0 ? PP_LAYER_GEMMS_MAX : PP_LAYER_GEMMS_MAX - 1)
-            : COUNT;
+    bool mla = pp_model_is_mla(m), moe = pp_model_is_moe(m);
+    int need = (mla ? (m->q_lora_rank > 0 ? 7 : 6) : 4) +
+               (moe ? (m->shared_experts > 0 ? 5 : 3) : 2);
     if (m->arch != PP_ARCH_TRANSFORMER)
         return pp_error_set(e, PP_EINVAL,
                             "layer GEMMs: model %s is generic (no layers)",
@@ -75,8 +104,12 @@ int pp_layer_gemms(const pp_model *m, const pp_parallel *p, pp_gemm_shape *out,
     put(&g[i++], "attn scores", b * a / t, s, s, dc);
     put(&g[i++], "attn values", b * a / t, s, dc, s);
     put(&g[i++], "attn proj", 1, tok, h, q / t);
-    put(&g[i++], "mlp fc1", 1, tok, f_in, h);
-    put(&g[i++], "mlp fc2", 1, tok, h, f / t);
+    if (moe) {
+        i += moe_gemms(m, p, tok, &g[i]);
+    } else {
+        put(&g[i++], "mlp fc1", 1, tok, f_in, h);
+        put(&g[i++], "mlp fc2", 1, tok, h, f / t);
+    }
     memcpy(out, g, (size_t)i * sizeof g[0]);
     *n = (size_t)i;
     return 0;

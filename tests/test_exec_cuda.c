@@ -131,10 +131,10 @@ static void test_reduce(void) {
 
 static void test_gemm(int cc) {
     static const pp_gemm_shape shapes[] = {
-        {"square", 1, 256, 256, 256},
-        {"rect", 1, 384, 640, 1024},
-        {"batched", 6, 128, 96, 64},
-        {"odd", 1, 33, 17, 65},
+        {"square", 1, 256, 256, 256, false},
+        {"rect", 1, 384, 640, 1024, false},
+        {"batched", 6, 128, 96, 64, false},
+        {"odd", 1, 33, 17, 65, false},
     };
     for (int t = 0; t < PP_GEMM__DTYPES; t++) {
         if (t == PP_GEMM_FP8 && cc < 89) {
@@ -175,7 +175,7 @@ static void test_gemm(int cc) {
  * 1 and 4 streams, descriptors once and per call; each group's outputs
  * checked like a batch's, and all three times measured. */
 static void test_gemm_grouped(int cc) {
-    static const pp_gemm_shape s = {"grouped", 6, 256, 384, 512};
+    static const pp_gemm_shape s = {"grouped", 6, 256, 384, 512, true};
     for (int t = 0; t < PP_GEMM__DTYPES; t++) {
         if (t != PP_GEMM_BF16 && t != PP_GEMM_FP8) continue;
         if (t == PP_GEMM_FP8 && cc < 89) continue;

@@ -156,7 +156,7 @@ static void test_cpu_gemm_run(void **state) {
     assert_int_equal(o.iters, 100);
     o.iters = 7;
     o.warmup = 1;
-    pp_gemm_shape s = {"odd", 2, 37, 29, 53};
+    pp_gemm_shape s = {"odd", 2, 37, 29, 53, false};
     pp_exec_gemm_result r;
     pp_error e = PP_ERROR_INIT;
     if (pp_exec_gemm_run(&o, &s, &r, &e)) fail_msg("%s", e.msg);
@@ -191,7 +191,7 @@ static void test_cuda_absent(void **state) {
     assert_true(why[0] != '\0');
     pp_exec_gemm_opts o;
     pp_exec_gemm_opts_init(&o, PP_EXEC_CUDA);
-    pp_gemm_shape s = {"", 1, 64, 64, 64};
+    pp_gemm_shape s = {"", 1, 64, 64, 64, false};
     pp_exec_gemm_result r;
     pp_error e = PP_ERROR_INIT;
     assert_int_equal(pp_exec_gemm_run(&o, &s, &r, &e), PP_ENODEV);
@@ -248,6 +248,48 @@ static void test_layer_gemms(void **state) {
     assert_int_equal(pp_layer_gemms(&m, &p, g, 5, &n, &e), PP_ERANGE);
 }
 
+/* An MoE layer's GEMMs, as sim/train/moe.c prices them.  Qwen3-30B-A3B
+ * (h 2048, 128 experts of 768, top 8, no shared ones) at tp 1, EP 8,
+ * mbs 1 of 4096: the router over the 4096 tokens, then 16 local experts
+ * of 4096 x 8 / 16 = 2048 rows each as one grouped GEMM: fc1 2 x 768
+ * wide (SwiGLU), fc2 back to h.  Expert TP 2 halves each expert's width
+ * and gathers twice the rows; cp 2 halves the tokens.  The attention's
+ * four shapes come first, unchanged. */
+static void test_layer_gemms_moe(void **state) {
+    (void)state;
+    pp_model m;
+    pp_parallel p;
+    pp_error e = PP_ERROR_INIT;
+    if (pp_model_load("qwen3-30b-a3b", &m, &e)) fail_msg("%s", e.msg);
+    pp_parallel_init(&p);
+    if (pp_parallel_parse("tp=1,dp=8,ep=8,mbs=1", &p, &e) ||
+        pp_parallel_validate(&p, &m, &e))
+        fail_msg("%s", e.msg);
+    pp_gemm_shape g[PP_LAYER_GEMMS_MAX];
+    size_t n = 0;
+    assert_int_equal(pp_layer_gemms(&m, &p, g, PP_LAYER_GEMMS_MAX, &n, &e), 0);
+    assert_int_equal(n, 7);
+    assert_string_equal(g[3].name, "attn proj");
+    assert_string_equal(g[4].name, "router");
+    assert_true(g[4].batch == 1 && g[4].m == 4096 && g[4].n == 128 &&
+                g[4].k == 2048 && !g[4].grouped);
+    assert_string_equal(g[5].name, "experts fc1");
+    assert_true(g[5].batch == 16 && g[5].m == 2048 && g[5].n == 1536 &&
+                g[5].k == 2048 && g[5].grouped);
+    assert_string_equal(g[6].name, "experts fc2");
+    assert_true(g[6].batch == 16 && g[6].m == 2048 && g[6].n == 2048 &&
+                g[6].k == 768 && g[6].grouped);
+    assert_int_equal(pp_layer_gemms(&m, &p, g, 6, &n, &e), PP_ERANGE);
+    pp_parallel_init(&p);
+    if (pp_parallel_parse("tp=2,dp=8,cp=2,ep=8,etp=2,mbs=1,sp=on", &p, &e) ||
+        pp_parallel_validate(&p, &m, &e))
+        fail_msg("%s", e.msg);
+    assert_int_equal(pp_layer_gemms(&m, &p, g, PP_LAYER_GEMMS_MAX, &n, &e), 0);
+    assert_true(g[4].m == 1024); /* 4096 / cp 2 / tp 2 */
+    assert_true(g[5].batch == 16 && g[5].m == 1024 && g[5].n == 768);
+    assert_true(g[6].k == 384);
+}
+
 static void test_cli_model_list(void **state) {
     (void)state;
     cli_result r;
@@ -268,6 +310,27 @@ static void test_cli_model_list(void **state) {
     cli_runf(&r, "exec gemm -m 1024:4096:x2 -n 512,768 -k 64 --list");
     assert_int_equal(r.status, 0);
     assert_non_null(strstr(r.out, "4096    768     64"));
+    assert_null(strstr(r.out, "grouped"));
+    cli_result_free(&r);
+    /* An MoE model's experts are listed as the grouped GEMM they run as;
+     * the dense shapes say nothing of it. */
+    cli_runf(&r, "exec gemm --model qwen3-30b-a3b --parallel tp=1,dp=8,ep=8 "
+                 "--list --format json");
+    if (r.status != 0) fail_msg("status %d: %s", r.status, r.err);
+    j = cli_json(&r);
+    s = json_object_get(j, "shapes");
+    assert_int_equal(json_array_size(s), 7);
+    assert_null(json_object_get(json_array_get(s, 4), "grouped"));
+    json_t *x = json_array_get(s, 5);
+    assert_string_equal(json_string_value(json_object_get(x, "name")),
+                        "experts fc1");
+    assert_true(json_is_true(json_object_get(x, "grouped")));
+    json_decref(j);
+    cli_result_free(&r);
+    cli_runf(&r, "exec gemm --model qwen3-30b-a3b --parallel tp=1,dp=8,ep=8 "
+                 "--list");
+    assert_non_null(strstr(r.out, "experts fc2     16   2048   2048    768"));
+    assert_non_null(strstr(r.out, "grouped"));
     cli_result_free(&r);
 }
 
@@ -387,6 +450,7 @@ int main(void) {
         cmocka_unit_test(test_cpu_gemm_run),
         cmocka_unit_test(test_cuda_absent),
         cmocka_unit_test(test_layer_gemms),
+        cmocka_unit_test(test_layer_gemms_moe),
         cmocka_unit_test(test_cli_model_list),
         cmocka_unit_test(test_cli_cpu_run),
         cmocka_unit_test(test_cli_usage),

@@ -293,13 +293,39 @@ static void test_mla_gemms(void **state) {
     size_t n = 0;
     pp_error e = PP_ERROR_INIT;
     assert_int_equal(pp_layer_gemms(&m, &p, g, PP_LAYER_GEMMS_MAX, &n, &e), 0);
-    assert_int_equal(n, 9);
+    assert_int_equal(n, 12);
     assert_string_equal(g[0].name, "q down");
     assert_true(g[0].m == 2048 && g[0].n == 1536 && g[0].k == 7168);
     assert_string_equal(g[3].name, "kv up");
     assert_true(g[3].m == 4096 && g[3].n == 128 * 256 / 2 && g[3].k == 512);
     assert_string_equal(g[4].name, "attn scores");
     assert_true(g[4].k == 160);
+    /* Then the MoE block: one shared expert of 2048 split over tp 2, and
+     * 32 local experts; expert TP defaults to tp (2): each expert half as
+     * wide, 2048 x 8 x 2 / 32 = 1024 rows. */
+    assert_string_equal(g[8].name, "shared fc1");
+    assert_true(g[8].m == 4096 && g[8].n == 2048 && g[8].k == 7168);
+    assert_string_equal(g[10].name, "experts fc1");
+    assert_true(g[10].grouped && g[10].batch == 32 && g[10].m == 1024 &&
+                g[10].n == 2048);
+    /* Each shape is one the simulator prices, FLOP for FLOP (the core is
+     * FlashAttention's one kernel there, two GEMMs here). */
+    pp_gpu_profile gp = h100();
+    pp_parallel q = p;
+    q.recompute = PP_RECOMPUTE_NONE;
+    pp_stack_resolve(&gp, &q);
+    pp__shape sh = {&m, &q, &gp, 2};
+    pp__oplist fw = {0};
+    pp__ops_layer_fwd(&sh, &fw);
+    for (size_t i = 0; i < n; i++) {
+        int c = 0;
+        if (!strncmp(g[i].name, "attn ", 5) && strcmp(g[i].name, "attn proj"))
+            continue;
+        double f = 2.0 * g[i].batch * g[i].m * g[i].n * g[i].k;
+        assert_rel(op_flops(&fw, g[i].name, &c), f, 1e-12);
+        assert_true(c >= 1); /* "router" also names "router topk" */
+    }
+    pp__oplist_fini(&fw);
     assert_int_equal(pp_layer_gemms(&m, &p, g, 8, &n, &e), PP_ERANGE);
 }
 

@@ -67,7 +67,7 @@ static int gemm(int argc, char **argv) {
             return 2;
         }
         for (size_t i = 0; i < n; i++)
-            s[i] = (pp_gemm_shape){"", 1, v[i], v[i], v[i]};
+            s[i] = (pp_gemm_shape){"", 1, v[i], v[i], v[i], false};
     } else {
         return usage();
     }

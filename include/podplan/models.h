@@ -510,16 +510,24 @@ typedef struct pp_gemm_shape {
     char name[32]; /* "qkv", "attn scores", ... or "" for a sweep */
     int64_t batch; /* 1 for a plain GEMM */
     int64_t m, n, k;
+    /* The batch is a grouped GEMM: separate calls, one per group (an MoE
+     * layer's local experts under Transformer Engine's GroupedLinear),
+     * not one strided-batched call. */
+    bool grouped;
 } pp_gemm_shape;
 
 /* Fills out[0..*n-1] with the forward GEMMs of one layer of transformer
- * model m under layout p (tp, mbs, and sp for MLA's down projections):
- * qkv, attn scores, attn values, attn proj, mlp fc1, mlp fc2; under
- * multi-head latent attention q down, q up (or q), kv down and kv up in
- * place of qkv.  Returns PP_EINVAL for a generic model, PP_ERANGE when
- * max is too small (PP_LAYER_GEMMS_MAX suffice); outputs are untouched
- * on failure. */
-#define PP_LAYER_GEMMS_MAX 9
+ * model m under layout p (tp, mbs, sp for MLA's down projections; cp,
+ * ep and etp for an MoE block's): qkv, attn scores, attn values, attn
+ * proj, then mlp fc1
+ * and mlp fc2; under multi-head latent attention q down, q up (or q), kv
+ * down and kv up in place of qkv.  A model with experts gives an MoE
+ * layer's in place of the MLP: router, shared fc1 and fc2 (with shared
+ * experts), and experts fc1 and fc2 grouped over the E / ep local
+ * experts, each with the rows balanced routing gives it.  Returns
+ * PP_EINVAL for a generic model, PP_ERANGE when max is too small
+ * (PP_LAYER_GEMMS_MAX suffice); outputs are untouched on failure. */
+#define PP_LAYER_GEMMS_MAX 12
 int pp_layer_gemms(const pp_model *m, const pp_parallel *p, pp_gemm_shape *out,
                    size_t max, size_t *n, pp_error *e);
 
