@@ -26,6 +26,8 @@
 #         experts at EP 8 (2048 and 4096 rows each), GPT-OSS 120B's and
 #         DeepSeek-V3's, bf16 and fp8, as one strided batch, over 1 and 4
 #         streams, descriptors once and per call.
+#   model  `exec gemm --model` for the MoE validation models' layers (the
+#         experts as grouped GEMMs over TE's 4 streams), bf16 and fp8.
 # CTEST_ALL=0 skips the whole suite at the end.
 #
 # Usage: OUT=dir [SETS="oss coll"] tools/gpu-moe.sh
@@ -182,6 +184,16 @@ set_grouped() {
     # One small GEMM alone: the host's cost of TE's per-call set-up.
     g one-s1-fp8 --dtype fp8 --streams 1 -m 256,1024 -n 1536 -k 2048
     g one-s1pc-fp8 --dtype fp8 --streams 1 --setup per-call -m 256,1024 -n 1536 -k 2048
+}
+
+set_model() {
+    local dt
+    for dt in bf16 fp8; do
+        g model-q30-ep8-mbs1-$dt --dtype $dt --model qwen3-30b-a3b --parallel tp=1,dp=8,ep=8,mbs=1
+        g model-q30-ep8-mbs2-$dt --dtype $dt --model qwen3-30b-a3b --parallel tp=1,dp=8,ep=8,mbs=2
+        g model-oss-ep8-mbs4-$dt --dtype $dt --model gpt-oss-120b --parallel tp=1,dp=8,ep=8,mbs=4
+        g model-ds-ep64-$dt --dtype $dt --model deepseek-v3 --parallel tp=1,dp=64,ep=64,mbs=1
+    done
 }
 
 for s in $SETS; do "set_$s"; done

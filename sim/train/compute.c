@@ -64,11 +64,13 @@ static void mem(const pp__shape *s, pp__oplist *l, const char *name,
  * their tiles share the GPU's waves (batch = g in the efficiency model),
  * and each group pays its own launch (pp_gemm_grouped_time_s).  Timed as
  * TE issues it (`exec gemm --streams 4`, calibrate/examples/{h100,h200}/
- * grouped), this price is 1.00-1.40 times the GPU's own time for
- * Qwen3-30B-A3B's small experts, 0.97-1.11 times it for GPT-OSS's and
- * DeepSeek-V3's, and 0.80-1.27 times the eager time (the host's issue
- * between).  Not refitted: the profile's efficiency is one call's, fitted
- * on dense shapes.  ggemm is those GEMMs alone (FP8: 1-byte operands,
+ * grouped), this price under nemo-2025 (its training-loop efficiency
+ * in it) is 1.00-1.40 times the GPU's own time for Qwen3-30B-A3B's small
+ * experts, 0.97-1.11 times it for GPT-OSS's and DeepSeek-V3's, and
+ * 0.80-1.27 times the eager time (the host's issue between); the
+ * profile's model alone reads the bf16 groups within 9-10% mean.  Not
+ * refitted: the profile's efficiency is one call's, fitted on dense
+ * shapes.  ggemm is those GEMMs alone (FP8: 1-byte operands,
  * 2-byte output), glgemm with the FP8 input cast. */
 static void ggemm(const pp__shape *s, pp__oplist *l, const char *name,
                   double g, double m, double n, double k) {
