@@ -255,16 +255,20 @@ static void test_layer_gemms(void **state) {
  * wide (SwiGLU), fc2 back to h.  Expert TP 2 halves each expert's width
  * and gathers twice the rows; cp 2 halves the tokens.  The attention's
  * four shapes come first, unchanged. */
+static void valid_layout(const pp_model *m, const char *spec, pp_parallel *p) {
+    pp_error e = PP_ERROR_INIT;
+    pp_parallel_init(p);
+    if (pp_parallel_parse(spec, p, &e) || pp_parallel_validate(p, m, &e))
+        fail_msg("%s: %s", spec, e.msg);
+}
+
 static void test_layer_gemms_moe(void **state) {
     (void)state;
     pp_model m;
     pp_parallel p;
     pp_error e = PP_ERROR_INIT;
     if (pp_model_load("qwen3-30b-a3b", &m, &e)) fail_msg("%s", e.msg);
-    pp_parallel_init(&p);
-    if (pp_parallel_parse("tp=1,dp=8,ep=8,mbs=1", &p, &e) ||
-        pp_parallel_validate(&p, &m, &e))
-        fail_msg("%s", e.msg);
+    valid_layout(&m, "tp=1,dp=8,ep=8,mbs=1", &p);
     pp_gemm_shape g[PP_LAYER_GEMMS_MAX];
     size_t n = 0;
     assert_int_equal(pp_layer_gemms(&m, &p, g, PP_LAYER_GEMMS_MAX, &n, &e), 0);
@@ -280,10 +284,7 @@ static void test_layer_gemms_moe(void **state) {
     assert_true(g[6].batch == 16 && g[6].m == 2048 && g[6].n == 2048 &&
                 g[6].k == 768 && g[6].grouped);
     assert_int_equal(pp_layer_gemms(&m, &p, g, 6, &n, &e), PP_ERANGE);
-    pp_parallel_init(&p);
-    if (pp_parallel_parse("tp=2,dp=8,cp=2,ep=8,etp=2,mbs=1,sp=on", &p, &e) ||
-        pp_parallel_validate(&p, &m, &e))
-        fail_msg("%s", e.msg);
+    valid_layout(&m, "tp=2,dp=8,cp=2,ep=8,etp=2,mbs=1,sp=on", &p);
     assert_int_equal(pp_layer_gemms(&m, &p, g, PP_LAYER_GEMMS_MAX, &n, &e), 0);
     assert_true(g[4].m == 1024); /* 4096 / cp 2 / tp 2 */
     assert_true(g[5].batch == 16 && g[5].m == 1024 && g[5].n == 768);
