@@ -351,8 +351,8 @@ out:
     return rc;
 }
 
-/* Issues set q's group on g->main: fork, the batch's GEMMs round-robin
- * over the streams, join. */
+/* Issues one group (operands x, w, d) on g->main: fork, the batch's
+ * GEMMs round-robin over the streams, join. */
 static int group_issue(group *g, void *x, void *w, void *d, bool per_call,
                        pp_error *e) {
     int rc = 0;
@@ -375,7 +375,7 @@ out:
     return rc;
 }
 
-/* Medians of n event-to-event intervals ev[0..n]. */
+/* The statistics of the n intervals between events ev[0..n]. */
 static int event_samples(cudaEvent_t *ev, int n, double *samples,
                          pp_exec_stats *st, pp_error *e) {
     int rc = 0;
@@ -413,8 +413,6 @@ static int grouped_run(const pp_exec_gemm_opts *o, const pp_gemm_shape *s,
     g.s = s;
     g.ws_bytes = ws_bytes;
     g.ns = o->streams < s->batch ? o->streams : (int)s->batch;
-    if (o->streams > MAX_STREAMS)
-        return pp_error_set(e, PP_EINVAL, "--streams: 1 to %d", MAX_STREAMS);
     LT(cublasLtCreate(&g.lt));
     CU(cudaStreamCreateWithFlags(&g.main, cudaStreamNonBlocking));
     CU(cudaEventCreateWithFlags(&g.fork, cudaEventDisableTiming));
