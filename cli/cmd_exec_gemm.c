@@ -43,6 +43,10 @@ static const pp_cli_opt gemm_opts[] = {
     {"parallel", 'p', "SPEC",
      "with --model: layout (tp and mbs matter; default tp=1)", false, NULL, 0,
      NULL},
+    {"pass", 0, "P",
+     "with --model: fwd|bwd|all, the forward GEMMs, the backward ones "
+     "(dgrad, wgrad) or both (default: fwd)",
+     false, NULL, 0, NULL},
     {"iters", 'i', "N", "timed runs per shape, one sample each (default: 100)",
      false, NULL, 0, NULL},
     {"warmup", 'w', "N", "untimed runs first (default: 10)", false, NULL, 0,
@@ -86,6 +90,8 @@ typedef struct gemm_out {
     char peak_source[96];
     const char *model; /* or NULL */
     char parallel[256];
+    const char *pass; /* with model: "forward", "backward", "forward and
+                         backward" */
     pp_exec_gemm_result *r;
     size_t n;
 } gemm_out;
@@ -166,7 +172,8 @@ static void gemm_table(FILE *fp, const void *ctx) {
     fprintf(fp, "backend %s, %s", pp_exec_backend_names[o->backend],
             pp_gemm_dtype_names[o->dtype]);
     if (o->model)
-        fprintf(fp, ", one layer of %s at %s (forward)", o->model, o->parallel);
+        fprintf(fp, ", one layer of %s at %s (%s)", o->model, o->parallel,
+                o->pass);
     fprintf(fp, "\n");
     if (o->peak > 0) fprintf(fp, "peak from %s\n", o->peak_source);
     pp_exec_gemm_print(fp, &o->dev, o->r, o->n, o->peak);
@@ -190,6 +197,7 @@ static json_t *gemm_json(const gemm_out *o) {
     if (o->model) {
         json_object_set_new(j, "model", json_string(o->model));
         json_object_set_new(j, "parallel", json_string(o->parallel));
+        json_object_set_new(j, "pass", json_string(o->pass));
     }
     json_object_set_new(j, "peak_flops",
                         o->peak > 0 ? json_real(o->peak) : json_null());
@@ -271,6 +279,11 @@ static int build_shapes(const pp_args *a, gemm_out *o, pp_model *m,
                             "-m/-n/-k (see `podplan exec gemm --help`)");
     if (pp_args_get(a, "parallel") && !model)
         return pp_error_set(e, PP_EUSAGE, "--parallel goes with --model");
+    if (pp_args_get(a, "pass") && !model)
+        return pp_error_set(e, PP_EUSAGE, "--pass goes with --model");
+    static const char *const passes[] = {"fwd", "bwd", "all", NULL};
+    int pass = 0;
+    if ((rc = pp_args_enum(a, "pass", passes, &pass, e))) return rc;
     if ((rc = pp_args_int(a, "batch", 1, 1 << 20, &batch, e))) return rc;
     pp_gemm_shape *s;
     if (model) {
@@ -281,12 +294,21 @@ static int build_shapes(const pp_args *a, gemm_out *o, pp_model *m,
             (rc = pp_model_load(model, m, e)) ||
             (rc = pp_parallel_validate(&p, m, e)))
             return rc;
-        s = pp_xcalloc(PP_LAYER_GEMMS_MAX, sizeof *s);
-        if ((rc = pp_layer_gemms(m, &p, s, PP_LAYER_GEMMS_MAX, &ns, e)) < 0) {
+        size_t nb = 0;
+        s = pp_xcalloc(PP_LAYER_GEMMS_MAX + PP_LAYER_GEMMS_BWD_MAX, sizeof *s);
+        if ((pass != 1 &&
+             (rc = pp_layer_gemms(m, &p, s, PP_LAYER_GEMMS_MAX, &ns, e)) < 0) ||
+            (pass != 0 &&
+             (rc = pp_layer_gemms_bwd(m, &p, s + ns, PP_LAYER_GEMMS_BWD_MAX,
+                                      &nb, e)) < 0)) {
             free(s);
             return rc;
         }
+        ns += nb;
         o->model = m->name;
+        o->pass = pass == 0   ? "forward"
+                  : pass == 1 ? "backward"
+                              : "forward and backward";
         int w = snprintf(o->parallel, sizeof o->parallel, "tp=%lld,mbs=%lld",
                          (long long)p.tp, (long long)p.mbs);
         if (p.cp > 1)
@@ -334,11 +356,14 @@ typedef struct shape_list {
 
 static void list_table(FILE *fp, const void *ctx) {
     const shape_list *l = ctx;
-    fprintf(fp, "%-12s %5s %6s %6s %6s %10s\n", "gemm", "batch", "m", "n", "k",
-            "GFLOP");
+    int w = 12; /* wider for the backward's names */
+    for (size_t i = 0; i < l->n; i++)
+        if ((int)strlen(l->s[i].name) > w) w = (int)strlen(l->s[i].name);
+    fprintf(fp, "%-*s %5s %6s %6s %6s %10s\n", w, "gemm", "batch", "m", "n",
+            "k", "GFLOP");
     for (size_t i = 0; i < l->n; i++) {
         const pp_gemm_shape *x = &l->s[i];
-        fprintf(fp, "%-12s %5lld %6lld %6lld %6lld %10.2f%s\n",
+        fprintf(fp, "%-*s %5lld %6lld %6lld %6lld %10.2f%s\n", w,
                 x->name[0] ? x->name : "-", (long long)x->batch,
                 (long long)x->m, (long long)x->n, (long long)x->k,
                 2e-9 * (double)x->batch * (double)x->m * (double)x->n *
@@ -480,7 +505,8 @@ const pp_cli_cmd pp__cmd_exec_gemm = {
     "--model times the forward GEMMs the simulator prices for one layer\n"
     "(qkv, attn scores/values as batched GEMMs, attn proj, mlp fc1/fc2;\n"
     "an MoE model's router, shared experts and local experts, these\n"
-    "grouped over 4 streams on cuda, or --streams).\n"
+    "grouped over 4 streams on cuda, or --streams); --pass bwd their\n"
+    "backward GEMMs (each one's dgrad and wgrad), --pass all both.\n"
     "--streams S issues the --batch GEMMs as separate cuBLASLt calls over\n"
     "S streams, forked and joined by events, as Transformer Engine's\n"
     "GroupedLinear runs an MoE layer's experts (4 streams, the heuristic's\n"

@@ -281,7 +281,10 @@ void pp_exec_gemm_print(FILE *fp, const pp_exec_device *dev,
     if (peak_flops > 0)
         fprintf(fp, "peak    %.1f TFLOP/s (%s)\n", peak_flops / 1e12,
                 pp_gemm_dtype_names[r[0].dtype]);
-    fprintf(fp, "\n%-12s %5s %6s %6s %6s %-5s %10s %10s %10s %6s %8s", "gemm",
+    int w = 12; /* wider for the backward's names */
+    for (size_t i = 0; i < n; i++)
+        if ((int)strlen(r[i].shape.name) > w) w = (int)strlen(r[i].shape.name);
+    fprintf(fp, "\n%-*s %5s %6s %6s %6s %-5s %10s %10s %10s %6s %8s", w, "gemm",
             "batch", "m", "n", "k", "dtype", "median", "p10", "p90", "cv",
             "TFLOP/s");
     if (peak_flops > 0) fprintf(fp, " %6s", "%peak");
@@ -290,9 +293,9 @@ void pp_exec_gemm_print(FILE *fp, const pp_exec_device *dev,
         const pp_exec_gemm_result *x = &r[i];
         char t0[32], t1[32], t2[32];
         fprintf(fp,
-                "%-12s %5lld %6lld %6lld %6lld %-5s %10s %10s "
+                "%-*s %5lld %6lld %6lld %6lld %-5s %10s %10s "
                 "%10s %5.1f%% %8.3f",
-                x->shape.name[0] ? x->shape.name : "-",
+                w, x->shape.name[0] ? x->shape.name : "-",
                 (long long)x->shape.batch, (long long)x->shape.m,
                 (long long)x->shape.n, (long long)x->shape.k,
                 pp_gemm_dtype_names[x->dtype],
@@ -305,9 +308,9 @@ void pp_exec_gemm_print(FILE *fp, const pp_exec_device *dev,
         fprintf(fp, "  %s%s\n", x->algo, x->checked ? "" : " (unchecked)");
         if (x->streams > 0)
             fprintf(fp,
-                    "%12s grouped over %d stream(s), set-up %s: host issue "
+                    "%*s grouped over %d stream(s), set-up %s: host issue "
                     "%s, CUDA graph %s (%.3f TFLOP/s)\n",
-                    "", x->streams, x->setup_per_call ? "per call" : "once",
+                    w, "", x->streams, x->setup_per_call ? "per call" : "once",
                     pp__fmt_s(x->issue_s, t0, sizeof t0),
                     pp__fmt_s(x->graph_s, t1, sizeof t1),
                     x->flops / x->graph_s / 1e12);

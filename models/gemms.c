@@ -93,7 +93,7 @@ int pp_layer_gemms(const pp_model *m, const pp_parallel *p, pp_gemm_shape *out,
             put(&g[i++], "q down", 1, down, ql, h);
             put(&g[i++], "q up", 1, tok, a * (nope + rope) / t, ql);
         } else {
-            put(&g[i++], "q", 1, tok, a * (nope + rope) / t, h);
+            put(&g[i++], "q proj", 1, tok, a * (nope + rope) / t, h);
         }
         put(&g[i++], "kv down", 1, down, m->kv_lora_rank + rope, h);
         put(&g[i++], "kv up", 1, tok, a * (nope + vd) / t, m->kv_lora_rank);
@@ -112,5 +112,49 @@ int pp_layer_gemms(const pp_model *m, const pp_parallel *p, pp_gemm_shape *out,
     }
     memcpy(out, g, (size_t)i * sizeof g[0]);
     *n = (size_t)i;
+    return 0;
+}
+
+/* A forward GEMM's two backward ones, as compute.c's glgemm_bwd and the
+ * unfused core's backward price them: the input's gradient (m x k, inner
+ * n) and the weight's (k x n, inner m).  The core's batched GEMMs keep
+ * the simulator's names, and the scores' second one is dK (n x k, inner
+ * m). */
+static void bwd_pair(const pp_gemm_shape *f, pp_gemm_shape *d,
+                     pp_gemm_shape *w) {
+    bool values = !strcmp(f->name, "attn values");
+    bool scores = !strcmp(f->name, "attn scores");
+    *d = *f;
+    *w = *f;
+    d->n = f->k;
+    d->k = f->n;
+    w->m = scores ? f->n : f->k;
+    w->n = scores ? f->k : f->n;
+    w->k = f->m;
+    if (values || scores) {
+        snprintf(d->name, sizeof d->name, "%s",
+                 values ? "attn values dgrad" : "attn scores dq");
+        snprintf(w->name, sizeof w->name, "%s",
+                 values ? "attn values wgrad" : "attn scores dk");
+    } else {
+        snprintf(d->name, sizeof d->name, "%.25s dgrad", f->name);
+        snprintf(w->name, sizeof w->name, "%.25s wgrad", f->name);
+    }
+}
+
+int pp_layer_gemms_bwd(const pp_model *m, const pp_parallel *p,
+                       pp_gemm_shape *out, size_t max, size_t *n, pp_error *e) {
+    pp_gemm_shape f[PP_LAYER_GEMMS_MAX], b[PP_LAYER_GEMMS_BWD_MAX];
+    size_t nf = 0;
+    int rc = pp_layer_gemms(m, p, f, PP_LAYER_GEMMS_MAX, &nf, e);
+    if (rc < 0) return rc;
+    if (max < 2 * nf)
+        return pp_error_set(e, PP_ERANGE,
+                            "layer GEMMs: room for %zu shapes, need %zu", max,
+                            2 * nf);
+    for (size_t i = 0; i < nf; i++)
+        bwd_pair(&f[nf - 1 - i], &b[2 * i], &b[2 * i + 1]);
+    memcpy(out, b, 2 * nf * sizeof b[0]);
+    *n = 2 * nf;
     return 0;
 }

@@ -284,6 +284,22 @@ static void test_layer_gemms_moe(void **state) {
     assert_true(g[6].batch == 16 && g[6].m == 2048 && g[6].n == 2048 &&
                 g[6].k == 768 && g[6].grouped);
     assert_int_equal(pp_layer_gemms(&m, &p, g, 6, &n, &e), PP_ERANGE);
+    /* Backward, last first: each GEMM's dgrad (m x k, inner n) and wgrad
+     * (k x n, inner m: each expert's 2048 rows reduced). */
+    pp_gemm_shape b[PP_LAYER_GEMMS_BWD_MAX];
+    assert_int_equal(
+        pp_layer_gemms_bwd(&m, &p, b, PP_LAYER_GEMMS_BWD_MAX, &n, &e), 0);
+    assert_int_equal(n, 14);
+    assert_string_equal(b[0].name, "experts fc2 dgrad");
+    assert_true(b[0].batch == 16 && b[0].m == 2048 && b[0].n == 768 &&
+                b[0].k == 2048 && b[0].grouped);
+    assert_string_equal(b[3].name, "experts fc1 wgrad");
+    assert_true(b[3].m == 2048 && b[3].n == 1536 && b[3].k == 2048 &&
+                b[3].grouped);
+    assert_string_equal(b[13].name, "qkv wgrad");
+    assert_true(b[13].m == 2048 && b[13].n == 5120 && b[13].k == 4096 &&
+                !b[13].grouped);
+    assert_int_equal(pp_layer_gemms_bwd(&m, &p, b, 13, &n, &e), PP_ERANGE);
     valid_layout(&m, "tp=2,dp=8,cp=2,ep=8,etp=2,mbs=1,sp=on", &p);
     assert_int_equal(pp_layer_gemms(&m, &p, g, PP_LAYER_GEMMS_MAX, &n, &e), 0);
     assert_true(g[4].m == 1024); /* 4096 / cp 2 / tp 2 */
@@ -333,6 +349,24 @@ static void test_cli_model_list(void **state) {
     assert_non_null(strstr(r.out, "experts fc2     16   2048   2048    768"));
     assert_non_null(strstr(r.out, "grouped"));
     cli_result_free(&r);
+    /* --pass all: the 6 forward GEMMs, then their 12 backward ones, the
+     * name column widened for them. */
+    cli_runf(&r, "exec gemm --model gpt3-175b --parallel tp=8 --pass all "
+                 "--list --format json");
+    if (r.status != 0) fail_msg("status %d: %s", r.status, r.err);
+    j = cli_json(&r);
+    s = json_object_get(j, "shapes");
+    assert_int_equal(json_array_size(s), 18);
+    x = json_array_get(s, 7);
+    assert_string_equal(json_string_value(json_object_get(x, "name")),
+                        "mlp fc2 wgrad");
+    assert_int_equal(json_integer_value(json_object_get(x, "m")), 6144);
+    json_decref(j);
+    cli_result_free(&r);
+    cli_runf(&r, "exec gemm --model gpt3-175b --parallel tp=8 --pass bwd "
+                 "--list");
+    assert_non_null(strstr(r.out, "attn values dgrad    12   2048   2048"));
+    cli_result_free(&r);
 }
 
 static void test_cli_cpu_run(void **state) {
@@ -380,6 +414,10 @@ static void test_cli_usage(void **state) {
                  "give one of --model");
     expect_usage("exec gemm --square 64 --parallel tp=8",
                  "--parallel goes with --model");
+    expect_usage("exec gemm --square 64 --pass bwd",
+                 "--pass goes with --model");
+    expect_usage("exec gemm --model gpt3-175b --pass sideways --list",
+                 "--pass");
     expect_usage("exec gemm --backend cpu --dtype bf16 --square 64",
                  "fp32 only");
     expect_usage("exec gemm --backend tpu --square 64", "--backend");

@@ -26,8 +26,9 @@
 #         experts at EP 8 (2048 and 4096 rows each), GPT-OSS 120B's and
 #         DeepSeek-V3's, bf16 and fp8, as one strided batch, over 1 and 4
 #         streams, descriptors once and per call.
-#   model  `exec gemm --model` for the MoE validation models' layers (the
-#         experts as grouped GEMMs over TE's 4 streams), bf16 and fp8.
+#   model  `exec gemm --model --pass all` for the MoE validation models'
+#         layers, forward and backward (the experts as grouped GEMMs over
+#         TE's 4 streams), bf16 and fp8.
 # CTEST_ALL=0 skips the whole suite at the end.
 #
 # Usage: OUT=dir [SETS="oss coll"] tools/gpu-moe.sh
@@ -189,10 +190,10 @@ set_grouped() {
 set_model() {
     local dt
     for dt in bf16 fp8; do
-        g model-q30-ep8-mbs1-$dt --dtype $dt --model qwen3-30b-a3b --parallel tp=1,dp=8,ep=8,mbs=1
-        g model-q30-ep8-mbs2-$dt --dtype $dt --model qwen3-30b-a3b --parallel tp=1,dp=8,ep=8,mbs=2
-        g model-oss-ep8-mbs4-$dt --dtype $dt --model gpt-oss-120b --parallel tp=1,dp=8,ep=8,mbs=4
-        g model-ds-ep64-$dt --dtype $dt --model deepseek-v3 --parallel tp=1,dp=64,ep=64,mbs=1
+        g model-q30-ep8-mbs1-$dt --dtype $dt --model qwen3-30b-a3b --parallel tp=1,dp=8,ep=8,mbs=1 --pass all
+        g model-q30-ep8-mbs2-$dt --dtype $dt --model qwen3-30b-a3b --parallel tp=1,dp=8,ep=8,mbs=2 --pass all
+        g model-oss-ep8-mbs4-$dt --dtype $dt --model gpt-oss-120b --parallel tp=1,dp=8,ep=8,mbs=4 --pass all
+        g model-ds-ep64-$dt --dtype $dt --model deepseek-v3 --parallel tp=1,dp=64,ep=64,mbs=1 --pass all
     done
 }
 
