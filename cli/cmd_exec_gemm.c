@@ -90,8 +90,9 @@ typedef struct gemm_out {
     char peak_source[96];
     const char *model; /* or NULL */
     char parallel[256];
-    const char *pass; /* with model: "forward", "backward", "forward and
-                         backward" */
+    const char *pass;     /* with model: "forward", "backward", "forward and
+                             backward" */
+    const char *pass_key; /* the same as --pass says it (fwd, bwd, all) */
     pp_exec_gemm_result *r;
     size_t n;
 } gemm_out;
@@ -197,7 +198,7 @@ static json_t *gemm_json(const gemm_out *o) {
     if (o->model) {
         json_object_set_new(j, "model", json_string(o->model));
         json_object_set_new(j, "parallel", json_string(o->parallel));
-        json_object_set_new(j, "pass", json_string(o->pass));
+        json_object_set_new(j, "pass", json_string(o->pass_key));
     }
     json_object_set_new(j, "peak_flops",
                         o->peak > 0 ? json_real(o->peak) : json_null());
@@ -306,6 +307,7 @@ static int build_shapes(const pp_args *a, gemm_out *o, pp_model *m,
         }
         ns += nb;
         o->model = m->name;
+        o->pass_key = passes[pass];
         o->pass = pass == 0   ? "forward"
                   : pass == 1 ? "backward"
                               : "forward and backward";
