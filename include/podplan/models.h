@@ -519,23 +519,23 @@ typedef struct pp_gemm_shape {
 /* Fills out[0..*n-1] with the forward GEMMs of one layer of transformer
  * model m under layout p (tp, mbs, sp for MLA's down projections; cp,
  * ep and etp for an MoE block's): qkv, attn scores, attn values, attn
- * proj, then mlp fc1
- * and mlp fc2; under multi-head latent attention q down, q up (or q proj), kv
- * down and kv up in place of qkv.  A model with experts gives an MoE
- * layer's in place of the MLP: router, shared fc1 and fc2 (with shared
- * experts), and experts fc1 and fc2 grouped over the E / ep local
- * experts, each with the rows balanced routing gives it.  Returns
- * PP_EINVAL for a generic model, PP_ERANGE when max is too small
- * (PP_LAYER_GEMMS_MAX suffice); outputs are untouched on failure. */
+ * proj, then mlp fc1 and mlp fc2; under multi-head latent attention q
+ * down, q up (or q proj), kv down and kv up in place of qkv.  A model
+ * with experts gives an MoE layer's in place of the MLP: router, shared
+ * fc1 and fc2 (with shared experts), and experts fc1 and fc2 grouped over
+ * the E / ep local experts, each with the rows balanced routing gives
+ * it.  Returns PP_EINVAL for a generic model, PP_ERANGE when max is too
+ * small (PP_LAYER_GEMMS_MAX suffice); outputs are untouched on failure. */
 #define PP_LAYER_GEMMS_MAX 12
 int pp_layer_gemms(const pp_model *m, const pp_parallel *p, pp_gemm_shape *out,
                    size_t max, size_t *n, pp_error *e);
-/* The backward GEMMs of the same layer, last layer's first, named as the
- * simulator names them: each linear GEMM's "dgrad" (m x k, the input's
- * gradient, inner n) and "wgrad" (k x n, the weight's, inner m: a grouped
- * GEMM's reduce over each expert's rows); the attention core's four
- * batched GEMMs as the unfused path runs them (values dgrad and wgrad,
- * scores dq and dk).  Same errors; PP_LAYER_GEMMS_BWD_MAX suffice. */
+/* The backward GEMMs of the same layer in the order backward runs them
+ * (the last forward GEMM's first), named as the simulator names them:
+ * each linear GEMM's "dgrad" (m x k, the input's gradient, inner n) and
+ * "wgrad" (k x n, the weight's, inner m: a grouped GEMM's reduce over
+ * each expert's rows); the attention core's four batched GEMMs as the
+ * unfused path runs them (values dgrad and wgrad, scores dq and dk).
+ * Same errors; PP_LAYER_GEMMS_BWD_MAX suffice. */
 #define PP_LAYER_GEMMS_BWD_MAX (2 * PP_LAYER_GEMMS_MAX)
 int pp_layer_gemms_bwd(const pp_model *m, const pp_parallel *p,
                        pp_gemm_shape *out, size_t max, size_t *n, pp_error *e);
