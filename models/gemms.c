@@ -34,27 +34,29 @@ static void put(pp_gemm_shape *g, const char *name, int64_t batch, int64_t m,
     g->k = k;
 }
 
-/* The MoE block's GEMMs after the attention's, as moe.c prices them. */
+/* Nearest integer of a size. */
+static int64_t whole(double v) {
+    return (int64_t)(v + 0.5);
+}
+
+/* The MoE block's GEMMs after the attention's, as moe.c prices them
+ * (pp_moe_local_experts gives both the routed experts' shape). */
 static int moe_gemms(const pp_model *m, const pp_parallel *p, int64_t tok,
                      pp_gemm_shape *g) {
     int i = 0;
     int64_t t = p->tp, cp = p->cp > 1 ? p->cp : 1, h = m->hidden;
-    int64_t ep = p->ep > 1 ? p->ep : 1, etp = pp_parallel_etp(p);
-    int64_t glu = m->ffn == PP_FFN_SWIGLU ? 2 : 1, fe = m->expert_ffn_hidden;
-    int64_t tr = tok / cp, tn = tr / t, loc = m->experts / ep;
-    double cf = m->capacity_factor > 0 ? m->capacity_factor : 1.0;
-    if (loc < 1) loc = 1;
-    put(&g[i++], "router", 1, tn, m->experts, h);
+    int64_t glu = m->ffn == PP_FFN_SWIGLU ? 2 : 1, tr = tok / cp;
+    pp_moe_local x = pp_moe_local_experts(m, p);
+    int64_t loc = whole(x.groups), rows = whole(x.rows), w = whole(x.width);
+    put(&g[i++], "router", 1, whole(x.tokens), m->experts, h);
     if (m->shared_experts > 0) {
-        int64_t w = m->shared_experts * fe / t;
-        put(&g[i++], "shared fc1", 1, tr, glu * w, h);
-        put(&g[i++], "shared fc2", 1, tr, h, w);
+        int64_t ws = m->shared_experts * m->expert_ffn_hidden / t;
+        put(&g[i++], "shared fc1", 1, tr, glu * ws, h);
+        put(&g[i++], "shared fc2", 1, tr, h, ws);
     }
-    int64_t rows =
-        (int64_t)((double)tn * (double)m->top_k * cf * (double)etp / loc + 0.5);
-    put(&g[i], "experts fc1", loc, rows, glu * fe / etp, h);
+    put(&g[i], "experts fc1", loc, rows, glu * w, h);
     g[i++].grouped = true;
-    put(&g[i], "experts fc2", loc, rows, h, fe / etp);
+    put(&g[i], "experts fc2", loc, rows, h, w);
     g[i++].grouped = true;
     return i;
 }

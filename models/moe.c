@@ -99,6 +99,21 @@ static double miss(double n, double j, double k) {
  * probability M/G (all b of its experts); a slice holding r whole groups
  * holds i of the chosen M with the hypergeometric probability, i.e. i q
  * experts of the population. */
+pp_moe_local pp_moe_local_experts(const pp_model *m, const pp_parallel *p) {
+    double cp = p->cp > 1 ? (double)p->cp : 1.0;
+    double ep = p->ep > 1 ? (double)p->ep : 1.0;
+    double cf = m->capacity_factor > 0 ? m->capacity_factor : 1.0;
+    double etp = (double)pp_parallel_etp(p);
+    pp_moe_local x;
+    x.tokens = (double)m->seq / cp * (double)p->mbs / (double)p->tp;
+    x.groups = (double)m->experts / ep;
+    if (!(x.groups >= 1.0)) x.groups = 1.0;
+    x.routed = x.tokens * (double)m->top_k * cf * etp;
+    x.rows = x.routed / x.groups;
+    x.width = (double)m->expert_ffn_hidden / etp;
+    return x;
+}
+
 double pp_model_moe_spread(const pp_model *m, int64_t bins) {
     double E = (double)m->experts, k = (double)m->top_k;
     double G = m->expert_groups > 0 ? (double)m->expert_groups : 1;

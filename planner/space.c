@@ -576,6 +576,11 @@ static bool units_split(const pp__space *s, int64_t n) {
     return s->uneven && units_divide(s->m, n);
 }
 
+/* A pinned recompute value as --fix wrote it ("full", "layernorm+mlp"). */
+static const char *pin_recompute_text(int64_t v, char *buf, size_t len) {
+    return pp_recompute_format(pp__pin_recompute(v), pp__pin_mods(v), buf, len);
+}
+
 int pp__space_check_pins(const pp__space *s, pp_error *e) {
     const pp_plan_filter *f = s->filter;
     const pp_model *m = s->m;
@@ -740,9 +745,7 @@ int pp__space_check_pins(const pp__space *s, pp_error *e) {
                 e, PP_EUSAGE,
                 "--fix recompute=%s: DeepSpeed checkpoints whole layers "
                 "(full) or none",
-                pp_recompute_format(pp__pin_recompute(v[PP_PLAN_DIM_RECOMPUTE]),
-                                    pp__pin_mods(v[PP_PLAN_DIM_RECOMPUTE]), rc,
-                                    sizeof rc));
+                pin_recompute_text(v[PP_PLAN_DIM_RECOMPUTE], rc, sizeof rc));
         }
     }
     if (x[PP_PLAN_DIM_RECOMPUTE] && pp__pin_mods(v[PP_PLAN_DIM_RECOMPUTE]) &&
@@ -765,9 +768,7 @@ int pp__space_check_pins(const pp__space *s, pp_error *e) {
             e, PP_EUSAGE,
             "--fix recompute=%s: stack %s does not run these modules (its "
             "recompute: lists what it runs; nemo-2025 runs Megatron-core's)",
-            pp_recompute_format(pp__pin_recompute(v[PP_PLAN_DIM_RECOMPUTE]),
-                                pp__pin_mods(v[PP_PLAN_DIM_RECOMPUTE]), rc,
-                                sizeof rc),
+            pin_recompute_text(v[PP_PLAN_DIM_RECOMPUTE], rc, sizeof rc),
             s->stack ? s->stack : "?");
     }
     if (x[PP_PLAN_DIM_ZERO] && v[PP_PLAN_DIM_ZERO] > 1 &&

@@ -370,6 +370,16 @@ int64_t pp_parallel_chunk_first(const pp_parallel *p, const pp_model *m,
 bool pp_parallel_uneven(const pp_parallel *p);
 /* The expert tensor-parallel degree in force: etp, or tp when unset. */
 int64_t pp_parallel_etp(const pp_parallel *p);
+/* One rank's routed experts in an MoE layer under layout p, balanced
+ * routing (models/moe.c; what sim/train/moe.c prices and models/gemms.c
+ * lists): the rank's tokens s b / (cp tp); its local experts E / ep (at
+ * least 1); the rows they receive, tokens x top_k x capacity x etp (expert
+ * TP gathers its peers'), and each one's share; each expert's width on
+ * this rank, expert_ffn_hidden / etp. */
+typedef struct pp_moe_local {
+    double tokens, groups, routed, rows, width;
+} pp_moe_local;
+pp_moe_local pp_moe_local_experts(const pp_model *m, const pp_parallel *p);
 /* GPUs of a layout: tp x cp x pp x dp. */
 int64_t pp_parallel_gpus(const pp_parallel *p);
 /* Micro-batches per iteration per pipeline: gbs / (mbs * dp), at least 1. */

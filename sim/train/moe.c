@@ -72,14 +72,6 @@ static moe_dims moe_dims_of(const pp__shape *s) {
     return x;
 }
 
-/* Experts on this GPU: E / ep (expert TP splits each one's width, not
- * their number).  Balanced routing gives each the same share of the
- * received tokens. */
-static double local_experts(const moe_dims *x) {
-    double g = x->E / x->ep;
-    return g >= 1.0 ? g : 1.0;
-}
-
 /* Bytes of one rank's routed tokens (dispatch or combine). */
 static double routed_bytes(const moe_dims *x) {
     return PP_ACT_BYTES * x->tn * x->k * x->cf * x->h;
@@ -111,7 +103,10 @@ static void shared_fwd(const pp__shape *s, const moe_dims *x, pp__oplist *l) {
 
 void pp__ops_moe_fwd(const pp__shape *s, pp__oplist *l) {
     moe_dims x = moe_dims_of(s);
-    double te = x.tn * x.k * x.cf * x.etp, w = x.fe / x.etp;
+    /* The local experts (expert TP splits each one's width, not their
+     * number); balanced routing gives each the same share of the rows. */
+    pp_moe_local lx = pp_moe_local_experts(s->m, s->p);
+    double te = lx.routed, w = lx.width;
     /* Router: logits, softmax and top-k in fp32 (read 4, write 4 per
      * score, twice). */
     size_t r0 = l->n;
@@ -134,7 +129,7 @@ void pp__ops_moe_fwd(const pp__shape *s, pp__oplist *l) {
     etp_comm(&x, l, PP_COLL_ALLGATHER);
     /* Transformer Engine's grouped GEMMs run the experts in FP8 under
      * dtype=fp8; the router stays in higher precision (above). */
-    double g = local_experts(&x), me = te / g;
+    double g = lx.groups, me = lx.rows;
     pp__op_glgemm(s, l, "experts fc1", g, me, (x.swiglu ? 2.0 : 1.0) * w,
                   x.h);
     l->v[sync_at].sync = true;
@@ -163,7 +158,8 @@ static void gemm_bwd(const pp__shape *s, pp__oplist *l, const char *d,
 
 void pp__ops_moe_bwd(const pp__shape *s, pp__oplist *l) {
     moe_dims x = moe_dims_of(s);
-    double te = x.tn * x.k * x.cf * x.etp, w = x.fe / x.etp;
+    pp_moe_local lx = pp_moe_local_experts(s->m, s->p);
+    double te = lx.routed, w = lx.width;
     if (x.S > 0) {
         double ws = x.S * x.fe / x.t, act = PP_ACT_BYTES * x.tok * x.h;
         /* recompute=shared_experts: their forward again first. */
@@ -181,7 +177,7 @@ void pp__ops_moe_bwd(const pp__shape *s, pp__oplist *l) {
     pp__op_mem(s, l, "moe unpermute bwd", 6.0 * x.tn * x.k * x.cf * x.h);
     a2a(&x, l, "ep combine alltoall bwd");
     etp_comm(&x, l, PP_COLL_ALLGATHER);
-    double g = local_experts(&x), me = te / g;
+    double g = lx.groups, me = lx.rows;
     /* recompute=moe_act: the activation's output, fc2's saved input, was
      * freed after the forward; it runs again before fc2's backward. */
     if (s->p->recompute_mods & PP_RECOMP_MOE_ACT)
