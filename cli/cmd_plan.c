@@ -33,6 +33,12 @@ static const pp_cli_opt opts[] = {
      false, NULL, 0, NULL},
     {"show", 0, "N", "candidates listed in full (default: max(K, 10))", false,
      NULL, 0, NULL},
+    {"a2a-budget", 0, "T",
+     "simulate no layout whose MoE all-to-alls start more than T transfers "
+     "per iteration (a minute to a few of one core per 5e7 at flow "
+     "fidelity); those keep their estimate and the K go to the next; 0: no "
+     "limit (default: 5e7)",
+     false, NULL, 0, NULL},
     {"fix", 0, "KEY=V",
      "pin a dimension: tp pp dp mbs gbs vp sp recompute zero overlap first "
      "last cp ep etp dispatcher permute graphs fp8 offload (repeatable, or a "
@@ -216,6 +222,12 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
     if (pp_args_get(&a, "memory-reserve") &&
         parse_fraction("memory-reserve", pp_args_get(&a, "memory-reserve"),
                        &o.memory_reserve, &e))
+        return pp_cli_fail(cmd->name, &e);
+    const char *budget = pp_args_get(&a, "a2a-budget");
+    if (budget && strcmp(budget, "0") == 0)
+        o.a2a_budget = 0; /* no limit */
+    else if (budget && pp_args_quantity(&a, "a2a-budget", PP_Q_COUNT, NULL,
+                                        &o.a2a_budget, &e))
         return pp_cli_fail(cmd->name, &e);
     if (pp_args_get(&a, "tokens")) {
         if (pp_args_quantity(&a, "tokens", PP_Q_COUNT, NULL, &o.tokens, &e))

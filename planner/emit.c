@@ -152,6 +152,7 @@ static json_t *candidate_json(const pp_plan *p, size_t i) {
     json_object_set_new(o, "estimated_time_s", num(c->est_time_s));
     json_object_set_new(o, "simulated_time_s",
                         c->simulated ? num(c->sim_time_s) : json_null());
+    json_object_set_new(o, "a2a_transfers", num(c->a2a_transfers));
     json_object_set_new(o, "tflops_per_gpu", num(c->tflops_per_gpu));
     json_object_set_new(o, "mfu", num(c->mfu));
     json_object_set_new(o, "memory_per_gpu_bytes", num(c->memory.total));
@@ -198,6 +199,8 @@ json_t *pp__plan_json(const pp_plan *p, bool timing) {
     json_object_set_new(root, "profile_calibrated",
                         json_boolean(p->profile.calibrated[0] != '\0'));
     json_object_set_new(root, "top", json_integer(o->top));
+    json_object_set_new(root, "a2a_budget",
+                        o->a2a_budget > 0 ? num(o->a2a_budget) : json_null());
     json_object_set_new(root, "memory_reserve", num(o->memory_reserve));
     json_object_set_new(root, "gpu_memory_bytes", num(p->gpu.hbm_bytes));
     json_object_set_new(root, "tokens",
@@ -212,6 +215,8 @@ json_t *pp__plan_json(const pp_plan *p, bool timing) {
     json_object_set_new(s, "feasible", json_integer((json_int_t)st->feasible));
     json_object_set_new(s, "simulated",
                         json_integer((json_int_t)st->simulated));
+    json_object_set_new(s, "over_budget",
+                        json_integer((json_int_t)st->over_budget));
     json_object_set_new(s, "gpus_min", json_integer(st->gpus_min));
     json_object_set_new(s, "gpus_max", json_integer(st->gpus_max));
     if (timing) {
@@ -473,6 +478,17 @@ static void write_table(const pp_plan *p, bool timing, FILE *fp) {
                     (unsigned long long)st->simulated);
         if (timing) fprintf(fp, " (%.2f s)", st->simulate_s);
         fputc('\n', fp);
+        if (st->over_budget) {
+            /* The budget as it is usually written: 5e7, 1.5e8. */
+            int x = (int)floor(log10(o->a2a_budget));
+            fprintf(fp,
+                    "not simulated: %llu layout%s above them whose "
+                    "all-to-alls start over %.3ge%d transfers per iteration "
+                    "(--a2a-budget), ranked by the estimate\n",
+                    (unsigned long long)st->over_budget,
+                    st->over_budget == 1 ? "" : "s",
+                    o->a2a_budget / pow(10.0, x), x);
+        }
         if (st->sim_error[0])
             fprintf(fp,
                     "warning: simulation failed, ranked by the estimate: "

@@ -17,21 +17,29 @@
  * share of MoE layers (the layer costs are an MoE layer's).
  * ---------------------------------------------------------------------- */
 
+/* The members of the first EP group on its first member's server (the
+ * groups are alike: the rank order repeats by server). */
+static int64_t ep_same_server(const pp_plan_estimator *x,
+                              const pp_parallel *p) {
+    int64_t cp = p->cp > 1 ? p->cp : 1, ep = p->ep > 1 ? p->ep : 1;
+    int64_t etp = pp_parallel_etp(p), r0 = -1, same = 0;
+    for (int64_t e = 0; e < ep; e++) {
+        int64_t u = e * etp, t = u % p->tp, dd = u / p->tp;
+        int64_t r = pp_placement_rank3(p->tp * cp, p->pp, p->dp, x->order,
+                                       (dd % cp) * p->tp + t, 0, dd / cp);
+        if (e == 0) r0 = r;
+        same += r / x->gpn == r0 / x->gpn;
+    }
+    return same;
+}
+
 void pp__est_cp_ep_layer(const pp_plan_estimator *x, const pp_parallel *p,
                          const pp_layer_cost *lc, double *ep_s, double *cp_s) {
     const pp_model *m = x->m;
     int64_t cp = p->cp > 1 ? p->cp : 1, ep = p->ep > 1 ? p->ep : 1;
-    int64_t etp = pp_parallel_etp(p);
     *ep_s = *cp_s = 0;
     if (ep > 1 && lc->ep_coll_bytes > 0) {
-        int64_t r0 = -1, same = 0;
-        for (int64_t e = 0; e < ep; e++) {
-            int64_t u = e * etp, t = u % p->tp, dd = u / p->tp;
-            int64_t r = pp_placement_rank3(p->tp * cp, p->pp, p->dp, x->order,
-                                           (dd % cp) * p->tp + t, 0, dd / cp);
-            if (e == 0) r0 = r;
-            same += r / x->gpn == r0 / x->gpn;
-        }
+        int64_t same = ep_same_server(x, p);
         double S = lc->ep_coll_bytes, n = (double)ep;
         double net = S * (n - (double)same) / n;
         double nvl = S * ((double)same - 1.0) / n;
@@ -85,4 +93,29 @@ double pp__est_a2a_exposed(const pp_plan_estimator *x, const pp_layer_cost *lc,
     double fo = lc->fwd_s - fi, bo = lc->bwd_s + lc->recompute_s - bi;
     return moe * (fmax(0.0, a - fo) + fmax(0.0, a - bi) + fmax(0.0, a - fi) +
                   fmax(0.0, a - bo));
+}
+
+/* The transfers one iteration's all-to-alls start, as sim/train/
+ * step_group.c issues them: on every stage, per MoE layer (and MTP
+ * module, of the last layer's kind) and micro-batch, lc's collectives on each of the
+ * tp cp dp / ep groups; a plain all-to-all is ep (ep - 1) transfers,
+ * DeepEP's over m servers of n members ep (m - 1) + ep (n - 1).  What
+ * a flow simulation costs grows with it (the other collectives start a
+ * few transfers per rank). */
+double pp__est_a2a_transfers(const pp_plan_estimator *x, const pp_parallel *p,
+                             const pp_layer_cost *lc) {
+    int64_t ep = p->ep > 1 ? p->ep : 1, cp = p->cp > 1 ? p->cp : 1;
+    if (ep < 2 || !(lc->ep_coll_bytes > 0)) return 0;
+    double n = (double)ep, pairs = n * (n - 1.0);
+    int64_t same = p->deepep ? ep_same_server(x, p) : 0;
+    if (same > 0 && ep % same == 0)
+        pairs = n * ((double)(ep / same) - 1.0) + n * ((double)same - 1.0);
+    double groups = (double)(p->tp * cp * p->dp) / n;
+    double colls =
+        (double)(lc->ep_fwd_colls + lc->ep_bwd_colls + lc->ep_recompute_colls);
+    const pp_model *m = x->m;
+    double layers = (double)pp_model_moe_layers(m);
+    if (pp_model_layer_is_moe(m, m->layers - 1)) /* MTP: the last's kind */
+        layers += (double)m->mtp_layers;
+    return groups * pairs * colls * layers * pp_parallel_microbatches(p);
 }

@@ -114,6 +114,12 @@ void pp__moe_flags(const pp_model *m, const pp_parallel *q, char *buf,
  * returns the count. */
 size_t pp__divisors(int64_t n, int64_t *out, size_t max);
 
+/* The transfers one iteration's MoE all-to-alls start under layout p
+ * (estimate.c; 0 without expert parallelism): what the simulation budget
+ * (pp_plan_options.a2a_budget) counts. */
+int pp__plan_a2a_transfers(pp_plan_estimator *x, const pp_parallel *p,
+                           double *out, pp_error *e);
+
 /* ------------------------------------------------------------------------
  * simulate.c: the best `top` of plan->cand (ranked by the estimate)
  * simulated on pp__plan_jobs(jobs) threads; fills their sim fields, drops

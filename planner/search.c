@@ -59,6 +59,7 @@ void pp_plan_options_init(pp_plan_options *o) {
     o->top = 10;
     o->show = -1;
     o->fidelity = PP_FIDELITY_FLOW;
+    o->a2a_budget = PP_PLAN_A2A_BUDGET;
     o->memory_reserve = 0.10;
     o->objective = PP_PLAN_OBJ_TIME;
     o->optimizer = PP_OPT_ADAM_MIXED;
@@ -150,7 +151,8 @@ static int visit_fn(void *ctx, const pp_parallel *p, bool overlap,
          * does not depend on it. */
         if ((rc = pp_plan_estimator_placement(v->est, c->placement, e)) < 0 ||
             (rc = pp_plan_estimate(v->est, p, overlap, &c->est_time_s, &c->est,
-                                   e)) < 0)
+                                   e)) < 0 ||
+            (rc = pp__plan_a2a_transfers(v->est, p, &c->a2a_transfers, e)) < 0)
             return rc;
         plan->n++;
     }
@@ -398,6 +400,11 @@ static int check_options(const pp_model *m, const pp_cluster_info *info,
                             "--top: expected 0 or more, got "
                             "%d",
                             o->top);
+    if (!(o->a2a_budget >= 0 && isfinite(o->a2a_budget)))
+        return pp_error_set(e, PP_EUSAGE,
+                            "--a2a-budget: expected 0 (no limit) or a "
+                            "positive number of transfers, got %g",
+                            o->a2a_budget);
     if (!(o->memory_reserve >= 0 && o->memory_reserve < 1))
         return pp_error_set(e, PP_EUSAGE,
                             "--memory-reserve: expected a "

@@ -90,6 +90,9 @@ void pp__plan_simulate(pp_plan *plan, const pp_model *m, const pp_cluster *c,
     /* tried[i]: candidate i was simulated or its simulation failed (not
      * for memory: those are dropped). */
     bool *tried = pp_xcalloc(plan->n ? plan->n : 1, sizeof *tried);
+    /* over[i]: candidate i is over the all-to-all budget (never
+     * simulated; takes no place among the K). */
+    bool *over = pp_xcalloc(plan->n ? plan->n : 1, sizeof *over);
 
     /* With both rank orders searched, tp,pp,dp keeps the K simulations it
      * had when it was the only order, and tp,dp,pp gets ceil(K/2) more:
@@ -117,9 +120,17 @@ void pp__plan_simulate(pp_plan *plan, const pp_model *m, const pp_cluster *c,
             if (tried[i]) per[npl > 1 && plan->cand[i].placement[1] == 'd']++;
         for (int pass = 0; pass < 2 && done + nb < total; pass++)
             for (size_t i = 0; i < plan->n && done + nb < total; i++) {
-                if (tried[i]) continue;
+                if (tried[i] || over[i]) continue;
                 int pk = npl > 1 && plan->cand[i].placement[1] == 'd';
                 if (pass == 0 && per[pk] >= quota[pk]) continue;
+                /* Over the all-to-all budget: not simulated, and its
+                 * place goes to the next (counted once: it is marked). */
+                if (o->a2a_budget > 0 &&
+                    plan->cand[i].a2a_transfers > o->a2a_budget) {
+                    over[i] = true;
+                    plan->st.over_budget++;
+                    continue;
+                }
                 bool twin = false;
                 for (size_t j = 0; j < i && !twin; j++)
                     if (tried[j]) twin = twins(&plan->cand[i], &plan->cand[j]);
@@ -180,11 +191,13 @@ void pp__plan_simulate(pp_plan *plan, const pp_model *m, const pp_cluster *c,
             for (size_t i = 0; i < plan->n; i++) {
                 if (plan->cand[i].gpus < 0) continue;
                 plan->cand[w] = plan->cand[i];
+                over[w] = over[i];
                 tried[w++] = tried[i];
             }
             plan->n = w;
         }
     }
     free(batch);
+    free(over);
     free(tried);
 }

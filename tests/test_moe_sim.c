@@ -539,6 +539,101 @@ static void test_scale_plans(void **state) {
     json_decref(d);
 }
 
+/* The planner's count of the transfers an iteration's all-to-alls start
+ * (what --a2a-budget holds layouts to) is the simulator's: one more
+ * micro-batch adds exactly that many flows (nothing else here grows with
+ * the micro-batches: tp 1, pp 1, ZeRO-1's one sync), for the plain
+ * dispatcher (Qwen3-30B-A3B at EP 16 over two DGX H100: 48 layers x 4
+ * all-to-alls x 16 x 15) and for DeepEP's two parts.  And the budget: a
+ * layout above it is not simulated (it keeps its estimate) and its place
+ * goes to the next; 0 lifts it. */
+static double plan_a2a(const char *fix, int gbs, json_t **cand) {
+    char cmd[512];
+    snprintf(cmd, sizeof cmd,
+             "plan --model qwen3-30b-a3b --cluster dgx-h100-ndr --set "
+             "node.count=2 --gpus 16 --global-batch %d --fix %%s "
+             "--placement tp,pp,dp --top 0 --format json",
+             gbs);
+    json_t *j = run_json(cmd, fix);
+    json_t *c = json_array_get(json_object_get(j, "candidates"), 0);
+    assert_non_null(c);
+    double t = num(c, "a2a_transfers");
+    if (cand) *cand = json_incref(c);
+    json_decref(j);
+    return t;
+}
+
+static double sim_flows(const char *spec, int gbs) {
+    char cmd[512];
+    snprintf(cmd, sizeof cmd,
+             "simulate --model qwen3-30b-a3b --cluster dgx-h100-ndr --set "
+             "node.count=2 --parallel %%s,gbs=%d --placement tp,pp,dp "
+             "--format json",
+             gbs);
+    json_t *j = run_json(cmd, spec);
+    double f = num(json_object_get(j, "simulator"), "flows");
+    json_decref(j);
+    return f;
+}
+
+static void test_a2a_budget(void **state) {
+    (void)state;
+    const char *spec[2] = {
+        "tp=1,pp=1,dp=16,ep=16,mbs=1,zero=1,recompute=none",
+        "tp=1,pp=1,dp=16,ep=16,mbs=1,zero=1,recompute=none,dispatcher=deepep"};
+    /* Pairs per all-to-all: 16 x 15; DeepEP over 2 servers of 8:
+     * 16 x (2 - 1) + 16 x (8 - 1). */
+    const double pairs[2] = {240, 128};
+    for (int d = 0; d < 2; d++) {
+        json_t *c1, *c2;
+        double a1 = plan_a2a(spec[d], 16, &c1), a2 = plan_a2a(spec[d], 32, &c2);
+        char s1[256], s2[256];
+        snprintf(s1, sizeof s1, "%s",
+                 json_string_value(json_object_get(c1, "parallel")));
+        snprintf(s2, sizeof s2, "%s",
+                 json_string_value(json_object_get(c2, "parallel")));
+        json_decref(c1);
+        json_decref(c2);
+        assert_true(a1 == 48 * 4 * pairs[d]); /* one micro-batch */
+        assert_true(a2 == 2 * a1);
+        double f1 = sim_flows(spec[d], 16), f2 = sim_flows(spec[d], 32);
+        assert_true(f2 - f1 == a2 - a1);
+        assert_true(a1 <= f1);
+    }
+    /* Under a budget between the EP 16 and EP 8 layouts' counts (46,080
+     * and 21,504 a micro-batch) the EP 16 ones are passed over. */
+    const char *cmd = "plan --model qwen3-30b-a3b --cluster dgx-h100-ndr "
+                      "--set node.count=2 --gpus 16 --global-batch 16 --fix "
+                      "tp=1,pp=1,mbs=1,zero=1,recompute=none --placement "
+                      "tp,pp,dp --top 2 --no-timing --format json%s";
+    json_t *all = run_json(cmd, " --a2a-budget 0");
+    json_t *cut = run_json(cmd, " --a2a-budget 3e4");
+    assert_true(json_is_null(json_object_get(all, "a2a_budget")));
+    assert_true(num(cut, "a2a_budget") == 3e4);
+    assert_true(num(json_object_get(all, "search"), "over_budget") == 0);
+    assert_true(num(json_object_get(cut, "search"), "over_budget") >= 1);
+    assert_true(num(json_object_get(cut, "search"), "simulated") == 2);
+    size_t i;
+    json_t *c;
+    int sim_ep16 = 0, passed = 0;
+    json_array_foreach(json_object_get(all, "candidates"), i, c) {
+        sim_ep16 += json_is_true(json_object_get(c, "simulated")) &&
+                    num(c, "a2a_transfers") > 3e4;
+    }
+    json_array_foreach(json_object_get(cut, "candidates"), i, c) {
+        bool simulated = json_is_true(json_object_get(c, "simulated"));
+        if (simulated) assert_true(num(c, "a2a_transfers") <= 3e4);
+        passed += !simulated && num(c, "a2a_transfers") > 3e4;
+    }
+    assert_true(sim_ep16 >= 1); /* without the budget one was simulated */
+    assert_true(passed >= 1);
+    json_decref(all);
+    json_decref(cut);
+    cli_expect(2, "--a2a-budget",
+               "plan --model qwen3-30b-a3b --cluster "
+               "dgx-h100-ndr --a2a-budget -1");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_h800_profile),
@@ -554,6 +649,7 @@ int main(void) {
         cmocka_unit_test(test_simulate_cp),
         cmocka_unit_test(test_launch_flags),
         cmocka_unit_test(test_scale_plans),
+        cmocka_unit_test(test_a2a_budget),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

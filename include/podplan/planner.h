@@ -121,6 +121,12 @@ typedef struct pp_plan_prices {
     char missing[128];         /* what was not, when !complete */
 } pp_plan_prices;
 
+/* The default all-to-all budget: 5e7 transfers, a minute to a few of one
+ * core at flow fidelity (bench/bench_moe: DeepSeek-V3's 16 micro-batches
+ * of EP 64 on 2,048 GPUs start 4.6e7 and take about three minutes; EP 256
+ * there starts 1.8e9, hours). */
+#define PP_PLAN_A2A_BUDGET 5e7
+
 typedef struct pp_plan_options {
     int64_t gpus;             /* 0: every count up to the cluster's that
                                   suits the batch */
@@ -131,6 +137,12 @@ typedef struct pp_plan_options {
     int show;                 /* candidates reported in full (default:
                                   max(top, 10)) */
     pp_fidelity fidelity;     /* of the simulations (default flow) */
+    double a2a_budget;        /* a layout whose all-to-alls start more
+                                  transfers per iteration than this is
+                                  not simulated: it keeps its estimate
+                                  and its place among the K goes to the
+                                  next (default PP_PLAN_A2A_BUDGET; 0: no
+                                  limit) */
     double memory_reserve;    /* fraction of HBM kept free (default 0.1) */
     bool allow_cross_node_tp; /* TP groups may span servers */
     bool uneven;              /* also try uneven pipeline splits: one or
@@ -218,6 +230,10 @@ typedef struct pp_plan_candidate {
     /* The estimator. */
     double est_time_s;
     pp_breakdown est;
+    double a2a_transfers; /* point-to-point transfers the MoE
+                                  all-to-alls of one iteration start (0
+                                  without expert parallelism): what a
+                                  simulation costs */
     /* The simulation (simulated false: not simulated, or it failed). */
     bool simulated;
     double sim_time_s;
@@ -237,6 +253,8 @@ typedef struct pp_plan_stats {
     uint64_t feasible;   /* scored by the estimator */
     uint64_t rejected[PP_PLAN_REJECT__COUNT];
     uint64_t simulated;         /* simulations that succeeded */
+    uint64_t over_budget;       /* passed over for simulation by the
+                                   all-to-all budget (a2a_budget) */
     double search_s;            /* wall clock: enumerate + estimate */
     double simulate_s;          /* wall clock of the simulations */
     int64_t gbs;                /* the global batch used */
