@@ -230,10 +230,9 @@ typedef struct pp_plan_candidate {
     /* The estimator. */
     double est_time_s;
     pp_breakdown est;
-    double a2a_transfers; /* point-to-point transfers the MoE
-                                  all-to-alls of one iteration start (0
-                                  without expert parallelism): what a
-                                  simulation costs */
+    /* Point-to-point transfers the MoE all-to-alls of one iteration
+     * start (0 without expert parallelism): what a simulation costs. */
+    double a2a_transfers;
     /* The simulation (simulated false: not simulated, or it failed). */
     bool simulated;
     double sim_time_s;
