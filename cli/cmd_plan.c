@@ -34,10 +34,9 @@ static const pp_cli_opt opts[] = {
     {"show", 0, "N", "candidates listed in full (default: max(K, 10))", false,
      NULL, 0, NULL},
     {"a2a-budget", 0, "T",
-     "simulate no layout whose MoE all-to-alls start more than T transfers "
-     "per iteration (a minute to a few of one core per 5e7 at flow "
-     "fidelity); those keep their estimate and the K go to the next; 0: no "
-     "limit (default: 5e7)",
+     "simulate no layout whose MoE all-to-alls start over T transfers an "
+     "iteration (5e7: a minute to a few of one core); it keeps its estimate "
+     "and its place among the K goes to the next; 0: no limit (default: 5e7)",
      false, NULL, 0, NULL},
     {"fix", 0, "KEY=V",
      "pin a dimension: tp pp dp mbs gbs vp sp recompute zero overlap first "

@@ -281,6 +281,7 @@ static int run_planner(const pp_whatif_study *s, const variant *v,
     if (o.gpus > info->gpus) o.gpus = info->gpus;
     o.gbs = v->gbs;
     o.top = s->top;
+    o.a2a_budget = s->a2a_budget;
     o.show = 1;
     o.fidelity = s->fidelity;
     o.tokens = v->tokens;

@@ -383,6 +383,7 @@ static int read_layout(pp_whatif_study *s, pp_node *root, pp_error *e) {
     s->dp_overlap = -1;
     s->fidelity = PP_FIDELITY_FLOW;
     s->top = 1;
+    s->a2a_budget = PP_PLAN_A2A_BUDGET;
     pp_node *m = NULL;
     int rc = pp_map_node(root, "", "layout", PP_OPTIONAL, PP_NODE_MAP, &m, e);
     if (rc < 0) return rc;
@@ -411,7 +412,9 @@ static int read_layout(pp_whatif_study *s, pp_node *root, pp_error *e) {
         if ((rc = pp_map_int(pl, "planner", "top", PP_OPTIONAL, 0, 1000, &top,
                              e)) < 0 ||
             (rc = pp_map_int(pl, "planner", "gpus", PP_OPTIONAL, 1, INT64_MAX,
-                             &s->gpus, e)) < 0)
+                             &s->gpus, e)) < 0 ||
+            (rc = pp_map_number(pl, "planner", "a2a_budget", PP_OPTIONAL, 0,
+                                1e18, &s->a2a_budget, e)) < 0)
             return rc;
         s->top = (int)top;
         const char *fid = NULL;

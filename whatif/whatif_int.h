@@ -69,6 +69,7 @@ struct pp_whatif_study {
     double compute_time_s;
     pp_fidelity fidelity;
     int top;
+    double a2a_budget; /* planner.a2a_budget (pp_plan_options) */
     int64_t gpus;
     wi_axis *axes;
     size_t n_axes, n_variants;
