@@ -97,11 +97,11 @@ double pp__est_a2a_exposed(const pp_plan_estimator *x, const pp_layer_cost *lc,
 
 /* The transfers one iteration's all-to-alls start, as sim/train/
  * step_group.c issues them: on every stage, per MoE layer (and MTP
- * module, of the last layer's kind) and micro-batch, lc's collectives on each of the
- * tp cp dp / ep groups; a plain all-to-all is ep (ep - 1) transfers,
- * DeepEP's over m servers of n members ep (m - 1) + ep (n - 1).  What
- * a flow simulation costs grows with it (the other collectives start a
- * few transfers per rank). */
+ * module, of the last layer's kind) and micro-batch, lc's collectives
+ * on each of the tp cp dp / ep groups; a plain all-to-all is ep (ep - 1)
+ * transfers, DeepEP's over m servers of n members ep (m - 1) +
+ * ep (n - 1).  What a flow simulation costs grows with it (the other
+ * collectives start a few transfers per rank). */
 double pp__est_a2a_transfers(const pp_plan_estimator *x, const pp_parallel *p,
                              const pp_layer_cost *lc) {
     int64_t ep = p->ep > 1 ? p->ep : 1, cp = p->cp > 1 ? p->cp : 1;
