@@ -10,6 +10,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const pp_cli_opt opts[] = {
     {"model", 'm', "M", "model: YAML file, zoo name or inline spec (required)",
@@ -99,6 +100,9 @@ static const pp_cli_opt opts[] = {
     {"no-timing", 0, NULL,
      "leave wall-clock figures out, for byte-identical output", false, NULL, 0,
      NULL},
+    {"quiet", 'q', NULL,
+     "no progress line on stderr (it is shown only on a terminal)", false, NULL,
+     0, NULL},
     {"format", 0, "FMT",
      "table|json|yaml|megatron|nemo|deepspeed|nemo2 (default: table)", false,
      NULL, 0, NULL},
@@ -179,6 +183,26 @@ static int pick_stack(const pp_args *a, pp_plan_format fmt,
     return 0;
 }
 
+/* The simulations' progress on stderr (a terminal only): a bar, the
+ * count and the layout just simulated, overwritten in place. */
+typedef struct bar {
+    bool open; /* a line is on the terminal without its newline */
+} bar;
+
+static void progress(void *ctx, size_t done, size_t total,
+                     const pp_parallel *par) {
+    bar *b = ctx;
+    char spec[PP_SPEC_MAX];
+    int w = 30, f = total ? (int)(w * done / total) : w;
+    if (f > w) f = w;
+    fprintf(stderr, "\rsimulated [%.*s%*s] %zu/%zu %-60.60s", f,
+            "##############################", w - f, "", done, total,
+            pp_parallel_format(par, spec, sizeof spec));
+    b->open = done < total;
+    if (!b->open) fputc('\n', stderr);
+    fflush(stderr);
+}
+
 static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
     pp_error e = PP_ERROR_INIT;
     pp_args a;
@@ -249,6 +273,12 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
     o.show = (int)show;
     o.seed = (uint64_t)seed;
     o.jobs = (int)jobs;
+    /* A terminal sees the simulations advance: they can take minutes. */
+    bar pb = {false};
+    if (!pp_args_flag(&a, "quiet") && isatty(2)) {
+        o.progress = progress;
+        o.progress_ctx = &pb;
+    }
     o.objective = (pp_plan_objective)obj;
     o.fidelity = (pp_fidelity)fid;
     o.optimizer = (pp_optimizer)optz;
@@ -291,7 +321,9 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
     if ((rc = pp_plan_prices_get(c, amort, kwh, pue, &prices, &e)) < 0)
         goto out;
     o.prices = &prices;
-    if ((rc = pp_plan_search(&m, c, &o, &plan, &e)) < 0) goto out;
+    rc = pp_plan_search(&m, c, &o, &plan, &e);
+    if (pb.open) fputc('\n', stderr); /* fewer ran than were planned */
+    if (rc < 0) goto out;
 
     pp_outfile of;
     if ((rc = pp_outfile_open(&of, pp_args_get(&a, "output"), &e)) < 0)

@@ -24,10 +24,18 @@ typedef struct job {
     pp_step_result res;
 } job;
 
+/* The caller's progress report (pp_plan_options.progress): how many
+ * simulations have ended of how many planned. */
+typedef struct report {
+    const pp_plan_options *o;
+    size_t done, total;
+} report;
+
 typedef struct pool {
     job *jobs;
     size_t n, next;
     pthread_mutex_t mu;
+    report *rep;
 } pool;
 
 static void run_job(job *j) {
@@ -44,14 +52,22 @@ static void *worker(void *arg) {
         pthread_mutex_unlock(&P->mu);
         if (k >= P->n) break;
         run_job(&P->jobs[k]);
+        report *r = P->rep;
+        if (r->o->progress) { /* one call at a time */
+            pthread_mutex_lock(&P->mu);
+            r->done++;
+            r->o->progress(r->o->progress_ctx, r->done, r->total,
+                           P->jobs[k].cfg.par);
+            pthread_mutex_unlock(&P->mu);
+        }
     }
     return NULL;
 }
 
 /* Runs the jobs on up to `threads` threads; falls back to this thread
  * when threads cannot be made. */
-static void run_all(job *jobs, size_t n, int threads) {
-    pool P = {jobs, n, 0, PTHREAD_MUTEX_INITIALIZER};
+static void run_all(job *jobs, size_t n, int threads, report *rep) {
+    pool P = {jobs, n, 0, PTHREAD_MUTEX_INITIALIZER, rep};
     size_t nt = (size_t)(threads > 0 ? threads : 1);
     if (nt > n) nt = n;
     pthread_t *t = nt > 1 ? malloc(nt * sizeof *t) : NULL;
@@ -111,6 +127,7 @@ void pp__plan_simulate(pp_plan *plan, const pp_model *m, const pp_cluster *c,
     job *batch = pp_xcalloc(total ? total : 1, sizeof *batch);
     size_t done = 0;
     int threads = pp__plan_jobs(jobs);
+    report rep = {o, 0, total};
 
     while (done < total) {
         /* The next layouts by the estimate, twins left out (a candidate
@@ -157,7 +174,7 @@ void pp__plan_simulate(pp_plan *plan, const pp_model *m, const pp_cluster *c,
                 memcpy(jb->cfg.placement, plan->cand[i].placement, 3);
             }
         if (nb == 0) break;
-        run_all(batch, nb, threads);
+        run_all(batch, nb, threads, &rep);
 
         /* Take the results in rank order; drop what did not fit. */
         bool dropped = false;

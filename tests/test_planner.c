@@ -279,6 +279,21 @@ static void test_infeasible(void **state) {
 
 /* ---- the estimator against the simulator -------------------------------- */
 
+/* pp_plan_options.progress: its calls, in order. */
+typedef struct progress_log {
+    size_t calls, last, total;
+    bool ordered, tp8;
+} progress_log;
+
+static void log_progress(void *ctx, size_t done, size_t total,
+                         const pp_parallel *par) {
+    progress_log *g = ctx;
+    g->ordered = g->ordered && done == g->last + 1 && total == g->total;
+    g->tp8 = g->tp8 && par && par->tp == 8;
+    g->last = done;
+    g->calls++;
+}
+
 static void test_estimator_vs_simulator(void **state) {
     (void)state;
     pp_model m;
@@ -289,6 +304,10 @@ static void test_estimator_vs_simulator(void **state) {
     o.gpus = 1024;
     o.gbs = 1536;
     o.top = 3;
+    o.jobs = 2;
+    progress_log g = {0, 0, 5, true, true};
+    o.progress = log_progress;
+    o.progress_ctx = &g;
     pp_error e = PP_ERROR_INIT;
     pp_plan_filter_add(&o.filter, "tp=8", false, "--fix", &e);
     pp_plan *plan = NULL;
@@ -297,6 +316,12 @@ static void test_estimator_vs_simulator(void **state) {
     if (st->sim_error[0]) fail_msg("simulation failed: %s", st->sim_error);
     /* K = 3 of tp,pp,dp and ceil(3/2) = 2 of tp,dp,pp. */
     assert_int_equal(st->simulated, 5);
+    /* The progress report: once per simulation, counting up to the five
+     * planned, one call at a time (two threads), with the layouts. */
+    assert_int_equal(g.calls, 5);
+    assert_int_equal(g.last, 5);
+    assert_true(g.ordered);
+    assert_true(g.tp8);
     for (size_t i = 0; i < 5; i++) {
         const pp_plan_candidate *k = pp_plan_get(plan, i);
         assert_true(k->simulated);

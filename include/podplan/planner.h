@@ -176,6 +176,13 @@ typedef struct pp_plan_options {
     int jobs;                      /* simulations run at once (threads); 0:
                                   one per online CPU.  The result does not
                                   depend on it. */
+    /* Called as each simulation ends, one call at a time (from the thread
+     * that ran it), with the simulations ended so far, those planned and
+     * the layout just simulated: for a progress display.  NULL: none.
+     * It may not call back into the plan. */
+    void (*progress)(void *ctx, size_t done, size_t total,
+                     const pp_parallel *par);
+    void *progress_ctx;
 } pp_plan_options;
 
 void pp_plan_options_init(pp_plan_options *o);
