@@ -35,7 +35,8 @@
  *             ranks) instead, and the two groups' times add (they share
  *             the NICs).  Exposed whole without overlap; with overlap
  *             all but the last bucket is hidden under the chunks' last
- *             backwards, at the price of slower pipeline sends meanwhile.
+ *             backwards (their MoE all-to-all waits included), at the
+ *             price of slower pipeline sends meanwhile.
  *             ZeRO-2 and 3 reduce-scatter every micro-batch's gradients
  *             after its backward and wait for them (DeepSpeed), so the
  *             exposed part is paid per micro-batch.  ZeRO-3 all-gathers
@@ -524,6 +525,14 @@ int pp_plan_estimate(pp_plan_estimator *x, const pp_parallel *p, bool overlap,
     pp__est_cp_ep_layer(x, p, &ce->lc, &l_ep, &l_cp);
     if (p->a2a_overlap) l_ep = pp__est_a2a_exposed(x, &ce->lc, l_ep);
     double lw = ce->layer_w + l_ep + l_cp, lc = ce->layer_compute;
+    /* The backward's (and recomputation's) share of l_ep. */
+    int32_t ep_all =
+        ce->lc.ep_fwd_colls + ce->lc.ep_bwd_colls + ce->lc.ep_recompute_colls;
+    double l_ep_bwd =
+        ep_all > 0
+            ? l_ep * (double)(ce->lc.ep_bwd_colls + ce->lc.ep_recompute_colls) /
+                  (double)ep_all
+            : 0;
     /* A layer whose kernels take the host longer to issue than the GPU to
      * run waits for the host (the simulator's host clock, step.c). */
     double l_host = fmax(0.0, ce->lc.host_s - lw);
@@ -619,10 +628,14 @@ int pp_plan_estimate(pp_plan_estimator *x, const pp_parallel *p, bool overlap,
         bool sync = g[0].n > 1 || g[1].n > 1;
         double exposed = t_sync;
         if (overlap && sync && S > 0) {
+            /* The buckets flow while the backward runs, its waits for
+             * the MoE all-to-alls included (the simulator's stage is
+             * busy there too). */
             double window =
                 Lk[k] * (ce->lc.bwd_s + ce->lc.recompute_s +
                          (double)(ce->lc.bwd_colls + ce->lc.recompute_colls) *
-                             ce->t_coll);
+                             ce->t_coll +
+                         l_ep_bwd);
             double bucket = x->prof.sw.bucket_bytes > 0
                                 ? x->prof.sw.bucket_bytes
                                 : PP_STEP_BUCKET_BYTES;
@@ -636,8 +649,9 @@ int pp_plan_estimate(pp_plan_estimator *x, const pp_parallel *p, bool overlap,
          * whatever of that queue outlasts the stage's compute is exposed
          * (the simulator's per-micro-batch buckets, step.c mb_reduce). */
         if (p->zero >= 2 && x->prof.zero3_overlap) {
-            double W = Lk[k] * nmb *
-                       (ce->lc.fwd_s + ce->lc.bwd_s + ce->lc.recompute_s);
+            double W =
+                Lk[k] * nmb *
+                (ce->lc.fwd_s + ce->lc.bwd_s + ce->lc.recompute_s + l_ep);
             dp_k[k] = fmax(exposed, times * t_sync - W);
         } else {
             dp_k[k] = times * exposed;

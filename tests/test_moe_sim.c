@@ -601,18 +601,19 @@ static void test_a2a_budget(void **state) {
         assert_true(a1 <= f1);
     }
     /* Under a budget between the EP 16 and EP 8 layouts' counts (46,080
-     * and 21,504 a micro-batch) the EP 16 ones are passed over. */
+     * and 21,504 a micro-batch) the EP 16 ones are passed over (the best
+     * 4 by the estimate hold some) and the 4 go to others. */
     const char *cmd = "plan --model qwen3-30b-a3b --cluster dgx-h100-ndr "
                       "--set node.count=2 --gpus 16 --global-batch 16 --fix "
                       "tp=1,pp=1,mbs=1,zero=1,recompute=none --placement "
-                      "tp,pp,dp --top 2 --no-timing --format json%s";
+                      "tp,pp,dp --top 4 --no-timing --format json%s";
     json_t *all = run_json(cmd, " --a2a-budget 0");
     json_t *cut = run_json(cmd, " --a2a-budget 3e4");
     assert_true(json_is_null(json_object_get(all, "a2a_budget")));
     assert_true(num(cut, "a2a_budget") == 3e4);
     assert_true(num(json_object_get(all, "search"), "over_budget") == 0);
     assert_true(num(json_object_get(cut, "search"), "over_budget") >= 1);
-    assert_true(num(json_object_get(cut, "search"), "simulated") == 2);
+    assert_true(num(json_object_get(cut, "search"), "simulated") == 4);
     size_t i;
     json_t *c;
     int sim_ep16 = 0, passed = 0;
