@@ -3,6 +3,7 @@
  * under a TP x PP x DP layout on a cluster (sim/train/step.c).
  */
 #include "cli_int.h"
+#include "podplan/planner.h"
 #include "podplan/sim.h"
 
 #include <math.h>
@@ -384,6 +385,22 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
     x.cfg.cluster = c;
     x.cfg.profile = &x.prof;
     x.cfg.check_memory = memchk != 0;
+    /* A simulation that will take long says so before it starts: what
+     * plan --a2a-budget keeps out of the planner's simulations. */
+    if (x.cfg.fidelity == PP_FIDELITY_FLOW && x.p.ep > 1 && !x.p.deepep &&
+        x.m.arch == PP_ARCH_TRANSFORMER) {
+        pp_layer_cost lc;
+        double n;
+        if (pp_layer_cost_get(&x.prof, &x.m, &x.p, &lc, NULL) == 0 &&
+            (n = pp_a2a_transfers(&x.m, &x.p, &lc, 0)) > PP_PLAN_A2A_BUDGET)
+            pp_cli_note(&a,
+                        "this iteration's MoE all-to-alls start %.2g "
+                        "transfers: expect %.0f to %.0f minutes of one core "
+                        "at flow fidelity (1.5e7 to 4e7 a minute, "
+                        "bench/bench_moe), several times less at "
+                        "--fidelity analytic (no contention)",
+                        n, n / 4e7, n / 1.5e7);
+    }
     const char *tpath = pp_args_get(&a, "trace");
     if (tpath && !pp_args_flag(&a, "trace-force")) {
         double est = trace_estimate(&x.m, &x.p);

@@ -95,27 +95,12 @@ double pp__est_a2a_exposed(const pp_plan_estimator *x, const pp_layer_cost *lc,
                   fmax(0.0, a - bo));
 }
 
-/* The transfers one iteration's all-to-alls start, as sim/train/
- * step_group.c issues them: on every stage, per MoE layer (and MTP
- * module, of the last layer's kind) and micro-batch, lc's collectives
- * on each of the tp cp dp / ep groups; a plain all-to-all is ep (ep - 1)
- * transfers, DeepEP's over m servers of n members ep (m - 1) +
- * ep (n - 1).  What a flow simulation costs grows with it (the other
- * collectives start a few transfers per rank). */
+/* The transfers one iteration's all-to-alls start (pp_a2a_transfers),
+ * DeepEP's groups over the servers the rank order gives them. */
 double pp__est_a2a_transfers(const pp_plan_estimator *x, const pp_parallel *p,
                              const pp_layer_cost *lc) {
-    int64_t ep = p->ep > 1 ? p->ep : 1, cp = p->cp > 1 ? p->cp : 1;
-    if (ep < 2 || !(lc->ep_coll_bytes > 0)) return 0;
-    double n = (double)ep, pairs = n * (n - 1.0);
-    int64_t same = p->deepep ? ep_same_server(x, p) : 0;
-    if (same > 0 && ep % same == 0)
-        pairs = n * ((double)(ep / same) - 1.0) + n * ((double)same - 1.0);
-    double groups = (double)(p->tp * cp * p->dp) / n;
-    double colls =
-        (double)(lc->ep_fwd_colls + lc->ep_bwd_colls + lc->ep_recompute_colls);
-    const pp_model *m = x->m;
-    double layers = (double)pp_model_moe_layers(m);
-    if (pp_model_layer_is_moe(m, m->layers - 1)) /* MTP: the last's kind */
-        layers += (double)m->mtp_layers;
-    return groups * pairs * colls * layers * pp_parallel_microbatches(p);
+    int64_t ep = p->ep > 1 ? p->ep : 1;
+    int64_t same = p->deepep && ep > 1 ? ep_same_server(x, p) : 0;
+    int64_t servers = same > 0 && ep % same == 0 ? ep / same : 0;
+    return pp_a2a_transfers(x->m, p, lc, servers);
 }

@@ -633,6 +633,12 @@ static void test_a2a_budget(void **state) {
     cli_expect(2, "--a2a-budget",
                "plan --model qwen3-30b-a3b --cluster "
                "dgx-h100-ndr --a2a-budget -1");
+    /* simulate says first when a layout is over the budget: DeepSeek-V3
+     * at EP 256 on 2,048 H800 starts 8 x 65,280 x 4 x 59 = 1.2e8 in one
+     * micro-batch (then fails for memory, quickly). */
+    cli_expect(1, "all-to-alls start 1.2e+08 transfers",
+               "simulate --model deepseek-v3 --cluster dgx-h800-2048 "
+               "--parallel tp=1,pp=1,dp=2048,ep=256,mbs=1,gbs=2048,zero=1");
 }
 
 /* With DP overlap the gradient buckets flow while the backward runs, its

@@ -95,6 +95,17 @@ int pp_mtp_cost_get(const pp_gpu_profile *g, const pp_model *m,
  * times, less the all-to-alls' transfer. */
 int pp_moe_cost_get(const pp_gpu_profile *g, const pp_model *m,
                     const pp_parallel *p, pp_layer_cost *out, pp_error *e);
+/* The point-to-point transfers one iteration's MoE all-to-alls start,
+ * as pp_step_simulate issues them (sim/train/step_group.c), lc being an
+ * MoE layer's pp_layer_cost_get: lc's all-to-alls per MoE layer (and per
+ * MTP module, of the last layer's kind) and micro-batch on each of the
+ * tp cp dp / ep groups; a plain all-to-all is ep (ep - 1) transfers,
+ * DeepEP's over `servers` servers of ep / servers members each
+ * ep (servers - 1) + ep (ep / servers - 1) (servers 0: the plain count).
+ * What a flow simulation's cost grows with; 0 without expert
+ * parallelism. */
+double pp_a2a_transfers(const pp_model *m, const pp_parallel *p,
+                        const pp_layer_cost *lc, int64_t servers);
 /* The optimizer step over `params` parameters (one GPU's shard):
  * memory-bound, pp_optimizer_bytes' step_traffic per parameter. */
 double pp_optimizer_time_s(const pp_gpu_profile *g, pp_optimizer opt,

@@ -158,6 +158,23 @@ int pp_layer_cost_get(const pp_gpu_profile *g, const pp_model *m,
     return 0;
 }
 
+double pp_a2a_transfers(const pp_model *m, const pp_parallel *p,
+                        const pp_layer_cost *lc, int64_t servers) {
+    int64_t ep = p->ep > 1 ? p->ep : 1, cp = p->cp > 1 ? p->cp : 1;
+    if (ep < 2 || !(lc->ep_coll_bytes > 0)) return 0;
+    double n = (double)ep, pairs = n * (n - 1.0);
+    if (p->deepep && servers > 0 && ep % servers == 0)
+        pairs =
+            n * ((double)servers - 1.0) + n * ((double)(ep / servers) - 1.0);
+    double groups = (double)(p->tp * cp * p->dp) / n;
+    double colls =
+        (double)(lc->ep_fwd_colls + lc->ep_bwd_colls + lc->ep_recompute_colls);
+    double layers = (double)pp_model_moe_layers(m);
+    if (pp_model_layer_is_moe(m, m->layers - 1)) /* MTP: the last's kind */
+        layers += (double)m->mtp_layers;
+    return groups * pairs * colls * layers * pp_parallel_microbatches(p);
+}
+
 /* The embedding, the head, an MTP module's own part or an MoE block:
  * fwd and bwd lists, no recomputation (the simulator runs them once per
  * micro-batch whatever p->recompute says), their EP collectives counted
