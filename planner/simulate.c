@@ -53,7 +53,10 @@ static void *worker(void *arg) {
         if (k >= P->n) break;
         run_job(&P->jobs[k]);
         report *r = P->rep;
-        if (r->o->progress) { /* one call at a time */
+        /* A layout the simulator finds too large is dropped and its
+         * place simulated again: it does not count. */
+        if (r->o->progress && P->jobs[k].rc != PP_EINFEASIBLE) {
+            /* one call at a time */
             pthread_mutex_lock(&P->mu);
             r->done++;
             r->o->progress(r->o->progress_ctx, r->done, r->total,
