@@ -190,7 +190,9 @@ const pp_cli_cmd pp_cmd_memory = {
     "1F1B (and interleaving).  The figures are those of the most loaded\n"
     "pipeline stage (counted from 0): usually the first, but the last holds\n"
     "the logits and, with an uneven split (first=, last=), a stage between\n"
-    "may hold the most layers.",
+    "may hold the most layers.  No GPU is named here, so dtype=fp8 counts\n"
+    "Hopper's FP8 weight copies (a copy and its transpose); simulate and\n"
+    "plan know the GPU (Blackwell keeps one for delayed and tensorwise).",
     opts,
     run,
 };

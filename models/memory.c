@@ -245,11 +245,19 @@ static void stage_memory(const pp_model *m, const pp_parallel *p,
     r.weights = r.params_per_gpu * ob->weights / wsh;
     r.grads = r.params_per_gpu * ob->grads / gsh;
     r.optimizer = r.params_per_gpu * ob->states / osh;
-    /* FP8 (Transformer Engine on Hopper) keeps an FP8 copy of each
-     * weight and of its transpose (FP8 GEMMs take only the TN layout),
-     * 1 byte each, made once per iteration and cached across the
-     * micro-batches (is_first_microbatch). */
-    if (p->dtype == PP_PREC_FP8) r.weights += r.params_per_gpu * 2.0 / wsh;
+    /* FP8 (Transformer Engine) keeps FP8 copies of each weight, 1 byte
+     * each, made once per iteration and cached across the micro-batches
+     * (is_first_microbatch): a row-wise and a column-wise one for the
+     * block-scaled recipes (mxfp8, blockwise: the two directions scale
+     * differently), and for a weight scaled per tensor the copy and its
+     * transpose where FP8 GEMMs take only the TN layout (Hopper), the
+     * copy alone where they take any (Blackwell; fp8_transpose). */
+    if (p->dtype == PP_PREC_FP8) {
+        bool block =
+            p->fp8_recipe == PP_FP8_MXFP8 || p->fp8_recipe == PP_FP8_BLOCKWISE;
+        double copies = block || p->fp8_transpose ? 2.0 : 1.0;
+        r.weights += r.params_per_gpu * copies / wsh;
+    }
     r.model_states = r.weights + r.grads + r.optimizer;
     /* The step's fp32 gradient copy lives during the step, when the
      * iteration's activations are freed, so the peak is the larger of the

@@ -184,6 +184,7 @@ void pp_parallel_init(pp_parallel *p) {
     p->etp = 0; /* = tp */
     p->fp8 = PP_FP8_AUTO;
     p->fp8_recipe = PP_FP8_DELAYED; /* until a stack resolves it */
+    p->fp8_transpose = true;        /* until a GPU resolves it */
 }
 
 int64_t pp_parallel_etp(const pp_parallel *p) {

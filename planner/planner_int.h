@@ -57,6 +57,7 @@ typedef struct pp__space {
     bool fp8;    /* the stack and the GPU train in FP8: dtype searched */
     pp_fp8 fp8_recipe; /* the stack's FP8 recipe (fp8.recipe) */
     bool mxfp8;        /* the GPU runs MXFP8 GEMMs */
+    bool fp8_any_layout; /* its FP8 GEMMs take any layout (pp_gpu_spec) */
     uint32_t recompute_mask;
     const char *stack; /* its name, for messages */
     int zero_max;

@@ -526,6 +526,7 @@ int pp_plan_search(const pp_model *m, const pp_cluster *c,
                 plan->profile.mxfp8 || plan->opt.filter.fixed[PP_PLAN_DIM_FP8]),
         .fp8_recipe = plan->profile.sw.fp8_recipe,
         .mxfp8 = plan->profile.mxfp8,
+        .fp8_any_layout = plan->profile.fp8_any_layout,
         .recompute_mask =
             plan->profile.stack_default ? 0 : plan->profile.sw.recompute,
         .stack = plan->profile.stack,

@@ -144,6 +144,7 @@ static int walk_zero(const pp__space *s, pp_parallel *p, pp__space_fn fn,
             p->fp8 = dt && rpin ? (pp_fp8)s->filter->value[PP_PLAN_DIM_FP8]
                                 : PP_FP8_AUTO;
             p->fp8_recipe = p->fp8 != PP_FP8_AUTO ? p->fp8 : s->fp8_recipe;
+            p->fp8_transpose = !s->fp8_any_layout;
             for (int ov = 0; ov <= (p->dp > 1 ? 1 : 0); ov++) {
                 if (!allowed(s, PP_PLAN_DIM_OVERLAP, ov)) continue;
                 if ((rc = fn(ctx, p, ov != 0, e)) != 0) return rc;

@@ -282,11 +282,64 @@ static void test_whatif(void **state) {
     cli_result_free(&r);
 }
 
+/* Transformer Engine's FP8 copies of the weights (models/memory.c): a
+ * weight scaled per tensor keeps its transpose too where FP8 GEMMs take
+ * only the TN layout (Hopper), not where they take any (Blackwell, the
+ * catalogue's fp8_any_layout); MXFP8 keeps a row-wise and a column-wise
+ * copy anywhere.  One byte per parameter between them; the simulator
+ * resolves it from the GPU (pp_stack_resolve). */
+static double sim_memory(const char *cluster, const char *recipe) {
+    cli_result r;
+    cli_runf(&r,
+             "simulate --model megatron-1.7b --cluster %s --set node.count=1 "
+             "--parallel tp=1,pp=1,dp=8,mbs=1,gbs=64,zero=1,dtype=fp8,fp8=%s "
+             "--stack nemo-2025 --format json",
+             cluster, recipe);
+    if (r.status != 0) fail_msg("exit %d: %s", r.status, r.err);
+    json_t *j = cli_json(&r);
+    double b = json_number_value(json_object_get(j, "memory_per_gpu_bytes"));
+    json_decref(j);
+    cli_result_free(&r);
+    return b;
+}
+
+static void test_weight_copies(void **state) {
+    (void)state;
+    pp_model m;
+    pp_parallel p;
+    pp_error e = PP_ERROR_INIT;
+    assert_int_equal(pp_model_load("megatron-1.7b", &m, &e), 0);
+    pp_parallel_init(&p);
+    assert_int_equal(pp_parallel_parse("tp=1,pp=1,dp=8,mbs=1,gbs=64,zero=1,"
+                                       "dtype=fp8",
+                                       &p, &e),
+                     0);
+    assert_true(p.fp8_transpose); /* until a GPU says otherwise */
+    pp_memory tn, any, mx;
+    p.fp8_recipe = PP_FP8_TENSORWISE;
+    assert_int_equal(pp_memory_per_gpu(&m, &p, PP_OPT_ADAM_MIXED, &tn, &e), 0);
+    p.fp8_transpose = false;
+    assert_int_equal(pp_memory_per_gpu(&m, &p, PP_OPT_ADAM_MIXED, &any, &e), 0);
+    p.fp8_recipe = PP_FP8_MXFP8;
+    assert_int_equal(pp_memory_per_gpu(&m, &p, PP_OPT_ADAM_MIXED, &mx, &e), 0);
+    double P = tn.params_per_gpu;
+    assert_true(P > 1e9);
+    assert_true(fabs(tn.weights - any.weights - P) <= 1e-6 * P);
+    assert_true(mx.weights == tn.weights);
+    assert_true(fabs(tn.total - any.total - P) <= 1e-6 * P);
+    /* Through the simulator: DGX H100 against DGX B200. */
+    double h = sim_memory("dgx-h100-ndr", "tensorwise"),
+           b = sim_memory("dgx-b200-ndr", "tensorwise"),
+           bm = sim_memory("dgx-b200-ndr", "mxfp8");
+    assert_true(fabs(h - b - P) <= 1e-6 * P);
+    assert_true(bm == h);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_spec),   cmocka_unit_test(test_cast_costs),
         cmocka_unit_test(test_gpus),   cmocka_unit_test(test_plan),
-        cmocka_unit_test(test_whatif),
+        cmocka_unit_test(test_whatif), cmocka_unit_test(test_weight_copies),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

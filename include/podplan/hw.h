@@ -37,6 +37,10 @@ typedef struct pp_gpu_spec {
     bool fp16_only;                     /* the 16-bit rate is fp16's: no bf16
                                         (P100, V100) */
     bool mxfp8; /* tensor cores scale FP8 per 32-element block (Blackwell) */
+    /* FP8 GEMMs take any operand layout (sm_100), not only TN (Hopper):
+     * Transformer Engine then keeps no transposed FP8 copy of a weight
+     * scaled per tensor (catalogue fp8_any_layout). */
+    bool fp8_any_layout;
     double hbm_bytes, hbm_Bps;
     int nvlink_gen;           /* 0 = none */
     double nvlink_Bps;        /* per GPU, per direction */
@@ -253,6 +257,7 @@ typedef struct pp_gpu_profile {
      * tile or wave factor (see sim/hw/profile.c). */
     double fp8_peak_flops;
     bool mxfp8; /* the GPU runs MXFP8 GEMMs (catalogue mxfp8) */
+    bool fp8_any_layout; /* catalogue fp8_any_layout (pp_gpu_spec) */
     double fp8_gemm_efficiency;
     /* fp8=mxfp8's GEMMs: their asymptote (gemm.mxfp8_efficiency; 0: the
      * per-tensor one), same k_half. */

@@ -260,6 +260,13 @@ typedef struct pp_parallel {
      * the launch flags. */
     pp_fp8 fp8;
     pp_fp8 fp8_recipe;
+    /* Resolved from the GPU (pp_stack_resolve; default true): whether
+     * Transformer Engine keeps a transposed FP8 copy of each weight
+     * scaled per tensor (delayed, tensorwise), as it does where FP8 GEMMs
+     * take only the TN layout (Hopper), and not where they take any
+     * (Blackwell: quantizer.cpp's create_transpose = columnwise_usage &&
+     * !nvte_is_non_tn_fp8_gemm_supported()).  Memory only. */
+    bool fp8_transpose;
     /* CUDA graphs (graphs=none, or scopes joined by '+': attn, mlp,
      * moe_router, moe_preprocess, or full alone): Transformer Engine's
      * per-layer graphs (--cuda-graph-impl transformer_engine, Megatron-

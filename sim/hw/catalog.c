@@ -148,7 +148,9 @@ static int read_gpu(pp_node *m, const char *path, pp_gpu_spec *g, pp_error *e) {
      * know whether it is bf16's (--bf16) or fp16's only (--fp16). */
     if ((rc = pp_map_bool(m, path, "fp16_only", PP_OPTIONAL, &g->fp16_only,
                           e)) < 0 ||
-        (rc = pp_map_bool(m, path, "mxfp8", PP_OPTIONAL, &g->mxfp8, e)) < 0)
+        (rc = pp_map_bool(m, path, "mxfp8", PP_OPTIONAL, &g->mxfp8, e)) < 0 ||
+        (rc = pp_map_bool(m, path, "fp8_any_layout", PP_OPTIONAL,
+                          &g->fp8_any_layout, e)) < 0)
         return rc;
 
     if ((rc = pp_map_quantity(m, path, "hbm", PP_REQUIRED, PP_Q_BYTES, NULL,

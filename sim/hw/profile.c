@@ -76,6 +76,7 @@ static void profile_from_gpu(pp_gpu_profile *g, const pp_gpu_spec *gpu) {
         g->peak_flops = gpu->peak_flops[PP_DTYPE_BF16];
     g->fp8_peak_flops = gpu->peak_flops[PP_DTYPE_FP8];
     g->mxfp8 = gpu->mxfp8;
+    g->fp8_any_layout = gpu->fp8_any_layout;
     if (gpu->hbm_Bps > 0) g->hbm_Bps = gpu->hbm_Bps;
     if (gpu->sms > 0) g->sms = gpu->sms;
 }

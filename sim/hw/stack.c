@@ -379,6 +379,7 @@ unsigned pp_stack_fp8_check(const pp_stack *s, const pp_gpu_profile *g,
 
 void pp_stack_resolve(const pp_gpu_profile *g, pp_parallel *p) {
     pp_stack_resolve_spec(&g->sw, p);
+    p->fp8_transpose = !g->fp8_any_layout;
 }
 
 int pp_profile_load_stack(const char *spec, const pp_gpu_spec *gpu,
