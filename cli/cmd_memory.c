@@ -23,7 +23,12 @@ static const pp_cli_opt opts[] = {
      false, NULL, 0, NULL},
     {"optimizer", 0, "OPT", "optimizer (default: adam-mixed):", false,
      &pp_reg_optimizer, 0, NULL},
-    {"gpu-memory", 0, "SIZE", "HBM per GPU to check the fit against, e.g. 80GB",
+    {"gpu", 0, "NAME",
+     "a GPU of the catalogue (podplan list gpus): its HBM to check the fit "
+     "against, and what it keeps of FP8 weights",
+     false, NULL, 0, NULL},
+    {"gpu-memory", 0, "SIZE",
+     "HBM per GPU to check the fit against, e.g. 80GB (default: --gpu's)",
      false, NULL, 0, NULL},
     {"stack", 0, "NAME",
      "software stack, for attn=auto and dtype=fp8 (default: "
@@ -41,6 +46,7 @@ typedef struct result {
     int optimizer;
     pp_memory mem;
     double hbm; /* 0 when not given */
+    char gpu[PP_NAME_MAX]; /* --gpu, or "" */
     pp_stack stack;
     bool stack_default;
 } result;
@@ -55,6 +61,10 @@ static void print_table(FILE *fp, const void *ctx) {
             pp_parallel_format(&r->p, spec, sizeof spec));
     fprintf(fp, "optimizer    %s\n",
             pp_optimizer_name((pp_optimizer)r->optimizer));
+    if (r->gpu[0])
+        fprintf(fp, "gpu          %s (FP8 weights: %s)\n", r->gpu,
+                r->p.fp8_transpose ? "a copy and its transpose"
+                                   : "one copy for delayed and tensorwise");
     fprintf(fp, "stack        %s%s (attention %s)\n\n", r->stack.name,
             r->stack_default ? " (default; --stack to change)" : "",
             r->p.flash ? "flash" : "standard");
@@ -127,6 +137,8 @@ static json_t *to_json(const result *r) {
     json_object_set_new(o, "memory", b);
     json_object_set_new(o, "microbatches_in_flight", pp_json_num(x->inflight));
     json_object_set_new(o, "pipeline_stage", json_integer(x->stage));
+    json_object_set_new(o, "gpu",
+                        r->gpu[0] ? json_string(r->gpu) : json_null());
     if (r->hbm > 0) {
         json_object_set_new(o, "gpu_memory_bytes", pp_json_num(r->hbm));
         json_object_set_new(o, "fits", json_boolean(x->total <= r->hbm));
@@ -151,6 +163,29 @@ static int load_stack(const pp_args *a, result *r, pp_error *e) {
     return 0;
 }
 
+/* --gpu: the catalogue GPU's HBM (unless --gpu-memory) and whether its
+ * FP8 GEMMs take any layout (pp_parallel.fp8_transpose). */
+static int load_gpu(const pp_args *a, result *r, pp_error *e) {
+    const char *name = pp_args_get(a, "gpu");
+    if (!name) return 0;
+    pp_catalog *cat = NULL;
+    int rc = pp_catalog_load(NULL, &cat, e);
+    if (rc < 0) return rc;
+    const pp_gpu_spec *g = pp_catalog_gpu(cat, name);
+    if (!g) {
+        const char *s = pp_catalog_suggest(cat, PP_CAT_GPU, name);
+        rc = pp_error_set(
+            e, PP_EUSAGE, "--gpu: no GPU \"%s\" in the catalogue%s%s%s", name,
+            s ? " (did you mean \"" : "", s ? s : "", s ? "\"?)" : "");
+    } else {
+        snprintf(r->gpu, sizeof r->gpu, "%s", g->name);
+        if (!(r->hbm > 0)) r->hbm = g->hbm_bytes;
+        r->p.fp8_transpose = !g->fp8_any_layout;
+    }
+    pp_catalog_free(cat);
+    return rc;
+}
+
 static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
     pp_error e = PP_ERROR_INIT;
     pp_args a;
@@ -168,7 +203,7 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
         pp_args_enum(&a, "format", pp_format_names, &fmt, &e) ||
         pp_cli_load_parallel(&a, &r.p, NULL, &e) ||
         pp_cli_load_model(&a, false, &r.m, &e) || load_stack(&a, &r, &e) ||
-        pp_parallel_validate(&r.p, &r.m, &e) ||
+        load_gpu(&a, &r, &e) || pp_parallel_validate(&r.p, &r.m, &e) ||
         pp_memory_per_gpu(&r.m, &r.p, (pp_optimizer)r.optimizer, &r.mem, &e))
         return pp_cli_fail(cmd->name, &e);
     return pp_cli_emit(&a, fmt, to_json(&r), print_table, &r);
@@ -178,7 +213,8 @@ const pp_cli_cmd pp_cmd_memory = {
     "memory",
     "memory per GPU of a parallel layout: model states, activations, buffers",
     "memory --model M --parallel SPEC [--optimizer OPT] "
-    "[--gpu-memory SIZE] [--stack NAME] [--format table|json] [-o FILE]",
+    "[--gpu NAME] [--gpu-memory SIZE] [--stack NAME] [--format table|json] "
+    "[-o FILE]",
     "Model states (weights, gradients, optimizer) are sharded by ZeRO over "
     "dp;\n"
     "the optimizer step also copies the 16-bit gradients to fp32 "
@@ -190,9 +226,11 @@ const pp_cli_cmd pp_cmd_memory = {
     "1F1B (and interleaving).  The figures are those of the most loaded\n"
     "pipeline stage (counted from 0): usually the first, but the last holds\n"
     "the logits and, with an uneven split (first=, last=), a stage between\n"
-    "may hold the most layers.  No GPU is named here, so dtype=fp8 counts\n"
-    "Hopper's FP8 weight copies (a copy and its transpose); simulate and\n"
-    "plan know the GPU (Blackwell keeps one for delayed and tensorwise).",
+    "may hold the most layers.  dtype=fp8 counts the FP8 weight copies\n"
+    "Transformer Engine keeps: a copy and its transpose where FP8 GEMMs\n"
+    "take only the TN layout (Hopper, and without --gpu), the copy alone\n"
+    "for delayed and tensorwise scaling on a --gpu whose FP8 GEMMs take any\n"
+    "(Blackwell).",
     opts,
     run,
 };

@@ -333,6 +333,22 @@ static void test_weight_copies(void **state) {
            bm = sim_memory("dgx-b200-ndr", "mxfp8");
     assert_true(fabs(h - b - P) <= 1e-6 * P);
     assert_true(bm == h);
+    /* memory --gpu resolves it as simulate does; without it, Hopper's. */
+    double mm[3];
+    const char *gpu[3] = {"", " --gpu h100-sxm5", " --gpu b200"};
+    for (int i = 0; i < 3; i++) {
+        json_t *j = cli_json_ok(
+            "memory --model megatron-1.7b --parallel tp=1,pp=1,dp=8,mbs=1,"
+            "gbs=64,zero=1,dtype=fp8,fp8=tensorwise --stack nemo-2025 "
+            "--format json%s",
+            gpu[i]);
+        mm[i] = json_number_value(json_object_get(j, "memory_per_gpu_bytes"));
+        json_decref(j);
+    }
+    assert_true(mm[0] == mm[1]);
+    assert_true(fabs(mm[1] - mm[2] - P) <= 1e-6 * P);
+    cli_expect(2, "did you mean \"b200\"",
+               "memory --model megatron-1.7b --parallel tp=1 --gpu b20");
 }
 
 int main(void) {
