@@ -289,17 +289,13 @@ static void test_whatif(void **state) {
  * copy anywhere.  One byte per parameter between them; the simulator
  * resolves it from the GPU (pp_stack_resolve). */
 static double sim_memory(const char *cluster, const char *recipe) {
-    cli_result r;
-    cli_runf(&r,
-             "simulate --model megatron-1.7b --cluster %s --set node.count=1 "
-             "--parallel tp=1,pp=1,dp=8,mbs=1,gbs=64,zero=1,dtype=fp8,fp8=%s "
-             "--stack nemo-2025 --format json",
-             cluster, recipe);
-    if (r.status != 0) fail_msg("exit %d: %s", r.status, r.err);
-    json_t *j = cli_json(&r);
-    double b = json_number_value(json_object_get(j, "memory_per_gpu_bytes"));
+    json_t *j = cli_json_ok(
+        "simulate --model megatron-1.7b --cluster %s --set node.count=1 "
+        "--parallel tp=1,pp=1,dp=8,mbs=1,gbs=64,zero=1,dtype=fp8,fp8=%s "
+        "--stack nemo-2025 --format json",
+        cluster, recipe);
+    double b = cli_num(j, "memory_per_gpu_bytes");
     json_decref(j);
-    cli_result_free(&r);
     return b;
 }
 
@@ -342,7 +338,7 @@ static void test_weight_copies(void **state) {
             "gbs=64,zero=1,dtype=fp8,fp8=tensorwise --stack nemo-2025 "
             "--format json%s",
             gpu[i]);
-        mm[i] = json_number_value(json_object_get(j, "memory_per_gpu_bytes"));
+        mm[i] = cli_num(j, "memory_per_gpu_bytes");
         json_decref(j);
     }
     assert_true(mm[0] == mm[1]);
