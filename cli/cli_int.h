@@ -107,6 +107,9 @@ int pp_cli_load_model(const pp_args *a, bool optional, pp_model *m,
 /* --cluster (required) with every --set, in order, when the command has
  * --set. */
 int pp_cli_load_cluster(const pp_args *a, struct pp_cluster **c, pp_error *e);
+/* The catalogue's GPU `name` (what --gpu says) copied to *out; PP_EUSAGE
+ * with a "did you mean" for a name the catalogue lacks. */
+int pp_cli_catalog_gpu(const char *name, struct pp_gpu_spec *out, pp_error *e);
 /* --profile when given, else the profile shipped for gpu.  Commands where
  * the default is the planner's business pass required false: then an
  * absent --profile returns 1 and leaves p untouched. */

@@ -22,6 +22,11 @@
  * (transformer_engine/common/util/multi_stream.cpp). */
 #define TE_STREAMS 4
 
+/* --pass: its values, and how the table's header says them. */
+static const char *const pass_keys[] = {"fwd", "bwd", "all", NULL};
+static const char *const pass_words[] = {"forward", "backward",
+                                         "forward and backward"};
+
 static const pp_cli_opt gemm_opts[] = {
     {"backend", 'b', "B",
      "cuda|cpu (default: cuda when a GPU is usable, else cpu)", false, NULL, 0,
@@ -90,9 +95,7 @@ typedef struct gemm_out {
     char peak_source[96];
     const char *model; /* or NULL */
     char parallel[256];
-    const char *pass;     /* with model: "forward", "backward", "forward and
-                             backward" */
-    const char *pass_key; /* the same as --pass says it (fwd, bwd, all) */
+    int pass; /* with model: --pass, an index of pass_keys */
     pp_exec_gemm_result *r;
     size_t n;
 } gemm_out;
@@ -149,23 +152,12 @@ static int find_peak(const pp_args *a, gemm_out *o, pp_error *e) {
     const char *name = pp_args_get(a, "gpu");
     if (!name && o->backend == PP_EXEC_CUDA) name = catalogue_name(o->dev.name);
     if (!name) return 0;
-    pp_catalog *cat = NULL;
-    if ((rc = pp_catalog_load(NULL, &cat, e)) < 0) return rc;
-    const pp_gpu_spec *g = pp_catalog_gpu(cat, name);
-    if (!g) {
-        const char *s = pp_catalog_suggest(cat, PP_CAT_GPU, name);
-        rc = pp_error_set(e, PP_EUSAGE,
-                          "--gpu: no GPU \"%s\" in the "
-                          "catalogue%s%s%s",
-                          name, s ? " (did you mean \"" : "", s ? s : "",
-                          s ? "\"?)" : "");
-    } else {
-        o->peak = g->peak_flops[catalogue_dtype(o->dtype)];
-        snprintf(o->peak_source, sizeof o->peak_source,
-                 "topologies/hardware.yaml: %s", name);
-    }
-    pp_catalog_free(cat);
-    return rc;
+    pp_gpu_spec g;
+    if ((rc = pp_cli_catalog_gpu(name, &g, e)) < 0) return rc;
+    o->peak = g.peak_flops[catalogue_dtype(o->dtype)];
+    snprintf(o->peak_source, sizeof o->peak_source,
+             "topologies/hardware.yaml: %s", name);
+    return 0;
 }
 
 static void gemm_table(FILE *fp, const void *ctx) {
@@ -174,7 +166,7 @@ static void gemm_table(FILE *fp, const void *ctx) {
             pp_gemm_dtype_names[o->dtype]);
     if (o->model)
         fprintf(fp, ", one layer of %s at %s (%s)", o->model, o->parallel,
-                o->pass);
+                pass_words[o->pass]);
     fprintf(fp, "\n");
     if (o->peak > 0) fprintf(fp, "peak from %s\n", o->peak_source);
     pp_exec_gemm_print(fp, &o->dev, o->r, o->n, o->peak);
@@ -198,7 +190,7 @@ static json_t *gemm_json(const gemm_out *o) {
     if (o->model) {
         json_object_set_new(j, "model", json_string(o->model));
         json_object_set_new(j, "parallel", json_string(o->parallel));
-        json_object_set_new(j, "pass", json_string(o->pass_key));
+        json_object_set_new(j, "pass", json_string(pass_keys[o->pass]));
     }
     json_object_set_new(j, "peak_flops",
                         o->peak > 0 ? json_real(o->peak) : json_null());
@@ -282,9 +274,8 @@ static int build_shapes(const pp_args *a, gemm_out *o, pp_model *m,
         return pp_error_set(e, PP_EUSAGE, "--parallel goes with --model");
     if (pp_args_get(a, "pass") && !model)
         return pp_error_set(e, PP_EUSAGE, "--pass goes with --model");
-    static const char *const passes[] = {"fwd", "bwd", "all", NULL};
     int pass = 0;
-    if ((rc = pp_args_enum(a, "pass", passes, &pass, e))) return rc;
+    if ((rc = pp_args_enum(a, "pass", pass_keys, &pass, e))) return rc;
     if ((rc = pp_args_int(a, "batch", 1, 1 << 20, &batch, e))) return rc;
     pp_gemm_shape *s;
     if (model) {
@@ -307,10 +298,7 @@ static int build_shapes(const pp_args *a, gemm_out *o, pp_model *m,
         }
         ns += nb;
         o->model = m->name;
-        o->pass_key = passes[pass];
-        o->pass = pass == 0   ? "forward"
-                  : pass == 1 ? "backward"
-                              : "forward and backward";
+        o->pass = pass;
         int w = snprintf(o->parallel, sizeof o->parallel, "tp=%lld,mbs=%lld",
                          (long long)p.tp, (long long)p.mbs);
         if (p.cp > 1)

@@ -167,23 +167,14 @@ static int load_stack(const pp_args *a, result *r, pp_error *e) {
  * FP8 GEMMs take any layout (pp_parallel.fp8_transpose). */
 static int load_gpu(const pp_args *a, result *r, pp_error *e) {
     const char *name = pp_args_get(a, "gpu");
+    pp_gpu_spec g;
+    int rc;
     if (!name) return 0;
-    pp_catalog *cat = NULL;
-    int rc = pp_catalog_load(NULL, &cat, e);
-    if (rc < 0) return rc;
-    const pp_gpu_spec *g = pp_catalog_gpu(cat, name);
-    if (!g) {
-        const char *s = pp_catalog_suggest(cat, PP_CAT_GPU, name);
-        rc = pp_error_set(
-            e, PP_EUSAGE, "--gpu: no GPU \"%s\" in the catalogue%s%s%s", name,
-            s ? " (did you mean \"" : "", s ? s : "", s ? "\"?)" : "");
-    } else {
-        snprintf(r->gpu, sizeof r->gpu, "%s", g->name);
-        if (!(r->hbm > 0)) r->hbm = g->hbm_bytes;
-        r->p.fp8_transpose = !g->fp8_any_layout;
-    }
-    pp_catalog_free(cat);
-    return rc;
+    if ((rc = pp_cli_catalog_gpu(name, &g, e)) < 0) return rc;
+    snprintf(r->gpu, sizeof r->gpu, "%s", g.name);
+    if (!(r->hbm > 0)) r->hbm = g.hbm_bytes;
+    r->p.fp8_transpose = !g.fp8_any_layout;
+    return 0;
 }
 
 static int run(const pp_cli_cmd *cmd, int argc, char **argv) {

@@ -34,6 +34,23 @@ int pp_cli_load_model(const pp_args *a, bool optional, pp_model *m,
     return pp_model_load(spec, m, e);
 }
 
+int pp_cli_catalog_gpu(const char *name, pp_gpu_spec *out, pp_error *e) {
+    pp_catalog *cat = NULL;
+    int rc = pp_catalog_load(NULL, &cat, e);
+    if (rc < 0) return rc;
+    const pp_gpu_spec *g = pp_catalog_gpu(cat, name);
+    if (g) {
+        *out = *g;
+    } else {
+        const char *s = pp_catalog_suggest(cat, PP_CAT_GPU, name);
+        rc = pp_error_set(
+            e, PP_EUSAGE, "--gpu: no GPU \"%s\" in the catalogue%s%s%s", name,
+            s ? " (did you mean \"" : "", s ? s : "", s ? "\"?)" : "");
+    }
+    pp_catalog_free(cat);
+    return rc;
+}
+
 int pp_cli_load_cluster(const pp_args *a, pp_cluster **c, pp_error *e) {
     const char *spec, *sets[PP_CLI_MAX_SETS];
     size_t n_sets = 0;

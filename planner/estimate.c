@@ -412,25 +412,22 @@ int pp_plan_estimator_placement(pp_plan_estimator *x, const char order[3],
     return 0;
 }
 
-int pp__plan_a2a_transfers(pp_plan_estimator *x, const pp_parallel *p,
-                           double *out, pp_error *e) {
-    *out = 0;
-    if (x->m->arch != PP_ARCH_TRANSFORMER || !(p->ep > 1)) return 0;
-    cost_entry *ce;
-    int rc = lookup(x, p, &ce, e);
-    if (rc < 0) return rc;
-    *out = pp__est_a2a_transfers(x, p, &ce->lc);
-    return 0;
-}
-
 int pp_plan_estimate(pp_plan_estimator *x, const pp_parallel *p, bool overlap,
                      double *time_s, pp_breakdown *out, pp_error *e) {
+    return pp__plan_estimate(x, p, overlap, time_s, out, NULL, e);
+}
+
+int pp__plan_estimate(pp_plan_estimator *x, const pp_parallel *p, bool overlap,
+                      double *time_s, pp_breakdown *out, double *a2a,
+                      pp_error *e) {
     const pp_model *m = x->m;
+    if (a2a) *a2a = 0;
     if (m->arch != PP_ARCH_TRANSFORMER)
         return estimate_generic(x, p, overlap, time_s, out);
     cost_entry *ce;
     int rc = lookup(x, p, &ce, e);
     if (rc < 0) return rc;
+    if (a2a) *a2a = pp__est_a2a_transfers(x, p, &ce->lc);
 
     double pp = (double)p->pp, vp = (double)p->vp;
     double nmb = pp_parallel_microbatches(p);

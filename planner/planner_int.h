@@ -115,11 +115,13 @@ void pp__moe_flags(const pp_model *m, const pp_parallel *q, char *buf,
  * returns the count. */
 size_t pp__divisors(int64_t n, int64_t *out, size_t max);
 
-/* The transfers one iteration's MoE all-to-alls start under layout p
- * (estimate.c; 0 without expert parallelism): what the simulation budget
- * (pp_plan_options.a2a_budget) counts. */
-int pp__plan_a2a_transfers(pp_plan_estimator *x, const pp_parallel *p,
-                           double *out, pp_error *e);
+/* pp_plan_estimate, and in *a2a (when not NULL) the transfers one
+ * iteration's MoE all-to-alls start under layout p (0 without expert
+ * parallelism): what the simulation budget (pp_plan_options.a2a_budget)
+ * counts, from the same layer costs. */
+int pp__plan_estimate(pp_plan_estimator *x, const pp_parallel *p, bool overlap,
+                      double *time_s, pp_breakdown *out, double *a2a,
+                      pp_error *e);
 
 /* ------------------------------------------------------------------------
  * simulate.c: the best `top` of plan->cand (ranked by the estimate)

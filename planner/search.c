@@ -150,9 +150,8 @@ static int visit_fn(void *ctx, const pp_parallel *p, bool overlap,
         /* Setting the order is a copy; the estimator's layer-cost cache
          * does not depend on it. */
         if ((rc = pp_plan_estimator_placement(v->est, c->placement, e)) < 0 ||
-            (rc = pp_plan_estimate(v->est, p, overlap, &c->est_time_s, &c->est,
-                                   e)) < 0 ||
-            (rc = pp__plan_a2a_transfers(v->est, p, &c->a2a_transfers, e)) < 0)
+            (rc = pp__plan_estimate(v->est, p, overlap, &c->est_time_s, &c->est,
+                                    &c->a2a_transfers, e)) < 0)
             return rc;
         plan->n++;
     }

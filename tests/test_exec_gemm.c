@@ -331,10 +331,8 @@ static void test_cli_model_list(void **state) {
     cli_result_free(&r);
     /* An MoE model's experts are listed as the grouped GEMM they run as;
      * the dense shapes say nothing of it. */
-    cli_runf(&r, "exec gemm --model qwen3-30b-a3b --parallel tp=1,dp=8,ep=8 "
-                 "--list --format json");
-    if (r.status != 0) fail_msg("status %d: %s", r.status, r.err);
-    j = cli_json(&r);
+    j = cli_json_ok("exec gemm --model qwen3-30b-a3b --parallel tp=1,dp=8,"
+                    "ep=8 --list --format json");
     s = json_object_get(j, "shapes");
     assert_int_equal(json_array_size(s), 7);
     assert_null(json_object_get(json_array_get(s, 4), "grouped"));
@@ -343,7 +341,6 @@ static void test_cli_model_list(void **state) {
                         "experts fc1");
     assert_true(json_is_true(json_object_get(x, "grouped")));
     json_decref(j);
-    cli_result_free(&r);
     cli_runf(&r, "exec gemm --model qwen3-30b-a3b --parallel tp=1,dp=8,ep=8 "
                  "--list");
     assert_non_null(strstr(r.out, "experts fc2     16   2048   2048    768"));
@@ -351,10 +348,8 @@ static void test_cli_model_list(void **state) {
     cli_result_free(&r);
     /* --pass all: the 6 forward GEMMs, then their 12 backward ones, the
      * name column widened for them. */
-    cli_runf(&r, "exec gemm --model gpt3-175b --parallel tp=8 --pass all "
-                 "--list --format json");
-    if (r.status != 0) fail_msg("status %d: %s", r.status, r.err);
-    j = cli_json(&r);
+    j = cli_json_ok("exec gemm --model gpt3-175b --parallel tp=8 --pass all "
+                    "--list --format json");
     s = json_object_get(j, "shapes");
     assert_int_equal(json_array_size(s), 18);
     x = json_array_get(s, 7);
@@ -362,7 +357,6 @@ static void test_cli_model_list(void **state) {
                         "mlp fc2 wgrad");
     assert_int_equal(json_integer_value(json_object_get(x, "m")), 6144);
     json_decref(j);
-    cli_result_free(&r);
     cli_runf(&r, "exec gemm --model gpt3-175b --parallel tp=8 --pass bwd "
                  "--list");
     assert_non_null(strstr(r.out, "attn values dgrad    12   2048   2048"));
