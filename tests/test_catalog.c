@@ -67,7 +67,8 @@ static void test_shipped_a100(void **state) {
     assert_true(g->peak_flops[PP_DTYPE_BF16] == 312e12);
     assert_true(g->peak_flops[PP_DTYPE_INT8] == 624e12);
     assert_true(g->peak_flops[PP_DTYPE_FP8] == 0); /* A100 has no fp8 */
-    assert_true(g->hbm_bytes == 80e9);
+    /* The "80GB" that nvidia-smi reports as 81,920 MiB. */
+    assert_true(g->hbm_bytes == 81920.0 * 1048576.0);
     assert_true(g->hbm_Bps == 2039e9);
     assert_int_equal(g->nvlink_gen, 3);
     assert_true(g->nvlink_Bps == 300e9);
@@ -85,7 +86,7 @@ static void test_shipped_a100(void **state) {
     assert_non_null(s40);
     assert_true(p80->hbm_Bps == 1935e9);
     assert_true(s40->hbm_Bps == 1555e9);
-    assert_true(s40->hbm_bytes == 40e9);
+    assert_true(s40->hbm_bytes == 40960.0 * 1048576.0);
     assert_true(s40->peak_flops[PP_DTYPE_BF16] == 312e12);
     pp_catalog_free(c);
 }

@@ -69,7 +69,7 @@ static void test_list(void **state) {
     cli_result r;
     cli_runf(&r, "list gpus");
     assert_int_equal(r.status, 0);
-    assert_non_null(strstr(r.out, "\na100-sxm4-80gb  80GB HBM"));
+    assert_non_null(strstr(r.out, "\na100-sxm4-80gb  80GiB HBM"));
     cli_result_free(&r);
     static const char *const kinds[] = {"models", "clusters", "profiles",
                                         "gpus",   "switches", "links",

@@ -283,10 +283,10 @@ static void test_memory_shortfall(void **state) {
     assert_non_null(strstr(r.err, "does not fit in memory"));
     /* 16 bytes per parameter of model states (2.8 TB), then at the
      * optimizer step the fp32 copy of the gradients (4 more: Megatron-LM
-     * counts 20 in all), 3.49 TB, less 80 GB. */
-    const char *p = strstr(r.err, "has 80GB: ");
+     * counts 20 in all), 3.49 TB, less 80 GiB. */
+    const char *p = strstr(r.err, "has 80GiB: ");
     if (!p) fail_msg("no shortfall in: %s", r.err);
-    double tb = strtod(p + 10, NULL);
+    double tb = strtod(p + 11, NULL);
     assert_true(tb > 3.3 && tb < 3.5 && strstr(p, "TB short"));
     assert_non_null(strstr(r.err, "optimizer step's fp32 gradients"));
     cli_result_free(&r);
