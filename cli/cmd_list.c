@@ -11,6 +11,7 @@
 
 #include "podplan/sim.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -179,8 +180,15 @@ static int from_catalog(listing *l, int what, pp_error *e) {
         const char *name = x;
         if (kind == PP_CAT_GPU) {
             const pp_gpu_spec *g = x;
-            snprintf(d, sizeof d, "%s HBM at %s/s, %s bf16 dense, %s",
-                     pp_fmtq(g->hbm_bytes, PP_Q_BYTES),
+            /* The catalogue holds what nvidia-smi reports (memory.total,
+             * in MiB): say it in those units too, so that the figure can
+             * be checked against the machine. */
+            double mib = g->hbm_bytes / 1048576.0;
+            char rep[48] = "";
+            if (mib == floor(mib))
+                snprintf(rep, sizeof rep, " (%.0f MiB)", mib);
+            snprintf(d, sizeof d, "%s HBM%s at %s/s, %s bf16 dense, %s",
+                     pp_fmtq(g->hbm_bytes, PP_Q_BYTES), rep,
                      pp_fmtq(g->hbm_Bps, PP_Q_BYTES),
                      pp_fmtq(g->peak_flops[PP_DTYPE_BF16], PP_Q_FLOPRATE),
                      g->nvlink_gen ? "NVLink" : "PCIe only");

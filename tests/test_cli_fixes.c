@@ -70,6 +70,8 @@ static void test_list(void **state) {
     cli_runf(&r, "list gpus");
     assert_int_equal(r.status, 0);
     assert_non_null(strstr(r.out, "\na100-sxm4-80gb  80GiB HBM"));
+    /* and as nvidia-smi reports it */
+    assert_non_null(strstr(r.out, "\nh100-sxm5       85.52GB HBM (81559 MiB)"));
     cli_result_free(&r);
     static const char *const kinds[] = {"models", "clusters", "profiles",
                                         "gpus",   "switches", "links",
