@@ -119,6 +119,22 @@ static void test_shipped_gpus(void **state) {
         assert_true(g->sms > 0 && g->tdp_w > 0);
         assert_true(g->pcie_gen >= 3 && g->pcie_lanes == 16);
     }
+    /* HBM as nvidia-smi's memory.total reports it, in MiB, not the
+     * marketed figure read as decimal GB: the H100's "80GB" is 85.5e9
+     * bytes, the GB200's "186GB" 198.7e9, the B300's "288GB" 288.4e9. */
+    static const struct {
+        const char *name;
+        double mib, marketed;
+    } hbm[] = {{"h100-sxm5", 81559, 80e9},  {"h800-sxm5", 81559, 80e9},
+               {"h200-sxm", 143771, 141e9}, {"b200", 183359, 180e9},
+               {"gb200", 189471, 186e9},    {"b300", 275040, 288e9},
+               {"gb300", 284208, 288e9}};
+    for (size_t i = 0; i < sizeof hbm / sizeof hbm[0]; i++) {
+        const pp_gpu_spec *g = pp_catalog_gpu(c, hbm[i].name);
+        assert_non_null(g);
+        assert_true(g->hbm_bytes == hbm[i].mib * 1048576.0);
+        assert_true(g->hbm_bytes > hbm[i].marketed);
+    }
     /* fp8 from Hopper on only. */
     assert_true(pp_catalog_gpu(c, "v100-sxm2-32gb")->peak_flops[PP_DTYPE_FP8] ==
                 0);
