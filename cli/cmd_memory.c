@@ -3,7 +3,9 @@
  */
 #include "cli_int.h"
 #include "podplan/hw.h"
+#include "podplan/planner.h"
 
+#include <math.h>
 #include <stdio.h>
 
 static const pp_cli_opt opts[] = {
@@ -50,6 +52,13 @@ typedef struct result {
     pp_stack stack;
     bool stack_default;
 } result;
+
+/* The planner's limit for this HBM: its default reserve off the top. */
+static double planner_limit(const result *r) {
+    pp_plan_options o;
+    pp_plan_options_init(&o);
+    return r->hbm * (1.0 - o.memory_reserve);
+}
 
 static void print_table(FILE *fp, const void *ctx) {
     const result *r = ctx;
@@ -106,6 +115,13 @@ static void print_table(FILE *fp, const void *ctx) {
             fprintf(fp, "\ndoes NOT fit in %s: %s short\n",
                     pp_fmtq(r->hbm, PP_Q_BYTES),
                     pp_fmtq(x->total - r->hbm, PP_Q_BYTES));
+        /* What plan would allow: the same figure less its reserve, so
+         * that a layout this says fits is not a surprise there. */
+        double lim = planner_limit(r), d = lim - x->total;
+        fprintf(fp,
+                "plan keeps %g%% free (--memory-reserve): %s usable, %s %s\n",
+                100.0 * (1.0 - lim / r->hbm), pp_fmtq(lim, PP_Q_BYTES),
+                pp_fmtq(fabs(d), PP_Q_BYTES), d >= 0 ? "to spare" : "short");
     }
 }
 
@@ -144,6 +160,8 @@ static json_t *to_json(const result *r) {
         json_object_set_new(o, "fits", json_boolean(x->total <= r->hbm));
         json_object_set_new(o, "headroom_bytes",
                             pp_json_num(r->hbm - x->total));
+        json_object_set_new(o, "planner_limit_bytes",
+                            pp_json_num(planner_limit(r)));
     }
     return o;
 }
@@ -221,7 +239,9 @@ const pp_cli_cmd pp_cmd_memory = {
     "Transformer Engine keeps: a copy and its transpose where FP8 GEMMs\n"
     "take only the TN layout (Hopper, and without --gpu), the copy alone\n"
     "for delayed and tensorwise scaling on a --gpu whose FP8 GEMMs take any\n"
-    "(Blackwell).",
+    "(Blackwell).  A GPU's memory is what the device reports (nvidia-smi's\n"
+    "memory.total); with one (--gpu or --gpu-memory) the fit is also given\n"
+    "against what plan allows, that less plan's default --memory-reserve.",
     opts,
     run,
 };

@@ -140,7 +140,17 @@ static void test_memory_fit(void **state) {
     assert_int_equal(r.status, 0);
     j = cli_json(&r);
     assert_true(json_is_true(json_object_get(j, "fits")));
+    /* plan's limit: the same 80 GB less its default 10% reserve */
+    assert_rel(num(j, "planner_limit_bytes"), 72e9, 1e-12);
     json_decref(j);
+    cli_result_free(&r);
+    /* The table says both: the fit and what plan allows. */
+    cli_runf(&r, "memory --model gpt3-175b --parallel "
+                 "tp=8,pp=16,dp=8,mbs=1,gbs=1536 --gpu-memory 80GB");
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "\nfits in 80GB with "));
+    assert_non_null(strstr(
+        r.out, "\nplan keeps 10% free (--memory-reserve): 72GB usable, "));
     cli_result_free(&r);
 }
 
