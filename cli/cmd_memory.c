@@ -53,11 +53,11 @@ typedef struct result {
     bool stack_default;
 } result;
 
-/* The planner's limit for this HBM: its default reserve off the top. */
-static double planner_limit(const result *r) {
+/* What plan allows of this HBM: its default reserve off the top. */
+static double plan_reserve(void) {
     pp_plan_options o;
     pp_plan_options_init(&o);
-    return r->hbm * (1.0 - o.memory_reserve);
+    return o.memory_reserve;
 }
 
 static void print_table(FILE *fp, const void *ctx) {
@@ -117,10 +117,11 @@ static void print_table(FILE *fp, const void *ctx) {
                     pp_fmtq(x->total - r->hbm, PP_Q_BYTES));
         /* What plan would allow: the same figure less its reserve, so
          * that a layout this says fits is not a surprise there. */
-        double lim = planner_limit(r), d = lim - x->total;
+        double res = plan_reserve(), lim = r->hbm * (1.0 - res);
+        double d = lim - x->total;
         fprintf(fp,
                 "plan keeps %g%% free (--memory-reserve): %s usable, %s %s\n",
-                100.0 * (1.0 - lim / r->hbm), pp_fmtq(lim, PP_Q_BYTES),
+                100.0 * res, pp_fmtq(lim, PP_Q_BYTES),
                 pp_fmtq(fabs(d), PP_Q_BYTES), d >= 0 ? "to spare" : "short");
     }
 }
@@ -161,7 +162,7 @@ static json_t *to_json(const result *r) {
         json_object_set_new(o, "headroom_bytes",
                             pp_json_num(r->hbm - x->total));
         json_object_set_new(o, "planner_limit_bytes",
-                            pp_json_num(planner_limit(r)));
+                            pp_json_num(r->hbm * (1.0 - plan_reserve())));
     }
     return o;
 }
