@@ -53,7 +53,7 @@ typedef struct result {
     bool stack_default;
 } result;
 
-/* What plan allows of this HBM: its default reserve off the top. */
+/* The share of HBM plan keeps free by default (--memory-reserve). */
 static double plan_reserve(void) {
     pp_plan_options o;
     pp_plan_options_init(&o);
