@@ -66,6 +66,11 @@ static const pp_cli_opt gemm_opts[] = {
      "with --streams: once|per-call, descriptors and heuristic built once or "
      "for every call as TE's cublas_gemm does (default: once)",
      false, NULL, 0, NULL},
+    {"reserve-sms", 0, "K",
+     "cuda: aim the GEMM at all but K SMs (cuBLASLt's SM count target), as "
+     "Transformer Engine does beside communication kernels that take K "
+     "(DeepEP: 20 of 132; default: 0)",
+     false, NULL, 0, NULL},
     {"threads", 0, "N", "cpu: OpenBLAS threads (default: OpenBLAS's own)",
      false, NULL, 0, NULL},
     {"device", 0, "N", "cuda: device ordinal (default: 0)", false, NULL, 0,
@@ -239,6 +244,11 @@ static json_t *gemm_json(const gemm_out *o) {
                                 pp_json_num(r->flops / r->graph_s / 1e12));
             json_object_set_new(x, "grouped", g);
         }
+        if (r->sms_reserved > 0) {
+            json_object_set_new(x, "sms_reserved",
+                                json_integer(r->sms_reserved));
+            json_object_set_new(x, "sm_target", json_integer(r->sm_target));
+        }
         json_array_append_new(arr, x);
     }
     json_object_set_new(j, "results", arr);
@@ -391,7 +401,7 @@ int pp_cli_exec_gemm(int argc, char **argv) {
     pp_gemm_shape *shapes = NULL;
     int fmt = PP_FMT_TABLE, backend = PP_EXEC_CPU, dtype = -1, rc;
     int64_t iters = 100, warmup = 10, algos = 8, threads = 0, device = 0,
-            seed = 1, streams = 0;
+            seed = 1, streams = 0, reserve = 0;
     int setup = 0;
     static const char *const setup_names[] = {"once", "per-call", NULL};
 
@@ -408,6 +418,7 @@ int pp_cli_exec_gemm(int argc, char **argv) {
         pp_args_int(&a, "algos", 1, 32, &algos, &e) ||
         pp_args_int(&a, "threads", 1, 1024, &threads, &e) ||
         pp_args_int(&a, "streams", 1, 16, &streams, &e) ||
+        pp_args_int(&a, "reserve-sms", 0, 1024, &reserve, &e) ||
         pp_args_enum(&a, "setup", setup_names, &setup, &e) ||
         pp_args_int(&a, "device", 0, 1024, &device, &e) ||
         pp_args_int(&a, "seed", 0, INT64_MAX, &seed, &e) ||
@@ -425,6 +436,7 @@ int pp_cli_exec_gemm(int argc, char **argv) {
     opt.check = !pp_args_flag(&a, "no-check");
     opt.streams = (int)streams;
     opt.setup_per_call = setup == 1;
+    opt.reserve_sms = (int)reserve;
     if (pp_args_get(&a, "setup") && !streams && !o.model) {
         pp_error_set(&e, PP_EUSAGE, "--setup goes with --streams");
         goto fail;
@@ -433,6 +445,16 @@ int pp_cli_exec_gemm(int argc, char **argv) {
         pp_error_set(&e, PP_EUSAGE,
                      "--streams: grouped issue needs "
                      "--backend cuda");
+        goto fail;
+    }
+    if (reserve && opt.backend != PP_EXEC_CUDA) {
+        pp_error_set(&e, PP_EUSAGE, "--reserve-sms needs --backend cuda");
+        goto fail;
+    }
+    if (reserve && streams) {
+        pp_error_set(&e, PP_EUSAGE,
+                     "--reserve-sms times one call at a time, not a group "
+                     "over --streams");
         goto fail;
     }
     o.backend = opt.backend;

@@ -210,6 +210,15 @@ int pp_exec_gemm_run(const pp_exec_gemm_opts *o, const pp_gemm_shape *s,
     if (o->setup_per_call && o->streams < 1)
         return pp_error_set(e, PP_EUSAGE,
                             "--setup per-call goes with --streams");
+    if (o->reserve_sms < 0)
+        return pp_error_set(e, PP_EINVAL, "--reserve-sms: must be >= 0");
+    if (o->reserve_sms > 0 && o->backend != PP_EXEC_CUDA)
+        return pp_error_set(e, PP_EUSAGE,
+                            "--reserve-sms: an SM target is cuBLASLt's");
+    if (o->reserve_sms > 0 && o->streams > 0)
+        return pp_error_set(e, PP_EUSAGE,
+                            "--reserve-sms times one call, not a group "
+                            "over --streams");
     pp_exec_gemm_result r;
     int rc = o->backend == PP_EXEC_CUDA ? pp__cuda_gemm_run(o, s, &r, e)
                                         : cpu_run(o, s, &r, e);
@@ -314,5 +323,8 @@ void pp_exec_gemm_print(FILE *fp, const pp_exec_device *dev,
                     pp__fmt_s(x->issue_s, t0, sizeof t0),
                     pp__fmt_s(x->graph_s, t1, sizeof t1),
                     x->flops / x->graph_s / 1e12);
+        if (x->sms_reserved > 0)
+            fprintf(fp, "%*s aimed at %d SMs, %d left to communication\n", w,
+                    "", x->sm_target, x->sms_reserved);
     }
 }

@@ -211,9 +211,12 @@ static void desc_free(gemm_desc *g) {
     memset(g, 0, sizeof *g);
 }
 
+/* sm_target > 0: cuBLASLt's heuristic and kernels aim at that many SMs
+ * (CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET, what Transformer Engine sets
+ * when communication runs beside a GEMM). */
 static int describe(const dt_info &dt, bool fp8, const float *scale,
-                    const pp_gemm_shape *s, int32_t batch, gemm_desc *g,
-                    pp_error *e) {
+                    const pp_gemm_shape *s, int32_t batch, int32_t sm_target,
+                    gemm_desc *g, pp_error *e) {
     int rc = 0;
     cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
     memset(g, 0, sizeof *g);
@@ -222,6 +225,10 @@ static int describe(const dt_info &dt, bool fp8, const float *scale,
                                       sizeof ta));
     LT(cublasLtMatmulDescSetAttribute(g->op, CUBLASLT_MATMUL_DESC_TRANSB, &tb,
                                       sizeof tb));
+    if (sm_target > 0)
+        LT(cublasLtMatmulDescSetAttribute(g->op,
+                                          CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET,
+                                          &sm_target, sizeof sm_target));
     if (fp8) {
         LT(cublasLtMatmulDescSetAttribute(
             g->op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &scale, sizeof scale));
@@ -336,7 +343,8 @@ static int group_call(group *g, int i, const void *x, const void *w, void *d,
     int got = 0;
     memset(&tmp, 0, sizeof tmp);
     if (per_call) {
-        if ((rc = describe(*g->dt, g->fp8, g->scale, g->s, 1, &tmp, e)) < 0 ||
+        if ((rc = describe(*g->dt, g->fp8, g->scale, g->s, 1, 0, &tmp, e)) <
+                0 ||
             (rc = heuristic(g->lt, &tmp, g->ws_bytes, 1, g->fp8, &h, &got, e)) <
                 0)
             goto out;
@@ -425,7 +433,7 @@ static int grouped_run(const pp_exec_gemm_opts *o, const pp_gemm_shape *s,
         CU(cudaEventCreateWithFlags(&g.join[k], cudaEventDisableTiming));
         CU(cudaMalloc(&g.ws[k], ws_bytes));
     }
-    if ((rc = describe(dt, g.fp8, scale, s, 1, &g.once, e)) < 0 ||
+    if ((rc = describe(dt, g.fp8, scale, s, 1, 0, &g.once, e)) < 0 ||
         (rc = heuristic(g.lt, &g.once, ws_bytes, 1, g.fp8, &h, &got, e)) < 0)
         goto out;
     g.algo = h.algo;
@@ -586,7 +594,17 @@ extern "C" int pp__cuda_gemm_run(const pp_exec_gemm_opts *o,
     CU(cudaMalloc(&ws, ws_bytes));
 
     LT(cublasLtCreate(&lt));
-    if ((rc = describe(dt, fp8, scale, s, batch, &g, e)) < 0 ||
+    if (o->reserve_sms >= prop.multiProcessorCount) {
+        rc = pp_error_set(e, PP_EUSAGE,
+                          "--reserve-sms %d: %s has %d SMs; the GEMM needs "
+                          "at least one",
+                          o->reserve_sms, prop.name, prop.multiProcessorCount);
+        goto out;
+    }
+    if ((rc = describe(
+             dt, fp8, scale, s, batch,
+             o->reserve_sms > 0 ? prop.multiProcessorCount - o->reserve_sms : 0,
+             &g, e)) < 0 ||
         (rc = heuristic(lt, &g, ws_bytes, o->algos, fp8, heur, &n_algos, e)) <
             0)
         goto out;
@@ -640,6 +658,10 @@ extern "C" int pp__cuda_gemm_run(const pp_exec_gemm_opts *o,
     r.algo_id = best_id;
     r.algos_tried = n_algos;
     r.buffers = sets;
+    if (o->reserve_sms > 0) {
+        r.sms_reserved = o->reserve_sms;
+        r.sm_target = prop.multiProcessorCount - o->reserve_sms;
+    }
 checked:
     if (o->check) {
         if ((rc = check(dt, o->dtype, s, x[0], w[0], d[0], &r.check_err, e)) <

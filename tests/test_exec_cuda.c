@@ -208,6 +208,54 @@ static void test_gemm_grouped(int cc) {
     }
 }
 
+/* --reserve-sms: aimed at all but 60 SMs, a GEMM large enough to fill
+ * every SM many times over must slow down by at least a quarter of what
+ * the SM ratio would (total / the rest: 1.83 on 132 SMs, so 1.21x);
+ * an ignored target leaves it at 1.0x.  GEMMs lose less than their
+ * share of SMs (1.40x on a lent H100, README "GEMMs aimed at fewer
+ * SMs").  A target of no SM is refused. */
+static void test_gemm_reserve(void) {
+    static const pp_gemm_shape s = {"reserve", 1, 8192, 8192, 8192, true};
+    pp_exec_gemm_result r[2];
+    for (int k = 0; k < 2; k++) {
+        pp_exec_gemm_opts o;
+        pp_exec_gemm_opts_init(&o, PP_EXEC_CUDA);
+        o.iters = 10;
+        o.warmup = 2;
+        o.check = false;
+        o.reserve_sms = k ? 60 : 0;
+        pp_error e = PP_ERROR_INIT;
+        int rc = pp_exec_gemm_run(&o, &s, &r[k], &e);
+        if (rc == PP_EUSAGE && k) {
+            printf("reserve: skipped (%s)\n", e.msg);
+            return;
+        }
+        CHECK(rc == 0, "reserve %d: %s", o.reserve_sms, e.msg);
+        if (rc) return;
+    }
+    int all = r[1].sms_reserved + r[1].sm_target;
+    CHECK(r[0].sms_reserved == 0 && r[1].sms_reserved == 60 &&
+              r[1].sm_target > 0,
+          "reserve: %d reserved, target %d", r[1].sms_reserved, r[1].sm_target);
+    double ratio = (double)all / r[1].sm_target;
+    double slow = r[1].time.median / r[0].time.median;
+    CHECK(slow >= 1 + 0.25 * (ratio - 1),
+          "reserve: aimed at %d of %d SMs, the GEMM only %.2fx slower",
+          r[1].sm_target, all, slow);
+    printf("gemm bf16 8192^3: %.1f TFLOP/s on %d SMs, %.1f aimed at %d "
+           "(%.2fx the time; SM ratio %.2f)\n",
+           r[0].flops_per_s / 1e12, all, r[1].flops_per_s / 1e12,
+           r[1].sm_target, slow, ratio);
+    fflush(stdout);
+    pp_exec_gemm_opts o;
+    pp_exec_gemm_opts_init(&o, PP_EXEC_CUDA);
+    o.reserve_sms = 4096;
+    pp_error e = PP_ERROR_INIT;
+    CHECK(pp_exec_gemm_run(&o, &s, &r[0], &e) == PP_EUSAGE &&
+              strstr(e.msg, "SMs"),
+          "reserve: no SM left: %s", e.msg);
+}
+
 static void test_membw(void) {
     for (int k = 0; k < PP_MEMBW__KINDS; k++) {
         pp_exec_membw_result r;
@@ -241,6 +289,7 @@ int main(void) {
     test_reduce();
     test_gemm(major * 10 + minor);
     test_gemm_grouped(major * 10 + minor);
+    test_gemm_reserve();
     test_membw();
     printf("test_exec_cuda: %s (%d failure%s)\n",
            failures ? "FAILED" : "passed", failures, failures == 1 ? "" : "s");

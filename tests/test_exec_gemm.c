@@ -182,6 +182,12 @@ static void test_cpu_gemm_run(void **state) {
     o.streams = 0;
     o.setup_per_call = true;
     assert_int_equal(pp_exec_gemm_run(&o, &s, &r, &e), PP_EUSAGE);
+    /* Holding SMs is cuda's too. */
+    o.setup_per_call = false;
+    o.reserve_sms = 20;
+    pp_error_clear(&e);
+    assert_int_equal(pp_exec_gemm_run(&o, &s, &r, &e), PP_EUSAGE);
+    assert_non_null(strstr(e.msg, "--reserve-sms"));
 }
 
 static void test_cuda_absent(void **state) {
@@ -424,6 +430,12 @@ static void test_cli_usage(void **state) {
     expect_usage("exec gemm --backend cpu --square 64 --setup per-call",
                  "--setup goes with --streams");
     expect_usage("exec gemm --square 64 --streams 17", "1..16");
+    expect_usage("exec gemm --backend cpu --square 64 --reserve-sms 20",
+                 "--reserve-sms needs --backend cuda");
+    expect_usage("exec gemm --backend cuda --square 64 --reserve-sms 20 "
+                 "--streams 4",
+                 "not a group over --streams");
+    expect_usage("exec gemm --square 64 --reserve-sms -1", "--reserve-sms");
     expect_usage("exec gemm --square 64 --streams 4 --setup twice", "--setup");
     expect_usage("exec gem", "did you mean \"gemm\"");
     expect_usage("exec membw --sizes 12", "--sizes");

@@ -29,6 +29,12 @@
 #   model  `exec gemm --model --pass all` for the MoE validation models'
 #         layers, forward and backward (the experts as grouped GEMMs over
 #         TE's 4 streams), bf16 and fp8.
+#   sms   GEMMs aimed at all but K SMs (`exec gemm --reserve-sms K`, K =
+#         0, 20, 33, 66: cuBLASLt's SM count target), as Transformer
+#         Engine runs them beside communication kernels that take K SMs
+#         (DeepEP: 20 of 132): GPT-3 175B's layer at TP 8 and
+#         DeepSeek-V3's experts at EP 64, bf16 and fp8, and square bf16
+#         GEMMs.  Each GEMM step is bounded by GLIM seconds (default 60).
 # CTEST_ALL=0 skips the whole suite at the end.
 #
 # Usage: OUT=dir [SETS="oss coll"] tools/gpu-moe.sh
@@ -74,9 +80,9 @@ P=$B/cli/podplan
 step 10-configure 120 cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=Release -DPODPLAN_WITH_CUDA=ON \
     -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc
 step 11-build 240 cmake --build "$B" -j 16
-step 12-ctest-cuda 60 sh -c "cd '$B' && ctest --output-on-failure -R 'test_exec_cuda' -V"
+step 12-ctest-cuda "${CLIM:-60}" sh -c "cd '$B' && ctest --output-on-failure -R 'test_exec_cuda' -V"
 SETS=${SETS:-moe}
-g() { local name=$1; shift; step "20-gemm-$name" 60 "$P" exec gemm --backend cuda --iters "$ITERS" --format json -o "$W/gemm-$name.json" "$@"; }
+g() { local name=$1; shift; step "20-gemm-$name" "${GLIM:-60}" "$P" exec gemm --backend cuda --iters "$ITERS" --format json -o "$W/gemm-$name.json" "$@"; }
 # experts NAME H F ROWS B DTYPE: an expert's five GEMMs for hidden H and
 # expert width F (fc1 gate and up, 2F wide; fc2; fc1's dgrad; the two
 # weight gradients, reducing over the expert's rows), ROWS a list, B
@@ -194,6 +200,18 @@ set_model() {
         g model-q30-ep8-mbs2-$dt --dtype $dt --model qwen3-30b-a3b --parallel tp=1,dp=8,ep=8,mbs=2 --pass all
         g model-oss-ep8-mbs4-$dt --dtype $dt --model gpt-oss-120b --parallel tp=1,dp=8,ep=8,mbs=4 --pass all
         g model-ds-ep64-$dt --dtype $dt --model deepseek-v3 --parallel tp=1,dp=64,ep=64,mbs=1 --pass all
+    done
+}
+
+set_sms() {
+    local k dt
+    for k in 0 20 33 66; do
+        for dt in bf16 fp8; do
+            g sms$k-gpt3-tp8-$dt --reserve-sms $k --dtype $dt --model gpt3-175b --parallel tp=8
+            g sms$k-ds-fc1-$dt --reserve-sms $k --dtype $dt --batch 4 -m 8192 -n 4096 -k 7168
+            g sms$k-ds-fc2-$dt --reserve-sms $k --dtype $dt --batch 4 -m 8192 -n 7168 -k 2048
+        done
+        g sms$k-square-bf16 --reserve-sms $k --dtype bf16 --square 1024:16384:x2
     done
 }
 

@@ -254,6 +254,11 @@ typedef struct pp_exec_gemm_opts {
      * heuristic, then destroys them, as TE's cublas_gemm does; false
      * builds them once. */
     bool setup_per_call;
+    /* cuda: K > 0 aims the GEMM at all but K of the device's SMs
+     * (CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET), as Transformer Engine does
+     * when communication kernels take K SMs beside it; the K are left
+     * idle here.  Not with streams. */
+    int reserve_sms;
 } pp_exec_gemm_opts;
 
 /* Defaults as documented above; bf16 on cuda, fp32 on cpu. */
@@ -280,6 +285,8 @@ typedef struct pp_exec_gemm_result {
                      * (median of iters) */
     double graph_s; /* one group captured in a CUDA graph and replayed:
                      * the GPU's time without the host's (median) */
+    int sms_reserved; /* opts.reserve_sms that ran (0: none) */
+    int sm_target;    /* the SMs the GEMM was aimed at then */
 } pp_exec_gemm_result;
 
 /* Times one GEMM shape: random inputs (never zeros), o->warmup runs,
