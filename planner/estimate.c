@@ -520,7 +520,7 @@ int pp__plan_estimate(pp_plan_estimator *x, const pp_parallel *p, bool overlap,
     /* Work per micro-batch of each kind of stage. */
     double l_ep, l_cp;
     pp__est_cp_ep_layer(x, p, &ce->lc, &l_ep, &l_cp);
-    if (p->a2a_overlap) l_ep = pp__est_a2a_exposed(x, &ce->lc, l_ep);
+    if (p->a2a_overlap) l_ep = pp__est_a2a_exposed(x, p, &ce->lc, l_ep);
     double lw = ce->layer_w + l_ep + l_cp, lc = ce->layer_compute;
     /* The backward's (and recomputation's) share of l_ep. */
     int32_t ep_all =

@@ -65,8 +65,8 @@ void pp__est_group_link(const pp_plan_estimator *x, int64_t stride, int64_t n,
  * exposed. */
 void pp__est_cp_ep_layer(const pp_plan_estimator *x, const pp_parallel *p,
                          const pp_layer_cost *lc, double *ep_s, double *cp_s);
-double pp__est_a2a_exposed(const pp_plan_estimator *x, const pp_layer_cost *lc,
-                           double l_ep);
+double pp__est_a2a_exposed(const pp_plan_estimator *x, const pp_parallel *p,
+                           const pp_layer_cost *lc, double l_ep);
 /* The transfers one iteration's all-to-alls start: what the planner's
  * simulation budget counts. */
 double pp__est_a2a_transfers(const pp_plan_estimator *x, const pp_parallel *p,

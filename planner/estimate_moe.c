@@ -82,8 +82,16 @@ void pp__est_cp_ep_layer(const pp_plan_estimator *x, const pp_parallel *p,
  * gradient beside the experts' forward, the forward's combine beside the
  * backward's attention.  What an all-to-all outlasts its cut is exposed.
  * l_ep is the layers' mean all-to-all time (pp__est_cp_ep_layer). */
-double pp__est_a2a_exposed(const pp_plan_estimator *x, const pp_layer_cost *lc,
-                           double l_ep) {
+/* What an all-to-all of `a` seconds adds to the compute `c` beside it,
+ * the compute running f times slower while the all-to-all's kernels hold
+ * SMs (sim/train/step.c): all of a beyond c f, else the time lost to the
+ * slowdown, a (1 - 1/f). */
+static double beside(double a, double c, double f) {
+    return a >= c * f ? a - c : a * (1 - 1 / f);
+}
+
+double pp__est_a2a_exposed(const pp_plan_estimator *x, const pp_parallel *p,
+                           const pp_layer_cost *lc, double l_ep) {
     double n =
         (double)(lc->ep_fwd_colls + lc->ep_bwd_colls + lc->ep_recompute_colls);
     double moe = (double)pp_model_moe_layers(x->m) / (double)x->m->layers;
@@ -91,8 +99,10 @@ double pp__est_a2a_exposed(const pp_plan_estimator *x, const pp_layer_cost *lc,
     double a = l_ep / (n * moe); /* one all-to-all of an MoE layer */
     double fi = lc->ep_inner_fwd_s, bi = lc->ep_inner_bwd_s;
     double fo = lc->fwd_s - fi, bo = lc->bwd_s + lc->recompute_s - bi;
-    return moe * (fmax(0.0, a - fo) + fmax(0.0, a - bi) + fmax(0.0, a - fi) +
-                  fmax(0.0, a - bo));
+    double f = pp_profile_beside_comm(
+        &x->prof, x->prof.sw.moe_overlap_sms[p->deepep ? 1 : 0]);
+    return moe * (beside(a, fo, f) + beside(a, bi, f) + beside(a, fi, f) +
+                  beside(a, bo, f));
 }
 
 /* The transfers one iteration's all-to-alls start (pp_a2a_transfers),

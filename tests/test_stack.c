@@ -92,6 +92,12 @@ static void test_shipped(void **state) {
     assert_rel(h.sw.host_kernel_s, 51e-6, 1e-12);
     assert_false(h.sw.moe_sync_free);
     assert_rel(a.sw.host_kernel_s, 0, 0);
+    /* The overlapped all-to-all's SMs: NCCL's p2p channels, DeepEP's
+     * SMs; none where the stack has no overlap. */
+    pp_gpu_profile n = prof("h100-sxm5", "nemo-2025");
+    assert_rel(n.sw.moe_overlap_sms[0], 32, 0);
+    assert_rel(n.sw.moe_overlap_sms[1], 20, 0);
+    assert_rel(h.sw.moe_overlap_sms[0], 0, 0);
     pp_gpu_profile f = prof("a100-sxm4-80gb", "pytorch-fsdp2");
     assert_false(f.stack_default);
     assert_int_equal(f.sw.zero_max, 3);
@@ -131,6 +137,11 @@ static void test_broken(void **state) {
     expect_bad("moe:\n  dedup: true\n", ":2:3: moe.dedup");
     expect_bad("moe:\n  permute_fusion: maybe\n", ":2:19: moe.permute_fusion");
     expect_bad("moe:\n  a2a_overlap: often\n", ":2:16: moe.a2a_overlap");
+    expect_bad("moe:\n  overlap_sms: {alltoall: -2}\n",
+               ":2:27: moe.overlap_sms.alltoall");
+    expect_bad("moe:\n  overlap_sms: {nvshmem: 20}\n",
+               ":2:17: moe.overlap_sms.nvshmem");
+    expect_bad("moe:\n  overlap_sms: 20\n", ":2:16: moe.overlap_sms");
     expect_bad("host:\n  kernel_issue: -5us\n", ":2:17: host.kernel_issue");
     expect_bad("host:\n  kernel_issue: 20ms\n", ":2:17: host.kernel_issue");
     expect_bad("host:\n  kernel_issue: 5GB\n", ":2:17: host.kernel_issue");

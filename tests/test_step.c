@@ -154,6 +154,16 @@ static void test_profile_errors(void **state) {
         {"attention:\n  head_dim_192:\n    flash_fwd_efficiency: 0.6\n",
          ":3:5: attention.head_dim_192.flash_bwd_efficiency: missing"},
         {"attention:\n  head_dim_196: {}\n", "did you mean \"head_dim_192\""},
+        {"compute_beside_comm: []\n", ":1:22: compute_beside_comm: expected 1"},
+        {"compute_beside_comm:\n  - {sms: 20, time: 0.9}\n",
+         ":2:21: compute_beside_comm[0].time"},
+        {"compute_beside_comm:\n  - {sms: 33, time: 1.2}\n"
+         "  - {sms: 20, time: 1.1}\n",
+         ":3:11: compute_beside_comm[1]: expected more SMs"},
+        {"compute_beside_comm:\n  - {sms: 20}\n",
+         "compute_beside_comm[0].time: missing"},
+        {"compute_beside_comm: {sms: 20, time: 1.1}\n",
+         ":1:22: compute_beside_comm"},
     };
     for (size_t i = 0; i < sizeof d64 / sizeof d64[0]; i++) {
         pp_error_clear(&e);
@@ -174,6 +184,23 @@ static void test_profile_errors(void **state) {
     p = tmpfile_with("memory:\n  scatter_add_bw: fast\n");
     assert_int_equal(pp_profile_load(p, gpu, &g, &e), PP_EINPUT);
     assert_non_null(strstr(e.msg, "memory.scatter_add_bw"));
+
+    /* The measured points, linear between them and from (0, 1), the
+     * last held beyond; none: no slowdown. */
+    pp_error_clear(&e);
+    p = tmpfile_with("compute_beside_comm:\n  - {sms: 20, time: 1.1}\n"
+                     "  - {sms: 40, time: 1.5}\n");
+    assert_int_equal(pp_profile_load(p, gpu, &g, &e), 0);
+    assert_rel(pp_profile_beside_comm(&g, 0), 1, 0);
+    assert_rel(pp_profile_beside_comm(&g, 10), 1.05, 1e-12);
+    assert_rel(pp_profile_beside_comm(&g, 20), 1.1, 1e-12);
+    assert_rel(pp_profile_beside_comm(&g, 30), 1.3, 1e-12);
+    assert_rel(pp_profile_beside_comm(&g, 80), 1.5, 1e-12);
+    unlink(p);
+    pp_error_clear(&e);
+    assert_int_equal(pp_profile_load("a100", gpu, &g, &e), 0);
+    assert_int_equal(g.n_beside_comm, 0);
+    assert_rel(pp_profile_beside_comm(&g, 20), 1, 0);
 
     pp_error_clear(&e);
     p = tmpfile_with("launch_overhead: 4\n");

@@ -175,6 +175,10 @@ typedef struct pp_stack {
     /* Offers Megatron-core's overlap of the MoE all-to-alls (SPEC
      * a2a_overlap=on; moe.a2a_overlap): core 0.14 and later. */
     bool moe_a2a_overlap;
+    /* SMs the all-to-all's kernels take while they overlap compute
+     * (moe.overlap_sms: alltoall, deepep; 0: none), which slows the
+     * compute beside them by the profile's compute_beside_comm. */
+    double moe_overlap_sms[2];
     /* Host CPU time the training loop spends per kernel it launches
      * (Python, the framework's dispatch, the launch itself; stack
      * host.kernel_issue): a step cannot run faster than its host issues
@@ -191,6 +195,7 @@ typedef struct pp_stack {
 /* A GPU profile (topologies/profiles/<gpu>.yaml, documented there): what
  * turns an operation's FLOPs and bytes into time.  Plain data. */
 #define PP_PROFILE_TILES 8
+#define PP_PROFILE_BESIDE 8
 
 typedef struct pp_gemm_tile {
     int32_t m, n;      /* output tile of one thread block (CTA) */
@@ -244,6 +249,15 @@ typedef struct pp_gpu_profile {
                                 targets, bf16): bytes of rows per second
                                 (profile memory.scatter_add_bw) */
     double launch_s;             /* per kernel, added to every operation */
+    /* Compute beside communication kernels that take SMs (profile
+     * compute_beside_comm): the compute's time over its time alone when
+     * `sms` SMs are taken, measured points in increasing sms, linear
+     * between them and from (0, 1), the last held beyond; none: no
+     * slowdown is modelled (pp_profile_beside_comm). */
+    struct {
+        double sms, time;
+    } beside_comm[PP_PROFILE_BESIDE];
+    size_t n_beside_comm;
     double grad_accum_bytes;     /* per parameter per micro-batch: adding a
                                 weight gradient into the main_grad buffer
                                 (0 when fused into the GEMM) */
@@ -393,6 +407,10 @@ double pp_memop_time_s(const pp_gpu_profile *g, double bytes);
  * index_add_ / scatter_add_: an unfused MoE unpermute, or the backward
  * of an unfused permute), at the profile's scatter_add_bw. */
 double pp_scatter_add_time_s(const pp_gpu_profile *g, double bytes);
+/* The time factor of compute running while communication kernels hold
+ * `sms` of the GPU's SMs (profile compute_beside_comm; 1 without it or
+ * at sms <= 0). */
+double pp_profile_beside_comm(const pp_gpu_profile *g, double sms);
 
 #ifdef __cplusplus
 }

@@ -107,6 +107,47 @@ static int read_tiles(pp_node *seq, const char *path, pp_gpu_profile *g,
     return 0;
 }
 
+/* compute_beside_comm: [{sms: S, time: T}, ...], S increasing, T >= 1. */
+static int read_beside(pp_node *seq, pp_gpu_profile *g, pp_error *e) {
+    static const char *path = "compute_beside_comm";
+    char p[256];
+    if (seq->n == 0 || seq->n > PP_PROFILE_BESIDE)
+        return pp_error_at(e, PP_EINPUT, seq, path,
+                           "expected 1 to %d points, got %zu",
+                           PP_PROFILE_BESIDE, seq->n);
+    for (size_t i = 0; i < seq->n; i++) {
+        pp_node *t = seq->items[i];
+        int rc;
+        pp_path_index(p, sizeof p, path, i);
+        if ((rc = pp_node_expect(t, p, PP_NODE_MAP, e)) < 0 ||
+            (rc = pp_map_number(t, p, "sms", PP_REQUIRED, 1, 100000,
+                                &g->beside_comm[i].sms, e)) < 0 ||
+            (rc = pp_map_number(t, p, "time", PP_REQUIRED, 1, 100,
+                                &g->beside_comm[i].time, e)) < 0 ||
+            (rc = pp_map_done(t, p, e)) < 0)
+            return rc;
+        if (i > 0 && !(g->beside_comm[i].sms > g->beside_comm[i - 1].sms))
+            return pp_error_at(e, PP_EINPUT, pp_map_get(t, "sms"), p,
+                               "expected more SMs than the point before "
+                               "(%g)",
+                               g->beside_comm[i - 1].sms);
+    }
+    g->n_beside_comm = seq->n;
+    return 0;
+}
+
+double pp_profile_beside_comm(const pp_gpu_profile *g, double sms) {
+    double s0 = 0, t0 = 1;
+    if (!(sms > 0)) return 1;
+    for (size_t i = 0; i < g->n_beside_comm; i++) {
+        double s1 = g->beside_comm[i].sms, t1 = g->beside_comm[i].time;
+        if (sms <= s1) return t0 + (t1 - t0) * (sms - s0) / (s1 - s0);
+        s0 = s1;
+        t0 = t1;
+    }
+    return t0;
+}
+
 /* Reads the document into g (which holds the defaults). */
 static const char *const net_links[] = {"nvlink",     "nvswitch", "pcie",
                                         "infiniband", "roce",     "ethernet",
@@ -260,6 +301,10 @@ static int profile_read(pp_node *root, pp_gpu_profile *g, pp_error *e) {
     rc = pp_map_quantity(root, "", "launch_overhead", PP_OPTIONAL, PP_Q_TIME,
                          NULL, true, &g->launch_s, e);
     if (rc < 0) return rc;
+    rc = pp_map_node(root, "", "compute_beside_comm", PP_OPTIONAL, PP_NODE_SEQ,
+                     &n, e);
+    if (rc < 0) return rc;
+    if (rc == 0 && (rc = read_beside(n, g, e)) < 0) return rc;
     rc = pp_map_node(root, "", "attention", PP_OPTIONAL, PP_NODE_MAP, &sec, e);
     if (rc < 0) return rc;
     if (rc == 0 &&

@@ -164,6 +164,21 @@ static int read_recompute_default(pp_node *root, pp_stack *s, pp_error *e) {
     return 0;
 }
 
+/* moe.overlap_sms: {alltoall: N, deepep: N}, either optional. */
+static int read_overlap_sms(pp_node *moe, pp_stack *s, pp_error *e) {
+    static const char *path = "moe.overlap_sms";
+    pp_node *m;
+    int rc =
+        pp_map_node(moe, "moe", "overlap_sms", PP_OPTIONAL, PP_NODE_MAP, &m, e);
+    if (rc != 0) return rc < 0 ? rc : 0;
+    if ((rc = pp_map_number(m, path, "alltoall", PP_OPTIONAL, 0, 100000,
+                            &s->moe_overlap_sms[0], e)) < 0 ||
+        (rc = pp_map_number(m, path, "deepep", PP_OPTIONAL, 0, 100000,
+                            &s->moe_overlap_sms[1], e)) < 0)
+        return rc;
+    return pp_map_done(m, path, e);
+}
+
 static int stack_read(pp_node *root, pp_stack *s, pp_error *e) {
     pp_node *sec;
     const char *str;
@@ -310,6 +325,7 @@ static int stack_read(pp_node *root, pp_stack *s, pp_error *e) {
                               e)) < 0 ||
             (rc = pp_map_bool(sec, "moe", "a2a_overlap", PP_OPTIONAL,
                               &s->moe_a2a_overlap, e)) < 0 ||
+            (rc = read_overlap_sms(sec, s, e)) < 0 ||
             (rc = pp_map_done(sec, "moe", e)) < 0)
             return rc;
         s->moe_deepep = d == 1;

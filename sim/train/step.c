@@ -553,13 +553,24 @@ static void stage_run(step *S, stage *st) {
         }
         if (it->kind == IT_COMPUTE || it->kind == IT_OFFL) {
             /* An offload wait passes like compute, charged to its own
-             * state. */
+             * state.  Compute started while the stage's own all-to-all
+             * runs (a2a_overlap) shares the SMs with its kernels: slower
+             * until that ends (pp__step_comm_freed). */
+            double t = it->t;
             enter(S, st, it->kind == IT_OFFL ? ST_OFFLOAD : ST_COMPUTE);
+            st->comp_slow =
+                it->kind == IT_COMPUTE && st->ep_async > 0 && S->beside > 1;
+            if (st->comp_slow) {
+                st->comp_alone = t;
+                st->comp_t0 = now_s(S);
+                t *= S->beside;
+            }
             if (pp__sim_tracing(S->sim))
                 for (int32_t k = 0; k < S->tp; k++)
                     pp__sim_trace_span(S->sim, D(S, k, st->p, 0), it->label,
-                                       now_s(S), now_s(S) + it->t);
-            pp_engine_after(S->eng, it->t, on_event, S, ARG(K_COMPUTE, st->p));
+                                       now_s(S), now_s(S) + t);
+            st->comp_timer =
+                pp_engine_after(S->eng, t, on_event, S, ARG(K_COMPUTE, st->p));
             return;
         }
         if (it->grp != PP__GRP_TP) {
@@ -584,6 +595,17 @@ static void stage_run(step *S, stage *st) {
                 it->t > 0);
         return;
     }
+}
+
+void pp__step_comm_freed(step *S, stage *st) {
+    if (!st->comp_slow) return;
+    st->comp_slow = false;
+    double done = (now_s(S) - st->comp_t0) / S->beside;
+    double left = st->comp_alone - done;
+    if (left < 0) left = 0;
+    if (pp_engine_cancel(S->eng, st->comp_timer))
+        st->comp_timer =
+            pp_engine_after(S->eng, left, on_event, S, ARG(K_COMPUTE, st->p));
 }
 
 void pp__step_enter(step *S, stage *st, int state) {
@@ -611,6 +633,7 @@ static void on_event(pp_engine *eng, void *ctx, uint64_t arg) {
     stage *st = &S->st[ARG_I(arg)];
     switch (ARG_K(arg)) {
     case K_COMPUTE:
+        st->comp_slow = false;
         /* The GPU has run what it was given; if the host has not issued
          * the item's last kernel yet, it waits for it. */
         if (st->host_t > now_s(S) + HOST_EPS_S) {

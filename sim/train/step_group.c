@@ -142,7 +142,9 @@ void pp__step_ep_async(step *S, stage *st, const item *it) {
 }
 
 void pp__step_ep_async_done(step *S, stage *st) {
-    if (--st->ep_async > 0 || !st->ep_waiting) return;
+    if (--st->ep_async > 0) return;
+    pp__step_comm_freed(S, st);
+    if (!st->ep_waiting) return;
     st->ep_waiting = false;
     pp__step_enter(S, st, ST_IDLE);
     pp__step_run(S, st);

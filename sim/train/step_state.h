@@ -131,6 +131,12 @@ typedef struct stage {
     bool in_pair;
     int32_t ep_async;
     bool ep_waiting;
+    /* The running compute item started beside such an all-to-all and
+     * runs S->beside times slower until it ends (step.c): its timer, its
+     * time alone and when it started. */
+    bool comp_slow;
+    pp_timer comp_timer;
+    double comp_alone, comp_t0;
 } stage;
 
 typedef struct step {
@@ -139,6 +145,11 @@ typedef struct step {
     const pp_parallel *par;
     const pp_cluster *c;
     pp_gpu_profile prof;
+    /* a2a_overlap: compute beside the all-to-all's kernels takes this
+     * many times as long (the stack's moe.overlap_sms for the
+     * dispatcher, priced by the profile's compute_beside_comm; 1:
+     * none). */
+    double beside;
     pp_sim *sim;
     pp_engine *eng;
     /* dp here counts the replicas of the simulation: dp x cp (the CP
@@ -223,6 +234,9 @@ void pp__step_run(step *S, stage *st);
  * runs on if the collective is too, else waits in state `exposed` for
  * what is left of it. */
 void pp__step_overlap_end(step *S, stage *st, int exposed);
+/* The stage's IT_ASTART all-to-all has ended: a compute item slowed
+ * beside it runs the rest of its work at full speed. */
+void pp__step_comm_freed(step *S, stage *st);
 int pp__step_coll(step *S, pp_coll_op op, pp_coll_algo algo, double bytes,
                   const int32_t *g, size_t n, int channels, uint64_t arg);
 
