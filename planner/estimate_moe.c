@@ -74,14 +74,6 @@ void pp__est_cp_ep_layer(const pp_plan_estimator *x, const pp_parallel *p,
     }
 }
 
-/* a2a_overlap (sim/train/step_pair.c): in each MoE layer the four
- * all-to-alls run one at a time, each beside one cut of the other
- * micro-batch's compute: the backward's combine gradient beside the
- * forward's attention (what precedes its dispatch), the forward's
- * dispatch beside the experts' backward, the backward's dispatch
- * gradient beside the experts' forward, the forward's combine beside the
- * backward's attention.  What an all-to-all outlasts its cut is exposed.
- * l_ep is the layers' mean all-to-all time (pp__est_cp_ep_layer). */
 /* What an all-to-all of `a` seconds adds to the compute `c` beside it,
  * the compute running f times slower while the all-to-all's kernels hold
  * SMs (sim/train/step.c): all of a beyond c f, else the time lost to the
@@ -90,6 +82,15 @@ static double beside(double a, double c, double f) {
     return a >= c * f ? a - c : a * (1 - 1 / f);
 }
 
+/* a2a_overlap (sim/train/step_pair.c): in each MoE layer the four
+ * all-to-alls run one at a time, each beside one cut of the other
+ * micro-batch's compute: the backward's combine gradient beside the
+ * forward's attention (what precedes its dispatch), the forward's
+ * dispatch beside the experts' backward, the backward's dispatch
+ * gradient beside the experts' forward, the forward's combine beside the
+ * backward's attention.  What an all-to-all outlasts its cut is exposed,
+ * and the cut runs slower beside it (beside()).  l_ep is the layers'
+ * mean all-to-all time (pp__est_cp_ep_layer). */
 double pp__est_a2a_exposed(const pp_plan_estimator *x, const pp_parallel *p,
                            const pp_layer_cost *lc, double l_ep) {
     double n =
