@@ -37,7 +37,10 @@ double pp__cal_gemm_pred(const pp_gpu_profile *g, const pp_cal_point *p) {
     x.framework_efficiency = 1;
     if (p->streams > 0)
         return pp_gemm_grouped_time_s(&x, PP_GEMM_OPS_16, b, p->m, p->n, p->k);
-    return pp_gemm_time_s(&x, b, p->m, p->n, p->k);
+    /* Aimed at fewer SMs: the GEMM's time slowed as compute beside
+     * communication that holds them is. */
+    return pp_gemm_time_s(&x, b, p->m, p->n, p->k) *
+           pp_profile_beside_comm(&x, (double)p->sms_reserved);
 }
 
 double pp__cal_mem_pred(const pp_gpu_profile *g, const pp_cal_point *p) {
@@ -65,8 +68,11 @@ static size_t collect(const pp_cal_set *s, const bool *use, pp_cal_kind k,
         if (s->pts[i].kind != k || (use && !use[i])) continue;
         /* A grouped GEMM is predicted (validate) but not fitted: the
          * profile's efficiency is one call's; the grouped price adds
-         * launches to it, and TE's streams run below a batch's rate. */
-        if (pp__cal_gpu_point(&s->pts[i]) && !s->pts[i].streams)
+         * launches to it, and TE's streams run below a batch's rate.  A
+         * GEMM aimed at fewer SMs measures compute_beside_comm
+         * (fit_beside.c), not the GEMM figures. */
+        if (pp__cal_gpu_point(&s->pts[i]) && !s->pts[i].streams &&
+            !s->pts[i].sms_reserved)
             (*idx)[n++] = i;
         else
             ++*skipped;
@@ -80,7 +86,8 @@ static void note_skipped(pp_cal_fit *f, size_t skipped) {
     snprintf(f->advice + l, sizeof f->advice - l,
              "%s%zu points not fitted "
              "(CPU/host memory, not a 16-bit GEMM: the profile models "
-             "the GPU's bf16/fp16, or a grouped GEMM: validated only)",
+             "the GPU's bf16/fp16; a grouped GEMM, validated only; or one "
+             "aimed at fewer SMs, which compute_beside_comm takes)",
              l ? "; " : "", skipped);
 }
 

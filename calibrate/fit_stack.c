@@ -278,6 +278,7 @@ void pp_cal_result_fini(pp_cal_result *r) {
     if (!r) return;
     pp_cal_fit_fini(&r->gemm);
     pp_cal_fit_fini(&r->mem);
+    pp_cal_fit_fini(&r->beside);
     pp_cal_fit_fini(&r->stack);
     for (size_t i = 0; i < r->n_net; i++) pp_cal_fit_fini(&r->net[i].fit);
     free(r->net);
@@ -324,6 +325,9 @@ int pp_cal_fit_all(const pp_cal_set *s, const pp_cal_fit_opts *o,
         if ((rc = pp_cal_fit_gemm(s, o->use, &r->profile, &r->gemm, e)) < 0)
             return rc;
         r->gemm_fitted = r->gemm.n_params > 0;
+        if ((rc = pp_cal_fit_beside(s, o->use, &r->profile, &r->beside, e)) < 0)
+            return rc;
+        r->beside_fitted = r->beside.n_params > 0;
     }
     if (o->net && (any(s, o->use, PP_CAL_COLL) || any(s, o->use, PP_CAL_P2P)) &&
         ((rc = pp_cal_fit_net(s, o->use, &r->net, &r->n_net, e)) < 0 ||

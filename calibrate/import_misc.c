@@ -264,6 +264,7 @@ static int read_set(pp_cal_set *s, const char *name, json_t *root,
         pp_cal_point p;
         pp__cal_point_init(&p, PP_CAL_COLL, 0, 0);
         double src_i = 0, line = 0, ranks = 0, nodes = 0, rep = 0;
+        double streams = 0, reserved = 0;
         int rc;
         if ((rc = jstr(o, name, path, "kind", true, kind, e)) < 0) return rc;
         int kk = kind_of(kind);
@@ -289,6 +290,9 @@ static int read_set(pp_cal_set *s, const char *name, json_t *root,
             (rc = jnum(o, name, path, "n", false, 0, &p.n, e)) < 0 ||
             (rc = jnum(o, name, path, "k", false, 0, &p.k, e)) < 0 ||
             (rc = jnum(o, name, path, "batch", false, 0, &p.batch, e)) < 0 ||
+            (rc = jnum(o, name, path, "streams", false, 0, &streams, e)) < 0 ||
+            (rc = jnum(o, name, path, "sms_reserved", false, 0, &reserved, e)) <
+                0 ||
             (rc = jstr(o, name, path, "model", false, p.model, e)) < 0 ||
             (rc = jstr(o, name, path, "cluster", false, p.cluster, e)) < 0 ||
             (rc = jnum(o, name, path, "bucket_bytes", false, 0, &p.bucket_bytes,
@@ -327,6 +331,8 @@ static int read_set(pp_cal_set *s, const char *name, json_t *root,
         p.ranks = (int64_t)ranks;
         p.nodes = (int64_t)nodes;
         p.repeats = (int64_t)rep;
+        p.streams = (int64_t)streams;
+        p.sms_reserved = (int64_t)reserved;
         p.scope = !strcmp(scope, "intra")   ? PP_CAL_SCOPE_INTRA
                   : !strcmp(scope, "inter") ? PP_CAL_SCOPE_INTER
                                             : PP_CAL_SCOPE_UNKNOWN;
@@ -504,7 +510,12 @@ static int read_exec(pp_cal_set *s, int src, const char *name, json_t *root,
                 return rc;
             snprintf(p.dtype, sizeof p.dtype, "%s", str[0] ? str : dtype);
             snprintf(p.device, sizeof p.device, "%s", backend);
-            if ((rc = exec_grouped(o, name, path, &p, e)) < 0) return rc;
+            double reserved = 0;
+            if ((rc = exec_grouped(o, name, path, &p, e)) < 0 ||
+                (rc = jnum(o, name, path, "sms_reserved", false, 1, &reserved,
+                           e)) < 0)
+                return rc;
+            p.sms_reserved = (int64_t)reserved;
         } else {
             /* STREAM's bytes moved (2x or 3x the array), the traffic the
              * profile's memory model charges. */

@@ -276,6 +276,8 @@ int pp_cal_set_write(const pp_cal_set *s, FILE *fp, pp_error *e) {
         put_n(o, "n", p->n);
         put_n(o, "k", p->k);
         if (p->kind == PP_CAL_GEMM) put_n(o, "batch", p->batch);
+        put_i(o, "streams", p->streams);
+        put_i(o, "sms_reserved", p->sms_reserved);
         put_s(o, "dtype", p->dtype);
         put_s(o, "device", p->device);
         put_s(o, "model", p->model);

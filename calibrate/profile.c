@@ -99,6 +99,12 @@ int pp_cal_profile_write(const pp_cal_result *r, const pp_cal_provenance *pv,
             g->mem_efficiency, g->scatter_add_Bps);
     fprintf(fp, "launch_overhead: %s\n",
             q(g->launch_s, PP_Q_TIME, b1, sizeof b1));
+    if (g->n_beside_comm) {
+        fprintf(fp, "compute_beside_comm:\n");
+        for (size_t i = 0; i < g->n_beside_comm; i++)
+            fprintf(fp, "  - {sms: %.6g, time: %.6g}\n", g->beside_comm[i].sms,
+                    g->beside_comm[i].time);
+    }
     fprintf(fp,
             "attention:\n  flash_fwd_efficiency: %.6g\n  "
             "flash_bwd_efficiency: %.6g\n",
@@ -177,6 +183,7 @@ int pp_cal_profile_write(const pp_cal_result *r, const pp_cal_provenance *pv,
     snprintf(ind, sizeof ind, "%s    ", c);
     if (r->mem.n_points) fit_stats(fp, ind, &r->mem);
     if (r->gemm.n_points) fit_stats(fp, ind, &r->gemm);
+    if (r->beside.n_points) fit_stats(fp, ind, &r->beside);
     for (size_t i = 0; i < r->n_net; i++) fit_stats(fp, ind, &r->net[i].fit);
     for (size_t i = 0; i < r->n_rank; i++) fit_stats(fp, ind, &r->rank[i].fit);
     if (r->stack.n_points) fit_stats(fp, ind, &r->stack);

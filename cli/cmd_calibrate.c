@@ -173,6 +173,7 @@ void pp__cal_fit_print(FILE *fp, const pp_cal_fit *f) {
 static void fit_summary(FILE *fp, const pp_cal_result *r) {
     if (r->mem.n_points) pp__cal_fit_print(fp, &r->mem);
     if (r->gemm.n_points) pp__cal_fit_print(fp, &r->gemm);
+    if (r->beside.n_points) pp__cal_fit_print(fp, &r->beside);
     for (size_t i = 0; i < r->n_net; i++) pp__cal_fit_print(fp, &r->net[i].fit);
     for (size_t i = 0; i < r->n_rank; i++)
         pp__cal_fit_print(fp, &r->rank[i].fit);
@@ -274,7 +275,10 @@ static const pp_cli_cmd cmd_fit = {
     "Network: alpha and beta per link class, scope, collective and algorithm\n"
     "by weighted least squares, with a small-message line below a protocol\n"
     "knee when the data show one.  GEMM: efficiency, k_half and tile\n"
-    "efficiencies by nonlinear least squares through sim's GEMM model.\n"
+    "efficiencies by nonlinear least squares through sim's GEMM model;\n"
+    "GEMMs timed with exec gemm --reserve-sms K beside their run on all\n"
+    "SMs give compute_beside_comm (per K, the mean time ratio over the\n"
+    "shapes of at least 50 us alone), fitted with gemm.\n"
     "Memory: efficiency and launch overhead from membw.  Stack: the\n"
     "framework efficiency from measured iteration times (analytic\n"
     "simulation).  Each parameter comes with its standard error; a fit the\n"

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <gsl/gsl_randist.h>
 #include <gsl/gsl_rng.h>
@@ -383,8 +384,126 @@ static void test_ill_conditioned(void **state) {
     pp_cal_set_fini(&s);
 }
 
+/* compute_beside_comm from the lent H100's `exec gemm --reserve-sms`
+ * files (calibrate/examples/h100/sms/): per K the mean time ratio over
+ * the 15 shapes of at least 50 us alone, as an independent computation
+ * of the same files gives (1.0666, 1.1748, 1.5472: the figures
+ * h100.yaml holds); those GEMMs stay out of the GEMM fit; the figures
+ * survive the set's JSON and the written profile; validate prices a
+ * reserved GEMM with them. */
+static void test_beside_comm(void **state) {
+    (void)state;
+    static const char *const names[] = {
+        "gpt3-tp8-bf16", "gpt3-tp8-fp8", "ds-fc1-bf16", "ds-fc1-fp8",
+        "ds-fc2-bf16",   "ds-fc2-fp8",   "square-bf16"};
+    static const int ks[] = {0, 20, 33, 66};
+    static const double want[] = {1.0666, 1.1748, 1.5472};
+    pp_cal_set s;
+    pp_error e = PP_ERROR_INIT;
+    pp_cal_set_init(&s);
+    for (size_t k = 0; k < 4; k++)
+        for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+            char path[512];
+            snprintf(path, sizeof path,
+                     PODPLAN_SOURCE_DIR
+                     "/calibrate/examples/h100/sms/gemm-sms%d-%s.json",
+                     ks[k], names[i]);
+            if (pp_cal_import(&s, path, NULL, &e)) fail_msg("%s", e.msg);
+        }
+    pp_gpu_profile g;
+    a100(&g);
+    assert_int_equal(g.n_beside_comm, 0);
+    pp_cal_fit f;
+    if (pp_cal_fit_beside(&s, NULL, &g, &f, &e)) fail_msg("%s", e.msg);
+    assert_int_equal(f.n_points, 45);
+    assert_int_equal(f.n_params, 3);
+    assert_int_equal(g.n_beside_comm, 3);
+    for (size_t k = 0; k < 3; k++) {
+        assert_true(g.beside_comm[k].sms == ks[k + 1]);
+        assert_true(fabs(g.beside_comm[k].time - want[k]) < 5e-5);
+        assert_true(f.p[k].se > 0 && f.p[k].se < 0.03);
+    }
+    assert_non_null(strstr(f.advice, "18 pairs under 50 us"));
+    pp_cal_fit_fini(&f);
+
+    /* Not in the GEMM fit: only the 12 bf16 shapes on all SMs are. */
+    pp_gpu_profile h = g;
+    if (pp_cal_fit_gemm(&s, NULL, &h, &f, &e)) fail_msg("%s", e.msg);
+    assert_true(f.n_points <= 12);
+    assert_non_null(strstr(f.advice, "aimed at fewer SMs"));
+    pp_cal_fit_fini(&f);
+
+    /* The set's JSON keeps K; the profile written loads with the curve. */
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *fp = open_memstream(&buf, &len);
+    if (pp_cal_set_write(&s, fp, &e)) fail_msg("%s", e.msg);
+    fclose(fp);
+    pp_cal_set back;
+    pp_cal_set_init(&back);
+    if (pp_cal_import_text(&back, "set.json", buf, len, NULL, &e))
+        fail_msg("%s", e.msg);
+    free(buf);
+    assert_int_equal(back.n, s.n);
+    for (size_t i = 0; i < s.n; i++)
+        assert_int_equal(back.pts[i].sms_reserved, s.pts[i].sms_reserved);
+    pp_cal_set_fini(&back);
+    pp_cal_result r;
+    pp_cal_result_init(&r);
+    r.profile = g;
+    pp_cal_provenance pv = {&s, "dgx-h100-ndr", NULL, true};
+    const char *yaml = "/tmp/podplan-test-beside.yaml";
+    fp = fopen(yaml, "w");
+    assert_non_null(fp);
+    if (pp_cal_profile_write(&r, &pv, fp, &e)) fail_msg("%s", e.msg);
+    fclose(fp);
+    pp_catalog *cat = NULL;
+    if (pp_catalog_load(NULL, &cat, &e) ||
+        pp_profile_load(yaml, pp_catalog_gpu(cat, "a100-sxm4-80gb"), &h, &e))
+        fail_msg("%s", e.msg);
+    pp_catalog_free(cat);
+    unlink(yaml);
+    assert_int_equal(h.n_beside_comm, 3);
+    assert_true(fabs(h.beside_comm[2].time - want[2]) < 5e-5);
+
+    /* validate: a reserved GEMM is its time on all SMs times the curve. */
+    pp_cal_validation v;
+    if (pp_cal_validate(&s, &r, 0, NULL, &v, &e)) fail_msg("%s", e.msg);
+    size_t hit = 0;
+    for (size_t i = 0; i < v.n; i++) {
+        const pp_cal_point *p = &s.pts[v.v[i].idx];
+        if (p->sms_reserved != 66 || strcmp(p->dtype, "bf16")) continue;
+        pp_gpu_profile x = g;
+        x.framework_efficiency = 1;
+        double alone = pp_gemm_time_s(&x, p->batch, p->m, p->n, p->k);
+        if (fabs(v.v[i].predicted_s / alone - g.beside_comm[2].time) >= 1e-9)
+            fail_msg("%g / %g = %g", v.v[i].predicted_s, alone,
+                     v.v[i].predicted_s / alone);
+        hit++;
+    }
+    assert_true(hit > 0);
+    pp_cal_validation_fini(&v);
+    pp_cal_result_fini(&r);
+
+    /* A reserved count that is no count: located, nothing added. */
+    static const char bad[] =
+        "{\"backend\": \"cuda\", \"dtype\": \"bf16\", \"results\": "
+        "[{\"m\": 64, \"n\": 64, \"k\": 64, \"iters\": 5, "
+        "\"time_median_s\": 1e-5, \"time_cv\": 0.1, \"sms_reserved\": 0}]}";
+    size_t n = s.n;
+    pp_error_clear(&e);
+    assert_int_equal(
+        pp_cal_import_text(&s, "bad.json", bad, sizeof bad - 1, NULL, &e),
+        PP_EINPUT);
+    assert_non_null(strstr(e.msg, "bad.json:results[0]"));
+    assert_non_null(strstr(e.msg, "sms_reserved"));
+    assert_int_equal(s.n, n);
+    pp_cal_set_fini(&s);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_beside_comm),
         cmocka_unit_test(test_net_recovery),
         cmocka_unit_test(test_net_knee_recovery),
         cmocka_unit_test(test_rank_model_recovery),

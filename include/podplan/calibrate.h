@@ -74,6 +74,10 @@ typedef struct pp_cal_point {
      * separate calls over S streams, time_s the GPU's own time of one
      * group (its CUDA-graph replay); 0: one (strided-batched) call. */
     int64_t streams;
+    /* GEMM aimed at all but this many SMs (`exec gemm --reserve-sms`);
+     * 0: all.  Not fitted into the GEMM figures: it measures the
+     * profile's compute_beside_comm (pp_cal_fit_beside). */
+    int64_t sms_reserved;
     char dtype[16];  /* GEMM: "bf16", "fp8", ... "" = not stated */
     char device[16]; /* GEMM, MEMBW: "cuda" or "cpu" (host memory,
                                 the CPU BLAS); "" = not stated (a GPU) */
@@ -194,8 +198,8 @@ typedef struct pp_cal_rankfit {
 
 typedef struct pp_cal_result {
     pp_gpu_profile profile; /* the base profile with fitted fields */
-    bool gemm_fitted, mem_fitted, stack_fitted;
-    pp_cal_fit gemm, mem, stack;
+    bool gemm_fitted, mem_fitted, stack_fitted, beside_fitted;
+    pp_cal_fit gemm, mem, stack, beside;
     pp_cal_netfit *net; /* owned */
     size_t n_net;
     pp_cal_rankfit *rank; /* owned: the rank models (with net) */
@@ -245,6 +249,13 @@ double pp_cal_rankfit_time(const pp_cal_rankfit *f, int64_t ranks,
  * g is read for the starting point and updated on success. */
 int pp_cal_fit_gemm(const pp_cal_set *s, const bool *use, pp_gpu_profile *g,
                     pp_cal_fit *f, pp_error *e);
+/* compute_beside_comm from GEMMs timed both on all SMs and aimed at
+ * fewer (`exec gemm --reserve-sms K`): for each K, the mean over the
+ * shapes timed both ways (each at least 50 us on all SMs) of the time
+ * with K reserved over the time without.  g updated when there is a
+ * pair; f->n_params 0 (and advice) when there is none. */
+int pp_cal_fit_beside(const pp_cal_set *s, const bool *use, pp_gpu_profile *g,
+                      pp_cal_fit *f, pp_error *e);
 /* memory.efficiency and launch_overhead from MEMBW points. */
 int pp_cal_fit_mem(const pp_cal_set *s, const bool *use, pp_gpu_profile *g,
                    pp_cal_fit *f, pp_error *e);
