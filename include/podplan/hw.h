@@ -411,6 +411,10 @@ double pp_scatter_add_time_s(const pp_gpu_profile *g, double bytes);
  * `sms` of the GPU's SMs (profile compute_beside_comm; 1 without it or
  * at sms <= 0). */
 double pp_profile_beside_comm(const pp_gpu_profile *g, double sms);
+/* That factor for compute beside an overlapped MoE all-to-all
+ * (a2a_overlap): the SMs the applied stack's moe.overlap_sms gives the
+ * dispatcher's kernels (DeepEP's or NCCL's), priced as above. */
+double pp_profile_a2a_beside(const pp_gpu_profile *g, bool deepep);
 
 #ifdef __cplusplus
 }

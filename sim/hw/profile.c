@@ -148,6 +148,10 @@ double pp_profile_beside_comm(const pp_gpu_profile *g, double sms) {
     return t0;
 }
 
+double pp_profile_a2a_beside(const pp_gpu_profile *g, bool deepep) {
+    return pp_profile_beside_comm(g, g->sw.moe_overlap_sms[deepep ? 1 : 0]);
+}
+
 /* Reads the document into g (which holds the defaults). */
 static const char *const net_links[] = {"nvlink",     "nvswitch", "pcie",
                                         "infiniband", "roce",     "ethernet",
