@@ -162,13 +162,18 @@ int pp__parallel_validate_cp_ep(const pp_parallel *p, const pp_model *m,
     }
     /* A dropless MoE layer's token counts reach the host every forward
      * (the dispatch's split sizes), which a graph of the whole iteration
-     * cannot replay (Megatron-core captures it only for drop-and-pad). */
-    if (p->graphs & PP_GRAPH_FULL)
+     * cannot replay.  With a capacity factor podplan pads every expert's
+     * input to its capacity (drop-and-pad): the shapes are static and
+     * Megatron-core captures the MoE layers too ("when
+     * --moe-expert-capacity-factor and --moe-pad-expert-input-to-capacity
+     * are not set, the resulting dynamic shapes make MoE layers
+     * uncapturable": megatron/core/transformer/moe/README.md). */
+    if (p->graphs & PP_GRAPH_FULL && !(m->capacity_factor > 0))
         return pp_error_set(e, PP_EINPUT,
                             "%sgraphs: full: model %s routes dropless (its "
                             "token counts reach the host each forward); "
                             "graph scopes attn, moe_router, moe_preprocess "
-                            "instead",
+                            "instead, or a capacity_factor (drop-and-pad)",
                             pre, m->name);
     if (m->experts % ep != 0)
         return pp_error_set(e, PP_EINPUT,

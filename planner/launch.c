@@ -211,8 +211,11 @@ int pp__write_megatron(const pp_plan *p, FILE *fp, pp_error *e) {
             ARG("--moe-shared-expert-intermediate-size %lld",
                 (long long)(m->shared_experts * m->expert_ffn_hidden));
         if (lf[0]) ARG("--moe-layer-freq %s", lf);
-        if (m->capacity_factor > 0)
+        /* podplan sends and computes the padding (drop-and-pad). */
+        if (m->capacity_factor > 0) {
             ARG("--moe-expert-capacity-factor %g", m->capacity_factor);
+            ARG("--moe-pad-expert-input-to-capacity");
+        }
         ARG("--expert-model-parallel-size %lld", (long long)q->ep);
         ARG("--expert-tensor-parallel-size %lld",
             (long long)pp_parallel_etp(q));
@@ -411,6 +414,11 @@ int pp__write_nemo(const pp_plan *p, FILE *fp, pp_error *e) {
             fprintf(fp, "  moe_shared_expert_intermediate_size: %lld\n",
                     (long long)(m->shared_experts * m->expert_ffn_hidden));
         if (lf[0]) fprintf(fp, "  moe_layer_freq: %s\n", lf);
+        if (m->capacity_factor > 0)
+            fprintf(fp,
+                    "  moe_expert_capacity_factor: %g\n"
+                    "  moe_pad_expert_input_to_capacity: true\n",
+                    m->capacity_factor);
         if (q->a2a_overlap)
             fprintf(fp, "  overlap_moe_expert_parallel_comm: true\n");
     }

@@ -33,9 +33,10 @@ typedef struct run {
 } run;
 
 /* An H100 layout under Megatron-core 2024 with the host's time per kernel
- * set to k (sync_free: the MoE dispatch does not hold the host). */
-static void run_sim(run *x, const char *model, int nodes, const char *spec,
-                    double k, bool sync_free) {
+ * set to k (sync_free: the MoE dispatch does not hold the host) and the
+ * model's capacity factor set to cf when positive (drop-and-pad). */
+static void run_sim_cf(run *x, const char *model, double cf, int nodes,
+                       const char *spec, double k, bool sync_free) {
     pp_error e = PP_ERROR_INIT;
     char set[32];
     snprintf(set, sizeof set, "node.count=%d", nodes);
@@ -45,8 +46,11 @@ static void run_sim(run *x, const char *model, int nodes, const char *spec,
         pp_model_load(model, &x->m, &e) ||
         pp_profile_load(NULL, pp_cluster_info_get(x->c)->gpu, &x->g, &e))
         fail_msg("%s", e.msg);
+    if (cf > 0) x->m.capacity_factor = cf;
     pp_parallel_init(&x->p);
-    if (pp_parallel_parse(spec, &x->p, &e)) fail_msg("%s", e.msg);
+    if (pp_parallel_parse(spec, &x->p, &e) ||
+        pp_parallel_validate(&x->p, &x->m, &e))
+        fail_msg("%s", e.msg);
     x->g.sw.host_kernel_s = k;
     x->g.sw.moe_sync_free = sync_free;
     pp_stack_resolve(&x->g, &x->p);
@@ -69,6 +73,11 @@ static void run_sim(run *x, const char *model, int nodes, const char *spec,
             fail_msg("stage %zu: parts %.12g, iteration %.12g", i, sum,
                      x->r.iteration_time_s);
     }
+}
+
+static void run_sim(run *x, const char *model, int nodes, const char *spec,
+                    double k, bool sync_free) {
+    run_sim_cf(x, model, 0, nodes, spec, k, sync_free);
 }
 
 static void run_fini(run *x) {
@@ -154,6 +163,39 @@ static void test_moe_sync(void **state) {
     run_fini(&f);
 }
 
+/* Drop-and-pad (a capacity factor) needs no synchronisation: every
+ * split is the capacity (Megatron-core's alltoall dispatcher keeps its
+ * sync point at no_sync when it pads).  At capacity factor 1 balanced
+ * routing pads nothing, so the kernels are the dropless layer's, and the
+ * step runs as the sync-free one; and its MoE layers can be captured
+ * with the rest of the iteration (graphs=full), which leaves the host
+ * next to nothing to wait for. */
+static void test_moe_pad(void **state) {
+    (void)state;
+    const char *spec = "tp=1,pp=2,dp=8,ep=8,mbs=1,gbs=64,zero=1";
+    run s, f, d, g;
+    run_sim(&s, "qwen3-30b-a3b", 2, spec, 50e-6, false);
+    run_sim(&f, "qwen3-30b-a3b", 2, spec, 50e-6, true);
+    run_sim_cf(&d, "qwen3-30b-a3b", 1.0, 2, spec, 50e-6, false);
+    char gspec[96];
+    snprintf(gspec, sizeof gspec, "%s,graphs=full", spec);
+    run_sim_cf(&g, "qwen3-30b-a3b", 1.0, 2, gspec, 50e-6, false);
+    printf("  qwen3-30b-a3b %s: %.4f s dropless, %.4f s drop-and-pad at "
+           "capacity 1 (host %.4f s), %.4f s with graphs=full (host %.4f "
+           "s)\n",
+           spec, s.r.iteration_time_s, d.r.iteration_time_s, d.r.total.host_s,
+           g.r.iteration_time_s, g.r.total.host_s);
+    assert_true(d.r.total.compute_s == f.r.total.compute_s);
+    assert_true(d.r.iteration_time_s == f.r.iteration_time_s);
+    assert_true(s.r.iteration_time_s > 1.05 * d.r.iteration_time_s);
+    assert_true(g.r.total.host_s < 0.2 * d.r.total.host_s + 1e-6);
+    assert_true(g.r.iteration_time_s < d.r.iteration_time_s);
+    run_fini(&s);
+    run_fini(&f);
+    run_fini(&d);
+    run_fini(&g);
+}
+
 /* graphs= reads back as written; what Megatron-core refuses is refused
  * with what was expected. */
 static void test_graphs_spec(void **state) {
@@ -203,10 +245,12 @@ static void test_graphs_spec(void **state) {
     pp_parallel_init(&p);
     assert_int_equal(pp_parallel_parse("ep=1,graphs=full", &p, &e), 0);
     if (pp_parallel_validate(&p, &moe, &e) != PP_EINPUT ||
-        !strstr(e.msg, "graphs: full"))
+        !strstr(e.msg, "graphs: full") || !strstr(e.msg, "capacity_factor"))
         fail_msg("full on an MoE model: \"%s\"", e.msg);
     pp_error_clear(&e);
     assert_int_equal(pp_parallel_validate(&p, &dense, &e), 0);
+    moe.capacity_factor = 1.25; /* drop-and-pad: static shapes */
+    assert_int_equal(pp_parallel_validate(&p, &moe, &e), 0);
 }
 
 /* Graphed scopes cost the host one launch each: with attention, router
@@ -276,6 +320,30 @@ static void test_graphs_launch(void **state) {
     assert_non_null(strstr(r.out, "--cuda-graph-impl local \\\n"
                                   "    --cuda-graph-scope full_iteration"));
     cli_result_free(&r);
+    /* An MoE model with a capacity factor: drop-and-pad, whole-iteration
+     * graphs allowed, and the padding podplan simulates asked for. */
+    const char *cf = "layers=4,hidden=1024,heads=8,seq=2048,vocab=32000,"
+                     "ffn=swiglu,ffn_hidden=2816,experts=8,top_k=2,"
+                     "expert_ffn_hidden=2816,capacity_factor=1.25";
+    const char *cfwant[][2] = {
+        {"megatron", "--moe-expert-capacity-factor 1.25 \\\n"
+                     "    --moe-pad-expert-input-to-capacity"},
+        {"megatron", "--cuda-graph-scope full_iteration"},
+        {"nemo", "moe_expert_capacity_factor: 1.25\n"
+                 "  moe_pad_expert_input_to_capacity: true"},
+    };
+    for (size_t i = 0; i < sizeof cfwant / sizeof cfwant[0]; i++) {
+        cli_runf(&r,
+                 "plan --model %s --cluster dgx-h100-ndr --gpus 8 "
+                 "--global-batch 64 --top 0 --fix tp=1,pp=1,ep=8,mbs=1,"
+                 "graphs=full --format %s",
+                 cf, cfwant[i][0]);
+        if (r.status != 0)
+            fail_msg("%s: exit %d: %s", cfwant[i][0], r.status, r.err);
+        if (!strstr(r.out, cfwant[i][1]))
+            fail_msg("%s lacks \"%s\"", cfwant[i][0], cfwant[i][1]);
+        cli_result_free(&r);
+    }
     cli_runf(&r, "plan --model megatron-1.7b --cluster dgx-h100-ndr --gpus 8 "
                  "--global-batch 8 --exclude graphs=attn");
     assert_int_equal(r.status, 2);
@@ -320,6 +388,7 @@ int main(void) {
         cmocka_unit_test(test_host_off),
         cmocka_unit_test(test_host_bound),
         cmocka_unit_test(test_moe_sync),
+        cmocka_unit_test(test_moe_pad),
         cmocka_unit_test(test_graphs_spec),
         cmocka_unit_test(test_graphs_host),
         cmocka_unit_test(test_graphs_launch),

@@ -29,9 +29,10 @@
  * here dispatch is uniform over the EP group), and the overlap of the
  * shared experts with the all-to-all.
  *
- * The host: the dispatch waits for the token counts once per forward
- * (op.sync: step.c's host clock), and the router and the first
- * permutation are the CUDA-graph scopes moe_router and moe_preprocess.
+ * The host: a dropless dispatch waits for the token counts once per
+ * forward (op.sync: step.c's host clock; drop-and-pad does not), and the
+ * router and the first permutation are the CUDA-graph scopes moe_router
+ * and moe_preprocess.
  *
  * The permutation: Transformer Engine's fused kernels (--moe-permute-
  * fusion) move the rows at HBM's rate.  Unfused (permute=unfused,
@@ -132,7 +133,10 @@ void pp__ops_moe_fwd(const pp__shape *s, pp__oplist *l) {
     double g = lx.groups, me = lx.rows;
     pp__op_glgemm(s, l, "experts fc1", g, me, (x.swiglu ? 2.0 : 1.0) * w,
                   x.h);
-    l->v[sync_at].sync = true;
+    /* Drop-and-pad (a capacity factor): every split is the capacity,
+     * known without the counts (Megatron-core's alltoall dispatcher keeps
+     * its sync point at no_sync when it pads), so the host runs on. */
+    l->v[sync_at].sync = !(s->m->capacity_factor > 0);
     pp__op_mem(s, l, "experts swiglu", (x.swiglu ? 6.0 : 4.0) * te * w);
     pp__op_glgemm(s, l, "experts fc2", g, me, x.h, w);
     etp_comm(&x, l, PP_COLL_REDUCESCATTER);
