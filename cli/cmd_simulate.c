@@ -22,7 +22,9 @@ static const pp_cli_opt opts[] = {
      "zero=,first=,last=,"
      "dtype=bf16|fp16|fp8,fp8=delayed|tensorwise|mxfp8|blockwise,"
      "attn=flash|standard,cp=,ep=,etp=,"
-     "dispatcher=alltoall|deepep,permute=fused|unfused,a2a_overlap=on|off,"
+     "dispatcher=alltoall|deepep|hybridep,permute=fused|unfused,"
+     "a2a_overlap=on|off,rank_capacity=X (HybridEP's per-rank buffers: "
+     "sync-free),"
      "graphs=none|attn+moe_router+...|full,offload=N (layers whose "
      "activations go to host memory; pp 1),layout=Et|(tt|)*30L] "
      "(required)",

@@ -158,6 +158,10 @@ int pp__parallel_validate_cp_ep(const pp_parallel *p, const pp_model *m,
                                 "%sgraphs: moe_router: model %s has no "
                                 "experts",
                                 pre, m->name);
+        if (p->rank_capacity > 0)
+            return pp_error_set(e, PP_EINPUT,
+                                "%srank_capacity: model %s has no experts", pre,
+                                m->name);
         return 0;
     }
     /* A dropless MoE layer's token counts reach the host every forward
@@ -167,13 +171,33 @@ int pp__parallel_validate_cp_ep(const pp_parallel *p, const pp_model *m,
      * Megatron-core captures the MoE layers too ("when
      * --moe-expert-capacity-factor and --moe-pad-expert-input-to-capacity
      * are not set, the resulting dynamic shapes make MoE layers
-     * uncapturable": megatron/core/transformer/moe/README.md). */
-    if (p->graphs & PP_GRAPH_FULL && !(m->capacity_factor > 0))
+     * uncapturable": megatron/core/transformer/moe/README.md); so does a
+     * rank capacity, dropless ("expert dispatch shapes become static
+     * (pre-sized via --moe-expert-rank-capacity-factor), which allows
+     * full-iteration CUDA graphs to be used on MoE models as well":
+     * Megatron-LM's CUDA graph documentation). */
+    if (p->graphs & PP_GRAPH_FULL && !(m->capacity_factor > 0) &&
+        !(p->rank_capacity > 0))
         return pp_error_set(e, PP_EINPUT,
                             "%sgraphs: full: model %s routes dropless (its "
                             "token counts reach the host each forward); "
                             "graph scopes attn, moe_router, moe_preprocess "
-                            "instead, or a capacity_factor (drop-and-pad)",
+                            "instead, or a capacity_factor (drop-and-pad), "
+                            "or dispatcher=hybridep with rank_capacity",
+                            pre, m->name);
+    /* Megatron-core sizes HybridEP's (and NCCL-EP's) buffers by it; the
+     * per-expert capacity is another mechanism, and podplan prices one
+     * or the other. */
+    if (p->rank_capacity > 0 && !p->hybridep)
+        return pp_error_set(e, PP_EINPUT,
+                            "%srank_capacity: needs dispatcher=hybridep "
+                            "(Megatron-core sizes HybridEP's buffers by it)",
+                            pre);
+    if (p->rank_capacity > 0 && m->capacity_factor > 0)
+        return pp_error_set(e, PP_EINPUT,
+                            "%srank_capacity: not with model %s's "
+                            "capacity_factor (drop-and-pad already fixes "
+                            "the shapes)",
                             pre, m->name);
     if (m->experts % ep != 0)
         return pp_error_set(e, PP_EINPUT,

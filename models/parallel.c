@@ -13,7 +13,8 @@ static const char *const spec_keys[] = {
     "tp",     "pp",        "dp",   "mbs",     "gbs",         "vp",
     "sp",     "recompute", "zero", "first",   "last",        "dtype",
     "attn",   "cp",        "ep",   "etp",     "dispatcher",  "permute",
-    "layout", "graphs",    "fp8",  "offload", "a2a_overlap", NULL};
+    "layout", "graphs",    "fp8",  "offload", "a2a_overlap", "rank_capacity",
+    NULL};
 enum {
     K_TP,
     K_PP,
@@ -37,7 +38,8 @@ enum {
     K_GRAPHS,
     K_FP8,
     K_OFFLOAD,
-    K_A2A
+    K_A2A,
+    K_RANK_CAPACITY
 };
 
 /* graphs= scopes, in PP_GRAPH_* bit order (Megatron-core's
@@ -216,6 +218,19 @@ static int spec_value(void *ctx, int k, const char *val, pp_error *e) {
                                 "for none), got \"%.100s\"",
                                 pre, val);
         return 0;
+    case K_RANK_CAPACITY: {
+        /* 0 is none; below 1 a balanced rank would overflow its buffers
+         * every step (Megatron-core then reruns the step uncapped). */
+        char *end;
+        double x = strtod(val, &end);
+        if (end == val || *end || !(x == 0 || (x >= 1 && x <= 64)))
+            return pp_error_set(e, PP_EINPUT,
+                                "%srank_capacity: expected 0 (none) or 1 to "
+                                "64, got \"%.100s\"",
+                                pre, val);
+        p->rank_capacity = x;
+        return 0;
+    }
     case K_FIRST:
     case K_LAST:
         /* 0 is allowed: an even share, as if the key were absent. */
@@ -268,7 +283,10 @@ static int spec_value(void *ctx, int k, const char *val, pp_error *e) {
             p->dtype = (pp_prec)v;
         } else if (k == K_DISPATCH) {
             p->dispatch = (pp_dispatch)v;
-            if (v != PP_DISPATCH_AUTO) p->deepep = v == PP_DISPATCH_DEEPEP;
+            if (v != PP_DISPATCH_AUTO) {
+                p->hybridep = v == PP_DISPATCH_HYBRIDEP;
+                p->deepep = v == PP_DISPATCH_DEEPEP || p->hybridep;
+            }
         } else if (k == K_FP8) {
             p->fp8 = (pp_fp8)v;
             if (v != PP_FP8_AUTO) p->fp8_recipe = (pp_fp8)v;
@@ -395,6 +413,9 @@ char *pp_parallel_format(const pp_parallel *p, char *buf, size_t len) {
                       (long long)p->offload);
     if (n >= 0 && (size_t)n < len && p->a2a_overlap)
         n += snprintf(buf + n, len - (size_t)n, ",a2a_overlap=on");
+    if (n >= 0 && (size_t)n < len && p->rank_capacity > 0)
+        n += snprintf(buf + n, len - (size_t)n, ",rank_capacity=%g",
+                      p->rank_capacity);
     if (n >= 0 && (size_t)n < len && p->graphs) {
         char g[64];
         n += snprintf(buf + n, len - (size_t)n, ",graphs=%s",

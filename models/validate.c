@@ -65,8 +65,12 @@ static int offload_check(const pp_parallel *p, const pp_model *m,
  * each one's dispatch and combine under the other's compute) where
  * TransformerConfig allows it: expert parallelism, interleaving when
  * there is a pipeline, no full recomputation, no "moe" module
- * recomputed (it re-runs the dispatch), no whole-iteration CUDA graph.
- * ZeRO-3 and offloading are not simulated with it. */
+ * recomputed (it re-runs the dispatch).  A whole-iteration CUDA graph
+ * captures the combined schedule as it runs (Megatron-Bridge's MoE
+ * performance recipes set overlap_moe_expert_parallel_comm with
+ * cuda_graph_impl full_iteration: qwen/common.py,
+ * _enable_hybridep_full_iteration_mxfp8).  ZeRO-3 and offloading are
+ * not simulated with it. */
 static int a2a_check(const pp_parallel *p, const pp_model *m, const char *pre,
                      pp_error *e) {
     if (!p->a2a_overlap) return 0;
@@ -91,11 +95,6 @@ static int a2a_check(const pp_parallel *p, const pp_model *m, const char *pre,
                             "%sa2a_overlap: not with the moe recompute "
                             "module (it runs the dispatch again; Megatron-"
                             "core refuses the two together)",
-                            pre);
-    if (p->graphs & PP_GRAPH_FULL)
-        return pp_error_set(e, PP_EINPUT,
-                            "%sa2a_overlap: not with graphs=full (a captured "
-                            "iteration fixes the order the overlap changes)",
                             pre);
     if (p->zero >= 3 || p->offload > 0)
         return pp_error_set(e, PP_EINPUT,

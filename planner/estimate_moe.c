@@ -100,7 +100,7 @@ double pp__est_a2a_exposed(const pp_plan_estimator *x, const pp_parallel *p,
     double a = l_ep / (n * moe); /* one all-to-all of an MoE layer */
     double fi = lc->ep_inner_fwd_s, bi = lc->ep_inner_bwd_s;
     double fo = lc->fwd_s - fi, bo = lc->bwd_s + lc->recompute_s - bi;
-    double f = pp_profile_a2a_beside(&x->prof, p->deepep);
+    double f = pp_profile_a2a_beside(&x->prof, p);
     return moe * (beside(a, fo, f) + beside(a, bi, f) + beside(a, fi, f) +
                   beside(a, bo, f));
 }

@@ -15,10 +15,10 @@
  * Pins and exclusions.
  * ---------------------------------------------------------------------- */
 static const char *const dim_names[PP_PLAN_DIM__COUNT + 1] = {
-    "tp",  "pp",        "dp",          "mbs",        "gbs",     "vp",
-    "sp",  "recompute", "zero",        "overlap",    "first",   "last",
-    "cp",  "ep",        "etp",         "dispatcher", "permute", "graphs",
-    "fp8", "offload",   "a2a_overlap", NULL};
+    "tp",  "pp",        "dp",          "mbs",           "gbs",     "vp",
+    "sp",  "recompute", "zero",        "overlap",       "first",   "last",
+    "cp",  "ep",        "etp",         "dispatcher",    "permute", "graphs",
+    "fp8", "offload",   "a2a_overlap", "rank_capacity", NULL};
 
 const char *pp_plan_dim_name(pp_plan_dim d) {
     return (unsigned)d < PP_PLAN_DIM__COUNT ? dim_names[d] : "?";
@@ -60,6 +60,8 @@ static const char *pinned_only(pp_plan_dim d) {
     case PP_PLAN_DIM_FP8:
         return "the stack's recipe unless pinned with --fix fp8=...";
     case PP_PLAN_DIM_OFFLOAD: return "none unless pinned with --fix offload=N";
+    case PP_PLAN_DIM_RANK_CAPACITY:
+        return "none unless pinned with --fix rank_capacity=X";
     default: return NULL;
     }
 }
@@ -108,17 +110,39 @@ static int filter_value(void *ctx, int k, const char *val, pp_error *e) {
         break;
     case PP_PLAN_DIM_DISPATCHER:
     case PP_PLAN_DIM_PERMUTE: {
-        /* Two-valued, named as in the SPEC (auto is no pin). */
+        /* Two-valued, named as in the SPEC (auto is no pin); HybridEP, a
+         * third dispatcher, is pinned, not searched. */
         const char *a = d == PP_PLAN_DIM_DISPATCHER ? "alltoall" : "fused";
         const char *b = d == PP_PLAN_DIM_DISPATCHER ? "deepep" : "unfused";
         if (strcmp(val, a) == 0)
             v = 0;
         else if (strcmp(val, b) == 0)
             v = 1;
-        else
+        else if (d == PP_PLAN_DIM_DISPATCHER && strcmp(val, "hybridep") == 0) {
+            if (c->exclude)
+                return pp_error_set(e, PP_EUSAGE,
+                                    "%s: dispatcher: hybridep is not "
+                                    "searched (pin it with --fix)",
+                                    c->what);
+            v = 2;
+        } else
+            return pp_error_set(
+                e, PP_EUSAGE,
+                "%s: %s: expected %s or %s%s, "
+                "got \"%.100s\"",
+                c->what, dim_names[d], a, b,
+                d == PP_PLAN_DIM_DISPATCHER ? " (or hybridep)" : "", val);
+        break;
+    }
+    case PP_PLAN_DIM_RANK_CAPACITY: {
+        char *end;
+        double x = strtod(val, &end);
+        if (end == val || *end || !(x >= 1 && x <= 64))
             return pp_error_set(e, PP_EUSAGE,
-                                "%s: %s: expected %s or %s, got \"%.100s\"",
-                                c->what, dim_names[d], a, b, val);
+                                "%s: rank_capacity: expected 1 to 64, got "
+                                "\"%.100s\"",
+                                c->what, val);
+        v = (int64_t)(x * 1000 + 0.5);
         break;
     }
     case PP_PLAN_DIM_GRAPHS: {

@@ -201,44 +201,7 @@ int pp__write_megatron(const pp_plan *p, FILE *fp, pp_error *e) {
     ARG("--global-batch-size %lld", (long long)q->gbs);
     if (q->sp && q->tp > 1) ARG("--sequence-parallel");
     if (q->cp > 1) ARG("--context-parallel-size %lld", (long long)q->cp);
-    if (pp_model_is_moe(m)) {
-        char lf[64];
-        pp__moe_flags(m, q, lf, sizeof lf);
-        ARG("--num-experts %lld", (long long)m->experts);
-        ARG("--moe-router-topk %lld", (long long)m->top_k);
-        ARG("--moe-ffn-hidden-size %lld", (long long)m->expert_ffn_hidden);
-        if (m->shared_experts)
-            ARG("--moe-shared-expert-intermediate-size %lld",
-                (long long)(m->shared_experts * m->expert_ffn_hidden));
-        if (lf[0]) ARG("--moe-layer-freq %s", lf);
-        /* podplan sends and computes the padding (drop-and-pad). */
-        if (m->capacity_factor > 0) {
-            ARG("--moe-expert-capacity-factor %g", m->capacity_factor);
-            ARG("--moe-pad-expert-input-to-capacity");
-        }
-        ARG("--expert-model-parallel-size %lld", (long long)q->ep);
-        ARG("--expert-tensor-parallel-size %lld",
-            (long long)pp_parallel_etp(q));
-        if (m->expert_groups > 0) {
-            ARG("--moe-router-num-groups %lld", (long long)m->expert_groups);
-            ARG("--moe-router-group-topk %lld", (long long)m->group_top_k);
-        }
-        /* What sim/train/moe.c and step_group.c model: the all-to-all
-         * dispatcher or DeepEP's (flex), the local experts as one grouped
-         * GEMM, and the permutation fused unless the layout says not
-         * (Megatron-core's default is unfused). */
-        if (q->deepep) {
-            ARG("--moe-token-dispatcher-type flex");
-            ARG("--moe-enable-deepep");
-        } else {
-            ARG("--moe-token-dispatcher-type alltoall");
-        }
-        ARG("--moe-grouped-gemm");
-        if (!q->permute_unfused) ARG("--moe-permute-fusion");
-        /* The combined 1F1B schedule (sim/train/step_pair.c); delayed
-         * weight gradients are not modelled, so not asked for. */
-        if (q->a2a_overlap) ARG("--overlap-moe-expert-parallel-comm");
-    }
+    pp__megatron_moe(p, fp);
     if (q->recompute == PP_RECOMPUTE_FULL) {
         /* Every layer's input kept, the layer recomputed: Korthikanti et
          * al.'s "full" (uniform, one layer per unit). */
@@ -389,39 +352,7 @@ int pp__write_nemo(const pp_plan *p, FILE *fp, pp_error *e) {
                 fp8_recipe(q));
     if (q->cp > 1)
         fprintf(fp, "  context_parallel_size: %lld\n", (long long)q->cp);
-    if (pp_model_is_moe(m)) {
-        char lf[64];
-        pp__moe_flags(m, q, lf, sizeof lf);
-        fprintf(fp,
-                "  num_moe_experts: %lld\n  moe_router_topk: %lld\n"
-                "  moe_ffn_hidden_size: %lld\n"
-                "  expert_model_parallel_size: %lld\n"
-                "  expert_tensor_parallel_size: %lld\n"
-                "  moe_token_dispatcher_type: %s\n"
-                "  moe_grouped_gemm: true\n"
-                "  moe_permute_fusion: %s\n",
-                (long long)m->experts, (long long)m->top_k,
-                (long long)m->expert_ffn_hidden, (long long)q->ep,
-                (long long)pp_parallel_etp(q),
-                q->deepep ? "flex\n  moe_enable_deepep: true" : "alltoall",
-                q->permute_unfused ? "false" : "true");
-        if (m->expert_groups > 0)
-            fprintf(fp,
-                    "  moe_router_num_groups: %lld\n"
-                    "  moe_router_group_topk: %lld\n",
-                    (long long)m->expert_groups, (long long)m->group_top_k);
-        if (m->shared_experts)
-            fprintf(fp, "  moe_shared_expert_intermediate_size: %lld\n",
-                    (long long)(m->shared_experts * m->expert_ffn_hidden));
-        if (lf[0]) fprintf(fp, "  moe_layer_freq: %s\n", lf);
-        if (m->capacity_factor > 0)
-            fprintf(fp,
-                    "  moe_expert_capacity_factor: %g\n"
-                    "  moe_pad_expert_input_to_capacity: true\n",
-                    m->capacity_factor);
-        if (q->a2a_overlap)
-            fprintf(fp, "  overlap_moe_expert_parallel_comm: true\n");
-    }
+    pp__nemo_moe(p, fp);
     if (q->graphs) {
         char gs[128];
         fprintf(fp, "  cuda_graph_impl: %s\n  cuda_graph_scope: [%s]\n",

@@ -51,7 +51,8 @@ typedef struct pp__space {
      * when the stack was asked for, the recomputations it offers (bit
      * per mode, 0: all) and its highest ZeRO stage (-1: any). */
     bool flash;
-    bool deepep; /* the stack's MoE dispatcher is DeepEP's */
+    bool deepep;          /* the stack's MoE dispatcher routes as DeepEP's */
+    bool hybridep;        /* ... and is HybridEP */
     bool permute_unfused; /* the stack permutes MoE tokens unfused */
     bool a2a;             /* the stack offers the MoE all-to-all overlap */
     bool fp8;    /* the stack and the GPU train in FP8: dtype searched */
@@ -92,8 +93,13 @@ typedef int (*pp__space_fn)(void *ctx, const pp_parallel *p, bool overlap,
  * fn's error. */
 int pp__space_walk(const pp__space *s, pp__space_fn fn, void *ctx, pp_error *e);
 
-/* Checks pins against rules that no layout could meet (a pinned tp that
- * does not divide the heads, ...): PP_EUSAGE naming "--fix". */
+/* Whether some unit count of m (its layers, or with --uneven the
+ * embedding, loss and MTP counted as layers) is divisible by n. */
+bool pp__units_divide(const pp_model *m, int64_t n);
+
+/* space_pins.c: checks pins against rules that no layout could meet (a
+ * pinned tp that does not divide the heads, ...): PP_EUSAGE naming
+ * "--fix". */
 int pp__space_check_pins(const pp__space *s, pp_error *e);
 
 /* space_moe.c: the cp degrees to try (out[0] = 1 unless pinned), the ep
@@ -154,6 +160,10 @@ const char *pp__plan_why(const pp_plan *p, size_t i, char *buf, size_t len);
 
 /* launch.c: the launch formats. */
 int pp__write_megatron(const pp_plan *p, FILE *fp, pp_error *e);
+/* launch_moe.c: the MoE arguments of the Megatron-LM and NeMo YAML
+ * formats (nothing for a dense model). */
+void pp__megatron_moe(const pp_plan *p, FILE *fp);
+void pp__nemo_moe(const pp_plan *p, FILE *fp);
 int pp__write_nemo(const pp_plan *p, FILE *fp, pp_error *e);
 int pp__write_deepspeed(const pp_plan *p, FILE *fp, pp_error *e);
 int pp__write_nemo2(const pp_plan *p, FILE *fp, pp_error *e);

@@ -516,6 +516,7 @@ int pp_plan_search(const pp_model *m, const pp_cluster *c,
         .rejected = plan->st.rejected,
         .flash = plan->profile.flash_attention,
         .deepep = plan->profile.sw.moe_deepep,
+        .hybridep = plan->profile.sw.moe_hybridep,
         .permute_unfused = plan->profile.sw.moe_permute_unfused,
         .a2a = plan->profile.sw.moe_a2a_overlap,
         /* A stack whose recipe needs MXFP8 tensor cores trains in FP8

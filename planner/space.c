@@ -93,6 +93,16 @@ static void pinned_choices(const pp__space *s, pp_parallel *p) {
     p->permute_unfused = two_way(s, PP_PLAN_DIM_PERMUTE, s->permute_unfused);
     if (f && (f->fixed[PP_PLAN_DIM_DISPATCHER] || p->deepep != s->deepep))
         p->dispatch = p->deepep ? PP_DISPATCH_DEEPEP : PP_DISPATCH_ALLTOALL;
+    /* The search's two ways are alltoall and DeepEP's routing; HybridEP,
+     * pinned, routes as DeepEP; a stack's stays only on its own side. */
+    p->hybridep = p->dispatch == PP_DISPATCH_AUTO && p->deepep && s->hybridep;
+    if (f && f->fixed[PP_PLAN_DIM_DISPATCHER] &&
+        f->value[PP_PLAN_DIM_DISPATCHER] == 2) {
+        p->dispatch = PP_DISPATCH_HYBRIDEP;
+        p->hybridep = true;
+    }
+    if (f && f->fixed[PP_PLAN_DIM_RANK_CAPACITY])
+        p->rank_capacity = (double)f->value[PP_PLAN_DIM_RANK_CAPACITY] / 1000;
     if (f && (f->fixed[PP_PLAN_DIM_PERMUTE] ||
               p->permute_unfused != s->permute_unfused))
         p->permute = p->permute_unfused ? PP_PERMUTE_UNFUSED : PP_PERMUTE_FUSED;
@@ -243,8 +253,7 @@ static int walk_inner(const pp__space *s, pp_parallel *p, pp__space_fn fn,
     if (s->filter && s->filter->fixed[PP_PLAN_DIM_A2A])
         return walk_sp(s, p, fn, ctx, e);
     bool can = s->a2a && pp_model_is_moe(s->m) && p->ep > 1 &&
-               (p->pp == 1 || p->vp > 1) && p->offload == 0 &&
-               !(p->graphs & PP_GRAPH_FULL);
+               (p->pp == 1 || p->vp > 1) && p->offload == 0;
     int rc = 0;
     for (int a = 0; a <= (can ? 1 : 0) && rc == 0; a++) {
         if (!allowed(s, PP_PLAN_DIM_A2A, a)) continue;
@@ -293,7 +302,7 @@ static int unit_counts(const pp_model *m, int64_t units[2]) {
 }
 
 /* Whether some unit count of m is divisible by n. */
-static bool units_divide(const pp_model *m, int64_t n) {
+bool pp__units_divide(const pp_model *m, int64_t n) {
     int64_t units[2];
     int k = unit_counts(m, units);
     for (int i = 0; i < k; i++)
@@ -566,237 +575,4 @@ int pp__space_walk(const pp__space *s, pp__space_fn fn, void *ctx,
     }
     free(tps);
     return rc;
-}
-
-/* ------------------------------------------------------------------------
- * Pins no layout can meet: usage errors, caught before the search.
- * ---------------------------------------------------------------------- */
-/* Whether --uneven's split that counts the embedding and the loss (and
- * MTP) as layers can cut the model into n equal parts (accounted_layout). */
-static bool units_split(const pp__space *s, int64_t n) {
-    return s->uneven && units_divide(s->m, n);
-}
-
-/* A pinned recompute value as --fix wrote it ("full", "layernorm+mlp"). */
-static const char *pin_recompute_text(int64_t v, char *buf, size_t len) {
-    return pp_recompute_format(pp__pin_recompute(v), pp__pin_mods(v), buf, len);
-}
-
-int pp__space_check_pins(const pp__space *s, pp_error *e) {
-    const pp_plan_filter *f = s->filter;
-    const pp_model *m = s->m;
-    bool generic = m->arch != PP_ARCH_TRANSFORMER;
-    int64_t limit = s->gpus > 0 ? s->gpus : s->cluster_gpus;
-    if (!f) return 0;
-    const bool *x = f->fixed;
-    const int64_t *v = f->value;
-
-    if (x[PP_PLAN_DIM_TP]) {
-        int64_t tp = v[PP_PLAN_DIM_TP];
-        if (generic && tp > 1)
-            return pp_error_set(e, PP_EUSAGE,
-                                "--fix tp=%lld: model %s is generic (no layer "
-                                "shape): data parallelism only",
-                                (long long)tp, m->name);
-        if (!generic && m->heads % tp != 0)
-            return pp_error_set(e, PP_EUSAGE,
-                                "--fix tp=%lld: does not divide the %lld "
-                                "attention heads of %s",
-                                (long long)tp, (long long)m->heads, m->name);
-        if (!generic && m->kv_heads % tp != 0)
-            return pp_error_set(e, PP_EUSAGE,
-                                "--fix tp=%lld: does not divide the %lld K/V "
-                                "heads of %s",
-                                (long long)tp, (long long)m->kv_heads, m->name);
-        if (!s->cross_node_tp &&
-            (tp > s->gpus_per_node || s->gpus_per_node % tp != 0))
-            return pp_error_set(e, PP_EUSAGE,
-                                "--fix tp=%lld: a TP group would span servers "
-                                "of %lld GPUs; add --allow-cross-node-tp",
-                                (long long)tp, (long long)s->gpus_per_node);
-        if (tp > limit)
-            return pp_error_set(e, PP_EUSAGE,
-                                "--fix tp=%lld: more than the %lld GPUs "
-                                "available",
-                                (long long)tp, (long long)limit);
-    }
-    if (x[PP_PLAN_DIM_PP]) {
-        int64_t pp = v[PP_PLAN_DIM_PP];
-        if (generic && pp > 1)
-            return pp_error_set(e, PP_EUSAGE,
-                                "--fix pp=%lld: model %s is generic (no layer "
-                                "shape): data parallelism only",
-                                (long long)pp, m->name);
-        if (!generic && m->layers % pp != 0 && !units_split(s, pp))
-            return pp_error_set(e, PP_EUSAGE,
-                                "--fix pp=%lld: does not divide the %lld "
-                                "layers of %s%s",
-                                (long long)pp, (long long)m->layers, m->name,
-                                !s->uneven ? ""
-                                : m->mtp_layers
-                                    ? " nor those + 2 or + 2 + mtp_layers "
-                                      "(embedding, loss and MTP as layers)"
-                                    : " nor those + 2 (embedding and loss "
-                                      "as layers)");
-        if (pp > limit)
-            return pp_error_set(e, PP_EUSAGE,
-                                "--fix pp=%lld: more than the %lld GPUs "
-                                "available",
-                                (long long)pp, (long long)limit);
-    }
-    if (x[PP_PLAN_DIM_VP] && v[PP_PLAN_DIM_VP] > 1) {
-        int64_t vp = v[PP_PLAN_DIM_VP];
-        if (generic || (m->layers % vp != 0 && !units_split(s, vp)))
-            return pp_error_set(e, PP_EUSAGE,
-                                "--fix vp=%lld: the layers of %s cannot be "
-                                "split into %lld chunks per GPU",
-                                (long long)vp, m->name, (long long)vp);
-        if (x[PP_PLAN_DIM_PP]) {
-            int64_t pp = v[PP_PLAN_DIM_PP];
-            if (pp <= 2)
-                return pp_error_set(e, PP_EUSAGE,
-                                    "--fix vp=%lld: interleaving needs pp > 2 "
-                                    "(pinned pp=%lld)",
-                                    (long long)vp, (long long)pp);
-            if (m->layers % (pp * vp) != 0 && !units_split(s, pp * vp))
-                return pp_error_set(e, PP_EUSAGE,
-                                    "--fix vp=%lld: the %lld layers of %s are "
-                                    "not divisible by pp x vp = %lld",
-                                    (long long)vp, (long long)m->layers,
-                                    m->name, (long long)(pp * vp));
-        }
-    }
-    if (x[PP_PLAN_DIM_DP]) {
-        int64_t dp = v[PP_PLAN_DIM_DP];
-        if (s->gbs % dp != 0)
-            return pp_error_set(e, PP_EUSAGE,
-                                "--fix dp=%lld: does not divide the global "
-                                "batch %lld",
-                                (long long)dp, (long long)s->gbs);
-        if (dp > limit || (s->gpus > 0 && s->gpus % dp != 0))
-            return pp_error_set(e, PP_EUSAGE,
-                                "--fix dp=%lld: does not divide the %lld "
-                                "GPUs",
-                                (long long)dp, (long long)limit);
-    }
-    if (x[PP_PLAN_DIM_OFFLOAD] && v[PP_PLAN_DIM_OFFLOAD] > 0) {
-        const char *why =
-            v[PP_PLAN_DIM_OFFLOAD] >= s->m->layers ? "fewer layers than the "
-                                                     "model has"
-            : x[PP_PLAN_DIM_PP] && v[PP_PLAN_DIM_PP] > 1 ? "pp=1"
-            : x[PP_PLAN_DIM_RECOMPUTE] &&
-                    v[PP_PLAN_DIM_RECOMPUTE] != PP_RECOMPUTE_NONE
-                ? "recompute=none"
-            : x[PP_PLAN_DIM_GRAPHS] && v[PP_PLAN_DIM_GRAPHS] ? "graphs=none"
-            : s->m->arch != PP_ARCH_TRANSFORMER ? "a transformer model"
-                                                : NULL;
-        if (why)
-            return pp_error_set(e, PP_EUSAGE,
-                                "--fix offload=%lld: needs %s (Megatron-core's "
-                                "CPU offloading rules)",
-                                (long long)v[PP_PLAN_DIM_OFFLOAD], why);
-    }
-    if (x[PP_PLAN_DIM_A2A] && v[PP_PLAN_DIM_A2A]) {
-        const char *why =
-            !pp_model_is_moe(s->m) ? "a model with experts"
-            : !s->a2a              ? "a stack that offers it "
-                                     "(moe.a2a_overlap: --stack nemo-2025)"
-            : x[PP_PLAN_DIM_EP] && v[PP_PLAN_DIM_EP] <= 1      ? "ep > 1"
-            : x[PP_PLAN_DIM_ZERO] && v[PP_PLAN_DIM_ZERO] >= 3  ? "zero below 3"
-            : x[PP_PLAN_DIM_OFFLOAD] && v[PP_PLAN_DIM_OFFLOAD] ? "no offload"
-                                                               : NULL;
-        if (why)
-            return pp_error_set(e, PP_EUSAGE, "--fix a2a_overlap=on: needs %s",
-                                why);
-    }
-    if (x[PP_PLAN_DIM_FP8] && !s->fp8)
-        return pp_error_set(
-            e, PP_EUSAGE,
-            "--fix fp8=%s: the stack or the GPU does not "
-            "train in FP8",
-            pp_registry_name(&pp_reg_fp8, (int)v[PP_PLAN_DIM_FP8]));
-    if (x[PP_PLAN_DIM_FP8] && v[PP_PLAN_DIM_FP8] == PP_FP8_MXFP8 && !s->mxfp8)
-        return pp_error_set(e, PP_EUSAGE,
-                            "--fix fp8=mxfp8: the GPU has no MXFP8 tensor "
-                            "cores (catalogue mxfp8; Blackwell's have them)");
-    if (x[PP_PLAN_DIM_MBS] && s->gbs % v[PP_PLAN_DIM_MBS] != 0)
-        return pp_error_set(e, PP_EUSAGE,
-                            "--fix mbs=%lld: does not divide the global batch "
-                            "%lld",
-                            (long long)v[PP_PLAN_DIM_MBS], (long long)s->gbs);
-    if (x[PP_PLAN_DIM_SP] && v[PP_PLAN_DIM_SP] &&
-        ((x[PP_PLAN_DIM_TP] && v[PP_PLAN_DIM_TP] == 1) || generic))
-        return pp_error_set(e, PP_EUSAGE,
-                            "--fix sp=on: sequence parallelism needs tp > 1");
-    if (s->target == PP_PLAN_TARGET_DEEPSPEED) {
-        if (x[PP_PLAN_DIM_VP] && v[PP_PLAN_DIM_VP] > 1)
-            return pp_error_set(e, PP_EUSAGE,
-                                "--fix vp=%lld: DeepSpeed's pipeline engine "
-                                "has no interleaved schedule",
-                                (long long)v[PP_PLAN_DIM_VP]);
-        if (x[PP_PLAN_DIM_SP] && v[PP_PLAN_DIM_SP])
-            return pp_error_set(e, PP_EUSAGE,
-                                "--fix sp=on: DeepSpeed's pipeline engine has "
-                                "no sequence parallelism");
-        if (x[PP_PLAN_DIM_RECOMPUTE] &&
-            v[PP_PLAN_DIM_RECOMPUTE] != PP_RECOMPUTE_NONE &&
-            v[PP_PLAN_DIM_RECOMPUTE] != PP_RECOMPUTE_FULL) {
-            char rc[64];
-            return pp_error_set(
-                e, PP_EUSAGE,
-                "--fix recompute=%s: DeepSpeed checkpoints whole layers "
-                "(full) or none",
-                pin_recompute_text(v[PP_PLAN_DIM_RECOMPUTE], rc, sizeof rc));
-        }
-    }
-    if (x[PP_PLAN_DIM_RECOMPUTE] && pp__pin_mods(v[PP_PLAN_DIM_RECOMPUTE]) &&
-        pp_recompute_check(s->m, pp__pin_recompute(v[PP_PLAN_DIM_RECOMPUTE]),
-                           pp__pin_mods(v[PP_PLAN_DIM_RECOMPUTE]), e)) {
-        /* As pp_parallel_validate would refuse every candidate, once. */
-        pp_error_prefix(e, "--fix");
-        if (e) e->code = PP_EUSAGE;
-        return PP_EUSAGE;
-    }
-    /* Pinned modules the stack does not run (simulate's
-     * pp_cli_check_stack refuses them the same way). */
-    uint32_t pmods = x[PP_PLAN_DIM_RECOMPUTE]
-                         ? (uint32_t)pp__pin_mods(v[PP_PLAN_DIM_RECOMPUTE])
-                               << PP_STACK_RECOMP_MOD
-                         : 0;
-    if (pmods && s->recompute_mask && (s->recompute_mask & pmods) != pmods) {
-        char rc[64];
-        return pp_error_set(
-            e, PP_EUSAGE,
-            "--fix recompute=%s: stack %s does not run these modules (its "
-            "recompute: lists what it runs; nemo-2025 runs Megatron-core's)",
-            pin_recompute_text(v[PP_PLAN_DIM_RECOMPUTE], rc, sizeof rc),
-            s->stack ? s->stack : "?");
-    }
-    if (x[PP_PLAN_DIM_ZERO] && v[PP_PLAN_DIM_ZERO] > 1 &&
-        (s->target == PP_PLAN_TARGET_MEGATRON ||
-         s->target == PP_PLAN_TARGET_NEMO || s->target == PP_PLAN_TARGET_NEMO2))
-        return pp_error_set(e, PP_EUSAGE,
-                            "--fix zero=%lld: Megatron-LM and NeMo shard the "
-                            "optimizer only (ZeRO-1); use --format deepspeed "
-                            "or json",
-                            (long long)v[PP_PLAN_DIM_ZERO]);
-    if (x[PP_PLAN_DIM_DP] && v[PP_PLAN_DIM_DP] == 1) {
-        if (x[PP_PLAN_DIM_ZERO] && v[PP_PLAN_DIM_ZERO] > 0)
-            return pp_error_set(e, PP_EUSAGE,
-                                "--fix zero=%lld: ZeRO needs dp > 1",
-                                (long long)v[PP_PLAN_DIM_ZERO]);
-        if (x[PP_PLAN_DIM_OVERLAP] && v[PP_PLAN_DIM_OVERLAP])
-            return pp_error_set(e, PP_EUSAGE,
-                                "--fix overlap=on: DP overlap needs dp > 1");
-    }
-    if (x[PP_PLAN_DIM_TP] && x[PP_PLAN_DIM_PP] && x[PP_PLAN_DIM_DP] &&
-        s->gpus > 0 &&
-        v[PP_PLAN_DIM_TP] * v[PP_PLAN_DIM_PP] * v[PP_PLAN_DIM_DP] != s->gpus)
-        return pp_error_set(e, PP_EUSAGE,
-                            "--fix: tp x pp x dp = %lld, not the %lld GPUs of "
-                            "--gpus",
-                            (long long)(v[PP_PLAN_DIM_TP] * v[PP_PLAN_DIM_PP] *
-                                        v[PP_PLAN_DIM_DP]),
-                            (long long)s->gpus);
-    return 0;
 }

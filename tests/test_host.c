@@ -190,6 +190,24 @@ static void test_moe_pad(void **state) {
     assert_true(s.r.iteration_time_s > 1.05 * d.r.iteration_time_s);
     assert_true(g.r.total.host_s < 0.2 * d.r.total.host_s + 1e-6);
     assert_true(g.r.iteration_time_s < d.r.iteration_time_s);
+    /* HybridEP with a rank capacity (dispatcher=hybridep,rank_capacity):
+     * sync-free as well, the step of a stack whose dispatch never holds
+     * the host, where HybridEP without it waits. */
+    char hspec[128], rspec[160];
+    snprintf(hspec, sizeof hspec, "%s,dispatcher=hybridep", spec);
+    snprintf(rspec, sizeof rspec, "%s,rank_capacity=1.5", hspec);
+    run hs, hf, hr;
+    run_sim(&hs, "qwen3-30b-a3b", 2, hspec, 50e-6, false);
+    run_sim(&hf, "qwen3-30b-a3b", 2, hspec, 50e-6, true);
+    run_sim(&hr, "qwen3-30b-a3b", 2, rspec, 50e-6, false);
+    printf("  with HybridEP: %.4f s waiting for the counts, %.4f s with a "
+           "rank capacity\n",
+           hs.r.iteration_time_s, hr.r.iteration_time_s);
+    assert_true(hr.r.iteration_time_s == hf.r.iteration_time_s);
+    assert_true(hs.r.iteration_time_s > 1.05 * hr.r.iteration_time_s);
+    run_fini(&hs);
+    run_fini(&hf);
+    run_fini(&hr);
     run_fini(&s);
     run_fini(&f);
     run_fini(&d);

@@ -97,7 +97,28 @@ static void test_shipped(void **state) {
     pp_gpu_profile n = prof("h100-sxm5", "nemo-2025");
     assert_rel(n.sw.moe_overlap_sms[0], 32, 0);
     assert_rel(n.sw.moe_overlap_sms[1], 20, 0);
+    assert_rel(n.sw.moe_overlap_sms[2], 32, 0); /* HybridEP's */
+    assert_false(n.sw.moe_hybridep);
     assert_rel(h.sw.moe_overlap_sms[0], 0, 0);
+    /* A stack whose dispatcher is HybridEP routes as DeepEP does, and a
+     * layout left to the stack resolves to it. */
+    {
+        pp_stack hs;
+        pp_error e = PP_ERROR_INIT;
+        const char *p = tmpfile_with("moe:\n  dispatcher: hybridep\n"
+                                     "  overlap_sms: {hybridep: 24}\n");
+        assert_int_equal(pp_stack_load(p, &hs, &e), 0);
+        unlink(p);
+        assert_true(hs.moe_hybridep && hs.moe_deepep);
+        assert_rel(hs.moe_overlap_sms[2], 24, 0);
+        pp_parallel q;
+        pp_parallel_init(&q);
+        pp_stack_resolve_spec(&hs, &q);
+        assert_true(q.hybridep && q.deepep);
+        assert_int_equal(pp_parallel_parse("dispatcher=alltoall", &q, &e), 0);
+        pp_stack_resolve_spec(&hs, &q);
+        assert_false(q.hybridep || q.deepep);
+    }
     pp_gpu_profile f = prof("a100-sxm4-80gb", "pytorch-fsdp2");
     assert_false(f.stack_default);
     assert_int_equal(f.sw.zero_max, 3);
@@ -142,6 +163,8 @@ static void test_broken(void **state) {
     expect_bad("moe:\n  overlap_sms: {nvshmem: 20}\n",
                ":2:17: moe.overlap_sms.nvshmem");
     expect_bad("moe:\n  overlap_sms: 20\n", ":2:16: moe.overlap_sms");
+    expect_bad("moe:\n  overlap_sms: {hybridep: many}\n",
+               ":2:27: moe.overlap_sms.hybridep");
     expect_bad("host:\n  kernel_issue: -5us\n", ":2:17: host.kernel_issue");
     expect_bad("host:\n  kernel_issue: 20ms\n", ":2:17: host.kernel_issue");
     expect_bad("host:\n  kernel_issue: 5GB\n", ":2:17: host.kernel_issue");

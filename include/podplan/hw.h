@@ -169,6 +169,7 @@ typedef struct pp_stack {
     double coll_efficiency;    /* collectives' busbw over the fabric model
                                  (recorded; 1 = as simulated) */
     bool moe_deepep; /* MoE dispatch deduplicated per server (DeepEP) */
+    bool moe_hybridep; /* ... by HybridEP's kernels (moe_deepep too) */
     /* MoE tokens permuted by PyTorch ops, not Transformer Engine's fused
      * kernels (stack moe.permute_fusion: false) */
     bool moe_permute_unfused;
@@ -176,9 +177,9 @@ typedef struct pp_stack {
      * a2a_overlap=on; moe.a2a_overlap): core 0.14 and later. */
     bool moe_a2a_overlap;
     /* SMs the all-to-all's kernels take while they overlap compute
-     * (moe.overlap_sms: alltoall, deepep; 0: none), which slows the
-     * compute beside them by the profile's compute_beside_comm. */
-    double moe_overlap_sms[2];
+     * (moe.overlap_sms: alltoall, deepep, hybridep; 0: none), which slows
+     * the compute beside them by the profile's compute_beside_comm. */
+    double moe_overlap_sms[3];
     /* Host CPU time the training loop spends per kernel it launches
      * (Python, the framework's dispatch, the launch itself; stack
      * host.kernel_issue): a step cannot run faster than its host issues
@@ -414,7 +415,7 @@ double pp_profile_beside_comm(const pp_gpu_profile *g, double sms);
 /* That factor for compute beside an overlapped MoE all-to-all
  * (a2a_overlap): the SMs the applied stack's moe.overlap_sms gives the
  * dispatcher's kernels (DeepEP's or NCCL's), priced as above. */
-double pp_profile_a2a_beside(const pp_gpu_profile *g, bool deepep);
+double pp_profile_a2a_beside(const pp_gpu_profile *g, const pp_parallel *p);
 
 #ifdef __cplusplus
 }

@@ -246,6 +246,21 @@ typedef struct pp_parallel {
      * latter). */
     pp_dispatch dispatch;
     bool deepep;
+    /* dispatcher=hybridep (resolved likewise): NVIDIA's HybridEP, Megatron-
+     * core's flex dispatcher with --moe-flex-dispatcher-backend hybridep.
+     * Its tokens take DeepEP's route (`deepep` is true with it); what
+     * differs is its kernels' SMs (stack moe.overlap_sms.hybridep), its
+     * launch flags, and that it alone takes rank_capacity. */
+    bool hybridep;
+    /* Megatron-core's per-rank expert capacity (rank_capacity=X,
+     * --moe-expert-rank-capacity-factor; 0 none): HybridEP's dispatch and
+     * the grouped experts' buffers are sized at X times a rank's balanced
+     * share, so the token counts never reach the host (sync-free) and the
+     * whole iteration can be captured (graphs=full).  Still dropless
+     * under balanced routing; podplan prices the tokens routed, as with
+     * the paged stash (--moe-paged-stash) the launch formats ask for,
+     * whose pages hold what arrived. */
+    double rank_capacity;
     /* The MoE token permutation (permute=fused|unfused; auto: the
      * stack's).  `permute_unfused`, the resolved choice: Megatron-core's
      * unfused permute and unpermute (moe_utils.py: index_select, then

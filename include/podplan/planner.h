@@ -47,7 +47,8 @@ typedef enum {
     PP_PLAN_DIM_CP,         /* context parallel */
     PP_PLAN_DIM_EP,         /* expert parallel (MoE models) */
     PP_PLAN_DIM_ETP,        /* expert tensor parallel (the degree in force) */
-    PP_PLAN_DIM_DISPATCHER, /* 0 alltoall, 1 deepep (default: the stack's) */
+    PP_PLAN_DIM_DISPATCHER, /* 0 alltoall, 1 deepep (default: the stack's),
+                               2 hybridep (pinned only) */
     PP_PLAN_DIM_PERMUTE,    /* 0 fused, 1 unfused (default: the stack's) */
     PP_PLAN_DIM_GRAPHS,     /* CUDA graphs, a PP_GRAPH_* mask (default 0;
                                pinned only, not searched) */
@@ -59,6 +60,9 @@ typedef enum {
     PP_PLAN_DIM_A2A,        /* the MoE all-to-all overlap, 0 off, 1 on
                                (default off; pinned only: then every
                                candidate is one Megatron-core allows) */
+    PP_PLAN_DIM_RANK_CAPACITY, /* the per-rank expert capacity in
+                                  thousandths (default 0, none; pinned
+                                  only, with dispatcher=hybridep) */
     PP_PLAN_DIM__COUNT
 } pp_plan_dim;
 

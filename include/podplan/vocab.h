@@ -91,7 +91,9 @@ extern "C" {
     X(ALLTOALL, "alltoall",                                                    \
       "all-to-all of one copy per (token, expert): Megatron-core's default")   \
     X(DEEPEP, "deepep",                                                        \
-      "one copy per (token, node) between servers, fanned out over NVLink")
+      "one copy per (token, node) between servers, fanned out over NVLink")    \
+    X(HYBRIDEP, "hybridep",                                                    \
+      "NVIDIA's HybridEP (flex backend): DeepEP's routing, its own kernels")
 
 /* The MoE token permutation (SPEC permute=): auto is the stack's. */
 #define PP_PERMUTE_MAP(X)                                                      \

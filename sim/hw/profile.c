@@ -148,8 +148,9 @@ double pp_profile_beside_comm(const pp_gpu_profile *g, double sms) {
     return t0;
 }
 
-double pp_profile_a2a_beside(const pp_gpu_profile *g, bool deepep) {
-    return pp_profile_beside_comm(g, g->sw.moe_overlap_sms[deepep ? 1 : 0]);
+double pp_profile_a2a_beside(const pp_gpu_profile *g, const pp_parallel *p) {
+    int d = p->hybridep ? 2 : p->deepep ? 1 : 0;
+    return pp_profile_beside_comm(g, g->sw.moe_overlap_sms[d]);
 }
 
 /* Reads the document into g (which holds the defaults). */

@@ -164,7 +164,7 @@ static int read_recompute_default(pp_node *root, pp_stack *s, pp_error *e) {
     return 0;
 }
 
-/* moe.overlap_sms: {alltoall: N, deepep: N}, either optional. */
+/* moe.overlap_sms: {alltoall: N, deepep: N, hybridep: N}, each optional. */
 static int read_overlap_sms(pp_node *moe, pp_stack *s, pp_error *e) {
     static const char *path = "moe.overlap_sms";
     pp_node *m;
@@ -174,7 +174,9 @@ static int read_overlap_sms(pp_node *moe, pp_stack *s, pp_error *e) {
     if ((rc = pp_map_number(m, path, "alltoall", PP_OPTIONAL, 0, 100000,
                             &s->moe_overlap_sms[0], e)) < 0 ||
         (rc = pp_map_number(m, path, "deepep", PP_OPTIONAL, 0, 100000,
-                            &s->moe_overlap_sms[1], e)) < 0)
+                            &s->moe_overlap_sms[1], e)) < 0 ||
+        (rc = pp_map_number(m, path, "hybridep", PP_OPTIONAL, 0, 100000,
+                            &s->moe_overlap_sms[2], e)) < 0)
         return rc;
     return pp_map_done(m, path, e);
 }
@@ -316,8 +318,9 @@ static int stack_read(pp_node *root, pp_stack *s, pp_error *e) {
 
     if ((rc = sec_of(root, "moe", &sec, e)) < 0) return rc;
     if (sec) {
-        static const char *const disp[] = {"alltoall", "deepep", NULL};
-        int d = s->moe_deepep;
+        static const char *const disp[] = {"alltoall", "deepep", "hybridep",
+                                           NULL};
+        int d = s->moe_hybridep ? 2 : s->moe_deepep;
         bool fused = !s->moe_permute_unfused;
         if ((rc = pp_map_enum(sec, "moe", "dispatcher", PP_OPTIONAL, disp, &d,
                               e)) < 0 ||
@@ -328,7 +331,8 @@ static int stack_read(pp_node *root, pp_stack *s, pp_error *e) {
             (rc = read_overlap_sms(sec, s, e)) < 0 ||
             (rc = pp_map_done(sec, "moe", e)) < 0)
             return rc;
-        s->moe_deepep = d == 1;
+        s->moe_deepep = d >= 1;
+        s->moe_hybridep = d == 2;
         s->moe_permute_unfused = !fused;
     }
     return pp_map_done(root, "", e);
@@ -379,7 +383,10 @@ void pp_stack_resolve_spec(const pp_stack *s, pp_parallel *p) {
     if (!p->recompute_set)
         p->recompute =
             p->offload > 0 ? PP_RECOMPUTE_NONE : s->recompute_default;
-    if (p->dispatch == PP_DISPATCH_AUTO) p->deepep = s->moe_deepep;
+    if (p->dispatch == PP_DISPATCH_AUTO) {
+        p->deepep = s->moe_deepep;
+        p->hybridep = s->moe_hybridep;
+    }
     if (p->permute == PP_PERMUTE_AUTO)
         p->permute_unfused = s->moe_permute_unfused;
     if (p->fp8 == PP_FP8_AUTO) p->fp8_recipe = s->fp8_recipe;

@@ -135,8 +135,11 @@ void pp__ops_moe_fwd(const pp__shape *s, pp__oplist *l) {
                   x.h);
     /* Drop-and-pad (a capacity factor): every split is the capacity,
      * known without the counts (Megatron-core's alltoall dispatcher keeps
-     * its sync point at no_sync when it pads), so the host runs on. */
-    l->v[sync_at].sync = !(s->m->capacity_factor > 0);
+     * its sync point at no_sync when it pads), so the host runs on; as
+     * with a rank capacity, whose buffers are sized ahead ("sync-free":
+     * Megatron-core's paged-stash documentation). */
+    l->v[sync_at].sync =
+        !(s->m->capacity_factor > 0) && !(s->p->rank_capacity > 0);
     pp__op_mem(s, l, "experts swiglu", (x.swiglu ? 6.0 : 4.0) * te * w);
     pp__op_glgemm(s, l, "experts fc2", g, me, x.h, w);
     etp_comm(&x, l, PP_COLL_REDUCESCATTER);

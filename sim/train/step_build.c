@@ -433,7 +433,7 @@ static int setup(step *S, const pp_step_config *cfg, pp_error *e) {
     /* The overlapped all-to-all's kernels take the stack's SMs for its
      * dispatcher; what that costs the compute beside them is the
      * profile's (measured with exec gemm --reserve-sms). */
-    S->beside = p->a2a_overlap ? pp_profile_a2a_beside(&S->prof, p->deepep) : 1;
+    S->beside = p->a2a_overlap ? pp_profile_a2a_beside(&S->prof, p) : 1;
     S->tp = (int32_t)p->tp;
     S->pp = (int32_t)p->pp;
     S->cp = p->cp > 1 ? (int32_t)p->cp : 1;

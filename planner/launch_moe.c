@@ -1,0 +1,133 @@
+/*
+ * planner/launch_moe.c: the MoE part of the launch formats (launch.c):
+ * Megatron-LM's arguments and NeMo's YAML keys for the experts, their
+ * parallelism, the token dispatcher and its buffers, as sim/train/moe.c
+ * and step_group.c simulate them.
+ */
+#include "planner_int.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+/* One pretrain_gpt.py argument line (launch.c's ARG). */
+static void arg(FILE *fp, const char *fmt, ...) {
+    va_list ap;
+    fputs("    ", fp);
+    va_start(ap, fmt);
+    vfprintf(fp, fmt, ap);
+    va_end(ap);
+    fputs(" \\\n", fp);
+}
+
+/* The SMs the stack gives HybridEP's kernels (moe.overlap_sms.hybridep),
+ * which the simulated compute beside them pays for; 0 when not set, and
+ * then Megatron-core's own default is left alone. */
+static double hybridep_sms(const pp_plan *p) {
+    return p->profile.sw.moe_overlap_sms[2];
+}
+
+void pp__megatron_moe(const pp_plan *p, FILE *fp) {
+    const pp_parallel *q = &p->cand[0].par;
+    const pp_model *m = &p->model;
+    if (!pp_model_is_moe(m)) return;
+    char lf[64];
+    pp__moe_flags(m, q, lf, sizeof lf);
+    arg(fp, "--num-experts %lld", (long long)m->experts);
+    arg(fp, "--moe-router-topk %lld", (long long)m->top_k);
+    arg(fp, "--moe-ffn-hidden-size %lld", (long long)m->expert_ffn_hidden);
+    if (m->shared_experts)
+        arg(fp, "--moe-shared-expert-intermediate-size %lld",
+            (long long)(m->shared_experts * m->expert_ffn_hidden));
+    if (lf[0]) arg(fp, "--moe-layer-freq %s", lf);
+    /* podplan sends and computes the padding (drop-and-pad). */
+    if (m->capacity_factor > 0) {
+        arg(fp, "--moe-expert-capacity-factor %g", m->capacity_factor);
+        arg(fp, "--moe-pad-expert-input-to-capacity");
+    }
+    arg(fp, "--expert-model-parallel-size %lld", (long long)q->ep);
+    arg(fp, "--expert-tensor-parallel-size %lld",
+        (long long)pp_parallel_etp(q));
+    if (m->expert_groups > 0) {
+        arg(fp, "--moe-router-num-groups %lld", (long long)m->expert_groups);
+        arg(fp, "--moe-router-group-topk %lld", (long long)m->group_top_k);
+    }
+    /* What sim/train/moe.c and step_group.c model: the all-to-all
+     * dispatcher, DeepEP's or HybridEP's (flex), the local experts as one
+     * grouped GEMM, and the permutation fused unless the layout says not
+     * (Megatron-core's default is unfused). */
+    if (q->hybridep) {
+        arg(fp, "--moe-token-dispatcher-type flex");
+        arg(fp, "--moe-flex-dispatcher-backend hybridep");
+        if (hybridep_sms(p) > 0)
+            arg(fp, "--moe-hybridep-num-sms %g", hybridep_sms(p));
+    } else if (q->deepep) {
+        arg(fp, "--moe-token-dispatcher-type flex");
+        arg(fp, "--moe-enable-deepep");
+    } else {
+        arg(fp, "--moe-token-dispatcher-type alltoall");
+    }
+    arg(fp, "--moe-grouped-gemm");
+    if (!q->permute_unfused) arg(fp, "--moe-permute-fusion");
+    /* Sync-free buffers, and the paged stash whose pages hold the tokens
+     * that arrived, which is what podplan's memory counts (Megatron-LM's
+     * paged-stash documentation: the rank capacity with HybridEP and TE's
+     * op fuser for the grouped experts). */
+    if (q->rank_capacity > 0) {
+        arg(fp, "--moe-expert-rank-capacity-factor %g", q->rank_capacity);
+        arg(fp, "--moe-paged-stash");
+        arg(fp, "--use-transformer-engine-op-fuser");
+    }
+    /* The combined 1F1B schedule (sim/train/step_pair.c); delayed
+     * weight gradients are not modelled, so not asked for. */
+    if (q->a2a_overlap) arg(fp, "--overlap-moe-expert-parallel-comm");
+}
+
+void pp__nemo_moe(const pp_plan *p, FILE *fp) {
+    const pp_parallel *q = &p->cand[0].par;
+    const pp_model *m = &p->model;
+    if (!pp_model_is_moe(m)) return;
+    char lf[64];
+    pp__moe_flags(m, q, lf, sizeof lf);
+    fprintf(fp,
+            "  num_moe_experts: %lld\n  moe_router_topk: %lld\n"
+            "  moe_ffn_hidden_size: %lld\n"
+            "  expert_model_parallel_size: %lld\n"
+            "  expert_tensor_parallel_size: %lld\n",
+            (long long)m->experts, (long long)m->top_k,
+            (long long)m->expert_ffn_hidden, (long long)q->ep,
+            (long long)pp_parallel_etp(q));
+    if (q->hybridep) {
+        fputs("  moe_token_dispatcher_type: flex\n"
+              "  moe_flex_dispatcher_backend: hybridep\n",
+              fp);
+        if (hybridep_sms(p) > 0)
+            fprintf(fp, "  moe_hybridep_num_sms: %g\n", hybridep_sms(p));
+    } else {
+        fprintf(fp, "  moe_token_dispatcher_type: %s\n",
+                q->deepep ? "flex\n  moe_enable_deepep: true" : "alltoall");
+    }
+    fprintf(fp, "  moe_grouped_gemm: true\n  moe_permute_fusion: %s\n",
+            q->permute_unfused ? "false" : "true");
+    if (m->expert_groups > 0)
+        fprintf(fp,
+                "  moe_router_num_groups: %lld\n"
+                "  moe_router_group_topk: %lld\n",
+                (long long)m->expert_groups, (long long)m->group_top_k);
+    if (m->shared_experts)
+        fprintf(fp, "  moe_shared_expert_intermediate_size: %lld\n",
+                (long long)(m->shared_experts * m->expert_ffn_hidden));
+    if (lf[0]) fprintf(fp, "  moe_layer_freq: %s\n", lf);
+    if (m->capacity_factor > 0)
+        fprintf(fp,
+                "  moe_expert_capacity_factor: %g\n"
+                "  moe_pad_expert_input_to_capacity: true\n",
+                m->capacity_factor);
+    if (q->rank_capacity > 0)
+        fprintf(fp,
+                "  moe_expert_rank_capacity_factor: %g\n"
+                "  moe_paged_stash: true\n"
+                "  use_transformer_engine_op_fuser: true\n",
+                q->rank_capacity);
+    if (q->a2a_overlap)
+        fprintf(fp, "  overlap_moe_expert_parallel_comm: true\n");
+}
