@@ -123,6 +123,17 @@ int pp_parse_i64(const char *text, int64_t min, int64_t max, int64_t *out) {
     return 0;
 }
 
+int pp_parse_f64(const char *text, double min, double max, double *out) {
+    char *end;
+    if (!text || text[0] == '\0' || isspace((unsigned char)text[0])) return -1;
+    errno = 0;
+    double v = strtod(text, &end);
+    /* NaN fails both comparisons. */
+    if (errno != 0 || *end != '\0' || !(v >= min && v <= max)) return -1;
+    *out = v;
+    return 0;
+}
+
 int pp_kv_parse(const char *spec, const char *what, const char *const *keys,
                 pp_kv_fn fn, void *ctx, uint64_t *seen, pp_error *e) {
     uint64_t got = 0;

@@ -617,9 +617,8 @@ static int inline_value(void *ctx, int k, const char *val, pp_error *e) {
         return 0;
     }
     if (k == I_CAPACITY) {
-        char *end;
-        double x = strtod(val, &end);
-        if (end == val || *end || !(x >= 0 && x <= 64))
+        double x;
+        if (pp_parse_f64(val, 0, 64, &x) < 0)
             return pp_error_set(e, PP_EINPUT,
                                 "%scapacity_factor: expected 0 (dropless) "
                                 "or 1 to 64, got \"%.100s\"",

@@ -221,9 +221,8 @@ static int spec_value(void *ctx, int k, const char *val, pp_error *e) {
     case K_RANK_CAPACITY: {
         /* 0 is none; below 1 a balanced rank would overflow its buffers
          * every step (Megatron-core then reruns the step uncapped). */
-        char *end;
-        double x = strtod(val, &end);
-        if (end == val || *end || !(x == 0 || (x >= 1 && x <= 64)))
+        double x;
+        if (pp_parse_f64(val, 0, 64, &x) < 0 || (x != 0 && x < 1))
             return pp_error_set(e, PP_EINPUT,
                                 "%srank_capacity: expected 0 (none) or 1 to "
                                 "64, got \"%.100s\"",

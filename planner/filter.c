@@ -135,9 +135,8 @@ static int filter_value(void *ctx, int k, const char *val, pp_error *e) {
         break;
     }
     case PP_PLAN_DIM_RANK_CAPACITY: {
-        char *end;
-        double x = strtod(val, &end);
-        if (end == val || *end || !(x >= 1 && x <= 64))
+        double x;
+        if (pp_parse_f64(val, 1, 64, &x) < 0)
             return pp_error_set(e, PP_EUSAGE,
                                 "%s: rank_capacity: expected 1 to 64, got "
                                 "\"%.100s\"",

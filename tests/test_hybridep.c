@@ -6,72 +6,34 @@
  * the sync-free dispatch the capacity gives and the whole-iteration graph
  * it allows, the planner's pins and the launch formats.
  */
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <setjmp.h>
-#include <cmocka.h>
+#include "models_util.h"
 
 #include <jansson.h>
-#include <math.h>
-#include <stdio.h>
-#include <string.h>
 
 #include "cli_run.h"
 #include "podplan/hw.h"
-#include "podplan/models.h"
-
-static pp_model zoo(const char *name) {
-    pp_model m;
-    pp_error e = PP_ERROR_INIT;
-    if (pp_model_load(name, &m, &e)) fail_msg("%s", e.msg);
-    return m;
-}
-
-/* Parses spec and validates it on m: 0, or the error's message in msg. */
-static int check(const pp_model *m, const char *spec, char *msg, size_t n) {
-    pp_parallel p;
-    pp_error e = PP_ERROR_INIT;
-    pp_parallel_init(&p);
-    int rc = pp_parallel_parse(spec, &p, &e);
-    if (!rc) rc = pp_parallel_validate(&p, m, &e);
-    snprintf(msg, n, "%s", rc ? e.msg : "");
-    return rc;
-}
 
 /* The keys read back as written; HybridEP routes as DeepEP; a capacity
  * below one balanced share, or not a number, is refused. */
 static void test_spec(void **state) {
     (void)state;
-    pp_parallel p;
-    pp_error e = PP_ERROR_INIT;
     char buf[512];
-    pp_parallel_init(&p);
-    assert_int_equal(pp_parallel_parse("tp=1,dp=8,ep=8,dispatcher=hybridep,"
-                                       "rank_capacity=1.5",
-                                       &p, &e),
-                     0);
+    pp_parallel p = layout("tp=1,dp=8,ep=8,dispatcher=hybridep,"
+                           "rank_capacity=1.5");
     assert_true(p.hybridep && p.deepep);
     assert_true(p.rank_capacity == 1.5);
     pp_parallel_format(&p, buf, sizeof buf);
-    assert_non_null(strstr(buf, ",dispatcher=hybridep"));
-    assert_non_null(strstr(buf, ",rank_capacity=1.5"));
-    assert_int_equal(
-        pp_parallel_parse("dispatcher=deepep,rank_capacity=0", &p, &e), 0);
+    assert_contains(buf, ",dispatcher=hybridep");
+    assert_contains(buf, ",rank_capacity=1.5");
+    p = layout("dispatcher=deepep,rank_capacity=0");
     assert_true(p.deepep && !p.hybridep && p.rank_capacity == 0);
     assert_null(strstr(pp_parallel_format(&p, buf, sizeof buf), "rank_"));
     const char *bad[] = {"rank_capacity=0.5", "rank_capacity=-1",
                          "rank_capacity=wide", "rank_capacity=65",
                          "rank_capacity="};
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        pp_error_clear(&e);
-        pp_parallel_init(&p);
-        int rc = pp_parallel_parse(bad[i], &p, &e);
-        if (rc != PP_EINPUT ||
-            !strstr(e.msg, "--parallel: rank_capacity: expected 0 (none) or "
-                           "1 to 64"))
-            fail_msg("%s: rc %d, \"%s\"", bad[i], rc, e.msg);
-    }
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        expect_parallel_error(bad[i], "--parallel: rank_capacity: expected "
+                                      "0 (none) or 1 to 64");
 }
 
 /* Megatron-core sizes HybridEP's buffers by the capacity: it needs that
@@ -79,35 +41,28 @@ static void test_spec(void **state) {
  * (not without) the MoE layers can be captured with the iteration. */
 static void test_rules(void **state) {
     (void)state;
-    pp_model q = zoo("qwen3-30b-a3b"), l = zoo("llama3-8b");
-    char msg[1100];
-    assert_int_equal(check(&q,
-                           "tp=1,dp=8,ep=8,mbs=1,gbs=64,dispatcher=hybridep,"
-                           "rank_capacity=1.5,graphs=full",
-                           msg, sizeof msg),
-                     0);
-    struct {
-        const pp_model *m;
-        const char *spec, *says;
-    } bad[] = {
-        {&q, "tp=1,dp=8,ep=8,mbs=1,gbs=64,dispatcher=deepep,rank_capacity=2",
-         "rank_capacity: needs dispatcher=hybridep"},
-        {&l, "tp=1,dp=8,mbs=1,gbs=64,dispatcher=hybridep,rank_capacity=2",
-         "rank_capacity: model llama3-8b has no experts"},
-        {&q, "tp=1,dp=8,ep=8,mbs=1,gbs=64,dispatcher=hybridep,graphs=full",
-         "dispatcher=hybridep with rank_capacity"},
-    };
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
-        if (check(bad[i].m, bad[i].spec, msg, sizeof msg) != PP_EINPUT ||
-            !strstr(msg, bad[i].says))
-            fail_msg("%s: \"%s\"", bad[i].spec, msg);
+    pp_model q = load("qwen3-30b-a3b"), l = load("llama3-8b");
+    pp_error e = PP_ERROR_INIT;
+    pp_parallel ok = layout("tp=1,dp=8,ep=8,mbs=1,gbs=64,dispatcher=hybridep,"
+                            "rank_capacity=1.5,graphs=full");
+    assert_int_equal(pp_parallel_validate(&ok, &q, &e), 0);
+    expect_invalid(&q,
+                   "tp=1,dp=8,ep=8,mbs=1,gbs=64,dispatcher=deepep,"
+                   "rank_capacity=2",
+                   "rank_capacity: needs dispatcher=hybridep");
+    expect_invalid(&l,
+                   "tp=1,dp=8,mbs=1,gbs=64,dispatcher=hybridep,"
+                   "rank_capacity=2",
+                   "rank_capacity: model llama3-8b has no experts");
+    expect_invalid(&q,
+                   "tp=1,dp=8,ep=8,mbs=1,gbs=64,dispatcher=hybridep,"
+                   "graphs=full",
+                   "dispatcher=hybridep with rank_capacity");
     q.capacity_factor = 1.25;
-    assert_int_equal(check(&q,
-                           "tp=1,dp=8,ep=8,mbs=1,gbs=64,dispatcher=hybridep,"
-                           "rank_capacity=1.5",
-                           msg, sizeof msg),
-                     PP_EINPUT);
-    assert_non_null(strstr(msg, "capacity_factor"));
+    expect_invalid(&q,
+                   "tp=1,dp=8,ep=8,mbs=1,gbs=64,dispatcher=hybridep,"
+                   "rank_capacity=1.5",
+                   "capacity_factor");
 }
 
 static double part(json_t *sim, const char *key) {

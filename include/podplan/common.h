@@ -392,6 +392,9 @@ int pp_suggest(const char *word, const char *const *names, size_t n, char *buf,
                size_t len);
 /* A whole decimal integer in [min, max], no blanks: 0, or -1. */
 int pp_parse_i64(const char *text, int64_t min, int64_t max, int64_t *out);
+/* A decimal number in [min, max] (strtod's forms; not NaN), no blanks: 0,
+ * or -1. */
+int pp_parse_f64(const char *text, double min, double max, double *out);
 
 /* ------------------------------------------------------------------------
  * Files.  Output is written to "<path>.tmp.<pid>" and renamed into place,
