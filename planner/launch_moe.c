@@ -10,6 +10,9 @@
 #include <stdio.h>
 
 /* One pretrain_gpt.py argument line (launch.c's ARG). */
+static void arg(FILE *fp, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
 static void arg(FILE *fp, const char *fmt, ...) {
     va_list ap;
     fputs("    ", fp);

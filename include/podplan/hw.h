@@ -414,7 +414,8 @@ double pp_scatter_add_time_s(const pp_gpu_profile *g, double bytes);
 double pp_profile_beside_comm(const pp_gpu_profile *g, double sms);
 /* That factor for compute beside an overlapped MoE all-to-all
  * (a2a_overlap): the SMs the applied stack's moe.overlap_sms gives the
- * dispatcher's kernels (DeepEP's or NCCL's), priced as above. */
+ * resolved dispatcher of layout p (NCCL's, DeepEP's or HybridEP's
+ * kernels), priced as above. */
 double pp_profile_a2a_beside(const pp_gpu_profile *g, const pp_parallel *p);
 
 #ifdef __cplusplus
