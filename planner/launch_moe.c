@@ -26,7 +26,7 @@ static void arg(FILE *fp, const char *fmt, ...) {
  * which the simulated compute beside them pays for; 0 when not set, and
  * then Megatron-core's own default is left alone. */
 static double hybridep_sms(const pp_plan *p) {
-    return p->profile.sw.moe_overlap_sms[2];
+    return p->profile.sw.moe_overlap_sms[PP_MOE_HYBRIDEP];
 }
 
 void pp__megatron_moe(const pp_plan *p, FILE *fp) {

@@ -138,6 +138,15 @@ const void *pp_catalog_entry(const pp_catalog *c, pp_cat_kind kind, size_t i);
 /* Where a stack's recompute bits for modules start (pp_stack.recompute). */
 #define PP_STACK_RECOMP_MOD 8
 
+/* The stack's MoE dispatchers (moe.dispatcher), the order of
+ * pp_stack.moe_overlap_sms's entries. */
+enum {
+    PP_MOE_ALLTOALL,
+    PP_MOE_DEEPEP,
+    PP_MOE_HYBRIDEP,
+    PP_MOE_DISPATCHERS
+};
+
 typedef struct pp_stack {
     char name[PP_NAME_MAX];           /* "megatron-lm-2021" */
     char source[256];                 /* the file */
@@ -179,7 +188,7 @@ typedef struct pp_stack {
     /* SMs the all-to-all's kernels take while they overlap compute
      * (moe.overlap_sms: alltoall, deepep, hybridep; 0: none), which slows
      * the compute beside them by the profile's compute_beside_comm. */
-    double moe_overlap_sms[3];
+    double moe_overlap_sms[PP_MOE_DISPATCHERS];
     /* Host CPU time the training loop spends per kernel it launches
      * (Python, the framework's dispatch, the launch itself; stack
      * host.kernel_issue): a step cannot run faster than its host issues

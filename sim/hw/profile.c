@@ -149,7 +149,9 @@ double pp_profile_beside_comm(const pp_gpu_profile *g, double sms) {
 }
 
 double pp_profile_a2a_beside(const pp_gpu_profile *g, const pp_parallel *p) {
-    int d = p->hybridep ? 2 : p->deepep ? 1 : 0;
+    int d = p->hybridep ? PP_MOE_HYBRIDEP
+            : p->deepep ? PP_MOE_DEEPEP
+                        : PP_MOE_ALLTOALL;
     return pp_profile_beside_comm(g, g->sw.moe_overlap_sms[d]);
 }
 

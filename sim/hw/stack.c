@@ -164,6 +164,10 @@ static int read_recompute_default(pp_node *root, pp_stack *s, pp_error *e) {
     return 0;
 }
 
+/* moe.dispatcher's names, in PP_MOE_* order. */
+static const char *const moe_dispatchers[] = {"alltoall", "deepep", "hybridep",
+                                              NULL};
+
 /* moe.overlap_sms: {alltoall: N, deepep: N, hybridep: N}, each optional. */
 static int read_overlap_sms(pp_node *moe, pp_stack *s, pp_error *e) {
     static const char *path = "moe.overlap_sms";
@@ -171,13 +175,10 @@ static int read_overlap_sms(pp_node *moe, pp_stack *s, pp_error *e) {
     int rc =
         pp_map_node(moe, "moe", "overlap_sms", PP_OPTIONAL, PP_NODE_MAP, &m, e);
     if (rc != 0) return rc < 0 ? rc : 0;
-    if ((rc = pp_map_number(m, path, "alltoall", PP_OPTIONAL, 0, 100000,
-                            &s->moe_overlap_sms[0], e)) < 0 ||
-        (rc = pp_map_number(m, path, "deepep", PP_OPTIONAL, 0, 100000,
-                            &s->moe_overlap_sms[1], e)) < 0 ||
-        (rc = pp_map_number(m, path, "hybridep", PP_OPTIONAL, 0, 100000,
-                            &s->moe_overlap_sms[2], e)) < 0)
-        return rc;
+    for (int d = 0; d < PP_MOE_DISPATCHERS; d++)
+        if ((rc = pp_map_number(m, path, moe_dispatchers[d], PP_OPTIONAL, 0,
+                                100000, &s->moe_overlap_sms[d], e)) < 0)
+            return rc;
     return pp_map_done(m, path, e);
 }
 
@@ -318,12 +319,12 @@ static int stack_read(pp_node *root, pp_stack *s, pp_error *e) {
 
     if ((rc = sec_of(root, "moe", &sec, e)) < 0) return rc;
     if (sec) {
-        static const char *const disp[] = {"alltoall", "deepep", "hybridep",
-                                           NULL};
-        int d = s->moe_hybridep ? 2 : s->moe_deepep;
+        int d = s->moe_hybridep ? PP_MOE_HYBRIDEP
+                 : s->moe_deepep  ? PP_MOE_DEEPEP
+                                  : PP_MOE_ALLTOALL;
         bool fused = !s->moe_permute_unfused;
-        if ((rc = pp_map_enum(sec, "moe", "dispatcher", PP_OPTIONAL, disp, &d,
-                              e)) < 0 ||
+        if ((rc = pp_map_enum(sec, "moe", "dispatcher", PP_OPTIONAL,
+                              moe_dispatchers, &d, e)) < 0 ||
             (rc = pp_map_bool(sec, "moe", "permute_fusion", PP_OPTIONAL, &fused,
                               e)) < 0 ||
             (rc = pp_map_bool(sec, "moe", "a2a_overlap", PP_OPTIONAL,
@@ -331,8 +332,8 @@ static int stack_read(pp_node *root, pp_stack *s, pp_error *e) {
             (rc = read_overlap_sms(sec, s, e)) < 0 ||
             (rc = pp_map_done(sec, "moe", e)) < 0)
             return rc;
-        s->moe_deepep = d >= 1;
-        s->moe_hybridep = d == 2;
+        s->moe_deepep = d != PP_MOE_ALLTOALL;
+        s->moe_hybridep = d == PP_MOE_HYBRIDEP;
         s->moe_permute_unfused = !fused;
     }
     return pp_map_done(root, "", e);
