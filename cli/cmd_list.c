@@ -132,7 +132,7 @@ static void describe_stack(const char *name, char *d, size_t len) {
     }
     snprintf(d, len,
              "%s: %s attention, %s, ZeRO up to %d, grad accumulation %s, "
-             "recompute %s unless told, TP overlap %s, DP overlap %s%s, "
+             "recompute %s unless told, TP overlap %s, DP overlap %s%s%s, "
              "loop efficiency %.2f",
              s.framework, s.flash_attention ? "flash" : "standard",
              s.fp8 ? "FP8" : "no FP8", s.zero_max,
@@ -140,6 +140,7 @@ static void describe_stack(const char *name, char *d, size_t len) {
              pp_recompute_name(s.recompute_default),
              s.tp_overlap ? "on" : "off", s.dp_overlap ? "on" : "off",
              s.moe_a2a_overlap ? ", MoE all-to-all overlap offered" : "",
+             s.precision_aware_opt ? ", precision-aware optimizer offered" : "",
              s.efficiency);
 }
 

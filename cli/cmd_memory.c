@@ -216,6 +216,11 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
         pp_cli_load_parallel(&a, &r.p, NULL, &e) ||
         pp_cli_load_model(&a, false, &r.m, &e) || load_stack(&a, &r, &e) ||
         load_gpu(&a, &r, &e) || pp_parallel_validate(&r.p, &r.m, &e) ||
+        pp_optimizer_check((pp_optimizer)r.optimizer, &r.p, &e) ||
+        /* A stack asked for must offer the optimizer; the default one
+         * (no --stack) is only the layout's defaults here. */
+        (!r.stack_default &&
+         pp_stack_optimizer_check(&r.stack, (pp_optimizer)r.optimizer, &e)) ||
         pp_memory_per_gpu(&r.m, &r.p, (pp_optimizer)r.optimizer, &r.mem, &e))
         return pp_cli_fail(cmd->name, &e);
     return pp_cli_emit(&a, fmt, to_json(&r), print_table, &r);

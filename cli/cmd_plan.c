@@ -70,8 +70,9 @@ static const pp_cli_opt opts[] = {
     {"fidelity", 0, "F", "network model of the simulations (default: flow):",
      false, &pp_reg_fidelity, 0, NULL},
     {"optimizer", 0, "OPT",
-     "optimizer, for the memory of model states (default: adam-mixed):", false,
-     &pp_reg_optimizer, 0, NULL},
+     "optimizer, for the memory of model states and the step (launch "
+     "lines ask for it; default: adam-mixed):",
+     false, &pp_reg_optimizer, 0, NULL},
     {"profile", 0, "P",
      "GPU profile: YAML file or a name in topologies/profiles/ (default: the "
      "GPU's)",

@@ -34,14 +34,53 @@
  * The simulator has always charged both optimizers 38 (an fp32 step
  * would move 36: no 16-bit copy to write); kept, so that no simulated
  * figure moves with this table. */
+/*
+ * adam-bf16-moments: Megatron-core's precision-aware optimizer as
+ * Megatron-Bridge's tuned DeepSeek recipes set it
+ * (--use-precision-aware-optimizer --exp-avg-dtype bf16 --exp-avg-sq-dtype
+ * bf16; perf_recipes/deepseek/common.py,
+ * _enable_deepseek_precision_aware_optimizer: main params and main grads
+ * fp32, moments bf16).  Transformer Engine's FusedAdam holds the states;
+ * with bf16 weights and an fp32 master it keeps only the master's low 16
+ * bits (OptimizerConfig.store_param_remainders, True by default: "store
+ * the 16-bit FP32 parameter remainders ... excluding the 16 bits shared
+ * with the BF16 parameters"), so master 2 + m 2 + v 2 = 6 bytes.  It
+ * reads the gradient buffer where it lies (distrib_optimizer.py,
+ * _copy_model_grads_to_main_grads: shard_main_param.decoupled_grad =
+ * shard_model_grad, no .float() copy): no step_grads.  Its step
+ * (multi_tensor_adam_param_remainder) reads the gradient for the norm and
+ * the update (4 + 4, as above), reads and writes the bf16 weight and the
+ * remainder (2 x 4) and the bf16 moments (2 x 4), zeroes the gradient (4):
+ * 28 bytes.  Weights and gradients as adam-mixed's. */
 static const pp_optimizer_bytes optimizer_bytes[PP_OPT__COUNT] = {
     [PP_OPT_ADAM_MIXED] = {2.0, 2.0, 12.0, 4.0, 38.0},
     [PP_OPT_ADAM_FP32] = {4.0, 4.0, 8.0, 0.0, 38.0},
+    [PP_OPT_ADAM_BF16_MOMENTS] = {2.0, 2.0, 6.0, 0.0, 28.0},
 };
 
 const pp_optimizer_bytes *pp_optimizer_bytes_get(pp_optimizer o) {
     if ((int)o < 0 || o >= PP_OPT__COUNT) o = PP_OPT_ADAM_MIXED;
     return &optimizer_bytes[o];
+}
+
+int pp_optimizer_check(pp_optimizer o, const pp_parallel *p, pp_error *e) {
+    if (o != PP_OPT_ADAM_BF16_MOMENTS) return 0;
+    /* TE's FusedAdam keeps remainders for bf16 weights only; Megatron-
+     * core's Float16OptimizerWithFloat16Params (no distributed optimizer)
+     * has no precision-aware path. */
+    if (p->dtype == PP_PREC_FP16)
+        return pp_error_set(e, PP_EUSAGE,
+                            "--optimizer %s: needs bf16 weights (its fp32 "
+                            "master is kept as the 16 bits a bf16 weight "
+                            "lacks), not dtype=fp16",
+                            pp_optimizer_name(o));
+    if (p->dp > 1 && p->zero == 0)
+        return pp_error_set(e, PP_EUSAGE,
+                            "--optimizer %s: Megatron-core runs it in its "
+                            "distributed optimizer only: zero=1 or above "
+                            "with dp=%lld",
+                            pp_optimizer_name(o), (long long)p->dp);
+    return 0;
 }
 
 double pp_activation_bytes(const pp_model *m, int64_t mbs) {

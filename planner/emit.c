@@ -195,6 +195,8 @@ json_t *pp__plan_json(const pp_plan *p, bool timing) {
             pls, json_string(pp__placement_name(p->placements[k])));
     json_object_set_new(root, "placements_searched", pls);
     json_object_set_new(root, "stack", json_string(p->profile.stack));
+    json_object_set_new(root, "optimizer",
+                        json_string(pp_optimizer_name(p->opt.optimizer)));
     json_object_set_new(root, "profile", json_string(p->profile.name));
     json_object_set_new(root, "profile_calibrated",
                         json_boolean(p->profile.calibrated[0] != '\0'));
@@ -433,6 +435,9 @@ static void write_table(const pp_plan *p, bool timing, FILE *fp) {
     fprintf(fp, "stack: %s%s\n", p->profile.stack,
             p->profile.stack_default ? " (the GPU's default; --stack to change)"
                                      : "");
+    /* Said only when asked for, as simulate does. */
+    if (p->opt.optimizer != PP_OPT_ADAM_MIXED)
+        fprintf(fp, "optimizer: %s\n", pp_optimizer_name(p->opt.optimizer));
     fprintf(fp, "objective: %s", pp__objective_name(o->objective));
     if (o->objective == PP_PLAN_OBJ_COST && p->has_prices)
         fprintf(fp, " ($%.3g per GPU-hour%s)", p->prices.usd_per_gpu_hour,

@@ -228,7 +228,15 @@ int pp__write_megatron(const pp_plan *p, FILE *fp, pp_error *e) {
         ARG("--cpu-offloading");
         ARG("--cpu-offloading-num-layers %lld", (long long)q->offload);
     }
-    if (q->zero == 1) ARG("--use-distributed-optimizer");
+    /* Megatron-core's precision-aware optimizer (models/memory.c,
+     * adam-bf16-moments) lives in its distributed optimizer, which dp 1
+     * (zero 0) runs too. */
+    bool pao = p->opt.optimizer == PP_OPT_ADAM_BF16_MOMENTS;
+    if (q->zero == 1 || (pao && q->zero == 0))
+        ARG("--use-distributed-optimizer");
+    if (pao)
+        ARG("--use-precision-aware-optimizer --exp-avg-dtype bf16 "
+            "--exp-avg-sq-dtype bf16");
     if (c->dp_overlap) ARG("--overlap-grad-reduce");
     ARG("--num-layers %lld", (long long)m->layers);
     if (m->mtp_layers) ARG("--mtp-num-layers %lld", (long long)m->mtp_layers);
@@ -296,6 +304,17 @@ int pp__write_nemo(const pp_plan *p, FILE *fp, pp_error *e) {
                             "--format nemo: model %s is generic (no "
                             "transformer shape)",
                             m->name);
+    /* NeMo 1's mcore_distributed_optim builds Megatron-core's
+     * OptimizerConfig from lr, weight decay, betas, clipping and the two
+     * overlaps only (ModelPT.setup_megatron_optimization): no key of this
+     * file asks for the precision-aware optimizer. */
+    if (p->opt.optimizer == PP_OPT_ADAM_BF16_MOMENTS)
+        return pp_error_set(e, PP_EUSAGE,
+                            "--format nemo: --optimizer %s: NeMo 1's "
+                            "optimizer options cannot ask for Megatron-"
+                            "core's precision-aware optimizer; use --format "
+                            "nemo2 or megatron",
+                            pp_optimizer_name(p->opt.optimizer));
     int64_t nodes, per;
     nodes_of(p, c->gpus, &nodes, &per);
     header(p, fp, "#");
@@ -436,6 +455,8 @@ int pp__write_nemo2(const pp_plan *p, FILE *fp, pp_error *e) {
     const pp_plan_candidate *c = &p->cand[0];
     const pp_parallel *q = &c->par;
     const pp_model *m = &p->model;
+    /* The precision-aware optimizer runs in the distributed one. */
+    bool pao = p->opt.optimizer == PP_OPT_ADAM_BF16_MOMENTS;
     if (m->arch != PP_ARCH_TRANSFORMER)
         return pp_error_set(e, PP_EUSAGE,
                             "--format nemo2: model %s is generic (no "
@@ -549,7 +570,7 @@ int pp__write_nemo2(const pp_plan *p, FILE *fp, pp_error *e) {
             "        use_distributed_optimizer=%s,\n"
             "        overlap_grad_reduce=%s,\n"
             "    ),\n)\n\n",
-            py_bool(q->zero >= 1), py_bool(c->dp_overlap));
+            py_bool(q->zero >= 1 || pao), py_bool(c->dp_overlap));
 
     /* MegatronMixedPrecision's FP8 arguments (fp8_recipe besides
      * delayed scaling, as NeMo's performance recipes set it). */
@@ -588,8 +609,13 @@ int pp__write_nemo2(const pp_plan *p, FILE *fp, pp_error *e) {
             "        lr=3e-4,  # yours\n"
             "        %s=True,\n"
             "        use_distributed_optimizer=%s,\n"
+            "%s"
             "    ),\n)\n\n",
-            fp16 ? "fp16" : "bf16", py_bool(q->zero >= 1));
+            fp16 ? "fp16" : "bf16", py_bool(q->zero >= 1 || pao),
+            pao ? "        use_precision_aware_optimizer=True,\n"
+                  "        exp_avg_dtype=torch.bfloat16,\n"
+                  "        exp_avg_sq_dtype=torch.bfloat16,\n"
+                : "");
     fputs("if __name__ == \"__main__\":\n"
           "    llm.pretrain(llm.GPTModel(config), data, trainer, "
           "optim=optim)\n",

@@ -62,6 +62,7 @@ typedef struct pp__space {
     uint32_t recompute_mask;
     const char *stack; /* its name, for messages */
     int zero_max;
+    int zero_min; /* lowest ZeRO stage with dp > 1 (the optimizer's) */
     /* The recompute module sets a candidate may carry (PP_RECOMP_* sets,
      * 0 first): pp__space_recompute_menu fills them once. */
     uint8_t recompute_menu[12];

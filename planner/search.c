@@ -498,6 +498,15 @@ int pp_plan_search(const pp_model *m, const pp_cluster *c,
     else if ((rc = pp_profile_load(NULL, info->gpu, &plan->profile, e)) < 0)
         goto fail;
     plan->opt.profile = &plan->profile;
+    if ((rc = pp_stack_optimizer_check(&plan->profile.sw, o->optimizer, e)) < 0)
+        goto fail;
+    if (o->optimizer == PP_OPT_ADAM_BF16_MOMENTS && plan->gpu.fp16_only) {
+        rc = pp_error_set(e, PP_EUSAGE,
+                          "--optimizer %s: needs bf16 weights, and %s "
+                          "trains in fp16",
+                          pp_optimizer_name(o->optimizer), plan->gpu.name);
+        goto fail;
+    }
     plan->peak_flops = plan->profile.peak_flops > 0
                            ? plan->profile.peak_flops
                            : info->gpu->peak_flops[PP_DTYPE_BF16];
@@ -530,6 +539,9 @@ int pp_plan_search(const pp_model *m, const pp_cluster *c,
         .recompute_mask =
             plan->profile.stack_default ? 0 : plan->profile.sw.recompute,
         .stack = plan->profile.stack,
+        /* Megatron-core's precision-aware optimizer lives in its
+         * distributed optimizer (pp_optimizer_check). */
+        .zero_min = o->optimizer == PP_OPT_ADAM_BF16_MOMENTS ? 1 : 0,
         .zero_max = plan->profile.stack_default || !plan->profile.stack[0]
                         ? -1
                         : plan->profile.sw.zero_max,

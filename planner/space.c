@@ -140,6 +140,7 @@ static int walk_zero(const pp__space *s, pp_parallel *p, pp__space_fn fn,
     for (int z = 0; z <= (p->dp > 1 ? 3 : 0); z++) {
         if (!allowed(s, PP_PLAN_DIM_ZERO, z)) continue;
         if (s->zero_max >= 0 && z > s->zero_max) continue;
+        if (p->dp > 1 && z < s->zero_min) continue;
         if (p->a2a_overlap && z >= 3) continue; /* not simulated */
         p->zero = z;
         if (!target_allows(s->target, p)) {

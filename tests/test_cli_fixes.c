@@ -321,6 +321,7 @@ static void test_help_from_registries(void **state) {
     help_lists("simulate", &pp_reg_fidelity);
     help_lists("plan", &pp_reg_optimizer);
     help_lists("memory", &pp_reg_optimizer);
+    help_lists("simulate", &pp_reg_optimizer);
     help_lists("flops", &pp_reg_recompute);
     help_lists("estimate", &pp_reg_recompute);
     help_lists("flows", &pp_reg_fidelity);

@@ -200,6 +200,9 @@ typedef struct pp_stack {
     /* The output layer's cross-entropy in Megatron-core's fused form
      * (loss.fused: cross_entropy_loss_fusion), not the unfused steps. */
     bool loss_fused;
+    /* Offers Megatron-core's precision-aware optimizer (optimizer.
+     * precision_aware): --optimizer adam-bf16-moments. */
+    bool precision_aware_opt;
 } pp_stack;
 
 /* A GPU profile (topologies/profiles/<gpu>.yaml, documented there): what
@@ -360,6 +363,10 @@ enum {
 };
 unsigned pp_stack_fp8_check(const pp_stack *s, const pp_gpu_profile *g,
                             const pp_parallel *p);
+/* Whether stack s offers optimizer o (adam-bf16-moments: optimizer.
+ * precision_aware); PP_EUSAGE, naming the stack's file, when not.  What
+ * the layout needs for it is pp_optimizer_check's. */
+int pp_stack_optimizer_check(const pp_stack *s, pp_optimizer o, pp_error *e);
 
 /* Loads a profile.  `spec` is a YAML path or a name in
  * topologies/profiles/; NULL means the profile shipped for `gpu` (the

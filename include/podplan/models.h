@@ -485,6 +485,11 @@ typedef struct pp_optimizer_bytes {
 
 /* The figures of optimizer o (adam-mixed for an out-of-range value). */
 const pp_optimizer_bytes *pp_optimizer_bytes_get(pp_optimizer o);
+/* Whether layout p can train with optimizer o: adam-bf16-moments keeps
+ * its fp32 master as the low half of a bf16 weight (not with dtype=fp16)
+ * and runs in Megatron-core's distributed optimizer only (zero >= 1 when
+ * dp > 1).  PP_EUSAGE with the reason when not. */
+int pp_optimizer_check(pp_optimizer o, const pp_parallel *p, pp_error *e);
 
 /* Bytes per element of what crosses the network, shared by models/comm.c,
  * the simulator (sim/step*.c) and the planner's estimator:

@@ -69,7 +69,10 @@ extern "C" {
 #define PP_OPT_MAP(X)                                                          \
     X(ADAM_MIXED, "adam-mixed",                                                \
       "bf16/fp16 weights 2 + grads 2, fp32 master 4 + m 4 + v 4 B/param")      \
-    X(ADAM_FP32, "adam-fp32", "fp32 weights 4 + grads 4 + m 4 + v 4 B/param")
+    X(ADAM_FP32, "adam-fp32", "fp32 weights 4 + grads 4 + m 4 + v 4 B/param")  \
+    X(ADAM_BF16_MOMENTS, "adam-bf16-moments",                                  \
+      "Megatron-core's precision-aware Adam: bf16 weights 2 + grads 2, fp32 "  \
+      "master as a 16-bit remainder 2 + bf16 m 2 + v 2 B/param")
 
 /* The training number format of a layout's GEMMs (SPEC dtype=): the
  * 16-bit formats of mixed precision, or FP8 GEMMs with 16-bit master

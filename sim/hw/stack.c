@@ -300,6 +300,12 @@ static int stack_read(pp_node *root, pp_stack *s, pp_error *e) {
                 (rc = pp_map_done(sec, "loss", e)) < 0))
         return rc;
 
+    if ((rc = sec_of(root, "optimizer", &sec, e)) < 0) return rc;
+    if (sec && ((rc = read_bool(sec, "optimizer", "precision_aware",
+                                &s->precision_aware_opt, e)) < 0 ||
+                (rc = pp_map_done(sec, "optimizer", e)) < 0))
+        return rc;
+
     if ((rc = sec_of(root, "host", &sec, e)) < 0) return rc;
     if (sec) {
         bool sync = !s->moe_sync_free;
@@ -399,6 +405,16 @@ unsigned pp_stack_fp8_check(const pp_stack *s, const pp_gpu_profile *g,
     return (s->fp8 ? 0u : PP_FP8_NO_STACK) |
            (g->fp8_peak_flops > 0 ? 0u : PP_FP8_NO_GPU) |
            (p->fp8_recipe == PP_FP8_MXFP8 && !g->mxfp8 ? PP_FP8_NO_MXFP8 : 0u);
+}
+
+int pp_stack_optimizer_check(const pp_stack *s, pp_optimizer o, pp_error *e) {
+    if (o != PP_OPT_ADAM_BF16_MOMENTS || s->precision_aware_opt) return 0;
+    return pp_error_set(e, PP_EUSAGE,
+                        "--optimizer %s: stack %s does not offer Megatron-"
+                        "core's precision-aware optimizer "
+                        "(topologies/stacks/%s.yaml, optimizer."
+                        "precision_aware; --stack nemo-2025 does)",
+                        pp_optimizer_name(o), s->name, s->name);
 }
 
 void pp_stack_resolve(const pp_gpu_profile *g, pp_parallel *p) {

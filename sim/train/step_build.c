@@ -379,7 +379,9 @@ static int check(const pp_step_config *cfg, pp_memory *mem, pp_error *e) {
                             "with asynchronous whole-tensor pipeline sends "
                             "(--p2p async, --p2p-scatter-gather off, as "
                             "Megatron-core sends)");
-    if ((rc = pp_memory_per_gpu(m, p, cfg->optimizer, mem, e))) return rc;
+    if ((rc = pp_optimizer_check(cfg->optimizer, p, e)) ||
+        (rc = pp_memory_per_gpu(m, p, cfg->optimizer, mem, e)))
+        return rc;
     double hbm = info->gpu ? info->gpu->hbm_bytes : 0;
     if (cfg->check_memory && hbm > 0 && mem->total > hbm) {
         char a[48], b[48], c[48], d[48], f[48], spec[256];
