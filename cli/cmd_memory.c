@@ -181,6 +181,11 @@ static int load_stack(const pp_args *a, result *r, pp_error *e) {
                             "--parallel: dtype=fp8: stack %s does not train "
                             "in FP8 (fp8.supported)",
                             r->stack.name);
+    if (r->p.dtype == PP_PREC_FP4 && !r->stack.fp4)
+        return pp_error_set(e, PP_EUSAGE,
+                            "--parallel: dtype=fp4: stack %s does not train "
+                            "in NVFP4 (fp4.supported)",
+                            r->stack.name);
     return 0;
 }
 

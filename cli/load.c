@@ -97,6 +97,18 @@ int pp_cli_load_profile_stack(const pp_args *a, const pp_gpu_spec *gpu,
 int pp_cli_check_stack(const pp_stack *st, const pp_gpu_profile *g,
                        const pp_parallel *p, pp_error *e) {
     unsigned no = pp_stack_fp8_check(st, g, p);
+    if (p->dtype == PP_PREC_FP4 && (no & PP_FP8_NO_STACK))
+        return pp_error_set(e, PP_EUSAGE,
+                            "--parallel: dtype=fp4: stack %s does not train "
+                            "in NVFP4 (topologies/stacks/%s.yaml, "
+                            "fp4.supported; --stack nemo-2025 does)",
+                            st->name, st->name);
+    if (p->dtype == PP_PREC_FP4 && (no & PP_FP8_NO_GPU))
+        return pp_error_set(e, PP_EUSAGE,
+                            "--parallel: dtype=fp4: the GPU of profile %s has "
+                            "no FP4 tensor cores (no fp4 peak in the "
+                            "catalogue; Blackwell's have them)",
+                            g->name);
     if (no & PP_FP8_NO_STACK)
         return pp_error_set(e, PP_EUSAGE,
                             "--parallel: dtype=fp8: stack %s does not train "

@@ -149,6 +149,16 @@ double pp__stage_params_of(const pp_model *m, const pp_parallel *p,
  * per layer 34 s b h (attention 11, MLP 19, norms 4) + 5 a s^2 b (softmax
  * output 2, its dropout mask 1, dropout output 2).  For GQA and SwiGLU
  * layers it is an approximation. */
+/* Bytes per element of a GEMM input Transformer Engine keeps for the
+ * backward: its FP8 cast (1), its NVFP4 one (E2M1 and an E4M3 scale per
+ * 16: NVFP4Quantizer's columnwise data, which the weight gradient reads),
+ * or the 16-bit input itself. */
+static double saved_input_bytes(const pp_parallel *p) {
+    return p->dtype == PP_PREC_FP8   ? 1.0
+           : p->dtype == PP_PREC_FP4 ? 0.5 + 1.0 / 16.0
+                                     : 2.0;
+}
+
 static double act_layer(const pp_model *m, const pp_parallel *p,
                         pp_recompute r) {
     double s = (double)m->seq, b = (double)p->mbs, h = (double)m->hidden;
@@ -158,14 +168,15 @@ static double act_layer(const pp_model *m, const pp_parallel *p,
      * (norms, dropouts, layer inputs) over t too (sec. 4.2.2).  With t = 1
      * both forms are the same. */
     bool sp = p->sp && p->tp > 1;
-    /* Of the 34: 10 replicated by plain TP, 24 split over t.  FP8
-     * (Transformer Engine) saves the FP8 casts of the four GEMM inputs
+    /* Of the 34: 10 replicated by plain TP, 24 split over t.  FP8 and
+     * NVFP4 (Transformer Engine) save the casts of the four GEMM inputs
      * for the backward instead of the 16-bit ones (te.Linear and
      * LayerNormLinear/MLP keep the casted input): the QKV and fc1 inputs
-     * (2 s b h each, replicated) and the projection and fc2 inputs (2
-     * and 8 s b h, split) are halved. */
-    double rep = 10.0, split = 24.0;
-    if (p->dtype == PP_PREC_FP8) rep -= 2.0, split -= 5.0;
+     * (h elements each, replicated) and the projection and fc2 inputs (h
+     * and 4h, split) shrink from 2 bytes to saved_input_bytes (FP8:
+     * halved). */
+    double cut = 2.0 - saved_input_bytes(p);
+    double rep = 10.0 - 2.0 * cut, split = 24.0 - 5.0 * cut;
     /* Multi-head latent attention keeps Q, K, V and the core's output at
      * their own widths (2 bytes each, split over t by heads) where the
      * 34 count 8 (four of h), and its latents: each down projection's
@@ -228,8 +239,10 @@ static double recompute_freed(const pp_model *m, const pp_parallel *p) {
     uint8_t r = p->recompute_mods;
     double s = (double)m->seq, b = (double)p->mbs, h = (double)m->hidden;
     double t = (double)p->tp, sbh = s * b * h;
-    bool fp8 = p->dtype == PP_PREC_FP8, sp = p->sp && p->tp > 1;
-    double el = fp8 ? 1.0 : 2.0, mlp = fp8 ? 11.0 : 15.0;
+    bool sp = p->sp && p->tp > 1;
+    /* A module's saved GEMM inputs at saved_input_bytes (the MLP's 15
+     * bytes hold 4 elements of them: 11 with FP8). */
+    double el = saved_input_bytes(p), mlp = 15.0 - 4.0 * (2.0 - el);
     double moe = (double)pp_model_moe_layers(m) / (double)m->layers;
     double freed = 0;
     if (r & PP_RECOMP_LAYERNORM) freed += 2.0 * el * sbh / (sp ? t : 1.0);
@@ -297,6 +310,11 @@ static void stage_memory(const pp_model *m, const pp_parallel *p,
         double copies = block || p->fp8_transpose ? 2.0 : 1.0;
         r.weights += r.params_per_gpu * copies / wsh;
     }
+    /* NVFP4 keeps a weight's row-wise and column-wise quantizations (16 x
+     * 16 blocks, NVFP4BlockScaling's 2D weight scaling: the fprop and the
+     * dgrad GEMM each read one), half a byte and a scale per 16 each. */
+    if (p->dtype == PP_PREC_FP4)
+        r.weights += r.params_per_gpu * 2.0 * saved_input_bytes(p) / wsh;
     r.model_states = r.weights + r.grads + r.optimizer;
     /* The step's fp32 gradient copy lives during the step, when the
      * iteration's activations are freed, so the peak is the larger of the

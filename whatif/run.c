@@ -222,15 +222,19 @@ static int run_fixed(const pp_whatif_study *s, variant *v,
      * not train there: an infeasible variant, as a layout that does not
      * fit, not a silently 16-bit one. */
     unsigned no = pp_stack_fp8_check(&stk, &prof, &par);
+    bool fp4 = par.dtype == PP_PREC_FP4;
     const char *no_fp8 =
-        no & PP_FP8_NO_GPU     ? "the GPU has no FP8 tensor cores"
-        : no & PP_FP8_NO_STACK ? "the stack does not train in FP8"
+        no & PP_FP8_NO_GPU     ? fp4 ? "the GPU has no FP4 tensor cores"
+                                     : "the GPU has no FP8 tensor cores"
+        : no & PP_FP8_NO_STACK ? fp4 ? "the stack does not train in NVFP4"
+                                     : "the stack does not train in FP8"
         : no & PP_FP8_NO_MXFP8 ? "fp8=mxfp8: the GPU has no MXFP8 tensor cores"
                                : NULL;
     if (no_fp8) {
         r->status = 1;
-        snprintf(r->error, sizeof r->error, "dtype=fp8 on %s: %s",
-                 info->gpu ? info->gpu->name : "?", no_fp8);
+        snprintf(r->error, sizeof r->error, "dtype=%s on %s: %s",
+                 fp4 ? "fp4" : "fp8", info->gpu ? info->gpu->name : "?",
+                 no_fp8);
         return 0;
     }
     pp_step_config cfg;

@@ -28,6 +28,7 @@ typedef enum {
     PP_DTYPE_BF16, /* also fp16 */
     PP_DTYPE_FP8,
     PP_DTYPE_INT8,
+    PP_DTYPE_FP4, /* NVFP4 (Blackwell): E2M1, an E4M3 scale per 16 */
     PP_DTYPE__COUNT
 } pp_dtype;
 
@@ -170,6 +171,7 @@ typedef struct pp_stack {
     pp_recompute recompute_default; /* what it does unless told */
     bool flash_attention;      /* uses FlashAttention */
     bool fp8;                  /* can train with FP8 GEMMs */
+    bool fp4;                  /* ... and NVFP4 ones (fp4.supported) */
     double fp8_cast_bytes;     /* HBM bytes per FP8 GEMM input element */
     pp_fp8 fp8_recipe;         /* dtype=fp8's scaling unless fp8= says */
     int zero_max;              /* highest ZeRO/FSDP stage it implements */
@@ -290,6 +292,11 @@ typedef struct pp_gpu_profile {
      * per-tensor one), same k_half. */
     double mxfp8_gemm_efficiency;
     double fp8_k_half;
+    /* NVFP4 GEMMs (dtype=fp4): the catalogue's dense FP4 rate (0: none)
+     * and their asymptote (gemm.nvfp4_efficiency; 0: the MXFP8 one), with
+     * fp8_k_half. */
+    double fp4_peak_flops;
+    double nvfp4_gemm_efficiency;
     /* FlashAttention kernels: FLOP rate over peak, forward and backward
      * (profile attention.flash_fwd/bwd_efficiency), reached by a kernel
      * of F FLOPs as efficiency x F / (F + flops_half) (attention.
@@ -352,13 +359,13 @@ void pp_stack_apply(const pp_stack *s, pp_gpu_profile *g, bool is_default);
 void pp_stack_resolve_spec(const pp_stack *s, pp_parallel *p);
 void pp_stack_resolve(const pp_gpu_profile *g, pp_parallel *p);
 
-/* What keeps a resolved dtype=fp8 layout from training on this GPU under
- * this stack, as PP_FP8_NO_* bits (0: it runs, or it is not FP8).  The
- * callers word the refusal and choose which to name first: the CLI exits
- * 2, a what-if variant is infeasible. */
+/* What keeps a resolved dtype=fp8 (or fp4) layout from training on this
+ * GPU under this stack, as PP_FP8_NO_* bits (0: it runs, or it is 16-bit).
+ * The callers word the refusal and choose which to name first: the CLI
+ * exits 2, a what-if variant is infeasible. */
 enum {
-    PP_FP8_NO_STACK = 1, /* the stack does not train in FP8 */
-    PP_FP8_NO_GPU = 2,   /* the GPU has no FP8 rate in the catalogue */
+    PP_FP8_NO_STACK = 1, /* the stack does not train in FP8 (fp4: NVFP4) */
+    PP_FP8_NO_GPU = 2,   /* the GPU has no FP8 (FP4) rate in the catalogue */
     PP_FP8_NO_MXFP8 = 4  /* fp8=mxfp8 on a GPU without MXFP8 tensor cores */
 };
 unsigned pp_stack_fp8_check(const pp_stack *s, const pp_gpu_profile *g,
@@ -385,14 +392,20 @@ int pp_profile_load_stack(const char *spec, const pp_gpu_spec *gpu,
 /* A GEMM's time with FP8 operands (fp8 true) or 16-bit ones. */
 double pp_gemm_time_prec_s(const pp_gpu_profile *g, bool fp8, double batch,
                            double m, double n, double k);
+/* An NVFP4 GEMM (dtype=fp4) at the FP4 rate (gemm.nvfp4_efficiency):
+ * operands of half a byte and an E4M3 scale per 16 (0.5625 bytes per
+ * element), output 2.  The 16-bit time on a GPU without FP4. */
+double pp_gemm_time_nvfp4_s(const pp_gpu_profile *g, double batch, double m,
+                            double n, double k);
 /* The same with MXFP8's block-scaled operands (gemm.mxfp8_efficiency). */
 double pp_gemm_time_mxfp8_s(const pp_gpu_profile *g, double batch, double m,
                             double n, double k);
 /* A grouped GEMM's operands. */
 typedef enum pp_gemm_ops {
-    PP_GEMM_OPS_16,   /* bf16/fp16 */
-    PP_GEMM_OPS_FP8,  /* FP8, per-tensor scales */
-    PP_GEMM_OPS_MXFP8 /* FP8, MXFP8 block scales */
+    PP_GEMM_OPS_16,    /* bf16/fp16 */
+    PP_GEMM_OPS_FP8,   /* FP8, per-tensor scales */
+    PP_GEMM_OPS_MXFP8, /* FP8, MXFP8 block scales */
+    PP_GEMM_OPS_NVFP4  /* FP4 (E2M1), NVFP4 block scales */
 } pp_gemm_ops;
 /* `groups` GEMMs of m x n x k issued as one grouped call, as Transformer
  * Engine's GroupedLinear issues an MoE layer's local experts (one cuBLAS

@@ -75,12 +75,17 @@ extern "C" {
       "master as a 16-bit remainder 2 + bf16 m 2 + v 2 B/param")
 
 /* The training number format of a layout's GEMMs (SPEC dtype=): the
- * 16-bit formats of mixed precision, or FP8 GEMMs with 16-bit master
- * copies (NVIDIA Transformer Engine, Micikevicius et al. 2022). */
+ * 16-bit formats of mixed precision, FP8 GEMMs with 16-bit master copies
+ * (NVIDIA Transformer Engine, Micikevicius et al. 2022), or NVFP4 GEMMs
+ * (Transformer Engine's NVFP4BlockScaling recipe; NVIDIA, "Pretraining
+ * Large Language Models with NVFP4", 2025). */
 #define PP_PREC_MAP(X)                                                         \
     X(BF16, "bf16", "bf16 mixed precision (the default)")                      \
     X(FP16, "fp16", "fp16 mixed precision with loss scaling")                  \
-    X(FP8, "fp8", "FP8 GEMMs (Transformer Engine), bf16 elsewhere")
+    X(FP8, "fp8", "FP8 GEMMs (Transformer Engine), bf16 elsewhere")            \
+    X(FP4, "fp4",                                                              \
+      "NVFP4 GEMMs (Transformer Engine's NVFP4 recipe, Blackwell), bf16 "      \
+      "elsewhere")
 
 /* The attention kernels (SPEC attn=): auto is the stack's choice. */
 #define PP_ATTN_MAP(X)                                                         \

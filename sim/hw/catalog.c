@@ -28,7 +28,7 @@ struct pp_catalog {
 
 /* In pp_dtype order, as the keys of `peak`. */
 static const char *const dtype_keys[PP_DTYPE__COUNT + 1] = {
-    "fp64", "fp64_tc", "fp32", "tf32", "bf16", "fp8", "int8", NULL};
+    "fp64", "fp64_tc", "fp32", "tf32", "bf16", "fp8", "int8", "fp4", NULL};
 
 /* In pp_link_class order. */
 static const char *const class_names[] = {"pcie",     "nvlink", "infiniband",
@@ -142,7 +142,7 @@ static int read_gpu(pp_node *m, const char *path, pp_gpu_spec *g, pp_error *e) {
     if (n_peak == 0)
         return pp_error_at(e, PP_EINPUT, peak, p,
                            "expected at least one of fp64, fp64_tc, fp32, "
-                           "tf32, bf16, fp8, int8");
+                           "tf32, bf16, fp8, int8, fp4");
 
     /* peak.bf16 holds the 16-bit tensor rate either way; launchers must
      * know whether it is bf16's (--bf16) or fp16's only (--fp16). */

@@ -75,6 +75,7 @@ static void profile_from_gpu(pp_gpu_profile *g, const pp_gpu_spec *gpu) {
     if (gpu->peak_flops[PP_DTYPE_BF16] > 0)
         g->peak_flops = gpu->peak_flops[PP_DTYPE_BF16];
     g->fp8_peak_flops = gpu->peak_flops[PP_DTYPE_FP8];
+    g->fp4_peak_flops = gpu->peak_flops[PP_DTYPE_FP4];
     g->mxfp8 = gpu->mxfp8;
     g->fp8_any_layout = gpu->fp8_any_layout;
     if (gpu->hbm_Bps > 0) g->hbm_Bps = gpu->hbm_Bps;
@@ -287,7 +288,9 @@ static int profile_read(pp_node *root, pp_gpu_profile *g, pp_error *e) {
             (rc = pp_map_number(sec, "gemm", "fp8_k_half", PP_OPTIONAL, 0, 1e6,
                                 &g->fp8_k_half, e)) < 0 ||
             (rc = pp_map_number(sec, "gemm", "mxfp8_efficiency", PP_OPTIONAL,
-                                1e-3, 1, &g->mxfp8_gemm_efficiency, e)) < 0)
+                                1e-3, 1, &g->mxfp8_gemm_efficiency, e)) < 0 ||
+            (rc = pp_map_number(sec, "gemm", "nvfp4_efficiency", PP_OPTIONAL,
+                                1e-3, 1, &g->nvfp4_gemm_efficiency, e)) < 0)
             return rc;
         rc = pp_map_node(sec, "gemm", "tiles", PP_OPTIONAL, PP_NODE_SEQ, &n, e);
         if (rc < 0) return rc;
@@ -549,9 +552,15 @@ double pp_gemm_time_s(const pp_gpu_profile *g, double batch, double m, double n,
                     pp_gemm_bytes(batch, m, n, k));
 }
 
-/* An FP8 GEMM at asymptote eff (see pp_gemm_time_prec_s). */
-static double fp8_time(const pp_gpu_profile *g, double eff, double batch,
-                       double m, double n, double k);
+/* A GEMM of low-precision operands (ob bytes per element) at a peak
+ * and an asymptote (see pp_gemm_time_prec_s). */
+static double lowp_time(const pp_gpu_profile *g, double peak, double asym,
+                        double ob, double batch, double m, double n, double k);
+
+static double fp8_time(const pp_gpu_profile *g, double asym, double batch,
+                       double m, double n, double k) {
+    return lowp_time(g, g->fp8_peak_flops, asym, 1.0, batch, m, n, k);
+}
 
 double pp_gemm_time_prec_s(const pp_gpu_profile *g, bool fp8, double batch,
                            double m, double n, double k) {
@@ -569,29 +578,45 @@ double pp_gemm_time_mxfp8_s(const pp_gpu_profile *g, double batch, double m,
                     batch, m, n, k);
 }
 
+/* NVFP4's operands: E2M1 (half a byte) and an E4M3 scale per 16
+ * elements (Transformer Engine's NVFP4Quantizer: data (M, N/2), scales
+ * (M, N/16)). */
+#define NVFP4_OPERAND_BYTES (0.5 + 1.0 / 16.0)
+
+double pp_gemm_time_nvfp4_s(const pp_gpu_profile *g, double batch, double m,
+                            double n, double k) {
+    if (!(g->fp4_peak_flops > 0)) return pp_gemm_time_s(g, batch, m, n, k);
+    double asym = g->nvfp4_gemm_efficiency > 0   ? g->nvfp4_gemm_efficiency
+                  : g->mxfp8_gemm_efficiency > 0 ? g->mxfp8_gemm_efficiency
+                                                 : g->fp8_gemm_efficiency;
+    return lowp_time(g, g->fp4_peak_flops, asym, NVFP4_OPERAND_BYTES, batch, m,
+                     n, k);
+}
+
 double pp_gemm_grouped_time_s(const pp_gpu_profile *g, pp_gemm_ops ops,
                               double groups, double m, double n, double k) {
     double t =
-        ops == PP_GEMM_OPS_MXFP8 ? pp_gemm_time_mxfp8_s(g, groups, m, n, k)
+        ops == PP_GEMM_OPS_NVFP4   ? pp_gemm_time_nvfp4_s(g, groups, m, n, k)
+        : ops == PP_GEMM_OPS_MXFP8 ? pp_gemm_time_mxfp8_s(g, groups, m, n, k)
         : ops == PP_GEMM_OPS_FP8 ? pp_gemm_time_prec_s(g, true, groups, m, n, k)
                                  : pp_gemm_time_s(g, groups, m, n, k);
     return t + (groups - 1.0) * g->launch_s;
 }
 
-static double fp8_time(const pp_gpu_profile *g, double asym, double batch,
-                       double m, double n, double k) {
+static double lowp_time(const pp_gpu_profile *g, double peak, double asym,
+                        double ob, double batch, double m, double n, double k) {
     /* The FP8 asymptote and its own k_half, with no tile or wave
      * factor: the measured cuBLASLt FP8 kernels on H100 (calibrate/
      * examples/h100/gemm-gpt3-tp8-fp8.json) run the qkv GEMM, whose
      * 288-tile grid leaves a 16-bit wave 27% idle, as fast as fc1
      * (1,400 and 1,383 TFLOP/s): they do not quantize by waves
-     * (persistent, stream-K-like scheduling).  Operands of 1 byte,
-     * output 2. */
-    (void)n;
+     * (persistent, stream-K-like scheduling).  Operands of ob bytes
+     * (FP8's 1), output 2.  NVFP4 takes the same form and k_half: no
+     * NVFP4 GEMM was measured here. */
     double eff = asym * k / (k + g->fp8_k_half);
     double flops = 2.0 * batch * m * n * k;
-    double bytes = batch * (m * k + k * n + 2.0 * m * n);
-    double tc = flops / (g->fp8_peak_flops * eff);
+    double bytes = batch * (ob * (m * k + k * n) + 2.0 * m * n);
+    double tc = flops / (peak * eff);
     double tm = bytes / (g->hbm_Bps * g->mem_efficiency);
     double fw = loop_efficiency(g);
     return (tc > tm ? tc : tm) / fw + g->launch_s;

@@ -272,6 +272,11 @@ static int stack_read(pp_node *root, pp_stack *s, pp_error *e) {
         s->fp8_recipe = (pp_fp8)(r + 1);
     }
 
+    if ((rc = sec_of(root, "fp4", &sec, e)) < 0) return rc;
+    if (sec && ((rc = read_bool(sec, "fp4", "supported", &s->fp4, e)) < 0 ||
+                (rc = pp_map_done(sec, "fp4", e)) < 0))
+        return rc;
+
     if ((rc = sec_of(root, "zero", &sec, e)) < 0) return rc;
     if (sec) {
         if ((rc = pp_map_int(sec, "zero", "max_stage", PP_OPTIONAL, 0, 3, &iv,
@@ -401,6 +406,9 @@ void pp_stack_resolve_spec(const pp_stack *s, pp_parallel *p) {
 
 unsigned pp_stack_fp8_check(const pp_stack *s, const pp_gpu_profile *g,
                             const pp_parallel *p) {
+    if (p->dtype == PP_PREC_FP4)
+        return (s->fp4 ? 0u : PP_FP8_NO_STACK) |
+               (g->fp4_peak_flops > 0 ? 0u : PP_FP8_NO_GPU);
     if (p->dtype != PP_PREC_FP8) return 0;
     return (s->fp8 ? 0u : PP_FP8_NO_STACK) |
            (g->fp8_peak_flops > 0 ? 0u : PP_FP8_NO_GPU) |

@@ -51,7 +51,8 @@ static void mem(const pp__shape *s, pp__oplist *l, const char *name,
 
 /* A linear layer's GEMM: with dtype=fp8 (Transformer Engine) at the FP8
  * rate, after casting its activation input (m x k elements: the cast
- * kernel takes the amax too, the stack's fp8.cast_bytes per element).
+ * kernel takes the amax too, the stack's fp8.cast_bytes per element);
+ * with dtype=fp4 at the NVFP4 rate after its NVFP4 cast (nvfp4_cast).
  * The weight's FP8 copy is cast once per iteration and cached over the
  * micro-batches (is_first_microbatch), left out here: under 1% of the
  * layer's time at 8 or more micro-batches.
@@ -74,17 +75,20 @@ static void mem(const pp__shape *s, pp__oplist *l, const char *name,
  * 2-byte output), glgemm with the FP8 input cast. */
 static void ggemm(const pp__shape *s, pp__oplist *l, const char *name,
                   double g, double m, double n, double k) {
-    bool fp8 = s->p->dtype == PP_PREC_FP8;
+    pp_prec d = s->p->dtype;
     pp__op *o = push(l, name, PP__OP_GEMM);
     o->flops = 2.0 * g * m * n * k;
-    o->bytes =
-        fp8 ? g * (m * k + k * n + 2.0 * m * n) : pp_gemm_bytes(g, m, n, k);
-    o->time_s = pp_gemm_grouped_time_s(s->g,
-                                       !fp8 ? PP_GEMM_OPS_16
-                                       : s->p->fp8_recipe == PP_FP8_MXFP8
-                                           ? PP_GEMM_OPS_MXFP8
-                                           : PP_GEMM_OPS_FP8,
-                                       g, m, n, k);
+    /* Operand bytes per element: FP8's 1, NVFP4's half and a scale per
+     * 16 (pp_gemm_time_nvfp4_s); the output is 16-bit. */
+    double ob = d == PP_PREC_FP8 ? 1.0 : 0.5 + 1.0 / 16.0;
+    o->bytes = d == PP_PREC_FP8 || d == PP_PREC_FP4
+                   ? g * (ob * (m * k + k * n) + 2.0 * m * n)
+                   : pp_gemm_bytes(g, m, n, k);
+    pp_gemm_ops ops = d == PP_PREC_FP4                   ? PP_GEMM_OPS_NVFP4
+                      : d != PP_PREC_FP8                 ? PP_GEMM_OPS_16
+                      : s->p->fp8_recipe == PP_FP8_MXFP8 ? PP_GEMM_OPS_MXFP8
+                                                         : PP_GEMM_OPS_FP8;
+    o->time_s = pp_gemm_grouped_time_s(s->g, ops, g, m, n, k);
     o->kernels = g;
 }
 
@@ -119,9 +123,35 @@ static void fp8_cast(const pp__shape *s, pp__oplist *l, double g,
     l->v[l->n - 1].kernels = kernels;
 }
 
+/* The NVFP4 cast of a GEMM input (dtype=fp4), as Transformer Engine's
+ * NVFP4Quantizer does it for an activation or a gradient (transformer_
+ * engine/pytorch/csrc/quantizer.cpp, quantize_impl; NVFP4BlockScaling
+ * applies the random Hadamard transform to the weight gradient's
+ * operands): one kernel takes the amaxes of the input and of its
+ * Hadamard transform (nvte_hadamard_transform_amax, reading 2 bytes per
+ * element), one quantizes it row-wise (read 2, write half a byte and an
+ * E4M3 scale per 16) and one transforms and quantizes it column-wise
+ * (nvte_hadamard_transform_cast_fusion_columnwise, the same bytes):
+ * 7.125 bytes and three kernels per piece.  Stochastic rounding of the
+ * gradients costs arithmetic, not bytes.  The weights' casts are cached
+ * over the micro-batches, as with FP8. */
+static void nvfp4_cast(const pp__shape *s, pp__oplist *l, double g,
+                       double elems) {
+    double q = 0.5 + 1.0 / 16.0;
+    mem(s, l, "nvfp4 cast", (2.0 + 2.0 * (2.0 + q)) * elems);
+    l->v[l->n - 1].kernels = 3.0 * g;
+}
+
+/* A GEMM input's cast in the layout's number format; none in 16 bits. */
+static void lowp_cast(const pp__shape *s, pp__oplist *l, double g,
+                      double elems) {
+    if (s->p->dtype == PP_PREC_FP8) fp8_cast(s, l, g, elems);
+    if (s->p->dtype == PP_PREC_FP4) nvfp4_cast(s, l, g, elems);
+}
+
 static void glgemm(const pp__shape *s, pp__oplist *l, const char *name,
                    double g, double m, double n, double k) {
-    if (s->p->dtype == PP_PREC_FP8) fp8_cast(s, l, g, g * m * k);
+    lowp_cast(s, l, g, g * m * k);
     ggemm(s, l, name, g, m, n, k);
 }
 
@@ -525,12 +555,13 @@ static void gemm_bwd(const pp__shape *s, pp__oplist *l, const char *dname,
 }
 
 /* A linear layer's backward; with fp8 the incoming gradient (m x n) is
- * cast once (e5m2) and both GEMMs run at the FP8 rate.  groups > 1 as
+ * cast once (e5m2) and both GEMMs run at the FP8 rate (fp4: cast to
+ * NVFP4, both GEMMs at the FP4 rate).  groups > 1 as
  * glgemm: each group's wgrad reduces over its own m rows. */
 static void glgemm_bwd(const pp__shape *s, pp__oplist *l, const char *dname,
                        const char *wname, double g, double m, double n,
                        double k) {
-    if (s->p->dtype == PP_PREC_FP8) fp8_cast(s, l, g, g * m * n);
+    lowp_cast(s, l, g, g * m * n);
     ggemm(s, l, dname, g, m, k, n);
     ggemm(s, l, wname, g, k, n, m);
 }
@@ -560,7 +591,7 @@ static void ln_recompute(const pp__shape *s, const dims *x, pp__oplist *l,
                          double cast) {
     if (!(s->p->recompute_mods & PP_RECOMP_LAYERNORM)) return;
     mem(s, l, "layernorm recompute", 4.0 * x->tn * x->h);
-    if (s->p->dtype == PP_PREC_FP8 && cast > 0) fp8_cast(s, l, 1, cast);
+    if (cast > 0) lowp_cast(s, l, 1, cast);
 }
 
 void pp__op_ln_recompute(const pp__shape *s, pp__oplist *l, double cast) {
