@@ -387,6 +387,8 @@ static void short_layout(const pp_plan *p, const pp_plan_candidate *c, char *b,
                      c->dp_overlap ? "ov" : "--");
     if (c->par.dtype == PP_PREC_FP8 && n >= 0 && (size_t)n < len)
         n += snprintf(b + n, len - (size_t)n, " fp8");
+    if (c->par.dtype == PP_PREC_FP4 && n >= 0 && (size_t)n < len)
+        n += snprintf(b + n, len - (size_t)n, " fp4");
     if (c->par.offload > 0 && n >= 0 && (size_t)n < len)
         n += snprintf(b + n, len - (size_t)n, " off%lld",
                       (long long)c->par.offload);

@@ -18,7 +18,7 @@ static const char *const dim_names[PP_PLAN_DIM__COUNT + 1] = {
     "tp",  "pp",        "dp",          "mbs",           "gbs",     "vp",
     "sp",  "recompute", "zero",        "overlap",       "first",   "last",
     "cp",  "ep",        "etp",         "dispatcher",    "permute", "graphs",
-    "fp8", "offload",   "a2a_overlap", "rank_capacity", NULL};
+    "fp8", "offload",   "a2a_overlap", "rank_capacity", "dtype",   NULL};
 
 const char *pp_plan_dim_name(pp_plan_dim d) {
     return (unsigned)d < PP_PLAN_DIM__COUNT ? dim_names[d] : "?";
@@ -149,6 +149,23 @@ static int filter_value(void *ctx, int k, const char *val, pp_error *e) {
         if (pp_graphs_parse(val, &g, e) < 0)
             return as_usage(e, c->what, "graphs");
         v = g;
+        break;
+    }
+    case PP_PLAN_DIM_DTYPE: {
+        /* NVFP4 changes training's numerics (NVIDIA keeps layers in BF16
+         * for it in some recipes): asked for, never chosen. */
+        int r = pp_registry_find(&pp_reg_prec, val);
+        if (r != PP_PREC_BF16 && r != PP_PREC_FP8 && r != PP_PREC_FP4)
+            return pp_error_set(e, PP_EUSAGE,
+                                "%s: dtype: expected bf16, fp8 or fp4, got "
+                                "\"%.100s\"",
+                                c->what, val);
+        if (r == PP_PREC_FP4 && c->exclude)
+            return pp_error_set(e, PP_EUSAGE,
+                                "%s: dtype: fp4 is not searched (pin it with "
+                                "--fix)",
+                                c->what);
+        v = r;
         break;
     }
     case PP_PLAN_DIM_FP8: {

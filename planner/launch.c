@@ -285,6 +285,8 @@ int pp__write_megatron(const pp_plan *p, FILE *fp, pp_error *e) {
             "--fp8-amax-compute-algo max");
     else if (q->dtype == PP_PREC_FP8)
         ARG("--fp8-format hybrid --fp8-recipe %s", fp8_recipe(q));
+    /* NVFP4 (Megatron-core 0.15+: --fp4-format e2m1, the one recipe). */
+    if (q->dtype == PP_PREC_FP4) ARG("--fp4-format e2m1 --fp4-recipe nvfp4");
     int64_t it = train_iters(p);
     if (it > 0) ARG("--train-iters %lld", (long long)it);
 #undef ARG
@@ -369,6 +371,9 @@ int pp__write_nemo(const pp_plan *p, FILE *fp, pp_error *e) {
                 "  transformer_engine: true\n  fp8: true\n"
                 "  fp8_hybrid: true\n  fp8_recipe: %s\n",
                 fp8_recipe(q));
+    else if (q->dtype == PP_PREC_FP4)
+        fprintf(fp, "  transformer_engine: true\n  fp4: e2m1\n"
+                    "  fp4_recipe: nvfp4\n");
     if (q->cp > 1)
         fprintf(fp, "  context_parallel_size: %lld\n", (long long)q->cp);
     pp__nemo_moe(p, fp);
@@ -462,6 +467,12 @@ int pp__write_nemo2(const pp_plan *p, FILE *fp, pp_error *e) {
                             "--format nemo2: model %s is generic (no "
                             "transformer shape)",
                             m->name);
+    /* NeMo 2.0's nl.MegatronMixedPrecision takes fp8 settings only. */
+    if (q->dtype == PP_PREC_FP4)
+        return pp_error_set(e, PP_EUSAGE,
+                            "--format nemo2: dtype=fp4: NeMo 2.0's "
+                            "MegatronMixedPrecision has no NVFP4 setting; "
+                            "use --format nemo or megatron");
     int64_t nodes, per;
     nodes_of(p, c->gpus, &nodes, &per);
     bool fp16 = use_fp16(p);
@@ -634,6 +645,10 @@ int pp__write_nemo2(const pp_plan *p, FILE *fp, pp_error *e) {
 int pp__write_deepspeed(const pp_plan *p, FILE *fp, pp_error *e) {
     const pp_plan_candidate *c = &p->cand[0];
     const pp_parallel *q = &c->par;
+    if (q->dtype == PP_PREC_FP4)
+        return pp_error_set(e, PP_EUSAGE,
+                            "--format deepspeed: dtype=fp4: DeepSpeed does "
+                            "not train in NVFP4");
     json_t *o = json_object(), *z = json_object();
     int64_t nmb = q->gbs / (q->mbs * q->dp);
     /* DeepSpeed checks train_batch_size = micro x accumulation x DP. */

@@ -56,6 +56,7 @@ typedef struct pp__space {
     bool permute_unfused; /* the stack permutes MoE tokens unfused */
     bool a2a;             /* the stack offers the MoE all-to-all overlap */
     bool fp8;    /* the stack and the GPU train in FP8: dtype searched */
+    bool fp4;    /* ... and in NVFP4 (dtype=fp4, pinned only) */
     pp_fp8 fp8_recipe; /* the stack's FP8 recipe (fp8.recipe) */
     bool mxfp8;        /* the GPU runs MXFP8 GEMMs */
     bool fp8_any_layout; /* its FP8 GEMMs take any layout (pp_gpu_spec) */

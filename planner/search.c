@@ -533,6 +533,7 @@ int pp_plan_search(const pp_model *m, const pp_cluster *c,
         .fp8 = plan->profile.fp8 && plan->profile.fp8_peak_flops > 0 &&
                (plan->profile.sw.fp8_recipe != PP_FP8_MXFP8 ||
                 plan->profile.mxfp8 || plan->opt.filter.fixed[PP_PLAN_DIM_FP8]),
+        .fp4 = plan->profile.sw.fp4 && plan->profile.fp4_peak_flops > 0,
         .fp8_recipe = plan->profile.sw.fp8_recipe,
         .mxfp8 = plan->profile.mxfp8,
         .fp8_any_layout = plan->profile.fp8_any_layout,

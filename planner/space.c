@@ -147,13 +147,23 @@ static int walk_zero(const pp__space *s, pp_parallel *p, pp__space_fn fn,
             reject(s, PP_PLAN_REJECT_TARGET);
             continue;
         }
-        /* FP8 only where the stack and the GPU have it; a pinned recipe
-         * asks for FP8 alone. */
+        /* The number formats: bf16, FP8 where the stack and the GPU have
+         * it (a pinned recipe asks for FP8 alone), NVFP4 only when pinned
+         * (--fix dtype=fp4), then alone. */
         bool rpin = s->filter && s->filter->fixed[PP_PLAN_DIM_FP8];
-        for (int dt = rpin; dt <= (s->fp8 ? 1 : 0); dt++) {
-            p->dtype = dt ? PP_PREC_FP8 : PP_PREC_BF16;
-            p->fp8 = dt && rpin ? (pp_fp8)s->filter->value[PP_PLAN_DIM_FP8]
-                                : PP_FP8_AUTO;
+        bool fp4 = s->filter && s->filter->fixed[PP_PLAN_DIM_DTYPE] &&
+                   s->filter->value[PP_PLAN_DIM_DTYPE] == PP_PREC_FP4;
+        static const pp_prec forms[] = {PP_PREC_BF16, PP_PREC_FP8, PP_PREC_FP4};
+        for (size_t f = 0; f < sizeof forms / sizeof forms[0]; f++) {
+            pp_prec dt = forms[f];
+            bool off = dt == PP_PREC_FP4   ? !fp4 || !s->fp4
+                       : dt == PP_PREC_FP8 ? fp4 || !s->fp8
+                                           : fp4 || rpin;
+            if (off || !allowed(s, PP_PLAN_DIM_DTYPE, dt)) continue;
+            p->dtype = dt;
+            p->fp8 = dt == PP_PREC_FP8 && rpin
+                         ? (pp_fp8)s->filter->value[PP_PLAN_DIM_FP8]
+                         : PP_FP8_AUTO;
             p->fp8_recipe = p->fp8 != PP_FP8_AUTO ? p->fp8 : s->fp8_recipe;
             p->fp8_transpose = !s->fp8_any_layout;
             for (int ov = 0; ov <= (p->dp > 1 ? 1 : 0); ov++) {

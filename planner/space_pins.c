@@ -163,6 +163,27 @@ int pp__space_check_pins(const pp__space *s, pp_error *e) {
         return pp_error_set(e, PP_EUSAGE,
                             "--fix dispatcher=hybridep: needs a model with "
                             "experts");
+    if (x[PP_PLAN_DIM_DTYPE]) {
+        pp_prec dt = (pp_prec)v[PP_PLAN_DIM_DTYPE];
+        const char *why =
+            dt == PP_PREC_FP4 && !s->fp4
+                ? "the stack or the GPU does not train "
+                  "in NVFP4 (stack fp4.supported, a "
+                  "catalogue fp4 peak)"
+            : dt == PP_PREC_FP8 && !s->fp8
+                ? "the stack or the GPU does not train in FP8"
+            : dt != PP_PREC_FP8 && x[PP_PLAN_DIM_FP8]
+                ? "an FP8 recipe is pinned too (--fix fp8=)"
+            : dt == PP_PREC_FP4 && s->target == PP_PLAN_TARGET_NEMO2
+                ? "NeMo 2.0's MegatronMixedPrecision has no NVFP4 setting "
+                  "(--format nemo or megatron)"
+            : dt == PP_PREC_FP4 && s->target == PP_PLAN_TARGET_DEEPSPEED
+                ? "DeepSpeed does not train in NVFP4"
+                : NULL;
+        if (why)
+            return pp_error_set(e, PP_EUSAGE, "--fix dtype=%s: %s",
+                                pp_registry_name(&pp_reg_prec, (int)dt), why);
+    }
     if (x[PP_PLAN_DIM_FP8] && !s->fp8)
         return pp_error_set(
             e, PP_EUSAGE,

@@ -404,7 +404,7 @@ static void test_bad_missing_peak(void **state) {
     expect_error(*state, 3, NULL, "3:5: gpus.g1.peak: missing (required)");
     expect_error(*state, 3, "    peak: {}",
                  "3:11: gpus.g1.peak: expected at least one of fp64, "
-                 "fp64_tc, fp32, tf32, bf16, fp8, int8");
+                 "fp64_tc, fp32, tf32, bf16, fp8, int8, fp4");
 }
 
 static void test_bad_latency(void **state) {

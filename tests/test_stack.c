@@ -177,6 +177,11 @@ static void test_broken(void **state) {
     expect_bad("loss:\n  fused: sometimes\n", ":2:10: loss.fused");
     expect_bad("loss:\n  fusion: true\n", ":2:3: loss.fusion");
     expect_bad("loss: true\n", ":1:7: loss");
+    expect_bad("fp4:\n  supported: maybe\n", ":2:14: fp4.supported");
+    expect_bad("fp4:\n  recipe: nvfp4\n", ":2:3: fp4.recipe");
+    expect_bad("fp4: true\n", ":1:6: fp4");
+    expect_bad("optimizer:\n  precision_aware: 2\n",
+               ":2:20: optimizer.precision_aware");
 }
 
 /* The cross-entropy's two forms: the NeMo stacks run Megatron-core's
@@ -265,7 +270,8 @@ static void test_fp8_memory(void **state) {
                7.0 * 2048 * 2 * 2048, 1e-12);
     pp_parallel bad;
     pp_parallel_init(&bad);
-    assert_int_equal(pp_parallel_parse("dtype=fp4", &bad, &e), PP_EINPUT);
+    /* fp4 is a dtype since NVFP4 (test_fp4); fp6 is none. */
+    assert_int_equal(pp_parallel_parse("dtype=fp6", &bad, &e), PP_EINPUT);
     assert_non_null(strstr(e.msg, "dtype"));
 }
 

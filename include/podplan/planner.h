@@ -63,6 +63,9 @@ typedef enum {
     PP_PLAN_DIM_RANK_CAPACITY, /* the per-rank expert capacity in
                                   thousandths (default 0, none; pinned
                                   only, with dispatcher=hybridep) */
+    PP_PLAN_DIM_DTYPE,         /* a pp_prec: bf16 and fp8 (where the stack and
+                          GPU train in FP8) are searched; fp4 (NVFP4)
+                          is pinned only, then every candidate is */
     PP_PLAN_DIM__COUNT
 } pp_plan_dim;
 
