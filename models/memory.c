@@ -36,11 +36,11 @@
  * figure moves with this table. */
 /*
  * adam-bf16-moments: Megatron-core's precision-aware optimizer as
- * Megatron-Bridge's tuned DeepSeek recipes set it
+ * Megatron-Bridge's DeepSeek-V3 recipe sets it
  * (--use-precision-aware-optimizer --exp-avg-dtype bf16 --exp-avg-sq-dtype
- * bf16; perf_recipes/deepseek/common.py,
- * _enable_deepseek_precision_aware_optimizer: main params and main grads
- * fp32, moments bf16).  Transformer Engine's FusedAdam holds the states;
+ * bf16; recipes/deepseek/deepseek_v3.py: main params fp32, main grads and
+ * moments bf16; its tuned variants keep fp32 main grads, perf_recipes/
+ * deepseek/common.py).  Transformer Engine's FusedAdam holds the states;
  * with bf16 weights and an fp32 master it keeps only the master's low 16
  * bits (OptimizerConfig.store_param_remainders, True by default: "store
  * the 16-bit FP32 parameter remainders ... excluding the 16 bits shared

@@ -285,7 +285,9 @@ int pp__write_megatron(const pp_plan *p, FILE *fp, pp_error *e) {
             "--fp8-amax-compute-algo max");
     else if (q->dtype == PP_PREC_FP8)
         ARG("--fp8-format hybrid --fp8-recipe %s", fp8_recipe(q));
-    /* NVFP4 (Megatron-core 0.15+: --fp4-format e2m1, the one recipe). */
+    /* NVFP4: Megatron-LM's --fp4-format (e2m1, its one choice) and
+     * --fp4-recipe (nvfp4, its one recipe; megatron/training/
+     * arguments.py). */
     if (q->dtype == PP_PREC_FP4) ARG("--fp4-format e2m1 --fp4-recipe nvfp4");
     int64_t it = train_iters(p);
     if (it > 0) ARG("--train-iters %lld", (long long)it);

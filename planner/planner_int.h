@@ -91,8 +91,8 @@ typedef int (*pp__space_fn)(void *ctx, const pp_parallel *p, bool overlap,
                             pp_error *e);
 
 /* Walks the space in a fixed order (tp, pp, dp, mbs, vp, first, last, sp,
- * recompute, zero, overlap, each ascending).  Returns 0, 1 when fn stopped it, or
- * fn's error. */
+ * recompute, zero, the number format, overlap, each ascending).  Returns
+ * 0, 1 when fn stopped it, or fn's error. */
 int pp__space_walk(const pp__space *s, pp__space_fn fn, void *ctx, pp_error *e);
 
 /* Whether some unit count of m (its layers, or with --uneven the

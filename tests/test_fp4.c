@@ -5,44 +5,23 @@
  * (sim/train/compute.c), the weights' copies and the saved inputs in
  * memory (models/memory.c), and the planner's pin and launch formats.
  */
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <setjmp.h>
-#include <cmocka.h>
-
-#include <math.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
+#include "models_util.h"
 
 #include <jansson.h>
 
 #include "cli_run.h"
 #include "podplan/sim.h"
 
-static pp_parallel spec(const char *s) {
-    pp_parallel p;
-    pp_error e = PP_ERROR_INIT;
-    pp_parallel_init(&p);
-    if (pp_parallel_parse(s, &p, &e)) fail_msg("%s: %s", s, e.msg);
-    return p;
-}
-
 /* dtype=fp4 reads back as written; an FP8 recipe is not one of it. */
 static void test_spec(void **state) {
     (void)state;
     char buf[PP_SPEC_MAX];
-    pp_parallel p = spec("tp=2,dtype=fp4");
+    pp_parallel p = layout("tp=2,dtype=fp4");
     assert_int_equal(p.dtype, PP_PREC_FP4);
     pp_parallel_format(&p, buf, sizeof buf);
-    assert_non_null(strstr(buf, ",dtype=fp4"));
-    assert_int_equal(spec(buf).dtype, PP_PREC_FP4);
-    pp_error e = PP_ERROR_INIT;
-    pp_parallel_init(&p);
-    assert_int_equal(pp_parallel_parse("dtype=fp4,fp8=mxfp8", &p, &e),
-                     PP_EINPUT);
-    assert_non_null(strstr(e.msg, "but dtype is fp4"));
+    assert_contains(buf, ",dtype=fp4");
+    assert_int_equal(layout(buf).dtype, PP_PREC_FP4);
+    expect_parallel_error("dtype=fp4,fp8=mxfp8", "but dtype is fp4");
 }
 
 /* Blackwell's dense FP4 rates (B300's and GB300's Ultra tensor cores
@@ -102,7 +81,7 @@ static void layer(const char *fmt, double *kernels, double *fwd_s) {
         fail_msg("%s", e.msg);
     char s[128];
     snprintf(s, sizeof s, "tp=1,pp=1,dp=8,mbs=1,gbs=8,%s", fmt);
-    pp_parallel p = spec(s);
+    pp_parallel p = layout(s);
     g.sw.host_kernel_s = 1e-3;
     pp_stack_resolve(&g, &p);
     if (pp_layer_cost_get(&g, &m, &p, &lc, &e)) fail_msg("%s", e.msg);
@@ -135,8 +114,7 @@ static void test_layer(void **state) {
 static void test_memory(void **state) {
     (void)state;
     pp_error e = PP_ERROR_INIT;
-    pp_model m;
-    if (pp_model_load("llama3-70b", &m, &e)) fail_msg("%s", e.msg);
+    pp_model m = load("llama3-70b");
     const char *base = "tp=4,pp=4,dp=4,mbs=1,gbs=64,sp=on,zero=1,"
                        "recompute=none,dtype=";
     pp_memory r[3];
@@ -144,7 +122,7 @@ static void test_memory(void **state) {
     for (int i = 0; i < 3; i++) {
         char s[128];
         snprintf(s, sizeof s, "%s%s", base, fmt[i]);
-        pp_parallel p = spec(s);
+        pp_parallel p = layout(s);
         p.fp8_transpose = false; /* Blackwell: one FP8 copy */
         if (pp_memory_per_gpu(&m, &p, PP_OPT_ADAM_MIXED, &r[i], &e))
             fail_msg("%s", e.msg);
