@@ -8,6 +8,7 @@
 #include "models_util.h"
 
 #include <jansson.h>
+#include <unistd.h>
 
 #include "cli_run.h"
 #include "podplan/sim.h"
@@ -233,11 +234,63 @@ static void test_plan(void **state) {
     json_decref(j);
 }
 
+/* A what-if study's variants train with the study's stack when it names
+ * one: NVFP4 runs on its B200 variant under nemo-2025 and is infeasible on
+ * the H100 one; without the stack each GPU's default (Megatron-core
+ * 2024) has no NVFP4. */
+static json_t *study(bool stack) {
+    char path[] = "/tmp/podplan-fp4-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    FILE *fp = fdopen(fd, "w");
+    fprintf(fp,
+            "name: fp4\nmodel: llama3-8b\ncluster: dgx-h100-ndr\n%s"
+            "tokens: 1e9\nglobal_batch: 64\nset:\n  node.count: 1\n"
+            "bundles:\n"
+            "  b200: {gpu: b200, server: dgx-b200, nic: ndr, switch: qm9700}\n"
+            "  h100: {gpu: h100-sxm5, server: dgx-h100, nic: ndr, "
+            "switch: qm9700}\n"
+            "vary:\n  bundle: [b200, h100]\nlayout:\n"
+            "  parallel: tp=1,pp=1,dp=8,mbs=1,gbs=64,zero=1,dtype=fp4\n",
+            stack ? "stack: nemo-2025\n" : "");
+    fclose(fp);
+    json_t *j = cli_json_ok("whatif --study %s --format json", path);
+    unlink(path);
+    return j;
+}
+
+static const char *variant(json_t *j, size_t i, const char *key) {
+    json_t *v = json_array_get(json_object_get(j, "variants"), i);
+    assert_non_null(v);
+    const char *s = json_string_value(json_object_get(v, key));
+    assert_non_null(s);
+    return s;
+}
+
+static void test_whatif(void **state) {
+    (void)state;
+    json_t *j = study(true);
+    assert_string_equal(json_string_value(json_object_get(j, "stack")),
+                        "nemo-2025");
+    assert_string_equal(variant(j, 0, "status"), "ok");
+    assert_contains(variant(j, 0, "parallel"), "dtype=fp4");
+    assert_string_equal(variant(j, 1, "status"), "infeasible");
+    assert_contains(variant(j, 1, "error"),
+                    "dtype=fp4 on h100-sxm5: the GPU has no FP4 tensor cores");
+    json_decref(j);
+    j = study(false);
+    assert_string_equal(variant(j, 0, "status"), "infeasible");
+    assert_contains(variant(j, 0, "error"),
+                    "dtype=fp4 on b200: the stack does not train in NVFP4");
+    json_decref(j);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_spec),     cmocka_unit_test(test_gemm),
         cmocka_unit_test(test_layer),    cmocka_unit_test(test_memory),
         cmocka_unit_test(test_simulate), cmocka_unit_test(test_plan),
+        cmocka_unit_test(test_whatif),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -116,10 +116,8 @@ static int decode(const pp_whatif_study *s, size_t i, variant *v, char *label,
     return 0;
 }
 
-/* A name relative to the study's folder when that file exists there
- * (studies name their own inputs), else as given (a shipped name). */
-static const char *beside(const pp_whatif_study *s, const char *name,
-                          char *buf, size_t len) {
+const char *pp__whatif_beside(const pp_whatif_study *s, const char *name,
+                              char *buf, size_t len) {
     if (name[0] == '/' || !strchr(name, '/')) return name;
     const char *slash = strrchr(s->path, '/');
     if (!slash) return name;
@@ -206,16 +204,19 @@ static int run_fixed(const pp_whatif_study *s, variant *v,
                            why.msg);
     }
     v->gbs = par.gbs; /* the layout's batch sets the iterations */
-    /* As `podplan simulate` without --stack: the GPU's default software
-     * stack decides what the SPEC leaves open (attention kernels,
-     * recomputation) and the DP overlap, buckets and pipeline sends, so an
-     * H100 variant trains as Megatron-core 2024 does, an A100 one as
-     * Megatron-LM 2021. */
+    /* The study's stack (every variant trains with it), or, as `podplan
+     * simulate` without --stack, the GPU's default one: it decides what
+     * the SPEC leaves open (attention kernels, recomputation) and the DP
+     * overlap, buckets and pipeline sends, so without one an H100 variant
+     * trains as Megatron-core 2024 does, an A100 one as Megatron-LM
+     * 2021. */
     const pp_cluster_info *info = pp_cluster_info_get(c);
     pp_gpu_profile prof;
     pp_stack stk;
-    if ((rc = pp_profile_load_stack(NULL, info->gpu, NULL, &prof, &stk, e)) <
-        0)
+    char sbuf[1024];
+    const char *sn =
+        s->stack ? pp__whatif_beside(s, s->stack, sbuf, sizeof sbuf) : NULL;
+    if ((rc = pp_profile_load_stack(NULL, info->gpu, sn, &prof, &stk, e)) < 0)
         return rc;
     pp_stack_resolve(&prof, &par);
     /* An FP8 layout on a variant whose GPU or stack cannot run it does
@@ -290,8 +291,21 @@ static int run_planner(const pp_whatif_study *s, const variant *v,
     o.fidelity = s->fidelity;
     o.tokens = v->tokens;
     o.jobs = 1; /* one core per rank: MPI spreads the variants instead */
+    /* The study's stack, if it names one; else the planner's own choice
+     * (the GPU's profile and default stack). */
+    pp_gpu_profile prof;
+    char sbuf[1024];
+    int rc;
+    if (s->stack) {
+        if ((rc = pp_profile_load_stack(
+                 NULL, info->gpu,
+                 pp__whatif_beside(s, s->stack, sbuf, sizeof sbuf), &prof, NULL,
+                 e)) < 0)
+            return rc;
+        o.profile = &prof;
+    }
     pp_plan *plan = NULL;
-    int rc = pp_plan_search(m, c, &o, &plan, e);
+    rc = pp_plan_search(m, c, &o, &plan, e);
     if (rc == PP_EINFEASIBLE) {
         r->status = 1;
         snprintf(r->error, sizeof r->error, "%.500s", e->msg);
@@ -323,14 +337,14 @@ int pp_whatif_run(const pp_whatif_study *s, size_t i, pp_whatif_result *r,
     r->index = (int32_t)i;
     int rc = decode(s, i, v, r->label, sizeof r->label, e);
     if (rc < 0) goto out;
-    rc = pp_cluster_load(beside(s, s->cluster, buf, sizeof buf), v->sets,
-                         v->n_sets, NULL, &c, e);
+    rc = pp_cluster_load(pp__whatif_beside(s, s->cluster, buf, sizeof buf),
+                         v->sets, v->n_sets, NULL, &c, e);
     if (rc < 0) {
         rc = locate_set_error(v, rc, e);
         goto out;
     }
-    if ((rc = pp_model_load(beside(s, v->model, mbuf, sizeof mbuf), &m, e)) <
-        0)
+    if ((rc = pp_model_load(pp__whatif_beside(s, v->model, mbuf, sizeof mbuf),
+                            &m, e)) < 0)
         goto out;
     const pp_cluster_info *info = pp_cluster_info_get(c);
     r->cluster_gpus = info->gpus;

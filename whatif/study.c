@@ -475,6 +475,18 @@ static int read_study(pp_whatif_study *s, pp_error *e) {
                               PP_Q_COUNT, NULL, false, &s->tokens_per_batch,
                               e)) < 0)
         return rc;
+    /* The stack every variant trains with: one podplan has (a name in
+     * topologies/stacks/ or a file beside the study), said here at its
+     * line rather than by the first variant. */
+    if (s->stack) {
+        pp_stack st;
+        pp_error why = PP_ERROR_INIT;
+        char buf[1024];
+        if (pp_stack_load(pp__whatif_beside(s, s->stack, buf, sizeof buf), &st,
+                          &why) < 0)
+            return pp_error_at(e, PP_EINPUT, pp_map_get(root, "stack"), "stack",
+                               "%s", why.msg);
+    }
     if ((s->gbs > 0) == (s->tokens_per_batch > 0))
         return pp_error_at(e, PP_EINPUT, root, "global_batch",
                            "give global_batch (sequences) or "

@@ -82,6 +82,11 @@ struct pp_whatif_study {
     double deadline_s, budget_usd, power_cap_w; /* 0: none */
 };
 
+/* A name relative to the study's folder when that file exists there
+ * (studies name their own inputs), else as given (a shipped name). */
+const char *pp__whatif_beside(const pp_whatif_study *s, const char *name,
+                              char *buf, size_t len);
+
 /* Money: 400000, "$400,000", "$4.95M", "1.2k"; > 0 unless allow_zero. */
 int pp__wi_money(const pp_node *n, const char *path, bool allow_zero,
                  double *out, pp_error *e);
