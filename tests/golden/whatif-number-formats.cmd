@@ -1,0 +1,1 @@
+podplan whatif --study number-formats
