@@ -10,11 +10,11 @@
 #include "models_int.h"
 
 static const char *const spec_keys[] = {
-    "tp",     "pp",        "dp",   "mbs",     "gbs",         "vp",
-    "sp",     "recompute", "zero", "first",   "last",        "dtype",
-    "attn",   "cp",        "ep",   "etp",     "dispatcher",  "permute",
-    "layout", "graphs",    "fp8",  "offload", "a2a_overlap", "rank_capacity",
-    NULL};
+    "tp",       "pp",        "dp",   "mbs",     "gbs",         "vp",
+    "sp",       "recompute", "zero", "first",   "last",        "dtype",
+    "attn",     "cp",        "ep",   "etp",     "dispatcher",  "permute",
+    "layout",   "graphs",    "fp8",  "offload", "a2a_overlap", "rank_capacity",
+    "fp8_attn", NULL};
 enum {
     K_TP,
     K_PP,
@@ -39,7 +39,8 @@ enum {
     K_FP8,
     K_OFFLOAD,
     K_A2A,
-    K_RANK_CAPACITY
+    K_RANK_CAPACITY,
+    K_FP8_ATTN
 };
 
 /* graphs= scopes, in PP_GRAPH_* bit order (Megatron-core's
@@ -250,8 +251,10 @@ static int spec_value(void *ctx, int k, const char *val, pp_error *e) {
                                 pre, spec_keys[k], val);
         return 0;
     }
-    if (k == K_SP || k == K_A2A) {
-        bool *b = k == K_SP ? &p->sp : &p->a2a_overlap;
+    if (k == K_SP || k == K_A2A || k == K_FP8_ATTN) {
+        bool *b = k == K_SP    ? &p->sp
+                  : k == K_A2A ? &p->a2a_overlap
+                               : &p->fp8_attn;
         if (strcmp(val, "on") == 0 || strcmp(val, "true") == 0)
             *b = true;
         else if (strcmp(val, "off") == 0 || strcmp(val, "false") == 0)
@@ -363,6 +366,20 @@ int pp_parallel_parse(const char *spec, pp_parallel *p, pp_error *e) {
                             "but dtype is %s",
                             pp_registry_name(&pp_reg_fp8, (int)q.fp8),
                             pp_registry_name(&pp_reg_prec, (int)q.dtype));
+    /* Transformer Engine's FP8 attention runs inside an FP8 recipe, in
+     * cuDNN's fused kernel: not with NVFP4 or the block-scaling recipe
+     * (its backend selection removes FusedAttention for them), not as
+     * the standard s^2 attention. */
+    if (q.fp8_attn && (q.dtype != PP_PREC_FP8 || q.fp8 == PP_FP8_BLOCKWISE ||
+                       q.attn == PP_ATTN_STANDARD))
+        return pp_error_set(
+            e, PP_EINPUT,
+            "--parallel: fp8_attn: FP8 attention needs dtype=fp8 with a "
+            "recipe other than blockwise and flash attention, got "
+            "dtype=%s%s%s",
+            pp_registry_name(&pp_reg_prec, (int)q.dtype),
+            q.fp8 == PP_FP8_BLOCKWISE ? ",fp8=blockwise" : "",
+            q.attn == PP_ATTN_STANDARD ? ",attn=standard" : "");
     *p = q;
     return 0;
 }
@@ -412,6 +429,8 @@ char *pp_parallel_format(const pp_parallel *p, char *buf, size_t len) {
                       (long long)p->offload);
     if (n >= 0 && (size_t)n < len && p->a2a_overlap)
         n += snprintf(buf + n, len - (size_t)n, ",a2a_overlap=on");
+    if (n >= 0 && (size_t)n < len && p->fp8_attn)
+        n += snprintf(buf + n, len - (size_t)n, ",fp8_attn=on");
     if (n >= 0 && (size_t)n < len && p->rank_capacity > 0)
         n += snprintf(buf + n, len - (size_t)n, ",rank_capacity=%g",
                       p->rank_capacity);

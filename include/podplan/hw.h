@@ -313,6 +313,10 @@ typedef struct pp_gpu_profile {
     double flash_d64_fwd_flops_half, flash_d64_bwd_flops_half;
     double flash_d192_fwd_efficiency, flash_d192_bwd_efficiency;
     double flash_d192_fwd_flops_half, flash_d192_bwd_flops_half;
+    /* FP8 attention (fp8_attn=on): its kernel's time over the 16-bit
+     * one's, forward and backward (attention.fp8_fwd_time_ratio,
+     * fp8_bwd_time_ratio; 0: no FP8 attention figure, refused). */
+    double attn_fp8_fwd_ratio, attn_fp8_bwd_ratio;
     /* The software stack applied to this profile (pp_stack_apply; the
      * two framework fields above are the stack's unless the profile file
      * still has a framework: section, which then wins). */

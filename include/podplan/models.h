@@ -305,6 +305,11 @@ typedef struct pp_parallel {
      * (models/validate.c says where Megatron-core allows it).  One more
      * micro-batch warms up. */
     bool a2a_overlap;
+    /* Transformer Engine's FP8 dot-product attention (fp8_attn=on,
+     * Megatron-core's --fp8-dot-product-attention): Q, K and V cast to FP8
+     * and cuDNN's FP8 kernel, at the GPU profile's FP8 / BF16 time ratios
+     * (sim/train/compute.c). */
+    bool fp8_attn;
     /* recompute= was given; otherwise pp_stack_resolve replaces the
      * default (full) with the software stack's own default. */
     bool recompute_set;

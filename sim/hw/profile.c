@@ -330,6 +330,12 @@ static int profile_read(pp_node *root, pp_gpu_profile *g, pp_error *e) {
          (rc = pp_map_number(sec, "attention", "flash_bwd_flops_half",
                              PP_OPTIONAL, 0, 1e18, &g->flash_bwd_flops_half,
                              e)) < 0 ||
+         (rc = pp_map_number(sec, "attention", "fp8_fwd_time_ratio",
+                             PP_OPTIONAL, 0.1, 2, &g->attn_fp8_fwd_ratio, e)) <
+             0 ||
+         (rc = pp_map_number(sec, "attention", "fp8_bwd_time_ratio",
+                             PP_OPTIONAL, 0.1, 2, &g->attn_fp8_bwd_ratio, e)) <
+             0 ||
          (rc = load_flash_dims(sec, g, e)) < 0 ||
          (rc = pp_map_done(sec, "attention", e)) < 0))
         return rc;

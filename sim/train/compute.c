@@ -193,6 +193,10 @@ static void flash(const pp__shape *s, pp__oplist *l, const char *name,
         t = ws * flash_time(s, fw, d, bwd) + (1.0 - ws) * t;
         f = ws * fw + (1.0 - ws) * f;
     }
+    /* fp8_attn=on: cuDNN's FP8 kernel, at the profile's FP8 / 16-bit time
+     * ratio (published kernel times, the profile says which). */
+    if (s->p->fp8_attn)
+        t *= bwd ? s->g->attn_fp8_bwd_ratio : s->g->attn_fp8_fwd_ratio;
     double lf =
         s->g->framework_efficiency > 0 ? s->g->framework_efficiency : 1.0;
     o->flops = f;
@@ -476,11 +480,28 @@ static void tp_overlap(const pp__shape *s, const dims *x, pp__oplist *l,
     }
 }
 
+/* fp8_attn=on's casts around the kernel (Transformer Engine's FP8
+ * dot-product attention without FP8 inputs, fp8_mha off: its
+ * QKV_quantizer casts Q, K and V, one kernel each, and the output comes
+ * back to 16 bits; backward the output gradient is cast and dQ, dK, dV
+ * come back): the inputs as the FP8 recipe casts them (fp8_cast), the
+ * way back 3 bytes an element (read 1, write 2), a kernel per tensor. */
+static void fp8_attn_casts(const pp__shape *s, const dims *x, pp__oplist *l,
+                           bool bwd) {
+    if (!s->p->fp8_attn) return;
+    double o = x->tok * x->q / x->t;
+    double qkv = x->tok * (x->q + 2.0 * x->kvd) / x->t;
+    fp8_cast(s, l, bwd ? 1 : 3, bwd ? o : qkv);
+    mem(s, l, "fp8 attn dequant", 3.0 * (bwd ? qkv : o));
+    l->v[l->n - 1].kernels = bwd ? 3 : 1;
+}
+
 static void core_fwd(const pp__shape *s, const dims *x, pp__oplist *l) {
     double E = x->heads * x->sq * x->sk;
     size_t from = l->n;
     /* FlashAttention writes the context in [s, b, h/t] order itself. */
     if (s->p->flash) {
+        fp8_attn_casts(s, x, l, false);
         flash(s, l, "flash attn", x->heads, x->sq, x->sk, x->dc, false);
         cp_wrap(x, l, from, 1.0, "cp ring attention");
         return;
@@ -656,6 +677,7 @@ void pp__ops_layer_bwd(const pp__shape *s, pp__oplist *l) {
     if (s->p->recompute == PP_RECOMPUTE_SELECTIVE) core_fwd(s, &x, l);
     size_t core0 = l->n;
     if (s->p->flash) {
+        fp8_attn_casts(s, &x, l, true);
         flash(s, l, "flash attn bwd", x.heads, x.sq, x.sk, x.dc, true);
     } else {
         /* scores x V backward: d(probs) = dO V^T and dV = P^T dO. */

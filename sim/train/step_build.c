@@ -379,6 +379,32 @@ static int check(const pp_step_config *cfg, pp_memory *mem, pp_error *e) {
                             "with asynchronous whole-tensor pipeline sends "
                             "(--p2p async, --p2p-scatter-gather off, as "
                             "Megatron-core sends)");
+    /* FP8 attention's times are published for head dim 128 on Blackwell
+     * (the profiles' attention.fp8_*_time_ratio); cuDNN's FP8 kernels
+     * take head dims up to 128. */
+    if (p->fp8_attn && m->arch != PP_ARCH_TRANSFORMER)
+        return pp_error_set(e, PP_EUSAGE,
+                            "--parallel: fp8_attn=on: model %s is generic "
+                            "(no attention layers)",
+                            m->name);
+    double hd = !p->fp8_attn      ? 0
+                : m->head_dim > 0 ? (double)m->head_dim
+                                  : pp_model_kv_channels(m);
+    if (p->fp8_attn && !(cfg->profile->attn_fp8_fwd_ratio > 0 &&
+                         cfg->profile->attn_fp8_bwd_ratio > 0))
+        return pp_error_set(e, PP_EUSAGE,
+                            "--parallel: fp8_attn=on: profile %s has no FP8 "
+                            "attention times (attention.fp8_fwd_time_ratio, "
+                            "fp8_bwd_time_ratio: published for B200, GB200 "
+                            "and GB300)",
+                            cfg->profile->name);
+    if (p->fp8_attn && (p->fp8_recipe == PP_FP8_BLOCKWISE || hd > 128))
+        return pp_error_set(e, PP_EUSAGE, "--parallel: fp8_attn=on: %s",
+                            hd > 128 ? "cuDNN's FP8 attention takes head "
+                                       "dims up to 128"
+                                     : "not with the blockwise FP8 recipe "
+                                       "(Transformer Engine has no FP8 "
+                                       "attention for block scaling)");
     if ((rc = pp_optimizer_check(cfg->optimizer, p, e)) ||
         (rc = pp_memory_per_gpu(m, p, cfg->optimizer, mem, e)))
         return rc;
