@@ -120,6 +120,11 @@ static void test_profile_errors(void **state) {
     assert_non_null(strstr(e.msg, "did you mean \"efficiency\""));
 
     pp_error_clear(&e);
+    p = tmpfile_with("attention:\n  fp8_bwd_time_ratio: 7\n");
+    assert_int_equal(pp_profile_load(p, gpu, &g, &e), PP_EINPUT);
+    assert_non_null(strstr(e.msg, ":2:23: attention.fp8_bwd_time_ratio"));
+
+    pp_error_clear(&e);
     p = tmpfile_with("gemm:\n  nvfp4_efficiency: 0\n");
     assert_int_equal(pp_profile_load(p, gpu, &g, &e), PP_EINPUT);
     assert_non_null(strstr(e.msg, ":2:21: gemm.nvfp4_efficiency"));
