@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cli_run.h"
+#include "layer_util.h"
 #include "podplan/sim.h"
 
 /* dtype=fp4 reads back as written; an FP8 recipe is not one of it. */
@@ -67,28 +68,15 @@ static void test_gemm(void **state) {
     pp_catalog_free(cat);
 }
 
-/* One Llama 3 8B layer on a B200 under nemo-2025: its kernels (host
- * issue at 1 ms each counts them) and forward time, per format. */
+/* One Llama 3 8B layer on a B200 under nemo-2025, per format
+ * (layer_util.h). */
 static void layer(const char *fmt, double *kernels, double *fwd_s) {
-    pp_error e = PP_ERROR_INIT;
-    pp_model m;
-    pp_gpu_profile g;
-    pp_layer_cost lc;
-    pp_catalog *cat;
-    if (pp_catalog_load(NULL, &cat, &e) || pp_model_load("llama3-8b", &m, &e))
-        fail_msg("%s", e.msg);
-    if (pp_profile_load_stack(NULL, pp_catalog_gpu(cat, "b200"), "nemo-2025",
-                              &g, NULL, &e))
-        fail_msg("%s", e.msg);
     char s[128];
     snprintf(s, sizeof s, "tp=1,pp=1,dp=8,mbs=1,gbs=8,%s", fmt);
-    pp_parallel p = layout(s);
-    g.sw.host_kernel_s = 1e-3;
-    pp_stack_resolve(&g, &p);
-    if (pp_layer_cost_get(&g, &m, &p, &lc, &e)) fail_msg("%s", e.msg);
-    *kernels = lc.host_s / 1e-3;
-    *fwd_s = lc.fwd_s;
-    pp_catalog_free(cat);
+    layer_costs c =
+        layer_costs_get("b200", "nemo-2025", "llama3-8b", s, PP_FP8_AUTO);
+    *kernels = c.kernels;
+    *fwd_s = c.fwd_s;
 }
 
 /* Each GEMM input's NVFP4 cast is three kernels where MXFP8's is one (an

@@ -20,6 +20,7 @@
 #include <jansson.h>
 
 #include "cli_run.h"
+#include "layer_util.h"
 #include "podplan/sim.h"
 
 /* The recipe round trip, the defaults and the refusals of the SPEC. */
@@ -75,33 +76,14 @@ static void test_spec(void **state) {
     assert_non_null(strstr(e.msg, "tensorwise"));
 }
 
-/* Kernels (host.kernel_issue at 1 ms: host_s / 1 ms counts them) and
- * forward time of one Qwen3-30B-A3B layer, 16 experts on the GPU (ep 8),
- * under recipe r. */
+/* Kernels and forward time of one Qwen3-30B-A3B layer, 16 experts on
+ * the GPU (ep 8), under recipe r (layer_util.h). */
 static void layer(pp_fp8 r, double *kernels, double *fwd_s) {
-    pp_error e = PP_ERROR_INIT;
-    pp_model m;
-    pp_gpu_profile g;
-    pp_parallel p;
-    pp_layer_cost lc;
-    const pp_gpu_spec *gpu;
-    pp_catalog *cat;
-    if (pp_catalog_load(NULL, &cat, &e) ||
-        pp_model_load("qwen3-30b-a3b", &m, &e))
-        fail_msg("%s", e.msg);
-    gpu = pp_catalog_gpu(cat, "b200");
-    if (!gpu || pp_profile_load_stack(NULL, gpu, "nemo-2025", &g, NULL, &e))
-        fail_msg("b200: %s", e.msg);
-    pp_parallel_init(&p);
-    if (pp_parallel_parse("tp=1,pp=1,dp=8,ep=8,mbs=1,gbs=8,dtype=fp8", &p, &e))
-        fail_msg("%s", e.msg);
-    p.fp8 = p.fp8_recipe = r;
-    g.sw.host_kernel_s = 1e-3;
-    pp_stack_resolve(&g, &p);
-    if (pp_layer_cost_get(&g, &m, &p, &lc, &e)) fail_msg("%s", e.msg);
-    *kernels = lc.host_s / 1e-3;
-    *fwd_s = lc.fwd_s;
-    pp_catalog_free(cat);
+    layer_costs c =
+        layer_costs_get("b200", "nemo-2025", "qwen3-30b-a3b",
+                        "tp=1,pp=1,dp=8,ep=8,mbs=1,gbs=8,dtype=fp8", r);
+    *kernels = c.kernels;
+    *fwd_s = c.fwd_s;
 }
 
 static void test_cast_costs(void **state) {
@@ -348,32 +330,16 @@ static void test_weight_copies(void **state) {
 }
 
 /* One Llama 3 8B layer on a B200 in MXFP8 under nemo-2025, with or
- * without fp8_attn=on: kernels (host issue at 1 ms each) and times. */
+ * without fp8_attn=on. */
 static void attn_layer(bool on, double *kernels, double *fwd_s, double *bwd_s) {
-    pp_error e = PP_ERROR_INIT;
-    pp_model m;
-    pp_gpu_profile g;
-    pp_parallel p;
-    pp_layer_cost lc;
-    pp_catalog *cat;
-    if (pp_catalog_load(NULL, &cat, &e) || pp_model_load("llama3-8b", &m, &e))
-        fail_msg("%s", e.msg);
-    if (pp_profile_load_stack(NULL, pp_catalog_gpu(cat, "b200"), "nemo-2025",
-                              &g, NULL, &e))
-        fail_msg("%s", e.msg);
-    pp_parallel_init(&p);
-    if (pp_parallel_parse(on ? "tp=1,dp=8,mbs=1,gbs=8,dtype=fp8,fp8=mxfp8,"
-                               "fp8_attn=on"
-                             : "tp=1,dp=8,mbs=1,gbs=8,dtype=fp8,fp8=mxfp8",
-                          &p, &e))
-        fail_msg("%s", e.msg);
-    g.sw.host_kernel_s = 1e-3;
-    pp_stack_resolve(&g, &p);
-    if (pp_layer_cost_get(&g, &m, &p, &lc, &e)) fail_msg("%s", e.msg);
-    *kernels = lc.host_s / 1e-3;
-    *fwd_s = lc.fwd_s;
-    *bwd_s = lc.bwd_s;
-    pp_catalog_free(cat);
+    layer_costs c = layer_costs_get(
+        "b200", "nemo-2025", "llama3-8b",
+        on ? "tp=1,dp=8,mbs=1,gbs=8,dtype=fp8,fp8=mxfp8,fp8_attn=on"
+           : "tp=1,dp=8,mbs=1,gbs=8,dtype=fp8,fp8=mxfp8",
+        PP_FP8_AUTO);
+    *kernels = c.kernels;
+    *fwd_s = c.fwd_s;
+    *bwd_s = c.bwd_s;
 }
 
 /* fp8_attn=on (Transformer Engine's FP8 dot-product attention): the SPEC
