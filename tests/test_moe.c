@@ -26,11 +26,20 @@ static void test_zoo_counts(void **state) {
         {"llama3-405b", 405853388800.0, 405e9, 0.005, 405e9, 0.005},
         {"mixtral-8x7b", 46702792704.0, 46.7e9, 0.001, 12.9e9, 0.005},
         {"deepseek-v3", 0, 671e9, 0.01, 37e9, 0.05},
+        /* Architecture counts, not a checkpoint's: Qwen3-8B without its
+         * 9,216 QK-norm weights, against the model card's "8.2B" as
+         * models/zoo/qwen3-8b.yaml remembers it (1%: two digits); Moonlight at Megatron-Bridge's vocabulary of
+         * 163,842, 27 x 13,767,168 attention and norms + 69,206,016 dense
+         * MLP + 26 x 571,080,704 MoE + 671,098,880 embeddings and final
+         * norm (no published total checked: total 0). */
+        {"qwen3-8b", 8190726144.0, 8.2e9, 0.01, 8.2e9, 0.01},
+        {"moonlight-16b-a3b", 15960116736.0, 0, 0, 0, 0},
     };
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         pp_model m = load(rows[i].name);
         if (rows[i].exact > 0)
             assert_true(pp_model_params(&m) == rows[i].exact);
+        if (rows[i].total == 0) continue;
         assert_rel(pp_model_params(&m), rows[i].total, rows[i].total_tol);
         assert_rel(pp_model_active_params(&m), rows[i].active,
                    rows[i].active_tol);
