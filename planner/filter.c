@@ -18,7 +18,8 @@ static const char *const dim_names[PP_PLAN_DIM__COUNT + 1] = {
     "tp",  "pp",        "dp",          "mbs",           "gbs",     "vp",
     "sp",  "recompute", "zero",        "overlap",       "first",   "last",
     "cp",  "ep",        "etp",         "dispatcher",    "permute", "graphs",
-    "fp8", "offload",   "a2a_overlap", "rank_capacity", "dtype",   NULL};
+    "fp8", "offload",   "a2a_overlap", "rank_capacity", "dtype",   "fp8_attn",
+    NULL};
 
 const char *pp_plan_dim_name(pp_plan_dim d) {
     return (unsigned)d < PP_PLAN_DIM__COUNT ? dim_names[d] : "?";
@@ -62,6 +63,8 @@ static const char *pinned_only(pp_plan_dim d) {
     case PP_PLAN_DIM_OFFLOAD: return "none unless pinned with --fix offload=N";
     case PP_PLAN_DIM_RANK_CAPACITY:
         return "none unless pinned with --fix rank_capacity=X";
+    case PP_PLAN_DIM_FP8_ATTN:
+        return "off unless pinned with --fix fp8_attn=on";
     default: return NULL;
     }
 }
@@ -85,6 +88,7 @@ static int filter_value(void *ctx, int k, const char *val, pp_error *e) {
     case PP_PLAN_DIM_SP:
     case PP_PLAN_DIM_OVERLAP:
     case PP_PLAN_DIM_A2A:
+    case PP_PLAN_DIM_FP8_ATTN:
         if (on_off(val, &v))
             return pp_error_set(e, PP_EUSAGE,
                                 "%s: %s: expected on or off, got \"%.100s\"",

@@ -285,6 +285,9 @@ int pp__write_megatron(const pp_plan *p, FILE *fp, pp_error *e) {
             "--fp8-amax-compute-algo max");
     else if (q->dtype == PP_PREC_FP8)
         ARG("--fp8-format hybrid --fp8-recipe %s", fp8_recipe(q));
+    /* Transformer Engine's FP8 attention (megatron/training/arguments.py,
+     * TransformerConfig.fp8_dot_product_attention). */
+    if (q->fp8_attn) ARG("--fp8-dot-product-attention");
     /* NVFP4: Megatron-LM's --fp4-format (e2m1, its one choice) and
      * --fp4-recipe (nvfp4, its one recipe; megatron/training/
      * arguments.py). */
@@ -376,6 +379,8 @@ int pp__write_nemo(const pp_plan *p, FILE *fp, pp_error *e) {
     else if (q->dtype == PP_PREC_FP4)
         fprintf(fp, "  transformer_engine: true\n  fp4: e2m1\n"
                     "  fp4_recipe: nvfp4\n");
+    /* TransformerConfig's field of the same name, by the rule above. */
+    if (q->fp8_attn) fputs("  fp8_dot_product_attention: true\n", fp);
     if (q->cp > 1)
         fprintf(fp, "  context_parallel_size: %lld\n", (long long)q->cp);
     pp__nemo_moe(p, fp);
@@ -587,7 +592,7 @@ int pp__write_nemo2(const pp_plan *p, FILE *fp, pp_error *e) {
 
     /* MegatronMixedPrecision's FP8 arguments (fp8_recipe besides
      * delayed scaling, as NeMo's performance recipes set it). */
-    char mp[128] = "";
+    char mp[192] = "";
     if (q->dtype == PP_PREC_FP8 && fp8_delayed(q))
         snprintf(mp, sizeof mp,
                  ", fp8=\"hybrid\", fp8_amax_history_len=1024, "
@@ -595,6 +600,10 @@ int pp__write_nemo2(const pp_plan *p, FILE *fp, pp_error *e) {
     else if (q->dtype == PP_PREC_FP8)
         snprintf(mp, sizeof mp, ", fp8=\"hybrid\", fp8_recipe=\"%s\"",
                  fp8_recipe(q));
+    /* MegatronMixedPrecision's fp8_dot_product_attention argument. */
+    if (q->fp8_attn)
+        snprintf(mp + strlen(mp), sizeof mp - strlen(mp),
+                 ", fp8_dot_product_attention=True");
     fputs("trainer = nl.Trainer(\n", fp);
     fprintf(fp, "    devices=%lld,\n    num_nodes=%lld,\n", (long long)per,
             (long long)nodes);

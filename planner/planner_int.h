@@ -59,6 +59,7 @@ typedef struct pp__space {
     bool fp4;    /* ... and in NVFP4 (dtype=fp4, pinned only) */
     pp_fp8 fp8_recipe; /* the stack's FP8 recipe (fp8.recipe) */
     bool mxfp8;        /* the GPU runs MXFP8 GEMMs */
+    bool fp8_attn;     /* the profile times FP8 attention (Blackwell's) */
     bool fp8_any_layout; /* its FP8 GEMMs take any layout (pp_gpu_spec) */
     uint32_t recompute_mask;
     const char *stack; /* its name, for messages */

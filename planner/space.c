@@ -148,9 +148,11 @@ static int walk_zero(const pp__space *s, pp_parallel *p, pp__space_fn fn,
             continue;
         }
         /* The number formats: bf16, FP8 where the stack and the GPU have
-         * it (a pinned recipe asks for FP8 alone), NVFP4 only when pinned
-         * (--fix dtype=fp4), then alone. */
-        bool rpin = s->filter && s->filter->fixed[PP_PLAN_DIM_FP8];
+         * it (a pinned recipe or FP8 attention asks for FP8 alone), NVFP4
+         * only when pinned (--fix dtype=fp4), then alone. */
+        bool apin = s->filter && s->filter->fixed[PP_PLAN_DIM_FP8_ATTN] &&
+                    s->filter->value[PP_PLAN_DIM_FP8_ATTN];
+        bool rpin = apin || (s->filter && s->filter->fixed[PP_PLAN_DIM_FP8]);
         bool fp4 = s->filter && s->filter->fixed[PP_PLAN_DIM_DTYPE] &&
                    s->filter->value[PP_PLAN_DIM_DTYPE] == PP_PREC_FP4;
         static const pp_prec forms[] = {PP_PREC_BF16, PP_PREC_FP8, PP_PREC_FP4};
@@ -161,9 +163,11 @@ static int walk_zero(const pp__space *s, pp_parallel *p, pp__space_fn fn,
                                            : fp4 || rpin;
             if (off || !allowed(s, PP_PLAN_DIM_DTYPE, dt)) continue;
             p->dtype = dt;
-            p->fp8 = dt == PP_PREC_FP8 && rpin
+            p->fp8 = dt == PP_PREC_FP8 && s->filter &&
+                             s->filter->fixed[PP_PLAN_DIM_FP8]
                          ? (pp_fp8)s->filter->value[PP_PLAN_DIM_FP8]
                          : PP_FP8_AUTO;
+            p->fp8_attn = apin && dt == PP_PREC_FP8;
             p->fp8_recipe = p->fp8 != PP_FP8_AUTO ? p->fp8 : s->fp8_recipe;
             p->fp8_transpose = !s->fp8_any_layout;
             for (int ov = 0; ov <= (p->dp > 1 ? 1 : 0); ov++) {

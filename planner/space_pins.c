@@ -184,6 +184,37 @@ int pp__space_check_pins(const pp__space *s, pp_error *e) {
             return pp_error_set(e, PP_EUSAGE, "--fix dtype=%s: %s",
                                 pp_registry_name(&pp_reg_prec, (int)dt), why);
     }
+    if (x[PP_PLAN_DIM_FP8_ATTN] && v[PP_PLAN_DIM_FP8_ATTN]) {
+        /* What simulate refuses for fp8_attn=on (sim/train/step_build.c,
+         * models/parallel.c), said once here instead of per candidate. */
+        double hd = generic           ? 0
+                    : m->head_dim > 0 ? (double)m->head_dim
+                                      : pp_model_kv_channels(m);
+        pp_fp8 r =
+            x[PP_PLAN_DIM_FP8] ? (pp_fp8)v[PP_PLAN_DIM_FP8] : s->fp8_recipe;
+        const char *why =
+            generic   ? "a transformer model (no attention layers here)"
+            : !s->fp8 ? "a stack and a GPU that train in FP8"
+            : x[PP_PLAN_DIM_DTYPE] && v[PP_PLAN_DIM_DTYPE] != PP_PREC_FP8
+                ? "dtype=fp8"
+            : r == PP_FP8_BLOCKWISE
+                ? "a recipe other than blockwise (Transformer Engine has "
+                  "no FP8 attention for block scaling)"
+            : !s->flash ? "flash attention (the stack's attention is the "
+                          "standard one)"
+            : !s->fp8_attn
+                ? "a profile with FP8 attention times "
+                  "(attention.fp8_fwd_time_ratio, fp8_bwd_time_ratio: "
+                  "published for B200, GB200 and GB300)"
+            : hd > 128 ? "head dims up to 128 (cuDNN's FP8 attention)"
+            : s->target == PP_PLAN_TARGET_DEEPSPEED
+                ? "a Megatron-core launch format (DeepSpeed has no FP8 "
+                  "attention setting)"
+                : NULL;
+        if (why)
+            return pp_error_set(e, PP_EUSAGE, "--fix fp8_attn=on: needs %s",
+                                why);
+    }
     if (x[PP_PLAN_DIM_FP8] && !s->fp8)
         return pp_error_set(
             e, PP_EUSAGE,

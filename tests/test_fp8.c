@@ -412,12 +412,91 @@ static void test_fp8_attn(void **state) {
                "nemo-2025");
 }
 
+/* plan --fix fp8_attn=on: pinned, never searched; every candidate is
+ * FP8 with it, and the launch lines ask for it by Megatron-core's
+ * (--fp8-dot-product-attention), NeMo's model key and NeMo 2.0's
+ * MegatronMixedPrecision argument of the same name; refused before any
+ * candidate where simulate would refuse them all. */
+#define ATTN_PLAN                                                              \
+    "plan --model %s --cluster %s --set node.count=1 --gpus 8 "                \
+    "--global-batch 64 --stack %s --top 2 %s"
+
+static void test_fp8_attn_plan(void **state) {
+    (void)state;
+    json_t *j = cli_json_ok(ATTN_PLAN, "llama3-8b", "dgx-b200-ndr", "nemo-2025",
+                            "--format json");
+    json_t *cs = json_object_get(j, "candidates"), *c;
+    size_t i;
+    assert_true(json_array_size(cs) > 0);
+    json_array_foreach(cs, i, c) {
+        const char *par = json_string_value(json_object_get(c, "parallel"));
+        assert_null(strstr(par, "fp8_attn"));
+    }
+    json_decref(j);
+    j = cli_json_ok(ATTN_PLAN, "llama3-8b", "dgx-b200-ndr", "nemo-2025",
+                    "--fix fp8_attn=on --format json");
+    cs = json_object_get(j, "candidates");
+    assert_true(json_array_size(cs) > 0);
+    json_array_foreach(cs, i, c) {
+        const char *par = json_string_value(json_object_get(c, "parallel"));
+        if (!strstr(par, "dtype=fp8") || !strstr(par, ",fp8_attn=on"))
+            fail_msg("candidate %zu: %s", i, par);
+    }
+    json_decref(j);
+    cli_expect(0,
+               "  fp8_recipe: tensorwise\n  fp8_dot_product_attention: true\n",
+               ATTN_PLAN, "llama3-8b", "dgx-b200-ndr", "nemo-2025",
+               "--fix fp8_attn=on --format nemo");
+    cli_expect(0, "fp8_recipe=\"tensorwise\", fp8_dot_product_attention=True)",
+               ATTN_PLAN, "llama3-8b", "dgx-b200-ndr", "nemo-2025",
+               "--fix fp8_attn=on --format nemo2");
+    cli_expect(0,
+               "--fp8-amax-compute-algo max \\\n"
+               "    --fp8-dot-product-attention \\\n",
+               ATTN_PLAN, "llama3-8b", "dgx-b200-ndr", "megatron-core-2024",
+               "--fix fp8_attn=on --format megatron");
+    const char *bad[][4] = {
+        {"llama3-8b", "dgx-h100-ndr", "--fix fp8_attn=on",
+         "--fix fp8_attn=on: needs a profile with FP8 attention times"},
+        {"llama3-8b", "dgx-b200-ndr", "--fix fp8_attn=on,dtype=bf16",
+         "--fix fp8_attn=on: needs dtype=fp8"},
+        {"llama3-8b", "dgx-b200-ndr", "--fix fp8_attn=on,fp8=blockwise",
+         "--fix fp8_attn=on: needs a recipe other than blockwise"},
+        {"deepseek-v3", "dgx-b200-ndr", "--fix fp8_attn=on",
+         "--fix fp8_attn=on: needs head dims up to 128"},
+        {"resnet50", "dgx-b200-ndr", "--fix fp8_attn=on",
+         "--fix fp8_attn=on: needs a transformer model"},
+        {"llama3-8b", "dgx-b200-ndr", "--exclude fp8_attn=on",
+         "fp8_attn: not searched (off unless pinned with --fix "
+         "fp8_attn=on)"},
+        {"llama3-8b", "dgx-b200-ndr", "--fix fp8_attn=yes",
+         "fp8_attn: expected on or off, got \"yes\""},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++)
+        cli_expect(2, bad[k][3], ATTN_PLAN, bad[k][0], bad[k][1], "nemo-2025",
+                   bad[k][2]);
+    /* Without a Megatron-core format there is no setting to ask for: a
+     * DeepSpeed stack that trained in FP8 with flash attention. */
+    const char *yaml = "/tmp/podplan-test-fp8-attn-stack.yaml";
+    FILE *f = fopen(yaml, "w");
+    assert_non_null(f);
+    fputs("name: dsfp8\nframework: DeepSpeed\nversion: test\n"
+          "launch: [deepspeed]\nfp8:\n  supported: true\n"
+          "attention:\n  flash: true\n",
+          f);
+    fclose(f);
+    cli_expect(2, "--fix fp8_attn=on: needs a Megatron-core launch format",
+               ATTN_PLAN, "llama3-8b", "dgx-b200-ndr", yaml,
+               "--fix fp8_attn=on --format deepspeed");
+    remove(yaml);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_spec),     cmocka_unit_test(test_cast_costs),
         cmocka_unit_test(test_gpus),     cmocka_unit_test(test_plan),
         cmocka_unit_test(test_whatif),   cmocka_unit_test(test_weight_copies),
-        cmocka_unit_test(test_fp8_attn),
+        cmocka_unit_test(test_fp8_attn), cmocka_unit_test(test_fp8_attn_plan),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -66,6 +66,9 @@ typedef enum {
     PP_PLAN_DIM_DTYPE,         /* a pp_prec: bf16 and fp8 (where the stack and
                           GPU train in FP8) are searched; fp4 (NVFP4)
                           is pinned only, then every candidate is */
+    PP_PLAN_DIM_FP8_ATTN,      /* FP8 attention, 0 off, 1 on (default off;
+                                  pinned only: then every candidate is
+                                  FP8 with it) */
     PP_PLAN_DIM__COUNT
 } pp_plan_dim;
 
