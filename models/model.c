@@ -17,7 +17,8 @@
 #define PP_MODEL_DIM_MAX 1000000000LL
 
 static const char *const arch_names[] = {"transformer", "generic", NULL};
-static const char *const ffn_names[] = {"gelu", "swiglu", NULL};
+static const char *const ffn_names[] = {"gelu", "swiglu", "squared_relu",
+                                         NULL};
 
 /* ------------------------------------------------------------------------
  * Parameter count.
@@ -110,14 +111,14 @@ double pp__layer_params(const pp_model *m) {
 
     double attn = at.split + at.replicated;
     double mlp = llama ? 3.0 * h * f : 2.0 * h * f;
-    double norms = llama ? 2.0 * h : 4.0 * h;
+    double norms = pp_model_rmsnorm(m) ? 2.0 * h : 4.0 * h;
     if (m->bias) mlp += (llama ? 2.0 * f : f) + h;
     return attn + mlp + norms;
 }
 
 double pp__embedding_params(const pp_model *m) {
     double p = (double)m->vocab * (double)m->hidden;
-    if (m->ffn != PP_FFN_SWIGLU)
+    if (pp_model_learned_positions(m))
         p += (double)m->seq * (double)m->hidden; /* learned positions */
     return p;
 }
@@ -134,7 +135,7 @@ double pp_model_params(const pp_model *m) {
     double h = (double)m->hidden;
     double p = pp__layers_params(m, 0, m->layers);
     p += pp__embedding_params(m);
-    p += m->ffn == PP_FFN_SWIGLU ? h : 2.0 * h; /* final norm */
+    p += pp_model_rmsnorm(m) ? h : 2.0 * h; /* final norm */
     if (!m->tied_embeddings)
         p += (double)m->vocab * h; /* separate output projection */
     return p;
@@ -446,8 +447,8 @@ int pp_model_from_node(pp_node *map, const char *path, pp_model *out,
                               &m.tied_embeddings, e)) < 0)
             return rc;
         /* Absent: GPT-style models have biases, LLaMA-style (SwiGLU)
-         * ones do not. */
-        m.bias = m.ffn != PP_FFN_SWIGLU;
+         * and Nemotron-style (squared ReLU) ones do not. */
+        m.bias = m.ffn == PP_FFN_GELU;
         if ((rc = pp_map_bool(map, path, "bias", PP_OPTIONAL, &m.bias, e)) < 0)
             return rc;
     }
@@ -633,7 +634,7 @@ static int inline_value(void *ctx, int k, const char *val, pp_error *e) {
                 return 0;
             }
         return pp_error_set(e, PP_EINPUT,
-                            "%sffn: expected gelu or swiglu, got \"%.100s\"",
+                            "%sffn: expected gelu, swiglu or squared_relu, got \"%.100s\"",
                             pre, val);
     }
     if (k == I_TIED || k == I_BIAS) {
@@ -680,7 +681,7 @@ static int model_parse_inline(const char *spec, pp_model *out, pp_error *e) {
                             pre);
     model_derive(&m);
     if (!(seen & (UINT64_C(1) << I_BIAS)))
-        m.bias = m.ffn != PP_FFN_SWIGLU; /* as pp_model_from_node */
+        m.bias = m.ffn == PP_FFN_GELU; /* as pp_model_from_node */
     if (m.name[0] == '\0')
         snprintf(m.name, sizeof m.name, "custom-%lldL-%lldh",
                  (long long)m.layers, (long long)m.hidden);

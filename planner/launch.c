@@ -267,6 +267,13 @@ int pp__write_megatron(const pp_plan *p, FILE *fp, pp_error *e) {
         ARG("--swiglu");
         ARG("--position-embedding-type rope");
         ARG("--normalization RMSNorm");
+    } else if (m->ffn == PP_FFN_SQRELU) {
+        /* Nemotron-like: squared ReLU (Megatron-LM's --squared-relu),
+         * rotary positions, LayerNorm (Nemotron's zero-centred gain,
+         * --apply-layernorm-1p, and its rotary percent cost nothing and
+         * are not in podplan's model: add them for Nemotron itself). */
+        ARG("--squared-relu");
+        ARG("--position-embedding-type rope");
     }
     /* LLaMA-style models have no biases (add_bias_linear=False). */
     if (!m->bias) ARG("--disable-bias-linear");
@@ -410,6 +417,12 @@ int pp__write_nemo(const pp_plan *p, FILE *fp, pp_error *e) {
         fprintf(fp, "  activation: fast-swiglu\n"
                     "  position_embedding_type: rope\n"
                     "  normalization: rmsnorm\n");
+    /* Nemotron's NeMo configs say activation: squared-relu (and
+     * normalization: layernorm1p, a cost-free variant left to the user,
+     * as above). */
+    if (m->ffn == PP_FFN_SQRELU)
+        fprintf(fp, "  activation: squared-relu\n"
+                    "  position_embedding_type: rope\n");
     /* megatron_gpt_config.yaml's "bias: True  # Whether to use bias
      * terms in all weight matrices". */
     fprintf(fp, "  bias: %s\n", m->bias ? "true" : "false");
@@ -494,8 +507,12 @@ int pp__write_nemo2(const pp_plan *p, FILE *fp, pp_error *e) {
           "DistributedDataParallelConfig\n"
           "from megatron.core.optimizer import OptimizerConfig\n"
           "from nemo import lightning as nl\n"
-          "from nemo.collections import llm\n\n",
+          "from nemo.collections import llm\n",
           fp);
+    if (m->ffn == PP_FFN_SQRELU)
+        fputs("from nemo.collections.llm.fn.activation import squared_relu\n",
+              fp);
+    fputc('\n', fp);
 
     /* MLA's fields are MLATransformerConfig's, which NeMo 2.0's
      * DeepSeekConfig (a GPTConfig) carries. */
@@ -517,6 +534,12 @@ int pp__write_nemo2(const pp_plan *p, FILE *fp, pp_error *e) {
         fputs("    gated_linear_unit=True,\n"
               "    activation_func=torch.nn.functional.silu,\n"
               "    normalization=\"RMSNorm\",\n"
+              "    position_embedding_type=\"rope\",\n",
+              fp);
+    /* NeMo 2.0's NemotronConfig takes its activation from
+     * nemo.collections.llm.fn.activation (imported above). */
+    if (m->ffn == PP_FFN_SQRELU)
+        fputs("    activation_func=squared_relu,\n"
               "    position_embedding_type=\"rope\",\n",
               fp);
     fprintf(fp, "    add_bias_linear=%s,\n", py_bool(m->bias));

@@ -20,7 +20,11 @@ extern "C" {
  * Model description (plain data).
  * ---------------------------------------------------------------------- */
 typedef enum { PP_ARCH_TRANSFORMER, PP_ARCH_GENERIC } pp_arch;
-typedef enum { PP_FFN_GELU, PP_FFN_SWIGLU } pp_ffn;
+/* The MLP and what comes with it: gelu, GPT's (LayerNorm with a bias,
+ * learned positions); swiglu, LLaMA's (three matrices, RMSNorm, rotary
+ * positions); squared_relu, Nemotron's (two matrices and a squared ReLU,
+ * LayerNorm with a bias, rotary positions). */
+typedef enum { PP_FFN_GELU, PP_FFN_SWIGLU, PP_FFN_SQRELU } pp_ffn;
 
 #define PP_NAME_MAX 64
 
@@ -60,7 +64,7 @@ typedef struct pp_model {
     bool tied_embeddings; /* input embedding == output projection */
     bool bias;            /* linear layers have biases (GPT, Megatron-LM's
                             default); LLaMA-style models have none.  The
-                            loaders default it to ffn != swiglu. */
+                            loaders default it to ffn == gelu. */
     /* Mixture of experts (Shazeer et al. 2017; Fedus et al. 2022; the
      * keys of models/moe.c): experts == 0 is a dense model.  A layer i
      * (from 0) is an MoE layer when i >= first_dense_layers and
@@ -142,6 +146,15 @@ int pp_model_validate(const pp_model *m, pp_error *e);
 double pp_model_params(const pp_model *m);
 /* The projections' width per head: kv_channels, else hidden / heads. */
 double pp_model_kv_channels(const pp_model *m);
+/* What the ffn type brings besides the MLP: a learned position table
+ * (gelu: GPT's; the others rotate), and RMSNorm with a gain only
+ * (swiglu: LLaMA's; the others' LayerNorm has a bias too). */
+static inline bool pp_model_learned_positions(const pp_model *m) {
+    return m->ffn == PP_FFN_GELU;
+}
+static inline bool pp_model_rmsnorm(const pp_model *m) {
+    return m->ffn == PP_FFN_SWIGLU;
+}
 
 /* Mixture of experts (models/moe.c).  Whether m has experts; whether
  * layer i (0-based) is an MoE layer; how many are; the parameters a token

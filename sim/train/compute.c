@@ -521,8 +521,12 @@ static void core_fwd(const pp__shape *s, const dims *x, pp__oplist *l) {
 static void mlp_fwd(const pp__shape *s, const dims *x, pp__oplist *l) {
     tp_enter_fwd(x, l);
     lgemm(s, l, "mlp fc1", x->tok, x->f_in, x->h);
-    /* Fused bias-GeLU: read 2, write 2; SwiGLU reads both halves. */
-    mem(s, l, x->swiglu ? "swiglu" : "bias gelu",
+    /* Fused bias-GeLU (or Nemotron's squared ReLU): read 2, write 2;
+     * SwiGLU reads both halves. */
+    mem(s, l,
+        x->swiglu                      ? "swiglu"
+        : s->m->ffn == PP_FFN_SQRELU ? "squared relu"
+                                       : "bias gelu",
         (x->swiglu ? 6.0 : 4.0) * x->tok * x->f / x->t);
     lgemm(s, l, "mlp fc2", x->tok, x->h, x->f / x->t);
     tp_exit_fwd(x, l);
@@ -654,7 +658,10 @@ void pp__ops_layer_bwd(const pp__shape *s, pp__oplist *l) {
                   x.f / x.t);
         /* GeLU backward reads its input and the gradient and writes one;
          * the bias gradient reads the result again. */
-        mem(s, l, x.swiglu ? "swiglu bwd" : "bias gelu bwd",
+        mem(s, l,
+            x.swiglu                      ? "swiglu bwd"
+            : s->m->ffn == PP_FFN_SQRELU ? "squared relu bwd"
+                                          : "bias gelu bwd",
             (x.swiglu ? 10.0 : 8.0) * x.tok * x.f / x.t);
         ln_recompute(s, &x, l, x.tok * x.h);
         lgemm_bwd(s, l, "mlp fc1 dgrad", "mlp fc1 wgrad", x.tok, x.f_in, x.h);
@@ -719,10 +726,12 @@ void pp__ops_embed_fwd(const pp__shape *s, pp__oplist *l) {
     /* Vocab-parallel lookup: each TP rank gathers the rows it owns and
      * writes a full s b h output (zeros elsewhere), then an AllReduce
      * (ReduceScatter with sp) sums them.  Then the position embedding is
-     * added (GPT; read 2 + 2, write 2) and dropout (read 2, write 2 + 1). */
+     * added (GPT's learned table; read 2 + 2, write 2) and dropout (read
+     * 2, write 2 + 1). */
     mem(s, l, "embedding", 4.0 * x.tok * x.h);
     tp_exit_fwd(&x, l);
-    if (s->m->ffn != PP_FFN_SWIGLU) mem(s, l, "position add", 6.0 * x.tn * x.h);
+    if (pp_model_learned_positions(s->m))
+        mem(s, l, "position add", 6.0 * x.tn * x.h);
     mem(s, l, "embedding dropout", 5.0 * x.tn * x.h);
 }
 

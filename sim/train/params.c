@@ -55,7 +55,7 @@ double pp__layer_params_gpu(const pp__shape *s) {
 
 double pp__embed_params_gpu(const pp__shape *s) {
     double h = (double)s->m->hidden;
-    double pos = s->m->ffn == PP_FFN_SWIGLU ? 0 : (double)s->m->seq * h;
+    double pos = pp_model_learned_positions(s->m) ? (double)s->m->seq * h : 0;
     return (double)s->m->vocab * h / (double)s->p->tp + pos;
 }
 
