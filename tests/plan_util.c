@@ -105,7 +105,12 @@ static const char *const megatron_args[] = {
     /* _add_mtp_args: multi-token prediction (Megatron-core 0.11+) */
     "--mtp-num-layers",
     /* _add_network_size_args: the projections' width per head */
-    "--kv-channels", NULL};
+    "--kv-channels",
+    /* _add_transformer_engine_args: FP8 (H100 and newer layouts), its
+     * attention, NVFP4 */
+    "--fp8-format", "--fp8-recipe", "--fp8-amax-history-len",
+    "--fp8-amax-compute-algo", "--fp8-dot-product-attention", "--fp4-format",
+    "--fp4-recipe", NULL};
 
 bool megatron_arg(const char *name) {
     for (int i = 0; megatron_args[i]; i++)

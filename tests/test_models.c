@@ -67,6 +67,38 @@ static void test_llama_params(void **state) {
                80.0 * 2 * 8192 * (8192 - 1024), 1e-12);
 }
 
+/* Nemotron's squared-ReLU MLP: two matrices, LayerNorm with a bias, no
+ * position table, no linear biases unless asked.  Nemotron-4 15B counted
+ * by hand from its shape: 2 x 256000 x 6144 embeddings + 32 x (2 x
+ * 6144^2 + 2 x 6144 x 1024 + 2 x 6144 x 24576 + 4 x 6144) + 2 x 6144 =
+ * 15,628,775,424 (the report's ~15.7B: 3.2B embeddings, 12.5B layers). */
+static void test_nemotron_params(void **state) {
+    (void)state;
+    pp_model n = load("nemotron4-15b");
+    assert_int_equal(n.ffn, PP_FFN_SQRELU);
+    assert_false(n.bias);
+    assert_false(pp_model_learned_positions(&n));
+    assert_false(pp_model_rmsnorm(&n));
+    assert_true(pp_model_params(&n) == 15628775424.0);
+    /* The same shape as a GPT-style MLP carries the position table, and
+     * as a SwiGLU one a third matrix and RMSNorm's gains only. */
+    pp_model g = n;
+    g.ffn = PP_FFN_GELU;
+    assert_rel(pp_model_params(&g) - pp_model_params(&n), 4096.0 * 6144, 1e-12);
+    pp_model w = n;
+    w.ffn = PP_FFN_SWIGLU;
+    assert_rel(pp_model_params(&w) - pp_model_params(&n),
+               32.0 * (6144.0 * 24576 - 2 * 6144) - 6144, 1e-12);
+    /* Inline, biases off unless asked, as in a file. */
+    pp_model i = load("layers=2,hidden=1024,heads=8,seq=2048,vocab=32000,"
+                      "ffn=squared_relu");
+    assert_false(i.bias);
+    pp_model ib = load("layers=2,hidden=1024,heads=8,seq=2048,vocab=32000,"
+                       "ffn=squared_relu,bias=true");
+    assert_true(ib.bias);
+    assert_true(pp_model_params(&ib) > pp_model_params(&i));
+}
+
 static void test_generic_models(void **state) {
     (void)state;
     pp_model r = load("resnet50");
@@ -160,7 +192,8 @@ static void test_inline_model_errors(void **state) {
                        "kv_heads: 7 does not divide heads (96)");
     expect_model_error("layers=96,hidden=12288,heads=96,seq=2048,"
                        "vocab=51200,ffn=relu",
-                       "--model: ffn: expected gelu or swiglu");
+                       "--model: ffn: expected gelu, swiglu or "
+                       "squared_relu, got \"relu\"");
     expect_model_error("layers=96,layers=2,hidden=12288,heads=96,seq=2048,"
                        "vocab=51200",
                        "--model: layers: given twice");
@@ -442,6 +475,7 @@ int main(void) {
         cmocka_unit_test(test_gpt3_params),
         cmocka_unit_test(test_megatron_table_params),
         cmocka_unit_test(test_llama_params),
+        cmocka_unit_test(test_nemotron_params),
         cmocka_unit_test(test_kv_channels),
         cmocka_unit_test(test_generic_models),
         cmocka_unit_test(test_inline_model),

@@ -602,6 +602,44 @@ static void test_llama_flags(void **state) {
     cli_result_free(&r);
 }
 
+/* Nemotron's squared-ReLU MLP: Megatron-LM's --squared-relu with rotary
+ * positions and LayerNorm (no --normalization, no --swiglu), no biases,
+ * untied; NeMo's activation key; NeMo 2.0's activation function, which
+ * the script imports. */
+static void test_squared_relu_flags(void **state) {
+    (void)state;
+    cli_result r;
+    char v[64];
+    const char *base = "plan --model nemotron4-15b --cluster dgx-h100-ndr "
+                       "--gpus 32 --global-batch 64 --top 0";
+    cli_runf(&r, "%s --format megatron", base);
+    if (r.status) fail_msg("exit %d: %s", r.status, r.err);
+    assert_non_null(megatron_value(r.out, "--squared-relu", NULL, 0));
+    assert_null(megatron_value(r.out, "--swiglu", NULL, 0));
+    assert_null(megatron_value(r.out, "--normalization", NULL, 0));
+    assert_string_equal(
+        megatron_value(r.out, "--position-embedding-type", v, sizeof v),
+        "rope");
+    assert_non_null(megatron_value(r.out, "--disable-bias-linear", NULL, 0));
+    assert_non_null(megatron_value(
+        r.out, "--untie-embeddings-and-output-weights", NULL, 0));
+    cli_result_free(&r);
+    cli_runf(&r, "%s --format nemo", base);
+    if (r.status) fail_msg("exit %d: %s", r.status, r.err);
+    assert_non_null(strstr(
+        r.out, "\n  activation: squared-relu\n  position_embedding_type: "
+               "rope\n  bias: false\n"));
+    cli_result_free(&r);
+    cli_runf(&r, "%s --format nemo2", base);
+    if (r.status) fail_msg("exit %d: %s", r.status, r.err);
+    assert_non_null(strstr(r.out, "\nfrom nemo.collections.llm.fn.activation "
+                                  "import squared_relu\n"));
+    assert_non_null(strstr(r.out, "\n    activation_func=squared_relu,\n"
+                                  "    position_embedding_type=\"rope\",\n"));
+    assert_null(strstr(r.out, "gated_linear_unit"));
+    cli_result_free(&r);
+}
+
 /* ---- NeMo 2.0 --------------------------------------------------------------- */
 
 /* The integer after `key` in s, or -1. */
@@ -688,11 +726,16 @@ static void test_nemo2(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_gpt3_titan), cmocka_unit_test(test_targets),
-        cmocka_unit_test(test_uneven),     cmocka_unit_test(test_uneven_layout),
-        cmocka_unit_test(test_uneven_moe_tp), cmocka_unit_test(test_uneven_mtp),
-        cmocka_unit_test(test_deepspeed),  cmocka_unit_test(test_llama_flags),
+        cmocka_unit_test(test_gpt3_titan),
+        cmocka_unit_test(test_targets),
+        cmocka_unit_test(test_uneven),
+        cmocka_unit_test(test_uneven_layout),
+        cmocka_unit_test(test_uneven_moe_tp),
+        cmocka_unit_test(test_uneven_mtp),
+        cmocka_unit_test(test_deepspeed),
+        cmocka_unit_test(test_llama_flags),
         cmocka_unit_test(test_nemo2),
+        cmocka_unit_test(test_squared_relu_flags),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
