@@ -17,8 +17,7 @@
 #define PP_MODEL_DIM_MAX 1000000000LL
 
 static const char *const arch_names[] = {"transformer", "generic", NULL};
-static const char *const ffn_names[] = {"gelu", "swiglu", "squared_relu",
-                                         NULL};
+static const char *const ffn_names[] = {"gelu", "swiglu", "squared_relu", NULL};
 
 /* ------------------------------------------------------------------------
  * Parameter count.
@@ -633,9 +632,10 @@ static int inline_value(void *ctx, int k, const char *val, pp_error *e) {
                 m->ffn = (pp_ffn)i;
                 return 0;
             }
-        return pp_error_set(e, PP_EINPUT,
-                            "%sffn: expected gelu, swiglu or squared_relu, got \"%.100s\"",
-                            pre, val);
+        return pp_error_set(
+            e, PP_EINPUT,
+            "%sffn: expected gelu, swiglu or squared_relu, got \"%.100s\"", pre,
+            val);
     }
     if (k == I_TIED || k == I_BIAS) {
         bool *dst = k == I_TIED ? &m->tied_embeddings : &m->bias;

@@ -524,9 +524,9 @@ static void mlp_fwd(const pp__shape *s, const dims *x, pp__oplist *l) {
     /* Fused bias-GeLU (or Nemotron's squared ReLU): read 2, write 2;
      * SwiGLU reads both halves. */
     mem(s, l,
-        x->swiglu                      ? "swiglu"
+        x->swiglu                    ? "swiglu"
         : s->m->ffn == PP_FFN_SQRELU ? "squared relu"
-                                       : "bias gelu",
+                                     : "bias gelu",
         (x->swiglu ? 6.0 : 4.0) * x->tok * x->f / x->t);
     lgemm(s, l, "mlp fc2", x->tok, x->h, x->f / x->t);
     tp_exit_fwd(x, l);
@@ -659,9 +659,9 @@ void pp__ops_layer_bwd(const pp__shape *s, pp__oplist *l) {
         /* GeLU backward reads its input and the gradient and writes one;
          * the bias gradient reads the result again. */
         mem(s, l,
-            x.swiglu                      ? "swiglu bwd"
+            x.swiglu                     ? "swiglu bwd"
             : s->m->ffn == PP_FFN_SQRELU ? "squared relu bwd"
-                                          : "bias gelu bwd",
+                                         : "bias gelu bwd",
             (x.swiglu ? 10.0 : 8.0) * x.tok * x.f / x.t);
         ln_recompute(s, &x, l, x.tok * x.h);
         lgemm_bwd(s, l, "mlp fc1 dgrad", "mlp fc1 wgrad", x.tok, x.f_in, x.h);
