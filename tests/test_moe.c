@@ -28,12 +28,17 @@ static void test_zoo_counts(void **state) {
         {"deepseek-v3", 0, 671e9, 0.01, 37e9, 0.05},
         /* Architecture counts, not a checkpoint's: Qwen3-8B without its
          * 9,216 QK-norm weights, against the model card's "8.2B" as
-         * models/zoo/qwen3-8b.yaml remembers it (1%: two digits); Moonlight at Megatron-Bridge's vocabulary of
-         * 163,842, 27 x 13,767,168 attention and norms + 69,206,016 dense
+         * models/zoo/qwen3-8b.yaml remembers it (1%: two digits);
+         * Moonlight at Megatron-Bridge's vocabulary of 163,842, 27 x
+         * 13,767,168 attention and norms + 69,206,016 dense
          * MLP + 26 x 571,080,704 MoE + 671,098,880 embeddings and final
          * norm (no published total checked: total 0). */
         {"qwen3-8b", 8190726144.0, 8.2e9, 0.01, 8.2e9, 0.01},
         {"moonlight-16b-a3b", 15960116736.0, 0, 0, 0, 0},
+        /* Mixtral 8x22B and Nemotron-4 340B from their shapes, against
+         * the announced "141B" total / "39B" active and "340B" (1%). */
+        {"mixtral-8x22b", 140620634112.0, 141e9, 0.01, 39e9, 0.01},
+        {"nemotron4-340b", 341029195776.0, 340e9, 0.01, 340e9, 0.01},
     };
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         pp_model m = load(rows[i].name);
