@@ -39,6 +39,10 @@ static void test_zoo_counts(void **state) {
          * the announced "141B" total / "39B" active and "340B" (1%). */
         {"mixtral-8x22b", 140620634112.0, 141e9, 0.01, 39e9, 0.01},
         {"nemotron4-340b", 341029195776.0, 340e9, 0.01, 340e9, 0.01},
+        /* Llama 4 Scout's language model; Meta's "109B" counts the
+         * vision encoder too, so only its "17B" active is checked, to
+         * its two digits (3%). */
+        {"llama4-scout", 107769861120.0, 0, 0, 0, 0},
     };
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         pp_model m = load(rows[i].name);
@@ -49,6 +53,8 @@ static void test_zoo_counts(void **state) {
         assert_rel(pp_model_active_params(&m), rows[i].active,
                    rows[i].active_tol);
     }
+    pp_model scout = load("llama4-scout");
+    assert_rel(pp_model_active_params(&scout), 17e9, 0.03);
 }
 
 static void test_moe_layers(void **state) {
