@@ -155,7 +155,7 @@ double pp__stage_params_of(const pp_model *m, const pp_parallel *p,
  * or the 16-bit input itself. */
 static double saved_input_bytes(const pp_parallel *p) {
     return p->dtype == PP_PREC_FP8   ? 1.0
-           : p->dtype == PP_PREC_FP4 ? 0.5 + 1.0 / 16.0
+           : p->dtype == PP_PREC_FP4 ? PP_NVFP4_BYTES
                                      : 2.0;
 }
 

@@ -536,8 +536,7 @@ int pp_plan_search(const pp_model *m, const pp_cluster *c,
         .fp4 = plan->profile.sw.fp4 && plan->profile.fp4_peak_flops > 0,
         .fp8_recipe = plan->profile.sw.fp8_recipe,
         .mxfp8 = plan->profile.mxfp8,
-        .fp8_attn = plan->profile.attn_fp8_fwd_ratio > 0 &&
-                    plan->profile.attn_fp8_bwd_ratio > 0,
+        .fp8_attn = pp_profile_fp8_attn(&plan->profile),
         .fp8_any_layout = plan->profile.fp8_any_layout,
         .recompute_mask =
             plan->profile.stack_default ? 0 : plan->profile.sw.recompute,

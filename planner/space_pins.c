@@ -187,9 +187,7 @@ int pp__space_check_pins(const pp__space *s, pp_error *e) {
     if (x[PP_PLAN_DIM_FP8_ATTN] && v[PP_PLAN_DIM_FP8_ATTN]) {
         /* What simulate refuses for fp8_attn=on (sim/train/step_build.c,
          * models/parallel.c), said once here instead of per candidate. */
-        double hd = generic           ? 0
-                    : m->head_dim > 0 ? (double)m->head_dim
-                                      : pp_model_kv_channels(m);
+        double hd = generic ? 0 : pp_model_core_head_dim(m);
         pp_fp8 r =
             x[PP_PLAN_DIM_FP8] ? (pp_fp8)v[PP_PLAN_DIM_FP8] : s->fp8_recipe;
         const char *why =

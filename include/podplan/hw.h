@@ -450,6 +450,11 @@ double pp_profile_beside_comm(const pp_gpu_profile *g, double sms);
  * resolved dispatcher of layout p (NCCL's, DeepEP's or HybridEP's
  * kernels), priced as above. */
 double pp_profile_a2a_beside(const pp_gpu_profile *g, const pp_parallel *p);
+/* Whether the profile times FP8 attention (fp8_attn=on): both of its
+ * attention.fp8_*_time_ratio figures. */
+static inline bool pp_profile_fp8_attn(const pp_gpu_profile *g) {
+    return g->attn_fp8_fwd_ratio > 0 && g->attn_fp8_bwd_ratio > 0;
+}
 
 #ifdef __cplusplus
 }

@@ -146,6 +146,10 @@ int pp_model_validate(const pp_model *m, pp_error *e);
 double pp_model_params(const pp_model *m);
 /* The projections' width per head: kv_channels, else hidden / heads. */
 double pp_model_kv_channels(const pp_model *m);
+/* The attention core's width per head: head_dim, else kv_channels. */
+static inline double pp_model_core_head_dim(const pp_model *m) {
+    return m->head_dim > 0 ? (double)m->head_dim : pp_model_kv_channels(m);
+}
 /* What the ffn type brings besides the MLP: a learned position table
  * (gelu: GPT's; the others rotate), and RMSNorm with a gain only
  * (swiglu: LLaMA's; the others' LayerNorm has a bias too). */
@@ -526,6 +530,10 @@ int pp_optimizer_check(pp_optimizer o, const pp_parallel *p, pp_error *e);
 #define PP_PARAM_GATHER_BYTES 2.0
 #define PP_ACT_BYTES 2.0
 #define PP_LOSS_BYTES 4.0
+/* An NVFP4 element (dtype=fp4) as Transformer Engine stores a GEMM
+ * operand: E2M1, half a byte, and an E4M3 scale per 16 elements
+ * (NVFP4Quantizer: data (M, N/2), scales (M, N/16)). */
+#define PP_NVFP4_BYTES (0.5 + 1.0 / 16.0)
 
 /* One activation tensor of a micro-batch, s x mbs x h elements of
  * PP_ACT_BYTES: what a TP collective carries (nccl-tests' S) and what a

@@ -584,19 +584,14 @@ double pp_gemm_time_mxfp8_s(const pp_gpu_profile *g, double batch, double m,
                     batch, m, n, k);
 }
 
-/* NVFP4's operands: E2M1 (half a byte) and an E4M3 scale per 16
- * elements (Transformer Engine's NVFP4Quantizer: data (M, N/2), scales
- * (M, N/16)). */
-#define NVFP4_OPERAND_BYTES (0.5 + 1.0 / 16.0)
-
 double pp_gemm_time_nvfp4_s(const pp_gpu_profile *g, double batch, double m,
                             double n, double k) {
     if (!(g->fp4_peak_flops > 0)) return pp_gemm_time_s(g, batch, m, n, k);
     double asym = g->nvfp4_gemm_efficiency > 0   ? g->nvfp4_gemm_efficiency
                   : g->mxfp8_gemm_efficiency > 0 ? g->mxfp8_gemm_efficiency
                                                  : g->fp8_gemm_efficiency;
-    return lowp_time(g, g->fp4_peak_flops, asym, NVFP4_OPERAND_BYTES, batch, m,
-                     n, k);
+    return lowp_time(g, g->fp4_peak_flops, asym, PP_NVFP4_BYTES, batch, m, n,
+                     k);
 }
 
 double pp_gemm_grouped_time_s(const pp_gpu_profile *g, pp_gemm_ops ops,

@@ -78,9 +78,9 @@ static void ggemm(const pp__shape *s, pp__oplist *l, const char *name,
     pp_prec d = s->p->dtype;
     pp__op *o = push(l, name, PP__OP_GEMM);
     o->flops = 2.0 * g * m * n * k;
-    /* Operand bytes per element: FP8's 1, NVFP4's half and a scale per
-     * 16 (pp_gemm_time_nvfp4_s); the output is 16-bit. */
-    double ob = d == PP_PREC_FP8 ? 1.0 : 0.5 + 1.0 / 16.0;
+    /* Operand bytes per element: FP8's 1, NVFP4's PP_NVFP4_BYTES; the
+     * output is 16-bit. */
+    double ob = d == PP_PREC_FP8 ? 1.0 : PP_NVFP4_BYTES;
     o->bytes = d == PP_PREC_FP8 || d == PP_PREC_FP4
                    ? g * (ob * (m * k + k * n) + 2.0 * m * n)
                    : pp_gemm_bytes(g, m, n, k);
@@ -137,8 +137,7 @@ static void fp8_cast(const pp__shape *s, pp__oplist *l, double g,
  * over the micro-batches, as with FP8. */
 static void nvfp4_cast(const pp__shape *s, pp__oplist *l, double g,
                        double elems) {
-    double q = 0.5 + 1.0 / 16.0;
-    mem(s, l, "nvfp4 cast", (2.0 + 2.0 * (2.0 + q)) * elems);
+    mem(s, l, "nvfp4 cast", (2.0 + 2.0 * (2.0 + PP_NVFP4_BYTES)) * elems);
     l->v[l->n - 1].kernels = 3.0 * g;
 }
 
@@ -330,7 +329,7 @@ static dims dims_of(const pp__shape *s) {
     x.a = (double)m->heads;
     x.d = pp_model_kv_channels(m);
     x.q = x.a * x.d;
-    x.dc = m->head_dim > 0 ? (double)m->head_dim : x.d;
+    x.dc = pp_model_core_head_dim(m);
     x.kvd = (double)(m->kv_heads > 0 ? m->kv_heads : m->heads) * x.d;
     x.mla = pp_model_is_mla(m);
     if (x.mla) {
@@ -518,15 +517,22 @@ static void core_fwd(const pp__shape *s, const dims *x, pp__oplist *l) {
 
 /* A dense layer's MLP, with its TP collectives (also what recompute=mlp
  * runs again in the backward). */
+/* The MLP activation's kernel, forward or backward, by the ffn type. */
+static const char *act_name(const pp__shape *s, bool bwd) {
+    static const char *const names[][2] = {
+        [PP_FFN_GELU] = {"bias gelu", "bias gelu bwd"},
+        [PP_FFN_SWIGLU] = {"swiglu", "swiglu bwd"},
+        [PP_FFN_SQRELU] = {"squared relu", "squared relu bwd"},
+    };
+    return names[s->m->ffn][bwd];
+}
+
 static void mlp_fwd(const pp__shape *s, const dims *x, pp__oplist *l) {
     tp_enter_fwd(x, l);
     lgemm(s, l, "mlp fc1", x->tok, x->f_in, x->h);
     /* Fused bias-GeLU (or Nemotron's squared ReLU): read 2, write 2;
      * SwiGLU reads both halves. */
-    mem(s, l,
-        x->swiglu                    ? "swiglu"
-        : s->m->ffn == PP_FFN_SQRELU ? "squared relu"
-                                     : "bias gelu",
+    mem(s, l, act_name(s, false),
         (x->swiglu ? 6.0 : 4.0) * x->tok * x->f / x->t);
     lgemm(s, l, "mlp fc2", x->tok, x->h, x->f / x->t);
     tp_exit_fwd(x, l);
@@ -658,10 +664,7 @@ void pp__ops_layer_bwd(const pp__shape *s, pp__oplist *l) {
                   x.f / x.t);
         /* GeLU backward reads its input and the gradient and writes one;
          * the bias gradient reads the result again. */
-        mem(s, l,
-            x.swiglu                     ? "swiglu bwd"
-            : s->m->ffn == PP_FFN_SQRELU ? "squared relu bwd"
-                                         : "bias gelu bwd",
+        mem(s, l, act_name(s, true),
             (x.swiglu ? 10.0 : 8.0) * x.tok * x.f / x.t);
         ln_recompute(s, &x, l, x.tok * x.h);
         lgemm_bwd(s, l, "mlp fc1 dgrad", "mlp fc1 wgrad", x.tok, x.f_in, x.h);

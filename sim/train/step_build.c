@@ -387,11 +387,8 @@ static int check(const pp_step_config *cfg, pp_memory *mem, pp_error *e) {
                             "--parallel: fp8_attn=on: model %s is generic "
                             "(no attention layers)",
                             m->name);
-    double hd = !p->fp8_attn      ? 0
-                : m->head_dim > 0 ? (double)m->head_dim
-                                  : pp_model_kv_channels(m);
-    if (p->fp8_attn && !(cfg->profile->attn_fp8_fwd_ratio > 0 &&
-                         cfg->profile->attn_fp8_bwd_ratio > 0))
+    double hd = p->fp8_attn ? pp_model_core_head_dim(m) : 0;
+    if (p->fp8_attn && !pp_profile_fp8_attn(cfg->profile))
         return pp_error_set(e, PP_EUSAGE,
                             "--parallel: fp8_attn=on: profile %s has no FP8 "
                             "attention times (attention.fp8_fwd_time_ratio, "
