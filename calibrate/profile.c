@@ -99,6 +99,10 @@ int pp_cal_profile_write(const pp_cal_result *r, const pp_cal_provenance *pv,
             g->mem_efficiency, g->scatter_add_Bps);
     fprintf(fp, "launch_overhead: %s\n",
             q(g->launch_s, PP_Q_TIME, b1, sizeof b1));
+    /* The base profile's, which the fitted loop efficiency below was
+     * fitted with. */
+    if (g->sustained > 0 && g->sustained != 1)
+        fprintf(fp, "sustained: %.6g\n", g->sustained);
     if (g->n_beside_comm) {
         fprintf(fp, "compute_beside_comm:\n");
         for (size_t i = 0; i < g->n_beside_comm; i++)

@@ -374,7 +374,7 @@ static int estimate_generic(pp_plan_estimator *x, const pp_parallel *p,
     pp_flops f;
     if (pp_flops_count(m, p->gbs / p->dp, p->recompute, &f, NULL) < 0)
         f.total = 0;
-    double rate = x->prof.peak_flops * x->prof.gemm_efficiency;
+    double rate = pp_profile_gemm_rate(&x->prof);
     pp_breakdown b = {0};
     memset(&b, 0, sizeof b);
     b.compute_s = rate > 0 ? f.total / rate : 0;

@@ -213,6 +213,11 @@ static void test_profile_errors(void **state) {
     assert_rel(pp_profile_beside_comm(&g, 20), 1, 0);
 
     pp_error_clear(&e);
+    p = tmpfile_with("sustained: 0\n");
+    assert_int_equal(pp_profile_load(p, gpu, &g, &e), PP_EINPUT);
+    assert_non_null(strstr(e.msg, ":1:12: sustained"));
+
+    pp_error_clear(&e);
     p = tmpfile_with("launch_overhead: 4\n");
     assert_int_equal(pp_profile_load(p, gpu, &g, &e), PP_EINPUT);
     assert_non_null(strstr(e.msg, ":1:18: launch_overhead"));
@@ -262,6 +267,46 @@ static void test_gemm_model(void **state) {
     g.framework_efficiency = 0.5;
     assert_rel(pp_memop_time_s(&g, 1e9),
                2e9 / (g.hbm_Bps * g.mem_efficiency) + 4e-6, 1e-12);
+}
+
+/* A profile's sustained share slows the tensor-core kernels (GEMMs in
+ * every number format, FlashAttention) by its inverse and leaves the
+ * memory-bound ones alone.  The shipped B200 profile carries its measured
+ * share; H100's, the reference, none. */
+static void test_sustained(void **state) {
+    (void)state;
+    pp_error e = PP_ERROR_INIT;
+    pp_gpu_profile g, h;
+    if (pp_profile_load_stack(NULL, pp_catalog_gpu(cat(), "b200"), "nemo-2025",
+                              &g, NULL, &e) ||
+        pp_profile_load(NULL, pp_catalog_gpu(cat(), "h100-sxm5"), &h, &e))
+        fail_msg("%s", e.msg);
+    assert_rel(g.sustained, 0.93, 0);
+    assert_rel(pp_profile_sustained(&h), 1, 0);
+    pp_gpu_profile one = g;
+    one.sustained = 0;
+    double n = 16384;
+    assert_rel(pp_gemm_time_s(&one, 1, n, n, n) - one.launch_s,
+               0.93 * (pp_gemm_time_s(&g, 1, n, n, n) - g.launch_s), 1e-12);
+    assert_rel(pp_gemm_time_prec_s(&one, true, 1, n, n, n) - one.launch_s,
+               0.93 * (pp_gemm_time_prec_s(&g, true, 1, n, n, n) - g.launch_s),
+               1e-12);
+    assert_rel(pp_gemm_time_nvfp4_s(&one, 1, n, n, n) - one.launch_s,
+               0.93 * (pp_gemm_time_nvfp4_s(&g, 1, n, n, n) - g.launch_s),
+               1e-12);
+    assert_rel(pp_memop_time_s(&one, 1e9), pp_memop_time_s(&g, 1e9), 0);
+    assert_rel(pp_profile_gemm_rate(&g), 0.93 * pp_profile_gemm_rate(&one),
+               1e-12);
+    /* A layer whose time is nearly all FlashAttention (seq 128K against
+     * hidden 1024): halving the share nearly doubles its forward. */
+    pp_model m = model("layers=1,hidden=1024,heads=8,seq=131072,vocab=1024");
+    pp_parallel p = par("mbs=1");
+    pp_stack_resolve(&one, &p);
+    pp_layer_cost c1, c2;
+    assert_int_equal(pp_layer_cost_get(&one, &m, &p, &c1, &e), 0);
+    one.sustained = 0.5;
+    assert_int_equal(pp_layer_cost_get(&one, &m, &p, &c2, &e), 0);
+    assert_true(c2.fwd_s > 1.8 * c1.fwd_s && c2.fwd_s < 2 * c1.fwd_s);
 }
 
 /* A layer's operations carry exactly the FLOPs of the closed form
@@ -702,6 +747,7 @@ int main(void) {
         cmocka_unit_test(test_profile_shipped),
         cmocka_unit_test(test_profile_errors),
         cmocka_unit_test(test_gemm_model),
+        cmocka_unit_test(test_sustained),
         cmocka_unit_test(test_layer_flops),
         cmocka_unit_test(test_schedules),
         cmocka_unit_test(test_placement),

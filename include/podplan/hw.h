@@ -276,6 +276,13 @@ typedef struct pp_gpu_profile {
     double grad_accum_bytes;     /* per parameter per micro-batch: adding a
                                 weight gradient into the main_grad buffer
                                 (0 when fused into the GEMM) */
+    /* Tensor-core kernels (GEMMs, attention): the share of the rates
+     * above the GPU holds under sustained full load, over H100's share,
+     * which the stacks' training-loop efficiencies carry (profile
+     * sustained; 0: 1).  The GEMM and attention figures are burst or
+     * relative-to-H100 rates, so a GPU whose power cap takes more of its
+     * clock in a training step than H100's does runs slower by this. */
+    double sustained;
     double framework_efficiency; /* the fraction of the kernels' roofline
                                 speed a real training loop sustains
                                 (clocks under load, launch and sync gaps);
@@ -450,6 +457,16 @@ double pp_profile_beside_comm(const pp_gpu_profile *g, double sms);
  * resolved dispatcher of layout p (NCCL's, DeepEP's or HybridEP's
  * kernels), priced as above. */
 double pp_profile_a2a_beside(const pp_gpu_profile *g, const pp_parallel *p);
+/* The profile's sustained share (1 when unset): tensor-core rates are
+ * multiplied by it. */
+static inline double pp_profile_sustained(const pp_gpu_profile *g) {
+    return g->sustained > 0 ? g->sustained : 1.0;
+}
+/* A generic model's compute rate: the best 16-bit GEMM rate, sustained
+ * (the simulator and the planner's estimate both take it). */
+static inline double pp_profile_gemm_rate(const pp_gpu_profile *g) {
+    return g->peak_flops * g->gemm_efficiency * pp_profile_sustained(g);
+}
 /* Whether the profile times FP8 attention (fp8_attn=on): both of its
  * attention.fp8_*_time_ratio figures. */
 static inline bool pp_profile_fp8_attn(const pp_gpu_profile *g) {

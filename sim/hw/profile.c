@@ -311,6 +311,11 @@ static int profile_read(pp_node *root, pp_gpu_profile *g, pp_error *e) {
     rc = pp_map_quantity(root, "", "launch_overhead", PP_OPTIONAL, PP_Q_TIME,
                          NULL, true, &g->launch_s, e);
     if (rc < 0) return rc;
+    /* Relative to H100's share: a GPU could hold more of its rate than
+     * H100 does, so up to 1.5. */
+    rc = pp_map_number(root, "", "sustained", PP_OPTIONAL, 0.1, 1.5,
+                       &g->sustained, e);
+    if (rc < 0) return rc;
     rc = pp_map_node(root, "", "compute_beside_comm", PP_OPTIONAL, PP_NODE_SEQ,
                      &n, e);
     if (rc < 0) return rc;
@@ -541,7 +546,8 @@ static double loop_efficiency(const pp_gpu_profile *g) {
 
 static double roofline(const pp_gpu_profile *g, double flops, double eff,
                        double bytes) {
-    double tc = flops > 0 ? flops / (g->peak_flops * eff) : 0;
+    double tc =
+        flops > 0 ? flops / (g->peak_flops * eff * pp_profile_sustained(g)) : 0;
     double tm = bytes > 0 ? bytes / (g->hbm_Bps * g->mem_efficiency) : 0;
     double fw = loop_efficiency(g);
     return (tc > tm ? tc : tm) / fw + g->launch_s;
@@ -617,7 +623,7 @@ static double lowp_time(const pp_gpu_profile *g, double peak, double asym,
     double eff = asym * k / (k + g->fp8_k_half);
     double flops = 2.0 * batch * m * n * k;
     double bytes = batch * (ob * (m * k + k * n) + 2.0 * m * n);
-    double tc = flops / (peak * eff);
+    double tc = flops / (peak * eff * pp_profile_sustained(g));
     double tm = bytes / (g->hbm_Bps * g->mem_efficiency);
     double fw = loop_efficiency(g);
     return (tc > tm ? tc : tm) / fw + g->launch_s;

@@ -176,7 +176,7 @@ static void lgemm_bwd(const pp__shape *s, pp__oplist *l, const char *dname,
  * mean time is taken (a windowed kernel's smaller size lowers its rate). */
 static double flash_time(const pp__shape *s, double f, double d, bool bwd) {
     double eff = pp_flash_efficiency(s->g, bwd, f, d);
-    return f / (s->g->peak_flops * eff);
+    return f / (s->g->peak_flops * eff * pp_profile_sustained(s->g));
 }
 
 static void flash(const pp__shape *s, pp__oplist *l, const char *name,

@@ -95,7 +95,7 @@ static double generic_compute_s(step *S) {
     pp_flops f;
     if (pp_flops_count(S->m, S->par->mbs, S->par->recompute, &f, NULL))
         return 0;
-    return f.total / (S->prof.peak_flops * S->prof.gemm_efficiency);
+    return f.total / pp_profile_gemm_rate(&S->prof);
 }
 
 void pp__step_build(step *S) {
