@@ -115,11 +115,18 @@ static void describe_profile(const char *name, char *d, size_t len) {
         snprintf(d, len, "(does not load: %.400s)", e.msg);
         return;
     }
+    /* The share a training step holds at the power cap, where the
+     * profile sets one (b200.yaml). */
+    char held[64] = "";
+    if (pp_profile_sustained(&p) != 1)
+        snprintf(held, sizeof held, " (x%.2f sustained at the power cap)",
+                 pp_profile_sustained(&p));
     snprintf(d, len,
              "GPU profile for the %s* GPUs: large GEMMs at %.0f%% of "
-             "peak, memory-bound kernels at %.0f%% of HBM; default stack "
+             "peak%s, memory-bound kernels at %.0f%% of HBM; default stack "
              "%s",
-             name, 100 * p.gemm_efficiency, 100 * p.mem_efficiency, p.stack);
+             name, 100 * p.gemm_efficiency, held, 100 * p.mem_efficiency,
+             p.stack);
 }
 
 /* A software stack: its framework, what it turns on, where from. */

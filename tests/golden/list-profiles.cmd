@@ -1,0 +1,1 @@
+podplan list profiles
