@@ -451,6 +451,8 @@ static void test_beside_comm(void **state) {
     pp_cal_result r;
     pp_cal_result_init(&r);
     r.profile = g;
+    /* A base profile's sustained share (b200.yaml) travels with it. */
+    r.profile.sustained = 0.93;
     pp_cal_provenance pv = {&s, "dgx-h100-ndr", NULL, true};
     const char *yaml = "/tmp/podplan-test-beside.yaml";
     fp = fopen(yaml, "w");
@@ -465,6 +467,8 @@ static void test_beside_comm(void **state) {
     unlink(yaml);
     assert_int_equal(h.n_beside_comm, 3);
     assert_true(fabs(h.beside_comm[2].time - want[2]) < 5e-5);
+    assert_true(h.sustained == 0.93);
+    r.profile.sustained = g.sustained;
 
     /* validate: a reserved GEMM is its time on all SMs times the curve. */
     pp_cal_validation v;
