@@ -34,7 +34,12 @@
 double pp__cal_gemm_pred(const pp_gpu_profile *g, const pp_cal_point *p) {
     pp_gpu_profile x = *g;
     double b = p->batch > 0 ? p->batch : 1;
+    /* A kernel timed alone: neither the training loop's efficiency nor
+     * the share of its rate a GPU holds at its power cap through a
+     * training step (profile sustained, b200.yaml), which the profile
+     * keeps beside the burst rates fitted here. */
     x.framework_efficiency = 1;
+    x.sustained = 0;
     if (p->streams > 0)
         return pp_gemm_grouped_time_s(&x, PP_GEMM_OPS_16, b, p->m, p->n, p->k);
     /* Aimed at fewer SMs: the GEMM's time slowed as compute beside
