@@ -107,6 +107,18 @@ json_t *cli_json_ok(const char *fmt, ...) {
     return j;
 }
 
+size_t cli_candidates_all(json_t *plan, const char *needle, int present) {
+    json_t *cs = json_object_get(plan, "candidates"), *c;
+    size_t i;
+    json_array_foreach(cs, i, c) {
+        const char *par = json_string_value(json_object_get(c, "parallel"));
+        if (!par || (strstr(par, needle) != NULL) != (present != 0))
+            fail_msg("candidate %zu: \"%s\" %s in %s", i, needle,
+                     present ? "not" : "found", par ? par : "(none)");
+    }
+    return json_array_size(cs);
+}
+
 void cli_expect(int status, const char *needle, const char *fmt, ...) {
     char line[4096];
     cli_result r;

@@ -27,6 +27,10 @@ json_t *cli_json_ok(const char *fmt, ...);
  * print needle: on stdout when status is 0, else on stderr (and nothing
  * on stdout); fails the test otherwise. */
 void cli_expect(int status, const char *needle, const char *fmt, ...);
+/* A plan --format json result: fails the test unless every candidate's
+ * "parallel" has `needle` (present) or lacks it (!present); returns how
+ * many candidates there are. */
+size_t cli_candidates_all(json_t *plan, const char *needle, int present);
 /* The number at key of a JSON object; fails the test when there is
  * none. */
 double cli_num(json_t *o, const char *key);

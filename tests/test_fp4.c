@@ -167,22 +167,11 @@ static void test_simulate(void **state) {
 static void test_plan(void **state) {
     (void)state;
     json_t *j = cli_json_ok(PLAN, "dgx-b200-ndr", "nemo-2025", "--format json");
-    json_t *cs = json_object_get(j, "candidates"), *c;
-    size_t i;
-    assert_true(json_array_size(cs) > 0);
-    json_array_foreach(cs, i, c) {
-        const char *par = json_string_value(json_object_get(c, "parallel"));
-        assert_null(strstr(par, "dtype=fp4"));
-    }
+    assert_true(cli_candidates_all(j, "dtype=fp4", 0) > 0);
     json_decref(j);
     j = cli_json_ok(PLAN, "dgx-b200-ndr", "nemo-2025",
                     "--fix dtype=fp4 --format json");
-    cs = json_object_get(j, "candidates");
-    assert_true(json_array_size(cs) > 0);
-    json_array_foreach(cs, i, c) {
-        const char *par = json_string_value(json_object_get(c, "parallel"));
-        if (!strstr(par, "dtype=fp4")) fail_msg("candidate %zu: %s", i, par);
-    }
+    assert_true(cli_candidates_all(j, "dtype=fp4", 1) > 0);
     json_decref(j);
     cli_expect(
         0, "  transformer_engine: true\n  fp4: e2m1\n  fp4_recipe: nvfp4\n",
@@ -214,11 +203,7 @@ static void test_plan(void **state) {
     /* bf16 alone when pinned: FP8 is searched otherwise. */
     j = cli_json_ok(PLAN, "dgx-b200-ndr", "nemo-2025",
                     "--fix dtype=bf16 --format json");
-    cs = json_object_get(j, "candidates");
-    json_array_foreach(cs, i, c) {
-        const char *par = json_string_value(json_object_get(c, "parallel"));
-        assert_null(strstr(par, "dtype="));
-    }
+    cli_candidates_all(j, "dtype=", 0);
     json_decref(j);
 }
 

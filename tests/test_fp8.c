@@ -186,14 +186,8 @@ static void test_plan(void **state) {
     cli_result r;
     cli_runf(&r, "%s --fix fp8=tensorwise --format json", base);
     if (r.status != 0) fail_msg("exit %d: %s", r.status, r.err);
-    json_t *j = cli_json(&r), *cs = json_object_get(j, "candidates");
-    assert_true(json_array_size(cs) > 0);
-    for (size_t i = 0; i < json_array_size(cs); i++) {
-        const char *par = json_string_value(
-            json_object_get(json_array_get(cs, i), "parallel"));
-        if (!strstr(par, "dtype=fp8,fp8=tensorwise"))
-            fail_msg("candidate %zu: %s", i, par);
-    }
+    json_t *j = cli_json(&r);
+    assert_true(cli_candidates_all(j, "dtype=fp8,fp8=tensorwise", 1) > 0);
     json_decref(j);
     cli_result_free(&r);
 
@@ -425,23 +419,12 @@ static void test_fp8_attn_plan(void **state) {
     (void)state;
     json_t *j = cli_json_ok(ATTN_PLAN, "llama3-8b", "dgx-b200-ndr", "nemo-2025",
                             "--format json");
-    json_t *cs = json_object_get(j, "candidates"), *c;
-    size_t i;
-    assert_true(json_array_size(cs) > 0);
-    json_array_foreach(cs, i, c) {
-        const char *par = json_string_value(json_object_get(c, "parallel"));
-        assert_null(strstr(par, "fp8_attn"));
-    }
+    assert_true(cli_candidates_all(j, "fp8_attn", 0) > 0);
     json_decref(j);
     j = cli_json_ok(ATTN_PLAN, "llama3-8b", "dgx-b200-ndr", "nemo-2025",
                     "--fix fp8_attn=on --format json");
-    cs = json_object_get(j, "candidates");
-    assert_true(json_array_size(cs) > 0);
-    json_array_foreach(cs, i, c) {
-        const char *par = json_string_value(json_object_get(c, "parallel"));
-        if (!strstr(par, "dtype=fp8") || !strstr(par, ",fp8_attn=on"))
-            fail_msg("candidate %zu: %s", i, par);
-    }
+    assert_true(cli_candidates_all(j, "dtype=fp8", 1) > 0);
+    cli_candidates_all(j, ",fp8_attn=on", 1);
     json_decref(j);
     cli_expect(0,
                "  fp8_recipe: tensorwise\n  fp8_dot_product_attention: true\n",

@@ -457,15 +457,20 @@ double pp_profile_beside_comm(const pp_gpu_profile *g, double sms);
  * resolved dispatcher of layout p (NCCL's, DeepEP's or HybridEP's
  * kernels), priced as above. */
 double pp_profile_a2a_beside(const pp_gpu_profile *g, const pp_parallel *p);
-/* The profile's sustained share (1 when unset): tensor-core rates are
- * multiplied by it. */
+/* The profile's sustained share (1 when unset). */
 static inline double pp_profile_sustained(const pp_gpu_profile *g) {
     return g->sustained > 0 ? g->sustained : 1.0;
 }
-/* A generic model's compute rate: the best 16-bit GEMM rate, sustained
- * (the simulator and the planner's estimate both take it). */
+/* A tensor-core kernel's FLOP rate in a training step: a peak (bf16, FP8
+ * or FP4) times the kernel's efficiency, at the sustained share. */
+static inline double pp_profile_tensor_rate(const pp_gpu_profile *g,
+                                            double peak, double eff) {
+    return peak * eff * pp_profile_sustained(g);
+}
+/* A generic model's compute rate: the best 16-bit GEMM rate (the
+ * simulator and the planner's estimate both take it). */
 static inline double pp_profile_gemm_rate(const pp_gpu_profile *g) {
-    return g->peak_flops * g->gemm_efficiency * pp_profile_sustained(g);
+    return pp_profile_tensor_rate(g, g->peak_flops, g->gemm_efficiency);
 }
 /* Whether the profile times FP8 attention (fp8_attn=on): both of its
  * attention.fp8_*_time_ratio figures. */

@@ -547,7 +547,7 @@ static double loop_efficiency(const pp_gpu_profile *g) {
 static double roofline(const pp_gpu_profile *g, double flops, double eff,
                        double bytes) {
     double tc =
-        flops > 0 ? flops / (g->peak_flops * eff * pp_profile_sustained(g)) : 0;
+        flops > 0 ? flops / pp_profile_tensor_rate(g, g->peak_flops, eff) : 0;
     double tm = bytes > 0 ? bytes / (g->hbm_Bps * g->mem_efficiency) : 0;
     double fw = loop_efficiency(g);
     return (tc > tm ? tc : tm) / fw + g->launch_s;
@@ -623,7 +623,7 @@ static double lowp_time(const pp_gpu_profile *g, double peak, double asym,
     double eff = asym * k / (k + g->fp8_k_half);
     double flops = 2.0 * batch * m * n * k;
     double bytes = batch * (ob * (m * k + k * n) + 2.0 * m * n);
-    double tc = flops / (peak * eff * pp_profile_sustained(g));
+    double tc = flops / pp_profile_tensor_rate(g, peak, eff);
     double tm = bytes / (g->hbm_Bps * g->mem_efficiency);
     double fw = loop_efficiency(g);
     return (tc > tm ? tc : tm) / fw + g->launch_s;

@@ -176,7 +176,7 @@ static void lgemm_bwd(const pp__shape *s, pp__oplist *l, const char *dname,
  * mean time is taken (a windowed kernel's smaller size lowers its rate). */
 static double flash_time(const pp__shape *s, double f, double d, bool bwd) {
     double eff = pp_flash_efficiency(s->g, bwd, f, d);
-    return f / (s->g->peak_flops * eff * pp_profile_sustained(s->g));
+    return f / pp_profile_tensor_rate(s->g, s->g->peak_flops, eff);
 }
 
 static void flash(const pp__shape *s, pp__oplist *l, const char *name,
@@ -515,8 +515,6 @@ static void core_fwd(const pp__shape *s, const dims *x, pp__oplist *l) {
     mem(s, l, "context permute", 4.0 * x->tok * x->q / x->t);
 }
 
-/* A dense layer's MLP, with its TP collectives (also what recompute=mlp
- * runs again in the backward). */
 /* The MLP activation's kernel, forward or backward, by the ffn type. */
 static const char *act_name(const pp__shape *s, bool bwd) {
     static const char *const names[][2] = {
@@ -527,6 +525,8 @@ static const char *act_name(const pp__shape *s, bool bwd) {
     return names[s->m->ffn][bwd];
 }
 
+/* A dense layer's MLP, with its TP collectives (also what recompute=mlp
+ * runs again in the backward). */
 static void mlp_fwd(const pp__shape *s, const dims *x, pp__oplist *l) {
     tp_enter_fwd(x, l);
     lgemm(s, l, "mlp fc1", x->tok, x->f_in, x->h);
