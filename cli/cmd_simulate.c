@@ -40,6 +40,11 @@ static const pp_cli_opt opts[] = {
     {"dp-overlap", 0, "on|off",
      "start DP buckets during the last backward (default: the stack's)", false,
      NULL, 0, NULL},
+    {"tp-overlap", 0, "on|off",
+     "TP collectives of sp=on layouts under the adjacent GEMM (Transformer "
+     "Engine's userbuffers, TP_COMM_OVERLAP) or exposed (default: the "
+     "stack's)",
+     false, NULL, 0, NULL},
     {"bucket", 0, "SIZE",
      "DP bucket size with --dp-overlap on (default: the stack's)", false, NULL,
      0, NULL},
@@ -70,7 +75,7 @@ static const pp_cli_opt opts[] = {
     {"stack", 0, "NAME",
      "software stack (podplan list stacks) or a YAML file (default: "
      "megatron-lm-2021 for A100 and older, megatron-core-2024 for H100 and "
-     "newer); sets the defaults of the five options above and attn=",
+     "newer); sets the defaults of the six options above and attn=",
      false, NULL, 0, NULL},
     {"compute-time", 0, "TIME",
      "generic models: compute per iteration per GPU, e.g. 0.4s (default: from "
@@ -110,6 +115,7 @@ typedef struct result {
     double tokens; /* 0 when not given */
     double days;
     char placement[16];
+    bool tp_overlap_set; /* --tp-overlap given: the table says it */
 } result;
 
 /* ep comm and cp comm columns only for layouts that have them, host only
@@ -149,6 +155,9 @@ static void print_table(FILE *fp, const void *ctx) {
         x->cfg.dp_overlap ? "on" : "off", x->cfg.p2p_sync ? "sync" : "async",
         x->cfg.p2p_scatter ? "" : " (whole tensors)",
         pp_fidelity_name(x->cfg.fidelity));
+    if (x->tp_overlap_set)
+        fprintf(fp, "tp overlap   %s (--tp-overlap)\n",
+                x->prof.sw.tp_overlap ? "on" : "off");
     char sl[160];
     fprintf(fp, "stack        %s", pp_cli_stack_label(&x->prof, sl, sizeof sl));
     /* The recipe a plain dtype=fp8 took from the stack. */
@@ -232,6 +241,7 @@ static json_t *to_json(const result *x) {
     json_object_set_new(o, "fidelity",
                         json_string(pp_fidelity_name(x->cfg.fidelity)));
     json_object_set_new(o, "dp_overlap", json_boolean(x->cfg.dp_overlap));
+    json_object_set_new(o, "tp_overlap", json_boolean(x->prof.sw.tp_overlap));
     json_object_set_new(o, "p2p_sync", json_boolean(x->cfg.p2p_sync));
     json_object_set_new(o, "p2p_scatter_gather",
                         json_boolean(x->cfg.p2p_scatter));
@@ -317,7 +327,7 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
     /* -1: not given, the stack's value. */
     int fmt = PP_FMT_TABLE, fid = PP_FIDELITY_FLOW, sched = -1, ov = -1;
     int memchk = -1, optz = PP_OPT_ADAM_MIXED;
-    int p2p = -1, gdt = -1, scatter = -1;
+    int p2p = -1, gdt = -1, scatter = -1, tpov = -1;
     int64_t seed = 0;
     double ctime = 0, bucket = 0;
     pp_cluster *c = NULL;
@@ -335,6 +345,7 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
         pp_args_choice(&a, "schedule", &sched, &e) ||
         pp_args_choice(&a, "optimizer", &optz, &e) ||
         get_enum(&a, "dp-overlap", onoff, &ov, &e) ||
+        get_enum(&a, "tp-overlap", onoff, &tpov, &e) ||
         get_enum(&a, "memory-check", onoff, &memchk, &e) ||
         get_enum(&a, "p2p", p2p_names, &p2p, &e) ||
         get_enum(&a, "p2p-scatter-gather", onoff, &scatter, &e) ||
@@ -387,6 +398,10 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
     /* The stack's choices, unless an option said otherwise. */
     pp_step_config_stack(&x.cfg, &stk);
     if (ov >= 0) x.cfg.dp_overlap = ov == 1;
+    if (tpov >= 0) {
+        x.prof.sw.tp_overlap = tpov == 1;
+        x.tp_overlap_set = true;
+    }
     if (p2p >= 0) x.cfg.p2p_sync = p2p == 1;
     if (scatter >= 0) x.cfg.p2p_scatter = scatter == 1;
     if (bucket > 0) x.cfg.bucket_bytes = bucket;
@@ -470,7 +485,8 @@ const pp_cli_cmd pp_cmd_simulate = {
     "breakdown",
     "simulate --model M --cluster C --parallel SPEC [--fidelity F] "
     "[--schedule S] [--placement tp,pp,dp] "
-    "[--dp-overlap on|off] [--p2p sync|async] [--p2p-scatter-gather on|off] "
+    "[--dp-overlap on|off] [--tp-overlap on|off] [--p2p sync|async] "
+    "[--p2p-scatter-gather on|off] "
     "[--optimizer OPT] [--memory-check on|off] [--profile FILE] "
     "[--stack NAME] [--compute-time TIME] [--tokens T] "
     "[--set PATH=VALUE]... [--trace FILE] [--format table|json] [-o FILE]",

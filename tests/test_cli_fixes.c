@@ -203,6 +203,34 @@ static void test_plan_pastes_into_simulate(void **state) {
                 2, "--parallel says overlap=on but --dp-overlap says off");
 }
 
+/* --tp-overlap overrides the stack's TP overlap (an MLPerf config's
+ * TP_COMM_OVERLAP=False under nemo-2025, which overlaps): exposed TP
+ * collectives make the iteration longer and the JSON says which. */
+static void test_tp_overlap_option(void **state) {
+    (void)state;
+    const char *base = "simulate --model llama3-8b --cluster dgx-h100-ndr "
+                       "--set node.count=1 --stack nemo-2025 --parallel "
+                       "tp=4,pp=1,dp=2,mbs=1,gbs=4,sp=on --format json";
+    double t[2];
+    for (int ov = 0; ov < 2; ov++) {
+        json_t *j = cli_json_ok("%s --tp-overlap %s", base, ov ? "on" : "off");
+        assert_int_equal(json_is_true(json_object_get(j, "tp_overlap")), ov);
+        t[ov] = json_real_value(json_object_get(j, "iteration_time_s"));
+        json_decref(j);
+    }
+    json_t *j = cli_json_ok("%s", base); /* the stack's: on */
+    assert_true(json_is_true(json_object_get(j, "tp_overlap")));
+    assert_true(json_real_value(json_object_get(j, "iteration_time_s")) ==
+                t[1]);
+    json_decref(j);
+    if (!(t[0] > t[1] * 1.01))
+        fail_msg("tp overlap off %.4f s, on %.4f s: want off slower", t[0],
+                 t[1]);
+    expect_fail("simulate --model llama3-8b --cluster dgx-h100-ndr "
+                "--parallel tp=4,dp=2,sp=on --tp-overlap maybe",
+                2, "--tp-overlap");
+}
+
 static void test_blanks_after_commas(void **state) {
     (void)state;
     const char *argv[] = {"memory",
@@ -342,6 +370,7 @@ int main(void) {
         cmocka_unit_test(test_profile_calibrated),
         cmocka_unit_test(test_defaults_said),
         cmocka_unit_test(test_plan_pastes_into_simulate),
+        cmocka_unit_test(test_tp_overlap_option),
         cmocka_unit_test(test_blanks_after_commas),
         cmocka_unit_test(test_count_suffixes),
         cmocka_unit_test(test_trace_limit),

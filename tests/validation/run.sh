@@ -28,7 +28,9 @@
 # placement: tp,pp,dp or tp,dp,pp (simulate --placement: the run's rank
 # order where the source gives it) and dp_overlap: "on" or "off"
 # (simulate --dp-overlap: where the source's configuration sets
-# overlap_grad_reduce against the stack's default) and optimizer: NAME
+# overlap_grad_reduce against the stack's default) and tp_overlap: "on"
+# or "off" (simulate --tp-overlap: where it sets TP_COMM_OVERLAP against
+# the stack's) and optimizer: NAME
 # (simulate --optimizer: the run's optimizer where its recipe sets one).
 #
 # Environment: PP_VALIDATION_TIMEOUT seconds per case (default 900);
@@ -69,7 +71,7 @@ cases=${PP_VALIDATION_CASES:-$here/published.yaml}
 # One line per case, fields separated by \037 (not whitespace, so empty
 # fields survive `read`): the line of its "- id:", then the scalar keys of
 # its `run:` block.
-fields="kind model cluster set parallel stack op algo bytes gpus gbs seq metric published memory_check extrapolate placement dp_overlap optimizer"
+fields="kind model cluster set parallel stack op algo bytes gpus gbs seq metric published memory_check extrapolate placement dp_overlap tp_overlap optimizer"
 table=$(awk -v fields="$fields" '
 function flush(   n, f, i, line) {
     if (id == "") return
@@ -101,7 +103,7 @@ isnum() { case $1 in "" | *[!0-9.eE+-]*) return 1 ;; *) return 0 ;; esac; }
 complain() { echo "$cases:$line: case $id: $1" >&2; bad=1; }
 while IFS=$'\037' read -r id split line kind model cluster set parallel stack \
     op algo bytes gpus gbs seq metric published memory_check extrapolate \
-    placement dp_overlap optimizer; do
+    placement dp_overlap tp_overlap optimizer; do
     case $seen in *" $id "*) complain "id: duplicate" ;; esac
     seen="$seen$id "
     case $split in tune | holdout | info) ;;
@@ -130,6 +132,8 @@ while IFS=$'\037' read -r id split line kind model cluster set parallel stack \
     *) complain "run.memory_check: expected on or off, got '$memory_check'" ;; esac
     case $dp_overlap in "" | on | off) ;;
     *) complain "run.dp_overlap: expected on or off, got '$dp_overlap'" ;; esac
+    case $tp_overlap in "" | on | off) ;;
+    *) complain "run.tp_overlap: expected on or off, got '$tp_overlap'" ;; esac
     case $optimizer in "" | adam-mixed | adam-fp32 | adam-bf16-moments) ;;
     *) complain "run.optimizer: expected adam-mixed, adam-fp32 or adam-bf16-moments, got '$optimizer'" ;; esac
     case $placement in "" | tp,pp,dp | tp,dp,pp) ;;
@@ -174,7 +178,7 @@ notrun=$tmp/notrun # split, one line per scored case that did not run
 
 while IFS=$'\037' read -r id split _ kind model cluster set parallel stack op \
     algo bytes gpus gbs seq metric published memory_check extrapolate \
-    placement dp_overlap optimizer; do
+    placement dp_overlap tp_overlap optimizer; do
     if [ ${#only[@]} -gt 0 ]; then
         keep=0
         for o in "${only[@]}"; do [ "$o" = "$id" ] && keep=1; done
@@ -190,6 +194,7 @@ while IFS=$'\037' read -r id split _ kind model cluster set parallel stack op \
         [ -n "$memory_check" ] && args+=(--memory-check "$memory_check")
         [ -n "$placement" ] && args+=(--placement "$placement")
         [ -n "$dp_overlap" ] && args+=(--dp-overlap "$dp_overlap")
+        [ -n "$tp_overlap" ] && args+=(--tp-overlap "$tp_overlap")
         [ -n "$optimizer" ] && args+=(--optimizer "$optimizer")
         ;;
     collective)
