@@ -101,7 +101,7 @@ int pp_cal_profile_write(const pp_cal_result *r, const pp_cal_provenance *pv,
             q(g->launch_s, PP_Q_TIME, b1, sizeof b1));
     /* The base profile's, which the fitted loop efficiency below was
      * fitted with. */
-    if (g->sustained > 0 && g->sustained != 1)
+    if (pp_profile_sustained(g) != 1)
         fprintf(fp, "sustained: %.6g\n", g->sustained);
     if (g->n_beside_comm) {
         fprintf(fp, "compute_beside_comm:\n");

@@ -118,9 +118,10 @@ static void describe_profile(const char *name, char *d, size_t len) {
     /* The share a training step holds at the power cap, where the
      * profile sets one (b200.yaml). */
     char held[64] = "";
-    if (pp_profile_sustained(&p) != 1)
+    double share = pp_profile_sustained(&p);
+    if (share != 1)
         snprintf(held, sizeof held, " (x%.2f sustained at the power cap)",
-                 pp_profile_sustained(&p));
+                 share);
     snprintf(d, len,
              "GPU profile for the %s* GPUs: large GEMMs at %.0f%% of "
              "peak%s, memory-bound kernels at %.0f%% of HBM; default stack "
