@@ -43,7 +43,7 @@ static const pp_cli_opt opts[] = {
     {"tp-overlap", 0, "on|off",
      "TP collectives of sp=on layouts under the adjacent GEMM (Transformer "
      "Engine's userbuffers, TP_COMM_OVERLAP) or exposed (default: the "
-     "stack's)",
+     "stack's; off under dtype=fp4, which userbuffers do not take)",
      false, NULL, 0, NULL},
     {"bucket", 0, "SIZE",
      "DP bucket size with --dp-overlap on (default: the stack's)", false, NULL,
@@ -241,7 +241,11 @@ static json_t *to_json(const result *x) {
     json_object_set_new(o, "fidelity",
                         json_string(pp_fidelity_name(x->cfg.fidelity)));
     json_object_set_new(o, "dp_overlap", json_boolean(x->cfg.dp_overlap));
-    json_object_set_new(o, "tp_overlap", json_boolean(x->prof.sw.tp_overlap));
+    /* The stack's (or --tp-overlap's) choice, less what NVFP4 rules out
+     * (pp_tp_overlap_in_force without its sp condition). */
+    json_object_set_new(
+        o, "tp_overlap",
+        json_boolean(x->prof.sw.tp_overlap && x->p.dtype != PP_PREC_FP4));
     json_object_set_new(o, "p2p_sync", json_boolean(x->cfg.p2p_sync));
     json_object_set_new(o, "p2p_scatter_gather",
                         json_boolean(x->cfg.p2p_scatter));
@@ -380,6 +384,13 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
             goto out;
         }
         ov = spec_ov;
+    }
+    if (tpov == 1 && x.p.dtype == PP_PREC_FP4) {
+        rc = pp_error_set(&e, PP_EUSAGE,
+                          "--tp-overlap on: Transformer Engine's userbuffers "
+                          "take 16-bit, FP8 and MXFP8 inputs, not NVFP4 "
+                          "(dtype=fp4); use --tp-overlap off");
+        goto out;
     }
     if (ctime > 0 && x.m.arch != PP_ARCH_GENERIC) {
         rc = pp_error_set(&e, PP_EUSAGE,

@@ -206,13 +206,21 @@ static int fill_entry(pp_plan_estimator *x, const pp_parallel *par,
     const pp_layer_cost *lc = &ce->lc;
     ce->layer_compute = lc->fwd_s + lc->bwd_s + lc->recompute_s;
     /* Collectives overlapped with a GEMM cost only what outlasts it
-     * (the GEMMs' mean, as the simulator's max per pair). */
+     * (at their mean size against the GEMMs' mean, as the simulator's
+     * max per pair). */
     double n_ovl = lc->tp_overlap_colls;
     ce->layer_tp =
-        ((double)(lc->fwd_colls + lc->bwd_colls + lc->recompute_colls) -
-         n_ovl) * ce->t_coll +
-        (n_ovl > 0 ? n_ovl * fmax(0.0, ce->t_coll - lc->tp_overlap_s / n_ovl)
-                   : 0.0);
+        (double)(lc->fwd_colls + lc->bwd_colls + lc->recompute_colls) *
+        ce->t_coll;
+    if (n_ovl > 0) {
+        double So = lc->tp_overlap_bytes;
+        double to =
+            sp ? 0.5 *
+                     (pp__est_ring_s(x, PP_COLL_REDUCESCATTER, t, So, B, lat) +
+                      pp__est_ring_s(x, PP_COLL_ALLGATHER, t, So, B, lat))
+               : pp__est_ring_s(x, PP_COLL_ALLREDUCE, t, So, B, lat);
+        ce->layer_tp += n_ovl * fmax(0.0, to - lc->tp_overlap_s / n_ovl);
+    }
     /* A layer's other TP collectives at their mean size (MLA's latents,
      * gathered with sp and all-reduced without; an MoE layer's expert-TP
      * gathers and reduce-scatters of its dispatched tokens). */

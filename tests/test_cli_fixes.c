@@ -229,6 +229,17 @@ static void test_tp_overlap_option(void **state) {
     expect_fail("simulate --model llama3-8b --cluster dgx-h100-ndr "
                 "--parallel tp=4,dp=2,sp=on --tp-overlap maybe",
                 2, "--tp-overlap");
+    /* Userbuffers take no NVFP4: the stack's on is dropped under
+     * dtype=fp4 (the JSON says off), an explicit on is refused. */
+    const char *fp4 = "simulate --model llama3-8b --cluster dgx-b200-ndr "
+                      "--set node.count=1 --stack nemo-2025 --parallel "
+                      "tp=4,pp=1,dp=2,mbs=1,gbs=4,sp=on,dtype=fp4";
+    j = cli_json_ok("%s --format json", fp4);
+    assert_false(json_is_true(json_object_get(j, "tp_overlap")));
+    json_decref(j);
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "%s --tp-overlap on", fp4);
+    expect_fail(cmd, 2, "not NVFP4");
 }
 
 static void test_blanks_after_commas(void **state) {

@@ -160,6 +160,8 @@ typedef struct pp_stack {
     bool p2p_scatter;          /* TP ranks send 1/tp, receiver gathers */
     bool tp_overlap;           /* TP collectives under the adjacent GEMM
                                   (Transformer Engine userbuffers) */
+    bool tp_async_bwd;         /* a column-parallel linear's backward
+                                  collectives under its own GEMMs */
     bool dp_overlap;           /* grad reduce during the backward */
     bool param_gather_overlap; /* ZeRO-1/2 param all-gather during the
                                   next forward (step.c, by chunk) */

@@ -33,10 +33,13 @@ typedef struct pp_layer_cost {
     double fwd_s, bwd_s, recompute_s; /* compute only, no comm */
     double fwd_flops, bwd_flops, recompute_flops;
     double gemm_s; /* of fwd_s: GEMMs and bmms */
+    /* TP collectives of the activation's size, coll_bytes, not
+     * overlapped with a GEMM (those are tp_overlap_*'s). */
     int32_t fwd_colls, bwd_colls, recompute_colls;
     double coll_bytes; /* each collective's buffer */
-    /* Other TP collectives (the loss's AllReduces, MLA's latents, an MoE
-     * layer's expert-TP gathers), of mean size aux_coll_bytes. */
+    /* Other TP collectives not overlapped (the loss's AllReduces, MLA's
+     * latents, an MoE layer's expert-TP gathers, FP8 and NVFP4 inputs'
+     * gathers), of mean size aux_coll_bytes. */
     int32_t aux_colls;
     double aux_coll_bytes;
     double params; /* parameters on this GPU */
@@ -57,10 +60,12 @@ typedef struct pp_layer_cost {
     double cp_fwd_bytes, cp_bwd_bytes, cp_recompute_bytes;
     double cp_fwd_overlap_s, cp_bwd_overlap_s, cp_recompute_overlap_s;
     /* TP collectives a stack overlaps with their GEMMs (stack
-     * tensor_parallel.overlap_comm), over all three passes, and the GEMM
-     * time they run under (which the compute times include). */
+     * tensor_parallel.overlap_comm and async_backward), over all three
+     * passes, the GEMM time they run under (which the compute times
+     * include) and their mean size. */
     int32_t tp_overlap_colls;
     double tp_overlap_s;
+    double tp_overlap_bytes;
     /* The host's time to issue the layer's kernels, forward, backward and
      * recomputation together (the stack's host.kernel_issue; 0 when it
      * does not model the host). */
@@ -73,6 +78,15 @@ typedef struct pp_layer_cost {
  * for selective).  On failure *out is untouched. */
 int pp_layer_cost_get(const pp_gpu_profile *g, const pp_model *m,
                       const pp_parallel *p, pp_layer_cost *out, pp_error *e);
+
+/* Whether layout p's TP collectives run under their GEMMs: the stack's
+ * tensor_parallel.overlap_comm (Transformer Engine's userbuffers), with
+ * sp=on, and not with dtype=fp4: userbuffers take 16-bit, FP8 and MXFP8
+ * inputs only (base.py fill_userbuffers_buffer_for_all_gather:
+ * "Unsupported quantizer for Userbuffers"; NVIDIA's MLPerf v5.1
+ * config_common_fp4.sh: "TP overlap not supported yet",
+ * TP_COMM_OVERLAP=False). */
+bool pp_tp_overlap_in_force(const pp_gpu_profile *g, const pp_parallel *p);
 /* The same for the first virtual stage's embedding (word and position
  * tables, vocab-parallel) and the last one's head (final norm, logits,
  * cross-entropy, and with a pipeline the tied table's copy): the kernels

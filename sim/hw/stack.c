@@ -245,6 +245,8 @@ static int stack_read(pp_node *root, pp_stack *s, pp_error *e) {
     if ((rc = sec_of(root, "tensor_parallel", &sec, e)) < 0) return rc;
     if (sec && ((rc = read_bool(sec, "tensor_parallel", "overlap_comm",
                                 &s->tp_overlap, e)) < 0 ||
+                (rc = read_bool(sec, "tensor_parallel", "async_backward",
+                                &s->tp_async_bwd, e)) < 0 ||
                 (rc = pp_map_done(sec, "tensor_parallel", e)) < 0))
         return rc;
 

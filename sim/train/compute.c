@@ -296,6 +296,24 @@ static void mark_layer(const pp__shape *s, pp__oplist *l, double params) {
     }
 }
 
+/* Bytes per element of a Transformer Engine linear's input as it is
+ * gathered over TP (sp): TE quantizes before it gathers (linear.py,
+ * layernorm_linear.py: the input quantizer, then gather_along_first_dim
+ * with it; distributed.py's _all_gather_fp8 / _mxfp8 / _nvfp4 move the
+ * quantized data and its scales), for the forward's input, the
+ * backward's re-gather of it and the row-parallel backward's incoming
+ * gradient (base.py grad_output_preprocess).  FP8 per-tensor: 1 byte
+ * (the scale is shared); MXFP8 a scale byte per 32; blockwise 4 bytes
+ * per 128; NVFP4 half a byte and an E4M3 scale per 16.  The
+ * reduce-scatters stay 16-bit. */
+static double gather_bytes(const pp_parallel *p) {
+    if (p->dtype == PP_PREC_FP4) return PP_NVFP4_BYTES;
+    if (p->dtype != PP_PREC_FP8) return PP_ACT_BYTES;
+    if (p->fp8_recipe == PP_FP8_MXFP8) return 1.0 + 1.0 / 32.0;
+    if (p->fp8_recipe == PP_FP8_BLOCKWISE) return 1.0 + 4.0 / 128.0;
+    return 1.0;
+}
+
 /* Shapes after the TP split, per micro-batch. */
 typedef struct dims {
     double b, sq, h, t, a, d, kvd, f, V;
@@ -308,6 +326,7 @@ typedef struct dims {
     double heads; /* attention heads on this GPU x b: bmm batch */
     double qkv_n; /* QKV output width on this GPU */
     double f_in;  /* MLP first GEMM's output width (x2 for SwiGLU) */
+    double gb;    /* bytes per element a TE linear's input gathers in */
     bool tpc;     /* there is TP communication */
     bool sp;      /* sequence parallel (tp > 1) */
     bool swiglu;
@@ -351,6 +370,7 @@ static dims dims_of(const pp__shape *s) {
     x.heads = x.b * x.a / x.t;
     x.qkv_n = (x.q + 2.0 * x.kvd) / x.t;
     x.f_in = (x.swiglu ? 2.0 : 1.0) * x.f / x.t;
+    x.gb = gather_bytes(p);
     return x;
 }
 
@@ -388,6 +408,64 @@ static void tp_enter_bwd(const dims *x, pp__oplist *l) {
 
 static void tp_exit_bwd(const dims *x, pp__oplist *l) {
     tp_exit_fwd(x, l);
+}
+
+/* tp_enter_fwd and tp_enter_bwd before a Transformer Engine linear (the
+ * attention's and the dense MLP's): the gather in its input's dtype
+ * (gather_bytes). */
+static void te_enter_fwd(const dims *x, pp__oplist *l) {
+    if (x->sp)
+        comm(l, "tp allgather", PP_COLL_ALLGATHER, x->gb * x->tok * x->h);
+}
+
+static void te_enter_bwd(const dims *x, pp__oplist *l) {
+    te_enter_fwd(x, l);
+}
+
+/* Op i (a collective) runs while GEMM j computes: it takes j's time,
+ * FLOPs and kernels, and j leaves the list (the simulator runs the pair
+ * as one: the GEMM is hidden until the collective outlasts it). */
+static void comm_over(pp__oplist *l, size_t i, size_t j) {
+    pp__op *c = &l->v[i];
+    c->overlap_s = l->v[j].time_s;
+    c->flops = l->v[j].flops;
+    c->kernels += l->v[j].kernels;
+    memmove(&l->v[j], &l->v[j + 1], (l->n - j - 1) * sizeof *l->v);
+    l->n--;
+}
+
+/* A column-parallel linear's backward (qkv, fc1: m x k input, n
+ * outputs) and its TP collectives.  Megatron-core's
+ * LinearWithGradAccumulationAndAsyncCommunication.backward
+ * (megatron/core/tensor_parallel/layers.py) and Transformer Engine's
+ * linears issue them async_op=True beside their own GEMMs: with sp the
+ * input, saved sequence-sharded, is all-gathered again for the weight
+ * gradient while the dgrad GEMM runs ("the gather is scheduled before
+ * the input gradient computation"), then the input gradient's
+ * reduce-scatter (all-reduce without sp) while the wgrad GEMM runs.
+ * Userbuffers do the same pairs as bulk overlaps (ub_bulk_dgrad,
+ * ub_bulk_wgrad).  Stacks without (tensor_parallel.async_backward
+ * false, Megatron-LM 2021): the all-reduce after both GEMMs. */
+static void col_bwd(const pp__shape *s, const dims *x, pp__oplist *l,
+                    const char *dname, const char *wname, double m, double n,
+                    double k) {
+    lgemm_bwd(s, l, dname, wname, m, n, k);
+    if (!s->g->sw.tp_async_bwd || !x->tpc) {
+        tp_exit_bwd(x, l);
+        return;
+    }
+    size_t d = l->n - 2;
+    if (x->sp) {
+        /* The gather goes in before the dgrad GEMM and takes it. */
+        comm(l, "tp allgather (wgrad input)", PP_COLL_ALLGATHER,
+             x->gb * x->tok * x->h);
+        pp__op g = l->v[l->n - 1];
+        memmove(&l->v[d + 1], &l->v[d], (l->n - 1 - d) * sizeof *l->v);
+        l->v[d] = g;
+        comm_over(l, d, d + 1);
+    }
+    tp_exit_bwd(x, l);
+    comm_over(l, l->n - 1, l->n - 2);
 }
 
 /* The attention core's forward: scores, softmax, dropout, scores x V.
@@ -446,9 +524,12 @@ static bool ub_gemm(const char *name) {
            strncmp(name, "mlp fc", 6) == 0;
 }
 
-static void tp_overlap(const pp__shape *s, const dims *x, pp__oplist *l,
-                       size_t from) {
-    if (!s->g->sw.tp_overlap || !x->sp) return;
+bool pp_tp_overlap_in_force(const pp_gpu_profile *g, const pp_parallel *p) {
+    return g->sw.tp_overlap && p->sp && p->tp > 1 && p->dtype != PP_PREC_FP4;
+}
+
+static void tp_overlap(const pp__shape *s, pp__oplist *l, size_t from) {
+    if (!pp_tp_overlap_in_force(s->g, s->p)) return;
     for (size_t i = from; i < l->n; i++) {
         pp__op *c = &l->v[i];
         if (c->kind != PP__OP_COMM || c->group != PP__GRP_TP ||
@@ -470,11 +551,7 @@ static void tp_overlap(const pp__shape *s, const dims *x, pp__oplist *l,
             }
         }
         if (j == SIZE_MAX) continue;
-        c->overlap_s = l->v[j].time_s;
-        c->flops = l->v[j].flops;
-        c->kernels += l->v[j].kernels;
-        memmove(&l->v[j], &l->v[j + 1], (l->n - j - 1) * sizeof *l->v);
-        l->n--;
+        comm_over(l, i, j);
         if (j < i) i--; /* the collective moved down one */
     }
 }
@@ -528,7 +605,7 @@ static const char *act_name(const pp__shape *s, bool bwd) {
 /* A dense layer's MLP, with its TP collectives (also what recompute=mlp
  * runs again in the backward). */
 static void mlp_fwd(const pp__shape *s, const dims *x, pp__oplist *l) {
-    tp_enter_fwd(x, l);
+    te_enter_fwd(x, l);
     lgemm(s, l, "mlp fc1", x->tok, x->f_in, x->h);
     /* Fused bias-GeLU (or Nemotron's squared ReLU): read 2, write 2;
      * SwiGLU reads both halves. */
@@ -548,7 +625,7 @@ void pp__ops_layer_fwd(const pp__shape *s, pp__oplist *l) {
     if (x.mla) {
         pp__ops_mla_fwd(s, l);
     } else {
-        tp_enter_fwd(&x, l);
+        te_enter_fwd(&x, l);
         lgemm(s, l, "qkv", x.tok, x.qkv_n, x.h);
     }
     core_fwd(s, &x, l);
@@ -573,7 +650,7 @@ void pp__ops_layer_fwd(const pp__shape *s, pp__oplist *l) {
         mem(s, l, "bias dropout add", 7.0 * H);
         pp__op_scope(l, mlp0, PP_GRAPH_MLP);
     }
-    tp_overlap(s, &x, l, from);
+    tp_overlap(s, l, from);
 }
 
 /* A GEMM's backward: the input gradient (dgrad) and the weight gradient
@@ -659,7 +736,7 @@ void pp__ops_layer_bwd(const pp__shape *s, pp__oplist *l) {
         pp__op_scope(l, ln0, PP_GRAPH_MOE_ROUTER);
     } else {
         if (rm & PP_RECOMP_MLP) mlp_fwd(s, &x, l);
-        tp_enter_bwd(&x, l);
+        te_enter_bwd(&x, l);
         lgemm_bwd(s, l, "mlp fc2 dgrad", "mlp fc2 wgrad", x.tok, x.h,
                   x.f / x.t);
         /* GeLU backward reads its input and the gradient and writes one;
@@ -667,15 +744,14 @@ void pp__ops_layer_bwd(const pp__shape *s, pp__oplist *l) {
         mem(s, l, act_name(s, true),
             (x.swiglu ? 10.0 : 8.0) * x.tok * x.f / x.t);
         ln_recompute(s, &x, l, x.tok * x.h);
-        lgemm_bwd(s, l, "mlp fc1 dgrad", "mlp fc1 wgrad", x.tok, x.f_in, x.h);
-        tp_exit_bwd(&x, l);
+        col_bwd(s, &x, l, "mlp fc1 dgrad", "mlp fc1 wgrad", x.tok, x.f_in, x.h);
         ln_bwd(s, &x, l);
         pp__op_scope(l, mlp0, PP_GRAPH_MLP);
     }
 
     size_t attn0 = l->n;
     mem(s, l, "bias dropout add bwd", 7.0 * H);
-    tp_enter_bwd(&x, l);
+    te_enter_bwd(&x, l);
     lgemm_bwd(s, l, "attn proj dgrad", "attn proj wgrad", x.tok, x.h,
               x.q / x.t);
     if (!s->p->flash) mem(s, l, "context permute bwd", 4.0 * x.tok * x.q / x.t);
@@ -707,8 +783,7 @@ void pp__ops_layer_bwd(const pp__shape *s, pp__oplist *l) {
         /* The Q, K and V gradients are concatenated into one tensor. */
         mem(s, l, "qkv grad concat", 4.0 * x.tok * x.qkv_n);
         ln_recompute(s, &x, l, x.tok * x.h);
-        lgemm_bwd(s, l, "qkv dgrad", "qkv wgrad", x.tok, x.qkv_n, x.h);
-        tp_exit_bwd(&x, l);
+        col_bwd(s, &x, l, "qkv dgrad", "qkv wgrad", x.tok, x.qkv_n, x.h);
     }
     ln_bwd(s, &x, l);
     pp__op_scope(l, attn0, PP_GRAPH_ATTN);
@@ -720,7 +795,7 @@ void pp__ops_layer_bwd(const pp__shape *s, pp__oplist *l) {
     double params = pp__layer_params_gpu(s);
     if (s->g->grad_accum_bytes > 0)
         mem(s, l, "grad accumulate", s->g->grad_accum_bytes * params);
-    tp_overlap(s, &x, l, from);
+    tp_overlap(s, l, from);
     mark_layer(s, l, params);
 }
 

@@ -24,13 +24,14 @@ static void sum_list(const pp__oplist *l, size_t from, size_t to, double act,
             continue;
         }
         if (o->kind == PP__OP_COMM) {
-            /* A TP collective overlapped with its GEMM (tp_overlap): the
-             * GEMM is compute; the collective is counted as any other,
-             * and pp_layer_cost's tp_overlap_* let the estimator hide
-             * it. */
+            /* A TP collective overlapped with its GEMM (tp_overlap,
+             * async_backward): the GEMM is compute; the collective is
+             * left to pp_layer_cost's tp_overlap_*, which let the
+             * estimator hide it. */
             *t += o->overlap_s;
             *f += o->flops;
             if (gemm_s) *gemm_s += o->overlap_s;
+            if (o->overlap_s > 0) continue;
             if (o->bytes == act) {
                 (*colls)++;
             } else {
@@ -146,6 +147,8 @@ int pp_layer_cost_get(const pp_gpu_profile *g, const pp_model *m,
             l.v[i].overlap_s > 0) {
             c.tp_overlap_colls++;
             c.tp_overlap_s += l.v[i].overlap_s;
+            c.tp_overlap_bytes += (l.v[i].bytes - c.tp_overlap_bytes) /
+                                  (double)c.tp_overlap_colls;
         }
     c.ep_inner_fwd_s = between_a2a(&l, 0, nf);
     c.ep_inner_bwd_s = between_a2a(&l, nf, l.n);
