@@ -173,6 +173,16 @@ void pp__est_group_link(const pp_plan_estimator *x, int64_t stride, int64_t n,
 /* ------------------------------------------------------------------------
  * Per (tp, mbs, sp, recompute) costs.
  * ---------------------------------------------------------------------- */
+/* A layer TP collective of S bytes: with sp the mean of a reduce-scatter
+ * and an all-gather (a layer holds them in about equal numbers), without
+ * an AllReduce. */
+static double tp_coll_s(const pp_plan_estimator *x, bool sp, double t, double S,
+                        double B, double lat) {
+    return sp ? 0.5 * (pp__est_ring_s(x, PP_COLL_REDUCESCATTER, t, S, B, lat) +
+                       pp__est_ring_s(x, PP_COLL_ALLGATHER, t, S, B, lat))
+              : pp__est_ring_s(x, PP_COLL_ALLREDUCE, t, S, B, lat);
+}
+
 static int fill_entry(pp_plan_estimator *x, const pp_parallel *par,
                       cost_entry *ce, pp_error *e) {
     const pp_model *m = x->m;
@@ -198,10 +208,7 @@ static int fill_entry(pp_plan_estimator *x, const pp_parallel *par,
     /* With sp a layer's collectives are all-gathers and reduce-scatters
      * in equal numbers (and so are the embedding's and the head's, one of
      * each); without, AllReduces. */
-    double t_ar = pp__est_ring_s(x, PP_COLL_ALLREDUCE, t, S, B, lat);
-    double t_rs = pp__est_ring_s(x, PP_COLL_REDUCESCATTER, t, S, B, lat);
-    double t_ag = pp__est_ring_s(x, PP_COLL_ALLGATHER, t, S, B, lat);
-    ce->t_coll = sp ? 0.5 * (t_rs + t_ag) : t_ar;
+    ce->t_coll = tp_coll_s(x, sp, t, S, B, lat);
 
     const pp_layer_cost *lc = &ce->lc;
     ce->layer_compute = lc->fwd_s + lc->bwd_s + lc->recompute_s;
@@ -213,26 +220,15 @@ static int fill_entry(pp_plan_estimator *x, const pp_parallel *par,
         (double)(lc->fwd_colls + lc->bwd_colls + lc->recompute_colls) *
         ce->t_coll;
     if (n_ovl > 0) {
-        double So = lc->tp_overlap_bytes;
-        double to =
-            sp ? 0.5 *
-                     (pp__est_ring_s(x, PP_COLL_REDUCESCATTER, t, So, B, lat) +
-                      pp__est_ring_s(x, PP_COLL_ALLGATHER, t, So, B, lat))
-               : pp__est_ring_s(x, PP_COLL_ALLREDUCE, t, So, B, lat);
+        double to = tp_coll_s(x, sp, t, lc->tp_overlap_bytes, B, lat);
         ce->layer_tp += n_ovl * fmax(0.0, to - lc->tp_overlap_s / n_ovl);
     }
     /* A layer's other TP collectives at their mean size (MLA's latents,
      * gathered with sp and all-reduced without; an MoE layer's expert-TP
      * gathers and reduce-scatters of its dispatched tokens). */
-    if (lc->aux_colls > 0) {
-        double Sa = lc->aux_coll_bytes;
-        double ta =
-            sp ? 0.5 *
-                     (pp__est_ring_s(x, PP_COLL_REDUCESCATTER, t, Sa, B, lat) +
-                      pp__est_ring_s(x, PP_COLL_ALLGATHER, t, Sa, B, lat))
-               : pp__est_ring_s(x, PP_COLL_ALLREDUCE, t, Sa, B, lat);
-        ce->layer_tp += (double)lc->aux_colls * ta;
-    }
+    if (lc->aux_colls > 0)
+        ce->layer_tp += (double)lc->aux_colls *
+                        tp_coll_s(x, sp, t, lc->aux_coll_bytes, B, lat);
     ce->layer_w = ce->layer_compute + ce->layer_tp;
 
     const pp_layer_cost *em = &ce->emb, *hd = &ce->head;

@@ -328,6 +328,9 @@ static void gemms_match_sim(const char *model, const char *spec, bool flash,
     pp_model m = load(model);
     pp_parallel p = layout(spec);
     pp_gpu_profile gp = h100();
+    /* A GEMM a TP collective runs beside is folded into that collective's
+     * op (async_backward): keep every GEMM its own op here. */
+    gp.sw.tp_async_bwd = false;
     pp_gemm_shape g[PP_LAYER_GEMMS_MAX + PP_LAYER_GEMMS_BWD_MAX];
     size_t nf = 0, nb = 0, found = 0;
     pp_error e = PP_ERROR_INIT;
