@@ -241,11 +241,9 @@ static json_t *to_json(const result *x) {
     json_object_set_new(o, "fidelity",
                         json_string(pp_fidelity_name(x->cfg.fidelity)));
     json_object_set_new(o, "dp_overlap", json_boolean(x->cfg.dp_overlap));
-    /* The stack's (or --tp-overlap's) choice, less what NVFP4 rules out
-     * (pp_tp_overlap_in_force without its sp condition). */
-    json_object_set_new(
-        o, "tp_overlap",
-        json_boolean(x->prof.sw.tp_overlap && x->p.dtype != PP_PREC_FP4));
+    /* The stack's (or --tp-overlap's) choice, less what NVFP4 rules out. */
+    json_object_set_new(o, "tp_overlap",
+                        json_boolean(pp_tp_overlap_offered(&x->prof, &x->p)));
     json_object_set_new(o, "p2p_sync", json_boolean(x->cfg.p2p_sync));
     json_object_set_new(o, "p2p_scatter_gather",
                         json_boolean(x->cfg.p2p_scatter));

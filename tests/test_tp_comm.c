@@ -14,36 +14,13 @@
 
 #include <stdio.h>
 
+#include "layer_util.h"
 #include "podplan/sim.h"
 
-typedef struct setup {
-    pp_gpu_profile g;
-    pp_model m;
-    pp_parallel p;
-} setup;
-
-/* Llama 3 8B at tp 4 with sp on a catalogue GPU under a named stack. */
-static setup setup_get(const char *gpu, const char *stack, const char *spec) {
-    pp_error e = PP_ERROR_INIT;
-    setup x;
-    pp_catalog *cat;
-    if (pp_catalog_load(NULL, &cat, &e) || pp_model_load("llama3-8b", &x.m, &e))
-        fail_msg("%s", e.msg);
-    const pp_gpu_spec *gs = pp_catalog_gpu(cat, gpu);
-    if (!gs || pp_profile_load_stack(NULL, gs, stack, &x.g, NULL, &e))
-        fail_msg("%s: %s", gpu, e.msg);
-    pp_parallel_init(&x.p);
-    if (pp_parallel_parse(spec, &x.p, &e)) fail_msg("%s: %s", spec, e.msg);
-    pp_stack_resolve(&x.g, &x.p);
-    pp_catalog_free(cat);
-    return x;
-}
-
-static pp_layer_cost cost(const setup *x) {
-    pp_error e = PP_ERROR_INIT;
-    pp_layer_cost c;
-    if (pp_layer_cost_get(&x->g, &x->m, &x->p, &c, &e)) fail_msg("%s", e.msg);
-    return c;
+/* Llama 3 8B on a catalogue GPU under a named stack (layer_util.h). */
+static layer_setup setup_get(const char *gpu, const char *stack,
+                             const char *spec) {
+    return layer_setup_get(gpu, stack, "llama3-8b", spec, PP_FP8_AUTO);
 }
 
 #define SPEC "tp=4,pp=1,dp=2,mbs=1,gbs=4,sp=on"
@@ -68,11 +45,11 @@ static void test_stacks(void **state) {
  * backward's compute (GEMMs included) does not change. */
 static void test_async_backward(void **state) {
     (void)state;
-    setup x = setup_get("h100-sxm5", "megatron-core-2024", SPEC);
+    layer_setup x = setup_get("h100-sxm5", "megatron-core-2024", SPEC);
     assert_false(x.g.sw.tp_overlap);
-    pp_layer_cost a = cost(&x);
+    pp_layer_cost a = layer_cost_of(&x);
     x.g.sw.tp_async_bwd = false;
-    pp_layer_cost s = cost(&x);
+    pp_layer_cost s = layer_cost_of(&x);
     assert_int_equal(s.fwd_colls, 4);
     assert_int_equal(s.bwd_colls, 4);
     assert_int_equal(s.tp_overlap_colls, 0);
@@ -87,7 +64,7 @@ static void test_async_backward(void **state) {
      * wgrad GEMM: one of each linear pair's two backward all-reduces. */
     x = setup_get("h100-sxm5", "megatron-core-2024",
                   "tp=4,pp=1,dp=2,mbs=1,gbs=4");
-    a = cost(&x);
+    a = layer_cost_of(&x);
     assert_int_equal(a.bwd_colls, 0);
     assert_int_equal(a.tp_overlap_colls, 2);
 }
@@ -100,7 +77,7 @@ static void test_async_iteration(void **state) {
     pp_cluster *c = NULL;
     if (pp_cluster_load("dgx-h100-ndr", NULL, 0, NULL, &c, &e))
         fail_msg("%s", e.msg);
-    setup x = setup_get("h100-sxm5", "megatron-core-2024", SPEC);
+    layer_setup x = setup_get("h100-sxm5", "megatron-core-2024", SPEC);
     double t[2];
     for (int async = 0; async < 2; async++) {
         x.g.sw.tp_async_bwd = async == 1;
@@ -138,8 +115,9 @@ static void test_quantized_gathers(void **state) {
         {"b200", SPEC ",dtype=fp4", 0.5 + 1.0 / 16.0},
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
-        setup x = setup_get(want[i].gpu, "megatron-core-2024", want[i].spec);
-        pp_layer_cost c = cost(&x);
+        layer_setup x =
+            setup_get(want[i].gpu, "megatron-core-2024", want[i].spec);
+        pp_layer_cost c = layer_cost_of(&x);
         double act = c.coll_bytes;        /* 2 bytes an element */
         assert_int_equal(c.fwd_colls, 2); /* the reduce-scatters */
         assert_int_equal(c.bwd_colls, 0);
@@ -160,13 +138,13 @@ static void test_quantized_gathers(void **state) {
  * without sp. */
 static void test_no_userbuffers_nvfp4(void **state) {
     (void)state;
-    setup x = setup_get("b200", "nemo-2025", SPEC ",dtype=fp8,fp8=mxfp8");
+    layer_setup x = setup_get("b200", "nemo-2025", SPEC ",dtype=fp8,fp8=mxfp8");
     assert_true(x.g.sw.tp_overlap);
     assert_true(pp_tp_overlap_in_force(&x.g, &x.p));
-    pp_layer_cost f8 = cost(&x);
+    pp_layer_cost f8 = layer_cost_of(&x);
     x = setup_get("b200", "nemo-2025", SPEC ",dtype=fp4");
     assert_false(pp_tp_overlap_in_force(&x.g, &x.p));
-    pp_layer_cost f4 = cost(&x);
+    pp_layer_cost f4 = layer_cost_of(&x);
     /* FP8: the forward's four collectives under their GEMMs, and the
      * backward's six; NVFP4: the async backward's four alone. */
     assert_int_equal(f8.tp_overlap_colls, 10);

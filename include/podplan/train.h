@@ -79,13 +79,15 @@ typedef struct pp_layer_cost {
 int pp_layer_cost_get(const pp_gpu_profile *g, const pp_model *m,
                       const pp_parallel *p, pp_layer_cost *out, pp_error *e);
 
-/* Whether layout p's TP collectives run under their GEMMs: the stack's
- * tensor_parallel.overlap_comm (Transformer Engine's userbuffers), with
- * sp=on, and not with dtype=fp4: userbuffers take 16-bit, FP8 and MXFP8
- * inputs only (base.py fill_userbuffers_buffer_for_all_gather:
- * "Unsupported quantizer for Userbuffers"; NVIDIA's MLPerf v5.1
- * config_common_fp4.sh: "TP overlap not supported yet",
- * TP_COMM_OVERLAP=False). */
+/* Whether the stack's TP overlap (tensor_parallel.overlap_comm,
+ * Transformer Engine's userbuffers) takes layout p's number format: not
+ * dtype=fp4, since userbuffers take 16-bit, FP8 and MXFP8 inputs only
+ * (base.py fill_userbuffers_buffer_for_all_gather: "Unsupported
+ * quantizer for Userbuffers"; NVIDIA's MLPerf v5.1 config_common_fp4.sh:
+ * "TP overlap not supported yet", TP_COMM_OVERLAP=False). */
+bool pp_tp_overlap_offered(const pp_gpu_profile *g, const pp_parallel *p);
+/* Whether layout p's TP collectives run under their GEMMs: offered, and
+ * sp=on with tp > 1. */
 bool pp_tp_overlap_in_force(const pp_gpu_profile *g, const pp_parallel *p);
 /* The same for the first virtual stage's embedding (word and position
  * tables, vocab-parallel) and the last one's head (final norm, logits,

@@ -454,18 +454,17 @@ static void col_bwd(const pp__shape *s, const dims *x, pp__oplist *l,
         tp_exit_bwd(x, l);
         return;
     }
-    size_t d = l->n - 2;
+    /* Each collective takes its GEMM's place (comm_over): the gather the
+     * dgrad's, then the reduction the wgrad's. */
+    size_t d = l->n - 2, w = l->n - 1;
     if (x->sp) {
-        /* The gather goes in before the dgrad GEMM and takes it. */
         comm(l, "tp allgather (wgrad input)", PP_COLL_ALLGATHER,
              x->gb * x->tok * x->h);
-        pp__op g = l->v[l->n - 1];
-        memmove(&l->v[d + 1], &l->v[d], (l->n - 1 - d) * sizeof *l->v);
-        l->v[d] = g;
-        comm_over(l, d, d + 1);
+        comm_over(l, l->n - 1, d);
+        w = d; /* the wgrad moved down into the dgrad's slot */
     }
     tp_exit_bwd(x, l);
-    comm_over(l, l->n - 1, l->n - 2);
+    comm_over(l, l->n - 1, w);
 }
 
 /* The attention core's forward: scores, softmax, dropout, scores x V.
@@ -524,8 +523,12 @@ static bool ub_gemm(const char *name) {
            strncmp(name, "mlp fc", 6) == 0;
 }
 
+bool pp_tp_overlap_offered(const pp_gpu_profile *g, const pp_parallel *p) {
+    return g->sw.tp_overlap && p->dtype != PP_PREC_FP4;
+}
+
 bool pp_tp_overlap_in_force(const pp_gpu_profile *g, const pp_parallel *p) {
-    return g->sw.tp_overlap && p->sp && p->tp > 1 && p->dtype != PP_PREC_FP4;
+    return pp_tp_overlap_offered(g, p) && p->sp && p->tp > 1;
 }
 
 static void tp_overlap(const pp__shape *s, pp__oplist *l, size_t from) {
