@@ -491,6 +491,10 @@ static int read_exec(pp_cal_set *s, int src, const char *name, json_t *root,
         if (!json_is_object(o))
             return pp_error_set(e, PP_EINPUT, "%s:%s: expected an object", name,
                                 path);
+        /* A GEMM timed beside exec gemm's copy load (--load-sms) is not
+         * what the profile's GEMM model or compute_beside_comm (idle SMs)
+         * describes: not imported. */
+        if (cmd == EXEC_GEMM && json_object_get(o, "load")) continue;
         pp_cal_point p;
         pp__cal_point_init(&p, cmd == EXEC_GEMM ? PP_CAL_GEMM : PP_CAL_MEMBW,
                            src, 0);

@@ -71,6 +71,16 @@ static const pp_cli_opt gemm_opts[] = {
      "Transformer Engine does beside communication kernels that take K "
      "(DeepEP: 20 of 132; default: 0)",
      false, NULL, 0, NULL},
+    {"load-sms", 0, "K",
+     "cuda: run a copy kernel on K SMs beside the timed GEMMs, as a NCCL "
+     "collective of K channels runs beside the compute it overlaps "
+     "(default: 0, none)",
+     false, NULL, 0, NULL},
+    {"load-rate", 0, "RATE",
+     "with --load-sms: the HBM traffic the load makes, bytes read plus "
+     "written, e.g. 400GB/s; 0 holds its SMs without traffic; max copies "
+     "as fast as it can (default: max)",
+     false, NULL, 0, NULL},
     {"threads", 0, "N", "cpu: OpenBLAS threads (default: OpenBLAS's own)",
      false, NULL, 0, NULL},
     {"device", 0, "N", "cuda: device ordinal (default: 0)", false, NULL, 0,
@@ -249,6 +259,17 @@ static json_t *gemm_json(const gemm_out *o) {
                                 json_integer(r->sms_reserved));
             json_object_set_new(x, "sm_target", json_integer(r->sm_target));
         }
+        if (r->load_sms > 0) {
+            /* The GEMM's time above ran beside this load. */
+            json_t *l = json_object();
+            json_object_set_new(l, "sms", json_integer(r->load_sms));
+            json_object_set_new(l, "rate_asked",
+                                r->load_rate_asked < 0
+                                    ? json_null()
+                                    : pp_json_num(r->load_rate_asked));
+            json_object_set_new(l, "rate", pp_json_num(r->load_rate));
+            json_object_set_new(x, "load", l);
+        }
         json_array_append_new(arr, x);
     }
     json_object_set_new(j, "results", arr);
@@ -373,6 +394,17 @@ static void list_table(FILE *fp, const void *ctx) {
 }
 
 /* --list: the shapes that would be timed. */
+/* --load-rate: a bandwidth, 0, or max (-1: as fast as it can). */
+static int load_rate_get(const pp_args *a, double *out, pp_error *e) {
+    const char *v = pp_args_get(a, "load-rate");
+    if (!v || !strcmp(v, "max")) return 0;
+    if (!strcmp(v, "0")) {
+        *out = 0;
+        return 0;
+    }
+    return pp_args_quantity(a, "load-rate", PP_Q_BANDWIDTH, NULL, out, e);
+}
+
 static int emit_list(const pp_args *a, int fmt, const pp_gemm_shape *s,
                      size_t n) {
     shape_list l = {s, n};
@@ -401,7 +433,8 @@ int pp_cli_exec_gemm(int argc, char **argv) {
     pp_gemm_shape *shapes = NULL;
     int fmt = PP_FMT_TABLE, backend = PP_EXEC_CPU, dtype = -1, rc;
     int64_t iters = 100, warmup = 10, algos = 8, threads = 0, device = 0,
-            seed = 1, streams = 0, reserve = 0;
+            seed = 1, streams = 0, reserve = 0, load_sms = 0;
+    double load_rate = -1;
     int setup = 0;
     static const char *const setup_names[] = {"once", "per-call", NULL};
 
@@ -419,6 +452,8 @@ int pp_cli_exec_gemm(int argc, char **argv) {
         pp_args_int(&a, "threads", 1, 1024, &threads, &e) ||
         pp_args_int(&a, "streams", 1, 16, &streams, &e) ||
         pp_args_int(&a, "reserve-sms", 0, 1024, &reserve, &e) ||
+        pp_args_int(&a, "load-sms", 0, 1024, &load_sms, &e) ||
+        load_rate_get(&a, &load_rate, &e) ||
         pp_args_enum(&a, "setup", setup_names, &setup, &e) ||
         pp_args_int(&a, "device", 0, 1024, &device, &e) ||
         pp_args_int(&a, "seed", 0, INT64_MAX, &seed, &e) ||
@@ -437,6 +472,18 @@ int pp_cli_exec_gemm(int argc, char **argv) {
     opt.streams = (int)streams;
     opt.setup_per_call = setup == 1;
     opt.reserve_sms = (int)reserve;
+    opt.load_sms = (int)load_sms;
+    opt.load_rate = load_rate;
+    if (pp_args_get(&a, "load-rate") && !load_sms) {
+        pp_error_set(&e, PP_EUSAGE, "--load-rate goes with --load-sms");
+        goto fail;
+    }
+    if (load_sms && (opt.backend != PP_EXEC_CUDA || streams)) {
+        pp_error_set(&e, PP_EUSAGE,
+                     "--load-sms needs --backend cuda and one call at a "
+                     "time (not --streams)");
+        goto fail;
+    }
     if (pp_args_get(&a, "setup") && !streams && !o.model) {
         pp_error_set(&e, PP_EUSAGE, "--setup goes with --streams");
         goto fail;

@@ -38,6 +38,7 @@ void pp_exec_gemm_opts_init(pp_exec_gemm_opts *o, pp_exec_backend b) {
     o->algos = 8;
     o->check = true;
     o->seed = 1;
+    o->load_rate = -1;
 }
 
 void pp_exec_gemm_ref(const float *a, const float *w, double *c, int64_t batch,
@@ -219,6 +220,15 @@ int pp_exec_gemm_run(const pp_exec_gemm_opts *o, const pp_gemm_shape *s,
         return pp_error_set(e, PP_EUSAGE,
                             "--reserve-sms times one call, not a group "
                             "over --streams");
+    if (o->load_sms < 0)
+        return pp_error_set(e, PP_EINVAL, "--load-sms: must be >= 0");
+    if (o->load_sms > 0 && o->backend != PP_EXEC_CUDA)
+        return pp_error_set(e, PP_EUSAGE,
+                            "--load-sms: the load is a CUDA kernel");
+    if (o->load_sms > 0 && o->streams > 0)
+        return pp_error_set(e, PP_EUSAGE,
+                            "--load-sms times one call, not a group "
+                            "over --streams");
     pp_exec_gemm_result r;
     int rc = o->backend == PP_EXEC_CUDA ? pp__cuda_gemm_run(o, s, &r, e)
                                         : cpu_run(o, s, &r, e);
@@ -326,5 +336,13 @@ void pp_exec_gemm_print(FILE *fp, const pp_exec_device *dev,
         if (x->sms_reserved > 0)
             fprintf(fp, "%*s aimed at %d SMs, %d left to communication\n", w,
                     "", x->sm_target, x->sms_reserved);
+        if (x->load_sms > 0) {
+            snprintf(t0, sizeof t0, "%.1f GB/s", x->load_rate_asked / 1e9);
+            fprintf(fp,
+                    "%*s beside a copy on %d SMs moving %.1f GB/s "
+                    "(asked: %s)\n",
+                    w, "", x->load_sms, x->load_rate / 1e9,
+                    x->load_rate_asked < 0 ? "max" : t0);
+        }
     }
 }

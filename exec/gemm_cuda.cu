@@ -34,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "devmem.h"
 #include "gemm_int.h"
@@ -383,6 +384,143 @@ out:
     return rc;
 }
 
+/*
+ * The load beside the GEMMs (opts.load_sms): what a NCCL collective does
+ * to the kernels it overlaps, one block per channel on an SM of its own,
+ * streaming its buffers through HBM and L2 while the GEMM's blocks take
+ * the other SMs.  Each block copies its own slice of src into dst in
+ * chunks of 32 KiB and, when throttled, waits on the global timer until
+ * its share of the asked rate allows the next chunk.  The GEMM stream
+ * cannot wait for it (it runs on a non-blocking stream until the host
+ * sets ctl->stop), so the timed GEMMs see it throughout.
+ */
+#define LOAD_THREADS 512
+#define LOAD_CHUNK (LOAD_THREADS * 4) /* uint4s: 32 KiB */
+
+typedef struct load_ctl {
+    unsigned long long bytes, t0, t1;
+    int started, stop;
+} load_ctl;
+
+static __device__ unsigned long long now_ns(void) {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+/* ns_per_chunk: 0 copies flat out; < 0 holds the SM and copies nothing. */
+static __global__ void __launch_bounds__(LOAD_THREADS)
+    load_kernel(const uint4 *src, uint4 *dst, size_t per_block,
+                double ns_per_chunk, load_ctl *ctl) {
+    __shared__ int stop;
+    const uint4 *s = src + blockIdx.x * per_block;
+    uint4 *d = dst + blockIdx.x * per_block;
+    unsigned long long t0 = now_ns(), chunks = 0;
+    size_t at = 0;
+    if (threadIdx.x == 0) atomicAdd(&ctl->started, 1);
+    for (;;) {
+        if (threadIdx.x == 0) {
+            int halt = *(volatile int *)&ctl->stop;
+            if (!halt && ns_per_chunk != 0) {
+                unsigned long long due =
+                    ns_per_chunk < 0
+                        ? now_ns() + 2000
+                        : t0 + (unsigned long long)(ns_per_chunk *
+                                                    (double)(chunks + 1));
+                while (now_ns() < due && !(halt = *(volatile int *)&ctl->stop))
+                    __nanosleep(500);
+            }
+            stop = halt;
+        }
+        __syncthreads();
+        if (stop) break;
+        if (ns_per_chunk >= 0) {
+            for (int j = 0; j < 4; j++) {
+                size_t i = at + (size_t)j * LOAD_THREADS + threadIdx.x;
+                d[i] = s[i];
+            }
+            at += LOAD_CHUNK;
+            if (at + LOAD_CHUNK > per_block) at = 0;
+            chunks++;
+        }
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) {
+        atomicAdd(&ctl->bytes, chunks * 2ull * LOAD_CHUNK * sizeof(uint4));
+        atomicMin(&ctl->t0, t0);
+        atomicMax(&ctl->t1, now_ns());
+    }
+}
+
+typedef struct load_run {
+    cudaStream_t str;
+    void *src, *dst;
+    load_ctl *ctl;
+    bool running;
+} load_run;
+
+/* Starts the load and waits (up to a second) until all its blocks run. */
+static int load_start(load_run *L, int sms, double rate, pp_error *e) {
+    int rc = 0, started = 0;
+    size_t per_block = ((size_t)16 << 20) / sizeof(uint4); /* 16 MiB */
+    load_ctl init;
+    double ns = rate < 0 ? 0
+                : rate == 0
+                    ? -1
+                    : 2.0 * LOAD_CHUNK * sizeof(uint4) / (rate / sms) * 1e9;
+    memset(&init, 0, sizeof init);
+    init.t0 = ~0ull;
+    CU(cudaStreamCreateWithFlags(&L->str, cudaStreamNonBlocking));
+    CU(cudaMalloc(&L->src, per_block * sizeof(uint4) * sms));
+    CU(cudaMalloc(&L->dst, per_block * sizeof(uint4) * sms));
+    CU(cudaMemset(L->src, 1, per_block * sizeof(uint4) * sms));
+    CU(cudaMalloc((void **)&L->ctl, sizeof *L->ctl));
+    CU(cudaMemcpy(L->ctl, &init, sizeof init, cudaMemcpyHostToDevice));
+    CU(cudaDeviceSynchronize());
+    load_kernel<<<sms, LOAD_THREADS, 0, L->str>>>(
+        (const uint4 *)L->src, (uint4 *)L->dst, per_block, ns, L->ctl);
+    CU(cudaGetLastError());
+    L->running = true;
+    for (int tries = 0; tries < 1000 && started < sms; tries++) {
+        CU(cudaMemcpy(&started, &L->ctl->started, sizeof started,
+                      cudaMemcpyDeviceToHost));
+        if (started < sms) usleep(1000);
+    }
+    if (started < sms)
+        rc = pp_error_set(e, PP_EFAIL,
+                          "--load-sms %d: only %d of its blocks started", sms,
+                          started);
+out:
+    return rc;
+}
+
+/* Stops the load (also on an error path) and reads what it moved. */
+static int load_stop(load_run *L, double *rate, pp_error *e) {
+    int rc = 0;
+    const int one = 1;
+    load_ctl c;
+    if (L->running) {
+        L->running = false;
+        CU(cudaMemcpy(&L->ctl->stop, &one, sizeof one, cudaMemcpyHostToDevice));
+        CU(cudaStreamSynchronize(L->str));
+        CU(cudaGetLastError());
+        CU(cudaMemcpy(&c, L->ctl, sizeof c, cudaMemcpyDeviceToHost));
+        if (rate)
+            *rate = c.t1 > c.t0 ? (double)c.bytes / ((c.t1 - c.t0) * 1e-9) : 0;
+    }
+out:
+    return rc;
+}
+
+static void load_free(load_run *L) {
+    pp_error ignored;
+    load_stop(L, NULL, &ignored);
+    if (L->str) cudaStreamDestroy(L->str);
+    if (L->src) cudaFree(L->src);
+    if (L->dst) cudaFree(L->dst);
+    if (L->ctl) cudaFree(L->ctl);
+}
+
 /* The statistics of the n intervals between events ev[0..n]. */
 static int event_samples(cudaEvent_t *ev, int n, double *samples,
                          pp_exec_stats *st, pp_error *e) {
@@ -527,6 +665,7 @@ extern "C" int pp__cuda_gemm_run(const pp_exec_gemm_opts *o,
     cudaEvent_t *ev = NULL;
     int n_ev = 0;
     double *samples = NULL, best_t = INFINITY;
+    load_run load;
     size_t ws_bytes, free_b = 0, total_b = 0;
     size_t nx = (size_t)(s->batch * s->m * s->k);
     size_t nw = (size_t)(s->batch * s->n * s->k);
@@ -539,6 +678,7 @@ extern "C" int pp__cuda_gemm_run(const pp_exec_gemm_opts *o,
 
     memset(&r, 0, sizeof r);
     memset(&g, 0, sizeof g);
+    memset(&load, 0, sizeof load);
     if (!pp_cuda_available(why, sizeof why))
         return pp_error_set(e, PP_ENODEV, "--backend cuda: %s", why);
     if (o->algos < 1 || o->algos > MAX_ALGOS)
@@ -637,6 +777,16 @@ extern "C" int pp__cuda_gemm_run(const pp_exec_gemm_opts *o,
                           n_algos);
         goto out;
     }
+    if (o->load_sms >= prop.multiProcessorCount) {
+        rc = pp_error_set(e, PP_EUSAGE,
+                          "--load-sms %d: %s has %d SMs; the GEMM needs "
+                          "at least one",
+                          o->load_sms, prop.name, prop.multiProcessorCount);
+        goto out;
+    }
+    if (o->load_sms > 0 &&
+        (rc = load_start(&load, o->load_sms, o->load_rate, e)) < 0)
+        goto out;
 
     for (int it = 0; it < o->warmup; it++) {
         int q = it % sets;
@@ -652,6 +802,11 @@ extern "C" int pp__cuda_gemm_run(const pp_exec_gemm_opts *o,
     }
     CU(cudaEventSynchronize(ev[o->iters]));
     CU(cudaGetLastError());
+    if (o->load_sms > 0) {
+        if ((rc = load_stop(&load, &r.load_rate, e)) < 0) goto out;
+        r.load_sms = o->load_sms;
+        r.load_rate_asked = o->load_rate;
+    }
     if ((rc = event_samples(ev, o->iters, samples, &r.time, e)) < 0) goto out;
     algo_words(&heur[best].algo, &best_id, r.algo, sizeof r.algo, best,
                n_algos);
@@ -676,6 +831,7 @@ out:
             if (ev[i]) cudaEventDestroy(ev[i]);
     free(ev);
     free(samples);
+    load_free(&load);
     desc_free(&g);
     if (lt) cublasLtDestroy(lt);
     for (int i = 0; i < MAX_SETS; i++) {

@@ -256,6 +256,45 @@ static void test_gemm_reserve(void) {
           "reserve: no SM left: %s", e.msg);
 }
 
+/* --load-sms: the copy load beside a GEMM starts, stops (the call
+ * returns: no hang) and moves what it is asked.  Held: 0 bytes; 200 GB/s
+ * throttled: within 15% (its blocks catch up after the GEMM slows them);
+ * flat out on 16 SMs: more than 200 GB/s.  Each leaves the GEMM running,
+ * and no slower than the SMs it leaves would make it (132/116: 1.14x)
+ * by more than half again. */
+static void test_gemm_load(void) {
+    static const pp_gemm_shape s = {"load", 1, 8192, 8192, 8192, true};
+    static const double rates[] = {-1, 0, 200e9, -1};
+    pp_exec_gemm_result r[4];
+    for (int k = 0; k < 4; k++) {
+        pp_exec_gemm_opts o;
+        pp_exec_gemm_opts_init(&o, PP_EXEC_CUDA);
+        o.iters = 20;
+        o.warmup = 2;
+        o.check = false;
+        o.load_sms = k ? 16 : 0;
+        o.load_rate = rates[k];
+        pp_error e = PP_ERROR_INIT;
+        int rc = pp_exec_gemm_run(&o, &s, &r[k], &e);
+        CHECK(rc == 0, "load %d: %s", k, e.msg);
+        if (rc) return;
+        printf("gemm bf16 8192^3 beside %d SMs (asked %.0f GB/s): %.1f "
+               "TFLOP/s, the load %.1f GB/s\n",
+               r[k].load_sms, o.load_rate / 1e9, r[k].flops_per_s / 1e12,
+               r[k].load_rate / 1e9);
+        fflush(stdout);
+        if (k)
+            CHECK(r[k].time.median < 1.5 * 1.14 * r[0].time.median,
+                  "load %d: the GEMM %.2fx slower", k,
+                  r[k].time.median / r[0].time.median);
+    }
+    CHECK(r[1].load_sms == 16 && r[1].load_rate == 0,
+          "load held: %d SMs, %g B/s", r[1].load_sms, r[1].load_rate);
+    CHECK(fabs(r[2].load_rate / 200e9 - 1) < 0.15,
+          "load 200 GB/s: moved %.1f GB/s", r[2].load_rate / 1e9);
+    CHECK(r[3].load_rate > 200e9, "load max: %.1f GB/s", r[3].load_rate / 1e9);
+}
+
 static void test_membw(void) {
     for (int k = 0; k < PP_MEMBW__KINDS; k++) {
         pp_exec_membw_result r;
@@ -290,6 +329,7 @@ int main(void) {
     test_gemm(major * 10 + minor);
     test_gemm_grouped(major * 10 + minor);
     test_gemm_reserve();
+    test_gemm_load();
     test_membw();
     printf("test_exec_cuda: %s (%d failure%s)\n",
            failures ? "FAILED" : "passed", failures, failures == 1 ? "" : "s");

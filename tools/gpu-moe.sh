@@ -35,6 +35,18 @@
 #         (DeepEP: 20 of 132): GPT-3 175B's layer at TP 8 and
 #         DeepSeek-V3's experts at EP 64, bf16 and fp8, and square bf16
 #         GEMMs.  Each GEMM step is bounded by GLIM seconds (default 60).
+#   load  GEMMs beside a communication-like load (`exec gemm --load-sms K
+#         --load-rate R`: a copy kernel on K SMs moving R through HBM, as
+#         a NCCL collective of K channels does beside the compute it
+#         overlaps), K = 8, 16, 32 and R = 0 (SMs held), 200 GB/s (an
+#         InfiniBand ring's traffic), 1 TB/s (NVLink's), max; then aimed
+#         at the SMs the load leaves (--reserve-sms K too), as TE's
+#         overlapped GEMMs are: GPT-3 175B's layer at TP 8 in bf16 and
+#         fp8, a square bf16 GEMM, DeepSeek-V3's experts at EP 64.
+#   load2 the same load flat out on K = 1, 2, 4, 8, 16, 32 SMs, and aimed
+#         at the rest for 16 and 32, beside Llama 3 70B's layer at TP 4
+#         (forward and backward) and 405B's at TP 8 (forward), bf16 and
+#         fp8; the load-free baseline first and last.
 # CTEST_ALL=0 skips the whole suite at the end.
 #
 # Usage: OUT=dir [SETS="oss coll"] tools/gpu-moe.sh
@@ -212,6 +224,54 @@ set_sms() {
             g sms$k-ds-fc2-$dt --reserve-sms $k --dtype $dt --batch 4 -m 8192 -n 7168 -k 2048
         done
         g sms$k-square-bf16 --reserve-sms $k --dtype bf16 --square 1024:16384:x2
+    done
+}
+
+set_load() {
+    local k r rn dt
+    for dt in bf16 fp8; do
+        g load0-gpt3-tp8-$dt --dtype $dt --model gpt3-175b --parallel tp=8
+    done
+    g load0-sq-bf16 --dtype bf16 --square 8192
+    g load0-ds-fc1-bf16 --dtype bf16 --batch 4 -m 8192 -n 4096 -k 7168
+    for k in 8 16 32; do
+        for r in 0 200GB/s 1TB/s max; do
+            rn=${r%%/s}
+            for dt in bf16 fp8; do
+                g load$k-$rn-gpt3-tp8-$dt --load-sms $k --load-rate $r --dtype $dt \
+                    --model gpt3-175b --parallel tp=8
+            done
+            g load$k-$rn-sq-bf16 --load-sms $k --load-rate $r --dtype bf16 --square 8192
+            g load$k-$rn-ds-fc1-bf16 --load-sms $k --load-rate $r --dtype bf16 \
+                --batch 4 -m 8192 -n 4096 -k 7168
+        done
+    done
+    for k in 16 32; do
+        for r in 0 1TB/s; do
+            rn=${r%%/s}
+            for dt in bf16 fp8; do
+                g loadres$k-$rn-gpt3-tp8-$dt --reserve-sms $k --load-sms $k --load-rate $r \
+                    --dtype $dt --model gpt3-175b --parallel tp=8
+            done
+        done
+    done
+}
+
+set_load2() {
+    local k dt m
+    for dt in bf16 fp8; do
+        for m in "l70-tp4 llama3-70b tp=4 all" "l405-tp8 llama3-405b tp=8 fwd"; do
+            set -- $m
+            g load0-$1-$dt --dtype $dt --model $2 --parallel $3 --pass $4
+            for k in 1 2 4 8 16 32; do
+                g load$k-max-$1-$dt --load-sms $k --dtype $dt --model $2 --parallel $3 --pass $4
+            done
+            for k in 16 32; do
+                g loadres$k-max-$1-$dt --reserve-sms $k --load-sms $k --dtype $dt \
+                    --model $2 --parallel $3 --pass $4
+            done
+            g load00-$1-$dt --dtype $dt --model $2 --parallel $3 --pass $4
+        done
     done
 }
 

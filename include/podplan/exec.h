@@ -259,6 +259,14 @@ typedef struct pp_exec_gemm_opts {
      * when communication kernels take K SMs beside it; the K are left
      * idle here.  Not with streams. */
     int reserve_sms;
+    /* cuda: K > 0 runs a communication-like load beside the timed GEMMs:
+     * a copy kernel of K blocks of 512 threads on its own stream, as a
+     * NCCL collective runs one block per channel, moving load_rate bytes
+     * per second through HBM (read plus written; 0 holds its SMs without
+     * traffic, < 0 copies as fast as it can).  It starts before the
+     * warm-up and stops after the last timed run.  Not with streams. */
+    int load_sms;
+    double load_rate;
 } pp_exec_gemm_opts;
 
 /* Defaults as documented above; bf16 on cuda, fp32 on cpu. */
@@ -287,6 +295,10 @@ typedef struct pp_exec_gemm_result {
                      * the GPU's time without the host's (median) */
     int sms_reserved; /* opts.reserve_sms that ran (0: none) */
     int sm_target;    /* the SMs the GEMM was aimed at then */
+    int load_sms;     /* opts.load_sms that ran (0: none) */
+    double load_rate_asked; /* opts.load_rate */
+    double load_rate;       /* what the load moved, bytes read and written
+                             * per second over its whole run */
 } pp_exec_gemm_result;
 
 /* Times one GEMM shape: random inputs (never zeros), o->warmup runs,
