@@ -600,6 +600,7 @@ int pp__plan_estimate(pp_plan_estimator *x, const pp_parallel *p, bool overlap,
     dp_groups(x, p, g);
     double times = p->zero >= 2 ? nmb : 1.0; /* ZeRO >= 2: per micro-batch */
     double dp_k[3] = {0}, end_k[3] = {0}, opt_k[3] = {0}, gat_k[3] = {0};
+    double slow_k[3] = {0};
     double hidden0 = 0;
     for (int k = 0; k < 3; k++) {
         if (k > 0 && wk[k] == 0) continue; /* no such stage */
@@ -628,6 +629,11 @@ int pp__plan_estimate(pp_plan_estimator *x, const pp_parallel *p, bool overlap,
         }
         bool sync = g[0].n > 1 || g[1].n > 1;
         double exposed = t_sync;
+        /* The compute beside hidden collectives runs f times slower while
+         * their NCCL kernels hold SMs (the simulator's comp_factor): a
+         * window of w seconds of it covers f w of communication. */
+        int comms = (g[0].n > 1) + (g[1].n > 1);
+        double f = pp_profile_beside_nccl(&x->prof, comms * x->prof.sw.dp_sms);
         if (overlap && sync && S > 0) {
             /* The buckets flow while the backward runs, its waits for
              * the MoE all-to-alls included (the simulator's stage is
@@ -641,9 +647,10 @@ int pp__plan_estimate(pp_plan_estimator *x, const pp_parallel *p, bool overlap,
                                 ? x->prof.sw.bucket_bytes
                                 : PP_STEP_BUCKET_BYTES;
             double last = fmin(S, (k == 0 ? gb * ce->emb.params : 0) + bucket);
-            exposed = fmax(t_sync - window, t_sync * last / S);
+            exposed = fmax(t_sync - f * window, t_sync * last / S);
         }
         if (k == 0) hidden0 = times * (t_sync - exposed);
+        double hidden = overlap && sync ? times * (t_sync - exposed) : 0;
         /* A stack that overlaps ZeRO's reductions (zero.overlap) hides
          * every micro-batch's but the last under the next task, as long
          * as the DP links keep up: the nmb reductions queue on them, and
@@ -653,7 +660,8 @@ int pp__plan_estimate(pp_plan_estimator *x, const pp_parallel *p, bool overlap,
             double W =
                 Lk[k] * nmb *
                 (ce->lc.fwd_s + ce->lc.bwd_s + ce->lc.recompute_s + l_ep);
-            dp_k[k] = fmax(exposed, times * t_sync - W);
+            dp_k[k] = fmax(exposed, times * t_sync - f * W);
+            hidden = times * t_sync - dp_k[k];
         } else {
             dp_k[k] = times * exposed;
         }
@@ -669,8 +677,13 @@ int pp__plan_estimate(pp_plan_estimator *x, const pp_parallel *p, bool overlap,
             double per = t_gather / (double)p->vp;
             double warm = fmin(nmb, (double)p->pp) * Lk[k] / (double)p->vp *
                           ce->lc.fwd_s;
+            double whole = t_gather;
             t_gather = per + ((double)p->vp - 1.0) * fmax(0.0, per - warm);
+            hidden += whole - t_gather;
         }
+        /* In the `hidden` seconds the compute beside does hidden / f of
+         * its work; the rest comes after. */
+        if (hidden > 0) slow_k[k] = hidden * (1 - 1 / f);
         gat_k[k] = t_gather;
         end_k[k] = opt_k[k] + t_gather;
     }
@@ -701,16 +714,19 @@ int pp__plan_estimate(pp_plan_estimator *x, const pp_parallel *p, bool overlap,
      * then the slowest stage's step (and ZeRO's gather); the mean over
      * the stages of each part is what the breakdown reports. */
     double z3 = nmb * sum_z3 / pp;
-    double path, dp_mean = 0, opt_mean = 0, gat_mean = 0;
+    double path, dp_mean = 0, opt_mean = 0, gat_mean = 0, slow_mean = 0;
     for (int k = 0; k < 3; k++) {
         dp_mean += wk[k] * dp_k[k] / pp;
         opt_mean += wk[k] * opt_k[k] / pp;
         gat_mean += wk[k] * gat_k[k] / pp;
+        slow_mean += wk[k] * slow_k[k] / pp;
     }
-    path = dp_k[0] + t_emb + fmax(end_k[0], fmax(end_k[1], end_k[2]));
+    path =
+        slow_k[0] + dp_k[0] + t_emb + fmax(end_k[0], fmax(end_k[1], end_k[2]));
+    b.compute_s += slow_mean;
     b.dp_comm_exposed_s = dp_mean + gat_mean + z3;
     b.other_s = opt_mean + (p->pp > 1 ? 2.0 * t_emb / pp : 0);
-    b.bubble_s += path - (dp_mean + gat_mean + b.other_s);
+    b.bubble_s += path - (slow_mean + dp_mean + gat_mean + b.other_s);
     /* Offloaded activations (offload=, pp 1): each copy waits for what it
      * takes beyond a layer's compute, out after the forward and back
      * before the backward, as the simulator prices it. */

@@ -22,9 +22,13 @@
  * term's error matters by how much it moves the ranking), the worst seen
  * on this grid (60 layouts) in brackets, and why:
  *
- *   compute   1e-9 of T (7e-15): the same kernels with the same roofline
+ *   compute   1.5e-2 of T (1.2e-2): the same kernels with the same roofline
  *             (pp_layer_cost_get, pp_embed_cost_get, pp_head_cost_get),
- *             summed in another order; nothing is approximated.
+ *             summed in another order (7e-15 without DP overlap); with
+ *             overlap, what the DP collectives' NCCL kernels cost the
+ *             compute beside them (profile compute_beside_nccl) is priced
+ *             on the hidden DP time, where the simulator slows whatever
+ *             compute the collectives meet.
  *   TP comm   1e-9 of T (3e-14): the same rings (pp_coll_ring_time_s).
  *   other     1e-9 of T: the optimizer step of every stage, its mean.
  *             With tied embeddings and pp > 1, 1.5e-2 (1.0e-2): the
@@ -66,6 +70,7 @@
 #include "podplan/planner.h"
 
 #define TOL_EXACT 1e-9
+#define TOL_COMPUTE 0.015
 #define TOL_PP 0.01
 #define TOL_BUBBLE 0.06
 #define TOL_DP 0.025
@@ -76,8 +81,8 @@
 enum { T_COMPUTE, T_TP, T_PP, T_DP, T_BUBBLE, T_OTHER, T_TOTAL, T__N };
 static const char *const term_names[T__N] = {"compute", "tp",    "pp",   "dp",
                                              "bubble",  "other", "total"};
-static const double tols[T__N] = {TOL_EXACT,  TOL_EXACT, TOL_PP,   TOL_DP,
-                                  TOL_BUBBLE, TOL_EXACT, TOL_TOTAL};
+static const double tols[T__N] = {TOL_COMPUTE, TOL_EXACT, TOL_PP,   TOL_DP,
+                                  TOL_BUBBLE,  TOL_EXACT, TOL_TOTAL};
 
 /* "other" is exact but for the tied embedding's AllReduce (pp > 1, tied
  * tables): see the top. */

@@ -147,6 +147,8 @@ static void test_broken(void **state) {
                ":2:17: data_parallel.reduce_dtype");
     expect_bad("recompute: [full, sometimes]\n", ":1:19: recompute");
     expect_bad("zero:\n  max_stage: 4\n", ":2:14: zero.max_stage");
+    expect_bad("collectives:\n  dp_sms: -1\n", ":2:11: collectives.dp_sms");
+    expect_bad("collectives:\n  dp_sm: 32\n", "did you mean \"dp_sms\"");
     expect_bad("launch: [slurm]\n", ":1:10: launch");
     expect_bad("fp8: yes please\n", ":1:6: fp8");
     /* A default the stack does not offer, an unknown overlap key. */
@@ -334,7 +336,8 @@ static void test_fp8_gemm(void **state) {
  * below that of one that gathers on the compute stream
  * (deepspeed-zero-2021), and both are far below the whole gathered
  * volume's time.  The planner's closed form agrees with the simulation
- * within 3% of the iteration (flow fidelity; 1 to 4 micro-batches). */
+ * within 3% of the iteration (flow fidelity; 1 to 4 micro-batches;
+ * FSDP2 6%, below). */
 static double z3_run(const char *stack, const char *spec, pp_cluster *c,
                      const pp_model *m, double *est, pp_breakdown *bd) {
     pp_error e = PP_ERROR_INIT;
@@ -407,7 +410,9 @@ static void test_nemo_overlaps(void **state) {
            "%.4f s); estimates %.4f %.4f %.4f s\n",
            t_on, t_tp, b_tp.tp_comm_s, b_on.tp_comm_s, t_pag,
            b_pag.dp_comm_exposed_s, b_on.dp_comm_exposed_s, e_on, e_tp, e_pag);
-    assert_rel(b_on.compute_s, b_tp.compute_s, 1e-9);
+    /* The same kernels; only what the DP collectives' kernels cost the
+     * compute they meet (compute_beside_nccl) moves with the timing. */
+    assert_rel(b_on.compute_s, b_tp.compute_s, 5e-3);
     assert_true(b_on.tp_comm_s < 0.2 * b_tp.tp_comm_s);
     assert_true(t_on < t_tp);
     assert_true(b_on.dp_comm_exposed_s < b_pag.dp_comm_exposed_s);
@@ -434,7 +439,10 @@ static void test_zero3(void **state) {
         double tf = z3_run("pytorch-fsdp2", specs[i], c, &m, &ef, &bf);
         double td = z3_run("deepspeed-zero-2021", specs[i], c, &m, &ed, &bdd);
         assert_true(bf.dp_comm_exposed_s < bdd.dp_comm_exposed_s);
-        if (fabs(ef - tf) > 0.03 * tf) fail_msg("fsdp2 est %g sim %g", ef, tf);
+        /* 6%: FSDP2's per-micro-batch reductions slow the compute they
+         * meet (compute_beside_nccl), which the estimator prices on the
+         * hidden reduction time as a whole. */
+        if (fabs(ef - tf) > 0.06 * tf) fail_msg("fsdp2 est %g sim %g", ef, tf);
         if (fabs(ed - td) > 0.03 * td)
             fail_msg("deepspeed-zero-2021 est %g sim %g", ed, td);
     }

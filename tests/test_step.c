@@ -174,6 +174,19 @@ static void test_profile_errors(void **state) {
          "compute_beside_comm[0].time: missing"},
         {"compute_beside_comm: {sms: 20, time: 1.1}\n",
          ":1:22: compute_beside_comm"},
+        {"compute_beside_nccl:\n  points:\n    - {sms: 8, time: 1.1}\n",
+         "compute_beside_nccl.measured_on_sms: missing"},
+        {"compute_beside_nccl:\n  measured_on_sms: 132\n",
+         "compute_beside_nccl.points: missing"},
+        {"compute_beside_nccl:\n  measured_on_sms: 132\n  points:\n"
+         "    - {sms: 16, time: 1.2}\n    - {sms: 8, time: 1.1}\n",
+         ":5:13: compute_beside_nccl.points[1]: expected more SMs"},
+        {"compute_beside_nccl:\n  measured_on_sms: 132\n  points: []\n",
+         ":3:11: compute_beside_nccl.points: expected 1"},
+        {"compute_beside_nccl:\n  measured_on_sms: 132\n  point: []\n",
+         "did you mean \"points\""},
+        {"compute_beside_nccl: [{sms: 8, time: 1.1}]\n",
+         ":1:22: compute_beside_nccl"},
     };
     for (size_t i = 0; i < sizeof d64 / sizeof d64[0]; i++) {
         pp_error_clear(&e);
@@ -211,6 +224,21 @@ static void test_profile_errors(void **state) {
     assert_int_equal(pp_profile_load("a100", gpu, &g, &e), 0);
     assert_int_equal(g.n_beside_comm, 0);
     assert_rel(pp_profile_beside_comm(&g, 20), 1, 0);
+    assert_int_equal(g.n_beside_nccl, 0);
+    assert_rel(pp_profile_beside_nccl(&g, 32), 1, 0);
+
+    /* compute_beside_nccl is read at the share of the SMs it was measured
+     * on: 20 of the 132 measured is 30 of this GPU's 198. */
+    pp_error_clear(&e);
+    p = tmpfile_with("sms: 198\ncompute_beside_nccl:\n  measured_on_sms: 132\n"
+                     "  points:\n    - {sms: 8, time: 1.1}\n"
+                     "    - {sms: 32, time: 1.5}\n");
+    assert_int_equal(pp_profile_load(p, gpu, &g, &e), 0);
+    assert_rel(pp_profile_beside_nccl(&g, 0), 1, 0);
+    assert_rel(pp_profile_beside_nccl(&g, 6), 1.05, 1e-12);
+    assert_rel(pp_profile_beside_nccl(&g, 30), 1.3, 1e-12);
+    assert_rel(pp_profile_beside_nccl(&g, 99), 1.5, 1e-12);
+    unlink(p);
 
     pp_error_clear(&e);
     p = tmpfile_with("sustained: 0\n");

@@ -179,6 +179,9 @@ typedef struct pp_stack {
     int zero_max;              /* highest ZeRO/FSDP stage it implements */
     int zero3_prefetch;        /* layers all-gathered ahead (ZeRO-3) */
     bool zero3_overlap;        /* ZeRO-3 gathers run beside compute */
+    double dp_sms; /* SMs a DP collective's NCCL kernel holds while it
+                      runs (collectives.dp_sms; 32 by default: NCCL's
+                      ring channels on 8-NIC servers) */
     double coll_efficiency;    /* collectives' busbw over the fabric model
                                  (recorded; 1 = as simulated) */
     bool moe_deepep; /* MoE dispatch deduplicated per server (DeepEP) */
@@ -213,6 +216,11 @@ typedef struct pp_stack {
  * turns an operation's FLOPs and bytes into time.  Plain data. */
 #define PP_PROFILE_TILES 8
 #define PP_PROFILE_BESIDE 8
+/* One point of a compute-beside-communication table: time factor at
+ * `sms` SMs held. */
+typedef struct pp_beside_pt {
+    double sms, time;
+} pp_beside_pt;
 
 typedef struct pp_gemm_tile {
     int32_t m, n;      /* output tile of one thread block (CTA) */
@@ -271,10 +279,16 @@ typedef struct pp_gpu_profile {
      * `sms` SMs are taken, measured points in increasing sms, linear
      * between them and from (0, 1), the last held beyond; none: no
      * slowdown is modelled (pp_profile_beside_comm). */
-    struct {
-        double sms, time;
-    } beside_comm[PP_PROFILE_BESIDE];
+    pp_beside_pt beside_comm[PP_PROFILE_BESIDE];
     size_t n_beside_comm;
+    /* Compute issued as the frameworks issue it (no SM target) while a
+     * NCCL collective's kernel holds `sms` SMs beside it (profile
+     * compute_beside_nccl): the same kind of table, measured on a GPU of
+     * beside_nccl_on SMs and read at the same share of this GPU's
+     * (pp_profile_beside_nccl). */
+    pp_beside_pt beside_nccl[PP_PROFILE_BESIDE];
+    size_t n_beside_nccl;
+    double beside_nccl_on;
     double grad_accum_bytes;     /* per parameter per micro-batch: adding a
                                 weight gradient into the main_grad buffer
                                 (0 when fused into the GEMM) */
@@ -454,6 +468,10 @@ double pp_scatter_add_time_s(const pp_gpu_profile *g, double bytes);
  * `sms` of the GPU's SMs (profile compute_beside_comm; 1 without it or
  * at sms <= 0). */
 double pp_profile_beside_comm(const pp_gpu_profile *g, double sms);
+/* The time factor of compute beside a NCCL collective whose kernel holds
+ * `sms` SMs (profile compute_beside_nccl, read at the share of the SMs it
+ * was measured on; 1 without it or at sms <= 0). */
+double pp_profile_beside_nccl(const pp_gpu_profile *g, double sms);
 /* That factor for compute beside an overlapped MoE all-to-all
  * (a2a_overlap): the SMs the applied stack's moe.overlap_sms gives the
  * resolved dispatcher of layout p (NCCL's, DeepEP's or HybridEP's

@@ -108,9 +108,10 @@ static int read_tiles(pp_node *seq, const char *path, pp_gpu_profile *g,
     return 0;
 }
 
-/* compute_beside_comm: [{sms: S, time: T}, ...], S increasing, T >= 1. */
-static int read_beside(pp_node *seq, pp_gpu_profile *g, pp_error *e) {
-    static const char *path = "compute_beside_comm";
+/* compute_beside_comm and compute_beside_nccl's points: [{sms: S, time:
+ * T}, ...], S increasing, T >= 1, into pts (PP_PROFILE_BESIDE at most). */
+static int read_beside(pp_node *seq, const char *path, pp_beside_pt *pts,
+                       size_t *n, pp_error *e) {
     char p[256];
     if (seq->n == 0 || seq->n > PP_PROFILE_BESIDE)
         return pp_error_at(e, PP_EINPUT, seq, path,
@@ -122,31 +123,59 @@ static int read_beside(pp_node *seq, pp_gpu_profile *g, pp_error *e) {
         pp_path_index(p, sizeof p, path, i);
         if ((rc = pp_node_expect(t, p, PP_NODE_MAP, e)) < 0 ||
             (rc = pp_map_number(t, p, "sms", PP_REQUIRED, 1, 100000,
-                                &g->beside_comm[i].sms, e)) < 0 ||
-            (rc = pp_map_number(t, p, "time", PP_REQUIRED, 1, 100,
-                                &g->beside_comm[i].time, e)) < 0 ||
+                                &pts[i].sms, e)) < 0 ||
+            (rc = pp_map_number(t, p, "time", PP_REQUIRED, 1, 100, &pts[i].time,
+                                e)) < 0 ||
             (rc = pp_map_done(t, p, e)) < 0)
             return rc;
-        if (i > 0 && !(g->beside_comm[i].sms > g->beside_comm[i - 1].sms))
+        if (i > 0 && !(pts[i].sms > pts[i - 1].sms))
             return pp_error_at(e, PP_EINPUT, pp_map_get(t, "sms"), p,
                                "expected more SMs than the point before "
                                "(%g)",
-                               g->beside_comm[i - 1].sms);
+                               pts[i - 1].sms);
     }
-    g->n_beside_comm = seq->n;
+    *n = seq->n;
     return 0;
 }
 
-double pp_profile_beside_comm(const pp_gpu_profile *g, double sms) {
+/* compute_beside_nccl: {measured_on_sms: N, points: [...]}. */
+static int read_beside_nccl(pp_node *sec, pp_gpu_profile *g, pp_error *e) {
+    static const char *path = "compute_beside_nccl";
+    pp_node *pts;
+    int rc;
+    if ((rc = pp_map_number(sec, path, "measured_on_sms", PP_REQUIRED, 1,
+                            100000, &g->beside_nccl_on, e)) < 0 ||
+        (rc = pp_map_node(sec, path, "points", PP_REQUIRED, PP_NODE_SEQ, &pts,
+                          e)) < 0 ||
+        (rc = read_beside(pts, "compute_beside_nccl.points", g->beside_nccl,
+                          &g->n_beside_nccl, e)) < 0)
+        return rc;
+    return pp_map_done(sec, path, e);
+}
+
+/* Linear between the points and from (0, 1); the last held beyond. */
+static double beside_at(const pp_beside_pt *pts, size_t n, double sms) {
     double s0 = 0, t0 = 1;
     if (!(sms > 0)) return 1;
-    for (size_t i = 0; i < g->n_beside_comm; i++) {
-        double s1 = g->beside_comm[i].sms, t1 = g->beside_comm[i].time;
+    for (size_t i = 0; i < n; i++) {
+        double s1 = pts[i].sms, t1 = pts[i].time;
         if (sms <= s1) return t0 + (t1 - t0) * (sms - s0) / (s1 - s0);
         s0 = s1;
         t0 = t1;
     }
     return t0;
+}
+
+double pp_profile_beside_comm(const pp_gpu_profile *g, double sms) {
+    return beside_at(g->beside_comm, g->n_beside_comm, sms);
+}
+
+double pp_profile_beside_nccl(const pp_gpu_profile *g, double sms) {
+    if (g->n_beside_nccl == 0 || !(sms > 0)) return 1;
+    /* The same share of this GPU's SMs as of the measured one's. */
+    if (g->sms > 0 && g->beside_nccl_on > 0)
+        sms *= g->beside_nccl_on / (double)g->sms;
+    return beside_at(g->beside_nccl, g->n_beside_nccl, sms);
 }
 
 double pp_profile_a2a_beside(const pp_gpu_profile *g, const pp_parallel *p) {
@@ -319,7 +348,13 @@ static int profile_read(pp_node *root, pp_gpu_profile *g, pp_error *e) {
     rc = pp_map_node(root, "", "compute_beside_comm", PP_OPTIONAL, PP_NODE_SEQ,
                      &n, e);
     if (rc < 0) return rc;
-    if (rc == 0 && (rc = read_beside(n, g, e)) < 0) return rc;
+    if (rc == 0 && (rc = read_beside(n, "compute_beside_comm", g->beside_comm,
+                                     &g->n_beside_comm, e)) < 0)
+        return rc;
+    rc = pp_map_node(root, "", "compute_beside_nccl", PP_OPTIONAL, PP_NODE_MAP,
+                     &n, e);
+    if (rc < 0) return rc;
+    if (rc == 0 && (rc = read_beside_nccl(n, g, e)) < 0) return rc;
     rc = pp_map_node(root, "", "attention", PP_OPTIONAL, PP_NODE_MAP, &sec, e);
     if (rc < 0) return rc;
     if (rc == 0 &&

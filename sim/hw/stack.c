@@ -60,6 +60,7 @@ static void stack_defaults(pp_stack *s) {
     s->zero_max = 1;
     s->zero3_prefetch = 0;
     s->coll_efficiency = 1.0;
+    s->dp_sms = 32;
 }
 
 static int read_bool(pp_node *map, const char *path, const char *key, bool *out,
@@ -299,6 +300,8 @@ static int stack_read(pp_node *root, pp_stack *s, pp_error *e) {
     if (sec &&
         ((rc = pp_map_number(sec, "collectives", "efficiency", PP_OPTIONAL,
                              1e-3, 1, &s->coll_efficiency, e)) < 0 ||
+         (rc = pp_map_number(sec, "collectives", "dp_sms", PP_OPTIONAL, 0, 1024,
+                             &s->dp_sms, e)) < 0 ||
          (rc = pp_map_done(sec, "collectives", e)) < 0))
         return rc;
 

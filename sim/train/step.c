@@ -279,7 +279,10 @@ static void pag_issue(step *S, stage *st) {
     int32_t v = st->pag_ready * S->pp + st->p;
     st->pag_pending =
         gather_params(S, st, S->vparams[v], S->veparams[v], ARG(K_PAG, st->p));
-    if (st->pag_pending == 0) pag_arrived(S, st);
+    if (st->pag_pending == 0)
+        pag_arrived(S, st);
+    else
+        pp__step_comm_changed(S, st);
 }
 
 /* ---- DP synchronisation --------------------------------------------- */
@@ -296,6 +299,19 @@ static bool dp_busy(const stage *st) {
     for (int q = 0; q < DPQ__COUNT; q++)
         if (st->dq[q].pending > 0 || st->dq[q].qh < st->dq[q].qt) return true;
     return false;
+}
+
+/* The time factor of st's compute now: beside its own all-to-all
+ * (a2a_overlap: S->beside, the stack's SMs for its dispatcher) and
+ * beside the NCCL kernels of its DP collectives in flight (a gradient
+ * bucket on each queue's communicator, a parameter gather), each holding
+ * the stack's collectives.dp_sms SMs (profile compute_beside_nccl). */
+static double comp_factor(const step *S, const stage *st) {
+    double f = st->ep_async > 0 ? S->beside : 1;
+    int comms = st->pag_pending > 0;
+    for (int q = 0; q < DPQ__COUNT; q++) comms += st->dq[q].pending > 0;
+    if (comms) f *= pp_profile_beside_nccl(&S->prof, comms * S->prof.sw.dp_sms);
+    return f;
 }
 
 /* Starts queue q's next bucket if none runs: NCCL runs the collectives of
@@ -319,6 +335,7 @@ static void dp_next(step *S, stage *st, int q) {
         S->par->zero >= 1 ? PP_COLL_REDUCESCATTER : PP_COLL_ALLREDUCE;
     dq->pending = dp_colls(S, st->p, q, op, bytes,
                            ARG(q == DPQ_EXPERT ? K_EDP : K_DP, st->p));
+    pp__step_comm_changed(S, st);
 }
 
 static void grads_ready(step *S, stage *st, double params, int q) {
@@ -553,17 +570,18 @@ static void stage_run(step *S, stage *st) {
         }
         if (it->kind == IT_COMPUTE || it->kind == IT_OFFL) {
             /* An offload wait passes like compute, charged to its own
-             * state.  Compute started while the stage's own all-to-all
-             * runs (a2a_overlap) shares the SMs with its kernels: slower
-             * until that ends (pp__step_comm_freed). */
+             * state.  Compute shares the GPU with the stage's
+             * communication kernels (its own all-to-all under
+             * a2a_overlap, its DP collectives): slower while they run
+             * (comp_factor; re-timed by pp__step_comm_changed). */
             double t = it->t;
             enter(S, st, it->kind == IT_OFFL ? ST_OFFLOAD : ST_COMPUTE);
-            st->comp_slow =
-                it->kind == IT_COMPUTE && st->ep_async > 0 && S->beside > 1;
-            if (st->comp_slow) {
+            st->comp_on = it->kind == IT_COMPUTE;
+            if (st->comp_on) {
                 st->comp_alone = t;
                 st->comp_t0 = now_s(S);
-                t *= S->beside;
+                st->comp_fac = comp_factor(S, st);
+                t *= st->comp_fac;
             }
             if (pp__sim_tracing(S->sim))
                 for (int32_t k = 0; k < S->tp; k++)
@@ -597,15 +615,19 @@ static void stage_run(step *S, stage *st) {
     }
 }
 
-void pp__step_comm_freed(step *S, stage *st) {
-    if (!st->comp_slow) return;
-    st->comp_slow = false;
-    double done = (now_s(S) - st->comp_t0) / S->beside;
-    double left = st->comp_alone - done;
+void pp__step_comm_changed(step *S, stage *st) {
+    if (!st->comp_on) return;
+    double f = comp_factor(S, st);
+    if (f == st->comp_fac) return;
+    double now = now_s(S);
+    double left = st->comp_alone - (now - st->comp_t0) / st->comp_fac;
     if (left < 0) left = 0;
+    st->comp_alone = left;
+    st->comp_t0 = now;
+    st->comp_fac = f;
     if (pp_engine_cancel(S->eng, st->comp_timer))
-        st->comp_timer =
-            pp_engine_after(S->eng, left, on_event, S, ARG(K_COMPUTE, st->p));
+        st->comp_timer = pp_engine_after(S->eng, left * f, on_event, S,
+                                         ARG(K_COMPUTE, st->p));
 }
 
 void pp__step_enter(step *S, stage *st, int state) {
@@ -633,7 +655,7 @@ static void on_event(pp_engine *eng, void *ctx, uint64_t arg) {
     stage *st = &S->st[ARG_I(arg)];
     switch (ARG_K(arg)) {
     case K_COMPUTE:
-        st->comp_slow = false;
+        st->comp_on = false;
         /* The GPU has run what it was given; if the host has not issued
          * the item's last kernel yet, it waits for it. */
         if (st->host_t > now_s(S) + HOST_EPS_S) {
@@ -698,7 +720,10 @@ static void on_sim(pp_sim *sim, void *ctx, uint64_t arg) {
     case K_EDP: {
         stage *st = &S->st[i];
         int q = ARG_K(arg) == K_EDP ? DPQ_EXPERT : DPQ_DENSE;
-        if (--st->dq[q].pending == 0) dp_next(S, st, q);
+        if (--st->dq[q].pending == 0) {
+            dp_next(S, st, q);
+            pp__step_comm_changed(S, st);
+        }
         break;
     }
     case K_EMB:
@@ -724,7 +749,10 @@ static void on_sim(pp_sim *sim, void *ctx, uint64_t arg) {
     }
     case K_PAG: {
         stage *st = &S->st[i];
-        if (--st->pag_pending == 0) pag_arrived(S, st);
+        if (--st->pag_pending == 0) {
+            pag_arrived(S, st);
+            pp__step_comm_changed(S, st);
+        }
         break;
     }
     default: fail(S, PP_EINTERNAL);

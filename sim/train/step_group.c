@@ -138,12 +138,13 @@ static void ep_alltoall(step *S, stage *st, const item *it) {
 void pp__step_ep_async(step *S, stage *st, const item *it) {
     st->ep_async = 1;
     st->ep_async += ep_start(S, st, it->x, ARG(K_EPA, st->p));
+    pp__step_comm_changed(S, st);
     if (!S->failed) pp__step_ep_async_done(S, st);
 }
 
 void pp__step_ep_async_done(step *S, stage *st) {
     if (--st->ep_async > 0) return;
-    pp__step_comm_freed(S, st);
+    pp__step_comm_changed(S, st);
     if (!st->ep_waiting) return;
     st->ep_waiting = false;
     pp__step_enter(S, st, ST_IDLE);

@@ -131,12 +131,14 @@ typedef struct stage {
     bool in_pair;
     int32_t ep_async;
     bool ep_waiting;
-    /* The running compute item started beside such an all-to-all and
-     * runs S->beside times slower until it ends (step.c): its timer, its
-     * time alone and when it started. */
-    bool comp_slow;
+    /* The running compute item (step.c): it runs comp_fac times slower
+     * than alone while communication kernels share the GPU with it (its
+     * own all-to-all under a2a_overlap, its DP collectives' NCCL
+     * kernels), and is re-timed when they start or end: its timer, its
+     * work left in seconds alone as of comp_t0, and that factor. */
+    bool comp_on;
     pp_timer comp_timer;
-    double comp_alone, comp_t0;
+    double comp_alone, comp_t0, comp_fac;
 } stage;
 
 typedef struct step {
@@ -234,9 +236,10 @@ void pp__step_run(step *S, stage *st);
  * runs on if the collective is too, else waits in state `exposed` for
  * what is left of it. */
 void pp__step_overlap_end(step *S, stage *st, int exposed);
-/* The stage's IT_ASTART all-to-all has ended: a compute item slowed
- * beside it runs the rest of its work at full speed. */
-void pp__step_comm_freed(step *S, stage *st);
+/* A communication kernel of the stage started or ended (its IT_ASTART
+ * all-to-all, a DP collective): the running compute item runs the rest
+ * of its work at the new factor. */
+void pp__step_comm_changed(step *S, stage *st);
 int pp__step_coll(step *S, pp_coll_op op, pp_coll_algo algo, double bytes,
                   const int32_t *g, size_t n, int channels, uint64_t arg);
 
