@@ -513,7 +513,7 @@ out:
 }
 
 static void load_free(load_run *L) {
-    pp_error ignored;
+    pp_error ignored = PP_ERROR_INIT;
     load_stop(L, NULL, &ignored);
     if (L->str) cudaStreamDestroy(L->str);
     if (L->src) cudaFree(L->src);
