@@ -521,6 +521,15 @@ static void load_free(load_run *L) {
     if (L->ctl) cudaFree(L->ctl);
 }
 
+/* --reserve-sms and --load-sms leave the GEMM at least one SM. */
+static int sms_left(const cudaDeviceProp &prop, const char *opt, int k,
+                    pp_error *e) {
+    if (k < prop.multiProcessorCount) return 0;
+    return pp_error_set(e, PP_EUSAGE,
+                        "%s %d: %s has %d SMs; the GEMM needs at least one",
+                        opt, k, prop.name, prop.multiProcessorCount);
+}
+
 /* The statistics of the n intervals between events ev[0..n]. */
 static int event_samples(cudaEvent_t *ev, int n, double *samples,
                          pp_exec_stats *st, pp_error *e) {
@@ -734,13 +743,9 @@ extern "C" int pp__cuda_gemm_run(const pp_exec_gemm_opts *o,
     CU(cudaMalloc(&ws, ws_bytes));
 
     LT(cublasLtCreate(&lt));
-    if (o->reserve_sms >= prop.multiProcessorCount) {
-        rc = pp_error_set(e, PP_EUSAGE,
-                          "--reserve-sms %d: %s has %d SMs; the GEMM needs "
-                          "at least one",
-                          o->reserve_sms, prop.name, prop.multiProcessorCount);
+    if ((rc = sms_left(prop, "--reserve-sms", o->reserve_sms, e)) < 0 ||
+        (rc = sms_left(prop, "--load-sms", o->load_sms, e)) < 0)
         goto out;
-    }
     if ((rc = describe(
              dt, fp8, scale, s, batch,
              o->reserve_sms > 0 ? prop.multiProcessorCount - o->reserve_sms : 0,
@@ -775,13 +780,6 @@ extern "C" int pp__cuda_gemm_run(const pp_exec_gemm_opts *o,
                           "none of the %d cuBLASLt candidates "
                           "ran",
                           n_algos);
-        goto out;
-    }
-    if (o->load_sms >= prop.multiProcessorCount) {
-        rc = pp_error_set(e, PP_EUSAGE,
-                          "--load-sms %d: %s has %d SMs; the GEMM needs "
-                          "at least one",
-                          o->load_sms, prop.name, prop.multiProcessorCount);
         goto out;
     }
     if (o->load_sms > 0 &&

@@ -602,6 +602,11 @@ int pp__plan_estimate(pp_plan_estimator *x, const pp_parallel *p, bool overlap,
     double dp_k[3] = {0}, end_k[3] = {0}, opt_k[3] = {0}, gat_k[3] = {0};
     double slow_k[3] = {0};
     double hidden0 = 0;
+    /* The compute beside hidden collectives runs f times slower while
+     * their NCCL kernels hold SMs (the simulator's comp_factor): a window
+     * of w seconds of it covers f w of communication. */
+    double f = pp_profile_beside_nccl(&x->prof, ((g[0].n > 1) + (g[1].n > 1)) *
+                                                    x->prof.sw.dp_sms);
     for (int k = 0; k < 3; k++) {
         if (k > 0 && wk[k] == 0) continue; /* no such stage */
         /* The stack's reduction dtype (2 bytes when none was applied). */
@@ -629,11 +634,6 @@ int pp__plan_estimate(pp_plan_estimator *x, const pp_parallel *p, bool overlap,
         }
         bool sync = g[0].n > 1 || g[1].n > 1;
         double exposed = t_sync;
-        /* The compute beside hidden collectives runs f times slower while
-         * their NCCL kernels hold SMs (the simulator's comp_factor): a
-         * window of w seconds of it covers f w of communication. */
-        int comms = (g[0].n > 1) + (g[1].n > 1);
-        double f = pp_profile_beside_nccl(&x->prof, comms * x->prof.sw.dp_sms);
         if (overlap && sync && S > 0) {
             /* The buckets flow while the backward runs, its waits for
              * the MoE all-to-alls included (the simulator's stage is

@@ -302,16 +302,13 @@ static bool dp_busy(const stage *st) {
 }
 
 /* The time factor of st's compute now: beside its own all-to-all
- * (a2a_overlap: S->beside, the stack's SMs for its dispatcher) and
- * beside the NCCL kernels of its DP collectives in flight (a gradient
- * bucket on each queue's communicator, a parameter gather), each holding
- * the stack's collectives.dp_sms SMs (profile compute_beside_nccl). */
+ * (a2a_overlap: S->beside) and beside the NCCL kernels of its DP
+ * collectives in flight (a gradient bucket on each queue's communicator,
+ * a parameter gather: S->beside_dp). */
 static double comp_factor(const step *S, const stage *st) {
-    double f = st->ep_async > 0 ? S->beside : 1;
     int comms = st->pag_pending > 0;
     for (int q = 0; q < DPQ__COUNT; q++) comms += st->dq[q].pending > 0;
-    if (comms) f *= pp_profile_beside_nccl(&S->prof, comms * S->prof.sw.dp_sms);
-    return f;
+    return (st->ep_async > 0 ? S->beside : 1) * S->beside_dp[comms];
 }
 
 /* Starts queue q's next bucket if none runs: NCCL runs the collectives of

@@ -459,6 +459,9 @@ static int setup(step *S, const pp_step_config *cfg, pp_error *e) {
      * dispatcher; what that costs the compute beside them is the
      * profile's (measured with exec gemm --reserve-sms). */
     S->beside = p->a2a_overlap ? pp_profile_a2a_beside(&S->prof, p) : 1;
+    for (int c = 0; c < DPQ__COUNT + 2; c++)
+        S->beside_dp[c] =
+            pp_profile_beside_nccl(&S->prof, c * S->prof.sw.dp_sms);
     S->tp = (int32_t)p->tp;
     S->pp = (int32_t)p->pp;
     S->cp = p->cp > 1 ? (int32_t)p->cp : 1;

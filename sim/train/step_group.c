@@ -138,7 +138,6 @@ static void ep_alltoall(step *S, stage *st, const item *it) {
 void pp__step_ep_async(step *S, stage *st, const item *it) {
     st->ep_async = 1;
     st->ep_async += ep_start(S, st, it->x, ARG(K_EPA, st->p));
-    pp__step_comm_changed(S, st);
     if (!S->failed) pp__step_ep_async_done(S, st);
 }
 

@@ -152,6 +152,11 @@ typedef struct step {
      * dispatcher, priced by the profile's compute_beside_comm; 1:
      * none). */
     double beside;
+    /* Compute beside c of the stage's DP collectives' NCCL kernels (a
+     * parameter gather and a bucket on each queue) takes beside_dp[c]
+     * times as long: the profile's compute_beside_nccl at c times the
+     * stack's collectives.dp_sms, read once here; [0] is 1. */
+    double beside_dp[DPQ__COUNT + 2];
     pp_sim *sim;
     pp_engine *eng;
     /* dp here counts the replicas of the simulation: dp x cp (the CP
