@@ -1,16 +1,30 @@
 /*
- * calibrate/fit_beside.c: the GPU profile's compute_beside_comm, how much
- * slower compute runs while communication kernels hold some of the SMs,
- * from GEMMs timed on all SMs and aimed at fewer (`exec gemm
- * --reserve-sms K`, cuBLASLt's SM count target).
+ * calibrate/fit_beside.c: how much slower compute runs while
+ * communication kernels hold some of the SMs, two ways.  Both pair each
+ * GEMM timed beside K held SMs with the same GEMM timed alone (its twin)
+ * and keep, per K, one time factor.
  *
- * For each K it is the mean, over the shapes timed both ways, of the
- * time with K reserved over the time without: a ratio per shape, so that
- * a 13 ms GEMM does not outweigh a 0.1 ms one.  Only shapes that take at
- * least MIN_ALONE_S on all SMs count: below that the launch and the
- * timer weigh (the H100's 1024^3 runs in 9 us), and small batches that
- * do not fill the SMs say little about taking some away.  Any dtype: the
- * ratio is what is kept, not a rate.
+ * compute_beside_comm: GEMMs aimed at all but K SMs (`exec gemm
+ * --reserve-sms K`, cuBLASLt's SM count target), the K SMs idle.  Per K
+ * the mean of the per-shape ratios, so that a 13 ms GEMM does not
+ * outweigh a 0.1 ms one.  Only shapes that take at least MIN_ALONE_S
+ * alone count: below that the launch and the timer weigh (the H100's
+ * 1024^3 runs in 9 us), and small batches that do not fill the SMs say
+ * little about taking some away.
+ *
+ * compute_beside_nccl: GEMMs issued as the frameworks issue them beside a
+ * copy kernel on K SMs (`exec gemm --load-sms K`), as a NCCL collective's
+ * channels run beside a layer's GEMMs.  Per K the summed time of the
+ * loaded GEMMs over their twins' alone: a layer pays the sum, so here a
+ * 13 ms GEMM weighs more than a 0.1 ms one (and no floor on the time
+ * alone is needed).  The load counts when it copied flat out or at
+ * LOAD_MIN_BPS and more (a NCCL channel moves data as fast as it can; on
+ * the H100, 0 to 1 TB/s moved the factors under 2%).  The attention's
+ * batched products (exec gemm --model's "attn scores" and "attn values"
+ * and their gradients) are left out: FlashAttention runs them in
+ * training.
+ *
+ * Any dtype: the ratio is what is kept, not a rate.
  */
 #include "cal_int.h"
 
@@ -19,10 +33,16 @@
 #include <string.h>
 
 #define MIN_ALONE_S 50e-6
+#define LOAD_MIN_BPS 1e12
 
 static bool gpu_gemm(const pp_cal_point *p, const bool *use, size_t i) {
     return p->kind == PP_CAL_GEMM && (!use || use[i]) && !p->streams &&
            (!p->device[0] || !strcmp(p->device, "cuda")) && p->time_s > 0;
+}
+
+/* Timed alone: all SMs, no load. */
+static bool alone(const pp_cal_point *p) {
+    return !p->sms_reserved && !p->load_sms;
 }
 
 static bool same_shape(const pp_cal_point *a, const pp_cal_point *b) {
@@ -31,14 +51,19 @@ static bool same_shape(const pp_cal_point *a, const pp_cal_point *b) {
            !strcmp(a->device, b->device);
 }
 
-/* The point timed on all SMs with a's shape, or -1. */
+/* The point timed alone with a's shape, or -1: the first of a's name
+ * where a has one (a layer's forward GEMM and its weight gradient may
+ * share a shape and not a time: cuBLAS runs them with other transposes),
+ * else the first. */
 static long twin(const pp_cal_set *s, const bool *use, const pp_cal_point *a) {
+    long any = -1;
     for (size_t j = 0; j < s->n; j++) {
         const pp_cal_point *b = &s->pts[j];
-        if (gpu_gemm(b, use, j) && !b->sms_reserved && same_shape(a, b))
-            return (long)j;
+        if (!gpu_gemm(b, use, j) || !alone(b) || !same_shape(a, b)) continue;
+        if (!a->op[0] || !strcmp(a->op, b->op)) return (long)j;
+        if (any < 0) any = (long)j;
     }
-    return -1;
+    return any;
 }
 
 static int cmp_i64(const void *a, const void *b) {
@@ -46,61 +71,99 @@ static int cmp_i64(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-int pp_cal_fit_beside(const pp_cal_set *s, const bool *use, pp_gpu_profile *g,
-                      pp_cal_fit *f, pp_error *e) {
-    (void)e;
-    size_t n = 0, nk = 0, short_ = 0;
-    int64_t ks[PP_PROFILE_BESIDE + 1];
+/* What one of the two fits takes from the set. */
+typedef struct kind {
+    const char *what, *flag, *cond;
+    /* K of a point it measures, 0 for the others */
+    int64_t (*k_of)(const pp_cal_point *p);
+    double min_alone_s;
+    bool weighted; /* summed times (true) or the mean of the ratios */
+} kind;
+
+static int64_t reserved_k(const pp_cal_point *p) {
+    return p->load_sms ? 0 : p->sms_reserved;
+}
+
+static bool attn_bmm(const pp_cal_point *p) {
+    return p->batch > 1 && (!strncmp(p->op, "attn scores", 11) ||
+                            !strncmp(p->op, "attn values", 11));
+}
+
+static int64_t load_k(const pp_cal_point *p) {
+    bool busy = p->load_rate_asked < 0 || p->load_rate_asked >= LOAD_MIN_BPS;
+    return !p->sms_reserved && !attn_bmm(p) && busy ? p->load_sms : 0;
+}
+
+/* Fits table (of *n_table points) as kind k says; f->n_params 0 and the
+ * advice when no pair is found, table untouched. */
+static void fit_pairs(const pp_cal_set *s, const bool *use, const kind *k,
+                      pp_beside_pt *table, size_t *n_table, pp_cal_fit *f) {
+    size_t n = 0, nk = 0, short_ = 0, cap = s->n ? s->n : 1;
+    int64_t ks[PP_PROFILE_BESIDE];
     memset(f, 0, sizeof *f);
-    snprintf(f->what, sizeof f->what, "compute_beside_comm");
+    snprintf(f->what, sizeof f->what, "%s", k->what);
     f->r2 = f->chi2_dof = NAN;
-    f->idx = pp_xmalloc((s->n ? s->n : 1) * sizeof *f->idx);
-    f->resid = pp_xmalloc((s->n ? s->n : 1) * sizeof *f->resid);
-    double *ratio = pp_xmalloc((s->n ? s->n : 1) * sizeof *ratio);
+    f->idx = pp_xmalloc(cap * sizeof *f->idx);
+    f->resid = pp_xmalloc(cap * sizeof *f->resid);
+    long *tw = pp_xmalloc(cap * sizeof *tw);
     /* The pairs, and the distinct K (the first PP_PROFILE_BESIDE). */
     for (size_t i = 0; i < s->n; i++) {
         const pp_cal_point *a = &s->pts[i];
-        if (!gpu_gemm(a, use, i) || a->sms_reserved <= 0) continue;
+        int64_t ka = gpu_gemm(a, use, i) ? k->k_of(a) : 0;
+        if (ka <= 0) continue;
         long j = twin(s, use, a);
         if (j < 0) continue;
-        if (s->pts[j].time_s < MIN_ALONE_S) {
+        if (s->pts[j].time_s < k->min_alone_s) {
             short_++;
             continue;
         }
         size_t q = 0;
-        while (q < nk && ks[q] != a->sms_reserved) q++;
+        while (q < nk && ks[q] != ka) q++;
         if (q == nk) {
             if (nk == PP_PROFILE_BESIDE) continue;
-            ks[nk++] = a->sms_reserved;
+            ks[nk++] = ka;
         }
         f->idx[n] = i;
-        ratio[n++] = a->time_s / s->pts[j].time_s;
+        tw[n++] = j;
     }
     qsort(ks, nk, sizeof *ks, cmp_i64);
+    size_t l = 0;
     if (n == 0) {
         snprintf(f->advice, sizeof f->advice,
-                 "no GEMM timed both on all SMs and with --reserve-sms (at "
-                 "least %.0f us alone%s): compute_beside_comm kept",
-                 MIN_ALONE_S * 1e6, short_ ? "; shorter ones left out" : "");
-        free(ratio);
-        return 0;
+                 "no GEMM timed both alone and with %s (%s%s): %s kept",
+                 k->flag, k->cond, short_ ? "; shorter ones left out" : "",
+                 k->what);
+        free(tw);
+        return;
     }
-    /* Per K: mean and its standard error; the point's residual is the
-     * profile's ratio (the mean, once set) over its own. */
+    /* Per K the factor, sum(w r) with r a pair's ratio and w 1/c (the
+     * mean) or the twin's share of the twins' time (the summed times),
+     * and its standard error, sqrt(c/(c-1) sum(w^2 d^2)) with d = r -
+     * factor (the mean's usual one when w = 1/c); a point's residual is
+     * the factor over its own ratio. */
     double rr = 0;
     bool clamped = false;
     for (size_t q = 0; q < nk; q++) {
-        double sum = 0, sq = 0;
+        double t0 = 0, mean = 0, v = 0;
         size_t c = 0;
         for (size_t i = 0; i < n; i++)
-            if (s->pts[f->idx[i]].sms_reserved == ks[q]) {
-                sum += ratio[i];
-                sq += ratio[i] * ratio[i];
+            if (k->k_of(&s->pts[f->idx[i]]) == ks[q]) {
+                t0 += s->pts[tw[i]].time_s;
                 c++;
             }
-        double mean = sum / (double)c;
-        double var = c > 1 ? (sq - sum * mean) / (double)(c - 1) : NAN;
-        double se = c > 1 && var > 0 ? sqrt(var / (double)c) : NAN;
+        for (int pass = 0; pass < 2; pass++)
+            for (size_t i = 0; i < n; i++) {
+                if (k->k_of(&s->pts[f->idx[i]]) != ks[q]) continue;
+                double t = s->pts[tw[i]].time_s,
+                       r = s->pts[f->idx[i]].time_s / t,
+                       w = k->weighted ? t / t0 : 1.0 / (double)c;
+                if (pass == 0)
+                    mean += w * r;
+                else
+                    v += w * w * (r - mean) * (r - mean);
+            }
+        double se =
+            c > 1 && v > 0 ? sqrt((double)c / (double)(c - 1) * v) : NAN;
         /* A profile's time factor is at least 1 (pp_profile_load). */
         if (mean < 1) {
             mean = 1;
@@ -109,25 +172,60 @@ int pp_cal_fit_beside(const pp_cal_set *s, const bool *use, pp_gpu_profile *g,
         char name[PP_CAL_STR];
         snprintf(name, sizeof name, "time_%lld_sms", (long long)ks[q]);
         pp__cal_set_param(f, name, mean, se);
-        g->beside_comm[q].sms = (double)ks[q];
-        g->beside_comm[q].time = mean;
+        table[q].sms = (double)ks[q];
+        table[q].time = mean;
         for (size_t i = 0; i < n; i++)
-            if (s->pts[f->idx[i]].sms_reserved == ks[q]) {
-                f->resid[i] = mean / ratio[i] - 1;
+            if (k->k_of(&s->pts[f->idx[i]]) == ks[q]) {
+                f->resid[i] =
+                    mean * s->pts[tw[i]].time_s / s->pts[f->idx[i]].time_s - 1;
                 rr += f->resid[i] * f->resid[i];
             }
     }
-    g->n_beside_comm = nk;
+    *n_table = nk;
     f->n_points = n;
     f->rel_rms = sqrt(rr / (double)n);
-    size_t l = 0;
     if (short_)
         l += (size_t)snprintf(f->advice + l, sizeof f->advice - l,
                               "%zu pairs under %.0f us alone left out", short_,
-                              MIN_ALONE_S * 1e6);
+                              k->min_alone_s * 1e6);
     if (clamped && l < sizeof f->advice)
         snprintf(f->advice + l, sizeof f->advice - l,
-                 "%sa mean under 1 was kept at 1", l ? "; " : "");
-    free(ratio);
+                 "%sa factor under 1 was kept at 1", l ? "; " : "");
+    free(tw);
+}
+
+int pp_cal_fit_beside(const pp_cal_set *s, const bool *use, pp_gpu_profile *g,
+                      pp_cal_fit *f, pp_error *e) {
+    static const kind k = {"compute_beside_comm",
+                           "--reserve-sms",
+                           "at least 50 us alone",
+                           reserved_k,
+                           MIN_ALONE_S,
+                           false};
+    (void)e;
+    fit_pairs(s, use, &k, g->beside_comm, &g->n_beside_comm, f);
+    return 0;
+}
+
+int pp_cal_fit_beside_nccl(const pp_cal_set *s, const bool *use,
+                           pp_gpu_profile *g, pp_cal_fit *f, pp_error *e) {
+    static const kind k = {"compute_beside_nccl",
+                           "--load-sms",
+                           "flat out or at 1 TB/s and more",
+                           load_k,
+                           0,
+                           true};
+    (void)e;
+    fit_pairs(s, use, &k, g->beside_nccl, &g->n_beside_nccl, f);
+    if (f->n_params == 0) return 0;
+    /* Measured here: read on another GPU at the same share of its SMs. */
+    g->beside_nccl_on = g->sms > 0 ? g->sms : 0;
+    if (!(g->sms > 0)) {
+        size_t l = strlen(f->advice);
+        snprintf(f->advice + l, sizeof f->advice - l,
+                 "%sthe profile states no SM count: not read at another "
+                 "GPU's share of its SMs",
+                 l ? "; " : "");
+    }
     return 0;
 }

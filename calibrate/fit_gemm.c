@@ -43,9 +43,11 @@ double pp__cal_gemm_pred(const pp_gpu_profile *g, const pp_cal_point *p) {
     if (p->streams > 0)
         return pp_gemm_grouped_time_s(&x, PP_GEMM_OPS_16, b, p->m, p->n, p->k);
     /* Aimed at fewer SMs: the GEMM's time slowed as compute beside
-     * communication that holds them is. */
+     * communication that holds them is; beside a copy load on K SMs, as
+     * compute beside a NCCL kernel on K is. */
     return pp_gemm_time_s(&x, b, p->m, p->n, p->k) *
-           pp_profile_beside_comm(&x, (double)p->sms_reserved);
+           pp_profile_beside_comm(&x, (double)p->sms_reserved) *
+           pp_profile_beside_nccl(&x, (double)p->load_sms);
 }
 
 double pp__cal_mem_pred(const pp_gpu_profile *g, const pp_cal_point *p) {
@@ -74,10 +76,11 @@ static size_t collect(const pp_cal_set *s, const bool *use, pp_cal_kind k,
         /* A grouped GEMM is predicted (validate) but not fitted: the
          * profile's efficiency is one call's; the grouped price adds
          * launches to it, and TE's streams run below a batch's rate.  A
-         * GEMM aimed at fewer SMs measures compute_beside_comm
-         * (fit_beside.c), not the GEMM figures. */
+         * GEMM aimed at fewer SMs measures compute_beside_comm, one
+         * beside a load compute_beside_nccl (fit_beside.c), not the GEMM
+         * figures. */
         if (pp__cal_gpu_point(&s->pts[i]) && !s->pts[i].streams &&
-            !s->pts[i].sms_reserved)
+            !s->pts[i].sms_reserved && !s->pts[i].load_sms)
             (*idx)[n++] = i;
         else
             ++*skipped;
@@ -92,7 +95,8 @@ static void note_skipped(pp_cal_fit *f, size_t skipped) {
              "%s%zu points not fitted "
              "(CPU/host memory, not a 16-bit GEMM: the profile models "
              "the GPU's bf16/fp16; a grouped GEMM, validated only; or one "
-             "aimed at fewer SMs, which compute_beside_comm takes)",
+             "aimed at fewer SMs or beside a load, which "
+             "compute_beside_comm and compute_beside_nccl take)",
              l ? "; " : "", skipped);
 }
 

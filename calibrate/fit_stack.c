@@ -279,6 +279,7 @@ void pp_cal_result_fini(pp_cal_result *r) {
     pp_cal_fit_fini(&r->gemm);
     pp_cal_fit_fini(&r->mem);
     pp_cal_fit_fini(&r->beside);
+    pp_cal_fit_fini(&r->beside_nccl);
     pp_cal_fit_fini(&r->stack);
     for (size_t i = 0; i < r->n_net; i++) pp_cal_fit_fini(&r->net[i].fit);
     free(r->net);
@@ -328,6 +329,10 @@ int pp_cal_fit_all(const pp_cal_set *s, const pp_cal_fit_opts *o,
         if ((rc = pp_cal_fit_beside(s, o->use, &r->profile, &r->beside, e)) < 0)
             return rc;
         r->beside_fitted = r->beside.n_params > 0;
+        if ((rc = pp_cal_fit_beside_nccl(s, o->use, &r->profile,
+                                         &r->beside_nccl, e)) < 0)
+            return rc;
+        r->beside_nccl_fitted = r->beside_nccl.n_params > 0;
     }
     if (o->net && (any(s, o->use, PP_CAL_COLL) || any(s, o->use, PP_CAL_P2P)) &&
         ((rc = pp_cal_fit_net(s, o->use, &r->net, &r->n_net, e)) < 0 ||

@@ -264,7 +264,7 @@ static int read_set(pp_cal_set *s, const char *name, json_t *root,
         pp_cal_point p;
         pp__cal_point_init(&p, PP_CAL_COLL, 0, 0);
         double src_i = 0, line = 0, ranks = 0, nodes = 0, rep = 0;
-        double streams = 0, reserved = 0;
+        double streams = 0, reserved = 0, load_sms = 0;
         int rc;
         if ((rc = jstr(o, name, path, "kind", true, kind, e)) < 0) return rc;
         int kk = kind_of(kind);
@@ -292,6 +292,12 @@ static int read_set(pp_cal_set *s, const char *name, json_t *root,
             (rc = jnum(o, name, path, "batch", false, 0, &p.batch, e)) < 0 ||
             (rc = jnum(o, name, path, "streams", false, 0, &streams, e)) < 0 ||
             (rc = jnum(o, name, path, "sms_reserved", false, 0, &reserved, e)) <
+                0 ||
+            (rc = jnum(o, name, path, "load_sms", false, 0, &load_sms, e)) <
+                0 ||
+            (rc = jnum(o, name, path, "load_rate_asked", false, -1,
+                       &p.load_rate_asked, e)) < 0 ||
+            (rc = jnum(o, name, path, "load_rate", false, 0, &p.load_rate, e)) <
                 0 ||
             (rc = jstr(o, name, path, "model", false, p.model, e)) < 0 ||
             (rc = jstr(o, name, path, "cluster", false, p.cluster, e)) < 0 ||
@@ -333,6 +339,7 @@ static int read_set(pp_cal_set *s, const char *name, json_t *root,
         p.repeats = (int64_t)rep;
         p.streams = (int64_t)streams;
         p.sms_reserved = (int64_t)reserved;
+        p.load_sms = (int64_t)load_sms;
         p.scope = !strcmp(scope, "intra")   ? PP_CAL_SCOPE_INTRA
                   : !strcmp(scope, "inter") ? PP_CAL_SCOPE_INTER
                                             : PP_CAL_SCOPE_UNKNOWN;
@@ -442,6 +449,31 @@ static int exec_coll_rows(pp_cal_set *s, int src, const char *name,
     return 0;
 }
 
+/* `exec gemm --load-sms`'s "load" object: {sms: K, rate_asked: R or null
+ * (flat out), rate: what it moved}. */
+static int exec_load(json_t *o, const char *name, const char *path,
+                     pp_cal_point *p, pp_error *e) {
+    json_t *l = json_object_get(o, "load");
+    char lp[48];
+    double sms = 0, asked = -1, rate = 0;
+    int rc;
+    if (!l) return 0;
+    snprintf(lp, sizeof lp, "%s.load", path);
+    if (!json_is_object(l))
+        return pp_error_set(e, PP_EINPUT, "%s:%s: expected an object", name,
+                            lp);
+    json_t *ra = json_object_get(l, "rate_asked");
+    if ((rc = jnum(l, name, lp, "sms", true, 1, &sms, e)) < 0 ||
+        (!json_is_null(ra) &&
+         (rc = jnum(l, name, lp, "rate_asked", false, 0, &asked, e)) < 0) ||
+        (rc = jnum(l, name, lp, "rate", false, 0, &rate, e)) < 0)
+        return rc;
+    p->load_sms = (int64_t)sms;
+    p->load_rate_asked = asked;
+    p->load_rate = rate;
+    return 0;
+}
+
 /* `exec gemm --streams`'s "grouped" object: the point becomes the GPU's
  * own time of one group (graph_s), which is what the profile prices; the
  * eager time (time_median_s) has the host's issue in it. */
@@ -491,10 +523,6 @@ static int read_exec(pp_cal_set *s, int src, const char *name, json_t *root,
         if (!json_is_object(o))
             return pp_error_set(e, PP_EINPUT, "%s:%s: expected an object", name,
                                 path);
-        /* A GEMM timed beside exec gemm's copy load (--load-sms) is not
-         * what the profile's GEMM model or compute_beside_comm (idle SMs)
-         * describes: not imported. */
-        if (cmd == EXEC_GEMM && json_object_get(o, "load")) continue;
         pp_cal_point p;
         pp__cal_point_init(&p, cmd == EXEC_GEMM ? PP_CAL_GEMM : PP_CAL_MEMBW,
                            src, 0);
@@ -514,8 +542,11 @@ static int read_exec(pp_cal_set *s, int src, const char *name, json_t *root,
                 return rc;
             snprintf(p.dtype, sizeof p.dtype, "%s", str[0] ? str : dtype);
             snprintf(p.device, sizeof p.device, "%s", backend);
+            if ((rc = jstr(o, name, path, "name", false, p.op, e)) < 0)
+                return rc;
             double reserved = 0;
             if ((rc = exec_grouped(o, name, path, &p, e)) < 0 ||
+                (rc = exec_load(o, name, path, &p, e)) < 0 ||
                 (rc = jnum(o, name, path, "sms_reserved", false, 1, &reserved,
                            e)) < 0)
                 return rc;

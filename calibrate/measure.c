@@ -278,6 +278,13 @@ int pp_cal_set_write(const pp_cal_set *s, FILE *fp, pp_error *e) {
         if (p->kind == PP_CAL_GEMM) put_n(o, "batch", p->batch);
         put_i(o, "streams", p->streams);
         put_i(o, "sms_reserved", p->sms_reserved);
+        if (p->load_sms > 0) {
+            /* -1 (flat out) and 0 (no traffic) are both values here. */
+            put_i(o, "load_sms", p->load_sms);
+            json_object_set_new(o, "load_rate_asked",
+                                json_real(p->load_rate_asked));
+            put_n(o, "load_rate", p->load_rate);
+        }
         put_s(o, "dtype", p->dtype);
         put_s(o, "device", p->device);
         put_s(o, "model", p->model);

@@ -109,6 +109,14 @@ int pp_cal_profile_write(const pp_cal_result *r, const pp_cal_provenance *pv,
             fprintf(fp, "  - {sms: %.6g, time: %.6g}\n", g->beside_comm[i].sms,
                     g->beside_comm[i].time);
     }
+    if (g->n_beside_nccl) {
+        fprintf(fp,
+                "compute_beside_nccl:\n  measured_on_sms: %.6g\n  points:\n",
+                g->beside_nccl_on);
+        for (size_t i = 0; i < g->n_beside_nccl; i++)
+            fprintf(fp, "    - {sms: %.6g, time: %.6g}\n",
+                    g->beside_nccl[i].sms, g->beside_nccl[i].time);
+    }
     fprintf(fp,
             "attention:\n  flash_fwd_efficiency: %.6g\n  "
             "flash_bwd_efficiency: %.6g\n",
@@ -188,6 +196,7 @@ int pp_cal_profile_write(const pp_cal_result *r, const pp_cal_provenance *pv,
     if (r->mem.n_points) fit_stats(fp, ind, &r->mem);
     if (r->gemm.n_points) fit_stats(fp, ind, &r->gemm);
     if (r->beside.n_points) fit_stats(fp, ind, &r->beside);
+    if (r->beside_nccl.n_points) fit_stats(fp, ind, &r->beside_nccl);
     for (size_t i = 0; i < r->n_net; i++) fit_stats(fp, ind, &r->net[i].fit);
     for (size_t i = 0; i < r->n_rank; i++) fit_stats(fp, ind, &r->rank[i].fit);
     if (r->stack.n_points) fit_stats(fp, ind, &r->stack);

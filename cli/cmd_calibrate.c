@@ -174,6 +174,7 @@ static void fit_summary(FILE *fp, const pp_cal_result *r) {
     if (r->mem.n_points) pp__cal_fit_print(fp, &r->mem);
     if (r->gemm.n_points) pp__cal_fit_print(fp, &r->gemm);
     if (r->beside.n_points) pp__cal_fit_print(fp, &r->beside);
+    if (r->beside_nccl.n_points) pp__cal_fit_print(fp, &r->beside_nccl);
     for (size_t i = 0; i < r->n_net; i++) pp__cal_fit_print(fp, &r->net[i].fit);
     for (size_t i = 0; i < r->n_rank; i++)
         pp__cal_fit_print(fp, &r->rank[i].fit);
@@ -278,7 +279,10 @@ static const pp_cli_cmd cmd_fit = {
     "efficiencies by nonlinear least squares through sim's GEMM model;\n"
     "GEMMs timed with exec gemm --reserve-sms K beside their run on all\n"
     "SMs give compute_beside_comm (per K, the mean time ratio over the\n"
-    "shapes of at least 50 us alone), fitted with gemm.\n"
+    "shapes of at least 50 us alone), and GEMMs timed with exec gemm\n"
+    "--load-sms K beside their twins alone give compute_beside_nccl (per K,\n"
+    "their summed time over the twins', the load flat out or at 1 TB/s and\n"
+    "more), both fitted with gemm.\n"
     "Memory: efficiency and launch overhead from membw.  Stack: the\n"
     "framework efficiency from measured iteration times (analytic\n"
     "simulation).  Each parameter comes with its standard error; a fit the\n"

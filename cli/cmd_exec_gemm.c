@@ -73,8 +73,9 @@ static const pp_cli_opt gemm_opts[] = {
      false, NULL, 0, NULL},
     {"load-sms", 0, "K",
      "cuda: run a copy kernel on K SMs beside the timed GEMMs, as a NCCL "
-     "collective of K channels runs beside the compute it overlaps "
-     "(default: 0, none)",
+     "collective of K channels runs beside the compute it overlaps; "
+     "calibrate fit makes compute_beside_nccl of such runs (default: 0, "
+     "none)",
      false, NULL, 0, NULL},
     {"load-rate", 0, "RATE",
      "with --load-sms: the HBM traffic the load makes, bytes read plus "

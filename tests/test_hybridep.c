@@ -107,8 +107,15 @@ static void test_simulate(void **state) {
     pp_parallel_init(&p);
     assert_int_equal(pp_parallel_parse("dispatcher=hybridep", &p, &e), 0);
     assert_true(pp_profile_a2a_beside(&g, &p) ==
-                pp_profile_beside_comm(&g, 32));
+                pp_profile_beside_nccl(&g, 32));
     assert_int_equal(pp_parallel_parse("dispatcher=deepep", &p, &e), 0);
+    assert_true(pp_profile_a2a_beside(&g, &p) ==
+                pp_profile_beside_nccl(&g, 20));
+    /* Busy SMs cost more than idle ones (h100.yaml). */
+    assert_true(pp_profile_a2a_beside(&g, &p) >
+                pp_profile_beside_comm(&g, 20) + 0.1);
+    /* Without compute_beside_nccl, compute_beside_comm's lower bound. */
+    g.n_beside_nccl = 0;
     assert_true(pp_profile_a2a_beside(&g, &p) ==
                 pp_profile_beside_comm(&g, 20));
     pp_catalog_free(cat);

@@ -56,7 +56,9 @@ typedef struct pp_cal_point {
     int line;               /* 1-based line in that file; 0 for JSON */
     char where[PP_CAL_STR]; /* JSON path ("results[3]") or "" */
     /* network (COLL, P2P) */
-    char op[PP_CAL_STR];      /* "allreduce", "write_bw", "send_lat" ... */
+    char op[PP_CAL_STR];      /* "allreduce", "write_bw", "send_lat" ...;
+                                 GEMM: its name in its run ("qkv", "mlp
+                                 fc1 wgrad": exec gemm's) or "" */
     char algo[PP_CAL_STR];    /* "ring", "tree", ... or "auto" (NCCL's pick) */
     char link[PP_CAL_STR];    /* nvlink|pcie|infiniband|roce|ethernet|unknown */
     char variant[PP_CAL_STR]; /* "out-of-place", "in-place", "" */
@@ -78,6 +80,13 @@ typedef struct pp_cal_point {
      * 0: all.  Not fitted into the GEMM figures: it measures the
      * profile's compute_beside_comm (pp_cal_fit_beside). */
     int64_t sms_reserved;
+    /* GEMM timed beside exec gemm's copy load (`--load-sms K --load-rate
+     * R`): K SMs held by a kernel moving load_rate bytes per second
+     * through HBM (load_rate_asked: R, -1 when it copied flat out); 0:
+     * no load.  Not fitted into the GEMM figures: it measures the
+     * profile's compute_beside_nccl (pp_cal_fit_beside_nccl). */
+    int64_t load_sms;
+    double load_rate_asked, load_rate;
     char dtype[16];  /* GEMM: "bf16", "fp8", ... "" = not stated */
     char device[16]; /* GEMM, MEMBW: "cuda" or "cpu" (host memory,
                                 the CPU BLAS); "" = not stated (a GPU) */
@@ -199,7 +208,8 @@ typedef struct pp_cal_rankfit {
 typedef struct pp_cal_result {
     pp_gpu_profile profile; /* the base profile with fitted fields */
     bool gemm_fitted, mem_fitted, stack_fitted, beside_fitted;
-    pp_cal_fit gemm, mem, stack, beside;
+    bool beside_nccl_fitted;
+    pp_cal_fit gemm, mem, stack, beside, beside_nccl;
     pp_cal_netfit *net; /* owned */
     size_t n_net;
     pp_cal_rankfit *rank; /* owned: the rank models (with net) */
@@ -256,6 +266,16 @@ int pp_cal_fit_gemm(const pp_cal_set *s, const bool *use, pp_gpu_profile *g,
  * pair; f->n_params 0 (and advice) when there is none. */
 int pp_cal_fit_beside(const pp_cal_set *s, const bool *use, pp_gpu_profile *g,
                       pp_cal_fit *f, pp_error *e);
+/* compute_beside_nccl from GEMMs timed both alone and beside exec gemm's
+ * copy load on K SMs (`exec gemm --load-sms K`, the load flat out or at
+ * 1 TB/s and more; the attention's batched products left out), paired by
+ * shape and name: for each K, the summed time of
+ * the loaded GEMMs over the summed time of their twins alone (time-
+ * weighted: what a layer's compute pays), measured_on_sms g->sms.  g
+ * updated when there is a pair; f->n_params 0 (and advice) when there is
+ * none. */
+int pp_cal_fit_beside_nccl(const pp_cal_set *s, const bool *use,
+                           pp_gpu_profile *g, pp_cal_fit *f, pp_error *e);
 /* memory.efficiency and launch_overhead from MEMBW points. */
 int pp_cal_fit_mem(const pp_cal_set *s, const bool *use, pp_gpu_profile *g,
                    pp_cal_fit *f, pp_error *e);

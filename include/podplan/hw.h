@@ -194,7 +194,7 @@ typedef struct pp_stack {
     bool moe_a2a_overlap;
     /* SMs the all-to-all's kernels take while they overlap compute
      * (moe.overlap_sms: alltoall, deepep, hybridep; 0: none), which slows
-     * the compute beside them by the profile's compute_beside_comm. */
+     * the compute beside them (pp_profile_a2a_beside). */
     double moe_overlap_sms[PP_MOE_DISPATCHERS];
     /* Host CPU time the training loop spends per kernel it launches
      * (Python, the framework's dispatch, the launch itself; stack
@@ -475,7 +475,8 @@ double pp_profile_beside_nccl(const pp_gpu_profile *g, double sms);
 /* That factor for compute beside an overlapped MoE all-to-all
  * (a2a_overlap): the SMs the applied stack's moe.overlap_sms gives the
  * resolved dispatcher of layout p (NCCL's, DeepEP's or HybridEP's
- * kernels), priced as above. */
+ * kernels), priced by compute_beside_nccl, or compute_beside_comm where
+ * the profile has no compute_beside_nccl. */
 double pp_profile_a2a_beside(const pp_gpu_profile *g, const pp_parallel *p);
 /* The profile's sustained share (1 when unset). */
 static inline double pp_profile_sustained(const pp_gpu_profile *g) {

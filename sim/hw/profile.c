@@ -178,11 +178,19 @@ double pp_profile_beside_nccl(const pp_gpu_profile *g, double sms) {
     return beside_at(g->beside_nccl, g->n_beside_nccl, sms);
 }
 
+/* The all-to-all's kernels (NCCL's send/receive channels, DeepEP's and
+ * HybridEP's) move data on their SMs for as long as it runs, which is what
+ * compute_beside_nccl measured (a copy kernel on K SMs; on the H100 1.26
+ * at 20 SMs and 1.37 at 32).  compute_beside_comm's figures, GEMMs aimed
+ * at the other SMs with those idle (1.07 and 1.17), are the lower bound
+ * kept for a profile without the first. */
 double pp_profile_a2a_beside(const pp_gpu_profile *g, const pp_parallel *p) {
     int d = p->hybridep ? PP_MOE_HYBRIDEP
             : p->deepep ? PP_MOE_DEEPEP
                         : PP_MOE_ALLTOALL;
-    return pp_profile_beside_comm(g, g->sw.moe_overlap_sms[d]);
+    double sms = g->sw.moe_overlap_sms[d];
+    return g->n_beside_nccl ? pp_profile_beside_nccl(g, sms)
+                            : pp_profile_beside_comm(g, sms);
 }
 
 /* Reads the document into g (which holds the defaults). */
