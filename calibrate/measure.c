@@ -63,6 +63,7 @@ void pp__cal_point_init(pp_cal_point *p, pp_cal_kind kind, int source,
     p->source = source;
     p->line = line;
     p->batch = 1;
+    p->load_rate_asked = -1; /* a load's rate when none is said: flat out */
 }
 
 void pp__cal_add_point(pp_cal_set *s, const pp_cal_point *p) {

@@ -214,6 +214,25 @@ static void test_fit_selects(void **state) {
     assert_true(g.beside_nccl[0].sms == 16);
     pp_cal_fit_fini(&f);
     pp_cal_set_fini(&s);
+
+    /* A measurement set that names the load's SMs and not its rate:
+     * flat out, as exec gemm's null. */
+    static const char set[] =
+        "{\"podplan_measurements\": 1, \"sources\": [{\"file\": \"x\"}], "
+        "\"points\": [{\"kind\": \"gemm\", \"source\": 0, \"m\": 4096, "
+        "\"n\": 4096, \"k\": 4096, \"time_s\": 1e-3, \"op\": \"a\"}, "
+        "{\"kind\": \"gemm\", \"source\": 0, \"m\": 4096, \"n\": 4096, "
+        "\"k\": 4096, \"time_s\": 1.3e-3, \"op\": \"a\", \"load_sms\": 8}]}";
+    pp_cal_set_init(&s);
+    if (pp_cal_import_text(&s, "set.json", set, sizeof set - 1, NULL, &e))
+        fail_msg("%s", e.msg);
+    assert_true(s.pts[1].load_rate_asked == -1);
+    if (pp_cal_fit_beside_nccl(&s, NULL, &g, &f, &e)) fail_msg("%s", e.msg);
+    assert_int_equal(f.n_params, 1);
+    assert_true(fabs(g.beside_nccl[0].time - 1.3) < 1e-12);
+    assert_true(g.beside_nccl[0].sms == 8);
+    pp_cal_fit_fini(&f);
+    pp_cal_set_fini(&s);
 }
 
 static void test_broken_load(void **state) {
