@@ -197,6 +197,20 @@ out:
     return rc;
 }
 
+/* --reserve-sms and --load-sms (k SMs): a count, on cuda (why_cuda says
+ * why), for one call at a time. */
+static int sm_opt(const pp_exec_gemm_opts *o, const char *flag, int k,
+                  const char *why_cuda, pp_error *e) {
+    if (k < 0) return pp_error_set(e, PP_EINVAL, "%s: must be >= 0", flag);
+    if (k > 0 && o->backend != PP_EXEC_CUDA)
+        return pp_error_set(e, PP_EUSAGE, "%s: %s", flag, why_cuda);
+    if (k > 0 && o->streams > 0)
+        return pp_error_set(e, PP_EUSAGE,
+                            "%s times one call, not a group over --streams",
+                            flag);
+    return 0;
+}
+
 int pp_exec_gemm_run(const pp_exec_gemm_opts *o, const pp_gemm_shape *s,
                      pp_exec_gemm_result *out, pp_error *e) {
     if (s->batch < 1 || s->m < 1 || s->n < 1 || s->k < 1)
@@ -211,27 +225,15 @@ int pp_exec_gemm_run(const pp_exec_gemm_opts *o, const pp_gemm_shape *s,
     if (o->setup_per_call && o->streams < 1)
         return pp_error_set(e, PP_EUSAGE,
                             "--setup per-call goes with --streams");
-    if (o->reserve_sms < 0)
-        return pp_error_set(e, PP_EINVAL, "--reserve-sms: must be >= 0");
-    if (o->reserve_sms > 0 && o->backend != PP_EXEC_CUDA)
-        return pp_error_set(e, PP_EUSAGE,
-                            "--reserve-sms: an SM target is cuBLASLt's");
-    if (o->reserve_sms > 0 && o->streams > 0)
-        return pp_error_set(e, PP_EUSAGE,
-                            "--reserve-sms times one call, not a group "
-                            "over --streams");
-    if (o->load_sms < 0)
-        return pp_error_set(e, PP_EINVAL, "--load-sms: must be >= 0");
-    if (o->load_sms > 0 && o->backend != PP_EXEC_CUDA)
-        return pp_error_set(e, PP_EUSAGE,
-                            "--load-sms: the load is a CUDA kernel");
-    if (o->load_sms > 0 && o->streams > 0)
-        return pp_error_set(e, PP_EUSAGE,
-                            "--load-sms times one call, not a group "
-                            "over --streams");
+    int rc;
+    if ((rc = sm_opt(o, "--reserve-sms", o->reserve_sms,
+                     "an SM target is cuBLASLt's", e)) < 0 ||
+        (rc = sm_opt(o, "--load-sms", o->load_sms, "the load is a CUDA kernel",
+                     e)) < 0)
+        return rc;
     pp_exec_gemm_result r;
-    int rc = o->backend == PP_EXEC_CUDA ? pp__cuda_gemm_run(o, s, &r, e)
-                                        : cpu_run(o, s, &r, e);
+    rc = o->backend == PP_EXEC_CUDA ? pp__cuda_gemm_run(o, s, &r, e)
+                                    : cpu_run(o, s, &r, e);
     if (rc < 0) {
         pp_error_prefix(e, "GEMM %s%s%lldx%lldx%lld", s->name,
                         s->name[0] ? " " : "", (long long)s->m, (long long)s->n,

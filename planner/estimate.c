@@ -649,8 +649,9 @@ int pp__plan_estimate(pp_plan_estimator *x, const pp_parallel *p, bool overlap,
             double last = fmin(S, (k == 0 ? gb * ce->emb.params : 0) + bucket);
             exposed = fmax(t_sync - f * window, t_sync * last / S);
         }
-        if (k == 0) hidden0 = times * (t_sync - exposed);
-        double hidden = overlap && sync ? times * (t_sync - exposed) : 0;
+        /* exposed is t_sync unless the buckets overlap the backward. */
+        double hidden = times * (t_sync - exposed);
+        if (k == 0) hidden0 = hidden;
         /* A stack that overlaps ZeRO's reductions (zero.overlap) hides
          * every micro-batch's but the last under the next task, as long
          * as the DP links keep up: the nmb reductions queue on them, and

@@ -24,6 +24,8 @@
 
 #include "podplan/calibrate.h"
 
+#include "cal_util.h"
+
 /* calibrate/'s internal GEMM price (cal_int.h). */
 double pp__cal_gemm_pred(const pp_gpu_profile *g, const pp_cal_point *p);
 
@@ -94,17 +96,8 @@ static void test_fit_shipped(void **state) {
     pp_cal_fit_fini(&f);
 
     /* The set's JSON keeps the load and the GEMM's name. */
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *fp = open_memstream(&buf, &len);
-    if (pp_cal_set_write(&s, fp, &e)) fail_msg("%s", e.msg);
-    fclose(fp);
     pp_cal_set back;
-    pp_cal_set_init(&back);
-    if (pp_cal_import_text(&back, "set.json", buf, len, NULL, &e))
-        fail_msg("%s", e.msg);
-    free(buf);
-    assert_int_equal(back.n, s.n);
+    cal_roundtrip(&s, &back);
     size_t flat = 0, zero = 0;
     for (size_t i = 0; i < s.n; i++) {
         assert_int_equal(back.pts[i].load_sms, s.pts[i].load_sms);
@@ -132,7 +125,7 @@ static void test_fit_shipped(void **state) {
     r.profile = g;
     pp_cal_provenance pv = {&s, "dgx-h100-ndr", NULL, true};
     const char *yaml = "/tmp/podplan-test-beside-nccl.yaml";
-    fp = fopen(yaml, "w");
+    FILE *fp = fopen(yaml, "w");
     assert_non_null(fp);
     if (pp_cal_profile_write(&r, &pv, fp, &e)) fail_msg("%s", e.msg);
     fclose(fp);

@@ -25,6 +25,8 @@
 
 #include "podplan/calibrate.h"
 
+#include "cal_util.h"
+
 /* calibrate/'s internal builders (cal_int.h). */
 int pp__cal_add_source(pp_cal_set *s, const char *path, const char *format,
                        const void *data, size_t len);
@@ -439,17 +441,8 @@ static void test_beside_comm(void **state) {
     pp_cal_fit_fini(&f);
 
     /* The set's JSON keeps K; the profile written loads with the curve. */
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *fp = open_memstream(&buf, &len);
-    if (pp_cal_set_write(&s, fp, &e)) fail_msg("%s", e.msg);
-    fclose(fp);
     pp_cal_set back;
-    pp_cal_set_init(&back);
-    if (pp_cal_import_text(&back, "set.json", buf, len, NULL, &e))
-        fail_msg("%s", e.msg);
-    free(buf);
-    assert_int_equal(back.n, s.n);
+    cal_roundtrip(&s, &back);
     for (size_t i = 0; i < s.n; i++)
         assert_int_equal(back.pts[i].sms_reserved, s.pts[i].sms_reserved);
     pp_cal_set_fini(&back);
@@ -460,7 +453,7 @@ static void test_beside_comm(void **state) {
     r.profile.sustained = 0.93;
     pp_cal_provenance pv = {&s, "dgx-h100-ndr", NULL, true};
     const char *yaml = "/tmp/podplan-test-beside.yaml";
-    fp = fopen(yaml, "w");
+    FILE *fp = fopen(yaml, "w");
     assert_non_null(fp);
     if (pp_cal_profile_write(&r, &pv, fp, &e)) fail_msg("%s", e.msg);
     fclose(fp);

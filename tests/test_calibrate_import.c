@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cal_util.h"
 #include "cli_run.h"
 #include "podplan/calibrate.h"
 
@@ -320,16 +321,8 @@ static void test_other_formats(void **state) {
     assert_string_equal(s.pts[5].model, "megatron-1.7b");
 
     /* The set round-trips through its JSON. */
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *fp = open_memstream(&buf, &len);
-    if (pp_cal_set_write(&s, fp, &e)) fail_msg("%s", e.msg);
-    fclose(fp);
     pp_cal_set t;
-    pp_cal_set_init(&t);
-    if (pp_cal_import_text(&t, "set.json", buf, len, NULL, &e))
-        fail_msg("%s", e.msg);
-    assert_int_equal(t.n, s.n);
+    cal_roundtrip(&s, &t);
     for (size_t i = 0; i < s.n; i++) {
         assert_int_equal(t.pts[i].kind, s.pts[i].kind);
         near(t.pts[i].time_s + t.pts[i].tflops,
@@ -340,7 +333,6 @@ static void test_other_formats(void **state) {
         assert_string_equal(t.src[t.pts[i].source].sha256,
                             s.src[s.pts[i].source].sha256);
     }
-    free(buf);
     pp_cal_set_fini(&t);
     pp_cal_set_fini(&s);
 }

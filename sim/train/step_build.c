@@ -457,7 +457,7 @@ static int setup(step *S, const pp_step_config *cfg, pp_error *e) {
         return rc;
     /* The overlapped all-to-all's kernels take the stack's SMs for its
      * dispatcher; what that costs the compute beside them is the
-     * profile's (measured with exec gemm --reserve-sms). */
+     * profile's (pp_profile_a2a_beside). */
     S->beside = p->a2a_overlap ? pp_profile_a2a_beside(&S->prof, p) : 1;
     for (int c = 0; c < DPQ__COUNT + 2; c++)
         S->beside_dp[c] =

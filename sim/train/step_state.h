@@ -149,8 +149,7 @@ typedef struct step {
     pp_gpu_profile prof;
     /* a2a_overlap: compute beside the all-to-all's kernels takes this
      * many times as long (the stack's moe.overlap_sms for the
-     * dispatcher, priced by the profile's compute_beside_comm; 1:
-     * none). */
+     * dispatcher, priced by pp_profile_a2a_beside; 1: none). */
     double beside;
     /* Compute beside c of the stage's DP collectives' NCCL kernels (a
      * parameter gather and a bucket on each queue) takes beside_dp[c]

@@ -1,0 +1,32 @@
+/*
+ * tests/cal_util.h: a measurement set through its JSON and back, for the
+ * calibrate tests (test_calibrate_import.c, test_calibrate_fit.c,
+ * test_calibrate_beside.c).  Include after <cmocka.h> (and its
+ * prerequisites).
+ */
+#ifndef PODPLAN_TESTS_CAL_UTIL_H
+#define PODPLAN_TESTS_CAL_UTIL_H
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "podplan/calibrate.h"
+
+/* Writes s with pp_cal_set_write and reads it into back (initialised
+ * here; the caller finis it): as many points come back. */
+static inline void cal_roundtrip(const pp_cal_set *s, pp_cal_set *back) {
+    pp_error e = PP_ERROR_INIT;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *fp = open_memstream(&buf, &len);
+    assert_non_null(fp);
+    if (pp_cal_set_write(s, fp, &e)) fail_msg("%s", e.msg);
+    fclose(fp);
+    pp_cal_set_init(back);
+    if (pp_cal_import_text(back, "set.json", buf, len, NULL, &e))
+        fail_msg("%s", e.msg);
+    free(buf);
+    assert_int_equal(back->n, s->n);
+}
+
+#endif
