@@ -92,6 +92,17 @@ static void test_shipped(void **state) {
     assert_rel(h.sw.host_kernel_s, 51e-6, 1e-12);
     assert_false(h.sw.moe_sync_free);
     assert_rel(a.sw.host_kernel_s, 0, 0);
+    /* Operations listed one for one: eager PyTorch's own rate; a stack
+     * that names none charges them kernel_issue. */
+    assert_rel(h.sw.host_op_s, 27.9e-6, 1e-12);
+    {
+        pp_stack hs;
+        pp_error e = PP_ERROR_INIT;
+        const char *p = tmpfile_with("host:\n  kernel_issue: 40us\n");
+        assert_int_equal(pp_stack_load(p, &hs, &e), 0);
+        unlink(p);
+        assert_rel(hs.host_op_s, 40e-6, 1e-12);
+    }
     /* The overlapped all-to-all's SMs: NCCL's p2p channels, DeepEP's
      * SMs; none where the stack has no overlap. */
     pp_gpu_profile n = prof("h100-sxm5", "nemo-2025");
@@ -170,6 +181,8 @@ static void test_broken(void **state) {
     expect_bad("host:\n  kernel_issue: -5us\n", ":2:17: host.kernel_issue");
     expect_bad("host:\n  kernel_issue: 20ms\n", ":2:17: host.kernel_issue");
     expect_bad("host:\n  kernel_issue: 5GB\n", ":2:17: host.kernel_issue");
+    expect_bad("host:\n  op_issue: -1us\n", ":2:13: host.op_issue");
+    expect_bad("host:\n  op_issue: 1s\n", ":2:13: host.op_issue");
     expect_bad("host:\n  moe_sync: sometimes\n", ":2:13: host.moe_sync");
     expect_bad("host:\n  kernel_launch: 5us\n", ":2:3: host.kernel_launch");
     expect_bad("host: 5us\n", ":1:7: host");

@@ -201,6 +201,11 @@ typedef struct pp_stack {
      * host.kernel_issue): a step cannot run faster than its host issues
      * the kernels.  0: not modelled. */
     double host_kernel_s;
+    /* Host CPU time per eager framework operation that podplan counts one
+     * for one (stack host.op_issue: a Python-level loop of elementwise
+     * ops), where host_kernel_s carries a factor for the kernels it does
+     * not count; default host_kernel_s. */
+    double host_op_s;
     /* The dropless MoE dispatch does not hold the host (host.moe_sync:
      * false, a sync-free dispatcher); default: once per layer forward. */
     bool moe_sync_free;

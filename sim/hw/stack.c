@@ -319,9 +319,13 @@ static int stack_read(pp_node *root, pp_stack *s, pp_error *e) {
     if ((rc = sec_of(root, "host", &sec, e)) < 0) return rc;
     if (sec) {
         bool sync = !s->moe_sync_free;
+        s->host_op_s = -1;
         if ((rc = pp_map_quantity(sec, "host", "kernel_issue", PP_OPTIONAL,
                                   PP_Q_TIME, NULL, true, &s->host_kernel_s,
                                   e)) < 0 ||
+            (rc = pp_map_quantity(sec, "host", "op_issue", PP_OPTIONAL,
+                                  PP_Q_TIME, NULL, true, &s->host_op_s, e)) <
+                0 ||
             (rc = pp_map_bool(sec, "host", "moe_sync", PP_OPTIONAL, &sync, e)) <
                 0 ||
             (rc = pp_map_done(sec, "host", e)) < 0)
@@ -331,6 +335,11 @@ static int stack_read(pp_node *root, pp_stack *s, pp_error *e) {
             return pp_error_at(e, PP_EINPUT, pp_map_get(sec, "kernel_issue"),
                                "host.kernel_issue",
                                "expected at most 10ms per kernel");
+        if (!(s->host_op_s < 1e-2))
+            return pp_error_at(e, PP_EINPUT, pp_map_get(sec, "op_issue"),
+                               "host.op_issue",
+                               "expected at most 10ms per operation");
+        if (s->host_op_s < 0) s->host_op_s = s->host_kernel_s;
     }
 
     if ((rc = sec_of(root, "moe", &sec, e)) < 0) return rc;

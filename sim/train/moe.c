@@ -102,6 +102,34 @@ static void shared_fwd(const pp__shape *s, const moe_dims *x, pp__oplist *l) {
         pp__op_comm(l, "tp reducescatter", PP_COLL_REDUCESCATTER, act, 0);
 }
 
+/* The routed experts' fc2 biases (a model with bias: true).  Megatron-
+ * core's TEGroupedMLP builds fc2 with skip_bias_add and adds the biases
+ * itself after the grouped GEMM, weighted by the routing probabilities,
+ * in a Python loop over the local experts (experts.py, _apply_bias:
+ * torch.cat([t + b * p for t, b, p in zip(torch.split(out, tokens_per_
+ * expert), biases, torch.split(probs, ...))])); fc1's bias stays in
+ * Transformer Engine's GEMM epilogue, free here.  In 16-bit (the router's
+ * probabilities in the activations' dtype unless moe_router_dtype says
+ * fp32), per routed row of h: forward b * p writes 2h bytes, the sum
+ * reads 4h and writes 2h, the concatenation reads and writes 2h (12h),
+ * two kernels an expert and the cat; backward the bias gradient (g * p,
+ * then a sum over the rows: 6h), the probabilities' (g * b, a sum over
+ * h: 6h) and the split's concatenated gradient (4h): 16h, and per expert
+ * the two products, the two sums and the bias's main_grad accumulation,
+ * plus two cats.  Each is an eager op issued one for one: the host pays
+ * the stack's host.op_issue for it, not kernel_issue (whose factor is
+ * for kernels podplan does not count). */
+static void expert_bias(const pp__shape *s, const moe_dims *x, pp__oplist *l,
+                        bool bwd) {
+    if (!s->m->bias) return;
+    pp_moe_local lx = pp_moe_local_experts(s->m, s->p);
+    double sw_k = s->g->sw.host_kernel_s, sw_o = s->g->sw.host_op_s;
+    double ops = bwd ? 5.0 * lx.groups + 2.0 : 2.0 * lx.groups + 1.0;
+    pp__op_mem(s, l, bwd ? "experts fc2 bias bwd" : "experts fc2 bias",
+               (bwd ? 16.0 : 12.0) * lx.routed * x->h);
+    l->v[l->n - 1].kernels = sw_k > 0 ? ops * sw_o / sw_k : ops;
+}
+
 void pp__ops_moe_fwd(const pp__shape *s, pp__oplist *l) {
     moe_dims x = moe_dims_of(s);
     /* The local experts (expert TP splits each one's width, not their
@@ -142,6 +170,7 @@ void pp__ops_moe_fwd(const pp__shape *s, pp__oplist *l) {
         !(s->m->capacity_factor > 0) && !(s->p->rank_capacity > 0);
     pp__op_mem(s, l, "experts swiglu", (x.swiglu ? 6.0 : 4.0) * te * w);
     pp__op_glgemm(s, l, "experts fc2", g, me, x.h, w);
+    expert_bias(s, &x, l, false);
     etp_comm(&x, l, PP_COLL_REDUCESCATTER);
     a2a(&x, l, "ep combine alltoall");
     /* Unpermute and the weighted sum of the k outputs: fused, one pass;
@@ -185,6 +214,7 @@ void pp__ops_moe_bwd(const pp__shape *s, pp__oplist *l) {
     a2a(&x, l, "ep combine alltoall bwd");
     etp_comm(&x, l, PP_COLL_ALLGATHER);
     double g = lx.groups, me = lx.rows;
+    expert_bias(s, &x, l, true);
     /* recompute=moe_act: the activation's output, fc2's saved input, was
      * freed after the forward; it runs again before fc2's backward. */
     if (s->p->recompute_mods & PP_RECOMP_MOE_ACT)
