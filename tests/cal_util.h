@@ -1,6 +1,7 @@
 /*
- * tests/cal_util.h: a measurement set through its JSON and back, for the
- * calibrate tests (test_calibrate_import.c, test_calibrate_fit.c,
+ * tests/cal_util.h: a measurement set through its JSON and back, and a
+ * fitted profile through its YAML and back, for the calibrate tests
+ * (test_calibrate_import.c, test_calibrate_fit.c,
  * test_calibrate_beside.c).  Include after <cmocka.h> (and its
  * prerequisites).
  */
@@ -9,8 +10,10 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "podplan/calibrate.h"
+#include "podplan/hw.h"
 
 /* Writes s with pp_cal_set_write and reads it into back (initialised
  * here; the caller finis it): as many points come back. */
@@ -27,6 +30,26 @@ static inline void cal_roundtrip(const pp_cal_set *s, pp_cal_set *back) {
         fail_msg("%s", e.msg);
     free(buf);
     assert_int_equal(back->n, s->n);
+}
+
+/* Writes r's profile (pp_cal_profile_write, provenance pv) to the file
+ * `path` and loads it back onto the catalogue's `gpu` into out; the file
+ * is removed. */
+static inline void cal_profile_reload(const pp_cal_result *r,
+                                      const pp_cal_provenance *pv,
+                                      const char *path, const char *gpu,
+                                      pp_gpu_profile *out) {
+    pp_error e = PP_ERROR_INIT;
+    FILE *fp = fopen(path, "w");
+    assert_non_null(fp);
+    if (pp_cal_profile_write(r, pv, fp, &e)) fail_msg("%s", e.msg);
+    fclose(fp);
+    pp_catalog *cat = NULL;
+    if (pp_catalog_load(NULL, &cat, &e) ||
+        pp_profile_load(path, pp_catalog_gpu(cat, gpu), out, &e))
+        fail_msg("%s", e.msg);
+    pp_catalog_free(cat);
+    unlink(path);
 }
 
 #endif

@@ -124,17 +124,8 @@ static void test_fit_shipped(void **state) {
     pp_cal_result_init(&r);
     r.profile = g;
     pp_cal_provenance pv = {&s, "dgx-h100-ndr", NULL, true};
-    const char *yaml = "/tmp/podplan-test-beside-nccl.yaml";
-    FILE *fp = fopen(yaml, "w");
-    assert_non_null(fp);
-    if (pp_cal_profile_write(&r, &pv, fp, &e)) fail_msg("%s", e.msg);
-    fclose(fp);
-    pp_catalog *cat = NULL;
-    if (pp_catalog_load(NULL, &cat, &e) ||
-        pp_profile_load(yaml, pp_catalog_gpu(cat, "h100-sxm5"), &h, &e))
-        fail_msg("%s", e.msg);
-    pp_catalog_free(cat);
-    unlink(yaml);
+    cal_profile_reload(&r, &pv, "/tmp/podplan-test-beside-nccl.yaml",
+                       "h100-sxm5", &h);
     assert_int_equal(h.n_beside_nccl, 6);
     assert_true(h.beside_nccl_on == 132);
     assert_true(fabs(h.beside_nccl[5].time - g.beside_nccl[5].time) < 1e-5);

@@ -452,17 +452,8 @@ static void test_beside_comm(void **state) {
     /* A base profile's sustained share (b200.yaml) travels with it. */
     r.profile.sustained = 0.93;
     pp_cal_provenance pv = {&s, "dgx-h100-ndr", NULL, true};
-    const char *yaml = "/tmp/podplan-test-beside.yaml";
-    FILE *fp = fopen(yaml, "w");
-    assert_non_null(fp);
-    if (pp_cal_profile_write(&r, &pv, fp, &e)) fail_msg("%s", e.msg);
-    fclose(fp);
-    pp_catalog *cat = NULL;
-    if (pp_catalog_load(NULL, &cat, &e) ||
-        pp_profile_load(yaml, pp_catalog_gpu(cat, "a100-sxm4-80gb"), &h, &e))
-        fail_msg("%s", e.msg);
-    pp_catalog_free(cat);
-    unlink(yaml);
+    cal_profile_reload(&r, &pv, "/tmp/podplan-test-beside.yaml",
+                       "a100-sxm4-80gb", &h);
     assert_int_equal(h.n_beside_comm, 3);
     assert_true(fabs(h.beside_comm[2].time - want[2]) < 5e-5);
     assert_true(h.sustained == 0.93);

@@ -30,6 +30,16 @@ static int failures;
         }                                                                      \
     } while (0)
 
+/* exec gemm's options on the GPU, timed over iters calls after 2 warm-up
+ * ones. */
+static pp_exec_gemm_opts timed_opts(int iters) {
+    pp_exec_gemm_opts o;
+    pp_exec_gemm_opts_init(&o, PP_EXEC_CUDA);
+    o.iters = iters;
+    o.warmup = 2;
+    return o;
+}
+
 /* Exact encodings for the values used (quarters below 64): no rounding
  * on either side, so the comparisons are exact. */
 static uint16_t f2bf(float f) {
@@ -147,11 +157,8 @@ static void test_gemm(int cc) {
             /* cuBLASLt's fp8 needs sizes that are multiples of 16. */
             if (t == PP_GEMM_FP8 && (s->m % 16 || s->n % 16 || s->k % 16))
                 continue;
-            pp_exec_gemm_opts o;
-            pp_exec_gemm_opts_init(&o, PP_EXEC_CUDA);
+            pp_exec_gemm_opts o = timed_opts(20);
             o.dtype = (pp_gemm_dtype)t;
-            o.iters = 20;
-            o.warmup = 2;
             pp_exec_gemm_result r;
             pp_error e = PP_ERROR_INIT;
             int rc = pp_exec_gemm_run(&o, s, &r, &e);
@@ -181,11 +188,8 @@ static void test_gemm_grouped(int cc) {
         if (t == PP_GEMM_FP8 && cc < 89) continue;
         for (int streams = 1; streams <= 4; streams += 3)
             for (int per_call = 0; per_call < 2; per_call++) {
-                pp_exec_gemm_opts o;
-                pp_exec_gemm_opts_init(&o, PP_EXEC_CUDA);
+                pp_exec_gemm_opts o = timed_opts(20);
                 o.dtype = (pp_gemm_dtype)t;
-                o.iters = 20;
-                o.warmup = 2;
                 o.streams = streams;
                 o.setup_per_call = per_call;
                 pp_exec_gemm_result r;
@@ -218,10 +222,7 @@ static void test_gemm_reserve(void) {
     static const pp_gemm_shape s = {"reserve", 1, 8192, 8192, 8192, true};
     pp_exec_gemm_result r[2];
     for (int k = 0; k < 2; k++) {
-        pp_exec_gemm_opts o;
-        pp_exec_gemm_opts_init(&o, PP_EXEC_CUDA);
-        o.iters = 10;
-        o.warmup = 2;
+        pp_exec_gemm_opts o = timed_opts(10);
         o.check = false;
         o.reserve_sms = k ? 60 : 0;
         pp_error e = PP_ERROR_INIT;
@@ -267,10 +268,7 @@ static void test_gemm_load(void) {
     static const double rates[] = {-1, 0, 200e9, -1};
     pp_exec_gemm_result r[4];
     for (int k = 0; k < 4; k++) {
-        pp_exec_gemm_opts o;
-        pp_exec_gemm_opts_init(&o, PP_EXEC_CUDA);
-        o.iters = 20;
-        o.warmup = 2;
+        pp_exec_gemm_opts o = timed_opts(20);
         o.check = false;
         o.load_sms = k ? 16 : 0;
         o.load_rate = rates[k];

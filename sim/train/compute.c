@@ -403,7 +403,7 @@ static void tp_exit_fwd(const dims *x, pp__oplist *l) {
  * backward is all-gathered with sp (identity without); the gradient
  * leaving a column-parallel GEMM's backward is all-reduced (RS with sp). */
 static void tp_enter_bwd(const dims *x, pp__oplist *l) {
-    if (x->sp) comm(l, "tp allgather", PP_COLL_ALLGATHER, act_bytes(x));
+    tp_enter_fwd(x, l);
 }
 
 static void tp_exit_bwd(const dims *x, pp__oplist *l) {
@@ -411,15 +411,11 @@ static void tp_exit_bwd(const dims *x, pp__oplist *l) {
 }
 
 /* tp_enter_fwd and tp_enter_bwd before a Transformer Engine linear (the
- * attention's and the dense MLP's): the gather in its input's dtype
- * (gather_bytes). */
-static void te_enter_fwd(const dims *x, pp__oplist *l) {
+ * attention's and the dense MLP's), forward and backward alike: the
+ * gather in its input's dtype (gather_bytes). */
+static void te_gather(const dims *x, pp__oplist *l) {
     if (x->sp)
         comm(l, "tp allgather", PP_COLL_ALLGATHER, x->gb * x->tok * x->h);
-}
-
-static void te_enter_bwd(const dims *x, pp__oplist *l) {
-    te_enter_fwd(x, l);
 }
 
 /* Op i (a collective) runs while GEMM j computes: it takes j's time,
@@ -608,7 +604,7 @@ static const char *act_name(const pp__shape *s, bool bwd) {
 /* A dense layer's MLP, with its TP collectives (also what recompute=mlp
  * runs again in the backward). */
 static void mlp_fwd(const pp__shape *s, const dims *x, pp__oplist *l) {
-    te_enter_fwd(x, l);
+    te_gather(x, l);
     lgemm(s, l, "mlp fc1", x->tok, x->f_in, x->h);
     /* Fused bias-GeLU (or Nemotron's squared ReLU): read 2, write 2;
      * SwiGLU reads both halves. */
@@ -628,7 +624,7 @@ void pp__ops_layer_fwd(const pp__shape *s, pp__oplist *l) {
     if (x.mla) {
         pp__ops_mla_fwd(s, l);
     } else {
-        te_enter_fwd(&x, l);
+        te_gather(&x, l);
         lgemm(s, l, "qkv", x.tok, x.qkv_n, x.h);
     }
     core_fwd(s, &x, l);
@@ -739,7 +735,7 @@ void pp__ops_layer_bwd(const pp__shape *s, pp__oplist *l) {
         pp__op_scope(l, ln0, PP_GRAPH_MOE_ROUTER);
     } else {
         if (rm & PP_RECOMP_MLP) mlp_fwd(s, &x, l);
-        te_enter_bwd(&x, l);
+        te_gather(&x, l);
         lgemm_bwd(s, l, "mlp fc2 dgrad", "mlp fc2 wgrad", x.tok, x.h,
                   x.f / x.t);
         /* GeLU backward reads its input and the gradient and writes one;
@@ -754,7 +750,7 @@ void pp__ops_layer_bwd(const pp__shape *s, pp__oplist *l) {
 
     size_t attn0 = l->n;
     mem(s, l, "bias dropout add bwd", 7.0 * H);
-    te_enter_bwd(&x, l);
+    te_gather(&x, l);
     lgemm_bwd(s, l, "attn proj dgrad", "attn proj wgrad", x.tok, x.h,
               x.q / x.t);
     if (!s->p->flash) mem(s, l, "context permute bwd", 4.0 * x.tok * x.q / x.t);
