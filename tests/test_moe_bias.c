@@ -9,40 +9,15 @@
  */
 #include "models_util.h"
 
-#include "plan_util.h"
-#include "podplan/hw.h"
-#include "step_int.h"
+#include "oplist_util.h"
 
-/* The index of the op of list l named exactly `name`, or -1. */
-static long op_at(const pp__oplist *l, const char *name) {
-    for (size_t i = 0; i < l->n; i++)
-        if (!strcmp(l->v[i].name, name)) return (long)i;
-    return -1;
-}
-
-typedef struct lists {
-    pp_model m;
-    pp_parallel p;
-    pp_gpu_profile g;
-    pp__oplist fw, bw;
-} lists;
-
-static void build(lists *x, const char *stack, const char *spec, bool bias) {
+/* gpt-oss-120b on an H100 under `stack` and `spec`, its biases on or
+ * off. */
+static void build(layer_lists *x, const char *stack, const char *spec,
+                  bool bias) {
     x->m = load("gpt-oss-120b");
     x->m.bias = bias;
-    x->p = layout(spec);
-    x->g = load_gpu_profile("h100-sxm5", stack);
-    pp_stack_resolve(&x->g, &x->p);
-    pp__shape sh = {&x->m, &x->p, &x->g, 2};
-    memset(&x->fw, 0, sizeof x->fw);
-    memset(&x->bw, 0, sizeof x->bw);
-    pp__ops_layer_fwd(&sh, &x->fw);
-    pp__ops_layer_bwd(&sh, &x->bw);
-}
-
-static void done(lists *x) {
-    pp__oplist_fini(&x->fw);
-    pp__oplist_fini(&x->bw);
+    layer_lists_build(x, "h100-sxm5", stack, spec);
 }
 
 /* EP 8 on one sequence of 4,096: 16 local experts, 4,096 x 4 routed rows
@@ -54,7 +29,7 @@ static void done(lists *x) {
  * per operation. */
 static void test_bias_ops(void **state) {
     (void)state;
-    lists x;
+    layer_lists x;
     build(&x, "nemo-2025",
           "tp=1,pp=1,dp=8,ep=8,mbs=1,gbs=8,recompute=layernorm+moe_act", true);
     double rows = 4096.0 * 4, h = 2880, per = 27.9 / 51.0;
@@ -72,7 +47,7 @@ static void test_bias_ops(void **state) {
     assert_true(b >= 0 && r > b && d > r);
     assert_true(fabs(x.bw.v[b].bytes - 16 * rows * h) <= 1e-6);
     assert_true(fabs(x.bw.v[b].kernels - 82 * per) <= 1e-9);
-    done(&x);
+    layer_lists_done(&x);
 
     /* EP 64: two local experts, the same rows. */
     build(&x, "nemo-2025", "tp=1,pp=1,dp=64,ep=64,mbs=1,gbs=64", true);
@@ -82,25 +57,25 @@ static void test_bias_ops(void **state) {
     assert_true(fabs(x.fw.v[f].bytes - 12 * rows * h) <= 1e-6);
     assert_true(fabs(x.fw.v[f].kernels - 5 * per) <= 1e-9);
     assert_true(fabs(x.bw.v[b].kernels - 12 * per) <= 1e-9);
-    done(&x);
+    layer_lists_done(&x);
 }
 
 /* Without a host model the count is the operations themselves; without
  * biases there is nothing to add. */
 static void test_bias_off(void **state) {
     (void)state;
-    lists x;
+    layer_lists x;
     build(&x, "megatron-lm-2021", "tp=1,pp=1,dp=8,ep=8,mbs=1,gbs=8", true);
     assert_true(x.g.sw.host_kernel_s == 0);
     long f = op_at(&x.fw, "experts fc2 bias");
     assert_true(f > 0);
     assert_true(x.fw.v[f].kernels == 33);
-    done(&x);
+    layer_lists_done(&x);
 
     build(&x, "nemo-2025", "tp=1,pp=1,dp=8,ep=8,mbs=1,gbs=8", false);
     assert_int_equal(op_at(&x.fw, "experts fc2 bias"), -1);
     assert_int_equal(op_at(&x.bw, "experts fc2 bias bwd"), -1);
-    done(&x);
+    layer_lists_done(&x);
 }
 
 int main(void) {

@@ -165,45 +165,6 @@ static void glgemm_bwd(const pp__shape *s, pp__oplist *l, const char *dname,
 static void lgemm_bwd(const pp__shape *s, pp__oplist *l, const char *dname,
                       const char *wname, double m, double n, double k);
 
-/* FlashAttention (Dao et al. 2022; Dao 2023): one fused kernel, timed
- * from its FLOPs at the profile's measured fraction of peak.  Forward:
- * QK^T and PV, 4 s^2 d per head, halved by the causal mask (the kernels
- * skip the masked blocks, and the papers' rates count the halved FLOPs);
- * backward: 2.5x the forward (it recomputes QK^T: five GEMMs to two).
- * The rate falls for small kernels (pp_flash_efficiency).  With sliding
- * windows the kernels skip the blocks outside the window too: a windowed
- * layer's query meets w - w^2 / (2 s) keys on average, and the layers'
- * mean time is taken (a windowed kernel's smaller size lowers its rate). */
-static double flash_time(const pp__shape *s, double f, double d, bool bwd) {
-    double eff = pp_flash_efficiency(s->g, bwd, f, d);
-    return f / pp_profile_tensor_rate(s->g, s->g->peak_flops, eff);
-}
-
-static void flash(const pp__shape *s, pp__oplist *l, const char *name,
-                  double heads, double sq, double sk, double d, bool bwd) {
-    pp__op *o = push(l, name, PP__OP_GEMM);
-    /* sq queries against sk keys (sq = sk / cp under context parallelism;
-     * causal load balancing gives every CP rank 1/cp of the work). */
-    double per_key = 4.0 * heads * sq * d * (bwd ? 2.5 : 1.0);
-    double f = per_key * sk * 0.5, t = flash_time(s, f, d, bwd);
-    double ws = pp_model_window_share(s->m), w = (double)s->m->window;
-    if (ws > 0 && w < sk) {
-        double fw = per_key * (w - w * w / (2.0 * sk));
-        t = ws * flash_time(s, fw, d, bwd) + (1.0 - ws) * t;
-        f = ws * fw + (1.0 - ws) * f;
-    }
-    /* fp8_attn=on: cuDNN's FP8 kernel, at the profile's FP8 / 16-bit time
-     * ratio (published kernel times, the profile says which). */
-    if (s->p->fp8_attn)
-        t *= bwd ? s->g->attn_fp8_bwd_ratio : s->g->attn_fp8_fwd_ratio;
-    double lf =
-        s->g->framework_efficiency > 0 ? s->g->framework_efficiency : 1.0;
-    o->flops = f;
-    /* Q, K, V, O (and their gradients backward) once: s d per head. */
-    o->bytes = PP_ACT_BYTES * heads * (sq + sk) * d * (bwd ? 4.0 : 2.0);
-    o->time_s = t / lf + s->g->launch_s;
-}
-
 static void comm(pp__oplist *l, const char *name, pp_coll_op op, double bytes) {
     pp__op *o = push(l, name, PP__OP_COMM);
     o->coll = op;
@@ -239,6 +200,15 @@ void pp__op_glgemm_bwd(const pp__shape *s, pp__oplist *l, const char *dname,
 void pp__op_mem(const pp__shape *s, pp__oplist *l, const char *name,
                 double bytes) {
     mem(s, l, name, bytes);
+}
+
+pp__op *pp__op_push(pp__oplist *l, const char *name, pp__op_kind kind) {
+    return push(l, name, kind);
+}
+
+void pp__op_fp8_cast(const pp__shape *s, pp__oplist *l, double g,
+                     double elems) {
+    fp8_cast(s, l, g, elems);
 }
 
 void pp__op_scatter_add(const pp__shape *s, pp__oplist *l, const char *name,
@@ -314,29 +284,10 @@ static double gather_bytes(const pp_parallel *p) {
     return 1.0;
 }
 
-/* Shapes after the TP split, per micro-batch. */
-typedef struct dims {
-    double b, sq, h, t, a, d, kvd, f, V;
-    double q;  /* Q's and the attention output's width: a d */
-    double dc; /* the attention core's width per head (head_dim, else d) */
-    double sk; /* keys each query attends to: s (sq = s / cp) */
-    double cp;
-    double tok;   /* tokens of a GEMM: s b */
-    double tn;    /* tokens of the norm/dropout regions: s b, / t with sp */
-    double heads; /* attention heads on this GPU x b: bmm batch */
-    double qkv_n; /* QKV output width on this GPU */
-    double f_in;  /* MLP first GEMM's output width (x2 for SwiGLU) */
-    double gb;    /* bytes per element a TE linear's input gathers in */
-    bool tpc;     /* there is TP communication */
-    bool sp;      /* sequence parallel (tp > 1) */
-    bool swiglu;
-    bool mla; /* multi-head latent attention: mla.c's projections */
-} dims;
-
-static dims dims_of(const pp__shape *s) {
+pp__dims pp__dims_of(const pp__shape *s) {
     const pp_model *m = s->m;
     const pp_parallel *p = s->p;
-    dims x;
+    pp__dims x;
     x.b = (double)p->mbs;
     /* Context parallelism: this rank's queries and tokens are s / cp,
      * attending to all s keys (ring attention). */
@@ -376,23 +327,23 @@ static dims dims_of(const pp__shape *s) {
 
 /* The activation (s b h, 2 bytes) a TP collective carries: nccl-tests' S
  * for AllReduce, the input of ReduceScatter, the output of AllGather. */
-static double act_bytes(const dims *x) {
+static double act_bytes(const pp__dims *x) {
     return PP_ACT_BYTES * x->tok * x->h;
 }
 
 double pp__act_bytes(const pp__shape *s) {
-    dims x = dims_of(s);
+    pp__dims x = pp__dims_of(s);
     return act_bytes(&x);
 }
 
 /* Before a column-parallel GEMM: nothing (the f operator is the identity
  * forward), or with sp the all-gather of the sequence shards (g). */
-static void tp_enter_fwd(const dims *x, pp__oplist *l) {
+static void tp_enter_fwd(const pp__dims *x, pp__oplist *l) {
     if (x->sp) comm(l, "tp allgather", PP_COLL_ALLGATHER, act_bytes(x));
 }
 
 /* After a row-parallel GEMM: AllReduce, or ReduceScatter with sp. */
-static void tp_exit_fwd(const dims *x, pp__oplist *l) {
+static void tp_exit_fwd(const pp__dims *x, pp__oplist *l) {
     if (x->sp)
         comm(l, "tp reducescatter", PP_COLL_REDUCESCATTER, act_bytes(x));
     else if (x->tpc)
@@ -402,18 +353,18 @@ static void tp_exit_fwd(const dims *x, pp__oplist *l) {
 /* Backward conjugates: the gradient entering a row-parallel GEMM's
  * backward is all-gathered with sp (identity without); the gradient
  * leaving a column-parallel GEMM's backward is all-reduced (RS with sp). */
-static void tp_enter_bwd(const dims *x, pp__oplist *l) {
+static void tp_enter_bwd(const pp__dims *x, pp__oplist *l) {
     tp_enter_fwd(x, l);
 }
 
-static void tp_exit_bwd(const dims *x, pp__oplist *l) {
+static void tp_exit_bwd(const pp__dims *x, pp__oplist *l) {
     tp_exit_fwd(x, l);
 }
 
 /* tp_enter_fwd and tp_enter_bwd before a Transformer Engine linear (the
  * attention's and the dense MLP's), forward and backward alike: the
  * gather in its input's dtype (gather_bytes). */
-static void te_gather(const dims *x, pp__oplist *l) {
+static void te_gather(const pp__dims *x, pp__oplist *l) {
     if (x->sp)
         comm(l, "tp allgather", PP_COLL_ALLGATHER, x->gb * x->tok * x->h);
 }
@@ -442,7 +393,7 @@ static void comm_over(pp__oplist *l, size_t i, size_t j) {
  * Userbuffers do the same pairs as bulk overlaps (ub_bulk_dgrad,
  * ub_bulk_wgrad).  Stacks without (tensor_parallel.async_backward
  * false, Megatron-LM 2021): the all-reduce after both GEMMs. */
-static void col_bwd(const pp__shape *s, const dims *x, pp__oplist *l,
+static void col_bwd(const pp__shape *s, const pp__dims *x, pp__oplist *l,
                     const char *dname, const char *wname, double m, double n,
                     double k) {
     lgemm_bwd(s, l, dname, wname, m, n, k);
@@ -461,41 +412,6 @@ static void col_bwd(const pp__shape *s, const dims *x, pp__oplist *l,
     }
     tp_exit_bwd(x, l);
     comm_over(l, l->n - 1, w);
-}
-
-/* The attention core's forward: scores, softmax, dropout, scores x V.
- * Megatron-LM 2021 runs the scores and the weighted sum as batched GEMMs
- * (torch.baddbmm / bmm), the scale-mask-softmax as one fused kernel
- * reading and writing the b a/t s^2 scores in 2 bytes each, and the
- * attention dropout as its own kernel (read 2, write 2, a 1-byte mask). */
-/* Context parallelism (Megatron-core's ring attention, Liu et al. 2023):
- * each of the cp ranks holds s/cp of the sequence and passes its K/V
- * block around the ring, cp - 1 steps, each overlapped with the attention
- * of the block it holds.  As volume that is an all-gather of K/V over the
- * CP group (2 kvd/t values per token, PP_ACT_BYTES each); the backward
- * moves K/V again and their gradients back: twice that.  Modelled as one
- * collective run while the core's kernels (ops from..) compute: the
- * compute is hidden until the exchange is longer (the excess is cp
- * communication).  Causal load balancing (2 cp chunks) makes every rank's
- * work equal, which this assumes. */
-static void cp_wrap(const dims *x, pp__oplist *l, size_t from, double mult,
-                    const char *name) {
-    if (x->cp <= 1) return;
-    double t = 0, f = 0, k = 0;
-    for (size_t i = from; i < l->n; i++) {
-        t += l->v[i].time_s;
-        f += l->v[i].flops;
-        k += l->v[i].kernels;
-    }
-    l->n = from;
-    double kv = 2.0 * PP_ACT_BYTES * x->sq * x->b * x->kvd / x->t;
-    pp__op *o = push(l, name, PP__OP_COMM);
-    o->kernels = k + 1.0;
-    o->coll = PP_COLL_ALLGATHER;
-    o->bytes = mult * kv * x->cp;
-    o->group = PP__GRP_CP;
-    o->overlap_s = t;
-    o->flops = f;
 }
 
 /* Transformer Engine's userbuffers overlap (Megatron-core
@@ -555,42 +471,6 @@ static void tp_overlap(const pp__shape *s, pp__oplist *l, size_t from) {
     }
 }
 
-/* fp8_attn=on's casts around the kernel (Transformer Engine's FP8
- * dot-product attention without FP8 inputs, fp8_mha off: its
- * QKV_quantizer casts Q, K and V, one kernel each, and the output comes
- * back to 16 bits; backward the output gradient is cast and dQ, dK, dV
- * come back): the inputs as the FP8 recipe casts them (fp8_cast), the
- * way back 3 bytes an element (read 1, write 2), a kernel per tensor. */
-static void fp8_attn_casts(const pp__shape *s, const dims *x, pp__oplist *l,
-                           bool bwd) {
-    if (!s->p->fp8_attn) return;
-    double o = x->tok * x->q / x->t;
-    double qkv = x->tok * (x->q + 2.0 * x->kvd) / x->t;
-    fp8_cast(s, l, bwd ? 1 : 3, bwd ? o : qkv);
-    mem(s, l, "fp8 attn dequant", 3.0 * (bwd ? qkv : o));
-    l->v[l->n - 1].kernels = bwd ? 3 : 1;
-}
-
-static void core_fwd(const pp__shape *s, const dims *x, pp__oplist *l) {
-    double E = x->heads * x->sq * x->sk;
-    size_t from = l->n;
-    /* FlashAttention writes the context in [s, b, h/t] order itself. */
-    if (s->p->flash) {
-        fp8_attn_casts(s, x, l, false);
-        flash(s, l, "flash attn", x->heads, x->sq, x->sk, x->dc, false);
-        cp_wrap(x, l, from, 1.0, "cp ring attention");
-        return;
-    }
-    gemm(s, l, "attn scores", x->heads, x->sq, x->sk, x->dc);
-    mem(s, l, "softmax", 4.0 * E);
-    mem(s, l, "attn dropout", 5.0 * E);
-    gemm(s, l, "attn values", x->heads, x->sq, x->dc, x->sk);
-    cp_wrap(x, l, from, 1.0, "cp ring attention");
-    /* The context [b a/t, s, d] is permuted back to [s, b, h/t] with a
-     * .contiguous() copy (read 2, write 2). */
-    mem(s, l, "context permute", 4.0 * x->tok * x->q / x->t);
-}
-
 /* The MLP activation's kernel, forward or backward, by the ffn type. */
 static const char *act_name(const pp__shape *s, bool bwd) {
     static const char *const names[][2] = {
@@ -603,7 +483,7 @@ static const char *act_name(const pp__shape *s, bool bwd) {
 
 /* A dense layer's MLP, with its TP collectives (also what recompute=mlp
  * runs again in the backward). */
-static void mlp_fwd(const pp__shape *s, const dims *x, pp__oplist *l) {
+static void mlp_fwd(const pp__shape *s, const pp__dims *x, pp__oplist *l) {
     te_gather(x, l);
     lgemm(s, l, "mlp fc1", x->tok, x->f_in, x->h);
     /* Fused bias-GeLU (or Nemotron's squared ReLU): read 2, write 2;
@@ -615,7 +495,7 @@ static void mlp_fwd(const pp__shape *s, const dims *x, pp__oplist *l) {
 }
 
 void pp__ops_layer_fwd(const pp__shape *s, pp__oplist *l) {
-    dims x = dims_of(s);
+    pp__dims x = pp__dims_of(s);
     size_t from = l->n;
     double H = x.tn * x.h; /* elements of a norm/dropout region */
     /* LayerNorm: read 2, write 2 bytes per element (fp32 statistics are
@@ -627,7 +507,7 @@ void pp__ops_layer_fwd(const pp__shape *s, pp__oplist *l) {
         te_gather(&x, l);
         lgemm(s, l, "qkv", x.tok, x.qkv_n, x.h);
     }
-    core_fwd(s, &x, l);
+    pp__ops_attn_fwd(s, &x, l);
     lgemm(s, l, "attn proj", x.tok, x.h, x.q / x.t);
     tp_exit_fwd(&x, l);
     /* Fused bias-dropout-add: read the output and the residual, write the
@@ -682,7 +562,7 @@ static void lgemm_bwd(const pp__shape *s, pp__oplist *l, const char *dname,
  * input and the gradient and writes one (6 bytes), the weight and bias
  * gradients read both again (4); then autograd adds this gradient to the
  * residual branch's (read 2 + 2, write 2). */
-static void ln_bwd(const pp__shape *s, const dims *x, pp__oplist *l) {
+static void ln_bwd(const pp__shape *s, const pp__dims *x, pp__oplist *l) {
     mem(s, l, "layernorm bwd", 10.0 * x->tn * x->h);
     mem(s, l, "residual grad add", 6.0 * x->tn * x->h);
 }
@@ -694,7 +574,7 @@ static void ln_bwd(const pp__shape *s, const dims *x, pp__oplist *l) {
  * consumer kept its original input rather than its cast
  * (set_save_original_input), so its weight gradient casts the recomputed
  * input again: `cast` elements (its m x k; 0 for a 16-bit consumer). */
-static void ln_recompute(const pp__shape *s, const dims *x, pp__oplist *l,
+static void ln_recompute(const pp__shape *s, const pp__dims *x, pp__oplist *l,
                          double cast) {
     if (!(s->p->recompute_mods & PP_RECOMP_LAYERNORM)) return;
     mem(s, l, "layernorm recompute", 4.0 * x->tn * x->h);
@@ -702,15 +582,14 @@ static void ln_recompute(const pp__shape *s, const dims *x, pp__oplist *l,
 }
 
 void pp__op_ln_recompute(const pp__shape *s, pp__oplist *l, double cast) {
-    dims x = dims_of(s);
+    pp__dims x = pp__dims_of(s);
     ln_recompute(s, &x, l, cast);
 }
 
 void pp__ops_layer_bwd(const pp__shape *s, pp__oplist *l) {
-    dims x = dims_of(s);
+    pp__dims x = pp__dims_of(s);
     size_t from = l->n;
     double H = x.tn * x.h;
-    double E = x.heads * x.sq * x.sk;
     /* Full recomputation (Narayanan et al. 2021; Korthikanti et al. 2022
      * sec. 4.1): the layer's forward runs again, with its TP collectives,
      * just before its backward. */
@@ -759,23 +638,8 @@ void pp__ops_layer_bwd(const pp__shape *s, pp__oplist *l) {
     if (x.mla && rm & PP_RECOMP_MLA_UP) pp__ops_mla_up_fwd(s, l);
     /* Selective recomputation (Korthikanti et al. 2022, sec. 4.2): the
      * attention core alone runs again before its backward. */
-    if (s->p->recompute == PP_RECOMPUTE_SELECTIVE) core_fwd(s, &x, l);
-    size_t core0 = l->n;
-    if (s->p->flash) {
-        fp8_attn_casts(s, &x, l, true);
-        flash(s, l, "flash attn bwd", x.heads, x.sq, x.sk, x.dc, true);
-    } else {
-        /* scores x V backward: d(probs) = dO V^T and dV = P^T dO. */
-        gemm(s, l, "attn values dgrad", x.heads, x.sq, x.sk, x.dc);
-        gemm(s, l, "attn values wgrad", x.heads, x.sk, x.dc, x.sq);
-        mem(s, l, "attn dropout bwd", 5.0 * E);
-        /* Softmax backward reads the output and its gradient, writes one. */
-        mem(s, l, "softmax bwd", 6.0 * E);
-        /* dQ = dS K, dK = dS^T Q. */
-        gemm(s, l, "attn scores dq", x.heads, x.sq, x.dc, x.sk);
-        gemm(s, l, "attn scores dk", x.heads, x.sk, x.dc, x.sq);
-    }
-    cp_wrap(&x, l, core0, 2.0, "cp ring attention bwd");
+    if (s->p->recompute == PP_RECOMPUTE_SELECTIVE) pp__ops_attn_fwd(s, &x, l);
+    pp__ops_attn_bwd(s, &x, l);
     if (x.mla) {
         pp__ops_mla_bwd(s, l);
     } else {
@@ -799,7 +663,7 @@ void pp__ops_layer_bwd(const pp__shape *s, pp__oplist *l) {
 }
 
 void pp__ops_embed_fwd(const pp__shape *s, pp__oplist *l) {
-    dims x = dims_of(s);
+    pp__dims x = pp__dims_of(s);
     /* Vocab-parallel lookup: each TP rank gathers the rows it owns and
      * writes a full s b h output (zeros elsewhere), then an AllReduce
      * (ReduceScatter with sp) sums them.  Then the position embedding is
@@ -813,7 +677,7 @@ void pp__ops_embed_fwd(const pp__shape *s, pp__oplist *l) {
 }
 
 void pp__ops_embed_bwd(const pp__shape *s, pp__oplist *l) {
-    dims x = dims_of(s);
+    pp__dims x = pp__dims_of(s);
     mem(s, l, "embedding dropout bwd", 5.0 * x.tn * x.h);
     tp_enter_bwd(&x, l);
     /* The word table's gradient: zero the (V/t) x h table (2 bytes), then
@@ -838,7 +702,7 @@ void pp__ops_embed_bwd(const pp__shape *s, pp__oplist *l) {
 #define PP__CE_BYTES 38.0
 #define PP__CE_FUSED_BYTES 24.0
 void pp__ops_head_fwd(const pp__shape *s, pp__oplist *l) {
-    dims x = dims_of(s);
+    pp__dims x = pp__dims_of(s);
     mem(s, l, "final layernorm", 4.0 * x.tn * x.h);
     tp_enter_fwd(&x, l);
     gemm(s, l, "logits", 1, x.tok, x.V / x.t, x.h);
@@ -853,7 +717,7 @@ void pp__ops_head_fwd(const pp__shape *s, pp__oplist *l) {
 
 /* The head's backward up to its weight gradient (shared by the MTP
  * modules' passes through the same output layer). */
-static void head_bwd(const pp__shape *s, const dims *x, pp__oplist *l) {
+static void head_bwd(const pp__shape *s, const pp__dims *x, pp__oplist *l) {
     double E = x->tok * x->V / x->t;
     /* softmax - one-hot (read 4, write 4), cast back (read 4, write 2). */
     mem(s, l, "cross entropy bwd", 14.0 * E);
@@ -865,7 +729,7 @@ static void head_bwd(const pp__shape *s, const dims *x, pp__oplist *l) {
 }
 
 void pp__ops_head_bwd(const pp__shape *s, pp__oplist *l) {
-    dims x = dims_of(s);
+    pp__dims x = pp__dims_of(s);
     head_bwd(s, &x, l);
     /* The logits' weight gradient is accumulated whether the table is
      * this stage's own or the tied word embedding. */
@@ -885,7 +749,7 @@ void pp__ops_head_bwd(const pp__shape *s, pp__oplist *l) {
  * width.  Then one transformer layer and the output layer again: the
  * caller adds them (pp__ops_layer_fwd, pp__ops_head_fwd). */
 void pp__ops_mtp_fwd(const pp__shape *s, pp__oplist *l) {
-    dims x = dims_of(s);
+    pp__dims x = pp__dims_of(s);
     mem(s, l, "mtp embedding", 4.0 * x.tok * x.h);
     tp_exit_fwd(&x, l);
     mem(s, l, "mtp norms", 8.0 * x.tn * x.h);
@@ -899,7 +763,7 @@ void pp__ops_mtp_fwd(const pp__shape *s, pp__oplist *l) {
  * the MTP block and reduces its gradient with the first stage's), whose
  * parameters the first module (table) marks. */
 void pp__ops_mtp_bwd(const pp__shape *s, pp__oplist *l, bool table) {
-    dims x = dims_of(s);
+    pp__dims x = pp__dims_of(s);
     if (x.tpc)
         comm(l, "tp reducescatter (mtp)", PP_COLL_REDUCESCATTER, act_bytes(&x));
     lgemm_bwd(s, l, "mtp eh proj dgrad", "mtp eh proj wgrad", x.tok, x.h / x.t,
@@ -918,6 +782,6 @@ void pp__ops_mtp_bwd(const pp__shape *s, pp__oplist *l, bool table) {
  * pp__ops_head_fwd): its weight gradient adds to the head's, which has
  * no parameters of its own to mark. */
 void pp__ops_mtp_head_bwd(const pp__shape *s, pp__oplist *l) {
-    dims x = dims_of(s);
+    pp__dims x = pp__dims_of(s);
     head_bwd(s, &x, l);
 }

@@ -106,6 +106,37 @@ void pp__op_scatter_add(const pp__shape *s, pp__oplist *l, const char *name,
 void pp__op_comm(pp__oplist *l, const char *name, pp_coll_op op, double bytes,
                  int group);
 
+/* compute.c: a layer's shapes after the TP split, per micro-batch. */
+typedef struct pp__dims {
+    double b, sq, h, t, a, d, kvd, f, V;
+    double q;  /* Q's and the attention output's width: a d */
+    double dc; /* the attention core's width per head (head_dim, else d) */
+    double sk; /* keys each query attends to: s (sq = s / cp) */
+    double cp;
+    double tok;   /* tokens of a GEMM: s b */
+    double tn;    /* tokens of the norm/dropout regions: s b, / t with sp */
+    double heads; /* attention heads on this GPU x b: bmm batch */
+    double qkv_n; /* QKV output width on this GPU */
+    double f_in;  /* MLP first GEMM's output width (x2 for SwiGLU) */
+    double gb;    /* bytes per element a TE linear's input gathers in */
+    bool tpc;     /* there is TP communication */
+    bool sp;      /* sequence parallel (tp > 1) */
+    bool swiglu;
+    bool mla; /* multi-head latent attention: mla.c's projections */
+} pp__dims;
+pp__dims pp__dims_of(const pp__shape *s);
+
+/* An op of `kind` named `name` appended to l, all else zero. */
+pp__op *pp__op_push(pp__oplist *l, const char *name, pp__op_kind kind);
+/* A GEMM input's FP8 cast of `elems` elements in g pieces, as the
+ * layout's recipe casts it (compute.c's fp8_cast). */
+void pp__op_fp8_cast(const pp__shape *s, pp__oplist *l, double g, double elems);
+
+/* attn.c: the attention core forward and backward (FlashAttention or the
+ * standard core; context parallelism's ring around it). */
+void pp__ops_attn_fwd(const pp__shape *s, const pp__dims *x, pp__oplist *l);
+void pp__ops_attn_bwd(const pp__shape *s, const pp__dims *x, pp__oplist *l);
+
 /* moe.c: an MoE layer's FFN part (router, dispatch, experts, combine,
  * shared experts) forward and backward, after the layer's second norm;
  * and the parameters of an MoE layer on one GPU. */

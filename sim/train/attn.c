@@ -1,0 +1,218 @@
+/*
+ * sim/train/attn.c: the attention core of a transformer layer on one GPU
+ * (FlashAttention's fused kernels or the standard core's GEMMs and
+ * softmax), with context parallelism's ring around it as Megatron-core
+ * and Transformer Engine run it.  compute.c builds the rest of the layer
+ * around these ops.
+ */
+#include "podplan/hw.h"
+#include "podplan/models.h"
+#include "step_int.h"
+
+/* FlashAttention (Dao et al. 2022; Dao 2023): one fused kernel, timed
+ * from its FLOPs at the profile's measured fraction of peak.  Forward:
+ * QK^T and PV, 4 s^2 d per head, halved by the causal mask (the kernels
+ * skip the masked blocks, and the papers' rates count the halved FLOPs);
+ * backward: 2.5x the forward (it recomputes QK^T: five GEMMs to two).
+ * The rate falls for small kernels (pp_flash_efficiency).  With sliding
+ * windows the kernels skip the blocks outside the window too: a windowed
+ * layer's query meets w - w^2 / (2 s) keys on average, and the layers'
+ * mean time is taken (a windowed kernel's smaller size lowers its rate). */
+static double flash_time(const pp__shape *s, double f, double d, bool bwd) {
+    double eff = pp_flash_efficiency(s->g, bwd, f, d);
+    return f / pp_profile_tensor_rate(s->g, s->g->peak_flops, eff);
+}
+
+/* The kernels one rank's attention runs as: one, except the backward of
+ * context parallelism's ring.  Transformer Engine's AttnFuncWithCPAndKVP2P
+ * (attention/dot_product_attention/context_parallel.py @9c61cd7e; the
+ * cp_comm_type "p2p" Megatron-core passes by default) calls the fused
+ * kernel once per ring step, each on 1/cp of the rank's work (the
+ * diagonal's causal s/cp x s/cp, then s/cp x s/2cp or s/2cp x s/cp
+ * unmasked).  Forward it alternates the steps over two streams ("to
+ * resolve wave quantization issue of Flash Attn in each step"), so the
+ * forward is priced as one kernel of all the work; backward every step
+ * runs on the current stream after the last, each at its own size's
+ * rate. */
+static double flash_kernels(const pp__shape *s, bool bwd) {
+    return bwd && s->p->cp > 1 ? (double)s->p->cp : 1.0;
+}
+
+static double flash_span(const pp__shape *s, double f, double d, bool bwd) {
+    double n = flash_kernels(s, bwd);
+    return n * flash_time(s, f / n, d, bwd);
+}
+
+static void flash(const pp__shape *s, pp__oplist *l, const char *name,
+                  double heads, double sq, double sk, double d, bool bwd) {
+    pp__op *o = pp__op_push(l, name, PP__OP_GEMM);
+    /* sq queries against sk keys (sq = sk / cp under context parallelism;
+     * causal load balancing gives every CP rank 1/cp of the work). */
+    double per_key = 4.0 * heads * sq * d * (bwd ? 2.5 : 1.0);
+    double f = per_key * sk * 0.5, t = flash_span(s, f, d, bwd);
+    double ws = pp_model_window_share(s->m), w = (double)s->m->window;
+    if (ws > 0 && w < sk) {
+        double fw = per_key * (w - w * w / (2.0 * sk));
+        t = ws * flash_span(s, fw, d, bwd) + (1.0 - ws) * t;
+        f = ws * fw + (1.0 - ws) * f;
+    }
+    /* fp8_attn=on: cuDNN's FP8 kernel, at the profile's FP8 / 16-bit time
+     * ratio (published kernel times, the profile says which). */
+    if (s->p->fp8_attn)
+        t *= bwd ? s->g->attn_fp8_bwd_ratio : s->g->attn_fp8_fwd_ratio;
+    double lf =
+        s->g->framework_efficiency > 0 ? s->g->framework_efficiency : 1.0;
+    o->flops = f;
+    /* Q, K, V, O (and their gradients backward) once: s d per head. */
+    o->bytes = PP_ACT_BYTES * heads * (sq + sk) * d * (bwd ? 4.0 : 2.0);
+    o->time_s = t / lf + flash_kernels(s, bwd) * s->g->launch_s;
+    o->kernels = flash_kernels(s, bwd);
+}
+
+/* The bookkeeping of Transformer Engine's ring (AttnFuncWithCPAndKVP2P,
+ * 16-bit path: nothing is kept in fp32 there; fp8_attn=on's FP8 path
+ * sums in fp32, which is not told apart) around its kernels, in the
+ * sbhd layout Megatron-core passes (its q/kv half-selects are views, not
+ * copies).  Forward: K and V are packed into one send buffer before the
+ * ring (torch.cat: read and write K/V); each step's output is kept and
+ * folded in after the ring, one kernel a step: the first writes the
+ * output from its own (read 1, write 1), a step over the whole local
+ * sequence reads its own and reads and writes the sum (3), one over its
+ * second half does that on half (1.5); besides, a softmax-LSE correction
+ * a step.  Backward: K/V are copied into the ring's buffer, and each
+ * step's dQ and dK/dV are added into their sums the same way (the first
+ * a copy).  Rank r of cp has r whole-sequence steps and cp - 1 - r half
+ * ones; the mean over the ranks is 2 + 2.25 (cp - 1) passes of the
+ * tensor. */
+static double cp_passes(const pp__dims *x) {
+    return 2.0 + 2.25 * (x->cp - 1.0);
+}
+
+/* K and V of this rank's s/cp tokens, 16-bit: what one ring step sends. */
+static double cp_kv_bytes(const pp__dims *x) {
+    return 2.0 * PP_ACT_BYTES * x->sq * x->b * x->kvd / x->t;
+}
+
+/* The attention output (or dQ) of this rank's s/cp tokens, 16-bit. */
+static double cp_out_bytes(const pp__dims *x) {
+    return PP_ACT_BYTES * x->sq * x->b * x->q / x->t;
+}
+
+static void cp_pack(const pp__shape *s, const pp__dims *x, pp__oplist *l,
+                    bool bwd) {
+    if (x->cp <= 1) return;
+    pp__op_mem(s, l, bwd ? "cp kv copy" : "cp kv pack", 2.0 * cp_kv_bytes(x));
+}
+
+/* One of the ring's sums: `kernels` kernels over a tensor of `bytes`. */
+static void cp_sum(const pp__shape *s, const pp__dims *x, pp__oplist *l,
+                   const char *name, double bytes, double kernels) {
+    if (x->cp <= 1) return;
+    pp__op_mem(s, l, name, cp_passes(x) * bytes);
+    l->v[l->n - 1].kernels = kernels;
+}
+
+/* Context parallelism (Megatron-core's ring attention, Liu et al. 2023):
+ * each of the cp ranks holds s/cp of the sequence and passes its K/V
+ * block around the ring, cp - 1 steps, each overlapped with the attention
+ * of the block it holds.  As volume that is an all-gather of K/V over the
+ * CP group (2 kvd/t values per token, PP_ACT_BYTES each); the backward
+ * moves K/V again and their gradients back: twice that.  Modelled as one
+ * collective run while the core's kernels (ops from..) compute: the
+ * compute is hidden until the exchange is longer (the excess is cp
+ * communication).  Causal load balancing (2 cp chunks) makes every rank's
+ * work equal, which this assumes. */
+static void cp_wrap(const pp__dims *x, pp__oplist *l, size_t from, double mult,
+                    const char *name) {
+    if (x->cp <= 1) return;
+    double t = 0, f = 0, k = 0;
+    for (size_t i = from; i < l->n; i++) {
+        t += l->v[i].time_s;
+        f += l->v[i].flops;
+        k += l->v[i].kernels;
+    }
+    l->n = from;
+    pp__op *o = pp__op_push(l, name, PP__OP_COMM);
+    o->kernels = k + 1.0;
+    o->coll = PP_COLL_ALLGATHER;
+    o->bytes = mult * cp_kv_bytes(x) * x->cp;
+    o->group = PP__GRP_CP;
+    o->overlap_s = t;
+    o->flops = f;
+}
+
+/* fp8_attn=on's casts around the kernel (Transformer Engine's FP8
+ * dot-product attention without FP8 inputs, fp8_mha off: its
+ * QKV_quantizer casts Q, K and V, one kernel each, and the output comes
+ * back to 16 bits; backward the output gradient is cast and dQ, dK, dV
+ * come back): the inputs as the FP8 recipe casts them (fp8_cast), the
+ * way back 3 bytes an element (read 1, write 2), a kernel per tensor. */
+static void fp8_attn_casts(const pp__shape *s, const pp__dims *x, pp__oplist *l,
+                           bool bwd) {
+    if (!s->p->fp8_attn) return;
+    double o = x->tok * x->q / x->t;
+    double qkv = x->tok * (x->q + 2.0 * x->kvd) / x->t;
+    pp__op_fp8_cast(s, l, bwd ? 1 : 3, bwd ? o : qkv);
+    pp__op_mem(s, l, "fp8 attn dequant", 3.0 * (bwd ? qkv : o));
+    l->v[l->n - 1].kernels = bwd ? 3 : 1;
+}
+
+/* The attention core's forward: scores, softmax, dropout, scores x V.
+ * Megatron-LM 2021 runs the scores and the weighted sum as batched GEMMs
+ * (torch.baddbmm / bmm), the scale-mask-softmax as one fused kernel
+ * reading and writing the b a/t s^2 scores in 2 bytes each, and the
+ * attention dropout as its own kernel (read 2, write 2, a 1-byte mask). */
+void pp__ops_attn_fwd(const pp__shape *s, const pp__dims *x, pp__oplist *l) {
+    double E = x->heads * x->sq * x->sk;
+    size_t from = l->n;
+    /* FlashAttention writes the context in [s, b, h/t] order itself. */
+    if (s->p->flash) {
+        cp_pack(s, x, l, false);
+        from = l->n;
+        fp8_attn_casts(s, x, l, false);
+        flash(s, l, "flash attn", x->heads, x->sq, x->sk, x->dc, false);
+        cp_wrap(x, l, from, 1.0, "cp ring attention");
+        /* After the ring: the outputs' corrections (cp kernels) and the
+         * softmax-LSE ones of the steps (cp - 1, and its first copy). */
+        cp_sum(s, x, l, "cp out correction", cp_out_bytes(x), 2.0 * x->cp);
+        return;
+    }
+    pp__op_gemm(s, l, "attn scores", x->heads, x->sq, x->sk, x->dc);
+    pp__op_mem(s, l, "softmax", 4.0 * E);
+    pp__op_mem(s, l, "attn dropout", 5.0 * E);
+    pp__op_gemm(s, l, "attn values", x->heads, x->sq, x->dc, x->sk);
+    cp_wrap(x, l, from, 1.0, "cp ring attention");
+    /* The context [b a/t, s, d] is permuted back to [s, b, h/t] with a
+     * .contiguous() copy (read 2, write 2). */
+    pp__op_mem(s, l, "context permute", 4.0 * x->tok * x->q / x->t);
+}
+
+/* The attention core's backward, after the output projection's (and a
+ * recomputation's) ops: FlashAttention's backward kernel, or the
+ * standard core's GEMMs and memory-bound steps; under CP the ring around
+ * it. */
+void pp__ops_attn_bwd(const pp__shape *s, const pp__dims *x, pp__oplist *l) {
+    double E = x->heads * x->sq * x->sk;
+    if (s->p->flash) cp_pack(s, x, l, true);
+    size_t core0 = l->n;
+    if (s->p->flash) {
+        fp8_attn_casts(s, x, l, true);
+        flash(s, l, "flash attn bwd", x->heads, x->sq, x->sk, x->dc, true);
+        /* dQ is summed while the step's dK/dV travel (before TE's "wait
+         * until dKV is received"); dK/dV are summed after it arrives. */
+        cp_sum(s, x, l, "cp dq accumulate", cp_out_bytes(x), x->cp);
+    } else {
+        /* scores x V backward: d(probs) = dO V^T and dV = P^T dO. */
+        pp__op_gemm(s, l, "attn values dgrad", x->heads, x->sq, x->sk, x->dc);
+        pp__op_gemm(s, l, "attn values wgrad", x->heads, x->sk, x->dc, x->sq);
+        pp__op_mem(s, l, "attn dropout bwd", 5.0 * E);
+        /* Softmax backward reads the output and its gradient, writes one. */
+        pp__op_mem(s, l, "softmax bwd", 6.0 * E);
+        /* dQ = dS K, dK = dS^T Q. */
+        pp__op_gemm(s, l, "attn scores dq", x->heads, x->sq, x->dc, x->sk);
+        pp__op_gemm(s, l, "attn scores dk", x->heads, x->sk, x->dc, x->sq);
+    }
+    cp_wrap(x, l, core0, 2.0, "cp ring attention bwd");
+    if (s->p->flash)
+        cp_sum(s, x, l, "cp dkv accumulate", cp_kv_bytes(x), x->cp);
+}
