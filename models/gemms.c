@@ -1,13 +1,14 @@
 /*
  * gemms.c: the forward GEMMs of one transformer layer, per GPU.
  *
- * The same shapes sim/train/compute.c prices (pp__ops_layer_fwd and core_fwd),
- * kept here as a pure function so that exec can time exactly those GEMMs
- * without depending on sim.  Shoeybi et al. 2019 (Megatron-LM) split the
- * QKV and first MLP GEMMs by columns and the attention projection and
- * second MLP GEMM by rows over the tp GPUs; the attention core is two
- * batched GEMMs over the b a / tp heads of this GPU (Narayanan et al.
- * 2021).  GQA narrows the K and V parts of QKV; SwiGLU doubles fc1.
+ * The same shapes sim/train prices (compute.c's pp__ops_layer_fwd,
+ * attn.c's pp__ops_attn_fwd), kept here as a pure function so that exec
+ * can time exactly those GEMMs without depending on sim.  Shoeybi et al.
+ * 2019 (Megatron-LM) split the QKV and first MLP GEMMs by columns and the
+ * attention projection and second MLP GEMM by rows over the tp GPUs; the
+ * attention core is two batched GEMMs over the b a / tp heads of this
+ * GPU (Narayanan et al. 2021).  GQA narrows the K and V parts of QKV;
+ * SwiGLU doubles fc1.
  * Multi-head latent attention (Megatron-core's MLASelfAttention) has
  * four projections in place of QKV: the two down projections, whole on
  * every TP rank (over its s/t tokens with sequence parallelism), and the
