@@ -73,6 +73,7 @@ static int cmp_i64(const void *a, const void *b) {
 
 /* What one of the two fits takes from the set. */
 typedef struct kind {
+    /* cond: what a pair needs beyond its time alone (min_alone_s) */
     const char *what, *flag, *cond;
     /* K of a point it measures, 0 for the others */
     int64_t (*k_of)(const pp_cal_point *p);
@@ -129,9 +130,15 @@ static void fit_pairs(const pp_cal_set *s, const bool *use, const kind *k,
     qsort(ks, nk, sizeof *ks, cmp_i64);
     size_t l = 0;
     if (n == 0) {
+        char cond[64];
+        if (k->min_alone_s > 0)
+            snprintf(cond, sizeof cond, "at least %.0f us alone",
+                     k->min_alone_s * 1e6);
+        else
+            snprintf(cond, sizeof cond, "%s", k->cond);
         snprintf(f->advice, sizeof f->advice,
                  "no GEMM timed both alone and with %s (%s%s): %s kept",
-                 k->flag, k->cond, short_ ? "; shorter ones left out" : "",
+                 k->flag, cond, short_ ? "; shorter ones left out" : "",
                  k->what);
         free(tw);
         return;
@@ -198,7 +205,7 @@ int pp_cal_fit_beside(const pp_cal_set *s, const bool *use, pp_gpu_profile *g,
                       pp_cal_fit *f, pp_error *e) {
     static const kind k = {"compute_beside_comm",
                            "--reserve-sms",
-                           "at least 50 us alone",
+                           NULL,
                            reserved_k,
                            MIN_ALONE_S,
                            false};

@@ -394,7 +394,6 @@ static void list_table(FILE *fp, const void *ctx) {
     }
 }
 
-/* --list: the shapes that would be timed. */
 /* --load-rate: a bandwidth, 0, or max (-1: as fast as it can). */
 static int load_rate_get(const pp_args *a, double *out, pp_error *e) {
     const char *v = pp_args_get(a, "load-rate");
@@ -406,6 +405,21 @@ static int load_rate_get(const pp_args *a, double *out, pp_error *e) {
     return pp_args_quantity(a, "load-rate", PP_Q_BANDWIDTH, NULL, out, e);
 }
 
+/* --reserve-sms and --load-sms (k SMs) time one call on cuda: refused
+ * up front otherwise, before any model is read. */
+static int sm_flag_usage(const char *flag, int64_t k,
+                         const pp_exec_gemm_opts *o, pp_error *e) {
+    if (k && o->backend != PP_EXEC_CUDA)
+        return pp_error_set(e, PP_EUSAGE, "%s needs --backend cuda", flag);
+    if (k && o->streams)
+        return pp_error_set(e, PP_EUSAGE,
+                            "%s times one call at a time, not a group over "
+                            "--streams",
+                            flag);
+    return 0;
+}
+
+/* --list: the shapes that would be timed. */
 static int emit_list(const pp_args *a, int fmt, const pp_gemm_shape *s,
                      size_t n) {
     shape_list l = {s, n};
@@ -479,12 +493,6 @@ int pp_cli_exec_gemm(int argc, char **argv) {
         pp_error_set(&e, PP_EUSAGE, "--load-rate goes with --load-sms");
         goto fail;
     }
-    if (load_sms && (opt.backend != PP_EXEC_CUDA || streams)) {
-        pp_error_set(&e, PP_EUSAGE,
-                     "--load-sms needs --backend cuda and one call at a "
-                     "time (not --streams)");
-        goto fail;
-    }
     if (pp_args_get(&a, "setup") && !streams && !o.model) {
         pp_error_set(&e, PP_EUSAGE, "--setup goes with --streams");
         goto fail;
@@ -495,16 +503,9 @@ int pp_cli_exec_gemm(int argc, char **argv) {
                      "--backend cuda");
         goto fail;
     }
-    if (reserve && opt.backend != PP_EXEC_CUDA) {
-        pp_error_set(&e, PP_EUSAGE, "--reserve-sms needs --backend cuda");
+    if (sm_flag_usage("--reserve-sms", reserve, &opt, &e) ||
+        sm_flag_usage("--load-sms", load_sms, &opt, &e))
         goto fail;
-    }
-    if (reserve && streams) {
-        pp_error_set(&e, PP_EUSAGE,
-                     "--reserve-sms times one call at a time, not a group "
-                     "over --streams");
-        goto fail;
-    }
     o.backend = opt.backend;
     o.dtype = opt.dtype;
     if (pp_args_flag(&a, "list")) {

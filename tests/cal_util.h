@@ -1,6 +1,6 @@
 /*
- * tests/cal_util.h: a measurement set through its JSON and back, and a
- * fitted profile through its YAML and back, for the calibrate tests
+ * tests/cal_util.h: a shipped profile, a measurement set through its
+ * JSON and back, and a fitted profile through its YAML and back, for the calibrate tests
  * (test_calibrate_import.c, test_calibrate_fit.c,
  * test_calibrate_beside.c).  Include after <cmocka.h> (and its
  * prerequisites).
@@ -14,6 +14,18 @@
 
 #include "podplan/calibrate.h"
 #include "podplan/hw.h"
+
+/* The shipped profile `name` (topologies/profiles/) for catalogue GPU
+ * `gpu`, with no stack applied. */
+static inline void cal_shipped_profile(const char *name, const char *gpu,
+                                       pp_gpu_profile *g) {
+    pp_error e = PP_ERROR_INIT;
+    pp_catalog *cat = NULL;
+    if (pp_catalog_load(NULL, &cat, &e) ||
+        pp_profile_load(name, pp_catalog_gpu(cat, gpu), g, &e))
+        fail_msg("%s", e.msg);
+    pp_catalog_free(cat);
+}
 
 /* Writes s with pp_cal_set_write and reads it into back (initialised
  * here; the caller finis it): as many points come back. */

@@ -29,13 +29,9 @@
 /* calibrate/'s internal GEMM price (cal_int.h). */
 double pp__cal_gemm_pred(const pp_gpu_profile *g, const pp_cal_point *p);
 
+/* The shipped H100 profile on the catalogue's h100-sxm5. */
 static void h100(pp_gpu_profile *g) {
-    pp_error e = PP_ERROR_INIT;
-    pp_catalog *cat = NULL;
-    if (pp_catalog_load(NULL, &cat, &e) ||
-        pp_profile_load("h100", pp_catalog_gpu(cat, "h100-sxm5"), g, &e))
-        fail_msg("%s", e.msg);
-    pp_catalog_free(cat);
+    cal_shipped_profile("h100", "h100-sxm5", g);
 }
 
 static void import_load_files(pp_cal_set *s) {

@@ -34,14 +34,9 @@ void pp__cal_add_point(pp_cal_set *s, const pp_cal_point *p);
 void pp__cal_point_init(pp_cal_point *p, pp_cal_kind kind, int source,
                         int line);
 
-/* The shipped A100 profile, filled from the catalogue's A100 SXM4 80GB. */
+/* The shipped A100 profile on the catalogue's a100-sxm4-80gb. */
 static void a100(pp_gpu_profile *g) {
-    pp_error e = PP_ERROR_INIT;
-    pp_catalog *cat = NULL;
-    if (pp_catalog_load(NULL, &cat, &e) ||
-        pp_profile_load("a100", pp_catalog_gpu(cat, "a100-sxm4-80gb"), g, &e))
-        fail_msg("%s", e.msg);
-    pp_catalog_free(cat);
+    cal_shipped_profile("a100", "a100-sxm4-80gb", g);
 }
 
 static const unsigned long seeds[] = {1, 2, 3, 4, 5};
