@@ -1,7 +1,7 @@
 /*
  * tests/cal_util.h: a shipped profile, a measurement set through its
- * JSON and back, and a fitted profile through its YAML and back, for the calibrate tests
- * (test_calibrate_import.c, test_calibrate_fit.c,
+ * JSON and back, and a fitted profile through its YAML and back, for the
+ * calibrate tests (test_calibrate_import.c, test_calibrate_fit.c,
  * test_calibrate_beside.c).  Include after <cmocka.h> (and its
  * prerequisites).
  */
