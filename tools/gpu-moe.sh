@@ -43,6 +43,8 @@
 #         at the SMs the load leaves (--reserve-sms K too), as TE's
 #         overlapped GEMMs are: GPT-3 175B's layer at TP 8 in bf16 and
 #         fp8, a square bf16 GEMM, DeepSeek-V3's experts at EP 64.
+#   check the headline GEMMs, membw and a 2-rank AllReduce (set_check).
+#   ub    Transformer Engine's userbuffers TP overlap's GEMM pieces (set_ub).
 #   load2 the same load flat out on K = 1, 2, 4, 8, 16, 32 SMs, and aimed
 #         at the rest for 16 and 32, beside Llama 3 70B's layer at TP 4
 #         (forward and backward) and 405B's at TP 8 (forward), bf16 and
@@ -108,6 +110,14 @@ experts() {
     g "$n-fc2wg-b$b-$dt" --dtype "$dt" --batch "$b" -m "$h" -n "$f" -k "$rows"
 }
 
+# The STREAM kernels and a 2-rank AllReduce with device buffers.
+membw_coll() {
+    step 30-membw 90 "$P" exec membw --device cuda --kernel all --sizes 64MiB,256MiB,1GiB,4GiB \
+        --format json -o "$W/membw-cuda.json"
+    step 31-collective-cuda 60 "$P" exec collective --np 2 --device cuda -b 1M -e 256M -f 4 -n 10 \
+        -J "$W/coll-cuda.json"
+}
+
 set_moe() {
     step 15-moe-torch 240 env -u LD_LIBRARY_PATH python3 tools/moe_layer_torch.py --iters 20 --out "$W/moe-torch.json"
     step 16-attn-torch 120 env -u LD_LIBRARY_PATH python3 tools/attn_torch.py --grid --iters 30 --out "$W/attn-torch.json"
@@ -130,10 +140,7 @@ set_moe() {
         g ds-fc2-$dt --dtype $dt -m 512:8192:x2 -n 7168 -k 2048
         g mix-fc1-$dt --dtype $dt -m 4096:16384:x2 -n 28672 -k 4096
     done
-    step 30-membw 90 "$P" exec membw --device cuda --kernel all --sizes 64MiB,256MiB,1GiB,4GiB \
-        --format json -o "$W/membw-cuda.json"
-    step 31-collective-cuda 60 "$P" exec collective --np 2 --device cuda -b 1M -e 256M -f 4 -n 10 \
-        -J "$W/coll-cuda.json"
+    membw_coll
 }
 
 set_oss() {
@@ -272,6 +279,53 @@ set_load2() {
             done
             g load00-$1-$dt --dtype $dt --model $2 --parallel $3 --pass $4
         done
+    done
+}
+
+# check: the headline figures: GPT-3 175B's layer at TP 8 (bf16, fp8),
+# the STREAM kernels, a 2-rank AllReduce with device buffers.
+set_check() {
+    local dt
+    for dt in bf16 fp8; do
+        g gpt3-tp8-$dt --dtype $dt --model gpt3-175b --parallel tp=8
+    done
+    membw_coll
+}
+
+# ub: Transformer Engine's userbuffers TP overlap as its GEMMs run, for
+# Llama 3.1 405B at TP 8 (CP 2: 4096 rows gathered) and Llama 3 70B at TP 4
+# (8192 rows), bf16 and fp8: each GEMM the overlap takes (qkv, fc1, proj,
+# fc2 forward; proj and fc2 dgrad) whole, then as the ring exchange runs it
+# (tp pieces of m / tp rows, separate calls over TE's 3 compute streams and
+# over 1), and proj / fc2 as the bf16 pipeline runs them (4 pieces of m / 4
+# rows, aimed at all but K SMs beside a K-SM copy load: Megatron-Bridge's
+# userbuffers_bf16_h100_* num_sm, set_sm_margin=True).
+ubg() { # ubg NAME TP M N K DTYPE [PIPE_SMS]
+    local n=$1 tp=$2 m=$3 nn=$4 k=$5 dt=$6 ps=${7:-}
+    g ub-$n-whole-$dt --dtype $dt -m $m -n $nn -k $k
+    g ub-$n-ring3-$dt --dtype $dt --batch $tp --streams 3 -m $((m / tp)) -n $nn -k $k
+    g ub-$n-ring1-$dt --dtype $dt --batch $tp --streams 1 -m $((m / tp)) -n $nn -k $k
+    if [ -n "$ps" ]; then
+        g ub-$n-pipe-$dt --dtype $dt -m $((m / 4)) -n $nn -k $k
+        g ub-$n-pipeload-$dt --dtype $dt --reserve-sms $ps --load-sms $ps -m $((m / 4)) -n $nn -k $k
+        g ub-$n-wholeload-$dt --dtype $dt --reserve-sms $ps --load-sms $ps -m $m -n $nn -k $k
+    fi
+}
+set_ub() {
+    local dt
+    for dt in bf16 fp8; do
+        ubg l405-qkv 8 4096 2304 16384 $dt
+        ubg l405-fc1 8 4096 13312 16384 $dt
+        ubg l405-proj 8 4096 16384 2048 $dt 24
+        ubg l405-fc2 8 4096 16384 6656 $dt 8
+        ubg l405-projdg 8 4096 2048 16384 $dt
+        ubg l405-fc2dg 8 4096 6656 16384 $dt
+        ubg l70-qkv 4 8192 2560 8192 $dt
+        ubg l70-fc1 4 8192 14336 8192 $dt
+        ubg l70-proj 4 8192 8192 2048 $dt 24
+        ubg l70-fc2 4 8192 8192 7168 $dt 16
+        ubg l70-projdg 4 8192 2048 8192 $dt
+        ubg l70-fc2dg 4 8192 7168 8192 $dt
     done
 }
 
