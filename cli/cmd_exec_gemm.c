@@ -405,20 +405,6 @@ static int load_rate_get(const pp_args *a, double *out, pp_error *e) {
     return pp_args_quantity(a, "load-rate", PP_Q_BANDWIDTH, NULL, out, e);
 }
 
-/* --reserve-sms and --load-sms (k SMs) time one call on cuda: refused
- * up front otherwise, before any model is read. */
-static int sm_flag_usage(const char *flag, int64_t k,
-                         const pp_exec_gemm_opts *o, pp_error *e) {
-    if (k && o->backend != PP_EXEC_CUDA)
-        return pp_error_set(e, PP_EUSAGE, "%s needs --backend cuda", flag);
-    if (k && o->streams)
-        return pp_error_set(e, PP_EUSAGE,
-                            "%s times one call at a time, not a group over "
-                            "--streams",
-                            flag);
-    return 0;
-}
-
 /* --list: the shapes that would be timed. */
 static int emit_list(const pp_args *a, int fmt, const pp_gemm_shape *s,
                      size_t n) {
@@ -497,15 +483,8 @@ int pp_cli_exec_gemm(int argc, char **argv) {
         pp_error_set(&e, PP_EUSAGE, "--setup goes with --streams");
         goto fail;
     }
-    if (streams && opt.backend != PP_EXEC_CUDA) {
-        pp_error_set(&e, PP_EUSAGE,
-                     "--streams: grouped issue needs "
-                     "--backend cuda");
-        goto fail;
-    }
-    if (sm_flag_usage("--reserve-sms", reserve, &opt, &e) ||
-        sm_flag_usage("--load-sms", load_sms, &opt, &e))
-        goto fail;
+    /* The back-end's constraints, refused before --list or a device. */
+    if (pp_exec_gemm_opts_check(&opt, &e)) goto fail;
     o.backend = opt.backend;
     o.dtype = opt.dtype;
     if (pp_args_flag(&a, "list")) {

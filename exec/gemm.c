@@ -203,11 +203,28 @@ static int sm_opt(const pp_exec_gemm_opts *o, const char *flag, int k,
                   const char *why_cuda, pp_error *e) {
     if (k < 0) return pp_error_set(e, PP_EINVAL, "%s: must be >= 0", flag);
     if (k > 0 && o->backend != PP_EXEC_CUDA)
-        return pp_error_set(e, PP_EUSAGE, "%s: %s", flag, why_cuda);
+        return pp_error_set(e, PP_EUSAGE, "%s needs --backend cuda (%s)", flag,
+                            why_cuda);
     if (k > 0 && o->streams > 0)
         return pp_error_set(e, PP_EUSAGE,
-                            "%s times one call, not a group over --streams",
+                            "%s times one call at a time, not a group over "
+                            "--streams",
                             flag);
+    return 0;
+}
+
+int pp_exec_gemm_opts_check(const pp_exec_gemm_opts *o, pp_error *e) {
+    if (o->streams > 0 && o->backend != PP_EXEC_CUDA)
+        return pp_error_set(e, PP_EUSAGE,
+                            "--streams: grouped issue needs --backend cuda "
+                            "(the cpu back-end runs a batch one GEMM after "
+                            "another)");
+    int rc;
+    if ((rc = sm_opt(o, "--reserve-sms", o->reserve_sms,
+                     "an SM target is cuBLASLt's", e)) < 0 ||
+        (rc = sm_opt(o, "--load-sms", o->load_sms, "the load is a CUDA kernel",
+                     e)) < 0)
+        return rc;
     return 0;
 }
 
@@ -218,19 +235,11 @@ int pp_exec_gemm_run(const pp_exec_gemm_opts *o, const pp_gemm_shape *s,
                             s->name);
     if (o->iters < 1 || o->warmup < 0)
         return pp_error_set(e, PP_EINVAL, "GEMM: iterations must be >= 1");
-    if (o->streams > 0 && o->backend != PP_EXEC_CUDA)
-        return pp_error_set(e, PP_EUSAGE,
-                            "--streams: grouped issue is cuda's (the cpu "
-                            "back-end runs a batch one GEMM after another)");
     if (o->setup_per_call && o->streams < 1)
         return pp_error_set(e, PP_EUSAGE,
                             "--setup per-call goes with --streams");
-    int rc;
-    if ((rc = sm_opt(o, "--reserve-sms", o->reserve_sms,
-                     "an SM target is cuBLASLt's", e)) < 0 ||
-        (rc = sm_opt(o, "--load-sms", o->load_sms, "the load is a CUDA kernel",
-                     e)) < 0)
-        return rc;
+    int rc = pp_exec_gemm_opts_check(o, e);
+    if (rc < 0) return rc;
     pp_exec_gemm_result r;
     rc = o->backend == PP_EXEC_CUDA ? pp__cuda_gemm_run(o, s, &r, e)
                                     : cpu_run(o, s, &r, e);

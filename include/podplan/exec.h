@@ -301,6 +301,12 @@ typedef struct pp_exec_gemm_result {
                              * per second over its whole run */
 } pp_exec_gemm_result;
 
+/* The options' back-end constraints: --streams, --reserve-sms and
+ * --load-sms are cuda's, and the last two time one call at a time, not
+ * a group over streams.  PP_EUSAGE (PP_EINVAL for a negative count) with
+ * the flag named; pp_exec_gemm_run checks them too. */
+int pp_exec_gemm_opts_check(const pp_exec_gemm_opts *o, pp_error *e);
+
 /* Times one GEMM shape: random inputs (never zeros), o->warmup runs,
  * then o->iters timed runs; on cuda the best of the heuristic's
  * candidates (each timed briefly) is kept and then timed.  Inputs are
