@@ -65,8 +65,8 @@ static void flash(const pp__shape *s, pp__oplist *l, const char *name,
     o->flops = f;
     /* Q, K, V, O (and their gradients backward) once: s d per head. */
     o->bytes = PP_ACT_BYTES * heads * (sq + sk) * d * (bwd ? 4.0 : 2.0);
-    o->time_s = t / lf + flash_kernels(s, bwd) * s->g->launch_s;
     o->kernels = flash_kernels(s, bwd);
+    o->time_s = t / lf + o->kernels * s->g->launch_s;
 }
 
 /* The bookkeeping of Transformer Engine's ring (AttnFuncWithCPAndKVP2P,
@@ -108,8 +108,7 @@ static void cp_pack(const pp__shape *s, const pp__dims *x, pp__oplist *l,
 static void cp_sum(const pp__shape *s, const pp__dims *x, pp__oplist *l,
                    const char *name, double bytes, double kernels) {
     if (x->cp <= 1) return;
-    pp__op_mem(s, l, name, cp_passes(x) * bytes);
-    l->v[l->n - 1].kernels = kernels;
+    pp__op_mem(s, l, name, cp_passes(x) * bytes)->kernels = kernels;
 }
 
 /* Context parallelism (Megatron-core's ring attention, Liu et al. 2023):
@@ -153,8 +152,8 @@ static void fp8_attn_casts(const pp__shape *s, const pp__dims *x, pp__oplist *l,
     double o = x->tok * x->q / x->t;
     double qkv = x->tok * (x->q + 2.0 * x->kvd) / x->t;
     pp__op_fp8_cast(s, l, bwd ? 1 : 3, bwd ? o : qkv);
-    pp__op_mem(s, l, "fp8 attn dequant", 3.0 * (bwd ? qkv : o));
-    l->v[l->n - 1].kernels = bwd ? 3 : 1;
+    pp__op_mem(s, l, "fp8 attn dequant", 3.0 * (bwd ? qkv : o))->kernels =
+        bwd ? 3 : 1;
 }
 
 /* The attention core's forward: scores, softmax, dropout, scores x V.

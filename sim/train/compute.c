@@ -42,11 +42,12 @@ static void gemm(const pp__shape *s, pp__oplist *l, const char *name,
     o->time_s = pp_gemm_time_s(s->g, batch, m, n, k);
 }
 
-static void mem(const pp__shape *s, pp__oplist *l, const char *name,
-                double bytes) {
+static pp__op *mem(const pp__shape *s, pp__oplist *l, const char *name,
+                   double bytes) {
     pp__op *o = push(l, name, PP__OP_MEM);
     o->bytes = bytes;
     o->time_s = pp_memop_time_s(s->g, bytes);
+    return o;
 }
 
 /* A linear layer's GEMM: with dtype=fp8 (Transformer Engine) at the FP8
@@ -119,8 +120,7 @@ static void fp8_cast(const pp__shape *s, pp__oplist *l, double g,
     } else if (r == PP_FP8_DELAYED || r == PP_FP8_AUTO) {
         kernels = 1.0;
     }
-    mem(s, l, "fp8 cast", bytes * elems);
-    l->v[l->n - 1].kernels = kernels;
+    mem(s, l, "fp8 cast", bytes * elems)->kernels = kernels;
 }
 
 /* The NVFP4 cast of a GEMM input (dtype=fp4), as Transformer Engine's
@@ -137,8 +137,8 @@ static void fp8_cast(const pp__shape *s, pp__oplist *l, double g,
  * over the micro-batches, as with FP8. */
 static void nvfp4_cast(const pp__shape *s, pp__oplist *l, double g,
                        double elems) {
-    mem(s, l, "nvfp4 cast", (2.0 + 2.0 * (2.0 + PP_NVFP4_BYTES)) * elems);
-    l->v[l->n - 1].kernels = 3.0 * g;
+    mem(s, l, "nvfp4 cast", (2.0 + 2.0 * (2.0 + PP_NVFP4_BYTES)) * elems)
+        ->kernels = 3.0 * g;
 }
 
 /* A GEMM input's cast in the layout's number format; none in 16 bits. */
@@ -197,9 +197,9 @@ void pp__op_glgemm_bwd(const pp__shape *s, pp__oplist *l, const char *dname,
     glgemm_bwd(s, l, dname, wname, groups, m, n, k);
 }
 
-void pp__op_mem(const pp__shape *s, pp__oplist *l, const char *name,
-                double bytes) {
-    mem(s, l, name, bytes);
+pp__op *pp__op_mem(const pp__shape *s, pp__oplist *l, const char *name,
+                   double bytes) {
+    return mem(s, l, name, bytes);
 }
 
 pp__op *pp__op_push(pp__oplist *l, const char *name, pp__op_kind kind) {

@@ -125,9 +125,10 @@ static void expert_bias(const pp__shape *s, const moe_dims *x, pp__oplist *l,
     pp_moe_local lx = pp_moe_local_experts(s->m, s->p);
     double sw_k = s->g->sw.host_kernel_s, sw_o = s->g->sw.host_op_s;
     double ops = bwd ? 5.0 * lx.groups + 2.0 : 2.0 * lx.groups + 1.0;
-    pp__op_mem(s, l, bwd ? "experts fc2 bias bwd" : "experts fc2 bias",
-               (bwd ? 16.0 : 12.0) * lx.routed * x->h);
-    l->v[l->n - 1].kernels = sw_k > 0 ? ops * sw_o / sw_k : ops;
+    pp__op *o =
+        pp__op_mem(s, l, bwd ? "experts fc2 bias bwd" : "experts fc2 bias",
+                   (bwd ? 16.0 : 12.0) * lx.routed * x->h);
+    o->kernels = sw_k > 0 ? ops * sw_o / sw_k : ops;
 }
 
 void pp__ops_moe_fwd(const pp__shape *s, pp__oplist *l) {

@@ -93,8 +93,10 @@ void pp__op_glgemm(const pp__shape *s, pp__oplist *l, const char *name,
 void pp__op_glgemm_bwd(const pp__shape *s, pp__oplist *l, const char *dname,
                        const char *wname, double groups, double m, double n,
                        double k);
-void pp__op_mem(const pp__shape *s, pp__oplist *l, const char *name,
-                double bytes);
+/* A memory-bound op of `bytes` (one kernel); returned for callers that
+ * set its kernel count. */
+pp__op *pp__op_mem(const pp__shape *s, pp__oplist *l, const char *name,
+                   double bytes);
 /* recompute=layernorm's norm, run again in the backward before the
  * weight gradient of its consumer (nothing without it): an MoE layer's
  * router (cast 0), MLA's down projections (under FP8 their input is cast
