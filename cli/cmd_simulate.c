@@ -95,6 +95,11 @@ static const pp_cli_opt opts[] = {
     {"trace-force", 0, NULL,
      "write the --trace even when it is estimated above 200MB", false, NULL, 0,
      NULL},
+    {"ops", 0, "FILE",
+     "write the kernels and collectives priced for each part of the model "
+     "(embedding, dense and MoE layer, MTP module, head; forward and "
+     "backward), one row each: tab-separated, or JSON for FILE.json",
+     false, NULL, 0, NULL},
     {"format", 0, "FMT", "table|json (default: table)", false, NULL, 0, NULL},
     {"output", 'o', "FILE", "write to FILE atomically (default: stdout)", false,
      NULL, 0, NULL},
@@ -469,6 +474,15 @@ static int run(const pp_cli_cmd *cmd, int argc, char **argv) {
         tracing = false;
         if ((rc = pp_outfile_commit(&tf, &e))) goto out;
     }
+    /* After the simulation: a layout that fails (memory, the network)
+     * leaves no ops file behind. */
+    const char *opath = pp_args_get(&a, "ops");
+    if (opath) {
+        if ((rc = pp_cli_write_ops(opath, &x.prof, &x.m, &x.p, &e))) {
+            pp_step_result_fini(&x.r);
+            goto out;
+        }
+    }
     if (x.tokens > 0) {
         /* Iterations to see T tokens, each gbs sequences of seq tokens
          * (a generic model's "tokens" are samples). */
@@ -498,7 +512,8 @@ const pp_cli_cmd pp_cmd_simulate = {
     "[--p2p-scatter-gather on|off] "
     "[--optimizer OPT] [--memory-check on|off] [--profile FILE] "
     "[--stack NAME] [--compute-time TIME] [--tokens T] "
-    "[--set PATH=VALUE]... [--trace FILE] [--format table|json] [-o FILE]",
+    "[--set PATH=VALUE]... [--trace FILE] [--ops FILE] [--format table|json] "
+    "[-o FILE]",
     "Every kernel of every layer is timed by a roofline with the GPU profile\n"
     "(topologies/profiles/); TP collectives, pipeline sends and the DP "
     "gradient\n"

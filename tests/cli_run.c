@@ -21,7 +21,7 @@
 
 extern char **environ;
 
-static char *slurp(const char *path) {
+char *cli_slurp(const char *path) {
     FILE *fp = fopen(path, "rb");
     assert_non_null(fp);
     fseek(fp, 0, SEEK_END);
@@ -61,8 +61,8 @@ void cli_run(cli_result *r, const char *const *argv) {
     r->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
     close(ofd);
     close(efd);
-    r->out = slurp(out_path);
-    r->err = slurp(err_path);
+    r->out = cli_slurp(out_path);
+    r->err = cli_slurp(err_path);
     unlink(out_path);
     unlink(err_path);
 }

@@ -17,6 +17,9 @@ void cli_run(cli_result *r, const char *const *argv);
 /* Runs a command line split on spaces: cli_runf(&r, "flops --model %s", x). */
 void cli_runf(cli_result *r, const char *fmt, ...);
 void cli_result_free(cli_result *r);
+/* A whole file, NUL-terminated, the caller's to free; fails the test
+ * when it cannot be read. */
+char *cli_slurp(const char *path);
 /* Parses r->out as JSON; fails the test when it is not JSON. */
 json_t *cli_json(const cli_result *r);
 /* Runs a command line (as cli_runf) that must exit 0 and print JSON;

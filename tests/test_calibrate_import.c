@@ -365,8 +365,6 @@ static void test_errors_leave_set_unchanged(void **state) {
     pp_cal_set_fini(&s);
 }
 
-static char *slurp(const char *path);
-
 /* Writes what a command printed to a file under the build tree. */
 static char *save(const cli_result *r, const char *name) {
     static char path[4][256];
@@ -595,7 +593,7 @@ static void test_cli_run(void **state) {
     if (r.status) fail_msg("exit %d: %s", r.status, r.err);
     assert_non_null(strstr(r.out, "rank count 3 (rank model fitted on the "
                                   "other counts)"));
-    char *y = slurp(prof);
+    char *y = cli_slurp(prof);
     assert_non_null(y);
     assert_non_null(strstr(y, "network:"));
     assert_non_null(strstr(y, "(rank model)"));
@@ -628,19 +626,6 @@ static void test_cli_run(void **state) {
     cli_result_free(&r);
 }
 
-static char *slurp(const char *path) {
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return NULL;
-    fseek(fp, 0, SEEK_END);
-    long n = ftell(fp);
-    rewind(fp);
-    char *b = malloc((size_t)n + 1);
-    size_t got = fread(b, 1, (size_t)n, fp);
-    b[got] = '\0';
-    fclose(fp);
-    return b;
-}
-
 /* fit -> profile (deterministic under SOURCE_DATE_EPOCH, with provenance
  * and network) -> its network section back -> validate -> --plain is a
  * profile today's simulate accepts. */
@@ -660,9 +645,9 @@ static void test_cli_fit_validate(void **state) {
         assert_non_null(strstr(r.out, "alpha_s"));
         cli_result_free(&r);
         if (i == 0)
-            a = slurp(prof);
+            a = cli_slurp(prof);
         else
-            b = slurp(prof);
+            b = cli_slurp(prof);
     }
     assert_string_equal(a, b); /* same inputs, same date: same bytes */
     assert_non_null(strstr(a, "date: \"2023-11-14T22:13:20Z\""));
@@ -742,7 +727,7 @@ static void test_cli_plot(void **state) {
         assert_non_null(strstr(r.err, "gnuplot not found"));
     } else {
         if (r.status != 0) fail_msg("%s", r.err);
-        char *t = slurp(svg);
+        char *t = cli_slurp(svg);
         assert_non_null(t);
         assert_non_null(strstr(t, "<svg"));
         free(t);

@@ -531,19 +531,6 @@ static void test_one_nic(void **state) {
     json_decref(b);
 }
 
-static char *slurp(const char *path) {
-    FILE *fp = fopen(path, "rb");
-    assert_non_null(fp);
-    fseek(fp, 0, SEEK_END);
-    long n = ftell(fp);
-    fseek(fp, 0, SEEK_SET);
-    char *buf = malloc((size_t)n + 1);
-    assert_int_equal(fread(buf, 1, (size_t)n, fp), (size_t)n);
-    buf[n] = '\0';
-    fclose(fp);
-    return buf;
-}
-
 /* The same command twice: byte-identical JSON and trace; the trace has a
  * span per GPU for the collective. */
 static void test_determinism(void **state) {
@@ -560,9 +547,9 @@ static void test_determinism(void **state) {
     for (size_t k = 0; k < 2; k++) {
         cli_result a, b;
         cli_runf(&a, "collective %s --format json --trace %s", cmds[k], t1);
-        char *ta = slurp(t1);
+        char *ta = cli_slurp(t1);
         cli_runf(&b, "collective %s --format json --trace %s", cmds[k], t2);
-        char *tb = slurp(t2);
+        char *tb = cli_slurp(t2);
         assert_int_equal(a.status, 0);
         assert_int_equal(b.status, 0);
         assert_string_equal(a.out, b.out);

@@ -111,6 +111,57 @@ int pp_mtp_cost_get(const pp_gpu_profile *g, const pp_model *m,
  * times, less the all-to-alls' transfer. */
 int pp_moe_cost_get(const pp_gpu_profile *g, const pp_model *m,
                     const pp_parallel *p, pp_layer_cost *out, pp_error *e);
+/* One part of a transformer as the simulator runs it on each GPU of a
+ * stage: the first virtual stage's embedding, a layer without and one
+ * with routed experts, a multi-token-prediction module (its layer and
+ * its pass through the output layer included; the first module's,
+ * which also carries the word table's gradient) and the last stage's
+ * head (final norm, logits, loss). */
+typedef enum {
+    PP_OPS_EMBED,
+    PP_OPS_DENSE,
+    PP_OPS_MOE,
+    PP_OPS_MTP,
+    PP_OPS_HEAD
+} pp_ops_part;
+#define PP_OPS_PARTS 5
+
+/* One operation of such a part, in the order it runs: a GEMM, a
+ * memory-bound kernel, a collective (its transfer runs on the network,
+ * so time_s is 0 and overlap_s is the compute run under it) or a mark
+ * (`params` parameters' gradients final, for the DP buckets).  time_s is
+ * the roofline time on the profile with the launch; kernels, the
+ * launches the framework makes for it (host.kernel_issue each, a
+ * fraction where one eager operation stands for several); host_kernels,
+ * those the host pays under the layout's CUDA graphs; sync, the host
+ * waits for the GPU first (the dropless dispatch's token counts). */
+typedef struct pp_op_row {
+    const char *name;  /* static */
+    const char *kind;  /* "gemm", "memory", "collective", "mark" */
+    const char *group; /* collectives: "tp", "cp" or "ep"; else NULL */
+    const char *coll;  /* collectives: pp_coll_op_name; else NULL */
+    double flops, bytes, time_s, overlap_s, params;
+    double kernels, host_kernels;
+    bool sync;
+} pp_op_row;
+
+typedef struct pp_op_table {
+    pp_op_row *v;
+    size_t n;
+} pp_op_table;
+
+const char *pp_ops_part_name(pp_ops_part part);
+/* Whether model m runs such a part (a transformer; a dense or an MoE
+ * layer where some layer is one; MTP where it has modules). */
+bool pp_ops_part_present(const pp_model *m, pp_ops_part part);
+/* Fills *out with `part`'s forward (bwd false) or backward operations,
+ * recomputation included where p asks for it, under layout p with
+ * profile g (resolved: pp_stack_resolve).  PP_EINVAL when m has no such
+ * part.  Free with pp_op_table_fini. */
+int pp_ops_get(const pp_gpu_profile *g, const pp_model *m, const pp_parallel *p,
+               pp_ops_part part, bool bwd, pp_op_table *out, pp_error *e);
+void pp_op_table_fini(pp_op_table *t);
+
 /* The point-to-point transfers one iteration's MoE all-to-alls start,
  * as pp_step_simulate issues them (sim/train/step_group.c), lc being an
  * MoE layer's pp_layer_cost_get: lc's all-to-alls per MoE layer (and per

@@ -1,0 +1,1 @@
+podplan simulate --model mixtral-8x7b --cluster dgx-h100-ndr --set node.count=1 --stack nemo-2025 --parallel tp=1,pp=1,dp=8,ep=8,mbs=1,gbs=64 --memory-check off --ops ops.tsv > /dev/null && awk -F'\t' '$1 == "moe layer" && $2 == "fwd" { printf "%-22s %-10s %7.1f us%s\n", $4, $5, $10 * 1e6, $6 == "-" ? "" : "  (" $6 " " $7 ")" }' ops.tsv
