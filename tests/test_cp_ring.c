@@ -17,7 +17,7 @@ static void build(layer_lists *x, const char *spec) {
 
 /* The ring op `ring` of l between `before` and `after`, adjacent: their
  * indices in i[0..2]. */
-static void ring_ops(const pp__oplist *l, const char *before, const char *ring,
+static void ring_ops(const pp_op_table *l, const char *before, const char *ring,
                      const char *after, long i[3]) {
     i[0] = op_at(l, before);
     i[1] = op_at(l, ring);

@@ -47,11 +47,27 @@ static const char *group_name(uint8_t g) {
     return g == PP__GRP_CP ? "cp" : g == PP__GRP_EP ? "ep" : "tp";
 }
 
+int pp__mtp_layer_kind(const pp_model *m) {
+    return pp_model_layer_is_moe(m, m->layers - 1) ? 2 : 1;
+}
+
+void pp__ops_mtp_module(const pp__shape *s, pp__oplist *l, bool bwd,
+                        bool table) {
+    if (bwd) {
+        pp__ops_mtp_head_bwd(s, l);
+        pp__ops_layer_bwd(s, l);
+        pp__ops_mtp_bwd(s, l, table);
+    } else {
+        pp__ops_mtp_fwd(s, l);
+        pp__ops_layer_fwd(s, l);
+        pp__ops_head_fwd(s, l);
+    }
+}
+
 /* The list of `part`, forward or backward, as step_build.c builds it
  * (the MTP module: the first one, which carries the word table's
  * gradient). */
 static void build(pp__shape *s, pp_ops_part part, bool bwd, pp__oplist *l) {
-    const pp_model *m = s->m;
     switch (part) {
     case PP_OPS_EMBED:
         bwd ? pp__ops_embed_bwd(s, l) : pp__ops_embed_fwd(s, l);
@@ -62,16 +78,8 @@ static void build(pp__shape *s, pp_ops_part part, bool bwd, pp__oplist *l) {
         bwd ? pp__ops_layer_bwd(s, l) : pp__ops_layer_fwd(s, l);
         break;
     case PP_OPS_MTP:
-        s->kind = pp_model_layer_is_moe(m, m->layers - 1) ? 2 : 1;
-        if (bwd) {
-            pp__ops_mtp_head_bwd(s, l);
-            pp__ops_layer_bwd(s, l);
-            pp__ops_mtp_bwd(s, l, true);
-        } else {
-            pp__ops_mtp_fwd(s, l);
-            pp__ops_layer_fwd(s, l);
-            pp__ops_head_fwd(s, l);
-        }
+        s->kind = pp__mtp_layer_kind(s->m);
+        pp__ops_mtp_module(s, l, bwd, true);
         break;
     case PP_OPS_HEAD:
         bwd ? pp__ops_head_bwd(s, l) : pp__ops_head_fwd(s, l);

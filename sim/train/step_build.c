@@ -121,7 +121,7 @@ void pp__step_build(step *S) {
         pp__shape sh = {S->m, S->par, &S->prof, 0};
         pp__oplist l = {0};
         int64_t first_layer = 0; /* of chunk v, in model order */
-        int mtp_kind = pp_model_layer_is_moe(S->m, S->m->layers - 1) ? 2 : 1;
+        int mtp_kind = pp__mtp_layer_kind(S->m);
         for (int32_t v = 0; v < S->V; v++) {
             program *f = &S->fwd[v], *b = &S->bwd[v];
             /* Chunk v belongs to stage v mod pp: its share of the
@@ -159,9 +159,7 @@ void pp__step_build(step *S) {
                 if (S->z3_layer)
                     zg.x = pp__layer_params_gpu(&sh) + pp__mtp_params_gpu(&sh),
                     pp__prog_push(f, zg);
-                pp__ops_mtp_fwd(&sh, &l);
-                pp__ops_layer_fwd(&sh, &l);
-                pp__ops_head_fwd(&sh, &l);
+                pp__ops_mtp_module(&sh, &l, false, false);
                 emit(S, f, &l, from);
                 label(S, "mtp %ld fwd", (long)k, "");
             }
@@ -188,9 +186,7 @@ void pp__step_build(step *S) {
                 if (S->z3_layer)
                     zg.x = pp__layer_params_gpu(&sh) + pp__mtp_params_gpu(&sh),
                     pp__prog_push(b, zg);
-                pp__ops_mtp_head_bwd(&sh, &l);
-                pp__ops_layer_bwd(&sh, &l);
-                pp__ops_mtp_bwd(&sh, &l, k == 0);
+                pp__ops_mtp_module(&sh, &l, true, k == 0);
                 emit(S, b, &l, from);
                 label(S, "mtp %ld bwd", (long)k, "");
             }

@@ -167,6 +167,13 @@ void pp__ops_head_bwd(const pp__shape *s, pp__oplist *l);
 void pp__ops_mtp_fwd(const pp__shape *s, pp__oplist *l);
 void pp__ops_mtp_bwd(const pp__shape *s, pp__oplist *l, bool table);
 void pp__ops_mtp_head_bwd(const pp__shape *s, pp__oplist *l);
+/* A whole module as step_build.c runs it after the last layer (ops.c):
+ * forward its embedding, norms and projection, a layer, the output
+ * layer; backward the reverse (table: pp__ops_mtp_bwd's).  s->kind must
+ * be pp__mtp_layer_kind's, the last layer's kind. */
+void pp__ops_mtp_module(const pp__shape *s, pp__oplist *l, bool bwd,
+                        bool table);
+int pp__mtp_layer_kind(const pp_model *m);
 double pp__mtp_params_gpu(const pp__shape *s);
 double pp__mtp_embed_params_gpu(const pp__shape *s);
 /* Parameters of one layer and of the embedding, on one GPU (/tp). */
