@@ -154,6 +154,9 @@ extern const char *const pp_format_names[];
 int pp_json_write(FILE *fp, json_t *v, pp_error *e);
 /* json_real that maps non-finite values to null (JSON has no inf/nan). */
 json_t *pp_json_num(double v);
+/* Whether an output file named `path` is to be JSON: its name ends in
+ * ".json" (--ops, calibrate run --report); anything else is text. */
+bool pp_cli_json_path(const char *path);
 
 /* Prints the error, "podplan <cmd>: <message>", and returns the exit code
  * for it. */

@@ -259,8 +259,7 @@ static json_t *report_json(const run_state *x) {
 }
 
 static int write_report(const char *path, const run_state *x, pp_error *e) {
-    size_t l = strlen(path);
-    bool js = l > 5 && !strcmp(path + l - 5, ".json");
+    bool js = pp_cli_json_path(path);
     pp_outfile of;
     int rc = pp_outfile_open(&of, path, e);
     if (rc < 0) return rc;

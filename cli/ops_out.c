@@ -7,8 +7,6 @@
 #include "cli_int.h"
 #include "podplan/train.h"
 
-#include <string.h>
-
 static const char *const HEAD =
     "part\tpass\tindex\tname\tkind\tgroup\tcollective\tflops\tbytes\t"
     "time_s\toverlap_s\tparams\tkernels\thost_kernels\tsync\n";
@@ -51,18 +49,13 @@ static json_t *json_rows(const pp_op_table *t) {
     return a;
 }
 
-static bool ends_with(const char *s, const char *suffix) {
-    size_t n = strlen(s), k = strlen(suffix);
-    return n >= k && strcmp(s + n - k, suffix) == 0;
-}
-
 int pp_cli_write_ops(const char *path, const pp_gpu_profile *g,
                      const pp_model *m, const pp_parallel *p, pp_error *e) {
     if (m->arch != PP_ARCH_TRANSFORMER)
         return pp_error_set(e, PP_EUSAGE,
                             "--ops: model %s is generic (no layers to list)",
                             m->name);
-    bool json = ends_with(path, ".json");
+    bool json = pp_cli_json_path(path);
     json_t *parts = json ? json_array() : NULL;
     pp_outfile of;
     int rc = pp_outfile_open(&of, path, e);

@@ -7,6 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+bool pp_cli_json_path(const char *path) {
+    size_t n = strlen(path), k = strlen(".json");
+    return n >= k && strcmp(path + n - k, ".json") == 0;
+}
+
 int pp_json_write(FILE *fp, json_t *v, pp_error *e) {
     /* Insertion order and a fixed precision make the output byte-identical
      * across runs; 12 digits keeps doubles readable without losing what
