@@ -170,13 +170,14 @@ const char *pp_fmtq(double v, pp_qkind kind);
 /* Writes a command's result to -o FILE (atomically) or stdout: the JSON
  * when fmt is PP_FMT_JSON, else what table(fp, ctx) prints.  Takes
  * ownership of json.  Returns the process exit code. */
+int pp_cli_emit(const pp_args *a, int fmt, json_t *json,
+                void (*table)(FILE *fp, const void *ctx), const void *ctx);
+
 /* `simulate --ops FILE`: each part's priced operations (ops_out.c),
  * tab-separated or, for FILE.json, JSON; written atomically. */
 struct pp_gpu_profile;
 int pp_cli_write_ops(const char *path, const struct pp_gpu_profile *g,
                      const pp_model *m, const pp_parallel *p, pp_error *e);
-int pp_cli_emit(const pp_args *a, int fmt, json_t *json,
-                void (*table)(FILE *fp, const void *ctx), const void *ctx);
 
 /* Subcommands. */
 extern const pp_cli_cmd pp_cmd_plan, pp_cmd_flops, pp_cmd_estimate,
