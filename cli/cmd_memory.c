@@ -17,7 +17,7 @@ static const pp_cli_opt opts[] = {
      "mla_up_proj),"
      "zero=,first=,last=,"
      "dtype=bf16|fp16|fp8,fp8=delayed|tensorwise|mxfp8|blockwise,"
-     "attn=flash|standard,cp=,ep=,etp=,"
+     "attn=flash|standard,cp=,cp_comm=p2p|all_gather|a2a,ep=,etp=,"
      "dispatcher=alltoall|deepep|hybridep,permute=fused|unfused,"
      "a2a_overlap=on|off,rank_capacity=X (HybridEP's per-rank buffers: "
      "sync-free),"

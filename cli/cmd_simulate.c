@@ -22,7 +22,7 @@ static const pp_cli_opt opts[] = {
      "zero=,first=,last=,"
      "dtype=bf16|fp16|fp8|fp4,fp8=delayed|tensorwise|mxfp8|blockwise,"
      "fp8_attn=on (FP8 attention, Blackwell),"
-     "attn=flash|standard,cp=,ep=,etp=,"
+     "attn=flash|standard,cp=,cp_comm=p2p|all_gather|a2a,ep=,etp=,"
      "dispatcher=alltoall|deepep|hybridep,permute=fused|unfused,"
      "a2a_overlap=on|off,rank_capacity=X (HybridEP's per-rank buffers: "
      "sync-free),"

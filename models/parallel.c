@@ -14,7 +14,7 @@ static const char *const spec_keys[] = {
     "sp",       "recompute", "zero", "first",   "last",        "dtype",
     "attn",     "cp",        "ep",   "etp",     "dispatcher",  "permute",
     "layout",   "graphs",    "fp8",  "offload", "a2a_overlap", "rank_capacity",
-    "fp8_attn", NULL};
+    "fp8_attn", "cp_comm",   NULL};
 enum {
     K_TP,
     K_PP,
@@ -40,7 +40,8 @@ enum {
     K_OFFLOAD,
     K_A2A,
     K_RANK_CAPACITY,
-    K_FP8_ATTN
+    K_FP8_ATTN,
+    K_CP_COMM
 };
 
 /* graphs= scopes, in PP_GRAPH_* bit order (Megatron-core's
@@ -267,11 +268,12 @@ static int spec_value(void *ctx, int k, const char *val, pp_error *e) {
         return 0;
     }
     if (k == K_DTYPE || k == K_ATTN || k == K_DISPATCH || k == K_PERMUTE ||
-        k == K_FP8) {
+        k == K_FP8 || k == K_CP_COMM) {
         const pp_registry *r = k == K_DTYPE      ? &pp_reg_prec
                                : k == K_ATTN     ? &pp_reg_attn
                                : k == K_DISPATCH ? &pp_reg_dispatch
                                : k == K_FP8      ? &pp_reg_fp8
+                               : k == K_CP_COMM  ? &pp_reg_cp_comm
                                                  : &pp_reg_permute;
         int v;
         char field[64];
@@ -292,6 +294,8 @@ static int spec_value(void *ctx, int k, const char *val, pp_error *e) {
         } else if (k == K_FP8) {
             p->fp8 = (pp_fp8)v;
             if (v != PP_FP8_AUTO) p->fp8_recipe = (pp_fp8)v;
+        } else if (k == K_CP_COMM) {
+            p->cp_comm = (pp_cp_comm)v;
         } else if (k == K_PERMUTE) {
             p->permute = (pp_permute)v;
             if (v != PP_PERMUTE_AUTO)
@@ -403,6 +407,9 @@ char *pp_parallel_format(const pp_parallel *p, char *buf, size_t len) {
      * the one it always was. */
     if (n >= 0 && (size_t)n < len && p->cp > 1)
         n += snprintf(buf + n, len - (size_t)n, ",cp=%lld", (long long)p->cp);
+    if (n >= 0 && (size_t)n < len && p->cp_comm != PP_CPCOMM_P2P)
+        n += snprintf(buf + n, len - (size_t)n, ",cp_comm=%s",
+                      pp_registry_name(&pp_reg_cp_comm, (int)p->cp_comm));
     if (n >= 0 && (size_t)n < len && p->ep > 1)
         n += snprintf(buf + n, len - (size_t)n, ",ep=%lld", (long long)p->ep);
     if (n >= 0 && (size_t)n < len && p->etp > 0)

@@ -29,6 +29,7 @@ PP__REGISTRY(pp_reg_attn, "attn", PP_ATTN_MAP)
 PP__REGISTRY(pp_reg_dispatch, "dispatcher", PP_DISPATCH_MAP)
 PP__REGISTRY(pp_reg_permute, "permute", PP_PERMUTE_MAP)
 PP__REGISTRY(pp_reg_fp8, "fp8", PP_FP8_MAP)
+PP__REGISTRY(pp_reg_cp_comm, "cp_comm", PP_CPCOMM_MAP)
 
 const char *pp_registry_name(const pp_registry *r, int v) {
     return v >= 0 && v < r->n ? r->items[v].name : "?";

@@ -15,11 +15,19 @@
  * Pins and exclusions.
  * ---------------------------------------------------------------------- */
 static const char *const dim_names[PP_PLAN_DIM__COUNT + 1] = {
-    "tp",  "pp",        "dp",          "mbs",           "gbs",     "vp",
-    "sp",  "recompute", "zero",        "overlap",       "first",   "last",
-    "cp",  "ep",        "etp",         "dispatcher",    "permute", "graphs",
-    "fp8", "offload",   "a2a_overlap", "rank_capacity", "dtype",   "fp8_attn",
-    NULL};
+    "tp",          "pp",
+    "dp",          "mbs",
+    "gbs",         "vp",
+    "sp",          "recompute",
+    "zero",        "overlap",
+    "first",       "last",
+    "cp",          "ep",
+    "etp",         "dispatcher",
+    "permute",     "graphs",
+    "fp8",         "offload",
+    "a2a_overlap", "rank_capacity",
+    "dtype",       "fp8_attn",
+    "cp_comm",     NULL};
 
 const char *pp_plan_dim_name(pp_plan_dim d) {
     return (unsigned)d < PP_PLAN_DIM__COUNT ? dim_names[d] : "?";
@@ -65,6 +73,7 @@ static const char *pinned_only(pp_plan_dim d) {
         return "none unless pinned with --fix rank_capacity=X";
     case PP_PLAN_DIM_FP8_ATTN:
         return "off unless pinned with --fix fp8_attn=on";
+    case PP_PLAN_DIM_CP_COMM: return "p2p unless pinned with --fix cp_comm=...";
     default: return NULL;
     }
 }
@@ -180,6 +189,15 @@ static int filter_value(void *ctx, int k, const char *val, pp_error *e) {
                                 "%s: fp8: expected delayed, tensorwise, mxfp8 "
                                 "or blockwise, got \"%.100s\"",
                                 c->what, val);
+        v = r;
+        break;
+    }
+    case PP_PLAN_DIM_CP_COMM: {
+        int r;
+        if (pp_registry_parse(&pp_reg_cp_comm, "cp_comm", val, &r, e) < 0) {
+            pp_error_prefix(e, "%s", c->what);
+            return PP_EUSAGE;
+        }
         v = r;
         break;
     }

@@ -201,6 +201,8 @@ int pp__write_megatron(const pp_plan *p, FILE *fp, pp_error *e) {
     ARG("--global-batch-size %lld", (long long)q->gbs);
     if (q->sp && q->tp > 1) ARG("--sequence-parallel");
     if (q->cp > 1) ARG("--context-parallel-size %lld", (long long)q->cp);
+    if (q->cp > 1 && q->cp_comm != PP_CPCOMM_P2P)
+        ARG("--cp-comm-type %s", pp_registry_name(&pp_reg_cp_comm, q->cp_comm));
     pp__megatron_moe(p, fp);
     if (q->recompute == PP_RECOMPUTE_FULL) {
         /* Every layer's input kept, the layer recomputed: Korthikanti et
@@ -390,6 +392,9 @@ int pp__write_nemo(const pp_plan *p, FILE *fp, pp_error *e) {
     if (q->fp8_attn) fputs("  fp8_dot_product_attention: true\n", fp);
     if (q->cp > 1)
         fprintf(fp, "  context_parallel_size: %lld\n", (long long)q->cp);
+    if (q->cp > 1 && q->cp_comm != PP_CPCOMM_P2P)
+        fprintf(fp, "  cp_comm_type: %s\n",
+                pp_registry_name(&pp_reg_cp_comm, q->cp_comm));
     pp__nemo_moe(p, fp);
     if (q->graphs) {
         char gs[128];
@@ -584,6 +589,9 @@ int pp__write_nemo2(const pp_plan *p, FILE *fp, pp_error *e) {
             (long long)q->offload);
     if (q->a2a_overlap)
         fputs("    overlap_moe_expert_parallel_comm=True,\n", fp);
+    if (q->cp > 1 && q->cp_comm != PP_CPCOMM_P2P)
+        fprintf(fp, "    cp_comm_type=\"%s\",\n",
+                pp_registry_name(&pp_reg_cp_comm, q->cp_comm));
     fputs(")\n\n", fp);
 
     fputs("strategy = nl.MegatronStrategy(\n", fp);

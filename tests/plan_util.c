@@ -92,6 +92,9 @@ static const char *const megatron_args[] = {
     "--decoder-first-pipeline-num-layers", "--decoder-last-pipeline-num-layers",
     "--overlap-grad-reduce", "--overlap-param-gather", "--ddp-bucket-size",
     "--context-parallel-size", "--distributed-backend", "--bf16", "--fp16",
+    /* _add_distributed_args: how CP exchanges K/V (Transformer Engine's
+     * p2p, all_gather, a2a) */
+    "--cp-comm-type",
     /* _add_network_size_args: --disable-bias-linear (add_bias_linear
      * False, LLaMA-style models); _add_mixed_precision_args: --fp16 (GPUs
      * without bf16, the catalogue's fp16_only) */

@@ -255,6 +255,10 @@ typedef struct pp_parallel {
      * core's default for --expert-tensor-parallel-size); see
      * pp_parallel_etp. */
     int64_t cp, ep, etp;
+    /* How the CP ranks exchange K/V (cp_comm=p2p|all_gather|a2a; p2p,
+     * Megatron-core's default, unless set): sim/train/attn.c prices
+     * each as Transformer Engine runs it. */
+    pp_cp_comm cp_comm;
     /* The MoE token dispatcher (dispatcher=alltoall|deepep; auto: the
      * stack's, pp_stack_resolve).  `deepep` is the resolved choice the
      * simulator reads: DeepEP's (and DeepSeek-V3's) dispatch, one copy of
@@ -414,6 +418,13 @@ int64_t pp_parallel_chunk_first(const pp_parallel *p, const pp_model *m,
 bool pp_parallel_uneven(const pp_parallel *p);
 /* The expert tensor-parallel degree in force: etp, or tp when unset. */
 int64_t pp_parallel_etp(const pp_parallel *p);
+/* Whether Transformer Engine runs layout p's cp_comm for model m (true
+ * without CP): a2a where cp divides each TP rank's query heads and K/V
+ * heads (its all-to-all gives each CP rank 1/cp of them; K/V heads fewer
+ * than tp count one); p2p, the ring, where no layer has a sliding window
+ * (its tests skip "CP implementation with KV P2P does not support
+ * sliding window yet"); all_gather always. */
+bool pp_parallel_cp_comm_ok(const pp_parallel *p, const pp_model *m);
 /* One rank's routed experts in an MoE layer under layout p, balanced
  * routing (models/moe.c; what sim/train/moe.c prices and models/gemms.c
  * lists): the rank's tokens s b / (cp tp); its local experts E / ep (at

@@ -69,6 +69,8 @@ typedef enum {
     PP_PLAN_DIM_FP8_ATTN,      /* FP8 attention, 0 off, 1 on (default off;
                                   pinned only: then every candidate is
                                   FP8 with it) */
+    PP_PLAN_DIM_CP_COMM,       /* a pp_cp_comm, how CP exchanges K/V
+                                  (default p2p; pinned only) */
     PP_PLAN_DIM__COUNT
 } pp_plan_dim;
 

@@ -111,6 +111,17 @@ extern "C" {
     X(UNFUSED, "unfused",                                                      \
       "PyTorch index_select and atomic scatter-adds (Megatron's default)")
 
+/* How context parallelism exchanges the sequence's K/V (SPEC cp_comm=,
+ * Megatron-core's --cp-comm-type names and Transformer Engine's three
+ * context-parallel attention functions). */
+#define PP_CPCOMM_MAP(X)                                                       \
+    X(P2P, "p2p",                                                              \
+      "K/V passed round a ring, each step beside attention (the default)")     \
+    X(ALL_GATHER, "all_gather",                                                \
+      "K/V all-gathered before attention, exposed (Llama 3's)")                \
+    X(A2A, "a2a",                                                              \
+      "all-to-all of Q/K/V to split heads, not sequence (DeepSpeed-Ulysses)")
+
 /* How dtype=fp8 scales its tensors (SPEC fp8=, Megatron-core's
  * --fp8-recipe names): auto is the stack's (fp8.recipe). */
 #define PP_FP8_MAP(X)                                                          \
@@ -136,6 +147,7 @@ extern "C" {
 #define PP__DISPATCH_E(e, n, h) PP__ENUM_ITEM(PP_DISPATCH_, e)
 #define PP__PERMUTE_E(e, n, h) PP__ENUM_ITEM(PP_PERMUTE_, e)
 #define PP__FP8_E(e, n, h) PP__ENUM_ITEM(PP_FP8_, e)
+#define PP__CPCOMM_E(e, n, h) PP__ENUM_ITEM(PP_CPCOMM_, e)
 
 typedef enum { PP_COLL_OP_MAP(PP__COLL_E) PP_COLL__COUNT } pp_coll_op;
 typedef enum { PP_COLL_ALGO_MAP(PP__ALGO_E) PP_ALGO__COUNT } pp_coll_algo;
@@ -152,6 +164,7 @@ typedef enum {
 } pp_dispatch;
 typedef enum { PP_PERMUTE_MAP(PP__PERMUTE_E) PP_PERMUTE__COUNT } pp_permute;
 typedef enum { PP_FP8_MAP(PP__FP8_E) PP_FP8__COUNT } pp_fp8;
+typedef enum { PP_CPCOMM_MAP(PP__CPCOMM_E) PP_CPCOMM__COUNT } pp_cp_comm;
 
 /* ------------------------------------------------------------------------
  * Registries: read-only views of the lists above.
@@ -179,6 +192,7 @@ extern const pp_registry pp_reg_attn;
 extern const pp_registry pp_reg_dispatch;
 extern const pp_registry pp_reg_permute;
 extern const pp_registry pp_reg_fp8;
+extern const pp_registry pp_reg_cp_comm;
 
 /* The name of value v, or "?" when out of range. */
 const char *pp_registry_name(const pp_registry *r, int v);

@@ -23,10 +23,17 @@ static double flash_time(const pp__shape *s, double f, double d, bool bwd) {
     return f / pp_profile_tensor_rate(s->g, s->g->peak_flops, eff);
 }
 
-/* The kernels one rank's attention runs as: one, except the backward of
- * context parallelism's ring.  Transformer Engine's AttnFuncWithCPAndKVP2P
- * (attention/dot_product_attention/context_parallel.py @9c61cd7e; the
- * cp_comm_type "p2p" Megatron-core passes by default) calls the fused
+/* Whether the layout's CP passes K/V round Transformer Engine's ring
+ * (cp_comm=p2p). */
+static bool ring(const pp__shape *s) {
+    return s->p->cp > 1 && s->p->cp_comm == PP_CPCOMM_P2P;
+}
+
+/* The kernels one rank's attention runs one after another: one, except
+ * the backward of context parallelism's ring.  Transformer Engine's
+ * AttnFuncWithCPAndKVP2P (attention/dot_product_attention/
+ * context_parallel.py @9c61cd7e; the cp_comm_type "p2p" Megatron-core
+ * passes by default) calls the fused
  * kernel once per ring step, each on 1/cp of the rank's work (the
  * diagonal's causal s/cp x s/cp, then s/cp x s/2cp or s/2cp x s/cp
  * unmasked).  Forward it alternates the steps over two streams ("to
@@ -34,12 +41,23 @@ static double flash_time(const pp__shape *s, double f, double d, bool bwd) {
  * forward is priced as one kernel of all the work; backward every step
  * runs on the current stream after the last, each at its own size's
  * rate. */
+static double flash_serial(const pp__shape *s, bool bwd) {
+    return bwd && ring(s) ? (double)s->p->cp : 1.0;
+}
+
+/* The kernels launched.  cp_comm=all_gather (AttnFuncWithCPAndKVAll-
+ * Gather, same file) runs a rank's two sequence chunks as two kernels on
+ * two streams, forward and backward, each against the gathered keys
+ * before it: priced as one kernel of both chunks' work, two launches.
+ * cp_comm=a2a runs one kernel over the whole sequence and 1/cp of the
+ * heads. */
 static double flash_kernels(const pp__shape *s, bool bwd) {
-    return bwd && s->p->cp > 1 ? (double)s->p->cp : 1.0;
+    if (s->p->cp > 1 && s->p->cp_comm == PP_CPCOMM_ALL_GATHER) return 2.0;
+    return flash_serial(s, bwd);
 }
 
 static double flash_span(const pp__shape *s, double f, double d, bool bwd) {
-    double n = flash_kernels(s, bwd);
+    double n = flash_serial(s, bwd);
     return n * flash_time(s, f / n, d, bwd);
 }
 
@@ -67,6 +85,17 @@ static void flash(const pp__shape *s, pp__oplist *l, const char *name,
     o->bytes = PP_ACT_BYTES * heads * (sq + sk) * d * (bwd ? 4.0 : 2.0);
     o->kernels = flash_kernels(s, bwd);
     o->time_s = t / lf + o->kernels * s->g->launch_s;
+}
+
+/* This rank's attention kernel: its s/cp queries against all s keys,
+ * or under cp_comm=a2a all s queries of 1/cp of its heads (the same
+ * FLOPs; the size the kernel's rate reads). */
+static void flash_core(const pp__shape *s, const pp__dims *x, pp__oplist *l,
+                       const char *name, bool bwd) {
+    if (x->cp > 1 && s->p->cp_comm == PP_CPCOMM_A2A)
+        flash(s, l, name, x->heads / x->cp, x->sk, x->sk, x->dc, bwd);
+    else
+        flash(s, l, name, x->heads, x->sq, x->sk, x->dc, bwd);
 }
 
 /* The bookkeeping of Transformer Engine's ring (AttnFuncWithCPAndKVP2P,
@@ -100,14 +129,14 @@ static double cp_out_bytes(const pp__dims *x) {
 
 static void cp_pack(const pp__shape *s, const pp__dims *x, pp__oplist *l,
                     bool bwd) {
-    if (x->cp <= 1) return;
+    if (!ring(s)) return;
     pp__op_mem(s, l, bwd ? "cp kv copy" : "cp kv pack", 2.0 * cp_kv_bytes(x));
 }
 
 /* One of the ring's sums: `kernels` kernels over a tensor of `bytes`. */
 static void cp_sum(const pp__shape *s, const pp__dims *x, pp__oplist *l,
                    const char *name, double bytes, double kernels) {
-    if (x->cp <= 1) return;
+    if (!ring(s)) return;
     pp__op_mem(s, l, name, cp_passes(x) * bytes)->kernels = kernels;
 }
 
@@ -121,9 +150,9 @@ static void cp_sum(const pp__shape *s, const pp__dims *x, pp__oplist *l,
  * compute is hidden until the exchange is longer (the excess is cp
  * communication).  Causal load balancing (2 cp chunks) makes every rank's
  * work equal, which this assumes. */
-static void cp_wrap(const pp__dims *x, pp__oplist *l, size_t from, double mult,
-                    const char *name) {
-    if (x->cp <= 1) return;
+static void cp_wrap(const pp__shape *s, const pp__dims *x, pp__oplist *l,
+                    size_t from, double mult, const char *name) {
+    if (!ring(s)) return;
     double t = 0, f = 0, k = 0;
     for (size_t i = from; i < l->n; i++) {
         t += l->v[i].time_s;
@@ -138,6 +167,88 @@ static void cp_wrap(const pp__dims *x, pp__oplist *l, size_t from, double mult,
     o->group = PP__GRP_CP;
     o->overlap_s = t;
     o->flops = f;
+}
+
+/* A CP collective nothing overlaps (cp_comm=all_gather or a2a): the
+ * stage waits for it. */
+static void cp_exposed(pp__oplist *l, const char *name, pp_coll_op op,
+                       double bytes, double kernels) {
+    pp__op *o = pp__op_push(l, name, PP__OP_COMM);
+    o->kernels = kernels;
+    o->coll = op;
+    o->bytes = bytes;
+    o->group = PP__GRP_CP;
+}
+
+/* Q (d_qk wide per head) of this rank's s/cp tokens, 16-bit. */
+static double cp_q_bytes(const pp__dims *x) {
+    return PP_ACT_BYTES * x->sq * x->b * x->a * x->dc / x->t;
+}
+
+/* cp_comm=all_gather, Transformer Engine's AttnFuncWithCPAndKVAllGather
+ * (context_parallel.py; "KV all-gather between CP ranks is exposed",
+ * after Llama 3, arXiv:2407.21783 sec. 3.3.2).  Before the kernels, each
+ * pass: K and V made contiguous and all-gathered (two collectives of
+ * cp x this rank's K/V, nothing beside them), then put back in sequence
+ * order (index_select: read and write the gathered K/V).  After the
+ * forward's kernels the two chunks' outputs are copied into one (read
+ * and write the output).  After the backward's, dK/dV accumulate into a
+ * zeroed buffer of the gathered size (write it, then add the two
+ * chunks' gradients: read and write it), are put back in rank order,
+ * and are reduce-scattered. */
+static void ag_before(const pp__shape *s, const pp__dims *x, pp__oplist *l) {
+    double kv = cp_kv_bytes(x);
+    pp__op_mem(s, l, "cp kv contiguous", 2.0 * kv)->kernels = 2;
+    cp_exposed(l, "cp kv all-gather", PP_COLL_ALLGATHER, x->cp * kv, 2);
+    pp__op_mem(s, l, "cp kv reorder", 2.0 * x->cp * kv)->kernels = 2;
+}
+
+static void ag_after(const pp__shape *s, const pp__dims *x, pp__oplist *l,
+                     bool bwd) {
+    if (!bwd) {
+        pp__op_mem(s, l, "cp out copy", 2.0 * cp_out_bytes(x))->kernels = 2;
+        return;
+    }
+    double kv = x->cp * cp_kv_bytes(x);
+    pp__op_mem(s, l, "cp dkv sum", 3.0 * kv)->kernels = 6;
+    pp__op_mem(s, l, "cp dkv reorder", 2.0 * kv)->kernels = 2;
+    cp_exposed(l, "cp dkv reduce-scatter", PP_COLL_REDUCESCATTER, kv, 2);
+}
+
+/* cp_comm=a2a, Transformer Engine's AttnFuncWithCPAndQKVOA2A (DeepSpeed-
+ * Ulysses, Jacobs et al. 2023): an all-to-all trades the rank's s/cp
+ * tokens of all its heads for all s tokens of 1/cp of them; attention
+ * runs whole on those; a second all-to-all trades the output back.
+ * Backward the same with dO in and dQ, dK, dV out.  Each side of an
+ * all-to-all reshapes its tensors into and out of the exchange's order
+ * (flash_attn_a2a_communicate: a contiguous copy before and after, read
+ * and write each time).  Nothing overlaps the exchanges. */
+static void a2a(const pp__shape *s, const pp__dims *x, pp__oplist *l,
+                const char *name, double bytes, double tensors) {
+    pp__op_mem(s, l, "cp a2a reorder", 4.0 * bytes)->kernels = 2 * tensors;
+    cp_exposed(l, name, PP_COLL_ALLTOALL, bytes, tensors);
+}
+
+static void cp_before(const pp__shape *s, const pp__dims *x, pp__oplist *l,
+                      bool bwd) {
+    if (x->cp <= 1) return;
+    if (s->p->cp_comm == PP_CPCOMM_ALL_GATHER) ag_before(s, x, l);
+    if (s->p->cp_comm != PP_CPCOMM_A2A) return;
+    if (bwd)
+        a2a(s, x, l, "cp a2a dout", cp_out_bytes(x), 1);
+    else
+        a2a(s, x, l, "cp a2a qkv", cp_q_bytes(x) + cp_kv_bytes(x), 3);
+}
+
+static void cp_after(const pp__shape *s, const pp__dims *x, pp__oplist *l,
+                     bool bwd) {
+    if (x->cp <= 1) return;
+    if (s->p->cp_comm == PP_CPCOMM_ALL_GATHER) ag_after(s, x, l, bwd);
+    if (s->p->cp_comm != PP_CPCOMM_A2A) return;
+    if (bwd)
+        a2a(s, x, l, "cp a2a dqkv", cp_q_bytes(x) + cp_kv_bytes(x), 3);
+    else
+        a2a(s, x, l, "cp a2a out", cp_out_bytes(x), 1);
 }
 
 /* fp8_attn=on's casts around the kernel (Transformer Engine's FP8
@@ -167,20 +278,25 @@ void pp__ops_attn_fwd(const pp__shape *s, const pp__dims *x, pp__oplist *l) {
     /* FlashAttention writes the context in [s, b, h/t] order itself. */
     if (s->p->flash) {
         cp_pack(s, x, l, false);
+        cp_before(s, x, l, false);
         from = l->n;
         fp8_attn_casts(s, x, l, false);
-        flash(s, l, "flash attn", x->heads, x->sq, x->sk, x->dc, false);
-        cp_wrap(x, l, from, 1.0, "cp ring attention");
+        flash_core(s, x, l, "flash attn", false);
+        cp_wrap(s, x, l, from, 1.0, "cp ring attention");
         /* After the ring: the outputs' corrections (cp kernels) and the
          * softmax-LSE ones of the steps (cp - 1, and its first copy). */
         cp_sum(s, x, l, "cp out correction", cp_out_bytes(x), 2.0 * x->cp);
+        cp_after(s, x, l, false);
         return;
     }
+    cp_before(s, x, l, false);
+    from = l->n;
     pp__op_gemm(s, l, "attn scores", x->heads, x->sq, x->sk, x->dc);
     pp__op_mem(s, l, "softmax", 4.0 * E);
     pp__op_mem(s, l, "attn dropout", 5.0 * E);
     pp__op_gemm(s, l, "attn values", x->heads, x->sq, x->dc, x->sk);
-    cp_wrap(x, l, from, 1.0, "cp ring attention");
+    cp_wrap(s, x, l, from, 1.0, "cp ring attention");
+    cp_after(s, x, l, false);
     /* The context [b a/t, s, d] is permuted back to [s, b, h/t] with a
      * .contiguous() copy (read 2, write 2). */
     pp__op_mem(s, l, "context permute", 4.0 * x->tok * x->q / x->t);
@@ -193,10 +309,11 @@ void pp__ops_attn_fwd(const pp__shape *s, const pp__dims *x, pp__oplist *l) {
 void pp__ops_attn_bwd(const pp__shape *s, const pp__dims *x, pp__oplist *l) {
     double E = x->heads * x->sq * x->sk;
     if (s->p->flash) cp_pack(s, x, l, true);
+    cp_before(s, x, l, true);
     size_t core0 = l->n;
     if (s->p->flash) {
         fp8_attn_casts(s, x, l, true);
-        flash(s, l, "flash attn bwd", x->heads, x->sq, x->sk, x->dc, true);
+        flash_core(s, x, l, "flash attn bwd", true);
         /* dQ is summed while the step's dK/dV travel (before TE's "wait
          * until dKV is received"); dK/dV are summed after it arrives. */
         cp_sum(s, x, l, "cp dq accumulate", cp_out_bytes(x), x->cp);
@@ -211,7 +328,8 @@ void pp__ops_attn_bwd(const pp__shape *s, const pp__dims *x, pp__oplist *l) {
         pp__op_gemm(s, l, "attn scores dq", x->heads, x->sq, x->dc, x->sk);
         pp__op_gemm(s, l, "attn scores dk", x->heads, x->sk, x->dc, x->sq);
     }
-    cp_wrap(x, l, core0, 2.0, "cp ring attention bwd");
+    cp_wrap(s, x, l, core0, 2.0, "cp ring attention bwd");
     if (s->p->flash)
         cp_sum(s, x, l, "cp dkv accumulate", cp_kv_bytes(x), x->cp);
+    cp_after(s, x, l, true);
 }
