@@ -134,11 +134,20 @@ double pp_model_moe_spread(const pp_model *m, int64_t bins) {
     return (double)bins * hit;
 }
 
+/* A TP rank's query heads and K/V heads (K/V heads fewer than tp are
+ * replicated: one each). */
+static void tp_rank_heads(const pp_parallel *p, const pp_model *m, int64_t *hq,
+                          int64_t *hkv) {
+    int64_t kv = m->kv_heads > 0 ? m->kv_heads : m->heads;
+    *hq = m->heads / p->tp;
+    *hkv = kv >= p->tp ? kv / p->tp : 1;
+}
+
 bool pp_parallel_cp_comm_ok(const pp_parallel *p, const pp_model *m) {
     if (p->cp <= 1 || p->cp_comm == PP_CPCOMM_ALL_GATHER) return true;
     if (p->cp_comm == PP_CPCOMM_P2P) return !(pp_model_window_share(m) > 0);
-    int64_t kv = m->kv_heads > 0 ? m->kv_heads : m->heads;
-    int64_t hq = m->heads / p->tp, hkv = kv >= p->tp ? kv / p->tp : 1;
+    int64_t hq, hkv;
+    tp_rank_heads(p, m, &hq, &hkv);
     return hq % p->cp == 0 && hkv % p->cp == 0;
 }
 
@@ -155,15 +164,16 @@ int pp__parallel_validate_cp_ep(const pp_parallel *p, const pp_model *m,
                             "by 2 * cp (%lld)",
                             pre, (long long)m->seq, m->name,
                             (long long)(2 * cp));
-    if (!pp_parallel_cp_comm_ok(p, m) && p->cp_comm == PP_CPCOMM_P2P)
-        return pp_error_set(e, PP_EINPUT,
-                            "%scp_comm: model %s has sliding-window layers, "
-                            "which Transformer Engine's ring (p2p, the "
-                            "default) does not run; all_gather or a2a",
-                            pre, m->name);
     if (!pp_parallel_cp_comm_ok(p, m)) {
-        int64_t kv = m->kv_heads > 0 ? m->kv_heads : m->heads;
-        int64_t hq = m->heads / p->tp, hkv = kv >= p->tp ? kv / p->tp : 1;
+        if (p->cp_comm == PP_CPCOMM_P2P)
+            return pp_error_set(e, PP_EINPUT,
+                                "%scp_comm: model %s has sliding-window "
+                                "layers, which Transformer Engine's ring "
+                                "(p2p, the default) does not run; all_gather "
+                                "or a2a",
+                                pre, m->name);
+        int64_t hq, hkv;
+        tp_rank_heads(p, m, &hq, &hkv);
         return pp_error_set(e, PP_EINPUT,
                             "%scp_comm: a2a splits each TP rank's heads "
                             "over cp (%lld): model %s has %lld query and "

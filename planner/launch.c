@@ -38,6 +38,15 @@ static const char *fp8_recipe(const pp_parallel *q) {
     return pp_registry_name(&pp_reg_fp8, (int)q->fp8_recipe);
 }
 
+/* How CP exchanges K/V as Megatron-core's --cp-comm-type and
+ * TransformerConfig.cp_comm_type name it (Transformer Engine's values,
+ * the SPEC's names); NULL for the ring, the default, and without CP. */
+static const char *cp_comm_type(const pp_parallel *q) {
+    return q->cp > 1 && q->cp_comm != PP_CPCOMM_P2P
+               ? pp_registry_name(&pp_reg_cp_comm, (int)q->cp_comm)
+               : NULL;
+}
+
 static bool fp8_delayed(const pp_parallel *q) {
     return q->fp8_recipe == PP_FP8_DELAYED || q->fp8_recipe == PP_FP8_AUTO;
 }
@@ -201,8 +210,7 @@ int pp__write_megatron(const pp_plan *p, FILE *fp, pp_error *e) {
     ARG("--global-batch-size %lld", (long long)q->gbs);
     if (q->sp && q->tp > 1) ARG("--sequence-parallel");
     if (q->cp > 1) ARG("--context-parallel-size %lld", (long long)q->cp);
-    if (q->cp > 1 && q->cp_comm != PP_CPCOMM_P2P)
-        ARG("--cp-comm-type %s", pp_registry_name(&pp_reg_cp_comm, q->cp_comm));
+    if (cp_comm_type(q)) ARG("--cp-comm-type %s", cp_comm_type(q));
     pp__megatron_moe(p, fp);
     if (q->recompute == PP_RECOMPUTE_FULL) {
         /* Every layer's input kept, the layer recomputed: Korthikanti et
@@ -392,9 +400,7 @@ int pp__write_nemo(const pp_plan *p, FILE *fp, pp_error *e) {
     if (q->fp8_attn) fputs("  fp8_dot_product_attention: true\n", fp);
     if (q->cp > 1)
         fprintf(fp, "  context_parallel_size: %lld\n", (long long)q->cp);
-    if (q->cp > 1 && q->cp_comm != PP_CPCOMM_P2P)
-        fprintf(fp, "  cp_comm_type: %s\n",
-                pp_registry_name(&pp_reg_cp_comm, q->cp_comm));
+    if (cp_comm_type(q)) fprintf(fp, "  cp_comm_type: %s\n", cp_comm_type(q));
     pp__nemo_moe(p, fp);
     if (q->graphs) {
         char gs[128];
@@ -589,9 +595,8 @@ int pp__write_nemo2(const pp_plan *p, FILE *fp, pp_error *e) {
             (long long)q->offload);
     if (q->a2a_overlap)
         fputs("    overlap_moe_expert_parallel_comm=True,\n", fp);
-    if (q->cp > 1 && q->cp_comm != PP_CPCOMM_P2P)
-        fprintf(fp, "    cp_comm_type=\"%s\",\n",
-                pp_registry_name(&pp_reg_cp_comm, q->cp_comm));
+    if (cp_comm_type(q))
+        fprintf(fp, "    cp_comm_type=\"%s\",\n", cp_comm_type(q));
     fputs(")\n\n", fp);
 
     fputs("strategy = nl.MegatronStrategy(\n", fp);

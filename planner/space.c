@@ -90,9 +90,14 @@ static void pinned_choices(const pp__space *s, pp_parallel *p) {
     if (f && f->fixed[PP_PLAN_DIM_A2A])
         p->a2a_overlap = f->value[PP_PLAN_DIM_A2A] != 0;
     /* How CP exchanges K/V, when pinned (walk_inner_moe keeps the
-     * layouts a2a can split the heads of). */
+     * layouts a2a can split the heads of).  The ring does not run
+     * sliding windows: unpinned, such a model's CP layouts all-gather
+     * K/V (Transformer Engine's other way that keeps the sequence
+     * split). */
     if (f && f->fixed[PP_PLAN_DIM_CP_COMM])
         p->cp_comm = (pp_cp_comm)f->value[PP_PLAN_DIM_CP_COMM];
+    else if (p->cp > 1 && pp_model_window_share(s->m) > 0)
+        p->cp_comm = PP_CPCOMM_ALL_GATHER;
     p->deepep = two_way(s, PP_PLAN_DIM_DISPATCHER, s->deepep);
     p->permute_unfused = two_way(s, PP_PLAN_DIM_PERMUTE, s->permute_unfused);
     if (f && (f->fixed[PP_PLAN_DIM_DISPATCHER] || p->deepep != s->deepep))
@@ -287,12 +292,6 @@ static int walk_inner(const pp__space *s, pp_parallel *p, pp__space_fn fn,
  * inner dimensions. */
 static int walk_inner_moe(const pp__space *s, pp_parallel *p, pp__space_fn fn,
                           void *ctx, pp_error *e) {
-    /* The ring does not run sliding windows: unless pinned, such a
-     * model's CP layouts all-gather K/V (Transformer Engine's other way
-     * that keeps the sequence split). */
-    bool pinned = s->filter && s->filter->fixed[PP_PLAN_DIM_CP_COMM];
-    if (!pinned && p->cp > 1 && pp_model_window_share(s->m) > 0)
-        p->cp_comm = PP_CPCOMM_ALL_GATHER;
     if (!pp_parallel_cp_comm_ok(p, s->m)) {
         reject(s, PP_PLAN_REJECT_PINNED);
         return 0;

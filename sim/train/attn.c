@@ -23,10 +23,15 @@ static double flash_time(const pp__shape *s, double f, double d, bool bwd) {
     return f / pp_profile_tensor_rate(s->g, s->g->peak_flops, eff);
 }
 
+/* Whether the layout has CP and exchanges K/V as `c` says. */
+static bool cp_is(const pp__shape *s, pp_cp_comm c) {
+    return s->p->cp > 1 && s->p->cp_comm == c;
+}
+
 /* Whether the layout's CP passes K/V round Transformer Engine's ring
  * (cp_comm=p2p). */
 static bool ring(const pp__shape *s) {
-    return s->p->cp > 1 && s->p->cp_comm == PP_CPCOMM_P2P;
+    return cp_is(s, PP_CPCOMM_P2P);
 }
 
 /* The kernels one rank's attention runs one after another: one, except
@@ -52,7 +57,7 @@ static double flash_serial(const pp__shape *s, bool bwd) {
  * cp_comm=a2a runs one kernel over the whole sequence and 1/cp of the
  * heads. */
 static double flash_kernels(const pp__shape *s, bool bwd) {
-    if (s->p->cp > 1 && s->p->cp_comm == PP_CPCOMM_ALL_GATHER) return 2.0;
+    if (cp_is(s, PP_CPCOMM_ALL_GATHER)) return 2.0;
     return flash_serial(s, bwd);
 }
 
@@ -92,7 +97,7 @@ static void flash(const pp__shape *s, pp__oplist *l, const char *name,
  * FLOPs; the size the kernel's rate reads). */
 static void flash_core(const pp__shape *s, const pp__dims *x, pp__oplist *l,
                        const char *name, bool bwd) {
-    if (x->cp > 1 && s->p->cp_comm == PP_CPCOMM_A2A)
+    if (cp_is(s, PP_CPCOMM_A2A))
         flash(s, l, name, x->heads / x->cp, x->sk, x->sk, x->dc, bwd);
     else
         flash(s, l, name, x->heads, x->sq, x->sk, x->dc, bwd);
@@ -229,25 +234,26 @@ static void a2a(const pp__shape *s, const pp__dims *x, pp__oplist *l,
     cp_exposed(l, name, PP_COLL_ALLTOALL, bytes, tensors);
 }
 
+/* The exposed exchange before the attention core's kernels (the ring's
+ * runs beside them: cp_wrap). */
 static void cp_before(const pp__shape *s, const pp__dims *x, pp__oplist *l,
                       bool bwd) {
-    if (x->cp <= 1) return;
-    if (s->p->cp_comm == PP_CPCOMM_ALL_GATHER) ag_before(s, x, l);
-    if (s->p->cp_comm != PP_CPCOMM_A2A) return;
-    if (bwd)
+    if (cp_is(s, PP_CPCOMM_ALL_GATHER))
+        ag_before(s, x, l);
+    else if (cp_is(s, PP_CPCOMM_A2A) && bwd)
         a2a(s, x, l, "cp a2a dout", cp_out_bytes(x), 1);
-    else
+    else if (cp_is(s, PP_CPCOMM_A2A))
         a2a(s, x, l, "cp a2a qkv", cp_q_bytes(x) + cp_kv_bytes(x), 3);
 }
 
+/* The exposed exchange after them. */
 static void cp_after(const pp__shape *s, const pp__dims *x, pp__oplist *l,
                      bool bwd) {
-    if (x->cp <= 1) return;
-    if (s->p->cp_comm == PP_CPCOMM_ALL_GATHER) ag_after(s, x, l, bwd);
-    if (s->p->cp_comm != PP_CPCOMM_A2A) return;
-    if (bwd)
+    if (cp_is(s, PP_CPCOMM_ALL_GATHER))
+        ag_after(s, x, l, bwd);
+    else if (cp_is(s, PP_CPCOMM_A2A) && bwd)
         a2a(s, x, l, "cp a2a dqkv", cp_q_bytes(x) + cp_kv_bytes(x), 3);
-    else
+    else if (cp_is(s, PP_CPCOMM_A2A))
         a2a(s, x, l, "cp a2a out", cp_out_bytes(x), 1);
 }
 
