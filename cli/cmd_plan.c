@@ -43,8 +43,8 @@ static const pp_cli_opt opts[] = {
      "pin a dimension: tp pp dp mbs gbs vp sp recompute zero overlap first "
      "last cp ep etp dispatcher permute graphs fp8 offload a2a_overlap "
      "rank_capacity dtype fp8_attn cp_comm (repeatable, or a comma list; "
-     "dispatcher=hybridep, rank_capacity, dtype=fp4, fp8_attn=on and "
-     "cp_comm are pinned, not searched)",
+     "dispatcher=hybridep, rank_capacity, dtype=fp4 and fp8_attn=on "
+     "are pinned, not searched)",
      true, NULL, 0, NULL},
     {"exclude", 0, "KEY=V",
      "drop a value of a dimension, e.g. recompute=none (repeatable)", true,

@@ -396,6 +396,23 @@ static void stage_memory(const pp_model *m, const pp_parallel *p,
         r.buffers += 4.0 * s * b * (double)m->vocab / t / cpf *
                      (1.0 + (double)m->mtp_layers);
 
+    /* CP's exposed exchanges (cp_comm=, sim/train/attn.c) hold one
+     * layer's worth beyond the ring's: all_gather (Transformer Engine's
+     * AttnFuncWithCPAndKVAllGather) gathers K and V over the whole
+     * sequence and, backward, zero-fills dK and dV at that size before
+     * reduce-scattering them, 4 tensors of s b (k or v) / t at 2 bytes;
+     * a2a (AttnFuncWithCPAndQKVOA2A) re-lays Q, K, V and the output, and
+     * backward their gradients, each the size of the rank's own, s/cp
+     * tokens.  The reorder copies come and go one tensor at a time and
+     * are not counted. */
+    if (p->cp > 1 && p->cp_comm != PP_CPCOMM_P2P) {
+        pp_attn_shape at;
+        pp_model_attn_shape(m, &at);
+        double kv = s * b * (at.k + at.v) / t;
+        r.buffers += p->cp_comm == PP_CPCOMM_ALL_GATHER
+                         ? 2.0 * 2.0 * kv
+                         : 2.0 * 2.0 * (s * b * (at.q + at.o) / t + kv) / cpf;
+    }
     /* ZeRO-3 / FSDP gathers each layer's full (/tp) 16-bit weights
      * before using it and frees them after: the layer in use and the one
      * prefetched behind it (FSDP2's and DeepSpeed's default of one layer

@@ -410,10 +410,14 @@ static void short_layout(const pp_plan *p, const pp_plan_candidate *c, char *b,
                      (long long)pp_parallel_stage_layers(q, &p->model, 0),
                      (long long)pp_parallel_stage_layers(q, &p->model, 1));
     }
-    /* Context and expert parallelism where set. */
+    /* Context and expert parallelism where set; CP's exchange when it is
+     * not the ring (ag: all-gather, a2a: all-to-all). */
     size_t k = strlen(b);
     if (c->par.cp > 1 && k < len)
-        k += (size_t)snprintf(b + k, len - k, " cp%lld", (long long)c->par.cp);
+        k += (size_t)snprintf(b + k, len - k, " cp%lld%s", (long long)c->par.cp,
+                              c->par.cp_comm == PP_CPCOMM_ALL_GATHER ? "(ag)"
+                              : c->par.cp_comm == PP_CPCOMM_A2A      ? "(a2a)"
+                                                                     : "");
     if (c->par.ep > 1 && k < len)
         k += (size_t)snprintf(b + k, len - k, " ep%lld", (long long)c->par.ep);
     if (c->par.etp > 0 && k < len)

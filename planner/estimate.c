@@ -10,7 +10,8 @@
  *             sim/train/compute.c lists and times them (pp_layer_cost_get,
  *             pp_embed_cost_get, pp_head_cost_get: roofline per GEMM and
  *             memory-bound kernel with the GPU profile), cached per (tp,
- *             mbs, sp, recompute) because they do not depend on pp or dp.
+ *             mbs, sp, recompute, cp, ep and the kernels' choices) because
+ *             they do not depend on pp or dp.
  *   TP comm   the simulator's ring with nothing contending
  *             (pp_coll_ring_time_s): steps x (hop latency + chunk /
  *             bandwidth) + the serial reductions at pp_coll_reduce_Bps;
@@ -265,15 +266,20 @@ static uint64_t key_hash(int64_t tp, int64_t mbs, int sp, int rec, int64_t cp,
 static int lookup(pp_plan_estimator *x, const pp_parallel *par,
                   cost_entry **out, pp_error *e) {
     /* The recomputation (its modules in the low five bits), the number
-     * format, the attention kernels and the FP8 recipe in one key
-     * field. */
+     * format, the attention kernels, FP8 attention, the permutation, CP's
+     * exchange and the FP8 recipe in one key field: what the kernel lists
+     * read beyond the other fields (a search varies cp_comm; the rest are
+     * pinned, but the key must not depend on that). */
+    int kern = (int)par->flash +
+               2 * ((int)par->fp8_attn +
+                    2 * ((int)par->permute_unfused +
+                         2 * ((int)par->cp_comm +
+                              PP_CPCOMM__COUNT * (int)par->fp8_recipe)));
     int sp = par->sp && par->tp > 1,
         rec = (int)par->recompute_mods +
               32 * ((int)par->recompute +
                     PP_RECOMPUTE__COUNT *
-                        ((int)par->dtype +
-                         PP_PREC__COUNT *
-                             ((int)par->flash + 2 * (int)par->fp8_recipe)));
+                        ((int)par->dtype + PP_PREC__COUNT * kern));
     int64_t cp = par->cp > 1 ? par->cp : 1, ep = par->ep > 1 ? par->ep : 1;
     int64_t etp = par->etp;
     if (2 * (x->used + 1) > x->cap) { /* grow: keep the load under 1/2 */

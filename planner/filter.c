@@ -73,7 +73,6 @@ static const char *pinned_only(pp_plan_dim d) {
         return "none unless pinned with --fix rank_capacity=X";
     case PP_PLAN_DIM_FP8_ATTN:
         return "off unless pinned with --fix fp8_attn=on";
-    case PP_PLAN_DIM_CP_COMM: return "p2p unless pinned with --fix cp_comm=...";
     default: return NULL;
     }
 }

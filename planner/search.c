@@ -215,6 +215,13 @@ static int cmp_layout(const pp_plan_candidate *a, const pp_plan_candidate *b) {
     CMP(dtype);
     CMP(first);
     CMP(last);
+    CMP(cp);
+    CMP(cp_comm);
+    CMP(ep);
+    CMP(etp);
+    CMP(recompute_mods);
+    CMP(a2a_overlap);
+    CMP(offload);
 #undef CMP
     if (a->dp_overlap != b->dp_overlap)
         return (int)a->dp_overlap - (int)b->dp_overlap;

@@ -89,15 +89,10 @@ static void pinned_choices(const pp__space *s, pp_parallel *p) {
      * Megatron-core allows it on; unpinned, it searches it). */
     if (f && f->fixed[PP_PLAN_DIM_A2A])
         p->a2a_overlap = f->value[PP_PLAN_DIM_A2A] != 0;
-    /* How CP exchanges K/V, when pinned (walk_inner_moe keeps the
-     * layouts a2a can split the heads of).  The ring does not run
-     * sliding windows: unpinned, such a model's CP layouts all-gather
-     * K/V (Transformer Engine's other way that keeps the sequence
-     * split). */
+    /* How CP exchanges K/V, when pinned (walk_cp_comm keeps the layouts
+     * Transformer Engine runs it on; unpinned, it searches it). */
     if (f && f->fixed[PP_PLAN_DIM_CP_COMM])
         p->cp_comm = (pp_cp_comm)f->value[PP_PLAN_DIM_CP_COMM];
-    else if (p->cp > 1 && pp_model_window_share(s->m) > 0)
-        p->cp_comm = PP_CPCOMM_ALL_GATHER;
     p->deepep = two_way(s, PP_PLAN_DIM_DISPATCHER, s->deepep);
     p->permute_unfused = two_way(s, PP_PLAN_DIM_PERMUTE, s->permute_unfused);
     if (f && (f->fixed[PP_PLAN_DIM_DISPATCHER] || p->deepep != s->deepep))
@@ -290,12 +285,8 @@ static int walk_inner(const pp__space *s, pp_parallel *p, pp__space_fn fn,
 
 /* Expert parallelism for an MoE model (planner/space_moe.c), then the
  * inner dimensions. */
-static int walk_inner_moe(const pp__space *s, pp_parallel *p, pp__space_fn fn,
-                          void *ctx, pp_error *e) {
-    if (!pp_parallel_cp_comm_ok(p, s->m)) {
-        reject(s, PP_PLAN_REJECT_PINNED);
-        return 0;
-    }
+static int walk_experts(const pp__space *s, pp_parallel *p, pp__space_fn fn,
+                        void *ctx, pp_error *e) {
     if (!pp_model_is_moe(s->m)) return walk_inner(s, p, fn, ctx, e);
     int64_t eps[MAXDIV], etps[2];
     size_t n_ep = pp__space_ep_degrees(s, p, eps, MAXDIV);
@@ -315,6 +306,34 @@ static int walk_inner_moe(const pp__space *s, pp_parallel *p, pp__space_fn fn,
     p->ep = 1;
     p->etp = 0;
     return 0;
+}
+
+/* How a CP layout's ranks exchange K/V, then walk_experts: pinned, the
+ * pinned way where Transformer Engine runs it for the model; else each
+ * way it runs (pp_parallel_cp_comm_ok: a2a needs cp to divide each TP
+ * rank's heads, the ring refuses sliding windows), ranked like any other
+ * choice: the ring hides its exchange behind the attention, all_gather
+ * exposes the same bytes in fewer, larger kernels, a2a moves each rank's
+ * Q, K, V and output once whatever cp; which wins depends on the layout
+ * (sim/train/attn.c). */
+static int walk_cp_comm(const pp__space *s, pp_parallel *p, pp__space_fn fn,
+                        void *ctx, pp_error *e) {
+    if (p->cp <= 1 || (s->filter && s->filter->fixed[PP_PLAN_DIM_CP_COMM])) {
+        if (!pp_parallel_cp_comm_ok(p, s->m)) {
+            reject(s, PP_PLAN_REJECT_PINNED);
+            return 0;
+        }
+        return walk_experts(s, p, fn, ctx, e);
+    }
+    int rc = 0;
+    for (int c = 0; c < PP_CPCOMM__COUNT && rc == 0; c++) {
+        if (!allowed(s, PP_PLAN_DIM_CP_COMM, c)) continue;
+        p->cp_comm = (pp_cp_comm)c;
+        if (pp_parallel_cp_comm_ok(p, s->m))
+            rc = walk_experts(s, p, fn, ctx, e);
+    }
+    p->cp_comm = PP_CPCOMM_P2P;
+    return rc;
 }
 
 /* The units --uneven splits evenly over the pp x vp virtual stages
@@ -412,7 +431,7 @@ static int walk_split(const pp__space *s, pp_parallel *p, pp__space_fn fn,
                 reject(s, PP_PLAN_REJECT_SPLIT);
                 continue;
             }
-            if ((rc = walk_inner_moe(s, p, fn, ctx, e)) != 0) return rc;
+            if ((rc = walk_cp_comm(s, p, fn, ctx, e)) != 0) return rc;
         }
     }
     p->first = p->last = 0;
@@ -437,7 +456,7 @@ static int walk_split(const pp__space *s, pp_parallel *p, pp__space_fn fn,
         else if (pp_parallel_validate_split(p, s->m, NULL))
             reject(s, PP_PLAN_REJECT_SPLIT);
         else
-            rc = walk_inner_moe(s, p, fn, ctx, e);
+            rc = walk_cp_comm(s, p, fn, ctx, e);
         memset(&p->layout, 0, sizeof p->layout);
         if (rc != 0) return rc;
     }

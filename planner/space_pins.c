@@ -293,14 +293,19 @@ int pp__space_check_pins(const pp__space *s, pp_error *e) {
             return pp_error_set(e, PP_EUSAGE,
                                 "--fix overlap=on: DP overlap needs dp > 1");
     }
+    /* The GPUs are tp x pp x cp x dp: with cp pinned too the product is
+     * the count; without, cp is what remains, so the three divide it. */
     if (x[PP_PLAN_DIM_TP] && x[PP_PLAN_DIM_PP] && x[PP_PLAN_DIM_DP] &&
-        s->gpus > 0 &&
-        v[PP_PLAN_DIM_TP] * v[PP_PLAN_DIM_PP] * v[PP_PLAN_DIM_DP] != s->gpus)
-        return pp_error_set(e, PP_EUSAGE,
-                            "--fix: tp x pp x dp = %lld, not the %lld GPUs of "
-                            "--gpus",
-                            (long long)(v[PP_PLAN_DIM_TP] * v[PP_PLAN_DIM_PP] *
-                                        v[PP_PLAN_DIM_DP]),
-                            (long long)s->gpus);
+        s->gpus > 0) {
+        int64_t n = v[PP_PLAN_DIM_TP] * v[PP_PLAN_DIM_PP] * v[PP_PLAN_DIM_DP];
+        bool cp = x[PP_PLAN_DIM_CP];
+        if (cp ? n * v[PP_PLAN_DIM_CP] != s->gpus : s->gpus % n != 0)
+            return pp_error_set(
+                e, PP_EUSAGE,
+                "--fix: tp x pp x %s = %lld, %s the %lld GPUs of --gpus",
+                cp ? "cp x dp" : "dp",
+                (long long)(cp ? n * v[PP_PLAN_DIM_CP] : n),
+                cp ? "not" : "does not divide", (long long)s->gpus);
+    }
     return 0;
 }

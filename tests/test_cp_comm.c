@@ -3,8 +3,9 @@
  * (cp_comm=, Transformer Engine's AttnFuncWithCPAndKVAllGather and
  * AttnFuncWithCPAndQKVOA2A): their collectives exposed, in order, at
  * their sizes; the attention's FLOPs what the ring gives; the heads a2a
- * needs; the SPEC, the layer cost the estimator reads, the simulated
- * step, and the launch flag.
+ * needs; the SPEC, the layer cost the estimator reads, their memory,
+ * the simulated step, plan's search over the three, and the launch
+ * flag.
  */
 #include "models_util.h"
 
@@ -156,7 +157,8 @@ static void test_window(void **state) {
                                "--gpus 8 --global-batch 8 --fix cp=2 "
                                "--top 3 --format json --no-timing",
                                w);
-    assert_true(cli_candidates_all(plan, "cp_comm=all_gather", 1) > 0);
+    /* Not the ring: all_gather or a2a, as ranked. */
+    assert_true(cli_candidates_all(plan, "cp_comm=", 1) > 0);
     json_decref(plan);
     plan = cli_json_ok("plan --model %s --cluster dgx-h100-ndr --gpus 8 "
                        "--global-batch 8 --fix cp=2,cp_comm=a2a --top 3 "
@@ -206,6 +208,34 @@ static void test_layer_cost(void **state) {
     assert_true(near(c[1].cp_bwd_bytes, c[0].cp_bwd_bytes));
 }
 
+/* Memory: the exchange's buffers for one layer beyond the ring's, with
+ * 16 query and 8 K/V heads of 128 a TP rank (tp 2, cp 8).  all_gather:
+ * K, V, dK and dV over the whole sequence, 65,536 tokens of 1,024
+ * channels each at 2 bytes; a2a: Q, K, V, O and their gradients at the
+ * rank's own 8,192 tokens (2,048 channels for Q and O). */
+static void test_memory(void **state) {
+    (void)state;
+    pp_model m;
+    load_model("name=l64k,layers=2,hidden=4096,heads=32,kv_heads=16,"
+               "ffn_hidden=14336,ffn=swiglu,seq=65536,vocab=32000",
+               &m);
+    double buf[3];
+    const char *comm[3] = {"p2p", "all_gather", "a2a"};
+    for (int i = 0; i < 3; i++) {
+        char spec[128];
+        snprintf(spec, sizeof spec,
+                 "tp=2,pp=1,cp=8,dp=1,mbs=1,gbs=1,sp=on,cp_comm=%s", comm[i]);
+        pp_parallel p = layout(spec);
+        pp_memory r;
+        pp_error e = PP_ERROR_INIT;
+        assert_int_equal(pp_memory_per_gpu(&m, &p, PP_OPT_ADAM_MIXED, &r, &e),
+                         0);
+        buf[i] = r.buffers;
+    }
+    assert_true(near(buf[1] - buf[0], 4.0 * 65536 * 1024 * 2));
+    assert_true(near(buf[2] - buf[0], 2.0 * 8192 * (2 * 2048 + 2 * 1024) * 2));
+}
+
 /* Simulated, the CP group over two servers (16 query and 8 K/V heads a
  * TP rank): all_gather waits for exchanges the ring hides, a2a for
  * smaller ones. */
@@ -228,6 +258,59 @@ static void test_simulated(void **state) {
     }
     assert_true(cp_s[1] > cp_s[0]);
     assert_true(cp_s[2] > 0 && cp_s[2] < cp_s[1]);
+}
+
+/* plan searches the exchange: each way Transformer Engine runs for the
+ * layout, each estimated on its own (the estimator's cost cache keys on
+ * cp_comm: a layout's all_gather twin is not its ring's figure), and
+ * --exclude drops one.  16 query and 8 K/V heads a TP rank, so cp 8
+ * splits them for a2a. */
+static void test_plan_search(void **state) {
+    (void)state;
+#define L64K                                                                   \
+    "plan --model name=l64k,layers=8,hidden=4096,heads=32,kv_heads=16,"        \
+    "ffn_hidden=14336,ffn=swiglu,seq=65536,vocab=32000,bias=false "            \
+    "--cluster dgx-h100-ndr --global-batch 16 --fix tp=2,cp=8 --top 0 "        \
+    "--show 1000 --format json --no-timing"
+    const char *base = L64K " --gpus 16";
+    json_t *plan = cli_json_ok("%s", base), *cs, *c;
+    cs = json_object_get(plan, "candidates");
+    size_t i, n[3] = {0, 0, 0};
+    json_t *by_spec = json_object();
+    json_array_foreach(cs, i, c) {
+        const char *par = json_string_value(json_object_get(c, "parallel"));
+        int k = strstr(par, "cp_comm=all_gather") ? 1
+                : strstr(par, "cp_comm=a2a")      ? 2
+                                                  : 0;
+        n[k]++;
+        /* The same layout with the ring: the est must differ. */
+        char ring[PP_SPEC_MAX];
+        snprintf(ring, sizeof ring, "%s", par);
+        char *at = strstr(ring, ",cp_comm=");
+        if (at) *at = '\0';
+        char key[PP_SPEC_MAX + 16];
+        snprintf(key, sizeof key, "%s|%s|%d", ring,
+                 json_string_value(json_object_get(c, "placement")),
+                 json_is_true(json_object_get(c, "dp_overlap")));
+        double est = cli_num(c, "estimated_time_s");
+        json_t *seen = json_object_get(by_spec, key);
+        if (seen) {
+            assert_true(json_real_value(seen) != est);
+        } else {
+            json_object_set_new(by_spec, key, json_real(est));
+        }
+    }
+    assert_true(n[0] > 0 && n[1] > 0 && n[2] > 0);
+    json_decref(by_spec);
+    json_decref(plan);
+    plan = cli_json_ok("%s --exclude cp_comm=p2p", base);
+    assert_true(cli_candidates_all(plan, "cp_comm=", 1) > 0);
+    json_decref(plan);
+    /* tp x pp x cp x dp: the pinned four are the GPU count. */
+    cli_expect(0, "cp_comm=a2a", L64K " --gpus 32 --fix pp=1,dp=2,cp_comm=a2a");
+    cli_expect(2, "--fix: tp x pp x cp x dp = 16, not the 32 GPUs of --gpus",
+               L64K " --gpus 32 --fix pp=1,dp=1");
+#undef L64K
 }
 
 /* Megatron-LM's flag, Transformer Engine's value. */
@@ -253,10 +336,11 @@ static void test_launch(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_all_gather), cmocka_unit_test(test_a2a),
-        cmocka_unit_test(test_a2a_heads),  cmocka_unit_test(test_window),
-        cmocka_unit_test(test_spec),       cmocka_unit_test(test_layer_cost),
-        cmocka_unit_test(test_simulated),  cmocka_unit_test(test_launch),
+        cmocka_unit_test(test_all_gather),  cmocka_unit_test(test_a2a),
+        cmocka_unit_test(test_a2a_heads),   cmocka_unit_test(test_window),
+        cmocka_unit_test(test_spec),        cmocka_unit_test(test_layer_cost),
+        cmocka_unit_test(test_memory),      cmocka_unit_test(test_simulated),
+        cmocka_unit_test(test_plan_search), cmocka_unit_test(test_launch),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
