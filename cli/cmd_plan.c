@@ -42,7 +42,8 @@ static const pp_cli_opt opts[] = {
     {"fix", 0, "KEY=V",
      "pin a dimension: tp pp dp mbs gbs vp sp recompute zero overlap first "
      "last cp ep etp dispatcher permute graphs fp8 offload a2a_overlap "
-     "rank_capacity dtype fp8_attn cp_comm (repeatable, or a comma list; "
+     "rank_capacity dtype fp8_attn cp_comm cp_a2a (repeatable, or a comma "
+     "list; "
      "dispatcher=hybridep, rank_capacity, dtype=fp4 and fp8_attn=on "
      "are pinned, not searched)",
      true, NULL, 0, NULL},

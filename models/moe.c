@@ -143,12 +143,55 @@ static void tp_rank_heads(const pp_parallel *p, const pp_model *m, int64_t *hq,
     *hkv = kv >= p->tp ? kv / p->tp : 1;
 }
 
+int64_t pp_parallel_cp_a2a(const pp_parallel *p) {
+    if (p->cp <= 1) return 1;
+    return p->cp_comm == PP_CPCOMM_A2A       ? p->cp
+           : p->cp_comm == PP_CPCOMM_A2A_P2P ? (p->cp_a2a > 1 ? p->cp_a2a : 1)
+                                             : 1;
+}
+
+int64_t pp_parallel_cp_ring(const pp_parallel *p) {
+    if (p->cp <= 1) return 1;
+    return p->cp_comm == PP_CPCOMM_P2P       ? p->cp
+           : p->cp_comm == PP_CPCOMM_A2A_P2P ? p->cp / pp_parallel_cp_a2a(p)
+                                             : 1;
+}
+
 bool pp_parallel_cp_comm_ok(const pp_parallel *p, const pp_model *m) {
     if (p->cp <= 1 || p->cp_comm == PP_CPCOMM_ALL_GATHER) return true;
-    if (p->cp_comm == PP_CPCOMM_P2P) return !(pp_model_window_share(m) > 0);
-    int64_t hq, hkv;
+    if (pp_parallel_cp_ring(p) > 1 && pp_model_window_share(m) > 0)
+        return false;
+    int64_t hq, hkv, a = pp_parallel_cp_a2a(p);
     tp_rank_heads(p, m, &hq, &hkv);
-    return hq % p->cp == 0 && hkv % p->cp == 0;
+    return hq % a == 0 && hkv % a == 0;
+}
+
+/* cp_a2a's own rules: only with a2a+p2p, which needs it, a divisor of cp
+ * strictly between 1 and cp (Megatron-core's hierarchical sizes multiply
+ * to cp; at 1 or cp one level is empty: p2p or a2a). */
+static int cp_levels_check(const pp_parallel *p, const char *pre, pp_error *e) {
+    bool h = p->cp > 1 && p->cp_comm == PP_CPCOMM_A2A_P2P;
+    if (p->cp_a2a > 0 && !h)
+        return pp_error_set(
+            e, PP_EINPUT,
+            "%scp_a2a: the all-to-all level of "
+            "cp_comm=a2a+p2p (with cp > 1), not of %s",
+            pre,
+            p->cp > 1 ? pp_registry_name(&pp_reg_cp_comm, (int)p->cp_comm)
+                      : "a layout without cp");
+    if (!h) return 0;
+    if (p->cp_a2a == 0)
+        return pp_error_set(e, PP_EINPUT,
+                            "%scp_comm: a2a+p2p needs cp_a2a=N, the ranks of "
+                            "its all-to-all level (Megatron-core's "
+                            "--hierarchical-context-parallel-sizes N cp/N)",
+                            pre);
+    if (p->cp_a2a <= 1 || p->cp_a2a >= p->cp || p->cp % p->cp_a2a != 0)
+        return pp_error_set(e, PP_EINPUT,
+                            "%scp_a2a: expected a divisor of cp (%lld) "
+                            "between 1 and cp, exclusive, got %lld",
+                            pre, (long long)p->cp, (long long)p->cp_a2a);
+    return 0;
 }
 
 int pp__parallel_validate_cp_ep(const pp_parallel *p, const pp_model *m,
@@ -164,23 +207,29 @@ int pp__parallel_validate_cp_ep(const pp_parallel *p, const pp_model *m,
                             "by 2 * cp (%lld)",
                             pre, (long long)m->seq, m->name,
                             (long long)(2 * cp));
+    int rc = cp_levels_check(p, pre, e);
+    if (rc < 0) return rc;
     if (!pp_parallel_cp_comm_ok(p, m)) {
-        if (p->cp_comm == PP_CPCOMM_P2P)
+        const char *how = pp_registry_name(&pp_reg_cp_comm, (int)p->cp_comm);
+        if (pp_parallel_cp_ring(p) > 1 && pp_model_window_share(m) > 0)
             return pp_error_set(e, PP_EINPUT,
                                 "%scp_comm: model %s has sliding-window "
                                 "layers, which Transformer Engine's ring "
-                                "(p2p, the default) does not run; all_gather "
-                                "or a2a",
-                                pre, m->name);
+                                "(%s%s) does not run; all_gather or a2a",
+                                pre, m->name, how,
+                                p->cp_comm == PP_CPCOMM_P2P ? ", the default"
+                                                            : "");
         int64_t hq, hkv;
         tp_rank_heads(p, m, &hq, &hkv);
         return pp_error_set(e, PP_EINPUT,
-                            "%scp_comm: a2a splits each TP rank's heads "
-                            "over cp (%lld): model %s has %lld query and "
+                            "%scp_comm: %s splits each TP rank's heads "
+                            "over %s (%lld): model %s has %lld query and "
                             "%lld K/V heads per TP rank (tp %lld); "
                             "p2p or all_gather split the sequence",
-                            pre, (long long)cp, m->name, (long long)hq,
-                            (long long)hkv, (long long)p->tp);
+                            pre, how,
+                            p->cp_comm == PP_CPCOMM_A2A ? "cp" : "cp_a2a",
+                            (long long)pp_parallel_cp_a2a(p), m->name,
+                            (long long)hq, (long long)hkv, (long long)p->tp);
     }
     if (!pp_model_is_moe(m)) {
         if (ep > 1 || p->etp > 0)

@@ -10,11 +10,13 @@
 #include "models_int.h"
 
 static const char *const spec_keys[] = {
-    "tp",       "pp",        "dp",   "mbs",     "gbs",         "vp",
-    "sp",       "recompute", "zero", "first",   "last",        "dtype",
-    "attn",     "cp",        "ep",   "etp",     "dispatcher",  "permute",
-    "layout",   "graphs",    "fp8",  "offload", "a2a_overlap", "rank_capacity",
-    "fp8_attn", "cp_comm",   NULL};
+    "tp",         "pp",      "dp",          "mbs",
+    "gbs",        "vp",      "sp",          "recompute",
+    "zero",       "first",   "last",        "dtype",
+    "attn",       "cp",      "ep",          "etp",
+    "dispatcher", "permute", "layout",      "graphs",
+    "fp8",        "offload", "a2a_overlap", "rank_capacity",
+    "fp8_attn",   "cp_comm", "cp_a2a",      NULL};
 enum {
     K_TP,
     K_PP,
@@ -41,7 +43,8 @@ enum {
     K_A2A,
     K_RANK_CAPACITY,
     K_FP8_ATTN,
-    K_CP_COMM
+    K_CP_COMM,
+    K_CP_A2A
 };
 
 /* graphs= scopes, in PP_GRAPH_* bit order (Megatron-core's
@@ -213,6 +216,7 @@ static int spec_value(void *ctx, int k, const char *val, pp_error *e) {
     case K_CP: dst = &p->cp; break;
     case K_EP: dst = &p->ep; break;
     case K_ETP: dst = &p->etp; break;
+    case K_CP_A2A: dst = &p->cp_a2a; break;
     case K_OFFLOAD:
         if (pp_parse_i64(val, 0, PP_PARALLEL_MAX, &p->offload) < 0)
             return pp_error_set(e, PP_EINPUT,
@@ -410,6 +414,9 @@ char *pp_parallel_format(const pp_parallel *p, char *buf, size_t len) {
     if (n >= 0 && (size_t)n < len && p->cp_comm != PP_CPCOMM_P2P)
         n += snprintf(buf + n, len - (size_t)n, ",cp_comm=%s",
                       pp_registry_name(&pp_reg_cp_comm, (int)p->cp_comm));
+    if (n >= 0 && (size_t)n < len && p->cp_a2a > 0)
+        n += snprintf(buf + n, len - (size_t)n, ",cp_a2a=%lld",
+                      (long long)p->cp_a2a);
     if (n >= 0 && (size_t)n < len && p->ep > 1)
         n += snprintf(buf + n, len - (size_t)n, ",ep=%lld", (long long)p->ep);
     if (n >= 0 && (size_t)n < len && p->etp > 0)

@@ -411,13 +411,20 @@ static void short_layout(const pp_plan *p, const pp_plan_candidate *c, char *b,
                      (long long)pp_parallel_stage_layers(q, &p->model, 1));
     }
     /* Context and expert parallelism where set; CP's exchange when it is
-     * not the ring (ag: all-gather, a2a: all-to-all). */
+     * not the ring (ag: all-gather, a2a: all-to-all, AxR: a2a+p2p's
+     * levels, Megatron-core's hierarchical sizes). */
     size_t k = strlen(b);
-    if (c->par.cp > 1 && k < len)
-        k += (size_t)snprintf(b + k, len - k, " cp%lld%s", (long long)c->par.cp,
-                              c->par.cp_comm == PP_CPCOMM_ALL_GATHER ? "(ag)"
-                              : c->par.cp_comm == PP_CPCOMM_A2A      ? "(a2a)"
-                                                                     : "");
+    if (c->par.cp > 1 && k < len) {
+        const pp_parallel *q = &c->par;
+        k += (size_t)snprintf(b + k, len - k, " cp%lld", (long long)q->cp);
+        if (q->cp_comm == PP_CPCOMM_A2A_P2P && k < len)
+            k += (size_t)snprintf(b + k, len - k, "(%lldx%lld)",
+                                  (long long)pp_parallel_cp_a2a(q),
+                                  (long long)pp_parallel_cp_ring(q));
+        else if (q->cp_comm != PP_CPCOMM_P2P && k < len)
+            k += (size_t)snprintf(b + k, len - k, "(%s)",
+                                  q->cp_comm == PP_CPCOMM_A2A ? "a2a" : "ag");
+    }
     if (c->par.ep > 1 && k < len)
         k += (size_t)snprintf(b + k, len - k, " ep%lld", (long long)c->par.ep);
     if (c->par.etp > 0 && k < len)

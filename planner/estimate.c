@@ -280,7 +280,8 @@ static int lookup(pp_plan_estimator *x, const pp_parallel *par,
               32 * ((int)par->recompute +
                     PP_RECOMPUTE__COUNT *
                         ((int)par->dtype + PP_PREC__COUNT * kern));
-    int64_t cp = par->cp > 1 ? par->cp : 1, ep = par->ep > 1 ? par->ep : 1;
+    int64_t cp = (par->cp > 1 ? par->cp : 1) + (par->cp_a2a << 32),
+            ep = par->ep > 1 ? par->ep : 1;
     int64_t etp = par->etp;
     if (2 * (x->used + 1) > x->cap) { /* grow: keep the load under 1/2 */
         size_t ncap = 2 * x->cap;

@@ -13,7 +13,9 @@
 typedef struct cost_entry {
     int64_t tp, mbs;
     int sp, rec;
-    int64_t cp, ep, etp; /* 1, 1, 0 for a dense layout */
+    /* 1, 1, 0 for a dense layout; cp with a2a+p2p's cp_a2a above it
+     * (cp + 2^32 cp_a2a, lookup) */
+    int64_t cp, ep, etp;
     bool used;
     pp_layer_cost lc;        /* one layer, the embedding, the head */
     pp_layer_cost emb, head; /* head.params: with a pipeline */

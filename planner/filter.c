@@ -27,7 +27,8 @@ static const char *const dim_names[PP_PLAN_DIM__COUNT + 1] = {
     "fp8",         "offload",
     "a2a_overlap", "rank_capacity",
     "dtype",       "fp8_attn",
-    "cp_comm",     NULL};
+    "cp_comm",     "cp_a2a",
+    NULL};
 
 const char *pp_plan_dim_name(pp_plan_dim d) {
     return (unsigned)d < PP_PLAN_DIM__COUNT ? dim_names[d] : "?";

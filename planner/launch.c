@@ -47,6 +47,15 @@ static const char *cp_comm_type(const pp_parallel *q) {
                : NULL;
 }
 
+/* Whether a2a+p2p's two levels are written: Megatron-core's
+ * --hierarchical-context-parallel-sizes (TransformerConfig's
+ * hierarchical_context_parallel_sizes), the all-to-all level first
+ * ("every two adjacent gpus forms the first level of cp groups" for
+ * 2 4), their product cp. */
+static bool cp_levels(const pp_parallel *q) {
+    return q->cp > 1 && q->cp_comm == PP_CPCOMM_A2A_P2P;
+}
+
 static bool fp8_delayed(const pp_parallel *q) {
     return q->fp8_recipe == PP_FP8_DELAYED || q->fp8_recipe == PP_FP8_AUTO;
 }
@@ -211,6 +220,10 @@ int pp__write_megatron(const pp_plan *p, FILE *fp, pp_error *e) {
     if (q->sp && q->tp > 1) ARG("--sequence-parallel");
     if (q->cp > 1) ARG("--context-parallel-size %lld", (long long)q->cp);
     if (cp_comm_type(q)) ARG("--cp-comm-type %s", cp_comm_type(q));
+    if (cp_levels(q))
+        ARG("--hierarchical-context-parallel-sizes %lld %lld",
+            (long long)pp_parallel_cp_a2a(q),
+            (long long)pp_parallel_cp_ring(q));
     pp__megatron_moe(p, fp);
     if (q->recompute == PP_RECOMPUTE_FULL) {
         /* Every layer's input kept, the layer recomputed: Korthikanti et
@@ -401,6 +414,10 @@ int pp__write_nemo(const pp_plan *p, FILE *fp, pp_error *e) {
     if (q->cp > 1)
         fprintf(fp, "  context_parallel_size: %lld\n", (long long)q->cp);
     if (cp_comm_type(q)) fprintf(fp, "  cp_comm_type: %s\n", cp_comm_type(q));
+    if (cp_levels(q))
+        fprintf(fp, "  hierarchical_context_parallel_sizes: [%lld, %lld]\n",
+                (long long)pp_parallel_cp_a2a(q),
+                (long long)pp_parallel_cp_ring(q));
     pp__nemo_moe(p, fp);
     if (q->graphs) {
         char gs[128];
@@ -597,6 +614,10 @@ int pp__write_nemo2(const pp_plan *p, FILE *fp, pp_error *e) {
         fputs("    overlap_moe_expert_parallel_comm=True,\n", fp);
     if (cp_comm_type(q))
         fprintf(fp, "    cp_comm_type=\"%s\",\n", cp_comm_type(q));
+    if (cp_levels(q))
+        fprintf(fp, "    hierarchical_context_parallel_sizes=[%lld, %lld],\n",
+                (long long)pp_parallel_cp_a2a(q),
+                (long long)pp_parallel_cp_ring(q));
     fputs(")\n\n", fp);
 
     fputs("strategy = nl.MegatronStrategy(\n", fp);

@@ -217,6 +217,7 @@ static int cmp_layout(const pp_plan_candidate *a, const pp_plan_candidate *b) {
     CMP(last);
     CMP(cp);
     CMP(cp_comm);
+    CMP(cp_a2a);
     CMP(ep);
     CMP(etp);
     CMP(recompute_mods);

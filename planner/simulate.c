@@ -95,9 +95,9 @@ static bool twins(const pp_plan_candidate *c, const pp_plan_candidate *d) {
            a->gbs == b->gbs && a->vp == b->vp && a->sp == b->sp &&
            a->recompute == b->recompute &&
            a->recompute_mods == b->recompute_mods && a->cp == b->cp &&
-           a->cp_comm == b->cp_comm && a->ep == b->ep && a->etp == b->etp &&
-           a->dtype == b->dtype && a->a2a_overlap == b->a2a_overlap &&
-           a->offload == b->offload;
+           a->cp_comm == b->cp_comm && a->cp_a2a == b->cp_a2a &&
+           a->ep == b->ep && a->etp == b->etp && a->dtype == b->dtype &&
+           a->a2a_overlap == b->a2a_overlap && a->offload == b->offload;
 }
 
 int pp__plan_jobs(int jobs) {

@@ -184,6 +184,25 @@ int pp__space_check_pins(const pp__space *s, pp_error *e) {
             return pp_error_set(e, PP_EUSAGE, "--fix dtype=%s: %s",
                                 pp_registry_name(&pp_reg_prec, (int)dt), why);
     }
+    /* cp_a2a is a2a+p2p's all-to-all level: it pins that exchange, and a
+     * pinned cp must split into it and a ring (models/moe.c). */
+    if (x[PP_PLAN_DIM_CP_A2A]) {
+        int64_t a = v[PP_PLAN_DIM_CP_A2A];
+        if (x[PP_PLAN_DIM_CP_COMM] &&
+            v[PP_PLAN_DIM_CP_COMM] != PP_CPCOMM_A2A_P2P)
+            return pp_error_set(
+                e, PP_EUSAGE,
+                "--fix cp_a2a=%lld: the all-to-all level of cp_comm=a2a+p2p, "
+                "not of cp_comm=%s",
+                (long long)a,
+                pp_registry_name(&pp_reg_cp_comm, (int)v[PP_PLAN_DIM_CP_COMM]));
+        if (x[PP_PLAN_DIM_CP] &&
+            (a < 2 || a >= v[PP_PLAN_DIM_CP] || v[PP_PLAN_DIM_CP] % a != 0))
+            return pp_error_set(e, PP_EUSAGE,
+                                "--fix cp_a2a=%lld: expected a divisor of cp "
+                                "(%lld) between 1 and cp, exclusive",
+                                (long long)a, (long long)v[PP_PLAN_DIM_CP]);
+    }
     if (x[PP_PLAN_DIM_FP8_ATTN] && v[PP_PLAN_DIM_FP8_ATTN]) {
         /* What simulate refuses for fp8_attn=on (sim/train/step_build.c,
          * models/parallel.c), said once here instead of per candidate. */

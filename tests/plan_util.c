@@ -93,8 +93,8 @@ static const char *const megatron_args[] = {
     "--overlap-grad-reduce", "--overlap-param-gather", "--ddp-bucket-size",
     "--context-parallel-size", "--distributed-backend", "--bf16", "--fp16",
     /* _add_distributed_args: how CP exchanges K/V (Transformer Engine's
-     * p2p, all_gather, a2a) */
-    "--cp-comm-type",
+     * p2p, all_gather, a2a, a2a+p2p) and a2a+p2p's levels */
+    "--cp-comm-type", "--hierarchical-context-parallel-sizes",
     /* _add_network_size_args: --disable-bias-linear (add_bias_linear
      * False, LLaMA-style models); _add_mixed_precision_args: --fp16 (GPUs
      * without bf16, the catalogue's fp16_only) */

@@ -114,6 +114,49 @@ static void test_a2a(void **state) {
     layer_lists_done(&x);
 }
 
+/* cp_comm=a2a+p2p with cp_a2a 2 of cp 4: the all-to-alls of a2a over
+ * the inner level (its own group, the rank's Q/K/V and output, as a2a's),
+ * the ring over the outer two ranks around the attention (K/V of the
+ * same bytes a step, 2 ranks: half p2p's exchange; two kernels
+ * backward, not four), the same FLOPs. */
+static void test_hierarchical(void **state) {
+    (void)state;
+    layer_lists x, ring;
+    build(&x, "a2a+p2p,cp_a2a=2");
+    build(&ring, "p2p");
+    const char *inner[4] = {"cp a2a qkv", "cp a2a out", "cp a2a dout",
+                            "cp a2a dqkv"};
+    const double bytes[4] = {Q + KV, Q, Q, Q + KV};
+    for (int k = 0; k < 4; k++) {
+        const pp_op_table *l = k < 2 ? &x.fw : &x.bw;
+        long i = op_at(l, inner[k]);
+        assert_true(i >= 0);
+        assert_string_equal(l->v[i].group, "cp_a2a");
+        assert_string_equal(l->v[i].coll, "alltoall");
+        assert_true(l->v[i].overlap_s == 0);
+        assert_true(near(l->v[i].bytes, bytes[k]));
+    }
+    long f = op_at(&x.fw, "cp ring attention"),
+         rf = op_at(&ring.fw, "cp ring attention");
+    assert_true(op_at(&x.fw, "cp a2a qkv") < f &&
+                f < op_at(&x.fw, "cp a2a out"));
+    assert_string_equal(x.fw.v[f].group, "cp");
+    assert_true(near(x.fw.v[f].bytes, 2 * KV));
+    assert_true(near(ring.fw.v[rf].bytes, 4 * KV));
+    assert_true(near(x.fw.v[f].flops, F));
+    long b = op_at(&x.bw, "cp ring attention bwd");
+    assert_true(near(x.bw.v[b].bytes, 2 * 2 * KV));
+    assert_true(near(x.bw.v[b].flops, 2.5 * F));
+    /* The ring's own kernels backward: a flash kernel and a dQ sum a
+     * step, 2 steps, and the collective's. */
+    assert_true(x.bw.v[b].kernels == 2 + 2 + 1);
+    /* The ring's sums over its own 2 ranks: 2 + 2.25 passes. */
+    long c = op_at(&x.fw, "cp out correction");
+    assert_true(near(x.fw.v[c].bytes, 4.25 * Q));
+    layer_lists_done(&ring);
+    layer_lists_done(&x);
+}
+
 /* SPEC parsed and valid for m. */
 static pp_parallel valid(const pp_model *m, const char *spec) {
     pp_parallel p = layout(spec);
@@ -137,6 +180,24 @@ static void test_a2a_heads(void **state) {
     assert_false(pp_parallel_cp_comm_ok(&p, &m));
     p.cp_comm = PP_CPCOMM_ALL_GATHER;
     assert_true(pp_parallel_cp_comm_ok(&p, &m));
+    /* a2a+p2p: its inner level splits the heads, cp_a2a its own key. */
+    valid(&m, SPEC ",cp_comm=a2a+p2p,cp_a2a=2");
+    expect_invalid(&m,
+                   "tp=4,pp=1,cp=8,dp=1,mbs=1,gbs=1,cp_comm=a2a+p2p,"
+                   "cp_a2a=4",
+                   "cp_comm: a2a+p2p splits each TP rank's heads over "
+                   "cp_a2a (4): model llama3-70b has 16 query and 2 K/V "
+                   "heads per TP rank (tp 4)");
+    expect_invalid(&m, SPEC ",cp_comm=a2a+p2p",
+                   "cp_comm: a2a+p2p needs cp_a2a=N, the ranks of its "
+                   "all-to-all level (Megatron-core's "
+                   "--hierarchical-context-parallel-sizes N cp/N)");
+    expect_invalid(&m, SPEC ",cp_comm=a2a+p2p,cp_a2a=4",
+                   "cp_a2a: expected a divisor of cp (4) between 1 and cp, "
+                   "exclusive, got 4");
+    expect_invalid(&m, SPEC ",cp_a2a=2",
+                   "cp_a2a: the all-to-all level of cp_comm=a2a+p2p (with "
+                   "cp > 1), not of p2p");
 }
 
 /* Transformer Engine's ring does not run sliding windows: simulate
@@ -178,12 +239,22 @@ static void test_spec(void **state) {
     assert_contains(buf, ",cp_comm=all_gather");
     pp_parallel q = layout(buf);
     assert_int_equal(q.cp_comm, PP_CPCOMM_ALL_GATHER);
+    p = layout(SPEC ",cp_comm=a2a+p2p,cp_a2a=2");
+    pp_parallel_format(&p, buf, sizeof buf);
+    assert_contains(buf, ",cp_comm=a2a+p2p,cp_a2a=2");
+    q = layout(buf);
+    assert_int_equal(q.cp_a2a, 2);
+    assert_int_equal(pp_parallel_cp_a2a(&q), 2);
+    assert_int_equal(pp_parallel_cp_ring(&q), 2);
     p = layout(SPEC ",cp_comm=p2p");
+    assert_int_equal(pp_parallel_cp_a2a(&p), 1);
+    assert_int_equal(pp_parallel_cp_ring(&p), 4);
     pp_parallel_format(&p, buf, sizeof buf);
     assert_null(strstr(buf, "cp_comm"));
-    expect_parallel_error(SPEC ",cp_comm=ring",
-                          "cp_comm: expected one of p2p|all_gather|a2a, got "
-                          "\"ring\"");
+    expect_parallel_error(
+        SPEC ",cp_comm=ring",
+        "cp_comm: expected one of p2p|all_gather|a2a|a2a+p2p, "
+        "got \"ring\"");
 }
 
 /* What the planner's estimator reads: the same bytes, none of them under
@@ -212,16 +283,17 @@ static void test_layer_cost(void **state) {
  * 16 query and 8 K/V heads of 128 a TP rank (tp 2, cp 8).  all_gather:
  * K, V, dK and dV over the whole sequence, 65,536 tokens of 1,024
  * channels each at 2 bytes; a2a: Q, K, V, O and their gradients at the
- * rank's own 8,192 tokens (2,048 channels for Q and O). */
+ * rank's own 8,192 tokens (2,048 channels for Q and O), and a2a+p2p the
+ * same. */
 static void test_memory(void **state) {
     (void)state;
     pp_model m;
     load_model("name=l64k,layers=2,hidden=4096,heads=32,kv_heads=16,"
                "ffn_hidden=14336,ffn=swiglu,seq=65536,vocab=32000",
                &m);
-    double buf[3];
-    const char *comm[3] = {"p2p", "all_gather", "a2a"};
-    for (int i = 0; i < 3; i++) {
+    double buf[4];
+    const char *comm[4] = {"p2p", "all_gather", "a2a", "a2a+p2p,cp_a2a=4"};
+    for (int i = 0; i < 4; i++) {
         char spec[128];
         snprintf(spec, sizeof spec,
                  "tp=2,pp=1,cp=8,dp=1,mbs=1,gbs=1,sp=on,cp_comm=%s", comm[i]);
@@ -234,11 +306,12 @@ static void test_memory(void **state) {
     }
     assert_true(near(buf[1] - buf[0], 4.0 * 65536 * 1024 * 2));
     assert_true(near(buf[2] - buf[0], 2.0 * 8192 * (2 * 2048 + 2 * 1024) * 2));
+    assert_true(near(buf[3], buf[2])); /* a2a's, over its inner level */
 }
 
 /* Simulated, the CP group over two servers (16 query and 8 K/V heads a
  * TP rank): all_gather waits for exchanges the ring hides, a2a for
- * smaller ones. */
+ * smaller ones, a2a+p2p the least. */
 static void test_simulated(void **state) {
     (void)state;
     const char *base =
@@ -246,9 +319,9 @@ static void test_simulated(void **state) {
         "kv_heads=16,ffn_hidden=14336,ffn=swiglu,seq=65536,vocab=32000,"
         "bias=false --cluster dgx-h100-ndr --set node.count=2 --parallel "
         "tp=2,cp=8,dp=1,mbs=1,gbs=1";
-    double cp_s[3];
-    const char *comm[3] = {"p2p", "all_gather", "a2a"};
-    for (int i = 0; i < 3; i++) {
+    double cp_s[4];
+    const char *comm[4] = {"p2p", "all_gather", "a2a", "a2a+p2p,cp_a2a=4"};
+    for (int i = 0; i < 4; i++) {
         json_t *o = cli_json_ok("%s,cp_comm=%s --memory-check off "
                                 "--format json",
                                 base, comm[i]);
@@ -258,6 +331,9 @@ static void test_simulated(void **state) {
     }
     assert_true(cp_s[1] > cp_s[0]);
     assert_true(cp_s[2] > 0 && cp_s[2] < cp_s[1]);
+    /* The all-to-all inside each server (tp 2 x 4), the ring of two over
+     * the network: less exposed than either. */
+    assert_true(cp_s[3] > 0 && cp_s[3] < cp_s[0] && cp_s[3] < cp_s[2]);
 }
 
 /* plan searches the exchange: each way Transformer Engine runs for the
@@ -275,11 +351,12 @@ static void test_plan_search(void **state) {
     const char *base = L64K " --gpus 16";
     json_t *plan = cli_json_ok("%s", base), *cs, *c;
     cs = json_object_get(plan, "candidates");
-    size_t i, n[3] = {0, 0, 0};
+    size_t i, n[4] = {0, 0, 0, 0};
     json_t *by_spec = json_object();
     json_array_foreach(cs, i, c) {
         const char *par = json_string_value(json_object_get(c, "parallel"));
         int k = strstr(par, "cp_comm=all_gather") ? 1
+                : strstr(par, "cp_comm=a2a+p2p")  ? 3
                 : strstr(par, "cp_comm=a2a")      ? 2
                                                   : 0;
         n[k]++;
@@ -300,12 +377,24 @@ static void test_plan_search(void **state) {
             json_object_set_new(by_spec, key, json_real(est));
         }
     }
-    assert_true(n[0] > 0 && n[1] > 0 && n[2] > 0);
+    assert_true(n[0] > 0 && n[1] > 0 && n[2] > 0 && n[3] > 0);
     json_decref(by_spec);
     json_decref(plan);
     plan = cli_json_ok("%s --exclude cp_comm=p2p", base);
     assert_true(cli_candidates_all(plan, "cp_comm=", 1) > 0);
     json_decref(plan);
+    /* The level pins the exchange. */
+    plan = cli_json_ok("%s --fix cp_a2a=2", base);
+    assert_true(cli_candidates_all(plan, "cp_comm=a2a+p2p,cp_a2a=2", 1) > 0);
+    json_decref(plan);
+    cli_expect(2,
+               "--fix cp_a2a=8: expected a divisor of cp (8) between 1 "
+               "and cp, exclusive",
+               "%s --fix cp_a2a=8", base);
+    cli_expect(2,
+               "--fix cp_a2a=2: the all-to-all level of "
+               "cp_comm=a2a+p2p, not of cp_comm=a2a",
+               "%s --fix cp_comm=a2a,cp_a2a=2", base);
     /* tp x pp x cp x dp: the pinned four are the GPU count. */
     cli_expect(0, "cp_comm=a2a", L64K " --gpus 32 --fix pp=1,dp=2,cp_comm=a2a");
     cli_expect(2, "--fix: tp x pp x cp x dp = 16, not the 32 GPUs of --gpus",
@@ -314,33 +403,44 @@ static void test_plan_search(void **state) {
 }
 
 /* Megatron-LM's flag, Transformer Engine's value. */
+#define L64K_PLAN                                                              \
+    "plan --model name=l64k,layers=8,hidden=4096,heads=32,kv_heads=8,"         \
+    "ffn_hidden=14336,ffn=swiglu,seq=65536,vocab=32000,bias=false "            \
+    "--cluster dgx-h100-ndr --gpus 16 --global-batch 16 "
 static void test_launch(void **state) {
     (void)state;
     cli_result r;
     char v[64];
-    cli_runf(&r, "plan --model name=l64k,layers=8,hidden=4096,heads=32,"
-                 "kv_heads=8,ffn_hidden=14336,ffn=swiglu,seq=65536,"
-                 "vocab=32000,bias=false --cluster dgx-h100-ndr --gpus 16 "
-                 "--global-batch 16 --fix cp=8,cp_comm=all_gather "
-                 "--format megatron");
+    cli_runf(&r, L64K_PLAN "--fix cp=8,cp_comm=all_gather --format megatron");
     assert_int_equal(r.status, 0);
     assert_string_equal(megatron_value(r.out, "--cp-comm-type", v, sizeof v),
                         "all_gather");
     cli_result_free(&r);
+    /* a2a+p2p's levels, the all-to-all's first. */
+    cli_runf(&r, L64K_PLAN "--fix cp=8,cp_a2a=4 --format megatron");
+    assert_int_equal(r.status, 0);
+    assert_string_equal(megatron_value(r.out, "--cp-comm-type", v, sizeof v),
+                        "a2a+p2p");
+    assert_contains(r.out, "--hierarchical-context-parallel-sizes 4 2 ");
+    cli_result_free(&r);
+    cli_expect(0, "  hierarchical_context_parallel_sizes: [4, 2]\n",
+               L64K_PLAN "--fix cp=8,cp_a2a=4 --format nemo");
+#undef L64K_PLAN
     cli_expect(2,
-               "--fix: cp_comm: expected one of p2p|all_gather|a2a, got "
-               "\"ring\"",
+               "--fix: cp_comm: expected one of p2p|all_gather|a2a|a2a+p2p, "
+               "got \"ring\"",
                "plan --model llama3-8b --cluster dgx-h100-ndr --gpus 16 "
                "--global-batch 16 --fix cp_comm=ring");
 }
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_all_gather),  cmocka_unit_test(test_a2a),
-        cmocka_unit_test(test_a2a_heads),   cmocka_unit_test(test_window),
-        cmocka_unit_test(test_spec),        cmocka_unit_test(test_layer_cost),
-        cmocka_unit_test(test_memory),      cmocka_unit_test(test_simulated),
-        cmocka_unit_test(test_plan_search), cmocka_unit_test(test_launch),
+        cmocka_unit_test(test_all_gather),   cmocka_unit_test(test_a2a),
+        cmocka_unit_test(test_hierarchical), cmocka_unit_test(test_a2a_heads),
+        cmocka_unit_test(test_window),       cmocka_unit_test(test_spec),
+        cmocka_unit_test(test_layer_cost),   cmocka_unit_test(test_memory),
+        cmocka_unit_test(test_simulated),    cmocka_unit_test(test_plan_search),
+        cmocka_unit_test(test_launch),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -255,10 +255,15 @@ typedef struct pp_parallel {
      * core's default for --expert-tensor-parallel-size); see
      * pp_parallel_etp. */
     int64_t cp, ep, etp;
-    /* How the CP ranks exchange K/V (cp_comm=p2p|all_gather|a2a; p2p,
-     * Megatron-core's default, unless set): sim/train/attn.c prices
-     * each as Transformer Engine runs it. */
+    /* How the CP ranks exchange K/V (cp_comm=p2p|all_gather|a2a|a2a+p2p;
+     * p2p, Megatron-core's default, unless set): sim/train/attn.c prices
+     * each as Transformer Engine runs it.  cp_a2a: with a2a+p2p, the
+     * ranks of the all-to-all level (Megatron-core's
+     * --hierarchical-context-parallel-sizes cp_a2a cp/cp_a2a), 0
+     * otherwise; pp_parallel_cp_a2a and pp_parallel_cp_ring give the two
+     * levels' sizes for every exchange. */
     pp_cp_comm cp_comm;
+    int64_t cp_a2a;
     /* The MoE token dispatcher (dispatcher=alltoall|deepep; auto: the
      * stack's, pp_stack_resolve).  `deepep` is the resolved choice the
      * simulator reads: DeepEP's (and DeepSeek-V3's) dispatch, one copy of
@@ -421,10 +426,17 @@ int64_t pp_parallel_etp(const pp_parallel *p);
 /* Whether Transformer Engine runs layout p's cp_comm for model m (true
  * without CP): a2a where cp divides each TP rank's query heads and K/V
  * heads (its all-to-all gives each CP rank 1/cp of them; K/V heads fewer
- * than tp count one); p2p, the ring, where no layer has a sliding window
- * (its tests skip "CP implementation with KV P2P does not support
- * sliding window yet"); all_gather always. */
+ * than tp count one), a2a+p2p likewise with cp_a2a; p2p and a2a+p2p, the
+ * ring, where no layer has a sliding window (its tests skip "CP
+ * implementation with KV P2P does not support sliding window yet");
+ * all_gather always. */
 bool pp_parallel_cp_comm_ok(const pp_parallel *p, const pp_model *m);
+/* The CP ranks one all-to-all spans: cp under a2a, cp_a2a under
+ * a2a+p2p, 1 otherwise (no all-to-all). */
+int64_t pp_parallel_cp_a2a(const pp_parallel *p);
+/* The CP ranks round one ring: cp under p2p, cp / cp_a2a under a2a+p2p,
+ * 1 otherwise (no ring). */
+int64_t pp_parallel_cp_ring(const pp_parallel *p);
 /* One rank's routed experts in an MoE layer under layout p, balanced
  * routing (models/moe.c; what sim/train/moe.c prices and models/gemms.c
  * lists): the rank's tokens s b / (cp tp); its local experts E / ep (at

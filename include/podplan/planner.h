@@ -70,7 +70,9 @@ typedef enum {
                                   pinned only: then every candidate is
                                   FP8 with it) */
     PP_PLAN_DIM_CP_COMM,       /* a pp_cp_comm, how CP exchanges K/V
-                                  (default p2p; pinned only) */
+                                  (searched where the model allows) */
+    PP_PLAN_DIM_CP_A2A,        /* a2a+p2p's all-to-all level (searched:
+                                  the divisors of cp it allows) */
     PP_PLAN_DIM__COUNT
 } pp_plan_dim;
 

@@ -113,14 +113,18 @@ extern "C" {
 
 /* How context parallelism exchanges the sequence's K/V (SPEC cp_comm=,
  * Megatron-core's --cp-comm-type names and Transformer Engine's three
- * context-parallel attention functions). */
+ * context-parallel attention functions; a2a+p2p is the ring's with
+ * Ulysses' all-to-all inside it). */
 #define PP_CPCOMM_MAP(X)                                                       \
     X(P2P, "p2p",                                                              \
       "K/V passed round a ring, each step beside attention (the default)")     \
     X(ALL_GATHER, "all_gather",                                                \
       "K/V all-gathered before attention, exposed (Llama 3's)")                \
     X(A2A, "a2a",                                                              \
-      "all-to-all of Q/K/V to split heads, not sequence (DeepSpeed-Ulysses)")
+      "all-to-all of Q/K/V to split heads, not sequence (DeepSpeed-Ulysses)")  \
+    X(A2A_P2P, "a2a+p2p",                                                      \
+      "all-to-all over cp_a2a ranks, then the ring over the rest "             \
+      "(hierarchical)")
 
 /* How dtype=fp8 scales its tensors (SPEC fp8=, Megatron-core's
  * --fp8-recipe names): auto is the stack's (fp8.recipe). */

@@ -28,10 +28,21 @@ static bool cp_is(const pp__shape *s, pp_cp_comm c) {
     return s->p->cp > 1 && s->p->cp_comm == c;
 }
 
-/* Whether the layout's CP passes K/V round Transformer Engine's ring
- * (cp_comm=p2p). */
+/* The CP ranks round Transformer Engine's ring (cp_comm=p2p: all of
+ * them; a2a+p2p: the outer level's, cp / cp_a2a), 1 without a ring. */
+static double ring_n(const pp__shape *s) {
+    return (double)pp_parallel_cp_ring(s->p);
+}
+
+/* Whether the layout's CP passes K/V round the ring. */
 static bool ring(const pp__shape *s) {
-    return cp_is(s, PP_CPCOMM_P2P);
+    return ring_n(s) > 1;
+}
+
+/* The CP ranks an all-to-all of Ulysses spans (cp_comm=a2a: all of
+ * them; a2a+p2p: the inner level's, cp_a2a), 1 without one. */
+static double a2a_n(const pp__shape *s) {
+    return (double)pp_parallel_cp_a2a(s->p);
 }
 
 /* The kernels one rank's attention runs one after another: one, except
@@ -47,7 +58,7 @@ static bool ring(const pp__shape *s) {
  * runs on the current stream after the last, each at its own size's
  * rate. */
 static double flash_serial(const pp__shape *s, bool bwd) {
-    return bwd && ring(s) ? (double)s->p->cp : 1.0;
+    return bwd && ring(s) ? ring_n(s) : 1.0;
 }
 
 /* The kernels launched.  cp_comm=all_gather (AttnFuncWithCPAndKVAll-
@@ -92,15 +103,14 @@ static void flash(const pp__shape *s, pp__oplist *l, const char *name,
     o->time_s = t / lf + o->kernels * s->g->launch_s;
 }
 
-/* This rank's attention kernel: its s/cp queries against all s keys,
- * or under cp_comm=a2a all s queries of 1/cp of its heads (the same
- * FLOPs; the size the kernel's rate reads). */
+/* This rank's attention kernel: its s/cp queries against all s keys;
+ * after an all-to-all over n ranks, n times the queries of 1/n of its
+ * heads (cp_comm=a2a: all s; a2a+p2p: s / ring, the ring's block).  The
+ * same FLOPs; the size the kernel's rate reads. */
 static void flash_core(const pp__shape *s, const pp__dims *x, pp__oplist *l,
                        const char *name, bool bwd) {
-    if (cp_is(s, PP_CPCOMM_A2A))
-        flash(s, l, name, x->heads / x->cp, x->sk, x->sk, x->dc, bwd);
-    else
-        flash(s, l, name, x->heads, x->sq, x->sk, x->dc, bwd);
+    double n = a2a_n(s);
+    flash(s, l, name, x->heads / n, x->sq * n, x->sk, x->dc, bwd);
 }
 
 /* The bookkeeping of Transformer Engine's ring (AttnFuncWithCPAndKVP2P,
@@ -115,11 +125,13 @@ static void flash_core(const pp__shape *s, const pp__dims *x, pp__oplist *l,
  * second half does that on half (1.5); besides, a softmax-LSE correction
  * a step.  Backward: K/V are copied into the ring's buffer, and each
  * step's dQ and dK/dV are added into their sums the same way (the first
- * a copy).  Rank r of cp has r whole-sequence steps and cp - 1 - r half
- * ones; the mean over the ranks is 2 + 2.25 (cp - 1) passes of the
- * tensor. */
-static double cp_passes(const pp__dims *x) {
-    return 2.0 + 2.25 * (x->cp - 1.0);
+ * a copy).  Rank r of the ring's n has r whole-sequence steps and
+ * n - 1 - r half ones; the mean over the ranks is 2 + 2.25 (n - 1)
+ * passes of the tensor.  Under a2a+p2p the ring runs on what the
+ * all-to-all gave the rank, n times the tokens of 1/n of the heads
+ * (n = cp_a2a): the same bytes. */
+static double cp_passes(const pp__shape *s) {
+    return 2.0 + 2.25 * (ring_n(s) - 1.0);
 }
 
 /* K and V of this rank's s/cp tokens, 16-bit: what one ring step sends. */
@@ -139,10 +151,10 @@ static void cp_pack(const pp__shape *s, const pp__dims *x, pp__oplist *l,
 }
 
 /* One of the ring's sums: `kernels` kernels over a tensor of `bytes`. */
-static void cp_sum(const pp__shape *s, const pp__dims *x, pp__oplist *l,
-                   const char *name, double bytes, double kernels) {
+static void cp_sum(const pp__shape *s, pp__oplist *l, const char *name,
+                   double bytes, double kernels) {
     if (!ring(s)) return;
-    pp__op_mem(s, l, name, cp_passes(x) * bytes)->kernels = kernels;
+    pp__op_mem(s, l, name, cp_passes(s) * bytes)->kernels = kernels;
 }
 
 /* Context parallelism (Megatron-core's ring attention, Liu et al. 2023):
@@ -168,21 +180,23 @@ static void cp_wrap(const pp__shape *s, const pp__dims *x, pp__oplist *l,
     pp__op *o = pp__op_push(l, name, PP__OP_COMM);
     o->kernels = k + 1.0;
     o->coll = PP_COLL_ALLGATHER;
-    o->bytes = mult * cp_kv_bytes(x) * x->cp;
+    o->bytes = mult * cp_kv_bytes(x) * ring_n(s);
     o->group = PP__GRP_CP;
     o->overlap_s = t;
     o->flops = f;
 }
 
-/* A CP collective nothing overlaps (cp_comm=all_gather or a2a): the
- * stage waits for it. */
-static void cp_exposed(pp__oplist *l, const char *name, pp_coll_op op,
-                       double bytes, double kernels) {
+/* A CP collective nothing overlaps (cp_comm=all_gather, a2a, and
+ * a2a+p2p's all-to-alls): the stage waits for it.  `group`: PP__GRP_CP,
+ * the CP ranks, or PP__GRP_CPA, a2a+p2p's inner level. */
+static pp__op *cp_exposed(pp__oplist *l, const char *name, pp_coll_op op,
+                          double bytes, double kernels) {
     pp__op *o = pp__op_push(l, name, PP__OP_COMM);
     o->kernels = kernels;
     o->coll = op;
     o->bytes = bytes;
     o->group = PP__GRP_CP;
+    return o;
 }
 
 /* Q (d_qk wide per head) of this rank's s/cp tokens, 16-bit. */
@@ -227,11 +241,16 @@ static void ag_after(const pp__shape *s, const pp__dims *x, pp__oplist *l,
  * Backward the same with dO in and dQ, dK, dV out.  Each side of an
  * all-to-all reshapes its tensors into and out of the exchange's order
  * (flash_attn_a2a_communicate: a contiguous copy before and after, read
- * and write each time).  Nothing overlaps the exchanges. */
+ * and write each time).  Nothing overlaps the exchanges.  cp_comm=
+ * a2a+p2p (AttnFuncWithCPAndKVP2P given two groups) runs the same
+ * all-to-alls over its inner level, cp_a2a consecutive CP ranks, before
+ * and after the ring over the outer one. */
 static void a2a(const pp__shape *s, const pp__dims *x, pp__oplist *l,
                 const char *name, double bytes, double tensors) {
+    (void)x;
     pp__op_mem(s, l, "cp a2a reorder", 4.0 * bytes)->kernels = 2 * tensors;
-    cp_exposed(l, name, PP_COLL_ALLTOALL, bytes, tensors);
+    cp_exposed(l, name, PP_COLL_ALLTOALL, bytes, tensors)->group =
+        ring(s) ? PP__GRP_CPA : PP__GRP_CP;
 }
 
 /* The exposed exchange before the attention core's kernels (the ring's
@@ -240,9 +259,9 @@ static void cp_before(const pp__shape *s, const pp__dims *x, pp__oplist *l,
                       bool bwd) {
     if (cp_is(s, PP_CPCOMM_ALL_GATHER))
         ag_before(s, x, l);
-    else if (cp_is(s, PP_CPCOMM_A2A) && bwd)
+    else if (a2a_n(s) > 1 && bwd)
         a2a(s, x, l, "cp a2a dout", cp_out_bytes(x), 1);
-    else if (cp_is(s, PP_CPCOMM_A2A))
+    else if (a2a_n(s) > 1)
         a2a(s, x, l, "cp a2a qkv", cp_q_bytes(x) + cp_kv_bytes(x), 3);
 }
 
@@ -251,9 +270,9 @@ static void cp_after(const pp__shape *s, const pp__dims *x, pp__oplist *l,
                      bool bwd) {
     if (cp_is(s, PP_CPCOMM_ALL_GATHER))
         ag_after(s, x, l, bwd);
-    else if (cp_is(s, PP_CPCOMM_A2A) && bwd)
+    else if (a2a_n(s) > 1 && bwd)
         a2a(s, x, l, "cp a2a dqkv", cp_q_bytes(x) + cp_kv_bytes(x), 3);
-    else if (cp_is(s, PP_CPCOMM_A2A))
+    else if (a2a_n(s) > 1)
         a2a(s, x, l, "cp a2a out", cp_out_bytes(x), 1);
 }
 
@@ -291,7 +310,7 @@ void pp__ops_attn_fwd(const pp__shape *s, const pp__dims *x, pp__oplist *l) {
         cp_wrap(s, x, l, from, 1.0, "cp ring attention");
         /* After the ring: the outputs' corrections (cp kernels) and the
          * softmax-LSE ones of the steps (cp - 1, and its first copy). */
-        cp_sum(s, x, l, "cp out correction", cp_out_bytes(x), 2.0 * x->cp);
+        cp_sum(s, l, "cp out correction", cp_out_bytes(x), 2.0 * ring_n(s));
         cp_after(s, x, l, false);
         return;
     }
@@ -322,7 +341,7 @@ void pp__ops_attn_bwd(const pp__shape *s, const pp__dims *x, pp__oplist *l) {
         flash_core(s, x, l, "flash attn bwd", true);
         /* dQ is summed while the step's dK/dV travel (before TE's "wait
          * until dKV is received"); dK/dV are summed after it arrives. */
-        cp_sum(s, x, l, "cp dq accumulate", cp_out_bytes(x), x->cp);
+        cp_sum(s, l, "cp dq accumulate", cp_out_bytes(x), ring_n(s));
     } else {
         /* scores x V backward: d(probs) = dO V^T and dV = P^T dO. */
         pp__op_gemm(s, l, "attn values dgrad", x->heads, x->sq, x->sk, x->dc);
@@ -336,6 +355,6 @@ void pp__ops_attn_bwd(const pp__shape *s, const pp__dims *x, pp__oplist *l) {
     }
     cp_wrap(s, x, l, core0, 2.0, "cp ring attention bwd");
     if (s->p->flash)
-        cp_sum(s, x, l, "cp dkv accumulate", cp_kv_bytes(x), x->cp);
+        cp_sum(s, l, "cp dkv accumulate", cp_kv_bytes(x), ring_n(s));
     cp_after(s, x, l, true);
 }

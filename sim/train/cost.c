@@ -77,7 +77,7 @@ static void grp_scan(const pp__oplist *l, size_t from, size_t to, int32_t *ep_n,
         if (o->group == PP__GRP_EP) {
             (*ep_n)++;
             *ep_bytes = o->bytes;
-        } else if (o->group == PP__GRP_CP) {
+        } else if (o->group == PP__GRP_CP || o->group == PP__GRP_CPA) {
             *cp_bytes += o->bytes;
             *cp_ovl += o->overlap_s;
         }

@@ -44,7 +44,10 @@ static const char *kind_name(pp__op_kind k) {
 }
 
 static const char *group_name(uint8_t g) {
-    return g == PP__GRP_CP ? "cp" : g == PP__GRP_EP ? "ep" : "tp";
+    return g == PP__GRP_CP    ? "cp"
+           : g == PP__GRP_CPA ? "cp_a2a"
+           : g == PP__GRP_EP  ? "ep"
+                              : "tp";
 }
 
 int pp__mtp_layer_kind(const pp_model *m) {

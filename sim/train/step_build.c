@@ -461,6 +461,8 @@ static int setup(step *S, const pp_step_config *cfg, pp_error *e) {
     S->tp = (int32_t)p->tp;
     S->pp = (int32_t)p->pp;
     S->cp = p->cp > 1 ? (int32_t)p->cp : 1;
+    S->cp_a2a =
+        p->cp_comm == PP_CPCOMM_A2A_P2P ? (int32_t)pp_parallel_cp_a2a(p) : 1;
     S->dp = (int32_t)p->dp * S->cp;
     S->vp = (int32_t)p->vp;
     S->V = S->pp * S->vp;

@@ -28,24 +28,35 @@ static void group_done_compute(pp_engine *eng, void *ctx, uint64_t arg) {
     if (!S->failed) pp__step_overlap_end(S, &S->st[ARG_I(arg)], ST_CP);
 }
 
+/* A CP collective on every CP group of stage st: the whole CP group, or
+ * under cp_comm=a2a+p2p one of Megatron-core's hierarchical levels
+ * (parallel_state.py, create_hierarchical_parallel_groups): the first,
+ * cp_a2a consecutive CP ranks, runs the all-to-alls (PP__GRP_CPA); the
+ * second, the ranks cp_a2a apart, the ring (PP__GRP_CP). */
 static void cp_ring(step *S, stage *st, const item *it) {
-    int32_t p = st->p, cp = S->cp, dp = S->dp / cp;
+    int32_t p = st->p, cp = S->cp, dp = S->dp / cp, a = S->cp_a2a;
+    bool inner = it->grp == PP__GRP_CPA;
+    int32_t n = inner ? a : cp / a, stride = inner ? 1 : a, groups = cp / n;
     int32_t *g = S->grp;
-    st->pending = dp * S->tp + 1;
+    st->pending = dp * S->tp * groups + 1;
     pp__step_enter(S, st, ST_COMPUTE);
     if (pp__sim_tracing(S->sim))
         for (int32_t k = 0; k < S->tp; k++)
             pp__sim_trace_span(S->sim, D(S, k, p, 0), it->label,
                                pp_sim_now(S->sim), pp_sim_now(S->sim) + it->t);
     pp_engine_after(S->eng, it->t, group_done_compute, S, ARG(K_GRP, p));
-    /* Ring attention passes K/V to the next CP rank, cp - 1 times: a ring
-     * all-gather's traffic, one channel. */
+    /* Ring attention passes K/V to the next rank of the ring, n - 1
+     * times: a ring all-gather's traffic, one channel (the exposed
+     * exchanges run theirs likewise). */
     for (int32_t d = 0; d < dp && !S->failed; d++)
-        for (int32_t t = 0; t < S->tp && !S->failed; t++) {
-            for (int32_t c = 0; c < cp; c++) g[c] = D(S, t, p, d * cp + c);
-            pp__step_coll(S, (pp_coll_op)it->coll, PP_ALGO_RING, it->x, g,
-                          (size_t)cp, 1, ARG(K_GRP, p));
-        }
+        for (int32_t t = 0; t < S->tp && !S->failed; t++)
+            for (int32_t j = 0; j < groups && !S->failed; j++) {
+                int32_t base = d * cp + (inner ? j * n : j);
+                for (int32_t c = 0; c < n; c++)
+                    g[c] = D(S, t, p, base + c * stride);
+                pp__step_coll(S, (pp_coll_op)it->coll, PP_ALGO_RING, it->x, g,
+                              (size_t)n, 1, ARG(K_GRP, p));
+            }
 }
 
 /* Servers an EP group spans when its members fill them in order, the same
@@ -168,7 +179,7 @@ size_t pp__step_dp_group(const step *S, int32_t p, int q, int32_t j,
 }
 
 void pp__step_group_coll(step *S, stage *st, const item *it) {
-    if (it->grp == PP__GRP_CP)
+    if (it->grp == PP__GRP_CP || it->grp == PP__GRP_CPA)
         cp_ring(S, st, it);
     else
         ep_alltoall(S, st, it);

@@ -48,7 +48,9 @@ typedef struct pp__op {
     uint8_t scope;
 } pp__op;
 
-enum { PP__GRP_TP = 0, PP__GRP_CP, PP__GRP_EP };
+/* A collective's group: TP, CP (all the CP ranks; under cp_comm=a2a+p2p
+ * the ring's outer level), EP, or CPA (a2a+p2p's all-to-all level). */
+enum { PP__GRP_TP = 0, PP__GRP_CP, PP__GRP_EP, PP__GRP_CPA };
 
 typedef struct pp__oplist {
     pp__op *v;

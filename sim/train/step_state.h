@@ -163,6 +163,9 @@ typedef struct step {
      * reduced with the DP ones, as Megatron-core's dp-cp group does);
      * replica d' is DP rank d' / cp, CP rank d' % cp. */
     int32_t tp, pp, dp, vp, V, nmb, cp;
+    /* cp_comm=a2a+p2p: the CP ranks of its all-to-all level (cp_a2a); 1
+     * otherwise. */
+    int32_t cp_a2a;
     int32_t *dev;       /* [(d pp + p) tp + t] */
     program *fwd, *bwd; /* [V] */
     /* [V x V] a forward of chunk vf run with a backward of chunk vb
