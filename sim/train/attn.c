@@ -187,8 +187,8 @@ static void cp_wrap(const pp__shape *s, const pp__dims *x, pp__oplist *l,
 }
 
 /* A CP collective nothing overlaps (cp_comm=all_gather, a2a, and
- * a2a+p2p's all-to-alls): the stage waits for it.  `group`: PP__GRP_CP,
- * the CP ranks, or PP__GRP_CPA, a2a+p2p's inner level. */
+ * a2a+p2p's all-to-alls): the stage waits for it.  On all the CP ranks;
+ * the caller moves a2a+p2p's to its inner level (PP__GRP_CPA). */
 static pp__op *cp_exposed(pp__oplist *l, const char *name, pp_coll_op op,
                           double bytes, double kernels) {
     pp__op *o = pp__op_push(l, name, PP__OP_COMM);
@@ -245,9 +245,8 @@ static void ag_after(const pp__shape *s, const pp__dims *x, pp__oplist *l,
  * a2a+p2p (AttnFuncWithCPAndKVP2P given two groups) runs the same
  * all-to-alls over its inner level, cp_a2a consecutive CP ranks, before
  * and after the ring over the outer one. */
-static void a2a(const pp__shape *s, const pp__dims *x, pp__oplist *l,
-                const char *name, double bytes, double tensors) {
-    (void)x;
+static void a2a(const pp__shape *s, pp__oplist *l, const char *name,
+                double bytes, double tensors) {
     pp__op_mem(s, l, "cp a2a reorder", 4.0 * bytes)->kernels = 2 * tensors;
     cp_exposed(l, name, PP_COLL_ALLTOALL, bytes, tensors)->group =
         ring(s) ? PP__GRP_CPA : PP__GRP_CP;
@@ -260,9 +259,9 @@ static void cp_before(const pp__shape *s, const pp__dims *x, pp__oplist *l,
     if (cp_is(s, PP_CPCOMM_ALL_GATHER))
         ag_before(s, x, l);
     else if (a2a_n(s) > 1 && bwd)
-        a2a(s, x, l, "cp a2a dout", cp_out_bytes(x), 1);
+        a2a(s, l, "cp a2a dout", cp_out_bytes(x), 1);
     else if (a2a_n(s) > 1)
-        a2a(s, x, l, "cp a2a qkv", cp_q_bytes(x) + cp_kv_bytes(x), 3);
+        a2a(s, l, "cp a2a qkv", cp_q_bytes(x) + cp_kv_bytes(x), 3);
 }
 
 /* The exposed exchange after them. */
@@ -271,9 +270,9 @@ static void cp_after(const pp__shape *s, const pp__dims *x, pp__oplist *l,
     if (cp_is(s, PP_CPCOMM_ALL_GATHER))
         ag_after(s, x, l, bwd);
     else if (a2a_n(s) > 1 && bwd)
-        a2a(s, x, l, "cp a2a dqkv", cp_q_bytes(x) + cp_kv_bytes(x), 3);
+        a2a(s, l, "cp a2a dqkv", cp_q_bytes(x) + cp_kv_bytes(x), 3);
     else if (a2a_n(s) > 1)
-        a2a(s, x, l, "cp a2a out", cp_out_bytes(x), 1);
+        a2a(s, l, "cp a2a out", cp_out_bytes(x), 1);
 }
 
 /* fp8_attn=on's casts around the kernel (Transformer Engine's FP8
