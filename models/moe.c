@@ -157,10 +157,15 @@ int64_t pp_parallel_cp_ring(const pp_parallel *p) {
                                              : 1;
 }
 
+/* Whether layout p runs the ring on a model with sliding windows, which
+ * Transformer Engine's ring does not do. */
+static bool ring_meets_window(const pp_parallel *p, const pp_model *m) {
+    return pp_parallel_cp_ring(p) > 1 && pp_model_window_share(m) > 0;
+}
+
 bool pp_parallel_cp_comm_ok(const pp_parallel *p, const pp_model *m) {
     if (p->cp <= 1 || p->cp_comm == PP_CPCOMM_ALL_GATHER) return true;
-    if (pp_parallel_cp_ring(p) > 1 && pp_model_window_share(m) > 0)
-        return false;
+    if (ring_meets_window(p, m)) return false;
     int64_t hq, hkv, a = pp_parallel_cp_a2a(p);
     tp_rank_heads(p, m, &hq, &hkv);
     return hq % a == 0 && hkv % a == 0;
@@ -211,7 +216,7 @@ int pp__parallel_validate_cp_ep(const pp_parallel *p, const pp_model *m,
     if (rc < 0) return rc;
     if (!pp_parallel_cp_comm_ok(p, m)) {
         const char *how = pp_registry_name(&pp_reg_cp_comm, (int)p->cp_comm);
-        if (pp_parallel_cp_ring(p) > 1 && pp_model_window_share(m) > 0)
+        if (ring_meets_window(p, m))
             return pp_error_set(e, PP_EINPUT,
                                 "%scp_comm: model %s has sliding-window "
                                 "layers, which Transformer Engine's ring "

@@ -310,60 +310,61 @@ static int walk_experts(const pp__space *s, pp_parallel *p, pp__space_fn fn,
     return 0;
 }
 
-/* a2a+p2p's all-to-all level, then walk_experts: each divisor of cp
- * strictly between 1 and cp (pinned: that one) the model's heads allow;
- * for the other exchanges walk_experts alone. */
+/* Whether the exchange is pinned (--fix cp_comm, or cp_a2a, which pins
+ * a2a+p2p). */
+static bool cp_pinned(const pp__space *s) {
+    const pp_plan_filter *f = s->filter;
+    return f && (f->fixed[PP_PLAN_DIM_CP_COMM] || f->fixed[PP_PLAN_DIM_CP_A2A]);
+}
+
+/* Layout p's exchange, then walk_experts, where Transformer Engine runs
+ * it for the model (pp_parallel_cp_comm_ok: a2a and a2a+p2p's all-to-all
+ * need their ranks to divide each TP rank's heads, the ring refuses
+ * sliding windows); a pinned one it does not run is a rejection, a
+ * searched one is just not a candidate. */
+static int walk_exchange(const pp__space *s, pp_parallel *p, pp__space_fn fn,
+                         void *ctx, pp_error *e) {
+    if (pp_parallel_cp_comm_ok(p, s->m)) return walk_experts(s, p, fn, ctx, e);
+    if (cp_pinned(s)) reject(s, PP_PLAN_REJECT_PINNED);
+    return 0;
+}
+
+/* a2a+p2p at each all-to-all level: the divisors of cp strictly between
+ * 1 and cp (pinned: that one); the other exchanges once. */
 static int walk_cp_levels(const pp__space *s, pp_parallel *p, pp__space_fn fn,
                           void *ctx, pp_error *e) {
-    if (p->cp <= 1 || p->cp_comm != PP_CPCOMM_A2A_P2P) {
-        p->cp_a2a = 0;
-        if (!pp_parallel_cp_comm_ok(p, s->m)) {
-            reject(s, PP_PLAN_REJECT_PINNED);
-            return 0;
-        }
-        return walk_experts(s, p, fn, ctx, e);
-    }
+    p->cp_a2a = 0;
+    if (p->cp <= 1 || p->cp_comm != PP_CPCOMM_A2A_P2P)
+        return walk_exchange(s, p, fn, ctx, e);
     int rc = 0;
     for (int64_t a = 2; a < p->cp && rc == 0; a++) {
         if (p->cp % a != 0 || !allowed(s, PP_PLAN_DIM_CP_A2A, a)) continue;
         p->cp_a2a = a;
-        if (pp_parallel_cp_comm_ok(p, s->m))
-            rc = walk_experts(s, p, fn, ctx, e);
-        else if (s->filter && (s->filter->fixed[PP_PLAN_DIM_CP_COMM] ||
-                               s->filter->fixed[PP_PLAN_DIM_CP_A2A]))
-            reject(s, PP_PLAN_REJECT_PINNED);
+        rc = walk_exchange(s, p, fn, ctx, e);
     }
     p->cp_a2a = 0;
     return rc;
 }
 
 /* How a CP layout's ranks exchange K/V, then walk_cp_levels: pinned, the
- * pinned way where Transformer Engine runs it for the model; else each
- * way it runs (pp_parallel_cp_comm_ok: a2a and a2a+p2p's all-to-all need
- * their ranks to divide each TP rank's heads, the ring refuses sliding
- * windows), ranked like any other choice: the ring hides its exchange
- * behind the attention, all_gather exposes the same bytes in fewer,
- * larger kernels, a2a moves each rank's Q, K, V and output once whatever
- * cp, and a2a+p2p keeps the all-to-all on near ranks and rings the rest;
- * which wins depends on the layout (sim/train/attn.c). */
+ * pinned way; else each of them, ranked like any other choice: the ring
+ * hides its exchange behind the attention, all_gather exposes the same
+ * bytes in fewer, larger kernels, a2a moves each rank's Q, K, V and
+ * output once whatever cp, and a2a+p2p keeps the all-to-all on near
+ * ranks and rings the rest; which wins depends on the layout
+ * (sim/train/attn.c). */
 static int walk_cp_comm(const pp__space *s, pp_parallel *p, pp__space_fn fn,
                         void *ctx, pp_error *e) {
-    const pp_plan_filter *f = s->filter;
-    bool pinned =
-        f && (f->fixed[PP_PLAN_DIM_CP_COMM] || f->fixed[PP_PLAN_DIM_CP_A2A]);
-    if (p->cp <= 1 && f && f->fixed[PP_PLAN_DIM_CP_A2A]) {
+    if (p->cp <= 1 && s->filter && s->filter->fixed[PP_PLAN_DIM_CP_A2A]) {
         reject(s, PP_PLAN_REJECT_PINNED); /* a level of no CP */
         return 0;
     }
-    if (p->cp <= 1 || pinned) return walk_cp_levels(s, p, fn, ctx, e);
+    if (p->cp <= 1 || cp_pinned(s)) return walk_cp_levels(s, p, fn, ctx, e);
     int rc = 0;
     for (int c = 0; c < PP_CPCOMM__COUNT && rc == 0; c++) {
         if (!allowed(s, PP_PLAN_DIM_CP_COMM, c)) continue;
         p->cp_comm = (pp_cp_comm)c;
-        if (c == PP_CPCOMM_A2A_P2P)
-            rc = walk_cp_levels(s, p, fn, ctx, e);
-        else if (pp_parallel_cp_comm_ok(p, s->m))
-            rc = walk_experts(s, p, fn, ctx, e);
+        rc = walk_cp_levels(s, p, fn, ctx, e);
     }
     p->cp_comm = PP_CPCOMM_P2P;
     return rc;
