@@ -34,7 +34,9 @@
 # (simulate --optimizer: the run's optimizer where its recipe sets one).
 #
 # Environment: PP_VALIDATION_TIMEOUT seconds per case (default 900);
-# PP_VALIDATION_CASES another cases file (default: published.yaml here).
+# PP_VALIDATION_CASES another cases file (default: published.yaml here);
+# PP_VALIDATION_KEEP a directory that gets each case's podplan JSON as
+# ID.json (its breakdown: where a case's time goes).
 # Needs jq (tools/deps.sh installs it) and awk.
 set -u
 
@@ -275,6 +277,9 @@ while IFS=$'\037' read -r id split _ kind model cluster set parallel stack op \
         esac
     fi
 
+    if [ "$status" = ok ] && [ -n "${PP_VALIDATION_KEEP:-}" ]; then
+        mkdir -p "$PP_VALIDATION_KEEP" && cp "$tmp/out.json" "$PP_VALIDATION_KEEP/$id.json"
+    fi
     if [ "$status" = ok ]; then
         err=$(awk -v s="$sim" -v p="$published" 'BEGIN { printf "%.1f", (s - p) / p * 100 }')
         absv=${err#-}
