@@ -257,11 +257,16 @@ static double recompute_freed(const pp_model *m, const pp_parallel *p) {
         double cf = m->capacity_factor > 0 ? m->capacity_factor : 1.0;
         double routed = (double)m->top_k * cf * fe / (4.0 * h);
         double shared = (double)m->shared_experts * fe / (4.0 * h);
-        if (r & PP_RECOMP_MOE_ACT) freed += moe * el * 4.0 * routed * sbh / t;
+        /* The activation's checkpoint keeps fc1's output alone: its
+         * output and glu_clamp's copy go. */
+        double clamp = pp__moe_glu_clamp_saved(m);
+        if (r & PP_RECOMP_MOE_ACT)
+            freed += moe * (el * 4.0 * routed + clamp) * sbh / t;
         if (r & PP_RECOMP_SHARED) freed += moe * mlp * shared * sbh / t;
         if (r & PP_RECOMP_MOE)
             freed += moe *
-                     (mlp * (routed + shared) + 2.0 * (double)m->top_k * cf) *
+                     (mlp * (routed + shared) + 2.0 * (double)m->top_k * cf +
+                      clamp) *
                      sbh / t;
     }
     return freed;

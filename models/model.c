@@ -18,6 +18,7 @@
 
 static const char *const arch_names[] = {"transformer", "generic", NULL};
 static const char *const ffn_names[] = {"gelu", "swiglu", "squared_relu", NULL};
+static const char *const glu_names[] = {"silu", "quick_gelu", NULL};
 
 /* ------------------------------------------------------------------------
  * Parameter count.
@@ -174,8 +175,26 @@ static int model_bad(const pp_where *w, pp_error *e, const char *key,
     return pp_error_set(e, PP_EINPUT, "%s%s: %s", w->prefix, key, msg);
 }
 
+/* glu_act and glu_clamp price the routed experts' activation as
+ * Megatron-core's MoE path runs it; the dense MLP's clamp and the shared
+ * experts' are not priced, so a model that has them is refused rather
+ * than half priced. */
+static int glu_check(const pp_model *m, const pp_where *w, pp_error *e) {
+    if (!m->glu_quick && !(m->glu_clamp > 0)) return 0;
+    const char *k = m->glu_quick ? "glu_act" : "glu_clamp";
+    if (m->ffn != PP_FFN_SWIGLU)
+        return model_bad(w, e, k, "needs a gated FFN (ffn: swiglu)");
+    if (m->shared_experts || m->first_dense_layers || m->moe_layer_freq > 1)
+        return model_bad(w, e, k,
+                         "prices the routed experts' activation only: a "
+                         "model with dense MLP layers or shared experts "
+                         "is not supported");
+    return 0;
+}
+
 /* The MoE keys (models/moe.c), once the dense shape is known good. */
 static int moe_check(const pp_model *m, const pp_where *w, pp_error *e) {
+    int rc;
     if (m->experts == 0) {
         const char *k = m->top_k                ? "top_k"
                         : m->shared_experts     ? "shared_experts"
@@ -185,6 +204,8 @@ static int moe_check(const pp_model *m, const pp_where *w, pp_error *e) {
                         : m->moe_layer_freq     ? "moe_layer_freq"
                         : m->expert_groups      ? "expert_groups"
                         : m->group_top_k        ? "group_top_k"
+                        : m->glu_quick          ? "glu_act"
+                        : m->glu_clamp          ? "glu_clamp"
                                                 : NULL;
         if (k)
             return model_bad(w, e, k,
@@ -222,6 +243,7 @@ static int moe_check(const pp_model *m, const pp_where *w, pp_error *e) {
                          m->capacity_factor);
     if (m->arch == PP_ARCH_TRANSFORMER && pp_model_moe_layers(m) == 0)
         return model_bad(w, e, "first_dense_layers", "leaves no MoE layer");
+    if ((rc = glu_check(m, w, e)) < 0) return rc;
     if (m->expert_groups || m->group_top_k) {
         if (m->expert_groups == 0)
             return model_bad(w, e, "group_top_k",
@@ -436,12 +458,18 @@ int pp_model_from_node(pp_node *map, const char *path, pp_model *out,
             (rc = pp_map_int(map, path, "window_skip", PP_OPTIONAL, 0,
                              PP_MODEL_DIM_MAX, &m.window_skip, e)) < 0 ||
             (rc = pp_map_number(map, path, "capacity_factor", PP_OPTIONAL, 0,
-                                64, &m.capacity_factor, e)) < 0)
+                                64, &m.capacity_factor, e)) < 0 ||
+            (rc = pp_map_number(map, path, "glu_clamp", PP_OPTIONAL, 0, 1e6,
+                                &m.glu_clamp, e)) < 0)
             return rc;
+        int glu = 0;
         if ((rc = pp_map_enum(map, path, "ffn", PP_OPTIONAL, ffn_names, &ffn,
-                              e)) < 0)
+                              e)) < 0 ||
+            (rc = pp_map_enum(map, path, "glu_act", PP_OPTIONAL, glu_names,
+                              &glu, e)) < 0)
             return rc;
         m.ffn = (pp_ffn)ffn;
+        m.glu_quick = glu == 1;
         if ((rc = pp_map_bool(map, path, "tied_embeddings", PP_OPTIONAL,
                               &m.tied_embeddings, e)) < 0)
             return rc;
@@ -520,6 +548,8 @@ static const char *const inline_keys[] = {"layers",
                                           "qk_nope_head_dim",
                                           "qk_rope_head_dim",
                                           "v_head_dim",
+                                          "glu_act",
+                                          "glu_clamp",
                                           NULL};
 
 enum {
@@ -552,7 +582,9 @@ enum {
     I_KV_LORA,
     I_QK_NOPE,
     I_QK_ROPE,
-    I_V_HEAD
+    I_V_HEAD,
+    I_GLU_ACT,
+    I_GLU_CLAMP
 };
 
 static int inline_value(void *ctx, int k, const char *val, pp_error *e) {
@@ -624,6 +656,23 @@ static int inline_value(void *ctx, int k, const char *val, pp_error *e) {
                                 "or 1 to 64, got \"%.100s\"",
                                 pre, val);
         m->capacity_factor = x;
+        return 0;
+    }
+    if (k == I_GLU_CLAMP) {
+        if (pp_parse_f64(val, 0, 1e6, &m->glu_clamp) < 0)
+            return pp_error_set(e, PP_EINPUT,
+                                "%sglu_clamp: expected 0 (none) to 1e6, got "
+                                "\"%.100s\"",
+                                pre, val);
+        return 0;
+    }
+    if (k == I_GLU_ACT) {
+        if (strcmp(val, "silu") && strcmp(val, "quick_gelu"))
+            return pp_error_set(e, PP_EINPUT,
+                                "%sglu_act: expected silu or quick_gelu, got "
+                                "\"%.100s\"",
+                                pre, val);
+        m->glu_quick = val[0] == 'q';
         return 0;
     }
     if (k == I_FFN) {

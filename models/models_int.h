@@ -58,6 +58,9 @@ double pp__stage_params_moe(const pp_model *m, const pp_parallel *p,
                             int64_t stage, double *experts);
 double pp__moe_shard(const pp_model *m, const pp_parallel *p, int64_t stage);
 double pp__moe_act_factor(const pp_model *m, const pp_parallel *p);
+/* The copy of fc1's output a glu_clamp activation keeps, per layer, in
+ * units of s b h bytes (0 without glu_clamp). */
+double pp__moe_glu_clamp_saved(const pp_model *m);
 
 /* Degrees and batch sizes above this are typos; bounding them keeps
  * products such as mbs * dp * pp far from int64 overflow (parallel.c,

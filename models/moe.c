@@ -379,6 +379,13 @@ double pp__moe_shard(const pp_model *m, const pp_parallel *p, int64_t stage) {
  * (top_k s b h, twice: dispatch and combine buffers) are added.  Averaged
  * over the model's layers.  With full recompute only the layer inputs are
  * kept between passes, which MoE does not change (p->recompute FULL: 1). */
+double pp__moe_glu_clamp_saved(const pp_model *m) {
+    if (!(m->glu_clamp > 0)) return 0;
+    double cf = m->capacity_factor > 0 ? m->capacity_factor : 1.0;
+    return 4.0 * (double)m->top_k * cf * (double)m->expert_ffn_hidden /
+           (double)m->hidden;
+}
+
 double pp__moe_act_factor(const pp_model *m, const pp_parallel *p) {
     if (!pp_model_is_moe(m)) return 1.0;
     if (p && p->recompute == PP_RECOMPUTE_FULL) return 1.0;
@@ -387,6 +394,9 @@ double pp__moe_act_factor(const pp_model *m, const pp_parallel *p) {
     double k = (double)m->top_k * cf + (double)m->shared_experts;
     double moe =
         34.0 - 15.0 + 15.0 * k * fe / (4.0 * h) + 2.0 * (double)m->top_k * cf;
+    /* glu_clamp: the activation keeps the clamped, concatenated copy of
+     * fc1's output it computed from (2 fe 16-bit elements a routed row). */
+    if (m->glu_clamp > 0) moe += pp__moe_glu_clamp_saved(m);
     double frac = (double)pp_model_moe_layers(m) / (double)m->layers;
     return 1.0 + frac * (moe / 34.0 - 1.0);
 }

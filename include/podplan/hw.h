@@ -196,6 +196,10 @@ typedef struct pp_stack {
      * (moe.overlap_sms: alltoall, deepep, hybridep; 0: none), which slows
      * the compute beside them (pp_profile_a2a_beside). */
     double moe_overlap_sms[PP_MOE_DISPATCHERS];
+    /* A quick-GeGLU expert activation (model glu_act: quick_gelu) makes
+     * its offset a GPU tensor on every call, a blocking host-to-device
+     * copy: the host waits for the GPU there (moe.quick_geglu_sync). */
+    bool moe_quick_geglu_sync;
     /* Host CPU time the training loop spends per kernel it launches
      * (Python, the framework's dispatch, the launch itself; stack
      * host.kernel_issue): a step cannot run faster than its host issues

@@ -81,6 +81,20 @@ typedef struct pp_model {
     int64_t moe_layer_freq, first_dense_layers;
     int64_t expert_groups, group_top_k;
     double capacity_factor;
+    /* The routed experts' gated activation as Megatron-core's MoE path
+     * runs it (GPT-OSS: activation_func quick_gelu, activation_func_
+     * clamp_value 7, glu_linear_offset 1).  glu_quick (key glu_act:
+     * quick_gelu; default silu): the experts go through
+     * weighted_bias_quick_geglu_impl (megatron/core/fusions/
+     * fused_bias_geglu.py), whose offset tensor is a host-to-device copy
+     * that waits for the GPU where the stack says so (moe.quick_geglu_
+     * sync).  glu_clamp > 0: before it the gate half is clamped to at
+     * most glu_clamp and the linear half to +-glu_clamp, then the two
+     * are concatenated again (two clamps and a cat, eager, and their
+     * backward).  0 = no clamp.  Gated FFNs whose every layer is routed
+     * experts only (models/model.c). */
+    bool glu_quick;
+    double glu_clamp;
     /* Multi-token prediction (DeepSeek-V3 sec. 2.2; Megatron-core's
      * --mtp-num-layers): mtp_layers modules after the last layer, each
      * the embedding of the next token and the previous hidden state,

@@ -354,6 +354,8 @@ static int stack_read(pp_node *root, pp_stack *s, pp_error *e) {
                               e)) < 0 ||
             (rc = pp_map_bool(sec, "moe", "a2a_overlap", PP_OPTIONAL,
                               &s->moe_a2a_overlap, e)) < 0 ||
+            (rc = pp_map_bool(sec, "moe", "quick_geglu_sync", PP_OPTIONAL,
+                              &s->moe_quick_geglu_sync, e)) < 0 ||
             (rc = read_overlap_sms(sec, s, e)) < 0 ||
             (rc = pp_map_done(sec, "moe", e)) < 0)
             return rc;

@@ -102,6 +102,14 @@ static void shared_fwd(const pp__shape *s, const moe_dims *x, pp__oplist *l) {
         pp__op_comm(l, "tp reducescatter", PP_COLL_REDUCESCATTER, act, 0);
 }
 
+/* One eager operation podplan lists one for one, in the kernels whose
+ * count the host prices: host.op_issue over host.kernel_issue (1 without
+ * a host model). */
+static double op_kernels(const pp__shape *s) {
+    double sw_k = s->g->sw.host_kernel_s, sw_o = s->g->sw.host_op_s;
+    return sw_k > 0 ? sw_o / sw_k : 1.0;
+}
+
 /* The routed experts' fc2 biases (a model with bias: true).  Megatron-
  * core's TEGroupedMLP builds fc2 with skip_bias_add and adds the biases
  * itself after the grouped GEMM, weighted by the routing probabilities,
@@ -123,12 +131,49 @@ static void expert_bias(const pp__shape *s, const moe_dims *x, pp__oplist *l,
                         bool bwd) {
     if (!s->m->bias) return;
     pp_moe_local lx = pp_moe_local_experts(s->m, s->p);
-    double sw_k = s->g->sw.host_kernel_s, sw_o = s->g->sw.host_op_s;
     double ops = bwd ? 5.0 * lx.groups + 2.0 : 2.0 * lx.groups + 1.0;
     pp__op *o =
         pp__op_mem(s, l, bwd ? "experts fc2 bias bwd" : "experts fc2 bias",
                    (bwd ? 16.0 : 12.0) * lx.routed * x->h);
-    o->kernels = sw_k > 0 ? ops * sw_o / sw_k : ops;
+    o->kernels = ops * op_kernels(s);
+}
+
+/* The experts' gated activation, one fused kernel: SwiGLU's two halves
+ * read and one written, 6 bytes a row element of the width (4 ungated).
+ * A model's glu_clamp runs first, as weighted_bias_quick_geglu_impl does
+ * it (megatron/core/fusions/fused_bias_geglu.py @034fd2d3): the
+ * gate half clamped (read 2, write 2), the linear half (the same), the
+ * two concatenated again (read 4, write 4): 16 bytes, three eager
+ * operations at the stack's host.op_issue.  glu_act quick_gelu's offset
+ * tensor is one more operation, a copy from the host that waits for the
+ * GPU where the stack's moe.quick_geglu_sync says so, except in a whole-
+ * iteration CUDA graph, which it would have broken.  recompute=moe_act
+ * runs all of it again (`name`). */
+static void expert_act(const pp__shape *s, const moe_dims *x, pp__oplist *l,
+                       const char *name, double te, double w) {
+    double op = op_kernels(s);
+    if (s->m->glu_clamp > 0)
+        pp__op_mem(s, l, "experts act clamp", 16.0 * te * w)->kernels =
+            3.0 * op;
+    pp__op *o = pp__op_mem(s, l, name, (x->swiglu ? 6.0 : 4.0) * te * w);
+    if (s->m->glu_quick) {
+        o->kernels += op;
+        o->sync =
+            s->g->sw.moe_quick_geglu_sync && !(s->p->graphs & PP_GRAPH_FULL);
+    }
+}
+
+/* The clamps' backward (autograd's clamp_backward, where(mask, grad, 0):
+ * the gate half's mask one comparison, read 2 write 1, and the where,
+ * read 3 write 2, 8 bytes; the linear half's two comparisons and their
+ * logical_and, 14 bytes) and the split's (the two gradients
+ * concatenated, 8): 30 bytes a row element of the width, seven kernels
+ * the autograd engine issues, priced as operations. */
+static void expert_act_clamp_bwd(const pp__shape *s, pp__oplist *l, double te,
+                                 double w) {
+    if (!(s->m->glu_clamp > 0)) return;
+    pp__op_mem(s, l, "experts act clamp bwd", 30.0 * te * w)->kernels =
+        7.0 * op_kernels(s);
 }
 
 void pp__ops_moe_fwd(const pp__shape *s, pp__oplist *l) {
@@ -169,7 +214,7 @@ void pp__ops_moe_fwd(const pp__shape *s, pp__oplist *l) {
      * Megatron-core's paged-stash documentation). */
     l->v[sync_at].sync =
         !(s->m->capacity_factor > 0) && !(s->p->rank_capacity > 0);
-    pp__op_mem(s, l, "experts swiglu", (x.swiglu ? 6.0 : 4.0) * te * w);
+    expert_act(s, &x, l, "experts swiglu", te, w);
     pp__op_glgemm(s, l, "experts fc2", g, me, x.h, w);
     expert_bias(s, &x, l, false);
     etp_comm(&x, l, PP_COLL_REDUCESCATTER);
@@ -219,11 +264,11 @@ void pp__ops_moe_bwd(const pp__shape *s, pp__oplist *l) {
     /* recompute=moe_act: the activation's output, fc2's saved input, was
      * freed after the forward; it runs again before fc2's backward. */
     if (s->p->recompute_mods & PP_RECOMP_MOE_ACT)
-        pp__op_mem(s, l, "experts act recompute",
-                   (x.swiglu ? 6.0 : 4.0) * te * w);
+        expert_act(s, &x, l, "experts act recompute", te, w);
     pp__op_glgemm_bwd(s, l, "experts fc2 dgrad", "experts fc2 wgrad", g, me,
                       x.h, w);
     pp__op_mem(s, l, "experts swiglu bwd", (x.swiglu ? 10.0 : 8.0) * te * w);
+    expert_act_clamp_bwd(s, l, te, w);
     pp__op_glgemm_bwd(s, l, "experts fc1 dgrad", "experts fc1 wgrad", g, me,
                       (x.swiglu ? 2.0 : 1.0) * w, x.h);
     etp_comm(&x, l, PP_COLL_REDUCESCATTER);
