@@ -144,9 +144,12 @@ static void test_memory(void **state) {
          * 768. */
         {"qwen3-30b-a3b", "tp=1,dp=8,ep=8,mbs=1,gbs=8", "moe_act",
          2.0 * 4096 * 8 * 768},
-        /* GPT-OSS 120B: h 2880, top 4 of 2880, both modules. */
+        /* GPT-OSS 120B: h 2880, top 4 of 2880, both modules; moe_act
+         * also frees the clamped copy of fc1's output its glu_clamp
+         * keeps (2 x 2880 16-bit elements a routed row). */
         {"gpt-oss-120b", "tp=1,dp=8,ep=8,mbs=1,gbs=8", "layernorm+moe_act",
-         2.0 * 2.0 * 4096 * 2880 + 2.0 * 4096 * 4 * 2880},
+         2.0 * 2.0 * 4096 * 2880 + 2.0 * 4096 * 4 * 2880 +
+             4.0 * 4096 * 4 * 2880},
         /* A dense MLP's 15 s b h / t. */
         {"llama3-8b", "tp=2,dp=4,mbs=2,gbs=16,zero=1", "mlp",
          15.0 * 8192 * 2 * 4096 / 2},
@@ -186,18 +189,19 @@ static void test_memory(void **state) {
 /* The backward runs each freed module's forward kernel again, at its
  * forward cost: the layer's recompute time is exactly those kernels (a
  * norm reads and writes 2 bytes per element of s b h; the GPT-OSS
- * experts' gated activation reads 4 and writes 2 per element of T k fe),
- * and its forward and backward proper are unchanged. */
+ * experts' gated activation reads 4 and writes 2 per element of T k fe,
+ * after its glu_clamp's clamps and cat, 16), and its forward and
+ * backward proper are unchanged. */
 static void test_layer_time(void **state) {
     (void)state;
     pp_gpu_profile g = load_gpu_profile("h100-sxm5", "nemo-2025");
     struct {
         const char *model, *base;
-        double tokens, norm_bytes, act_bytes;
+        double tokens, norm_bytes, act_bytes, clamp_bytes;
     } c[] = {
-        {"llama3-8b", "tp=1,dp=8,mbs=1,gbs=8", 8192, 4.0 * 8192 * 4096, 0},
+        {"llama3-8b", "tp=1,dp=8,mbs=1,gbs=8", 8192, 4.0 * 8192 * 4096, 0, 0},
         {"gpt-oss-120b", "tp=1,dp=8,ep=8,mbs=1,gbs=8", 4096, 4.0 * 4096 * 2880,
-         6.0 * 4096 * 4 * 2880},
+         6.0 * 4096 * 4 * 2880, 16.0 * 4096 * 4 * 2880},
     };
     for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
         pp_error e = PP_ERROR_INIT;
@@ -215,6 +219,7 @@ static void test_layer_time(void **state) {
         assert_int_equal(pp_layer_cost_get(&g, &m, &p1, &b, &e), 0);
         double want = 2.0 * pp_memop_time_s(&g, c[i].norm_bytes);
         if (c[i].act_bytes > 0) want += pp_memop_time_s(&g, c[i].act_bytes);
+        if (c[i].clamp_bytes > 0) want += pp_memop_time_s(&g, c[i].clamp_bytes);
         print_message("%s: recompute %.1f us per layer, expected %.1f us\n",
                       c[i].model, 1e6 * b.recompute_s, 1e6 * want);
         assert_true(fabs(b.recompute_s - want) < 1e-9 * want);
