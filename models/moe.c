@@ -396,7 +396,7 @@ double pp__moe_act_factor(const pp_model *m, const pp_parallel *p) {
         34.0 - 15.0 + 15.0 * k * fe / (4.0 * h) + 2.0 * (double)m->top_k * cf;
     /* glu_clamp: the activation keeps the clamped, concatenated copy of
      * fc1's output it computed from (2 fe 16-bit elements a routed row). */
-    if (m->glu_clamp > 0) moe += pp__moe_glu_clamp_saved(m);
+    moe += pp__moe_glu_clamp_saved(m);
     double frac = (double)pp_model_moe_layers(m) / (double)m->layers;
     return 1.0 + frac * (moe / 34.0 - 1.0);
 }

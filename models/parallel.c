@@ -3,6 +3,7 @@
  * divisibility rules of Megatron-LM (Shoeybi et al. 2019; Narayanan et al.
  * 2021; megatron/training/arguments.py, validate_args).
  */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -392,6 +393,22 @@ int pp_parallel_parse(const char *spec, pp_parallel *p, pp_error *e) {
     return 0;
 }
 
+/* Appends to pp_parallel_format's buf after its n bytes, as long as the
+ * SPEC so far fitted (n is snprintf's count: at len or more it was cut). */
+static void spec_add(char *buf, size_t len, int *n, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+static void spec_add(char *buf, size_t len, int *n, const char *fmt, ...) {
+    if (*n < 0 || (size_t)*n >= len) return;
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vsnprintf(buf + *n, len - (size_t)*n, fmt, ap);
+    va_end(ap);
+    *n = k < 0 ? k : *n + k;
+}
+
 char *pp_parallel_format(const pp_parallel *p, char *buf, size_t len) {
     char rc[64];
     int n = snprintf(
@@ -404,60 +421,49 @@ char *pp_parallel_format(const pp_parallel *p, char *buf, size_t len) {
         p->zero);
     /* The split only when uneven: even layouts keep the SPEC they always
      * had, which scripts and pinned outputs compare. */
-    if (n >= 0 && (size_t)n < len && (p->first || p->last))
-        n += snprintf(buf + n, len - (size_t)n, ",first=%lld,last=%lld",
-                      (long long)p->first, (long long)p->last);
+    if (p->first || p->last)
+        spec_add(buf, len, &n, ",first=%lld,last=%lld", (long long)p->first,
+                 (long long)p->last);
     /* Likewise cp, ep and etp only where set: a dense layout's SPEC is
      * the one it always was. */
-    if (n >= 0 && (size_t)n < len && p->cp > 1)
-        n += snprintf(buf + n, len - (size_t)n, ",cp=%lld", (long long)p->cp);
-    if (n >= 0 && (size_t)n < len && p->cp_comm != PP_CPCOMM_P2P)
-        n += snprintf(buf + n, len - (size_t)n, ",cp_comm=%s",
-                      pp_registry_name(&pp_reg_cp_comm, (int)p->cp_comm));
-    if (n >= 0 && (size_t)n < len && p->cp_a2a > 0)
-        n += snprintf(buf + n, len - (size_t)n, ",cp_a2a=%lld",
-                      (long long)p->cp_a2a);
-    if (n >= 0 && (size_t)n < len && p->ep > 1)
-        n += snprintf(buf + n, len - (size_t)n, ",ep=%lld", (long long)p->ep);
-    if (n >= 0 && (size_t)n < len && p->etp > 0)
-        n += snprintf(buf + n, len - (size_t)n, ",etp=%lld", (long long)p->etp);
+    if (p->cp > 1) spec_add(buf, len, &n, ",cp=%lld", (long long)p->cp);
+    if (p->cp_comm != PP_CPCOMM_P2P)
+        spec_add(buf, len, &n, ",cp_comm=%s",
+                 pp_registry_name(&pp_reg_cp_comm, (int)p->cp_comm));
+    if (p->cp_a2a > 0)
+        spec_add(buf, len, &n, ",cp_a2a=%lld", (long long)p->cp_a2a);
+    if (p->ep > 1) spec_add(buf, len, &n, ",ep=%lld", (long long)p->ep);
+    if (p->etp > 0) spec_add(buf, len, &n, ",etp=%lld", (long long)p->etp);
     /* dtype and attn likewise only when not the defaults (bf16, the
      * stack's attention), so that older SPECs read back the same. */
-    if (n >= 0 && (size_t)n < len && p->dtype != PP_PREC_BF16)
-        n += snprintf(buf + n, len - (size_t)n, ",dtype=%s",
-                      pp_registry_name(&pp_reg_prec, (int)p->dtype));
-    if (n >= 0 && (size_t)n < len && p->attn != PP_ATTN_AUTO)
-        n += snprintf(buf + n, len - (size_t)n, ",attn=%s",
-                      pp_registry_name(&pp_reg_attn, (int)p->attn));
-    if (n >= 0 && (size_t)n < len && p->dispatch != PP_DISPATCH_AUTO)
-        n += snprintf(buf + n, len - (size_t)n, ",dispatcher=%s",
-                      pp_registry_name(&pp_reg_dispatch, (int)p->dispatch));
-    if (n >= 0 && (size_t)n < len && p->permute != PP_PERMUTE_AUTO)
-        n += snprintf(buf + n, len - (size_t)n, ",permute=%s",
-                      pp_registry_name(&pp_reg_permute, (int)p->permute));
-    if (n >= 0 && (size_t)n < len && p->fp8 != PP_FP8_AUTO)
-        n += snprintf(buf + n, len - (size_t)n, ",fp8=%s",
-                      pp_registry_name(&pp_reg_fp8, (int)p->fp8));
-    if (n >= 0 && (size_t)n < len && p->offload > 0)
-        n += snprintf(buf + n, len - (size_t)n, ",offload=%lld",
-                      (long long)p->offload);
-    if (n >= 0 && (size_t)n < len && p->a2a_overlap)
-        n += snprintf(buf + n, len - (size_t)n, ",a2a_overlap=on");
-    if (n >= 0 && (size_t)n < len && p->fp8_attn)
-        n += snprintf(buf + n, len - (size_t)n, ",fp8_attn=on");
-    if (n >= 0 && (size_t)n < len && p->rank_capacity > 0)
-        n += snprintf(buf + n, len - (size_t)n, ",rank_capacity=%g",
-                      p->rank_capacity);
-    if (n >= 0 && (size_t)n < len && p->graphs) {
-        char g[64];
-        n += snprintf(buf + n, len - (size_t)n, ",graphs=%s",
-                      pp_graphs_format(p->graphs, g, sizeof g));
-    }
-    if (n >= 0 && (size_t)n < len && p->layout.stages > 0) {
-        char l[512];
-        snprintf(buf + n, len - (size_t)n, ",layout=%s",
+    if (p->dtype != PP_PREC_BF16)
+        spec_add(buf, len, &n, ",dtype=%s",
+                 pp_registry_name(&pp_reg_prec, (int)p->dtype));
+    if (p->attn != PP_ATTN_AUTO)
+        spec_add(buf, len, &n, ",attn=%s",
+                 pp_registry_name(&pp_reg_attn, (int)p->attn));
+    if (p->dispatch != PP_DISPATCH_AUTO)
+        spec_add(buf, len, &n, ",dispatcher=%s",
+                 pp_registry_name(&pp_reg_dispatch, (int)p->dispatch));
+    if (p->permute != PP_PERMUTE_AUTO)
+        spec_add(buf, len, &n, ",permute=%s",
+                 pp_registry_name(&pp_reg_permute, (int)p->permute));
+    if (p->fp8 != PP_FP8_AUTO)
+        spec_add(buf, len, &n, ",fp8=%s",
+                 pp_registry_name(&pp_reg_fp8, (int)p->fp8));
+    if (p->offload > 0)
+        spec_add(buf, len, &n, ",offload=%lld", (long long)p->offload);
+    if (p->a2a_overlap) spec_add(buf, len, &n, ",a2a_overlap=on");
+    if (p->fp8_attn) spec_add(buf, len, &n, ",fp8_attn=on");
+    if (p->rank_capacity > 0)
+        spec_add(buf, len, &n, ",rank_capacity=%g", p->rank_capacity);
+    char g[64], l[512];
+    if (p->graphs)
+        spec_add(buf, len, &n, ",graphs=%s",
+                 pp_graphs_format(p->graphs, g, sizeof g));
+    if (p->layout.stages > 0)
+        spec_add(buf, len, &n, ",layout=%s",
                  pp_layout_format(&p->layout, l, sizeof l));
-    }
     return buf;
 }
 

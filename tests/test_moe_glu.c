@@ -16,10 +16,6 @@ static void build(layer_lists *x, const char *stack, const char *spec) {
     layer_lists_build(x, "h100-sxm5", stack, spec);
 }
 
-static bool near(double a, double b) {
-    return fabs(a - b) <= 1e-9 * fabs(b);
-}
-
 /* EP 8 on one sequence of 4,096: 4,096 x 4 routed rows of 2,880 on each
  * GPU.  Forward: after fc1 the clamps and the cat (16 bytes a row
  * element, three operations at host.op_issue 27.9 us against
@@ -37,11 +33,11 @@ static void test_glu_ops(void **state) {
     assert_true(c > 0);
     assert_string_equal(x.fw.v[c - 1].name, "experts fc1");
     assert_string_equal(x.fw.v[c + 1].name, "experts swiglu");
-    assert_true(near(x.fw.v[c].bytes, 16 * rows * w));
-    assert_true(near(x.fw.v[c].kernels, 3 * op));
+    assert_rel(x.fw.v[c].bytes, 16 * rows * w, 1e-9);
+    assert_rel(x.fw.v[c].kernels, 3 * op, 1e-9);
     assert_false(x.fw.v[c].sync);
     assert_true(x.fw.v[c + 1].sync);
-    assert_true(near(x.fw.v[c + 1].kernels, 1 + op));
+    assert_rel(x.fw.v[c + 1].kernels, 1 + op, 1e-9);
 
     long rc = op_at(&x.bw, "experts act clamp");
     long r = op_at(&x.bw, "experts act recompute");
@@ -49,8 +45,8 @@ static void test_glu_ops(void **state) {
     long cb = op_at(&x.bw, "experts act clamp bwd");
     assert_true(rc >= 0 && r == rc + 1 && a > r && cb == a + 1);
     assert_true(x.bw.v[r].sync);
-    assert_true(near(x.bw.v[cb].bytes, 30 * rows * w));
-    assert_true(near(x.bw.v[cb].kernels, 7 * op));
+    assert_rel(x.bw.v[cb].bytes, 30 * rows * w, 1e-9);
+    assert_rel(x.bw.v[cb].kernels, 7 * op, 1e-9);
     assert_string_equal(x.bw.v[cb + 1].name, "experts fc1 dgrad");
     layer_lists_done(&x);
 }
