@@ -19,6 +19,13 @@
 static const char *const arch_names[] = {"transformer", "generic", NULL};
 static const char *const ffn_names[] = {"gelu", "swiglu", "squared_relu", NULL};
 static const char *const glu_names[] = {"silu", "quick_gelu", NULL};
+/* pp_softmax's order: Megatron-core's softmax_type values. */
+static const char *const softmax_names[] = {"vanilla", "off-by-one",
+                                            "learnable", NULL};
+
+const char *pp_softmax_name(pp_softmax s) {
+    return (unsigned)s < 3 ? softmax_names[s] : "vanilla";
+}
 
 /* ------------------------------------------------------------------------
  * Parameter count.
@@ -355,6 +362,9 @@ static int model_check(const pp_model *m, const pp_where *w, pp_error *e) {
                              ? "expected 0 (every layer windowed) or at "
                                "least 2 (every k-th layer full), got 1"
                              : "needs a window (window: tokens)");
+    /* Megatron-core adds the offset in its GLU: a gated FFN's. */
+    if (m->glu_offset != 0 && m->ffn != PP_FFN_SWIGLU)
+        return model_bad(w, e, "glu_offset", "needs a gated FFN (ffn: swiglu)");
     return moe_check(m, w, e);
 }
 
@@ -460,16 +470,21 @@ int pp_model_from_node(pp_node *map, const char *path, pp_model *out,
             (rc = pp_map_number(map, path, "capacity_factor", PP_OPTIONAL, 0,
                                 64, &m.capacity_factor, e)) < 0 ||
             (rc = pp_map_number(map, path, "glu_clamp", PP_OPTIONAL, 0, 1e6,
-                                &m.glu_clamp, e)) < 0)
+                                &m.glu_clamp, e)) < 0 ||
+            (rc = pp_map_number(map, path, "glu_offset", PP_OPTIONAL, -1e6, 1e6,
+                                &m.glu_offset, e)) < 0)
             return rc;
-        int glu = 0;
+        int glu = 0, softmax = 0;
         if ((rc = pp_map_enum(map, path, "ffn", PP_OPTIONAL, ffn_names, &ffn,
                               e)) < 0 ||
             (rc = pp_map_enum(map, path, "glu_act", PP_OPTIONAL, glu_names,
-                              &glu, e)) < 0)
+                              &glu, e)) < 0 ||
+            (rc = pp_map_enum(map, path, "softmax", PP_OPTIONAL, softmax_names,
+                              &softmax, e)) < 0)
             return rc;
         m.ffn = (pp_ffn)ffn;
         m.glu_quick = glu == 1;
+        m.softmax = (pp_softmax)softmax;
         if ((rc = pp_map_bool(map, path, "tied_embeddings", PP_OPTIONAL,
                               &m.tied_embeddings, e)) < 0)
             return rc;
@@ -550,6 +565,8 @@ static const char *const inline_keys[] = {"layers",
                                           "v_head_dim",
                                           "glu_act",
                                           "glu_clamp",
+                                          "glu_offset",
+                                          "softmax",
                                           NULL};
 
 enum {
@@ -584,7 +601,9 @@ enum {
     I_QK_ROPE,
     I_V_HEAD,
     I_GLU_ACT,
-    I_GLU_CLAMP
+    I_GLU_CLAMP,
+    I_GLU_OFFSET,
+    I_SOFTMAX
 };
 
 static int inline_value(void *ctx, int k, const char *val, pp_error *e) {
@@ -665,6 +684,25 @@ static int inline_value(void *ctx, int k, const char *val, pp_error *e) {
                                 "\"%.100s\"",
                                 pre, val);
         return 0;
+    }
+    if (k == I_GLU_OFFSET) {
+        if (pp_parse_f64(val, -1e6, 1e6, &m->glu_offset) < 0)
+            return pp_error_set(e, PP_EINPUT,
+                                "%sglu_offset: expected a number from -1e6 "
+                                "to 1e6, got \"%.100s\"",
+                                pre, val);
+        return 0;
+    }
+    if (k == I_SOFTMAX) {
+        for (int i = 0; softmax_names[i]; i++)
+            if (strcmp(val, softmax_names[i]) == 0) {
+                m->softmax = (pp_softmax)i;
+                return 0;
+            }
+        return pp_error_set(e, PP_EINPUT,
+                            "%ssoftmax: expected vanilla, off-by-one or "
+                            "learnable, got \"%.100s\"",
+                            pre, val);
     }
     if (k == I_GLU_ACT) {
         if (strcmp(val, "silu") && strcmp(val, "quick_gelu"))

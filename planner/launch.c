@@ -128,12 +128,22 @@ static int64_t ffn_of(const pp_model *m) {
     return m->ffn_hidden > 0 ? m->ffn_hidden : 4 * m->hidden;
 }
 
+const pp__kv_style pp__nemo_yaml = {
+    .ind = "  ", .eq = ": ", .end = "", .yes = "true", .no = "false", .qt = ""};
+const pp__kv_style pp__nemo_py = {.ind = "    ",
+                                  .eq = "=",
+                                  .end = ",",
+                                  .yes = "True",
+                                  .no = "False",
+                                  .qt = "\"",
+                                  .py = true};
+
 /* Multi-head latent attention's MLATransformerConfig fields, one per
- * line (NeMo's YAML: "  key: value"; NeMo 2.0: "    key=value,"). */
-static void mla_fields(FILE *fp, const pp_model *m, const char *ind,
-                       const char *eq, const char *end, const char *yes) {
-    fprintf(fp, "%smulti_latent_attention%s%s%s\n", ind, eq, yes, end);
-    fprintf(fp, "%sqk_layernorm%s%s%s\n", ind, eq, yes, end);
+ * line. */
+static void mla_fields(FILE *fp, const pp_model *m, const pp__kv_style *st) {
+    fprintf(fp, "%smulti_latent_attention%s%s%s\n", st->ind, st->eq, st->yes,
+            st->end);
+    fprintf(fp, "%sqk_layernorm%s%s%s\n", st->ind, st->eq, st->yes, st->end);
     const struct {
         const char *key;
         int64_t v;
@@ -144,8 +154,31 @@ static void mla_fields(FILE *fp, const pp_model *m, const char *ind,
              {"v_head_dim", m->v_head_dim}};
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
         if (f[i].v)
-            fprintf(fp, "%s%s%s%lld%s\n", ind, f[i].key, eq, (long long)f[i].v,
-                    end);
+            fprintf(fp, "%s%s%s%lld%s\n", st->ind, f[i].key, st->eq,
+                    (long long)f[i].v, st->end);
+}
+
+/* TransformerConfig's fields for the model's attention and GLU variants
+ * (the window, GPT-OSS's sinks, its GLU's clamp and offset); the window
+ * is a list in YAML, a tuple in Python. */
+static void variant_fields(FILE *fp, const pp_model *m,
+                           const pp__kv_style *st) {
+    if (m->window > 0)
+        fprintf(fp, "%swindow_size%s%s%lld, 0%s%s\n", st->ind, st->eq,
+                st->py ? "(" : "[", (long long)m->window, st->py ? ")" : "]",
+                st->end);
+    if (m->window_skip > 1)
+        fprintf(fp, "%swindow_attn_skip_freq%s%lld%s\n", st->ind, st->eq,
+                (long long)m->window_skip, st->end);
+    if (m->softmax != PP_SOFTMAX_VANILLA)
+        fprintf(fp, "%ssoftmax_type%s%s%s%s%s\n", st->ind, st->eq, st->qt,
+                pp_softmax_name(m->softmax), st->qt, st->end);
+    if (m->glu_clamp > 0)
+        fprintf(fp, "%sactivation_func_clamp_value%s%g%s\n", st->ind, st->eq,
+                m->glu_clamp, st->end);
+    if (m->glu_offset != 0)
+        fprintf(fp, "%sglu_linear_offset%s%g%s\n", st->ind, st->eq,
+                m->glu_offset, st->end);
 }
 
 /* ------------------------------------------------------------------------
@@ -271,6 +304,13 @@ int pp__write_megatron(const pp_plan *p, FILE *fp, pp_error *e) {
         ARG("--num-query-groups %lld", (long long)m->kv_heads);
     }
     if (m->kv_channels) ARG("--kv-channels %lld", (long long)m->kv_channels);
+    /* Megatron-LM's window is (left, right) tokens: a causal one looks
+     * back only. */
+    if (m->window > 0) ARG("--window-size %lld,0", (long long)m->window);
+    if (m->window_skip > 1)
+        ARG("--window-attn-skip-freq %lld", (long long)m->window_skip);
+    if (m->softmax != PP_SOFTMAX_VANILLA)
+        ARG("--softmax-type %s", pp_softmax_name(m->softmax));
     if (pp_model_is_mla(m)) {
         /* --qk-layernorm gives MLA's latents their RMSNorms. */
         ARG("--multi-latent-attention");
@@ -286,10 +326,15 @@ int pp__write_megatron(const pp_plan *p, FILE *fp, pp_error *e) {
     ARG("--max-position-embeddings %lld", (long long)m->seq);
     if (m->ffn == PP_FFN_SWIGLU) {
         /* The simulator's SwiGLU models are LLaMA-like: rotary positions
-         * (no position table) and RMSNorm. */
-        ARG("--swiglu");
+         * (no position table) and RMSNorm.  --quick-geglu is the other
+         * gated activation Megatron-LM names (its arguments refuse it
+         * beside --swiglu). */
+        ARG("%s", m->glu_quick ? "--quick-geglu" : "--swiglu");
         ARG("--position-embedding-type rope");
         ARG("--normalization RMSNorm");
+        if (m->glu_clamp > 0)
+            ARG("--activation-func-clamp-value %g", m->glu_clamp);
+        if (m->glu_offset != 0) ARG("--glu-linear-offset %g", m->glu_offset);
     } else if (m->ffn == PP_FFN_SQRELU) {
         /* Nemotron-like: squared ReLU (Megatron-LM's --squared-relu),
          * rotary positions, LayerNorm (Nemotron's zero-centred gain,
@@ -352,6 +397,14 @@ int pp__write_nemo(const pp_plan *p, FILE *fp, pp_error *e) {
                             "core's precision-aware optimizer; use --format "
                             "nemo2 or megatron",
                             pp_optimizer_name(p->opt.optimizer));
+    /* megatron_gpt_config.yaml's activation names a fixed list, without
+     * the quick-GeGLU; the function itself is no YAML value. */
+    if (m->glu_quick)
+        return pp_error_set(e, PP_EUSAGE,
+                            "--format nemo: model %s: NeMo 1's activation "
+                            "key has no quick-GeGLU (glu_act: quick_gelu); "
+                            "use --format nemo2 or megatron",
+                            m->name);
     int64_t nodes, per;
     nodes_of(p, c->gpus, &nodes, &per);
     header(p, fp, "#");
@@ -418,7 +471,7 @@ int pp__write_nemo(const pp_plan *p, FILE *fp, pp_error *e) {
         fprintf(fp, "  hierarchical_context_parallel_sizes: [%lld, %lld]\n",
                 (long long)pp_parallel_cp_a2a(q),
                 (long long)pp_parallel_cp_ring(q));
-    pp__nemo_moe(p, fp);
+    pp__nemo_moe(p, fp, &pp__nemo_yaml);
     if (q->graphs) {
         char gs[128];
         fprintf(fp, "  cuda_graph_impl: %s\n  cuda_graph_scope: [%s]\n",
@@ -440,11 +493,14 @@ int pp__write_nemo(const pp_plan *p, FILE *fp, pp_error *e) {
         fprintf(fp, "  num_query_groups: %lld\n", (long long)m->kv_heads);
     if (m->kv_channels)
         fprintf(fp, "  kv_channels: %lld\n", (long long)m->kv_channels);
-    if (pp_model_is_mla(m)) mla_fields(fp, m, "  ", ": ", "", "true");
+    if (pp_model_is_mla(m)) mla_fields(fp, m, &pp__nemo_yaml);
     if (m->ffn == PP_FFN_SWIGLU)
         fprintf(fp, "  activation: fast-swiglu\n"
                     "  position_embedding_type: rope\n"
                     "  normalization: rmsnorm\n");
+    /* TransformerConfig's fields, copied from the model section by the
+     * rule the recompute_modules key below relies on. */
+    variant_fields(fp, m, &pp__nemo_yaml);
     /* Nemotron's NeMo configs say activation: squared-relu (and
      * normalization: layernorm1p, a cost-free variant left to the user,
      * as above). */
@@ -540,6 +596,9 @@ int pp__write_nemo2(const pp_plan *p, FILE *fp, pp_error *e) {
     if (m->ffn == PP_FFN_SQRELU)
         fputs("from nemo.collections.llm.fn.activation import squared_relu\n",
               fp);
+    if (m->glu_quick)
+        fputs("from megatron.core.fusions.fused_bias_geglu import quick_gelu\n",
+              fp);
     fputc('\n', fp);
 
     /* MLA's fields are MLATransformerConfig's, which NeMo 2.0's
@@ -556,14 +615,16 @@ int pp__write_nemo2(const pp_plan *p, FILE *fp, pp_error *e) {
     fprintf(fp, "    num_query_groups=%lld,\n", (long long)m->kv_heads);
     if (m->kv_channels)
         fprintf(fp, "    kv_channels=%lld,\n", (long long)m->kv_channels);
-    if (pp_model_is_mla(m)) mla_fields(fp, m, "    ", "=", ",", "True");
+    if (pp_model_is_mla(m)) mla_fields(fp, m, &pp__nemo_py);
     fprintf(fp, "    seq_length=%lld,\n", (long long)m->seq);
     if (m->ffn == PP_FFN_SWIGLU)
-        fputs("    gated_linear_unit=True,\n"
-              "    activation_func=torch.nn.functional.silu,\n"
-              "    normalization=\"RMSNorm\",\n"
-              "    position_embedding_type=\"rope\",\n",
-              fp);
+        fprintf(fp,
+                "    gated_linear_unit=True,\n"
+                "    activation_func=%s,\n"
+                "    normalization=\"RMSNorm\",\n"
+                "    position_embedding_type=\"rope\",\n",
+                m->glu_quick ? "quick_gelu" : "torch.nn.functional.silu");
+    variant_fields(fp, m, &pp__nemo_py);
     /* NeMo 2.0's NemotronConfig takes its activation from
      * nemo.collections.llm.fn.activation (imported above). */
     if (m->ffn == PP_FFN_SQRELU)
@@ -610,8 +671,7 @@ int pp__write_nemo2(const pp_plan *p, FILE *fp, pp_error *e) {
             fp,
             "    cpu_offloading=True,\n    cpu_offloading_num_layers=%lld,\n",
             (long long)q->offload);
-    if (q->a2a_overlap)
-        fputs("    overlap_moe_expert_parallel_comm=True,\n", fp);
+    pp__nemo_moe(p, fp, &pp__nemo_py);
     if (cp_comm_type(q))
         fprintf(fp, "    cp_comm_type=\"%s\",\n", cp_comm_type(q));
     if (cp_levels(q))

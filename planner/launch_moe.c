@@ -8,6 +8,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 /* One pretrain_gpt.py argument line (launch.c's ARG). */
 static void arg(FILE *fp, const char *fmt, ...)
@@ -85,52 +86,85 @@ void pp__megatron_moe(const pp_plan *p, FILE *fp) {
     if (q->a2a_overlap) arg(fp, "--overlap-moe-expert-parallel-comm");
 }
 
-void pp__nemo_moe(const pp_plan *p, FILE *fp) {
+/* One TransformerConfig field in the style's syntax: a value printed as
+ * it stands, or a string within the style's quotes. */
+static void field(FILE *fp, const pp__kv_style *st, const char *key,
+                  const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+static void field(FILE *fp, const pp__kv_style *st, const char *key,
+                  const char *fmt, ...) {
+    va_list ap;
+    fprintf(fp, "%s%s%s", st->ind, key, st->eq);
+    va_start(ap, fmt);
+    vfprintf(fp, fmt, ap);
+    va_end(ap);
+    fprintf(fp, "%s\n", st->end);
+}
+
+static void flag(FILE *fp, const pp__kv_style *st, const char *key, bool b) {
+    field(fp, st, key, "%s", b ? st->yes : st->no);
+}
+
+static void text(FILE *fp, const pp__kv_style *st, const char *key,
+                 const char *v) {
+    field(fp, st, key, "%s%s%s", st->qt, v, st->qt);
+}
+
+void pp__nemo_moe(const pp_plan *p, FILE *fp, const pp__kv_style *st) {
     const pp_parallel *q = &p->cand[0].par;
     const pp_model *m = &p->model;
     if (!pp_model_is_moe(m)) return;
     char lf[64];
     pp__moe_flags(m, q, lf, sizeof lf);
-    fprintf(fp,
-            "  num_moe_experts: %lld\n  moe_router_topk: %lld\n"
-            "  moe_ffn_hidden_size: %lld\n"
-            "  expert_model_parallel_size: %lld\n"
-            "  expert_tensor_parallel_size: %lld\n",
-            (long long)m->experts, (long long)m->top_k,
-            (long long)m->expert_ffn_hidden, (long long)q->ep,
-            (long long)pp_parallel_etp(q));
-    if (q->hybridep) {
-        fputs("  moe_token_dispatcher_type: flex\n"
-              "  moe_flex_dispatcher_backend: hybridep\n",
-              fp);
-        if (hybridep_sms(p) > 0)
-            fprintf(fp, "  moe_hybridep_num_sms: %g\n", hybridep_sms(p));
-    } else {
-        fprintf(fp, "  moe_token_dispatcher_type: %s\n",
-                q->deepep ? "flex\n  moe_enable_deepep: true" : "alltoall");
+    field(fp, st, "num_moe_experts", "%lld", (long long)m->experts);
+    field(fp, st, "moe_router_topk", "%lld", (long long)m->top_k);
+    field(fp, st, "moe_ffn_hidden_size", "%lld",
+          (long long)m->expert_ffn_hidden);
+    /* NeMo 2.0's MegatronStrategy takes the two sizes (launch.c). */
+    if (!st->py) {
+        field(fp, st, "expert_model_parallel_size", "%lld", (long long)q->ep);
+        field(fp, st, "expert_tensor_parallel_size", "%lld",
+              (long long)pp_parallel_etp(q));
     }
-    fprintf(fp, "  moe_grouped_gemm: true\n  moe_permute_fusion: %s\n",
-            q->permute_unfused ? "false" : "true");
-    if (m->expert_groups > 0)
-        fprintf(fp,
-                "  moe_router_num_groups: %lld\n"
-                "  moe_router_group_topk: %lld\n",
-                (long long)m->expert_groups, (long long)m->group_top_k);
+    if (q->hybridep) {
+        text(fp, st, "moe_token_dispatcher_type", "flex");
+        text(fp, st, "moe_flex_dispatcher_backend", "hybridep");
+        if (hybridep_sms(p) > 0)
+            field(fp, st, "moe_hybridep_num_sms", "%g", hybridep_sms(p));
+    } else {
+        text(fp, st, "moe_token_dispatcher_type",
+             q->deepep ? "flex" : "alltoall");
+        if (q->deepep) flag(fp, st, "moe_enable_deepep", true);
+    }
+    flag(fp, st, "moe_grouped_gemm", true);
+    flag(fp, st, "moe_permute_fusion", !q->permute_unfused);
+    if (m->expert_groups > 0) {
+        field(fp, st, "moe_router_num_groups", "%lld",
+              (long long)m->expert_groups);
+        field(fp, st, "moe_router_group_topk", "%lld",
+              (long long)m->group_top_k);
+    }
     if (m->shared_experts)
-        fprintf(fp, "  moe_shared_expert_intermediate_size: %lld\n",
-                (long long)(m->shared_experts * m->expert_ffn_hidden));
-    if (lf[0]) fprintf(fp, "  moe_layer_freq: %s\n", lf);
-    if (m->capacity_factor > 0)
-        fprintf(fp,
-                "  moe_expert_capacity_factor: %g\n"
-                "  moe_pad_expert_input_to_capacity: true\n",
-                m->capacity_factor);
-    if (q->rank_capacity > 0)
-        fprintf(fp,
-                "  moe_expert_rank_capacity_factor: %g\n"
-                "  moe_paged_stash: true\n"
-                "  use_transformer_engine_op_fuser: true\n",
-                q->rank_capacity);
-    if (q->a2a_overlap)
-        fprintf(fp, "  overlap_moe_expert_parallel_comm: true\n");
+        field(fp, st, "moe_shared_expert_intermediate_size", "%lld",
+              (long long)(m->shared_experts * m->expert_ffn_hidden));
+    /* TransformerConfig takes an int or a list: Python evaluates the
+     * pattern (pp__moe_flags quotes it for the shell and YAML). */
+    if (lf[0]) {
+        size_t n = strlen(lf);
+        if (st->py && lf[0] == '"')
+            field(fp, st, "moe_layer_freq", "%.*s", (int)(n - 2), lf + 1);
+        else
+            field(fp, st, "moe_layer_freq", "%s", lf);
+    }
+    if (m->capacity_factor > 0) {
+        field(fp, st, "moe_expert_capacity_factor", "%g", m->capacity_factor);
+        flag(fp, st, "moe_pad_expert_input_to_capacity", true);
+    }
+    if (q->rank_capacity > 0) {
+        field(fp, st, "moe_expert_rank_capacity_factor", "%g",
+              q->rank_capacity);
+        flag(fp, st, "moe_paged_stash", true);
+        flag(fp, st, "use_transformer_engine_op_fuser", true);
+    }
+    if (q->a2a_overlap) flag(fp, st, "overlap_moe_expert_parallel_comm", true);
 }

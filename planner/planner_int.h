@@ -163,10 +163,18 @@ const char *pp__plan_why(const pp_plan *p, size_t i, char *buf, size_t len);
 
 /* launch.c: the launch formats. */
 int pp__write_megatron(const pp_plan *p, FILE *fp, pp_error *e);
-/* launch_moe.c: the MoE arguments of the Megatron-LM and NeMo YAML
- * formats (nothing for a dense model). */
+/* How NeMo's formats spell a TransformerConfig field: NeMo 1's YAML
+ * ("  key: v", true/false, bare strings) or NeMo 2.0's Python arguments
+ * ("    key=v,", True/False, quoted strings; py). */
+typedef struct pp__kv_style {
+    const char *ind, *eq, *end, *yes, *no, *qt;
+    bool py;
+} pp__kv_style;
+extern const pp__kv_style pp__nemo_yaml, pp__nemo_py;
+/* launch_moe.c: the MoE arguments of the Megatron-LM and NeMo formats
+ * (nothing for a dense model). */
 void pp__megatron_moe(const pp_plan *p, FILE *fp);
-void pp__nemo_moe(const pp_plan *p, FILE *fp);
+void pp__nemo_moe(const pp_plan *p, FILE *fp, const pp__kv_style *st);
 int pp__write_nemo(const pp_plan *p, FILE *fp, pp_error *e);
 int pp__write_deepspeed(const pp_plan *p, FILE *fp, pp_error *e);
 int pp__write_nemo2(const pp_plan *p, FILE *fp, pp_error *e);

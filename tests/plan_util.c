@@ -113,7 +113,16 @@ static const char *const megatron_args[] = {
      * attention, NVFP4 */
     "--fp8-format", "--fp8-recipe", "--fp8-amax-history-len",
     "--fp8-amax-compute-algo", "--fp8-dot-product-attention", "--fp4-format",
-    "--fp4-recipe", NULL};
+    "--fp4-recipe",
+    /* _add_network_size_args: GPT-OSS's sliding window, its sinks and its
+     * experts' clamped quick-GeGLU with the linear offset */
+    "--window-size", "--window-attn-skip-freq", "--softmax-type",
+    "--quick-geglu", "--activation-func-clamp-value", "--glu-linear-offset",
+    /* _add_moe_args, _add_distributed_args: an all-to-all MoE layout */
+    "--num-experts", "--moe-router-topk", "--moe-ffn-hidden-size",
+    "--expert-model-parallel-size", "--expert-tensor-parallel-size",
+    "--moe-token-dispatcher-type", "--moe-grouped-gemm", "--moe-permute-fusion",
+    NULL};
 
 bool megatron_arg(const char *name) {
     for (int i = 0; megatron_args[i]; i++)

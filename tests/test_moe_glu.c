@@ -130,6 +130,14 @@ static void test_glu_bad(void **state) {
         {"layers=2,hidden=64,heads=4,seq=128,vocab=100,ffn=swiglu,experts=4,"
          "top_k=1,first_dense_layers=1,glu_act=quick_gelu",
          "glu_act: prices the routed experts' activation only"},
+        /* The two launch-only keys (planner/launch.c). */
+        {"layers=2,hidden=64,heads=4,seq=128,vocab=100,glu_offset=1",
+         "glu_offset: needs a gated FFN (ffn: swiglu)"},
+        {"layers=2,hidden=64,heads=4,seq=128,vocab=100,ffn=swiglu,"
+         "glu_offset=one",
+         "glu_offset: expected a number from -1e6 to 1e6"},
+        {"layers=2,hidden=64,heads=4,seq=128,vocab=100,softmax=sinks",
+         "softmax: expected vanilla, off-by-one or learnable"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         expect_model_error(bad[i].spec, bad[i].msg);
@@ -141,6 +149,18 @@ static void test_glu_bad(void **state) {
                       &m, &e),
         0);
     assert_true(m.glu_quick && m.glu_clamp == 7);
+    assert_true(m.glu_offset == 0 && m.softmax == PP_SOFTMAX_VANILLA);
+    /* Dense layers may carry the offset (it is priced nowhere). */
+    assert_int_equal(
+        pp_model_load("layers=2,hidden=64,heads=4,seq=128,vocab=100,ffn=swiglu,"
+                      "glu_offset=-0.5,softmax=off-by-one",
+                      &m, &e),
+        0);
+    assert_true(m.glu_offset == -0.5 && m.softmax == PP_SOFTMAX_OFF_BY_ONE);
+    assert_string_equal(pp_softmax_name(m.softmax), "off-by-one");
+    /* The zoo's GPT-OSS: its provider's offset and sinks. */
+    assert_int_equal(pp_model_load("gpt-oss-120b", &m, &e), 0);
+    assert_true(m.glu_offset == 1 && m.softmax == PP_SOFTMAX_LEARNABLE);
 }
 
 int main(void) {

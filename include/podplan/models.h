@@ -25,6 +25,13 @@ typedef enum { PP_ARCH_TRANSFORMER, PP_ARCH_GENERIC } pp_arch;
  * positions); squared_relu, Nemotron's (two matrices and a squared ReLU,
  * LayerNorm with a bias, rotary positions). */
 typedef enum { PP_FFN_GELU, PP_FFN_SWIGLU, PP_FFN_SQRELU } pp_ffn;
+/* Megatron-core's softmax_type values, in its order and spelling
+ * (pp_softmax_name). */
+typedef enum {
+    PP_SOFTMAX_VANILLA,
+    PP_SOFTMAX_OFF_BY_ONE,
+    PP_SOFTMAX_LEARNABLE
+} pp_softmax;
 
 #define PP_NAME_MAX 64
 
@@ -95,6 +102,10 @@ typedef struct pp_model {
      * experts only (models/model.c). */
     bool glu_quick;
     double glu_clamp;
+    /* glu_offset (key glu_offset; GPT-OSS 1): added to the linear half
+     * before the product (Megatron-core's glu_linear_offset).  Any gated
+     * FFN; it costs nothing, and goes to the launch lines. */
+    double glu_offset;
     /* Multi-token prediction (DeepSeek-V3 sec. 2.2; Megatron-core's
      * --mtp-num-layers): mtp_layers modules after the last layer, each
      * the embedding of the next token and the previous hidden state,
@@ -114,6 +125,12 @@ typedef struct pp_model {
      * windowed.  The simulator and the FLOP count give each layer the
      * layers' mean attention (pp_model_window_share). */
     int64_t window, window_skip;
+    /* The attention softmax (Megatron-core's softmax_type): vanilla, or
+     * with an offset in the denominator, fixed (off-by-one) or learned
+     * per head (learnable: GPT-OSS's sinks).  Not priced: cuDNN's fused
+     * kernels take the offset in their softmax, whose cost podplan's
+     * attention curves do not separate; it goes to the launch lines. */
+    pp_softmax softmax;
     /* generic: a model known only by its size and cost (ResNet-50, ViT) */
     double params;           /* generic: parameter count */
     double flops_per_sample; /* generic: forward FLOPs per sample */
@@ -141,6 +158,9 @@ bool pp_model_is_mla(const pp_model *m);
 
 /* The share of m's layers that attend in a window (0 without one). */
 double pp_model_window_share(const pp_model *m);
+/* Megatron-core's name of a softmax_type ("vanilla", "off-by-one",
+ * "learnable"). */
+const char *pp_softmax_name(pp_softmax s);
 
 /* Loads a model from `spec`: a YAML file path, a name in models/zoo/
  * ("gpt3-175b"), or inline "layers=96,hidden=12288,heads=96,seq=2048,
