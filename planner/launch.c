@@ -3,10 +3,8 @@
  *
  *   megatron   a torchrun command line for Megatron-LM's pretrain_gpt.py,
  *              flag names as in megatron/training/arguments.py
- *   nemo       the trainer and model parallelism keys of a NeMo (1.x,
- *              megatron_gpt_config.yaml) config
- *   nemo2      a NeMo 2.0 Python script (nemo.collections.llm with
- *              nemo.lightning's MegatronStrategy; NeMo-Run can wrap it)
+ *   nemo,      NeMo 1.x's YAML keys and a NeMo 2.0 script (launch_nemo.c)
+ *   nemo2
  *   deepspeed  a ds_config JSON (batch, ZeRO stage, bf16/fp16, activation
  *              checkpointing, pipeline stages; AutoTP size without
  *              pipelining)
@@ -27,21 +25,21 @@
  * graphs or the whole iteration's (--cuda-graph-impl), and the scopes
  * (--cuda-graph-scope: graphs= names them so, full is full_iteration),
  * each quoted with q and separated by sep, into buf. */
-static const char *graph_impl(const pp_parallel *q) {
+const char *pp__graph_impl(const pp_parallel *q) {
     return q->graphs & PP_GRAPH_FULL ? "local" : "transformer_engine";
 }
 
 /* The FP8 recipe as Megatron-core's --fp8-recipe names it (the SPEC's
  * names are its), and whether it is delayed scaling, the one recipe of
  * releases before the flag. */
-static const char *fp8_recipe(const pp_parallel *q) {
+const char *pp__fp8_recipe(const pp_parallel *q) {
     return pp_registry_name(&pp_reg_fp8, (int)q->fp8_recipe);
 }
 
 /* How CP exchanges K/V as Megatron-core's --cp-comm-type and
  * TransformerConfig.cp_comm_type name it (Transformer Engine's values,
  * the SPEC's names); NULL for the ring, the default, and without CP. */
-static const char *cp_comm_type(const pp_parallel *q) {
+const char *pp__cp_comm_type(const pp_parallel *q) {
     return q->cp > 1 && q->cp_comm != PP_CPCOMM_P2P
                ? pp_registry_name(&pp_reg_cp_comm, (int)q->cp_comm)
                : NULL;
@@ -52,16 +50,16 @@ static const char *cp_comm_type(const pp_parallel *q) {
  * hierarchical_context_parallel_sizes), the all-to-all level first
  * ("every two adjacent gpus forms the first level of cp groups" for
  * 2 4), their product cp. */
-static bool cp_levels(const pp_parallel *q) {
+bool pp__cp_levels(const pp_parallel *q) {
     return q->cp > 1 && q->cp_comm == PP_CPCOMM_A2A_P2P;
 }
 
-static bool fp8_delayed(const pp_parallel *q) {
+bool pp__fp8_delayed(const pp_parallel *q) {
     return q->fp8_recipe == PP_FP8_DELAYED || q->fp8_recipe == PP_FP8_AUTO;
 }
 
-static char *graph_scope_list(const pp_parallel *q, const char *sep,
-                              const char *qu, char *buf, size_t len) {
+char *pp__graph_scope_list(const pp_parallel *q, const char *sep,
+                           const char *qu, char *buf, size_t len) {
     if (q->graphs & PP_GRAPH_FULL) {
         snprintf(buf, len, "%sfull_iteration%s", qu, qu);
         return buf;
@@ -69,7 +67,7 @@ static char *graph_scope_list(const pp_parallel *q, const char *sep,
     return pp_graphs_list(q->graphs, sep, qu, buf, len);
 }
 
-static void header(const pp_plan *p, FILE *fp, const char *cmt) {
+void pp__launch_header(const pp_plan *p, FILE *fp, const char *cmt) {
     const pp_plan_candidate *c = &p->cand[0];
     char spec[PP_SPEC_MAX], b1[48], b2[48];
     fprintf(fp, "%s podplan plan: %s on %s, %lld GPUs, global batch %lld\n",
@@ -98,7 +96,7 @@ static void header(const pp_plan *p, FILE *fp, const char *cmt) {
             pp__plan_profile_note(p, note, sizeof note));
 }
 
-static int64_t train_iters(const pp_plan *p) {
+int64_t pp__train_iters(const pp_plan *p) {
     const pp_plan_options *o = &p->opt;
     if (!(o->tokens > 0) || p->model.seq <= 0) return 0;
     return (int64_t)ceil(o->tokens /
@@ -106,8 +104,8 @@ static int64_t train_iters(const pp_plan *p) {
 }
 
 /* Servers and processes per server for torchrun / NeMo's trainer. */
-static void nodes_of(const pp_plan *p, int64_t gpus, int64_t *nodes,
-                     int64_t *per) {
+void pp__nodes_of(const pp_plan *p, int64_t gpus, int64_t *nodes,
+                  int64_t *per) {
     int64_t gpn = p->gpus_per_node;
     if (gpus <= gpn) {
         *nodes = 1;
@@ -120,65 +118,12 @@ static void nodes_of(const pp_plan *p, int64_t gpus, int64_t *nodes,
 
 /* GPUs without bf16 (P100, V100: the catalogue's fp16_only) train in
  * fp16 with loss scaling; the 16-bit rate the plan used is the same. */
-static bool use_fp16(const pp_plan *p) {
+bool pp__use_fp16(const pp_plan *p) {
     return p->gpu.fp16_only;
 }
 
-static int64_t ffn_of(const pp_model *m) {
+int64_t pp__ffn_of(const pp_model *m) {
     return m->ffn_hidden > 0 ? m->ffn_hidden : 4 * m->hidden;
-}
-
-const pp__kv_style pp__nemo_yaml = {
-    .ind = "  ", .eq = ": ", .end = "", .yes = "true", .no = "false", .qt = ""};
-const pp__kv_style pp__nemo_py = {.ind = "    ",
-                                  .eq = "=",
-                                  .end = ",",
-                                  .yes = "True",
-                                  .no = "False",
-                                  .qt = "\"",
-                                  .py = true};
-
-/* Multi-head latent attention's MLATransformerConfig fields, one per
- * line. */
-static void mla_fields(FILE *fp, const pp_model *m, const pp__kv_style *st) {
-    fprintf(fp, "%smulti_latent_attention%s%s%s\n", st->ind, st->eq, st->yes,
-            st->end);
-    fprintf(fp, "%sqk_layernorm%s%s%s\n", st->ind, st->eq, st->yes, st->end);
-    const struct {
-        const char *key;
-        int64_t v;
-    } f[] = {{"q_lora_rank", m->q_lora_rank},
-             {"kv_lora_rank", m->kv_lora_rank},
-             {"qk_head_dim", m->qk_nope_head_dim},
-             {"qk_pos_emb_head_dim", m->qk_rope_head_dim},
-             {"v_head_dim", m->v_head_dim}};
-    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
-        if (f[i].v)
-            fprintf(fp, "%s%s%s%lld%s\n", st->ind, f[i].key, st->eq,
-                    (long long)f[i].v, st->end);
-}
-
-/* TransformerConfig's fields for the model's attention and GLU variants
- * (the window, GPT-OSS's sinks, its GLU's clamp and offset); the window
- * is a list in YAML, a tuple in Python. */
-static void variant_fields(FILE *fp, const pp_model *m,
-                           const pp__kv_style *st) {
-    if (m->window > 0)
-        fprintf(fp, "%swindow_size%s%s%lld, 0%s%s\n", st->ind, st->eq,
-                st->py ? "(" : "[", (long long)m->window, st->py ? ")" : "]",
-                st->end);
-    if (m->window_skip > 1)
-        fprintf(fp, "%swindow_attn_skip_freq%s%lld%s\n", st->ind, st->eq,
-                (long long)m->window_skip, st->end);
-    if (m->softmax != PP_SOFTMAX_VANILLA)
-        fprintf(fp, "%ssoftmax_type%s%s%s%s%s\n", st->ind, st->eq, st->qt,
-                pp_softmax_name(m->softmax), st->qt, st->end);
-    if (m->glu_clamp > 0)
-        fprintf(fp, "%sactivation_func_clamp_value%s%g%s\n", st->ind, st->eq,
-                m->glu_clamp, st->end);
-    if (m->glu_offset != 0)
-        fprintf(fp, "%sglu_linear_offset%s%g%s\n", st->ind, st->eq,
-                m->glu_offset, st->end);
 }
 
 /* ------------------------------------------------------------------------
@@ -199,9 +144,9 @@ int pp__write_megatron(const pp_plan *p, FILE *fp, pp_error *e) {
                             "flag",
                             q->zero);
     int64_t nodes, per;
-    nodes_of(p, c->gpus, &nodes, &per);
+    pp__nodes_of(p, c->gpus, &nodes, &per);
     fputs("#!/bin/sh\n", fp);
-    header(p, fp, "#");
+    pp__launch_header(p, fp, "#");
     fprintf(fp,
             "# Run on each of the %lld servers with NODE_RANK and "
             "MASTER_ADDR set; add data,\n# tokenizer and optimizer arguments "
@@ -252,8 +197,8 @@ int pp__write_megatron(const pp_plan *p, FILE *fp, pp_error *e) {
     ARG("--global-batch-size %lld", (long long)q->gbs);
     if (q->sp && q->tp > 1) ARG("--sequence-parallel");
     if (q->cp > 1) ARG("--context-parallel-size %lld", (long long)q->cp);
-    if (cp_comm_type(q)) ARG("--cp-comm-type %s", cp_comm_type(q));
-    if (cp_levels(q))
+    if (pp__cp_comm_type(q)) ARG("--cp-comm-type %s", pp__cp_comm_type(q));
+    if (pp__cp_levels(q))
         ARG("--hierarchical-context-parallel-sizes %lld %lld",
             (long long)pp_parallel_cp_a2a(q),
             (long long)pp_parallel_cp_ring(q));
@@ -276,9 +221,9 @@ int pp__write_megatron(const pp_plan *p, FILE *fp, pp_error *e) {
     }
     if (q->graphs) {
         char gs[128];
-        ARG("--cuda-graph-impl %s", graph_impl(q));
+        ARG("--cuda-graph-impl %s", pp__graph_impl(q));
         ARG("--cuda-graph-scope %s",
-            graph_scope_list(q, " ", "", gs, sizeof gs));
+            pp__graph_scope_list(q, " ", "", gs, sizeof gs));
     }
     if (q->offload > 0) {
         ARG("--cpu-offloading");
@@ -297,7 +242,7 @@ int pp__write_megatron(const pp_plan *p, FILE *fp, pp_error *e) {
     ARG("--num-layers %lld", (long long)m->layers);
     if (m->mtp_layers) ARG("--mtp-num-layers %lld", (long long)m->mtp_layers);
     ARG("--hidden-size %lld", (long long)m->hidden);
-    ARG("--ffn-hidden-size %lld", (long long)ffn_of(m));
+    ARG("--ffn-hidden-size %lld", (long long)pp__ffn_of(m));
     ARG("--num-attention-heads %lld", (long long)m->heads);
     if (m->kv_heads > 0 && m->kv_heads != m->heads) {
         ARG("--group-query-attention");
@@ -346,7 +291,7 @@ int pp__write_megatron(const pp_plan *p, FILE *fp, pp_error *e) {
     /* LLaMA-style models have no biases (add_bias_linear=False). */
     if (!m->bias) ARG("--disable-bias-linear");
     if (!m->tied_embeddings) ARG("--untie-embeddings-and-output-weights");
-    if (use_fp16(p))
+    if (pp__use_fp16(p))
         ARG("--fp16"); /* dynamic loss scaling by default */
     else
         ARG("--bf16");
@@ -355,11 +300,11 @@ int pp__write_megatron(const pp_plan *p, FILE *fp, pp_error *e) {
      * scaling over 1024 steps of amax history is what Megatron-core did
      * before --fp8-recipe (core 0.13) and still its default, so it gets
      * no recipe flag and runs on older releases too. */
-    if (q->dtype == PP_PREC_FP8 && fp8_delayed(q))
+    if (q->dtype == PP_PREC_FP8 && pp__fp8_delayed(q))
         ARG("--fp8-format hybrid --fp8-amax-history-len 1024 "
             "--fp8-amax-compute-algo max");
     else if (q->dtype == PP_PREC_FP8)
-        ARG("--fp8-format hybrid --fp8-recipe %s", fp8_recipe(q));
+        ARG("--fp8-format hybrid --fp8-recipe %s", pp__fp8_recipe(q));
     /* Transformer Engine's FP8 attention (megatron/training/arguments.py,
      * TransformerConfig.fp8_dot_product_attention). */
     if (q->fp8_attn) ARG("--fp8-dot-product-attention");
@@ -367,398 +312,10 @@ int pp__write_megatron(const pp_plan *p, FILE *fp, pp_error *e) {
      * --fp4-recipe (nvfp4, its one recipe; megatron/training/
      * arguments.py). */
     if (q->dtype == PP_PREC_FP4) ARG("--fp4-format e2m1 --fp4-recipe nvfp4");
-    int64_t it = train_iters(p);
+    int64_t it = pp__train_iters(p);
     if (it > 0) ARG("--train-iters %lld", (long long)it);
 #undef ARG
     fputs("    \"$@\"\n", fp);
-    return 0;
-}
-
-/* ------------------------------------------------------------------------
- * NeMo.
- * ---------------------------------------------------------------------- */
-int pp__write_nemo(const pp_plan *p, FILE *fp, pp_error *e) {
-    const pp_plan_candidate *c = &p->cand[0];
-    const pp_parallel *q = &c->par;
-    const pp_model *m = &p->model;
-    if (m->arch != PP_ARCH_TRANSFORMER)
-        return pp_error_set(e, PP_EUSAGE,
-                            "--format nemo: model %s is generic (no "
-                            "transformer shape)",
-                            m->name);
-    /* NeMo 1's mcore_distributed_optim builds Megatron-core's
-     * OptimizerConfig from lr, weight decay, betas, clipping and the two
-     * overlaps only (ModelPT.setup_megatron_optimization): no key of this
-     * file asks for the precision-aware optimizer. */
-    if (p->opt.optimizer == PP_OPT_ADAM_BF16_MOMENTS)
-        return pp_error_set(e, PP_EUSAGE,
-                            "--format nemo: --optimizer %s: NeMo 1's "
-                            "optimizer options cannot ask for Megatron-"
-                            "core's precision-aware optimizer; use --format "
-                            "nemo2 or megatron",
-                            pp_optimizer_name(p->opt.optimizer));
-    /* megatron_gpt_config.yaml's activation names a fixed list, without
-     * the quick-GeGLU; the function itself is no YAML value. */
-    if (m->glu_quick)
-        return pp_error_set(e, PP_EUSAGE,
-                            "--format nemo: model %s: NeMo 1's activation "
-                            "key has no quick-GeGLU (glu_act: quick_gelu); "
-                            "use --format nemo2 or megatron",
-                            m->name);
-    int64_t nodes, per;
-    nodes_of(p, c->gpus, &nodes, &per);
-    header(p, fp, "#");
-    fputs("# The trainer and model parallelism keys of a NeMo GPT config "
-          "(megatron_gpt_config.yaml).\n",
-          fp);
-    fprintf(fp,
-            "trainer:\n  devices: %lld\n  num_nodes: %lld\n"
-            "  precision: %s\n",
-            (long long)per, (long long)nodes,
-            use_fp16(p) ? "16-mixed" : "bf16-mixed");
-    int64_t it = train_iters(p);
-    if (it > 0) fprintf(fp, "  max_steps: %lld\n", (long long)it);
-    fprintf(fp, "model:\n");
-    fprintf(fp, "  micro_batch_size: %lld\n", (long long)q->mbs);
-    fprintf(fp, "  global_batch_size: %lld\n", (long long)q->gbs);
-    fprintf(fp, "  tensor_model_parallel_size: %lld\n", (long long)q->tp);
-    fprintf(fp, "  pipeline_model_parallel_size: %lld\n", (long long)q->pp);
-    if (q->vp > 1)
-        fprintf(fp, "  virtual_pipeline_model_parallel_size: %lld\n",
-                (long long)q->vp);
-    else
-        fprintf(fp, "  virtual_pipeline_model_parallel_size: null\n");
-    /* Megatron-core TransformerConfig's names for the uneven split. */
-    if (q->layout.stages > 0) {
-        char l[PP_SPEC_MAX];
-        fprintf(fp, "  pipeline_model_parallel_layout: \"%s\"\n",
-                pp_layout_format(&q->layout, l, sizeof l));
-    }
-    if (q->first)
-        fprintf(fp, "  num_layers_in_first_pipeline_stage: %lld\n",
-                (long long)q->first);
-    if (q->last)
-        fprintf(fp, "  num_layers_in_last_pipeline_stage: %lld\n",
-                (long long)q->last);
-    /* NeMo passes this to Megatron-core's initialize_model_parallel
-     * (TP, PP, DP rank order instead of TP, DP, PP). */
-    if (q->pp > 1 && q->dp > 1)
-        fprintf(fp, "  use_tp_pp_dp_mapping: %s\n",
-                c->placement[1] == 'p' ? "true" : "false");
-    fprintf(fp, "  sequence_parallel: %s\n",
-            q->sp && q->tp > 1 ? "true" : "false");
-    /* megatron_gpt_config.yaml's Transformer Engine FP8 keys; another
-     * recipe than delayed by Megatron-core's TransformerConfig field,
-     * which NeMo fills from the model section's keys of the same name. */
-    if (q->dtype == PP_PREC_FP8 && fp8_delayed(q))
-        fprintf(fp, "  transformer_engine: true\n  fp8: true\n"
-                    "  fp8_hybrid: true\n  fp8_amax_history_len: 1024\n"
-                    "  fp8_amax_compute_algo: max\n");
-    else if (q->dtype == PP_PREC_FP8)
-        fprintf(fp,
-                "  transformer_engine: true\n  fp8: true\n"
-                "  fp8_hybrid: true\n  fp8_recipe: %s\n",
-                fp8_recipe(q));
-    else if (q->dtype == PP_PREC_FP4)
-        fprintf(fp, "  transformer_engine: true\n  fp4: e2m1\n"
-                    "  fp4_recipe: nvfp4\n");
-    /* TransformerConfig's field of the same name, by the rule above. */
-    if (q->fp8_attn) fputs("  fp8_dot_product_attention: true\n", fp);
-    if (q->cp > 1)
-        fprintf(fp, "  context_parallel_size: %lld\n", (long long)q->cp);
-    if (cp_comm_type(q)) fprintf(fp, "  cp_comm_type: %s\n", cp_comm_type(q));
-    if (cp_levels(q))
-        fprintf(fp, "  hierarchical_context_parallel_sizes: [%lld, %lld]\n",
-                (long long)pp_parallel_cp_a2a(q),
-                (long long)pp_parallel_cp_ring(q));
-    pp__nemo_moe(p, fp, &pp__nemo_yaml);
-    if (q->graphs) {
-        char gs[128];
-        fprintf(fp, "  cuda_graph_impl: %s\n  cuda_graph_scope: [%s]\n",
-                graph_impl(q), graph_scope_list(q, ", ", "", gs, sizeof gs));
-    }
-    if (q->offload > 0)
-        fprintf(fp,
-                "  cpu_offloading: true\n  cpu_offloading_num_layers: %lld\n",
-                (long long)q->offload);
-    fprintf(fp, "  encoder_seq_length: %lld\n", (long long)m->seq);
-    fprintf(fp, "  max_position_embeddings: %lld\n", (long long)m->seq);
-    fprintf(fp, "  num_layers: %lld\n", (long long)m->layers);
-    if (m->mtp_layers)
-        fprintf(fp, "  mtp_num_layers: %lld\n", (long long)m->mtp_layers);
-    fprintf(fp, "  hidden_size: %lld\n", (long long)m->hidden);
-    fprintf(fp, "  ffn_hidden_size: %lld\n", (long long)ffn_of(m));
-    fprintf(fp, "  num_attention_heads: %lld\n", (long long)m->heads);
-    if (m->kv_heads > 0 && m->kv_heads != m->heads)
-        fprintf(fp, "  num_query_groups: %lld\n", (long long)m->kv_heads);
-    if (m->kv_channels)
-        fprintf(fp, "  kv_channels: %lld\n", (long long)m->kv_channels);
-    if (pp_model_is_mla(m)) mla_fields(fp, m, &pp__nemo_yaml);
-    if (m->ffn == PP_FFN_SWIGLU)
-        fprintf(fp, "  activation: fast-swiglu\n"
-                    "  position_embedding_type: rope\n"
-                    "  normalization: rmsnorm\n");
-    /* TransformerConfig's fields, copied from the model section by the
-     * rule the recompute_modules key below relies on. */
-    variant_fields(fp, m, &pp__nemo_yaml);
-    /* Nemotron's NeMo configs say activation: squared-relu (and
-     * normalization: layernorm1p, a cost-free variant left to the user,
-     * as above). */
-    if (m->ffn == PP_FFN_SQRELU)
-        fprintf(fp, "  activation: squared-relu\n"
-                    "  position_embedding_type: rope\n");
-    /* megatron_gpt_config.yaml's "bias: True  # Whether to use bias
-     * terms in all weight matrices". */
-    fprintf(fp, "  bias: %s\n", m->bias ? "true" : "false");
-    fprintf(fp, "  share_embeddings_and_output_weights: %s\n",
-            m->tied_embeddings ? "true" : "false");
-    if (q->recompute == PP_RECOMPUTE_FULL) {
-        fprintf(fp, "  activations_checkpoint_granularity: full\n"
-                    "  activations_checkpoint_method: uniform\n"
-                    "  activations_checkpoint_num_layers: 1\n");
-    } else if (q->recompute == PP_RECOMPUTE_SELECTIVE || q->recompute_mods) {
-        fprintf(fp, "  activations_checkpoint_granularity: selective\n"
-                    "  activations_checkpoint_method: null\n");
-        /* NeMo copies the model keys that name TransformerConfig fields
-         * into it: Megatron-core's module list. */
-        if (q->recompute_mods) {
-            char rl[96];
-            fprintf(fp, "  recompute_modules: [%s]\n",
-                    pp_recompute_list(q->recompute, q->recompute_mods, ", ", "",
-                                      rl, sizeof rl));
-        }
-    } else {
-        fprintf(fp, "  activations_checkpoint_granularity: null\n"
-                    "  activations_checkpoint_method: null\n");
-    }
-    fprintf(fp, "  optim:\n    name: %s\n",
-            q->zero >= 1 ? "distributed_fused_adam" : "fused_adam");
-    if (q->zero >= 1)
-        fprintf(fp, "    overlap_grad_sync: %s\n",
-                c->dp_overlap ? "true" : "false");
-    return 0;
-}
-
-/* ------------------------------------------------------------------------
- * NeMo 2.0.
- *
- * Names from NeMo 2.0's sources and docs: nl.MegatronStrategy's arguments
- * (nemo/lightning/pytorch/strategies/megatron_strategy.py: tensor_model_
- * parallel_size, pipeline_model_parallel_size, virtual_pipeline_model_
- * parallel_size, context_parallel_size, sequence_parallel, pipeline_dtype,
- * ddp; "Migrate Parallelism Configurations from NeMo 1.0 to NeMo 2.0" in
- * the NeMo Framework user guide), llm.GPTConfig's fields (nemo/collections/
- * llm/gpt/model/base.py: seq_length, share_embeddings_and_output_weights,
- * position_embedding_type; the rest are Megatron-core TransformerConfig's:
- * num_query_groups, gated_linear_unit, add_bias_linear, normalization,
- * recompute_granularity/method/num_layers, num_layers_in_first/last_
- * pipeline_stage), llm.MockDataModule(seq_length, micro_batch_size,
- * global_batch_size), nl.MegatronMixedPrecision(precision=...), Megatron-
- * core's DistributedDataParallelConfig and OptimizerConfig.
- * ---------------------------------------------------------------------- */
-static const char *py_bool(bool b) {
-    return b ? "True" : "False";
-}
-
-int pp__write_nemo2(const pp_plan *p, FILE *fp, pp_error *e) {
-    const pp_plan_candidate *c = &p->cand[0];
-    const pp_parallel *q = &c->par;
-    const pp_model *m = &p->model;
-    /* The precision-aware optimizer runs in the distributed one. */
-    bool pao = p->opt.optimizer == PP_OPT_ADAM_BF16_MOMENTS;
-    if (m->arch != PP_ARCH_TRANSFORMER)
-        return pp_error_set(e, PP_EUSAGE,
-                            "--format nemo2: model %s is generic (no "
-                            "transformer shape)",
-                            m->name);
-    /* NeMo 2.0's nl.MegatronMixedPrecision takes fp8 settings only. */
-    if (q->dtype == PP_PREC_FP4)
-        return pp_error_set(e, PP_EUSAGE,
-                            "--format nemo2: dtype=fp4: NeMo 2.0's "
-                            "MegatronMixedPrecision has no NVFP4 setting; "
-                            "use --format nemo or megatron");
-    int64_t nodes, per;
-    nodes_of(p, c->gpus, &nodes, &per);
-    bool fp16 = use_fp16(p);
-    header(p, fp, "#");
-    fputs("# A NeMo 2.0 pretraining script (nemo.collections.llm); run it "
-          "with torchrun or wrap\n# it in a NeMo-Run recipe.  Replace "
-          "MockDataModule by your data module and set the\n# learning rate "
-          "and schedule.  Ranks: Megatron-core's default order (tp,dp,pp).\n",
-          fp);
-    fputs("import torch\n"
-          "from megatron.core.distributed import "
-          "DistributedDataParallelConfig\n"
-          "from megatron.core.optimizer import OptimizerConfig\n"
-          "from nemo import lightning as nl\n"
-          "from nemo.collections import llm\n",
-          fp);
-    if (m->ffn == PP_FFN_SQRELU)
-        fputs("from nemo.collections.llm.fn.activation import squared_relu\n",
-              fp);
-    if (m->glu_quick)
-        fputs("from megatron.core.fusions.fused_bias_geglu import quick_gelu\n",
-              fp);
-    fputc('\n', fp);
-
-    /* MLA's fields are MLATransformerConfig's, which NeMo 2.0's
-     * DeepSeekConfig (a GPTConfig) carries. */
-    fputs(pp_model_is_mla(m) ? "config = llm.DeepSeekConfig(\n"
-                             : "config = llm.GPTConfig(\n",
-          fp);
-    fprintf(fp, "    num_layers=%lld,\n", (long long)m->layers);
-    if (m->mtp_layers)
-        fprintf(fp, "    mtp_num_layers=%lld,\n", (long long)m->mtp_layers);
-    fprintf(fp, "    hidden_size=%lld,\n", (long long)m->hidden);
-    fprintf(fp, "    ffn_hidden_size=%lld,\n", (long long)ffn_of(m));
-    fprintf(fp, "    num_attention_heads=%lld,\n", (long long)m->heads);
-    fprintf(fp, "    num_query_groups=%lld,\n", (long long)m->kv_heads);
-    if (m->kv_channels)
-        fprintf(fp, "    kv_channels=%lld,\n", (long long)m->kv_channels);
-    if (pp_model_is_mla(m)) mla_fields(fp, m, &pp__nemo_py);
-    fprintf(fp, "    seq_length=%lld,\n", (long long)m->seq);
-    if (m->ffn == PP_FFN_SWIGLU)
-        fprintf(fp,
-                "    gated_linear_unit=True,\n"
-                "    activation_func=%s,\n"
-                "    normalization=\"RMSNorm\",\n"
-                "    position_embedding_type=\"rope\",\n",
-                m->glu_quick ? "quick_gelu" : "torch.nn.functional.silu");
-    variant_fields(fp, m, &pp__nemo_py);
-    /* NeMo 2.0's NemotronConfig takes its activation from
-     * nemo.collections.llm.fn.activation (imported above). */
-    if (m->ffn == PP_FFN_SQRELU)
-        fputs("    activation_func=squared_relu,\n"
-              "    position_embedding_type=\"rope\",\n",
-              fp);
-    fprintf(fp, "    add_bias_linear=%s,\n", py_bool(m->bias));
-    fprintf(fp, "    share_embeddings_and_output_weights=%s,\n",
-            py_bool(m->tied_embeddings));
-    if (q->layout.stages > 0) {
-        char l[PP_SPEC_MAX];
-        fprintf(fp, "    pipeline_model_parallel_layout=\"%s\",\n",
-                pp_layout_format(&q->layout, l, sizeof l));
-    }
-    if (q->first)
-        fprintf(fp, "    num_layers_in_first_pipeline_stage=%lld,\n",
-                (long long)q->first);
-    if (q->last)
-        fprintf(fp, "    num_layers_in_last_pipeline_stage=%lld,\n",
-                (long long)q->last);
-    if (q->recompute == PP_RECOMPUTE_FULL) {
-        fputs("    recompute_granularity=\"full\",\n"
-              "    recompute_method=\"uniform\",\n"
-              "    recompute_num_layers=1,\n",
-              fp);
-    } else if (q->recompute == PP_RECOMPUTE_SELECTIVE || q->recompute_mods) {
-        fputs("    recompute_granularity=\"selective\",\n", fp);
-        if (q->recompute_mods) {
-            char rl[96];
-            fprintf(fp, "    recompute_modules=[%s],\n",
-                    pp_recompute_list(q->recompute, q->recompute_mods, ", ",
-                                      "\"", rl, sizeof rl));
-        }
-    } else {
-        fputs("    recompute_granularity=None,\n", fp);
-    }
-    if (q->graphs) {
-        char gs[128];
-        fprintf(fp, "    cuda_graph_impl=\"%s\",\n    cuda_graph_scope=[%s],\n",
-                graph_impl(q), graph_scope_list(q, ", ", "\"", gs, sizeof gs));
-    }
-    if (q->offload > 0)
-        fprintf(
-            fp,
-            "    cpu_offloading=True,\n    cpu_offloading_num_layers=%lld,\n",
-            (long long)q->offload);
-    pp__nemo_moe(p, fp, &pp__nemo_py);
-    if (cp_comm_type(q))
-        fprintf(fp, "    cp_comm_type=\"%s\",\n", cp_comm_type(q));
-    if (cp_levels(q))
-        fprintf(fp, "    hierarchical_context_parallel_sizes=[%lld, %lld],\n",
-                (long long)pp_parallel_cp_a2a(q),
-                (long long)pp_parallel_cp_ring(q));
-    fputs(")\n\n", fp);
-
-    fputs("strategy = nl.MegatronStrategy(\n", fp);
-    fprintf(fp, "    tensor_model_parallel_size=%lld,\n", (long long)q->tp);
-    fprintf(fp, "    pipeline_model_parallel_size=%lld,\n", (long long)q->pp);
-    if (q->vp > 1)
-        fprintf(fp, "    virtual_pipeline_model_parallel_size=%lld,\n",
-                (long long)q->vp);
-    else
-        fputs("    virtual_pipeline_model_parallel_size=None,\n", fp);
-    fprintf(fp, "    context_parallel_size=%lld,\n",
-            (long long)(q->cp > 1 ? q->cp : 1));
-    if (pp_model_is_moe(m))
-        fprintf(fp,
-                "    expert_model_parallel_size=%lld,\n"
-                "    expert_tensor_parallel_size=%lld,\n",
-                (long long)q->ep, (long long)pp_parallel_etp(q));
-    fprintf(fp, "    sequence_parallel=%s,\n", py_bool(q->sp && q->tp > 1));
-    if (q->pp > 1)
-        fprintf(fp, "    pipeline_dtype=torch.%s,\n",
-                fp16 ? "float16" : "bfloat16");
-    fprintf(fp,
-            "    ddp=DistributedDataParallelConfig(\n"
-            "        check_for_nan_in_grad=True,\n"
-            "        use_distributed_optimizer=%s,\n"
-            "        overlap_grad_reduce=%s,\n"
-            "    ),\n)\n\n",
-            py_bool(q->zero >= 1 || pao), py_bool(c->dp_overlap));
-
-    /* MegatronMixedPrecision's FP8 arguments (fp8_recipe besides
-     * delayed scaling, as NeMo's performance recipes set it). */
-    char mp[192] = "";
-    if (q->dtype == PP_PREC_FP8 && fp8_delayed(q))
-        snprintf(mp, sizeof mp,
-                 ", fp8=\"hybrid\", fp8_amax_history_len=1024, "
-                 "fp8_amax_compute_algo=\"max\"");
-    else if (q->dtype == PP_PREC_FP8)
-        snprintf(mp, sizeof mp, ", fp8=\"hybrid\", fp8_recipe=\"%s\"",
-                 fp8_recipe(q));
-    /* MegatronMixedPrecision's fp8_dot_product_attention argument. */
-    if (q->fp8_attn)
-        snprintf(mp + strlen(mp), sizeof mp - strlen(mp),
-                 ", fp8_dot_product_attention=True");
-    fputs("trainer = nl.Trainer(\n", fp);
-    fprintf(fp, "    devices=%lld,\n    num_nodes=%lld,\n", (long long)per,
-            (long long)nodes);
-    int64_t it = train_iters(p);
-    if (it > 0) fprintf(fp, "    max_steps=%lld,\n", (long long)it);
-    fprintf(fp,
-            "    accelerator=\"gpu\",\n"
-            "    strategy=strategy,\n"
-            "    plugins=nl.MegatronMixedPrecision(precision=\"%s\"%s),\n"
-            ")\n\n",
-            fp16 ? "16-mixed" : "bf16-mixed", mp);
-
-    fprintf(fp,
-            "data = llm.MockDataModule(\n"
-            "    seq_length=%lld,\n"
-            "    micro_batch_size=%lld,\n"
-            "    global_batch_size=%lld,\n"
-            ")\n\n",
-            (long long)m->seq, (long long)q->mbs, (long long)q->gbs);
-
-    fprintf(fp,
-            "optim = nl.MegatronOptimizerModule(\n"
-            "    config=OptimizerConfig(\n"
-            "        optimizer=\"adam\",\n"
-            "        lr=3e-4,  # yours\n"
-            "        %s=True,\n"
-            "        use_distributed_optimizer=%s,\n"
-            "%s"
-            "    ),\n)\n\n",
-            fp16 ? "fp16" : "bf16", py_bool(q->zero >= 1 || pao),
-            pao ? "        use_precision_aware_optimizer=True,\n"
-                  "        exp_avg_dtype=torch.bfloat16,\n"
-                  "        exp_avg_sq_dtype=torch.bfloat16,\n"
-                : "");
-    fputs("if __name__ == \"__main__\":\n"
-          "    llm.pretrain(llm.GPTModel(config), data, trainer, "
-          "optim=optim)\n",
-          fp);
     return 0;
 }
 
@@ -786,7 +343,7 @@ int pp__write_deepspeed(const pp_plan *p, FILE *fp, pp_error *e) {
     json_object_set_new(o, "gradient_accumulation_steps", json_integer(nmb));
     json_t *prec = json_object();
     json_object_set_new(prec, "enabled", json_true());
-    if (use_fp16(p)) {
+    if (pp__use_fp16(p)) {
         /* loss_scale 0: dynamic loss scaling. */
         json_object_set_new(prec, "loss_scale", json_integer(0));
         json_object_set_new(o, "fp16", prec);
@@ -883,7 +440,7 @@ int pp_plan_write_assumptions(const pp_plan *p, pp_plan_format f,
              ? "every layer (the model calls deepspeed.checkpointing."
                "checkpoint per layer)"
              : "none");
-    if (use_fp16(p))
+    if (pp__use_fp16(p))
         LINE("fp16 with dynamic loss scaling: %s has no bf16", p->gpu.name);
 #undef LINE
     return n;

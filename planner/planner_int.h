@@ -161,7 +161,20 @@ json_t *pp__plan_json(const pp_plan *p, bool timing);
  * comm +0.3 s"), into buf. */
 const char *pp__plan_why(const pp_plan *p, size_t i, char *buf, size_t len);
 
-/* launch.c: the launch formats. */
+/* launch.c: the launch formats' shared helpers (each documented there)
+ * and the Megatron-LM and DeepSpeed formats; launch_nemo.c: NeMo's. */
+const char *pp__graph_impl(const pp_parallel *q);
+const char *pp__fp8_recipe(const pp_parallel *q);
+const char *pp__cp_comm_type(const pp_parallel *q);
+bool pp__cp_levels(const pp_parallel *q);
+bool pp__fp8_delayed(const pp_parallel *q);
+char *pp__graph_scope_list(const pp_parallel *q, const char *sep,
+                           const char *qu, char *buf, size_t len);
+void pp__launch_header(const pp_plan *p, FILE *fp, const char *cmt);
+int64_t pp__train_iters(const pp_plan *p);
+void pp__nodes_of(const pp_plan *p, int64_t gpus, int64_t *nodes, int64_t *per);
+bool pp__use_fp16(const pp_plan *p);
+int64_t pp__ffn_of(const pp_model *m);
 int pp__write_megatron(const pp_plan *p, FILE *fp, pp_error *e);
 /* How NeMo's formats spell a TransformerConfig field: NeMo 1's YAML
  * ("  key: v", true/false, bare strings) or NeMo 2.0's Python arguments
