@@ -22,7 +22,7 @@ static const pp_cli_opt opts[] = {
      "dispatcher=alltoall|deepep|hybridep,permute=fused|unfused,"
      "a2a_overlap=on|off,rank_capacity=X (HybridEP's per-rank buffers: "
      "sync-free),"
-     "graphs=none|attn+moe_router+...|full,offload=N (layers whose "
+     "graphs=none|attn+moe_router+...|attn+moe|full,offload=N (layers whose "
      "activations go to host memory; pp 1),layout=Et|(tt|)*30L] "
      "(required)",
      false, NULL, 0, NULL},

@@ -242,11 +242,10 @@ int pp__parallel_validate_cp_ep(const pp_parallel *p, const pp_model *m,
                                 "%s%s: model %s has no experts (expert "
                                 "parallelism needs an MoE model)",
                                 pre, ep > 1 ? "ep" : "etp", m->name);
-        if (p->graphs & PP_GRAPH_MOE_ROUTER)
-            return pp_error_set(e, PP_EINPUT,
-                                "%sgraphs: moe_router: model %s has no "
-                                "experts",
-                                pre, m->name);
+        if (p->graphs & (PP_GRAPH_MOE_ROUTER | PP_GRAPH_MOE))
+            return pp_error_set(
+                e, PP_EINPUT, "%sgraphs: %s: model %s has no experts", pre,
+                p->graphs & PP_GRAPH_MOE ? "moe" : "moe_router", m->name);
         if (p->rank_capacity > 0)
             return pp_error_set(e, PP_EINPUT,
                                 "%srank_capacity: model %s has no experts", pre,
@@ -265,15 +264,27 @@ int pp__parallel_validate_cp_ep(const pp_parallel *p, const pp_model *m,
      * (pre-sized via --moe-expert-rank-capacity-factor), which allows
      * full-iteration CUDA graphs to be used on MoE models as well":
      * Megatron-LM's CUDA graph documentation). */
-    if (p->graphs & PP_GRAPH_FULL && !(m->capacity_factor > 0) &&
-        !(p->rank_capacity > 0))
+    if (p->graphs & (PP_GRAPH_FULL | PP_GRAPH_MOE) &&
+        !(m->capacity_factor > 0) && !(p->rank_capacity > 0))
         return pp_error_set(e, PP_EINPUT,
-                            "%sgraphs: full: model %s routes dropless (its "
+                            "%sgraphs: %s: model %s routes dropless (its "
                             "token counts reach the host each forward); "
                             "graph scopes attn, moe_router, moe_preprocess "
                             "instead, or a capacity_factor (drop-and-pad), "
                             "or dispatcher=hybridep with rank_capacity",
-                            pre, m->name);
+                            pre, p->graphs & PP_GRAPH_FULL ? "full" : "moe",
+                            m->name);
+    /* The combined 1F1B schedule runs the MoE sublayer in pieces around
+     * its all-to-alls (Megatron-core's fine_grained_callables.py asserts
+     * "Supported CUDA graph scope with EP overlap: attn, moe_router,
+     * moe_preprocess, mlp"). */
+    if (p->graphs & PP_GRAPH_MOE && p->a2a_overlap)
+        return pp_error_set(e, PP_EINPUT,
+                            "%sgraphs: moe: not with a2a_overlap=on (the "
+                            "overlapped schedule splits the MoE sublayer "
+                            "around its all-to-alls); moe_router and "
+                            "moe_preprocess instead",
+                            pre);
     /* Megatron-core sizes HybridEP's (and NCCL-EP's) buffers by it; the
      * per-expert capacity is another mechanism, and podplan prices one
      * or the other. */

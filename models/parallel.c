@@ -51,7 +51,7 @@ enum {
 /* graphs= scopes, in PP_GRAPH_* bit order (Megatron-core's
  * --cuda-graph-scope names; "full" is full_iteration). */
 static const char *const graph_scopes[] = {
-    "attn", "mlp", "moe_router", "moe_preprocess", "full", NULL};
+    "attn", "mlp", "moe_router", "moe_preprocess", "full", "moe", NULL};
 
 char *pp_graphs_list(uint8_t graphs, const char *sep, const char *quote,
                      char *buf, size_t len) {
@@ -82,7 +82,8 @@ static int word_index(const char *const *names, const char *s, size_t n) {
     return i;
 }
 
-/* "none", or scopes joined by '+', each once; full alone; moe_preprocess
+/* "none", or scopes joined by '+', each once; full alone; moe without
+ * moe_router and moe_preprocess; moe_preprocess
  * with moe_router (Megatron-core's rules, transformer_config.py). */
 int pp_graphs_parse(const char *val, uint8_t *out, pp_error *e) {
     uint8_t g = 0;
@@ -97,8 +98,8 @@ int pp_graphs_parse(const char *val, uint8_t *out, pp_error *e) {
         if (!graph_scopes[i] || g & (1u << i))
             return pp_error_set(e, PP_EINPUT,
                                 "expected none or scopes joined by '+' "
-                                "(attn, mlp, moe_router, moe_preprocess; or "
-                                "full), each once, got \"%.100s\"",
+                                "(attn, mlp, moe_router, moe_preprocess, "
+                                "moe; or full), each once, got \"%.100s\"",
                                 val);
         g |= (uint8_t)(1u << i);
         if (!s[n]) break;
@@ -108,6 +109,15 @@ int pp_graphs_parse(const char *val, uint8_t *out, pp_error *e) {
         return pp_error_set(e, PP_EINPUT,
                             "full captures the whole iteration: it takes "
                             "no other scope, got \"%.100s\"",
+                            val);
+    /* Megatron-core graphs the whole MoE sublayer when moe is asked for
+     * (transformer_layer.py, _get_submodules_under_cudagraphs: moe
+     * before moe_router): the two are one or the other here. */
+    if (g & PP_GRAPH_MOE && g & (PP_GRAPH_MOE_ROUTER | PP_GRAPH_MOE_PREPROCESS))
+        return pp_error_set(e, PP_EINPUT,
+                            "moe captures the whole MoE sublayer, its "
+                            "router and preprocessing included: not with "
+                            "moe_router or moe_preprocess, got \"%.100s\"",
                             val);
     if (g & PP_GRAPH_MOE_PREPROCESS && !(g & PP_GRAPH_MOE_ROUTER))
         return pp_error_set(e, PP_EINPUT,

@@ -380,7 +380,12 @@ enum {
     PP_GRAPH_MLP = 2,            /* a dense layer's MLP sublayer */
     PP_GRAPH_MOE_ROUTER = 4,     /* an MoE layer's router */
     PP_GRAPH_MOE_PREPROCESS = 8, /* its dispatcher's preprocessing */
-    PP_GRAPH_FULL = 16           /* the whole iteration */
+    PP_GRAPH_FULL = 16,          /* the whole iteration */
+    /* an MoE layer's whole MLP sublayer: its norm, router, dispatch,
+     * experts and combine (static shapes only: drop-and-pad or a rank
+     * capacity); with attn, Megatron-core's per-layer graph of a whole
+     * MoE layer (its empty scope list, the "full" layer scope of 2025) */
+    PP_GRAPH_MOE = 32
 };
 
 enum {

@@ -228,6 +228,10 @@ void pp__op_scope(pp__oplist *l, size_t from, uint8_t sc) {
     for (size_t i = from; i < l->n; i++) l->v[i].scope = sc;
 }
 
+void pp__op_scope_add(pp__oplist *l, size_t from, uint8_t sc) {
+    for (size_t i = from; i < l->n; i++) l->v[i].scope |= sc;
+}
+
 static bool graphed(const pp__op *o, uint8_t graphs) {
     return o->kind != PP__OP_MARK &&
            (graphs & PP_GRAPH_FULL || (o->scope & graphs));
@@ -238,8 +242,11 @@ double pp__op_host_kernels(const pp__oplist *l, size_t i, uint8_t graphs) {
     if (o->kind == PP__OP_MARK) return 0;
     if (!graphed(o, graphs)) return o->kernels;
     const pp__op *p = i > 0 ? &l->v[i - 1] : NULL;
-    bool same = p && graphed(p, graphs) &&
-                (p->scope == o->scope || graphs & PP_GRAPH_FULL);
+    /* One graph while the scopes asked for stay the same: an MoE op's
+     * router or preprocessing bit does not split the moe scope's. */
+    bool same =
+        p && graphed(p, graphs) &&
+        ((p->scope & graphs) == (o->scope & graphs) || graphs & PP_GRAPH_FULL);
     return same ? 0 : 1;
 }
 
@@ -524,6 +531,7 @@ void pp__ops_layer_fwd(const pp__shape *s, pp__oplist *l) {
         pp__op_scope(l, mlp0, PP_GRAPH_MOE_ROUTER);
         pp__ops_moe_fwd(s, l);
         mem(s, l, "bias dropout add", 7.0 * H);
+        pp__op_scope_add(l, mlp0, PP_GRAPH_MOE);
     } else {
         mlp_fwd(s, &x, l);
         mem(s, l, "bias dropout add", 7.0 * H);
@@ -612,6 +620,7 @@ void pp__ops_layer_bwd(const pp__shape *s, pp__oplist *l) {
         size_t ln0 = l->n;
         ln_bwd(s, &x, l);
         pp__op_scope(l, ln0, PP_GRAPH_MOE_ROUTER);
+        pp__op_scope_add(l, mlp0, PP_GRAPH_MOE);
     } else {
         if (rm & PP_RECOMP_MLP) mlp_fwd(s, &x, l);
         te_gather(&x, l);

@@ -146,9 +146,9 @@ static void expert_bias(const pp__shape *s, const moe_dims *x, pp__oplist *l,
  * two concatenated again (read 4, write 4): 16 bytes, three eager
  * operations at the stack's host.op_issue.  glu_act quick_gelu's offset
  * tensor is one more operation, a copy from the host that waits for the
- * GPU where the stack's moe.quick_geglu_sync says so, except in a whole-
- * iteration CUDA graph, which it would have broken.  recompute=moe_act
- * runs all of it again (`name`). */
+ * GPU where the stack's moe.quick_geglu_sync says so, except in a graph
+ * holding the experts (full, moe), which it would have broken.
+ * recompute=moe_act runs all of it again (`name`). */
 static void expert_act(const pp__shape *s, const moe_dims *x, pp__oplist *l,
                        const char *name, double te, double w) {
     double op = op_kernels(s);
@@ -158,8 +158,8 @@ static void expert_act(const pp__shape *s, const moe_dims *x, pp__oplist *l,
     pp__op *o = pp__op_mem(s, l, name, (x->swiglu ? 6.0 : 4.0) * te * w);
     if (s->m->glu_quick) {
         o->kernels += op;
-        o->sync =
-            s->g->sw.moe_quick_geglu_sync && !(s->p->graphs & PP_GRAPH_FULL);
+        o->sync = s->g->sw.moe_quick_geglu_sync &&
+                  !(s->p->graphs & (PP_GRAPH_FULL | PP_GRAPH_MOE));
     }
 }
 

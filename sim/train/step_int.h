@@ -58,8 +58,11 @@ typedef struct pp__oplist {
 } pp__oplist;
 
 void pp__oplist_fini(pp__oplist *l);
-/* Puts ops [from, l->n) in graph scope sc. */
+/* Puts ops [from, l->n) in graph scope sc; _add adds sc to their scopes
+ * (an MoE op is in the moe scope and in its router's or preprocessing's
+ * too). */
 void pp__op_scope(pp__oplist *l, size_t from, uint8_t sc);
+void pp__op_scope_add(pp__oplist *l, size_t from, uint8_t sc);
 /* The kernels the host issues for op i of l under CUDA graphs `graphs`
  * (PP_GRAPH_*): its own, or for a graphed op its graph's one launch,
  * counted on the graph's first op. */
