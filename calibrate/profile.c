@@ -95,6 +95,12 @@ int pp_cal_profile_write(const pp_cal_result *r, const pp_cal_provenance *pv,
     for (size_t i = 0; i < g->n_tiles; i++)
         fprintf(fp, "    - {m: %d, n: %d, efficiency: %.6g}\n",
                 (int)g->tiles[i].m, (int)g->tiles[i].n, g->tiles[i].efficiency);
+    /* The low-precision figures the fit does not touch, kept. */
+    if (g->mxfp8_gemm_efficiency > 0)
+        fprintf(fp, "  mxfp8_efficiency: %.6g\n", g->mxfp8_gemm_efficiency);
+    if (g->nvfp4_gemm_efficiency > 0)
+        fprintf(fp, "  nvfp4_efficiency: %.6g\n", g->nvfp4_gemm_efficiency);
+    if (g->fp8_waves) fputs("  fp8_waves: true\n", fp);
     fprintf(fp, "memory:\n  efficiency: %.6g\n  scatter_add_bw: %.8gB/s\n",
             g->mem_efficiency, g->scatter_add_Bps);
     fprintf(fp, "launch_overhead: %s\n",

@@ -315,7 +315,9 @@ typedef struct pp_gpu_profile {
     /* FP8 GEMMs (dtype=fp8): the catalogue's dense FP8 rate (0: none),
      * the large-GEMM asymptote over it and its k_half (profile
      * gemm.fp8_efficiency, gemm.fp8_k_half): eff x k / (k + k_half), no
-     * tile or wave factor (see sim/hw/profile.c). */
+     * tile or wave factor (see sim/hw/profile.c) unless fp8_waves
+     * (gemm.fp8_waves: the 16-bit GEMMs' tiles and waves apply to the
+     * low-precision ones too, as on Blackwell). */
     double fp8_peak_flops;
     bool mxfp8; /* the GPU runs MXFP8 GEMMs (catalogue mxfp8) */
     bool fp8_any_layout; /* catalogue fp8_any_layout (pp_gpu_spec) */
@@ -324,6 +326,7 @@ typedef struct pp_gpu_profile {
      * per-tensor one), same k_half. */
     double mxfp8_gemm_efficiency;
     double fp8_k_half;
+    bool fp8_waves;
     /* NVFP4 GEMMs (dtype=fp4): the catalogue's dense FP4 rate (0: none)
      * and their asymptote (gemm.nvfp4_efficiency; 0: the MXFP8 one), with
      * fp8_k_half. */

@@ -327,7 +327,9 @@ static int profile_read(pp_node *root, pp_gpu_profile *g, pp_error *e) {
             (rc = pp_map_number(sec, "gemm", "mxfp8_efficiency", PP_OPTIONAL,
                                 1e-3, 1, &g->mxfp8_gemm_efficiency, e)) < 0 ||
             (rc = pp_map_number(sec, "gemm", "nvfp4_efficiency", PP_OPTIONAL,
-                                1e-3, 1, &g->nvfp4_gemm_efficiency, e)) < 0)
+                                1e-3, 1, &g->nvfp4_gemm_efficiency, e)) < 0 ||
+            (rc = pp_map_bool(sec, "gemm", "fp8_waves", PP_OPTIONAL,
+                              &g->fp8_waves, e)) < 0)
             return rc;
         rc = pp_map_node(sec, "gemm", "tiles", PP_OPTIONAL, PP_NODE_SEQ, &n, e);
         if (rc < 0) return rc;
@@ -564,9 +566,10 @@ double pp_flash_efficiency(const pp_gpu_profile *g, bool bwd, double flops,
     return eff;
 }
 
-double pp_gemm_efficiency(const pp_gpu_profile *g, double batch, double m,
-                          double n, double k) {
-    if (!(m > 0 && n > 0 && k > 0 && batch > 0)) return g->gemm_efficiency;
+/* The best tile's share of the rate on an m x n output (batch of them):
+ * its own efficiency, the last wave's idle SMs, the edge tiles' padding. */
+static double tile_factor(const pp_gpu_profile *g, double batch, double m,
+                          double n) {
     double best = 0, sms = g->sms > 0 ? g->sms : 1;
     for (size_t i = 0; i < g->n_tiles; i++) {
         double tm = g->tiles[i].m, tn = g->tiles[i].n;
@@ -578,7 +581,14 @@ double pp_gemm_efficiency(const pp_gpu_profile *g, double batch, double m,
         double x = g->tiles[i].efficiency * wave * pad;
         if (x > best) best = x;
     }
-    return g->gemm_efficiency * best * k / (k + g->gemm_k_half);
+    return best;
+}
+
+double pp_gemm_efficiency(const pp_gpu_profile *g, double batch, double m,
+                          double n, double k) {
+    if (!(m > 0 && n > 0 && k > 0 && batch > 0)) return g->gemm_efficiency;
+    return g->gemm_efficiency * tile_factor(g, batch, m, n) * k /
+           (k + g->gemm_k_half);
 }
 
 /* The share of the kernels' speed the stack's training loop sustains
@@ -664,6 +674,10 @@ static double lowp_time(const pp_gpu_profile *g, double peak, double asym,
      * (FP8's 1), output 2.  NVFP4 takes the same form and k_half: no
      * NVFP4 GEMM was measured here. */
     double eff = asym * k / (k + g->fp8_k_half);
+    /* Blackwell's FP8 GEMMs do quantize: OpenXLA's sm_100 table
+     * (b200.yaml) runs a 2048^3 one at 0.44 of the rate of four 4096^3. */
+    if (g->fp8_waves && m > 0 && n > 0 && batch > 0)
+        eff *= tile_factor(g, batch, m, n);
     double flops = 2.0 * batch * m * n * k;
     double bytes = batch * (ob * (m * k + k * n) + 2.0 * m * n);
     double tc = flops / pp_profile_tensor_rate(g, peak, eff);
