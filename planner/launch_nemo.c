@@ -68,6 +68,23 @@ static void variant_fields(FILE *fp, const pp_model *m,
                 m->glu_offset, st->end);
 }
 
+/* An uneven pipeline split: Megatron-core's layout string (quoted in
+ * both syntaxes) or its first and last stages' layer counts. */
+static void split_fields(FILE *fp, const pp_parallel *q,
+                         const pp__kv_style *st) {
+    if (q->layout.stages > 0) {
+        char l[PP_SPEC_MAX];
+        fprintf(fp, "%spipeline_model_parallel_layout%s\"%s\"%s\n", st->ind,
+                st->eq, pp_layout_format(&q->layout, l, sizeof l), st->end);
+    }
+    if (q->first)
+        fprintf(fp, "%snum_layers_in_first_pipeline_stage%s%lld%s\n", st->ind,
+                st->eq, (long long)q->first, st->end);
+    if (q->last)
+        fprintf(fp, "%snum_layers_in_last_pipeline_stage%s%lld%s\n", st->ind,
+                st->eq, (long long)q->last, st->end);
+}
+
 /* ------------------------------------------------------------------------
  * NeMo.
  * ---------------------------------------------------------------------- */
@@ -123,17 +140,7 @@ int pp__write_nemo(const pp_plan *p, FILE *fp, pp_error *e) {
     else
         fprintf(fp, "  virtual_pipeline_model_parallel_size: null\n");
     /* Megatron-core TransformerConfig's names for the uneven split. */
-    if (q->layout.stages > 0) {
-        char l[PP_SPEC_MAX];
-        fprintf(fp, "  pipeline_model_parallel_layout: \"%s\"\n",
-                pp_layout_format(&q->layout, l, sizeof l));
-    }
-    if (q->first)
-        fprintf(fp, "  num_layers_in_first_pipeline_stage: %lld\n",
-                (long long)q->first);
-    if (q->last)
-        fprintf(fp, "  num_layers_in_last_pipeline_stage: %lld\n",
-                (long long)q->last);
+    split_fields(fp, q, &pp__nemo_yaml);
     /* NeMo passes this to Megatron-core's initialize_model_parallel
      * (TP, PP, DP rank order instead of TP, DP, PP). */
     if (q->pp > 1 && q->dp > 1)
@@ -330,17 +337,7 @@ int pp__write_nemo2(const pp_plan *p, FILE *fp, pp_error *e) {
     fprintf(fp, "    add_bias_linear=%s,\n", py_bool(m->bias));
     fprintf(fp, "    share_embeddings_and_output_weights=%s,\n",
             py_bool(m->tied_embeddings));
-    if (q->layout.stages > 0) {
-        char l[PP_SPEC_MAX];
-        fprintf(fp, "    pipeline_model_parallel_layout=\"%s\",\n",
-                pp_layout_format(&q->layout, l, sizeof l));
-    }
-    if (q->first)
-        fprintf(fp, "    num_layers_in_first_pipeline_stage=%lld,\n",
-                (long long)q->first);
-    if (q->last)
-        fprintf(fp, "    num_layers_in_last_pipeline_stage=%lld,\n",
-                (long long)q->last);
+    split_fields(fp, q, &pp__nemo_py);
     if (q->recompute == PP_RECOMPUTE_FULL) {
         fputs("    recompute_granularity=\"full\",\n"
               "    recompute_method=\"uniform\",\n"
