@@ -83,8 +83,8 @@ static int word_index(const char *const *names, const char *s, size_t n) {
 }
 
 /* "none", or scopes joined by '+', each once; full alone; moe without
- * moe_router and moe_preprocess; moe_preprocess
- * with moe_router (Megatron-core's rules, transformer_config.py). */
+ * moe_router and moe_preprocess, moe_preprocess with moe_router
+ * (Megatron-core's rules, transformer_config.py). */
 int pp_graphs_parse(const char *val, uint8_t *out, pp_error *e) {
     uint8_t g = 0;
     if (strcmp(val, "none") == 0) {

@@ -1,8 +1,9 @@
 /*
- * planner/launch_moe.c: the MoE part of the launch formats (launch.c):
- * Megatron-LM's arguments and NeMo's YAML keys for the experts, their
- * parallelism, the token dispatcher and its buffers, as sim/train/moe.c
- * and step_group.c simulate them.
+ * planner/launch_moe.c: the MoE part of the launch formats (launch.c,
+ * launch_nemo.c): Megatron-LM's arguments, and NeMo's TransformerConfig
+ * fields as NeMo 1's YAML keys or NeMo 2.0's GPTConfig arguments, for the
+ * experts, their parallelism, the token dispatcher and its buffers, as
+ * sim/train/moe.c and step_group.c simulate them.
  */
 #include "planner_int.h"
 
@@ -120,7 +121,7 @@ void pp__nemo_moe(const pp_plan *p, FILE *fp, const pp__kv_style *st) {
     field(fp, st, "moe_router_topk", "%lld", (long long)m->top_k);
     field(fp, st, "moe_ffn_hidden_size", "%lld",
           (long long)m->expert_ffn_hidden);
-    /* NeMo 2.0's MegatronStrategy takes the two sizes (launch.c). */
+    /* NeMo 2.0's MegatronStrategy takes the two sizes (launch_nemo.c). */
     if (!st->py) {
         field(fp, st, "expert_model_parallel_size", "%lld", (long long)q->ep);
         field(fp, st, "expert_tensor_parallel_size", "%lld",
