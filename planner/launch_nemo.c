@@ -85,6 +85,25 @@ static void split_fields(FILE *fp, const pp_parallel *q,
                 st->eq, (long long)q->last, st->end);
 }
 
+/* CUDA graphs (Megatron-core's implementation and scope list) and
+ * activation offloading, as TransformerConfig's fields. */
+static void graph_fields(FILE *fp, const pp_parallel *q,
+                         const pp__kv_style *st) {
+    if (q->graphs) {
+        char gs[128];
+        fprintf(fp, "%scuda_graph_impl%s%s%s%s%s\n", st->ind, st->eq, st->qt,
+                pp__graph_impl(q), st->qt, st->end);
+        fprintf(fp, "%scuda_graph_scope%s[%s]%s\n", st->ind, st->eq,
+                pp__graph_scope_list(q, ", ", st->qt, gs, sizeof gs), st->end);
+    }
+    if (q->offload > 0) {
+        fprintf(fp, "%scpu_offloading%s%s%s\n", st->ind, st->eq, st->yes,
+                st->end);
+        fprintf(fp, "%scpu_offloading_num_layers%s%lld%s\n", st->ind, st->eq,
+                (long long)q->offload, st->end);
+    }
+}
+
 /* ------------------------------------------------------------------------
  * NeMo.
  * ---------------------------------------------------------------------- */
@@ -174,16 +193,7 @@ int pp__write_nemo(const pp_plan *p, FILE *fp, pp_error *e) {
                 (long long)pp_parallel_cp_a2a(q),
                 (long long)pp_parallel_cp_ring(q));
     pp__nemo_moe(p, fp, &pp__nemo_yaml);
-    if (q->graphs) {
-        char gs[128];
-        fprintf(fp, "  cuda_graph_impl: %s\n  cuda_graph_scope: [%s]\n",
-                pp__graph_impl(q),
-                pp__graph_scope_list(q, ", ", "", gs, sizeof gs));
-    }
-    if (q->offload > 0)
-        fprintf(fp,
-                "  cpu_offloading: true\n  cpu_offloading_num_layers: %lld\n",
-                (long long)q->offload);
+    graph_fields(fp, q, &pp__nemo_yaml);
     fprintf(fp, "  encoder_seq_length: %lld\n", (long long)m->seq);
     fprintf(fp, "  max_position_embeddings: %lld\n", (long long)m->seq);
     fprintf(fp, "  num_layers: %lld\n", (long long)m->layers);
@@ -354,17 +364,7 @@ int pp__write_nemo2(const pp_plan *p, FILE *fp, pp_error *e) {
     } else {
         fputs("    recompute_granularity=None,\n", fp);
     }
-    if (q->graphs) {
-        char gs[128];
-        fprintf(fp, "    cuda_graph_impl=\"%s\",\n    cuda_graph_scope=[%s],\n",
-                pp__graph_impl(q),
-                pp__graph_scope_list(q, ", ", "\"", gs, sizeof gs));
-    }
-    if (q->offload > 0)
-        fprintf(
-            fp,
-            "    cpu_offloading=True,\n    cpu_offloading_num_layers=%lld,\n",
-            (long long)q->offload);
+    graph_fields(fp, q, &pp__nemo_py);
     pp__nemo_moe(p, fp, &pp__nemo_py);
     if (pp__cp_comm_type(q))
         fprintf(fp, "    cp_comm_type=\"%s\",\n", pp__cp_comm_type(q));
