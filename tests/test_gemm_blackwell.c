@@ -2,8 +2,9 @@
  * tests/test_gemm_blackwell.c: the Blackwell profiles' GEMM shapes
  * against the published table they were fitted on (OpenXLA's sm_100
  * kernel times, calibrate/examples/published/xla-matmul-sm100.json;
- * b200.yaml): the BF16 points predicted as calibrate validate does,
- * within the fit's spread; the same table's sm_90 rows, which
+ * b200.yaml): the BF16 points predicted as calibrate validate does and
+ * the FP8 ones by the profile's FP8 time, within the fits' spread; the
+ * same table's sm_90 rows, which
  * h100.yaml (measured here) predicts, the check that the source is
  * taken as written; FP8 GEMMs that quantize by tiles and waves on
  * Blackwell (gemm.fp8_waves) and not on H100.
@@ -68,6 +69,47 @@ static void test_table(void **state) {
     assert_true(rms < 0.09 && fabs(mean) < 0.04);
 }
 
+/* The table's FP8 points (calibrate validate prices 16-bit GEMMs only):
+ * b200.yaml's FP8 time, a kernel alone (no sustained share, no loop
+ * efficiency), against each point of 16 us and more.
+ * tools/fit_gemm_table.py: 70 points, rms 8.5%, mean +0.5%. */
+static void test_table_fp8(void **state) {
+    (void)state;
+    pp_gpu_profile g = load_gpu_profile("b200", NULL);
+    g.sustained = 0;
+    g.framework_efficiency = 1;
+    json_error_t je;
+    json_t *j =
+        json_load_file(PODPLAN_SOURCE_DIR
+                       "/calibrate/examples/published/xla-matmul-sm100.json",
+                       0, &je);
+    if (!j) fail_msg("%s", je.text);
+    json_t *res = json_object_get(j, "results");
+    double s2 = 0, s = 0;
+    int n = 0;
+    for (size_t i = 0; i < json_array_size(res); i++) {
+        json_t *p = json_array_get(res, i);
+        if (strcmp(json_string_value(json_object_get(p, "dtype")), "fp8"))
+            continue;
+        double t = json_number_value(json_object_get(p, "time_median_s"));
+        if (!(t >= 16e-6)) continue;
+        double b = json_number_value(json_object_get(p, "batch")),
+               m = json_number_value(json_object_get(p, "m")),
+               nn = json_number_value(json_object_get(p, "n")),
+               k = json_number_value(json_object_get(p, "k"));
+        double err = pp_gemm_time_prec_s(&g, true, b, m, nn, k) / t - 1;
+        s2 += err * err;
+        s += err;
+        n++;
+    }
+    json_decref(j);
+    double rms = sqrt(s2 / n), mean = s / n;
+    print_message("b200 on sm_100 FP8: %d points, rms %.1f%%, mean %+.1f%%\n",
+                  n, 100 * rms, 100 * mean);
+    assert_int_equal(n, 70);
+    assert_true(rms < 0.09 && fabs(mean) < 0.02);
+}
+
 /* A 2048^3 FP8 GEMM has 128 tiles of 256 x 128 for 148 SMs: on B200 it
  * runs below the rate of a large one by its idle SMs (the table: 0.44
  * of four 4096^3), where H100's cuBLASLt FP8 kernels do not quantize
@@ -104,6 +146,7 @@ static void test_fp8_waves(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_table),
+        cmocka_unit_test(test_table_fp8),
         cmocka_unit_test(test_fp8_waves),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
