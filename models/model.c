@@ -24,7 +24,15 @@ static const char *const softmax_names[] = {"vanilla", "off-by-one",
                                             "learnable", NULL};
 
 const char *pp_softmax_name(pp_softmax s) {
-    return (unsigned)s < 3 ? softmax_names[s] : "vanilla";
+    return (unsigned)s <= PP_SOFTMAX_LEARNABLE ? softmax_names[s] : "vanilla";
+}
+
+/* The index of val in a NULL-ended name list, -1 if absent (an inline
+ * spec's enum keys; YAML's go through pp_map_enum). */
+static int name_index(const char *const *names, const char *val) {
+    for (int i = 0; names[i]; i++)
+        if (strcmp(val, names[i]) == 0) return i;
+    return -1;
 }
 
 /* ------------------------------------------------------------------------
@@ -694,31 +702,31 @@ static int inline_value(void *ctx, int k, const char *val, pp_error *e) {
         return 0;
     }
     if (k == I_SOFTMAX) {
-        for (int i = 0; softmax_names[i]; i++)
-            if (strcmp(val, softmax_names[i]) == 0) {
-                m->softmax = (pp_softmax)i;
-                return 0;
-            }
-        return pp_error_set(e, PP_EINPUT,
-                            "%ssoftmax: expected vanilla, off-by-one or "
-                            "learnable, got \"%.100s\"",
-                            pre, val);
+        int i = name_index(softmax_names, val);
+        if (i < 0)
+            return pp_error_set(e, PP_EINPUT,
+                                "%ssoftmax: expected vanilla, off-by-one or "
+                                "learnable, got \"%.100s\"",
+                                pre, val);
+        m->softmax = (pp_softmax)i;
+        return 0;
     }
     if (k == I_GLU_ACT) {
-        if (strcmp(val, "silu") && strcmp(val, "quick_gelu"))
+        int i = name_index(glu_names, val);
+        if (i < 0)
             return pp_error_set(e, PP_EINPUT,
                                 "%sglu_act: expected silu or quick_gelu, got "
                                 "\"%.100s\"",
                                 pre, val);
-        m->glu_quick = val[0] == 'q';
+        m->glu_quick = i == 1;
         return 0;
     }
     if (k == I_FFN) {
-        for (int i = 0; ffn_names[i]; i++)
-            if (strcmp(val, ffn_names[i]) == 0) {
-                m->ffn = (pp_ffn)i;
-                return 0;
-            }
+        int i = name_index(ffn_names, val);
+        if (i >= 0) {
+            m->ffn = (pp_ffn)i;
+            return 0;
+        }
         return pp_error_set(
             e, PP_EINPUT,
             "%sffn: expected gelu, swiglu or squared_relu, got \"%.100s\"", pre,

@@ -87,85 +87,65 @@ void pp__megatron_moe(const pp_plan *p, FILE *fp) {
     if (q->a2a_overlap) arg(fp, "--overlap-moe-expert-parallel-comm");
 }
 
-/* One TransformerConfig field in the style's syntax: a value printed as
- * it stands, or a string within the style's quotes. */
-static void field(FILE *fp, const pp__kv_style *st, const char *key,
-                  const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-
-static void field(FILE *fp, const pp__kv_style *st, const char *key,
-                  const char *fmt, ...) {
-    va_list ap;
-    fprintf(fp, "%s%s%s", st->ind, key, st->eq);
-    va_start(ap, fmt);
-    vfprintf(fp, fmt, ap);
-    va_end(ap);
-    fprintf(fp, "%s\n", st->end);
-}
-
-static void flag(FILE *fp, const pp__kv_style *st, const char *key, bool b) {
-    field(fp, st, key, "%s", b ? st->yes : st->no);
-}
-
-static void text(FILE *fp, const pp__kv_style *st, const char *key,
-                 const char *v) {
-    field(fp, st, key, "%s%s%s", st->qt, v, st->qt);
-}
-
 void pp__nemo_moe(const pp_plan *p, FILE *fp, const pp__kv_style *st) {
     const pp_parallel *q = &p->cand[0].par;
     const pp_model *m = &p->model;
     if (!pp_model_is_moe(m)) return;
     char lf[64];
     pp__moe_flags(m, q, lf, sizeof lf);
-    field(fp, st, "num_moe_experts", "%lld", (long long)m->experts);
-    field(fp, st, "moe_router_topk", "%lld", (long long)m->top_k);
-    field(fp, st, "moe_ffn_hidden_size", "%lld",
-          (long long)m->expert_ffn_hidden);
+    pp__kv_field(fp, st, "num_moe_experts", "%lld", (long long)m->experts);
+    pp__kv_field(fp, st, "moe_router_topk", "%lld", (long long)m->top_k);
+    pp__kv_field(fp, st, "moe_ffn_hidden_size", "%lld",
+                 (long long)m->expert_ffn_hidden);
     /* NeMo 2.0's MegatronStrategy takes the two sizes (launch_nemo.c). */
     if (!st->py) {
-        field(fp, st, "expert_model_parallel_size", "%lld", (long long)q->ep);
-        field(fp, st, "expert_tensor_parallel_size", "%lld",
-              (long long)pp_parallel_etp(q));
+        pp__kv_field(fp, st, "expert_model_parallel_size", "%lld",
+                     (long long)q->ep);
+        pp__kv_field(fp, st, "expert_tensor_parallel_size", "%lld",
+                     (long long)pp_parallel_etp(q));
     }
     if (q->hybridep) {
-        text(fp, st, "moe_token_dispatcher_type", "flex");
-        text(fp, st, "moe_flex_dispatcher_backend", "hybridep");
+        pp__kv_text(fp, st, "moe_token_dispatcher_type", "flex");
+        pp__kv_text(fp, st, "moe_flex_dispatcher_backend", "hybridep");
         if (hybridep_sms(p) > 0)
-            field(fp, st, "moe_hybridep_num_sms", "%g", hybridep_sms(p));
+            pp__kv_field(fp, st, "moe_hybridep_num_sms", "%g", hybridep_sms(p));
     } else {
-        text(fp, st, "moe_token_dispatcher_type",
-             q->deepep ? "flex" : "alltoall");
-        if (q->deepep) flag(fp, st, "moe_enable_deepep", true);
+        pp__kv_text(fp, st, "moe_token_dispatcher_type",
+                    q->deepep ? "flex" : "alltoall");
+        if (q->deepep) pp__kv_flag(fp, st, "moe_enable_deepep", true);
     }
-    flag(fp, st, "moe_grouped_gemm", true);
-    flag(fp, st, "moe_permute_fusion", !q->permute_unfused);
+    pp__kv_flag(fp, st, "moe_grouped_gemm", true);
+    pp__kv_flag(fp, st, "moe_permute_fusion", !q->permute_unfused);
     if (m->expert_groups > 0) {
-        field(fp, st, "moe_router_num_groups", "%lld",
-              (long long)m->expert_groups);
-        field(fp, st, "moe_router_group_topk", "%lld",
-              (long long)m->group_top_k);
+        pp__kv_field(fp, st, "moe_router_num_groups", "%lld",
+                     (long long)m->expert_groups);
+        pp__kv_field(fp, st, "moe_router_group_topk", "%lld",
+                     (long long)m->group_top_k);
     }
     if (m->shared_experts)
-        field(fp, st, "moe_shared_expert_intermediate_size", "%lld",
-              (long long)(m->shared_experts * m->expert_ffn_hidden));
+        pp__kv_field(fp, st, "moe_shared_expert_intermediate_size", "%lld",
+                     (long long)(m->shared_experts * m->expert_ffn_hidden));
     /* TransformerConfig takes an int or a list: Python evaluates the
      * pattern (pp__moe_flags quotes it for the shell and YAML). */
     if (lf[0]) {
         size_t n = strlen(lf);
         if (st->py && lf[0] == '"')
-            field(fp, st, "moe_layer_freq", "%.*s", (int)(n - 2), lf + 1);
+            pp__kv_field(fp, st, "moe_layer_freq", "%.*s", (int)(n - 2),
+                         lf + 1);
         else
-            field(fp, st, "moe_layer_freq", "%s", lf);
+            pp__kv_field(fp, st, "moe_layer_freq", "%s", lf);
     }
     if (m->capacity_factor > 0) {
-        field(fp, st, "moe_expert_capacity_factor", "%g", m->capacity_factor);
-        flag(fp, st, "moe_pad_expert_input_to_capacity", true);
+        pp__kv_field(fp, st, "moe_expert_capacity_factor", "%g",
+                     m->capacity_factor);
+        pp__kv_flag(fp, st, "moe_pad_expert_input_to_capacity", true);
     }
     if (q->rank_capacity > 0) {
-        field(fp, st, "moe_expert_rank_capacity_factor", "%g",
-              q->rank_capacity);
-        flag(fp, st, "moe_paged_stash", true);
-        flag(fp, st, "use_transformer_engine_op_fuser", true);
+        pp__kv_field(fp, st, "moe_expert_rank_capacity_factor", "%g",
+                     q->rank_capacity);
+        pp__kv_flag(fp, st, "moe_paged_stash", true);
+        pp__kv_flag(fp, st, "use_transformer_engine_op_fuser", true);
     }
-    if (q->a2a_overlap) flag(fp, st, "overlap_moe_expert_parallel_comm", true);
+    if (q->a2a_overlap)
+        pp__kv_flag(fp, st, "overlap_moe_expert_parallel_comm", true);
 }

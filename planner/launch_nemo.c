@@ -12,6 +12,7 @@
  */
 #include "planner_int.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -25,12 +26,32 @@ const pp__kv_style pp__nemo_py = {.ind = "    ",
                                   .qt = "\"",
                                   .py = true};
 
+/* One TransformerConfig field in the style's syntax: a value printed as
+ * it stands, or a string within the style's quotes. */
+void pp__kv_field(FILE *fp, const pp__kv_style *st, const char *key,
+                  const char *fmt, ...) {
+    va_list ap;
+    fprintf(fp, "%s%s%s", st->ind, key, st->eq);
+    va_start(ap, fmt);
+    vfprintf(fp, fmt, ap);
+    va_end(ap);
+    fprintf(fp, "%s\n", st->end);
+}
+
+void pp__kv_flag(FILE *fp, const pp__kv_style *st, const char *key, bool b) {
+    pp__kv_field(fp, st, key, "%s", b ? st->yes : st->no);
+}
+
+void pp__kv_text(FILE *fp, const pp__kv_style *st, const char *key,
+                 const char *v) {
+    pp__kv_field(fp, st, key, "%s%s%s", st->qt, v, st->qt);
+}
+
 /* Multi-head latent attention's MLATransformerConfig fields, one per
  * line. */
 static void mla_fields(FILE *fp, const pp_model *m, const pp__kv_style *st) {
-    fprintf(fp, "%smulti_latent_attention%s%s%s\n", st->ind, st->eq, st->yes,
-            st->end);
-    fprintf(fp, "%sqk_layernorm%s%s%s\n", st->ind, st->eq, st->yes, st->end);
+    pp__kv_flag(fp, st, "multi_latent_attention", true);
+    pp__kv_flag(fp, st, "qk_layernorm", true);
     const struct {
         const char *key;
         int64_t v;
@@ -40,9 +61,7 @@ static void mla_fields(FILE *fp, const pp_model *m, const pp__kv_style *st) {
              {"qk_pos_emb_head_dim", m->qk_rope_head_dim},
              {"v_head_dim", m->v_head_dim}};
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
-        if (f[i].v)
-            fprintf(fp, "%s%s%s%lld%s\n", st->ind, f[i].key, st->eq,
-                    (long long)f[i].v, st->end);
+        if (f[i].v) pp__kv_field(fp, st, f[i].key, "%lld", (long long)f[i].v);
 }
 
 /* TransformerConfig's fields for the model's attention and GLU variants
@@ -51,21 +70,17 @@ static void mla_fields(FILE *fp, const pp_model *m, const pp__kv_style *st) {
 static void variant_fields(FILE *fp, const pp_model *m,
                            const pp__kv_style *st) {
     if (m->window > 0)
-        fprintf(fp, "%swindow_size%s%s%lld, 0%s%s\n", st->ind, st->eq,
-                st->py ? "(" : "[", (long long)m->window, st->py ? ")" : "]",
-                st->end);
+        pp__kv_field(fp, st, "window_size", "%s%lld, 0%s", st->py ? "(" : "[",
+                     (long long)m->window, st->py ? ")" : "]");
     if (m->window_skip > 1)
-        fprintf(fp, "%swindow_attn_skip_freq%s%lld%s\n", st->ind, st->eq,
-                (long long)m->window_skip, st->end);
+        pp__kv_field(fp, st, "window_attn_skip_freq", "%lld",
+                     (long long)m->window_skip);
     if (m->softmax != PP_SOFTMAX_VANILLA)
-        fprintf(fp, "%ssoftmax_type%s%s%s%s%s\n", st->ind, st->eq, st->qt,
-                pp_softmax_name(m->softmax), st->qt, st->end);
+        pp__kv_text(fp, st, "softmax_type", pp_softmax_name(m->softmax));
     if (m->glu_clamp > 0)
-        fprintf(fp, "%sactivation_func_clamp_value%s%g%s\n", st->ind, st->eq,
-                m->glu_clamp, st->end);
+        pp__kv_field(fp, st, "activation_func_clamp_value", "%g", m->glu_clamp);
     if (m->glu_offset != 0)
-        fprintf(fp, "%sglu_linear_offset%s%g%s\n", st->ind, st->eq,
-                m->glu_offset, st->end);
+        pp__kv_field(fp, st, "glu_linear_offset", "%g", m->glu_offset);
 }
 
 /* An uneven pipeline split: Megatron-core's layout string (quoted in
@@ -74,15 +89,15 @@ static void split_fields(FILE *fp, const pp_parallel *q,
                          const pp__kv_style *st) {
     if (q->layout.stages > 0) {
         char l[PP_SPEC_MAX];
-        fprintf(fp, "%spipeline_model_parallel_layout%s\"%s\"%s\n", st->ind,
-                st->eq, pp_layout_format(&q->layout, l, sizeof l), st->end);
+        pp__kv_field(fp, st, "pipeline_model_parallel_layout", "\"%s\"",
+                     pp_layout_format(&q->layout, l, sizeof l));
     }
     if (q->first)
-        fprintf(fp, "%snum_layers_in_first_pipeline_stage%s%lld%s\n", st->ind,
-                st->eq, (long long)q->first, st->end);
+        pp__kv_field(fp, st, "num_layers_in_first_pipeline_stage", "%lld",
+                     (long long)q->first);
     if (q->last)
-        fprintf(fp, "%snum_layers_in_last_pipeline_stage%s%lld%s\n", st->ind,
-                st->eq, (long long)q->last, st->end);
+        pp__kv_field(fp, st, "num_layers_in_last_pipeline_stage", "%lld",
+                     (long long)q->last);
 }
 
 /* CUDA graphs (Megatron-core's implementation and scope list) and
@@ -91,16 +106,14 @@ static void graph_fields(FILE *fp, const pp_parallel *q,
                          const pp__kv_style *st) {
     if (q->graphs) {
         char gs[128];
-        fprintf(fp, "%scuda_graph_impl%s%s%s%s%s\n", st->ind, st->eq, st->qt,
-                pp__graph_impl(q), st->qt, st->end);
-        fprintf(fp, "%scuda_graph_scope%s[%s]%s\n", st->ind, st->eq,
-                pp__graph_scope_list(q, ", ", st->qt, gs, sizeof gs), st->end);
+        pp__kv_text(fp, st, "cuda_graph_impl", pp__graph_impl(q));
+        pp__kv_field(fp, st, "cuda_graph_scope", "[%s]",
+                     pp__graph_scope_list(q, ", ", st->qt, gs, sizeof gs));
     }
     if (q->offload > 0) {
-        fprintf(fp, "%scpu_offloading%s%s%s\n", st->ind, st->eq, st->yes,
-                st->end);
-        fprintf(fp, "%scpu_offloading_num_layers%s%lld%s\n", st->ind, st->eq,
-                (long long)q->offload, st->end);
+        pp__kv_flag(fp, st, "cpu_offloading", true);
+        pp__kv_field(fp, st, "cpu_offloading_num_layers", "%lld",
+                     (long long)q->offload);
     }
 }
 

@@ -184,6 +184,14 @@ typedef struct pp__kv_style {
     bool py;
 } pp__kv_style;
 extern const pp__kv_style pp__nemo_yaml, pp__nemo_py;
+/* One TransformerConfig field in a style's syntax (launch_nemo.c): a
+ * value printed as it stands, a boolean, or a string in the style's
+ * quotes. */
+void pp__kv_field(FILE *fp, const pp__kv_style *st, const char *key,
+                  const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+void pp__kv_flag(FILE *fp, const pp__kv_style *st, const char *key, bool b);
+void pp__kv_text(FILE *fp, const pp__kv_style *st, const char *key,
+                 const char *v);
 /* launch_moe.c: the MoE arguments of the Megatron-LM and NeMo formats
  * (nothing for a dense model). */
 void pp__megatron_moe(const pp_plan *p, FILE *fp);
