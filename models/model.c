@@ -12,27 +12,16 @@
 
 #include "models_int.h"
 
-/* Sizes above this are surely typos; bounding them keeps every product of
- * two of them (h*h, s*h, V*h) exact in a double. */
-#define PP_MODEL_DIM_MAX 1000000000LL
-
 static const char *const arch_names[] = {"transformer", "generic", NULL};
-static const char *const ffn_names[] = {"gelu", "swiglu", "squared_relu", NULL};
-static const char *const glu_names[] = {"silu", "quick_gelu", NULL};
+const char *const pp__ffn_names[] = {"gelu", "swiglu", "squared_relu", NULL};
+const char *const pp__glu_names[] = {"silu", "quick_gelu", NULL};
 /* pp_softmax's order: Megatron-core's softmax_type values. */
-static const char *const softmax_names[] = {"vanilla", "off-by-one",
-                                            "learnable", NULL};
+const char *const pp__softmax_names[] = {"vanilla", "off-by-one", "learnable",
+                                         NULL};
 
 const char *pp_softmax_name(pp_softmax s) {
-    return (unsigned)s <= PP_SOFTMAX_LEARNABLE ? softmax_names[s] : "vanilla";
-}
-
-/* The index of val in a NULL-ended name list, -1 if absent (an inline
- * spec's enum keys; YAML's go through pp_map_enum). */
-static int name_index(const char *const *names, const char *val) {
-    for (int i = 0; names[i]; i++)
-        if (strcmp(val, names[i]) == 0) return i;
-    return -1;
+    return (unsigned)s <= PP_SOFTMAX_LEARNABLE ? pp__softmax_names[s]
+                                               : "vanilla";
 }
 
 /* ------------------------------------------------------------------------
@@ -376,15 +365,19 @@ static int model_check(const pp_model *m, const pp_where *w, pp_error *e) {
     return moe_check(m, w, e);
 }
 
-int pp_model_validate(const pp_model *m, pp_error *e) {
-    pp_where w = {NULL, NULL, ""};
+int pp__model_check(const pp_model *m, const char *prefix, pp_error *e) {
+    pp_where w = {NULL, NULL, prefix};
     return model_check(m, &w, e);
+}
+
+int pp_model_validate(const pp_model *m, pp_error *e) {
+    return pp__model_check(m, "", e);
 }
 
 /* ------------------------------------------------------------------------
  * Defaults and names.
  * ---------------------------------------------------------------------- */
-static void model_defaults(pp_model *m) {
+void pp__model_defaults(pp_model *m) {
     memset(m, 0, sizeof *m);
     m->arch = PP_ARCH_TRANSFORMER;
     m->ffn = PP_FFN_GELU;
@@ -393,7 +386,7 @@ static void model_defaults(pp_model *m) {
 
 /* Fills the defaults that depend on other fields (kv_heads = heads,
  * ffn_hidden = 4h), for fields still 0. */
-static void model_derive(pp_model *m) {
+void pp__model_derive(pp_model *m) {
     if (pp_model_is_mla(m) && m->head_dim == 0)
         m->head_dim =
             (m->qk_nope_head_dim + m->qk_rope_head_dim + m->v_head_dim) / 2;
@@ -417,7 +410,7 @@ int pp_model_from_node(pp_node *map, const char *path, pp_model *out,
 
     if (!path) path = "";
     if ((rc = pp_node_expect(map, path, PP_NODE_MAP, e)) < 0) return rc;
-    model_defaults(&m);
+    pp__model_defaults(&m);
     if ((rc = pp_map_string(map, path, "name", PP_OPTIONAL, &name, e)) < 0)
         return rc;
     if ((rc = pp_map_enum(map, path, "arch", PP_OPTIONAL, arch_names, &arch,
@@ -483,12 +476,12 @@ int pp_model_from_node(pp_node *map, const char *path, pp_model *out,
                                 &m.glu_offset, e)) < 0)
             return rc;
         int glu = 0, softmax = 0;
-        if ((rc = pp_map_enum(map, path, "ffn", PP_OPTIONAL, ffn_names, &ffn,
-                              e)) < 0 ||
-            (rc = pp_map_enum(map, path, "glu_act", PP_OPTIONAL, glu_names,
+        if ((rc = pp_map_enum(map, path, "ffn", PP_OPTIONAL, pp__ffn_names,
+                              &ffn, e)) < 0 ||
+            (rc = pp_map_enum(map, path, "glu_act", PP_OPTIONAL, pp__glu_names,
                               &glu, e)) < 0 ||
-            (rc = pp_map_enum(map, path, "softmax", PP_OPTIONAL, softmax_names,
-                              &softmax, e)) < 0)
+            (rc = pp_map_enum(map, path, "softmax", PP_OPTIONAL,
+                              pp__softmax_names, &softmax, e)) < 0)
             return rc;
         m.ffn = (pp_ffn)ffn;
         m.glu_quick = glu == 1;
@@ -522,7 +515,7 @@ int pp_model_from_node(pp_node *map, const char *path, pp_model *out,
                          "(4 * hidden = %lld) exceeds %lld",
                          (long long)m.hidden, 4 * (long long)m.hidden,
                          PP_MODEL_DIM_MAX);
-    model_derive(&m);
+    pp__model_derive(&m);
     if (name) {
         if (name[0] == '\0' || strlen(name) >= PP_NAME_MAX)
             return model_bad(&w, e, "name",
@@ -539,254 +532,6 @@ int pp_model_from_node(pp_node *map, const char *path, pp_model *out,
 }
 
 /* ------------------------------------------------------------------------
- * Inline: "layers=96,hidden=12288,heads=96,seq=2048,vocab=51200[,...]".
- * ---------------------------------------------------------------------- */
-static const char *const inline_keys[] = {"layers",
-                                          "hidden",
-                                          "heads",
-                                          "seq",
-                                          "vocab",
-                                          "kv_heads",
-                                          "ffn_hidden",
-                                          "head_dim",
-                                          "ffn",
-                                          "tied_embeddings",
-                                          "name",
-                                          "bias",
-                                          "experts",
-                                          "top_k",
-                                          "expert_ffn_hidden",
-                                          "shared_experts",
-                                          "moe_layer_freq",
-                                          "first_dense_layers",
-                                          "expert_groups",
-                                          "group_top_k",
-                                          "capacity_factor",
-                                          "mtp_layers",
-                                          "kv_channels",
-                                          "window",
-                                          "window_skip",
-                                          "q_lora_rank",
-                                          "kv_lora_rank",
-                                          "qk_nope_head_dim",
-                                          "qk_rope_head_dim",
-                                          "v_head_dim",
-                                          "glu_act",
-                                          "glu_clamp",
-                                          "glu_offset",
-                                          "softmax",
-                                          NULL};
-
-enum {
-    I_LAYERS,
-    I_HIDDEN,
-    I_HEADS,
-    I_SEQ,
-    I_VOCAB,
-    I_KV_HEADS,
-    I_FFN_HIDDEN,
-    I_HEAD_DIM,
-    I_FFN,
-    I_TIED,
-    I_NAME,
-    I_BIAS,
-    I_EXPERTS,
-    I_TOP_K,
-    I_EXPERT_FFN,
-    I_SHARED,
-    I_MOE_FREQ,
-    I_FIRST_DENSE,
-    I_GROUPS,
-    I_GROUP_TOPK,
-    I_CAPACITY,
-    I_MTP,
-    I_KV_CHANNELS,
-    I_WINDOW,
-    I_WINDOW_SKIP,
-    I_Q_LORA,
-    I_KV_LORA,
-    I_QK_NOPE,
-    I_QK_ROPE,
-    I_V_HEAD,
-    I_GLU_ACT,
-    I_GLU_CLAMP,
-    I_GLU_OFFSET,
-    I_SOFTMAX
-};
-
-static int inline_value(void *ctx, int k, const char *val, pp_error *e) {
-    pp_model *m = ctx;
-    const char *pre = "--model: ";
-    int64_t *dims[] = {&m->layers, &m->hidden,   &m->heads,      &m->seq,
-                       &m->vocab,  &m->kv_heads, &m->ffn_hidden, &m->head_dim};
-    if (k <= I_HEAD_DIM) {
-        if (pp_parse_i64(val, 1, PP_MODEL_DIM_MAX, dims[k]) < 0)
-            return pp_error_set(e, PP_EINPUT,
-                                "%s%s: expected a positive integer, got "
-                                "\"%.100s\"",
-                                pre, inline_keys[k], val);
-        return 0;
-    }
-    if (k >= I_EXPERTS && k <= I_GROUP_TOPK) {
-        int64_t *moe[] = {&m->experts,           &m->top_k,
-                          &m->expert_ffn_hidden, &m->shared_experts,
-                          &m->moe_layer_freq,    &m->first_dense_layers,
-                          &m->expert_groups,     &m->group_top_k};
-        int64_t lo = k == I_SHARED || k == I_FIRST_DENSE ? 0 : 1;
-        if (pp_parse_i64(val, lo, PP_MODEL_DIM_MAX, moe[k - I_EXPERTS]) < 0)
-            return pp_error_set(
-                e, PP_EINPUT, "%s%s: expected a%s integer, got \"%.100s\"", pre,
-                inline_keys[k], lo ? " positive" : " non-negative", val);
-        return 0;
-    }
-    if (k == I_KV_CHANNELS) {
-        if (pp_parse_i64(val, 1, PP_MODEL_DIM_MAX, &m->kv_channels) < 0)
-            return pp_error_set(e, PP_EINPUT,
-                                "%skv_channels: expected a positive integer, "
-                                "got \"%.100s\"",
-                                pre, val);
-        return 0;
-    }
-    if (k >= I_Q_LORA && k <= I_V_HEAD) {
-        int64_t *mla[] = {&m->q_lora_rank, &m->kv_lora_rank,
-                          &m->qk_nope_head_dim, &m->qk_rope_head_dim,
-                          &m->v_head_dim};
-        int64_t lo = k == I_Q_LORA ? 0 : 1;
-        if (pp_parse_i64(val, lo, PP_MODEL_DIM_MAX, mla[k - I_Q_LORA]) < 0)
-            return pp_error_set(
-                e, PP_EINPUT, "%s%s: expected a%s integer, got \"%.100s\"", pre,
-                inline_keys[k], lo ? " positive" : " non-negative", val);
-        return 0;
-    }
-    if (k == I_WINDOW || k == I_WINDOW_SKIP) {
-        if (pp_parse_i64(val, 0, PP_MODEL_DIM_MAX,
-                         k == I_WINDOW ? &m->window : &m->window_skip) < 0)
-            return pp_error_set(e, PP_EINPUT,
-                                "%s%s: expected a non-negative integer, got "
-                                "\"%.100s\"",
-                                pre, inline_keys[k], val);
-        return 0;
-    }
-    if (k == I_MTP) {
-        if (pp_parse_i64(val, 0, PP_MTP_MAX, &m->mtp_layers) < 0)
-            return pp_error_set(e, PP_EINPUT,
-                                "%smtp_layers: expected 0 to %d, got "
-                                "\"%.100s\"",
-                                pre, PP_MTP_MAX, val);
-        return 0;
-    }
-    if (k == I_CAPACITY) {
-        double x;
-        if (pp_parse_f64(val, 0, 64, &x) < 0)
-            return pp_error_set(e, PP_EINPUT,
-                                "%scapacity_factor: expected 0 (dropless) "
-                                "or 1 to 64, got \"%.100s\"",
-                                pre, val);
-        m->capacity_factor = x;
-        return 0;
-    }
-    if (k == I_GLU_CLAMP) {
-        if (pp_parse_f64(val, 0, 1e6, &m->glu_clamp) < 0)
-            return pp_error_set(e, PP_EINPUT,
-                                "%sglu_clamp: expected 0 (none) to 1e6, got "
-                                "\"%.100s\"",
-                                pre, val);
-        return 0;
-    }
-    if (k == I_GLU_OFFSET) {
-        if (pp_parse_f64(val, -1e6, 1e6, &m->glu_offset) < 0)
-            return pp_error_set(e, PP_EINPUT,
-                                "%sglu_offset: expected a number from -1e6 "
-                                "to 1e6, got \"%.100s\"",
-                                pre, val);
-        return 0;
-    }
-    if (k == I_SOFTMAX) {
-        int i = name_index(softmax_names, val);
-        if (i < 0)
-            return pp_error_set(e, PP_EINPUT,
-                                "%ssoftmax: expected vanilla, off-by-one or "
-                                "learnable, got \"%.100s\"",
-                                pre, val);
-        m->softmax = (pp_softmax)i;
-        return 0;
-    }
-    if (k == I_GLU_ACT) {
-        int i = name_index(glu_names, val);
-        if (i < 0)
-            return pp_error_set(e, PP_EINPUT,
-                                "%sglu_act: expected silu or quick_gelu, got "
-                                "\"%.100s\"",
-                                pre, val);
-        m->glu_quick = i == 1;
-        return 0;
-    }
-    if (k == I_FFN) {
-        int i = name_index(ffn_names, val);
-        if (i >= 0) {
-            m->ffn = (pp_ffn)i;
-            return 0;
-        }
-        return pp_error_set(
-            e, PP_EINPUT,
-            "%sffn: expected gelu, swiglu or squared_relu, got \"%.100s\"", pre,
-            val);
-    }
-    if (k == I_TIED || k == I_BIAS) {
-        bool *dst = k == I_TIED ? &m->tied_embeddings : &m->bias;
-        if (strcmp(val, "true") == 0)
-            *dst = true;
-        else if (strcmp(val, "false") == 0)
-            *dst = false;
-        else
-            return pp_error_set(e, PP_EINPUT,
-                                "%s%s: expected true or false, got "
-                                "\"%.100s\"",
-                                pre, inline_keys[k], val);
-        return 0;
-    }
-    if (val[0] == '\0' || strlen(val) >= PP_NAME_MAX)
-        return pp_error_set(e, PP_EINPUT,
-                            "%sname: expected a name of 1 to %d characters",
-                            pre, PP_NAME_MAX - 1);
-    strcpy(m->name, val);
-    return 0;
-}
-
-static int model_parse_inline(const char *spec, pp_model *out, pp_error *e) {
-    const char *pre = "--model: ";
-    pp_model m;
-    uint64_t seen = 0; /* bit i: inline_keys[i] given */
-
-    model_defaults(&m);
-    int rc =
-        pp_kv_parse(spec, "--model", inline_keys, inline_value, &m, &seen, e);
-    if (rc < 0) return rc;
-    /* The first five keys are required. */
-    for (int k = I_LAYERS; k <= I_VOCAB; k++)
-        if (!(seen & (UINT64_C(1) << k)))
-            return pp_error_set(e, PP_EINPUT,
-                                "%s%s: missing (an inline model needs "
-                                "layers, hidden, heads, seq and vocab)",
-                                pre, inline_keys[k]);
-    if (m.experts > 0 && m.top_k == 0)
-        return pp_error_set(e, PP_EINPUT,
-                            "%stop_k: missing (an MoE model needs the "
-                            "experts each token is routed to)",
-                            pre);
-    model_derive(&m);
-    if (!(seen & (UINT64_C(1) << I_BIAS)))
-        m.bias = m.ffn == PP_FFN_GELU; /* as pp_model_from_node */
-    if (m.name[0] == '\0')
-        snprintf(m.name, sizeof m.name, "custom-%lldL-%lldh",
-                 (long long)m.layers, (long long)m.hidden);
-    pp_where w = {NULL, NULL, pre};
-    if ((rc = model_check(&m, &w, e)) < 0) return rc;
-    *out = m;
-    return 0;
-}
-
-/* ------------------------------------------------------------------------
  * Loading.
  * ---------------------------------------------------------------------- */
 int pp_model_load(const char *spec, pp_model *out, pp_error *e) {
@@ -797,7 +542,7 @@ int pp_model_load(const char *spec, pp_model *out, pp_error *e) {
     if (!spec || spec[0] == '\0')
         return pp_error_set(e, PP_EINPUT, "--model: empty model name");
     if (strchr(spec, '=') && !strchr(spec, '/'))
-        return model_parse_inline(spec, out, e);
+        return pp__model_parse_inline(spec, out, e);
     if ((rc = pp_data_find("models/zoo", spec, path, sizeof path, e)) < 0)
         return rc;
     if ((rc = pp_doc_load_file(path, &doc, e)) < 0) return rc;

@@ -7,6 +7,23 @@
 
 #include "podplan/models.h"
 
+/* Sizes above this are surely typos; bounding them keeps every product of
+ * two of them (h*h, s*h, V*h) exact in a double. */
+#define PP_MODEL_DIM_MAX 1000000000LL
+
+/* model.c: the names of the enum keys (NULL-ended, in their enums'
+ * order), a model's defaults before any key is read, the fields derived
+ * from others once all are (kv_heads = heads, ffn_hidden = 4h, for fields
+ * still 0), and the checks every loader runs, unlocated messages starting
+ * with prefix.  model_inline.c: an inline spec parsed through them. */
+extern const char *const pp__ffn_names[];
+extern const char *const pp__glu_names[];
+extern const char *const pp__softmax_names[];
+void pp__model_defaults(pp_model *m);
+void pp__model_derive(pp_model *m);
+int pp__model_check(const pp_model *m, const char *prefix, pp_error *e);
+int pp__model_parse_inline(const char *spec, pp_model *out, pp_error *e);
+
 /* Parameters of one transformer layer (attention, MLP, norms, biases).
  * The counting conventions are in model.c, next to pp_model_params. */
 double pp__layer_params(const pp_model *m);
