@@ -193,6 +193,13 @@ static double act_layer(const pp_model *m, const pp_parallel *p,
         else
             rep += lat;
     }
+    /* QK-norm keeps its inputs, Q and K before it (2 bytes each, split
+     * over t by heads); the rotary kernel after it keeps none. */
+    if (m->qk_norm) {
+        pp_attn_shape at;
+        pp_model_attn_shape(m, &at);
+        split += 2.0 * (at.q + at.k) / h;
+    }
     /* The attention core's 5 a s^2 b (/t); FlashAttention (Dao et al.
      * 2022, sec. 3.1) stores no s x s matrix, only the softmax's fp32
      * log-sum-exp per row, 4 s b a / t bytes, and regenerates its

@@ -19,9 +19,33 @@ const char *const pp__glu_names[] = {"silu", "quick_gelu", NULL};
 const char *const pp__softmax_names[] = {"vanilla", "off-by-one", "learnable",
                                          NULL};
 
+const char *const pp__rope_scaling_names[] = {"none", "llama3", "yarn", NULL};
+
 const char *pp_softmax_name(pp_softmax s) {
     return (unsigned)s <= PP_SOFTMAX_LEARNABLE ? pp__softmax_names[s]
                                                : "vanilla";
+}
+
+const char *pp_rope_scaling_name(pp_rope_scaling r) {
+    return (unsigned)r <= PP_ROPE_SCALING_YARN ? pp__rope_scaling_names[r]
+                                               : "none";
+}
+
+bool pp_model_has_rope(const pp_model *m) {
+    return !pp_model_learned_positions(m) || pp_model_is_mla(m);
+}
+
+double pp_model_rotary_base(const pp_model *m) {
+    return m->rotary_base > 0 ? (double)m->rotary_base : 10000.0;
+}
+
+/* Megatron-LM's llama3 scaling fixes 8192 (megatron/core/models/common/
+ * embeddings/rope_utils.py), MLATransformerConfig's yarn defaults to
+ * original_max_position_embeddings 4096. */
+int64_t pp_model_rope_original_seq(const pp_model *m) {
+    if (m->rope_scaling == PP_ROPE_SCALING_NONE) return 0;
+    if (m->rope_original_seq > 0) return m->rope_original_seq;
+    return m->rope_scaling == PP_ROPE_SCALING_LLAMA3 ? 8192 : 4096;
 }
 
 /* ------------------------------------------------------------------------
@@ -116,6 +140,10 @@ double pp__layer_params(const pp_model *m) {
     double attn = at.split + at.replicated;
     double mlp = llama ? 3.0 * h * f : 2.0 * h * f;
     double norms = pp_model_rmsnorm(m) ? 2.0 * h : 4.0 * h;
+    /* QK-norm: one norm over kv_channels for the queries, one for the
+     * keys (a gain each, and a bias under LayerNorm). */
+    if (m->qk_norm)
+        norms += (pp_model_rmsnorm(m) ? 2.0 : 4.0) * pp_model_kv_channels(m);
     if (m->bias) mlp += (llama ? 2.0 * f : f) + h;
     return attn + mlp + norms;
 }
@@ -193,6 +221,43 @@ static int glu_check(const pp_model *m, const pp_where *w, pp_error *e) {
                          "prices the routed experts' activation only: a "
                          "model with dense MLP layers or shared experts "
                          "is not supported");
+    return 0;
+}
+
+/* The positions' keys.  A learned table has no frequencies to set, MLA
+ * normalizes its latents, not its heads, and the scaling's terms mean
+ * nothing without a scaling. */
+static int rope_check(const pp_model *m, const pp_where *w, pp_error *e) {
+    if (m->qk_norm && pp_model_is_mla(m))
+        return model_bad(w, e, "qk_norm",
+                         "not used with multi-head latent attention (its "
+                         "latent norms are part of it)");
+    bool scaled = m->rope_scaling != PP_ROPE_SCALING_NONE;
+    const char *k = m->rotary_base           ? "rotary_base"
+                    : scaled                 ? "rope_scaling"
+                    : m->rope_factor         ? "rope_factor"
+                    : m->rope_original_seq   ? "rope_original_seq"
+                    : m->rope_mscale         ? "rope_mscale"
+                    : m->rope_mscale_all_dim ? "rope_mscale_all_dim"
+                                             : NULL;
+    if (!k) return 0;
+    if (!pp_model_has_rope(m))
+        return model_bad(w, e, k,
+                         "needs rotary positions (ffn swiglu or "
+                         "squared_relu, or MLA): a GeLU model has a "
+                         "learned position table");
+    if (!scaled && (m->rope_factor || m->rope_original_seq || m->rope_mscale ||
+                    m->rope_mscale_all_dim))
+        return model_bad(w, e, k, "needs rope_scaling (llama3 or yarn)");
+    if (scaled && !(m->rope_factor > 1))
+        return model_bad(w, e, "rope_factor",
+                         "expected a factor above 1 for rope_scaling %s",
+                         pp_rope_scaling_name(m->rope_scaling));
+    if (m->rope_scaling == PP_ROPE_SCALING_LLAMA3 &&
+        (m->rope_mscale || m->rope_mscale_all_dim))
+        return model_bad(w, e,
+                         m->rope_mscale ? "rope_mscale" : "rope_mscale_all_dim",
+                         "is a yarn term (rope_scaling: yarn)");
     return 0;
 }
 
@@ -349,6 +414,7 @@ static int model_check(const pp_model *m, const pp_where *w, pp_error *e) {
         return model_bad(w, e, "kv_heads", "%lld does not divide heads (%lld)",
                          (long long)m->kv_heads, (long long)m->heads);
     if ((rc = mla_check(m, w, e)) < 0) return rc;
+    if ((rc = rope_check(m, w, e)) < 0) return rc;
     if (m->mtp_layers < 0 || m->mtp_layers > PP_MTP_MAX)
         return model_bad(w, e, "mtp_layers", "expected 0 to %d, got %lld",
                          PP_MTP_MAX, (long long)m->mtp_layers);
@@ -473,16 +539,31 @@ int pp_model_from_node(pp_node *map, const char *path, pp_model *out,
             (rc = pp_map_number(map, path, "glu_clamp", PP_OPTIONAL, 0, 1e6,
                                 &m.glu_clamp, e)) < 0 ||
             (rc = pp_map_number(map, path, "glu_offset", PP_OPTIONAL, -1e6, 1e6,
-                                &m.glu_offset, e)) < 0)
+                                &m.glu_offset, e)) < 0 ||
+            (rc = pp_map_int(map, path, "rotary_base", PP_OPTIONAL, 1,
+                             PP_MODEL_DIM_MAX, &m.rotary_base, e)) < 0 ||
+            (rc = pp_map_number(map, path, "rope_factor", PP_OPTIONAL, 1, 1e6,
+                                &m.rope_factor, e)) < 0 ||
+            (rc = pp_map_int(map, path, "rope_original_seq", PP_OPTIONAL, 1,
+                             PP_MODEL_DIM_MAX, &m.rope_original_seq, e)) < 0 ||
+            (rc = pp_map_number(map, path, "rope_mscale", PP_OPTIONAL, 1e-6,
+                                100, &m.rope_mscale, e)) < 0 ||
+            (rc = pp_map_number(map, path, "rope_mscale_all_dim", PP_OPTIONAL,
+                                0, 100, &m.rope_mscale_all_dim, e)) < 0 ||
+            (rc = pp_map_bool(map, path, "qk_norm", PP_OPTIONAL, &m.qk_norm,
+                              e)) < 0)
             return rc;
-        int glu = 0, softmax = 0;
+        int glu = 0, softmax = 0, scaling = 0;
         if ((rc = pp_map_enum(map, path, "ffn", PP_OPTIONAL, pp__ffn_names,
                               &ffn, e)) < 0 ||
             (rc = pp_map_enum(map, path, "glu_act", PP_OPTIONAL, pp__glu_names,
                               &glu, e)) < 0 ||
             (rc = pp_map_enum(map, path, "softmax", PP_OPTIONAL,
-                              pp__softmax_names, &softmax, e)) < 0)
+                              pp__softmax_names, &softmax, e)) < 0 ||
+            (rc = pp_map_enum(map, path, "rope_scaling", PP_OPTIONAL,
+                              pp__rope_scaling_names, &scaling, e)) < 0)
             return rc;
+        m.rope_scaling = (pp_rope_scaling)scaling;
         m.ffn = (pp_ffn)ffn;
         m.glu_quick = glu == 1;
         m.softmax = (pp_softmax)softmax;

@@ -51,6 +51,13 @@ static const char *const inline_keys[] = {"layers",
                                           "glu_clamp",
                                           "glu_offset",
                                           "softmax",
+                                          "rotary_base",
+                                          "rope_scaling",
+                                          "rope_factor",
+                                          "rope_original_seq",
+                                          "rope_mscale",
+                                          "rope_mscale_all_dim",
+                                          "qk_norm",
                                           NULL};
 
 enum {
@@ -87,7 +94,14 @@ enum {
     I_GLU_ACT,
     I_GLU_CLAMP,
     I_GLU_OFFSET,
-    I_SOFTMAX
+    I_SOFTMAX,
+    I_ROTARY_BASE,
+    I_ROPE_SCALING,
+    I_ROPE_FACTOR,
+    I_ROPE_ORIG,
+    I_ROPE_MSCALE,
+    I_ROPE_MSCALE_ALL,
+    I_QK_NORM
 };
 
 static int inline_value(void *ctx, int k, const char *val, pp_error *e) {
@@ -177,6 +191,41 @@ static int inline_value(void *ctx, int k, const char *val, pp_error *e) {
                                 pre, val);
         return 0;
     }
+    if (k == I_ROTARY_BASE || k == I_ROPE_ORIG) {
+        if (pp_parse_i64(val, 1, PP_MODEL_DIM_MAX,
+                         k == I_ROTARY_BASE ? &m->rotary_base
+                                            : &m->rope_original_seq) < 0)
+            return pp_error_set(e, PP_EINPUT,
+                                "%s%s: expected a positive integer, got "
+                                "\"%.100s\"",
+                                pre, inline_keys[k], val);
+        return 0;
+    }
+    if (k >= I_ROPE_FACTOR && k <= I_ROPE_MSCALE_ALL) {
+        /* rope_factor 1 to 1e6; rope_mscale above 0 (0 is its unset);
+         * rope_mscale_all_dim 0 to 100. */
+        double lo = k == I_ROPE_FACTOR ? 1 : k == I_ROPE_MSCALE ? 1e-6 : 0;
+        double hi = k == I_ROPE_FACTOR ? 1e6 : 100;
+        double *dst = k == I_ROPE_FACTOR   ? &m->rope_factor
+                      : k == I_ROPE_MSCALE ? &m->rope_mscale
+                                           : &m->rope_mscale_all_dim;
+        if (pp_parse_f64(val, lo, hi, dst) < 0)
+            return pp_error_set(e, PP_EINPUT,
+                                "%s%s: expected a number from %g to %g, got "
+                                "\"%.100s\"",
+                                pre, inline_keys[k], lo, hi, val);
+        return 0;
+    }
+    if (k == I_ROPE_SCALING) {
+        int i = name_index(pp__rope_scaling_names, val);
+        if (i < 0)
+            return pp_error_set(e, PP_EINPUT,
+                                "%srope_scaling: expected none, llama3 or "
+                                "yarn, got \"%.100s\"",
+                                pre, val);
+        m->rope_scaling = (pp_rope_scaling)i;
+        return 0;
+    }
     if (k == I_SOFTMAX) {
         int i = name_index(pp__softmax_names, val);
         if (i < 0)
@@ -208,8 +257,10 @@ static int inline_value(void *ctx, int k, const char *val, pp_error *e) {
             "%sffn: expected gelu, swiglu or squared_relu, got \"%.100s\"", pre,
             val);
     }
-    if (k == I_TIED || k == I_BIAS) {
-        bool *dst = k == I_TIED ? &m->tied_embeddings : &m->bias;
+    if (k == I_TIED || k == I_BIAS || k == I_QK_NORM) {
+        bool *dst = k == I_TIED   ? &m->tied_embeddings
+                    : k == I_BIAS ? &m->bias
+                                  : &m->qk_norm;
         if (strcmp(val, "true") == 0)
             *dst = true;
         else if (strcmp(val, "false") == 0)

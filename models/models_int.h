@@ -19,6 +19,7 @@
 extern const char *const pp__ffn_names[];
 extern const char *const pp__glu_names[];
 extern const char *const pp__softmax_names[];
+extern const char *const pp__rope_scaling_names[];
 void pp__model_defaults(pp_model *m);
 void pp__model_derive(pp_model *m);
 int pp__model_check(const pp_model *m, const char *prefix, pp_error *e);

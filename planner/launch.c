@@ -147,6 +147,7 @@ int pp__write_megatron(const pp_plan *p, FILE *fp, pp_error *e) {
     pp__nodes_of(p, c->gpus, &nodes, &per);
     fputs("#!/bin/sh\n", fp);
     pp__launch_header(p, fp, "#");
+    pp__rope_note(m, PP_PLAN_FMT_MEGATRON, fp, "#");
     fprintf(fp,
             "# Run on each of the %lld servers with NODE_RANK and "
             "MASTER_ADDR set; add data,\n# tokenizer and optimizer arguments "
@@ -288,6 +289,7 @@ int pp__write_megatron(const pp_plan *p, FILE *fp, pp_error *e) {
         ARG("--squared-relu");
         ARG("--position-embedding-type rope");
     }
+    pp__megatron_rope_args(m, fp);
     /* LLaMA-style models have no biases (add_bias_linear=False). */
     if (!m->bias) ARG("--disable-bias-linear");
     if (!m->tied_embeddings) ARG("--untie-embeddings-and-output-weights");

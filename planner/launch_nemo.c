@@ -151,6 +151,7 @@ int pp__write_nemo(const pp_plan *p, FILE *fp, pp_error *e) {
     int64_t nodes, per;
     pp__nodes_of(p, c->gpus, &nodes, &per);
     pp__launch_header(p, fp, "#");
+    pp__rope_note(m, PP_PLAN_FMT_NEMO, fp, "#");
     fputs("# The trainer and model parallelism keys of a NeMo GPT config "
           "(megatron_gpt_config.yaml).\n",
           fp);
@@ -227,6 +228,7 @@ int pp__write_nemo(const pp_plan *p, FILE *fp, pp_error *e) {
     /* TransformerConfig's fields, copied from the model section by the
      * rule the recompute_modules key below relies on. */
     variant_fields(fp, m, &pp__nemo_yaml);
+    pp__nemo_rope_fields(m, fp, &pp__nemo_yaml);
     /* Nemotron's NeMo configs say activation: squared-relu (and
      * normalization: layernorm1p, a cost-free variant left to the user,
      * as above). */
@@ -307,6 +309,7 @@ int pp__write_nemo2(const pp_plan *p, FILE *fp, pp_error *e) {
     pp__nodes_of(p, c->gpus, &nodes, &per);
     bool fp16 = pp__use_fp16(p);
     pp__launch_header(p, fp, "#");
+    pp__rope_note(m, PP_PLAN_FMT_NEMO2, fp, "#");
     fputs("# A NeMo 2.0 pretraining script (nemo.collections.llm); run it "
           "with torchrun or wrap\n# it in a NeMo-Run recipe.  Replace "
           "MockDataModule by your data module and set the\n# learning rate "
@@ -351,6 +354,7 @@ int pp__write_nemo2(const pp_plan *p, FILE *fp, pp_error *e) {
                 "    position_embedding_type=\"rope\",\n",
                 m->glu_quick ? "quick_gelu" : "torch.nn.functional.silu");
     variant_fields(fp, m, &pp__nemo_py);
+    pp__nemo_rope_fields(m, fp, &pp__nemo_py);
     /* NeMo 2.0's NemotronConfig takes its activation from
      * nemo.collections.llm.fn.activation (imported above). */
     if (m->ffn == PP_FFN_SQRELU)

@@ -200,4 +200,14 @@ int pp__write_nemo(const pp_plan *p, FILE *fp, pp_error *e);
 int pp__write_deepspeed(const pp_plan *p, FILE *fp, pp_error *e);
 int pp__write_nemo2(const pp_plan *p, FILE *fp, pp_error *e);
 
+/* launch_rope.c: the model's positions and QK-norm as Megatron-LM's
+ * arguments (after --position-embedding-type) or as TransformerConfig's
+ * fields in a NeMo syntax; pp__rope_note writes, after a launch header,
+ * the comment line saying what the format cannot set (nothing when it
+ * can set everything). */
+void pp__megatron_rope_args(const pp_model *m, FILE *fp);
+void pp__nemo_rope_fields(const pp_model *m, FILE *fp, const pp__kv_style *st);
+void pp__rope_note(const pp_model *m, pp_plan_format f, FILE *fp,
+                   const char *cmt);
+
 #endif

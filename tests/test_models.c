@@ -267,9 +267,9 @@ static void test_model_file_errors(void **state) {
  * ---------------------------------------------------------------------- */
 /* kv_channels (Megatron-core's, Hugging Face's head_dim): Qwen3's
  * projections are heads x 128 wide, twice hidden.  The model cards'
- * totals (30.5B / 3.3B active, 235B / 22B active) within 1% and 3%; the
- * QK-norm's 256 parameters per layer are left out.  kv_channels equal to
- * hidden / heads changes nothing. */
+ * totals (30.5B / 3.3B active, 235B / 22B active) within 1% and 3%,
+ * the QK-norm's 2 x kv_channels parameters per layer counted.
+ * kv_channels equal to hidden / heads changes nothing. */
 static void test_kv_channels(void **state) {
     (void)state;
     pp_model q30 = load("qwen3-30b-a3b"), q235 = load("qwen3-235b-a22b");
@@ -281,8 +281,8 @@ static void test_kv_channels(void **state) {
      * 4 x 128, against the same model at kv_channels 64 (= 2048 / 32). */
     pp_model narrow = q30;
     narrow.kv_channels = 64;
-    double h = 2048, wide = h * (4096 + 1024) + 4096 * h,
-           thin = h * (2048 + 512) + 2048 * h;
+    double h = 2048, wide = h * (4096 + 1024) + 4096 * h + 2 * 128,
+           thin = h * (2048 + 512) + 2048 * h + 2 * 64;
     assert_rel(pp_model_params(&q30) - pp_model_params(&narrow),
                48 * (wide - thin), 1e-12);
     pp_model a = load("llama3-8b"), b = a;

@@ -32,6 +32,15 @@ typedef enum {
     PP_SOFTMAX_OFF_BY_ONE,
     PP_SOFTMAX_LEARNABLE
 } pp_softmax;
+/* Rotary positions' scaling for a longer context (pp_rope_scaling_name):
+ * none; llama3, Llama 3.1's (Megatron-LM's --use-rope-scaling: low and
+ * high frequency factors 1 and 4 over 8192 original positions); yarn
+ * (Peng et al. 2023, arXiv:2309.00071: DeepSeek-V3's, GPT-OSS's). */
+typedef enum {
+    PP_ROPE_SCALING_NONE,
+    PP_ROPE_SCALING_LLAMA3,
+    PP_ROPE_SCALING_YARN
+} pp_rope_scaling;
 
 #define PP_NAME_MAX 64
 
@@ -131,6 +140,26 @@ typedef struct pp_model {
      * kernels take the offset in their softmax, whose cost podplan's
      * attention curves do not separate; it goes to the launch lines. */
     pp_softmax softmax;
+    /* Rotary positions (pp_model_has_rope: SwiGLU and squared-ReLU
+     * models, and MLA's rotary key; GeLU models have GPT's learned
+     * table).  rotary_base: the frequencies' base theta, 0 = Megatron's
+     * 10000 (pp_model_rotary_base); rope_scaling with rope_factor (> 1),
+     * rope_original_seq (the positions before scaling; 0 = llama3's 8192,
+     * yarn's 4096) and, for yarn, rope_mscale and rope_mscale_all_dim
+     * (DeepSeek's attention temperature terms; Megatron-core's defaults 1
+     * and 0).  Priced alike: Transformer Engine's fused kernel rotates Q
+     * and K (sim/train/compute.c); the frequencies are computed once.
+     * They go to the launch lines. */
+    int64_t rotary_base;
+    pp_rope_scaling rope_scaling;
+    double rope_factor;
+    int64_t rope_original_seq;
+    double rope_mscale, rope_mscale_all_dim;
+    /* QK-norm (Qwen3's q_norm and k_norm; Megatron-core's qk_layernorm):
+     * each head's query and key normalized over its kv_channels, with a
+     * gain (and a bias under LayerNorm) of that width per norm.  Not
+     * with MLA, whose latent norms are its own. */
+    bool qk_norm;
     /* generic: a model known only by its size and cost (ResNet-50, ViT) */
     double params;           /* generic: parameter count */
     double flops_per_sample; /* generic: forward FLOPs per sample */
@@ -161,6 +190,7 @@ double pp_model_window_share(const pp_model *m);
 /* Megatron-core's name of a softmax_type ("vanilla", "off-by-one",
  * "learnable"). */
 const char *pp_softmax_name(pp_softmax s);
+const char *pp_rope_scaling_name(pp_rope_scaling r);
 
 /* Loads a model from `spec`: a YAML file path, a name in models/zoo/
  * ("gpt3-175b"), or inline "layers=96,hidden=12288,heads=96,seq=2048,
@@ -193,6 +223,13 @@ static inline bool pp_model_learned_positions(const pp_model *m) {
 static inline bool pp_model_rmsnorm(const pp_model *m) {
     return m->ffn == PP_FFN_SWIGLU;
 }
+/* Whether the attention rotates Q and K by position (the models without
+ * a learned table, and MLA's rotary key); the frequencies' base (10000
+ * unless rotary_base says); the positions before rope scaling (0
+ * without it). */
+bool pp_model_has_rope(const pp_model *m);
+double pp_model_rotary_base(const pp_model *m);
+int64_t pp_model_rope_original_seq(const pp_model *m);
 
 /* Mixture of experts (models/moe.c).  Whether m has experts; whether
  * layer i (0-based) is an MoE layer; how many are; the parameters a token

@@ -2,8 +2,8 @@
  * sim/train/attn.c: the attention core of a transformer layer on one GPU
  * (FlashAttention's fused kernels or the standard core's GEMMs and
  * softmax), with context parallelism's ring around it as Megatron-core
- * and Transformer Engine run it.  compute.c builds the rest of the layer
- * around these ops.
+ * and Transformer Engine run it, and QK-norm and the rotary kernel before
+ * it.  compute.c builds the rest of the layer around these ops.
  */
 #include "podplan/hw.h"
 #include "podplan/models.h"
@@ -356,4 +356,26 @@ void pp__ops_attn_bwd(const pp__shape *s, const pp__dims *x, pp__oplist *l) {
     if (s->p->flash)
         cp_sum(s, l, "cp dkv accumulate", cp_kv_bytes(x), ring_n(s));
     cp_after(s, x, l, true);
+}
+
+/* What Megatron-core's SelfAttention does to this rank's query and key
+ * heads between the QKV GEMM and the core (not MLA's: mla.c): QK-norm,
+ * Transformer Engine's norm over each head's kv_channels, then the
+ * rotation by position, Transformer Engine's fused kernel
+ * (fused_apply_rotary_pos_emb; Megatron-LM's apply_rope_fusion, on
+ * unless --no-rope-fusion).  Each reads and writes 2 bytes an element of
+ * Q and of K, one kernel for each (the frequencies, read once per
+ * position, left out).  Backward: the rotation's reads the gradient and
+ * writes one (4 bytes); the norm's reads its input and the gradient and
+ * writes one (6; its gain's gradient assumed reduced in the same pass). */
+void pp__ops_qk_pos(const pp__shape *s, const pp__dims *x, pp__oplist *l,
+                    bool bwd) {
+    double qk = x->tok * (x->q + x->kvd) / x->t;
+    bool rope = pp_model_has_rope(s->m), norm = s->m->qk_norm;
+    if (bwd && rope) pp__op_mem(s, l, "rope bwd", 4.0 * qk)->kernels = 2;
+    if (norm)
+        pp__op_mem(s, l, bwd ? "qk norm bwd" : "qk norm",
+                   (bwd ? 6.0 : 4.0) * qk)
+            ->kernels = 2;
+    if (!bwd && rope) pp__op_mem(s, l, "rope", 4.0 * qk)->kernels = 2;
 }

@@ -513,6 +513,7 @@ void pp__ops_layer_fwd(const pp__shape *s, pp__oplist *l) {
     } else {
         te_gather(&x, l);
         lgemm(s, l, "qkv", x.tok, x.qkv_n, x.h);
+        pp__ops_qk_pos(s, &x, l, false);
     }
     pp__ops_attn_fwd(s, &x, l);
     lgemm(s, l, "attn proj", x.tok, x.h, x.q / x.t);
@@ -652,6 +653,7 @@ void pp__ops_layer_bwd(const pp__shape *s, pp__oplist *l) {
     if (x.mla) {
         pp__ops_mla_bwd(s, l);
     } else {
+        pp__ops_qk_pos(s, &x, l, true);
         /* The Q, K and V gradients are concatenated into one tensor. */
         mem(s, l, "qkv grad concat", 4.0 * x.tok * x.qkv_n);
         ln_recompute(s, &x, l, x.tok * x.h);

@@ -139,6 +139,10 @@ pp__op *pp__op_push(pp__oplist *l, const char *name, pp__op_kind kind);
  * layout's recipe casts it (compute.c's fp8_cast). */
 void pp__op_fp8_cast(const pp__shape *s, pp__oplist *l, double g, double elems);
 
+/* attn.c: QK-norm and the rotary kernel on Q and K (not MLA's), after
+ * the QKV GEMM and before its backward. */
+void pp__ops_qk_pos(const pp__shape *s, const pp__dims *x, pp__oplist *l,
+                    bool bwd);
 /* attn.c: the attention core forward and backward (FlashAttention or the
  * standard core; context parallelism's ring around it). */
 void pp__ops_attn_fwd(const pp__shape *s, const pp__dims *x, pp__oplist *l);

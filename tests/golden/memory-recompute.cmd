@@ -1,1 +1,1 @@
-for r in none layernorm+moe_act; do podplan memory --model qwen3-30b-a3b --parallel tp=1,pp=2,dp=4,ep=4,mbs=1,gbs=32,zero=1,recompute=$r --stack nemo-2025 --gpu-memory 80GB | grep -E "^parallel|activations|fit"; done
+for r in none layernorm+moe_act layernorm+moe; do podplan memory --model qwen3-30b-a3b --parallel tp=1,pp=2,dp=4,ep=4,mbs=1,gbs=32,zero=1,recompute=$r --stack nemo-2025 --gpu-memory 80GB | grep -E "^parallel|activations|fit"; done
