@@ -104,66 +104,58 @@ enum {
     I_QK_NORM
 };
 
+/* The integer keys: where each goes and its range (a count from 0 or
+ * 1, or MTP's few modules). */
+typedef struct {
+    int key;
+    int64_t *dst;
+    int64_t lo, hi;
+} int_key;
+
 static int inline_value(void *ctx, int k, const char *val, pp_error *e) {
     pp_model *m = ctx;
     const char *pre = "--model: ";
-    int64_t *dims[] = {&m->layers, &m->hidden,   &m->heads,      &m->seq,
-                       &m->vocab,  &m->kv_heads, &m->ffn_hidden, &m->head_dim};
-    if (k <= I_HEAD_DIM) {
-        if (pp_parse_i64(val, 1, PP_MODEL_DIM_MAX, dims[k]) < 0)
-            return pp_error_set(e, PP_EINPUT,
-                                "%s%s: expected a positive integer, got "
-                                "\"%.100s\"",
-                                pre, inline_keys[k], val);
-        return 0;
-    }
-    if (k >= I_EXPERTS && k <= I_GROUP_TOPK) {
-        int64_t *moe[] = {&m->experts,           &m->top_k,
-                          &m->expert_ffn_hidden, &m->shared_experts,
-                          &m->moe_layer_freq,    &m->first_dense_layers,
-                          &m->expert_groups,     &m->group_top_k};
-        int64_t lo = k == I_SHARED || k == I_FIRST_DENSE ? 0 : 1;
-        if (pp_parse_i64(val, lo, PP_MODEL_DIM_MAX, moe[k - I_EXPERTS]) < 0)
+    const int64_t big = PP_MODEL_DIM_MAX;
+    const int_key ints[] = {
+        {I_LAYERS, &m->layers, 1, big},
+        {I_HIDDEN, &m->hidden, 1, big},
+        {I_HEADS, &m->heads, 1, big},
+        {I_SEQ, &m->seq, 1, big},
+        {I_VOCAB, &m->vocab, 1, big},
+        {I_KV_HEADS, &m->kv_heads, 1, big},
+        {I_FFN_HIDDEN, &m->ffn_hidden, 1, big},
+        {I_HEAD_DIM, &m->head_dim, 1, big},
+        {I_EXPERTS, &m->experts, 1, big},
+        {I_TOP_K, &m->top_k, 1, big},
+        {I_EXPERT_FFN, &m->expert_ffn_hidden, 1, big},
+        {I_SHARED, &m->shared_experts, 0, big},
+        {I_MOE_FREQ, &m->moe_layer_freq, 1, big},
+        {I_FIRST_DENSE, &m->first_dense_layers, 0, big},
+        {I_GROUPS, &m->expert_groups, 1, big},
+        {I_GROUP_TOPK, &m->group_top_k, 1, big},
+        {I_KV_CHANNELS, &m->kv_channels, 1, big},
+        {I_Q_LORA, &m->q_lora_rank, 0, big},
+        {I_KV_LORA, &m->kv_lora_rank, 1, big},
+        {I_QK_NOPE, &m->qk_nope_head_dim, 1, big},
+        {I_QK_ROPE, &m->qk_rope_head_dim, 1, big},
+        {I_V_HEAD, &m->v_head_dim, 1, big},
+        {I_WINDOW, &m->window, 0, big},
+        {I_WINDOW_SKIP, &m->window_skip, 0, big},
+        {I_MTP, &m->mtp_layers, 0, PP_MTP_MAX},
+        {I_ROTARY_BASE, &m->rotary_base, 1, big},
+        {I_ROPE_ORIG, &m->rope_original_seq, 1, big},
+    };
+    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
+        const int_key *ik = &ints[i];
+        if (ik->key != k) continue;
+        if (pp_parse_i64(val, ik->lo, ik->hi, ik->dst) == 0) return 0;
+        if (ik->hi < big)
             return pp_error_set(
-                e, PP_EINPUT, "%s%s: expected a%s integer, got \"%.100s\"", pre,
-                inline_keys[k], lo ? " positive" : " non-negative", val);
-        return 0;
-    }
-    if (k == I_KV_CHANNELS) {
-        if (pp_parse_i64(val, 1, PP_MODEL_DIM_MAX, &m->kv_channels) < 0)
-            return pp_error_set(e, PP_EINPUT,
-                                "%skv_channels: expected a positive integer, "
-                                "got \"%.100s\"",
-                                pre, val);
-        return 0;
-    }
-    if (k >= I_Q_LORA && k <= I_V_HEAD) {
-        int64_t *mla[] = {&m->q_lora_rank, &m->kv_lora_rank,
-                          &m->qk_nope_head_dim, &m->qk_rope_head_dim,
-                          &m->v_head_dim};
-        int64_t lo = k == I_Q_LORA ? 0 : 1;
-        if (pp_parse_i64(val, lo, PP_MODEL_DIM_MAX, mla[k - I_Q_LORA]) < 0)
-            return pp_error_set(
-                e, PP_EINPUT, "%s%s: expected a%s integer, got \"%.100s\"", pre,
-                inline_keys[k], lo ? " positive" : " non-negative", val);
-        return 0;
-    }
-    if (k == I_WINDOW || k == I_WINDOW_SKIP) {
-        if (pp_parse_i64(val, 0, PP_MODEL_DIM_MAX,
-                         k == I_WINDOW ? &m->window : &m->window_skip) < 0)
-            return pp_error_set(e, PP_EINPUT,
-                                "%s%s: expected a non-negative integer, got "
-                                "\"%.100s\"",
-                                pre, inline_keys[k], val);
-        return 0;
-    }
-    if (k == I_MTP) {
-        if (pp_parse_i64(val, 0, PP_MTP_MAX, &m->mtp_layers) < 0)
-            return pp_error_set(e, PP_EINPUT,
-                                "%smtp_layers: expected 0 to %d, got "
-                                "\"%.100s\"",
-                                pre, PP_MTP_MAX, val);
-        return 0;
+                e, PP_EINPUT, "%s%s: expected %lld to %lld, got \"%.100s\"",
+                pre, inline_keys[k], (long long)ik->lo, (long long)ik->hi, val);
+        return pp_error_set(
+            e, PP_EINPUT, "%s%s: expected a%s integer, got \"%.100s\"", pre,
+            inline_keys[k], ik->lo ? " positive" : " non-negative", val);
     }
     if (k == I_CAPACITY) {
         double x;
@@ -189,16 +181,6 @@ static int inline_value(void *ctx, int k, const char *val, pp_error *e) {
                                 "%sglu_offset: expected a number from -1e6 "
                                 "to 1e6, got \"%.100s\"",
                                 pre, val);
-        return 0;
-    }
-    if (k == I_ROTARY_BASE || k == I_ROPE_ORIG) {
-        if (pp_parse_i64(val, 1, PP_MODEL_DIM_MAX,
-                         k == I_ROTARY_BASE ? &m->rotary_base
-                                            : &m->rope_original_seq) < 0)
-            return pp_error_set(e, PP_EINPUT,
-                                "%s%s: expected a positive integer, got "
-                                "\"%.100s\"",
-                                pre, inline_keys[k], val);
         return 0;
     }
     if (k >= I_ROPE_FACTOR && k <= I_ROPE_MSCALE_ALL) {

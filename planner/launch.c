@@ -160,12 +160,7 @@ int pp__write_megatron(const pp_plan *p, FILE *fp, pp_error *e) {
             "--master-port=\"${MASTER_PORT:-6000}\" \\\n"
             "    pretrain_gpt.py \\\n",
             (long long)nodes, (long long)per);
-#define ARG(...)                                                               \
-    do {                                                                       \
-        fputs("    ", fp);                                                     \
-        fprintf(fp, __VA_ARGS__);                                              \
-        fputs(" \\\n", fp);                                                    \
-    } while (0)
+#define ARG(...) pp__megatron_arg(fp, __VA_ARGS__)
     ARG("--tensor-model-parallel-size %lld", (long long)q->tp);
     ARG("--pipeline-model-parallel-size %lld", (long long)q->pp);
     if (q->layout.stages > 0) {

@@ -11,11 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
-/* One pretrain_gpt.py argument line (launch.c's ARG). */
-static void arg(FILE *fp, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-static void arg(FILE *fp, const char *fmt, ...) {
+void pp__megatron_arg(FILE *fp, const char *fmt, ...) {
     va_list ap;
     fputs("    ", fp);
     va_start(ap, fmt);
@@ -37,54 +33,60 @@ void pp__megatron_moe(const pp_plan *p, FILE *fp) {
     if (!pp_model_is_moe(m)) return;
     char lf[64];
     pp__moe_flags(m, q, lf, sizeof lf);
-    arg(fp, "--num-experts %lld", (long long)m->experts);
-    arg(fp, "--moe-router-topk %lld", (long long)m->top_k);
-    arg(fp, "--moe-ffn-hidden-size %lld", (long long)m->expert_ffn_hidden);
+    pp__megatron_arg(fp, "--num-experts %lld", (long long)m->experts);
+    pp__megatron_arg(fp, "--moe-router-topk %lld", (long long)m->top_k);
+    pp__megatron_arg(fp, "--moe-ffn-hidden-size %lld",
+                     (long long)m->expert_ffn_hidden);
     if (m->shared_experts)
-        arg(fp, "--moe-shared-expert-intermediate-size %lld",
-            (long long)(m->shared_experts * m->expert_ffn_hidden));
-    if (lf[0]) arg(fp, "--moe-layer-freq %s", lf);
+        pp__megatron_arg(fp, "--moe-shared-expert-intermediate-size %lld",
+                         (long long)(m->shared_experts * m->expert_ffn_hidden));
+    if (lf[0]) pp__megatron_arg(fp, "--moe-layer-freq %s", lf);
     /* podplan sends and computes the padding (drop-and-pad). */
     if (m->capacity_factor > 0) {
-        arg(fp, "--moe-expert-capacity-factor %g", m->capacity_factor);
-        arg(fp, "--moe-pad-expert-input-to-capacity");
+        pp__megatron_arg(fp, "--moe-expert-capacity-factor %g",
+                         m->capacity_factor);
+        pp__megatron_arg(fp, "--moe-pad-expert-input-to-capacity");
     }
-    arg(fp, "--expert-model-parallel-size %lld", (long long)q->ep);
-    arg(fp, "--expert-tensor-parallel-size %lld",
-        (long long)pp_parallel_etp(q));
+    pp__megatron_arg(fp, "--expert-model-parallel-size %lld", (long long)q->ep);
+    pp__megatron_arg(fp, "--expert-tensor-parallel-size %lld",
+                     (long long)pp_parallel_etp(q));
     if (m->expert_groups > 0) {
-        arg(fp, "--moe-router-num-groups %lld", (long long)m->expert_groups);
-        arg(fp, "--moe-router-group-topk %lld", (long long)m->group_top_k);
+        pp__megatron_arg(fp, "--moe-router-num-groups %lld",
+                         (long long)m->expert_groups);
+        pp__megatron_arg(fp, "--moe-router-group-topk %lld",
+                         (long long)m->group_top_k);
     }
     /* What sim/train/moe.c and step_group.c model: the all-to-all
      * dispatcher, DeepEP's or HybridEP's (flex), the local experts as one
      * grouped GEMM, and the permutation fused unless the layout says not
      * (Megatron-core's default is unfused). */
     if (q->hybridep) {
-        arg(fp, "--moe-token-dispatcher-type flex");
-        arg(fp, "--moe-flex-dispatcher-backend hybridep");
+        pp__megatron_arg(fp, "--moe-token-dispatcher-type flex");
+        pp__megatron_arg(fp, "--moe-flex-dispatcher-backend hybridep");
         if (hybridep_sms(p) > 0)
-            arg(fp, "--moe-hybridep-num-sms %g", hybridep_sms(p));
+            pp__megatron_arg(fp, "--moe-hybridep-num-sms %g", hybridep_sms(p));
     } else if (q->deepep) {
-        arg(fp, "--moe-token-dispatcher-type flex");
-        arg(fp, "--moe-enable-deepep");
+        pp__megatron_arg(fp, "--moe-token-dispatcher-type flex");
+        pp__megatron_arg(fp, "--moe-enable-deepep");
     } else {
-        arg(fp, "--moe-token-dispatcher-type alltoall");
+        pp__megatron_arg(fp, "--moe-token-dispatcher-type alltoall");
     }
-    arg(fp, "--moe-grouped-gemm");
-    if (!q->permute_unfused) arg(fp, "--moe-permute-fusion");
+    pp__megatron_arg(fp, "--moe-grouped-gemm");
+    if (!q->permute_unfused) pp__megatron_arg(fp, "--moe-permute-fusion");
     /* Sync-free buffers, and the paged stash whose pages hold the tokens
      * that arrived, which is what podplan's memory counts (Megatron-LM's
      * paged-stash documentation: the rank capacity with HybridEP and TE's
      * op fuser for the grouped experts). */
     if (q->rank_capacity > 0) {
-        arg(fp, "--moe-expert-rank-capacity-factor %g", q->rank_capacity);
-        arg(fp, "--moe-paged-stash");
-        arg(fp, "--use-transformer-engine-op-fuser");
+        pp__megatron_arg(fp, "--moe-expert-rank-capacity-factor %g",
+                         q->rank_capacity);
+        pp__megatron_arg(fp, "--moe-paged-stash");
+        pp__megatron_arg(fp, "--use-transformer-engine-op-fuser");
     }
     /* The combined 1F1B schedule (sim/train/step_pair.c); delayed
      * weight gradients are not modelled, so not asked for. */
-    if (q->a2a_overlap) arg(fp, "--overlap-moe-expert-parallel-comm");
+    if (q->a2a_overlap)
+        pp__megatron_arg(fp, "--overlap-moe-expert-parallel-comm");
 }
 
 void pp__nemo_moe(const pp_plan *p, FILE *fp, const pp__kv_style *st) {

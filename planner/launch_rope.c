@@ -80,12 +80,7 @@ void pp__rope_note(const pp_model *m, pp_plan_format f, FILE *fp,
 }
 
 void pp__megatron_rope_args(const pp_model *m, FILE *fp) {
-#define ARG(...)                                                               \
-    do {                                                                       \
-        fputs("    ", fp);                                                     \
-        fprintf(fp, __VA_ARGS__);                                              \
-        fputs(" \\\n", fp);                                                    \
-    } while (0)
+#define ARG(...) pp__megatron_arg(fp, __VA_ARGS__)
     if (m->qk_norm) ARG("--qk-layernorm");
     if (!pp_model_has_rope(m)) return;
     if (m->rotary_base) ARG("--rotary-base %lld", (long long)m->rotary_base);

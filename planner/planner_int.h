@@ -200,6 +200,14 @@ int pp__write_nemo(const pp_plan *p, FILE *fp, pp_error *e);
 int pp__write_deepspeed(const pp_plan *p, FILE *fp, pp_error *e);
 int pp__write_nemo2(const pp_plan *p, FILE *fp, pp_error *e);
 
+/* launch_moe.c: one pretrain_gpt.py argument line, indented and ended
+ * with a continuation, as every Megatron-LM argument is written. */
+void pp__megatron_arg(FILE *fp, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
 /* launch_rope.c: the model's positions and QK-norm as Megatron-LM's
  * arguments (after --position-embedding-type) or as TransformerConfig's
  * fields in a NeMo syntax; pp__rope_note writes, after a launch header,
