@@ -67,7 +67,11 @@ char *pp__graph_scope_list(const pp_parallel *q, const char *sep,
     return pp_graphs_list(q->graphs, sep, qu, buf, len);
 }
 
-void pp__launch_header(const pp_plan *p, FILE *fp, const char *cmt) {
+/* The comment block every launch format starts with (cmt its comment
+ * mark): the plan, the layout, the stack, the figures, the profile, and
+ * what format f cannot say about the model's positions. */
+void pp__launch_header(const pp_plan *p, pp_plan_format f, FILE *fp,
+                       const char *cmt) {
     const pp_plan_candidate *c = &p->cand[0];
     char spec[PP_SPEC_MAX], b1[48], b2[48];
     fprintf(fp, "%s podplan plan: %s on %s, %lld GPUs, global batch %lld\n",
@@ -94,6 +98,7 @@ void pp__launch_header(const pp_plan *p, FILE *fp, const char *cmt) {
     char note[256];
     fprintf(fp, "%s GPU profile %s\n", cmt,
             pp__plan_profile_note(p, note, sizeof note));
+    pp__rope_note(&p->model, f, fp, cmt);
 }
 
 int64_t pp__train_iters(const pp_plan *p) {
@@ -146,8 +151,7 @@ int pp__write_megatron(const pp_plan *p, FILE *fp, pp_error *e) {
     int64_t nodes, per;
     pp__nodes_of(p, c->gpus, &nodes, &per);
     fputs("#!/bin/sh\n", fp);
-    pp__launch_header(p, fp, "#");
-    pp__rope_note(m, PP_PLAN_FMT_MEGATRON, fp, "#");
+    pp__launch_header(p, PP_PLAN_FMT_MEGATRON, fp, "#");
     fprintf(fp,
             "# Run on each of the %lld servers with NODE_RANK and "
             "MASTER_ADDR set; add data,\n# tokenizer and optimizer arguments "

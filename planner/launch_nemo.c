@@ -100,6 +100,17 @@ static void split_fields(FILE *fp, const pp_parallel *q,
                      (long long)q->last);
 }
 
+/* Context parallelism's exchange other than the ring (cp_comm_type) and
+ * hierarchical CP's two levels, a list in either syntax. */
+static void cp_fields(FILE *fp, const pp_parallel *q, const pp__kv_style *st) {
+    if (pp__cp_comm_type(q))
+        pp__kv_text(fp, st, "cp_comm_type", pp__cp_comm_type(q));
+    if (pp__cp_levels(q))
+        pp__kv_field(fp, st, "hierarchical_context_parallel_sizes",
+                     "[%lld, %lld]", (long long)pp_parallel_cp_a2a(q),
+                     (long long)pp_parallel_cp_ring(q));
+}
+
 /* CUDA graphs (Megatron-core's implementation and scope list) and
  * activation offloading, as TransformerConfig's fields. */
 static void graph_fields(FILE *fp, const pp_parallel *q,
@@ -150,8 +161,7 @@ int pp__write_nemo(const pp_plan *p, FILE *fp, pp_error *e) {
                             m->name);
     int64_t nodes, per;
     pp__nodes_of(p, c->gpus, &nodes, &per);
-    pp__launch_header(p, fp, "#");
-    pp__rope_note(m, PP_PLAN_FMT_NEMO, fp, "#");
+    pp__launch_header(p, PP_PLAN_FMT_NEMO, fp, "#");
     fputs("# The trainer and model parallelism keys of a NeMo GPT config "
           "(megatron_gpt_config.yaml).\n",
           fp);
@@ -200,12 +210,7 @@ int pp__write_nemo(const pp_plan *p, FILE *fp, pp_error *e) {
     if (q->fp8_attn) fputs("  fp8_dot_product_attention: true\n", fp);
     if (q->cp > 1)
         fprintf(fp, "  context_parallel_size: %lld\n", (long long)q->cp);
-    if (pp__cp_comm_type(q))
-        fprintf(fp, "  cp_comm_type: %s\n", pp__cp_comm_type(q));
-    if (pp__cp_levels(q))
-        fprintf(fp, "  hierarchical_context_parallel_sizes: [%lld, %lld]\n",
-                (long long)pp_parallel_cp_a2a(q),
-                (long long)pp_parallel_cp_ring(q));
+    cp_fields(fp, q, &pp__nemo_yaml);
     pp__nemo_moe(p, fp, &pp__nemo_yaml);
     graph_fields(fp, q, &pp__nemo_yaml);
     fprintf(fp, "  encoder_seq_length: %lld\n", (long long)m->seq);
@@ -308,8 +313,7 @@ int pp__write_nemo2(const pp_plan *p, FILE *fp, pp_error *e) {
     int64_t nodes, per;
     pp__nodes_of(p, c->gpus, &nodes, &per);
     bool fp16 = pp__use_fp16(p);
-    pp__launch_header(p, fp, "#");
-    pp__rope_note(m, PP_PLAN_FMT_NEMO2, fp, "#");
+    pp__launch_header(p, PP_PLAN_FMT_NEMO2, fp, "#");
     fputs("# A NeMo 2.0 pretraining script (nemo.collections.llm); run it "
           "with torchrun or wrap\n# it in a NeMo-Run recipe.  Replace "
           "MockDataModule by your data module and set the\n# learning rate "
@@ -383,12 +387,7 @@ int pp__write_nemo2(const pp_plan *p, FILE *fp, pp_error *e) {
     }
     graph_fields(fp, q, &pp__nemo_py);
     pp__nemo_moe(p, fp, &pp__nemo_py);
-    if (pp__cp_comm_type(q))
-        fprintf(fp, "    cp_comm_type=\"%s\",\n", pp__cp_comm_type(q));
-    if (pp__cp_levels(q))
-        fprintf(fp, "    hierarchical_context_parallel_sizes=[%lld, %lld],\n",
-                (long long)pp_parallel_cp_a2a(q),
-                (long long)pp_parallel_cp_ring(q));
+    cp_fields(fp, q, &pp__nemo_py);
     fputs(")\n\n", fp);
 
     fputs("strategy = nl.MegatronStrategy(\n", fp);

@@ -170,7 +170,8 @@ bool pp__cp_levels(const pp_parallel *q);
 bool pp__fp8_delayed(const pp_parallel *q);
 char *pp__graph_scope_list(const pp_parallel *q, const char *sep,
                            const char *qu, char *buf, size_t len);
-void pp__launch_header(const pp_plan *p, FILE *fp, const char *cmt);
+void pp__launch_header(const pp_plan *p, pp_plan_format f, FILE *fp,
+                       const char *cmt);
 int64_t pp__train_iters(const pp_plan *p);
 void pp__nodes_of(const pp_plan *p, int64_t gpus, int64_t *nodes, int64_t *per);
 bool pp__use_fp16(const pp_plan *p);
@@ -210,9 +211,9 @@ void pp__megatron_arg(FILE *fp, const char *fmt, ...)
 
 /* launch_rope.c: the model's positions and QK-norm as Megatron-LM's
  * arguments (after --position-embedding-type) or as TransformerConfig's
- * fields in a NeMo syntax; pp__rope_note writes, after a launch header,
- * the comment line saying what the format cannot set (nothing when it
- * can set everything). */
+ * fields in a NeMo syntax; pp__rope_note writes, as the last line of
+ * format f's launch header, the comment saying what the format cannot set
+ * (nothing when it can set everything). */
 void pp__megatron_rope_args(const pp_model *m, FILE *fp);
 void pp__nemo_rope_fields(const pp_model *m, FILE *fp, const pp__kv_style *st);
 void pp__rope_note(const pp_model *m, pp_plan_format f, FILE *fp,
